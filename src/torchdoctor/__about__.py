@@ -1,0 +1,3 @@
+"""Version of the torchdoctor package (read by the build backend)."""
+
+__version__ = "0.1.0"

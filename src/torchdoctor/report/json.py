@@ -1,0 +1,171 @@
+"""JSON output: one object, ``{"version": 1, "findings": [...], ...}``.
+
+The schema is versioned by :data:`SCHEMA_VERSION`; a field is only ever added within a
+version. :func:`report_from_json` reads it back (baselines, reports gathered from ranks or
+subprocesses).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from torchdoctor.findings import (
+    Applicability,
+    Confidence,
+    Depth,
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    Report,
+    Severity,
+)
+from torchdoctor.report.options import RenderOptions
+from torchdoctor.rules.registry import RULES
+
+__all__ = ["SCHEMA_VERSION", "finding_to_dict", "render_json", "report_from_json",
+           "report_to_dict"]
+
+SCHEMA_VERSION = 1
+
+
+def render_json(report: Report, options: RenderOptions) -> str:
+    """Render the report as indented, key-sorted JSON."""
+    return json.dumps(report_to_dict(report), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    """The JSON-ready form of a report."""
+    return {
+        "version": SCHEMA_VERSION,
+        "tool": {"name": "torchdoctor", "version": report.tool_version},
+        "command": report.command,
+        "created": report.created,
+        "exit_status": report.exit_status,
+        "summary": report.counts(),
+        "findings": [finding_to_dict(f) for f in report.findings],
+        "facts": _jsonable(report.facts),
+        "series": _jsonable(report.series),
+    }
+
+
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
+    """The JSON-ready form of one finding."""
+    loc = finding.location
+    location = {
+        key: value
+        for key, value in (
+            ("path", loc.path),
+            ("line", loc.line),
+            ("column", None if loc.column is None else loc.column + 1),
+            ("end_line", loc.end_line),
+            ("end_column", None if loc.end_column is None else loc.end_column + 1),
+            ("object", loc.object),
+        )
+        if value is not None
+    }
+    rule = RULES.get(finding.code)
+    out: dict[str, Any] = {
+        "code": finding.code,
+        "name": rule.name if rule else None,
+        "severity": finding.severity.value,
+        "message": finding.message,
+        "location": location,
+        "fix": finding.fix_hint,
+        "evidence": _jsonable(finding.evidence),
+        "confidence": finding.confidence.value,
+        "depths": [d.value for d in finding.depths],
+        "occurrences": finding.occurrences,
+    }
+    if finding.fix is not None:
+        out["autofix"] = {
+            "description": finding.fix.description,
+            "applicability": finding.fix.applicability.value,
+            "edits": [
+                {
+                    "start": [e.start_line, e.start_column + 1],
+                    "end": [e.end_line, e.end_column + 1],
+                    "replacement": e.replacement,
+                }
+                for e in finding.fix.edits
+            ],
+        }
+    return out
+
+
+def report_from_json(text: str) -> Report:
+    """Read a report written by :func:`render_json`.
+
+    Raises:
+        ValueError: not JSON, or not a torchdoctor report of a known schema version.
+    """
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("version") != SCHEMA_VERSION:
+        raise ValueError("not a torchdoctor JSON report of schema version 1")
+    report = Report(
+        tool_version=str(data.get("tool", {}).get("version", "")),
+        command=str(data.get("command", "")),
+        created=str(data.get("created", "")),
+        facts=dict(data.get("facts") or {}),
+        series={k: list(v) for k, v in (data.get("series") or {}).items()},
+        exit_status=data.get("exit_status"),
+    )
+    for item in data.get("findings", []):
+        report.add(_finding_from_dict(item))
+    return report
+
+
+def _finding_from_dict(item: Mapping[str, Any]) -> Finding:
+    loc = item.get("location", {})
+    column = loc.get("column")
+    end_column = loc.get("end_column")
+    location = Location(
+        path=loc.get("path"),
+        line=loc.get("line"),
+        column=None if column is None else column - 1,
+        end_line=loc.get("end_line"),
+        end_column=None if end_column is None else end_column - 1,
+        object=loc.get("object"),
+    )
+    depths = tuple(Depth(d) for d in item.get("depths", [])) or (Depth.LINT,)
+    fix = None
+    if "autofix" in item:
+        auto = item["autofix"]
+        fix = Fix(
+            description=auto["description"],
+            applicability=Applicability(auto["applicability"]),
+            edits=tuple(
+                Edit(e["start"][0], e["start"][1] - 1, e["end"][0], e["end"][1] - 1,
+                     e["replacement"])
+                for e in auto["edits"]
+            ),
+        )
+    return Finding(
+        code=item["code"],
+        message=item["message"],
+        location=location,
+        severity=Severity(item["severity"]),
+        depth=depths[0],
+        fix_hint=item.get("fix", ""),
+        evidence=dict(item.get("evidence") or {}),
+        confidence=Confidence(item.get("confidence", "high")),
+        fix=fix,
+        depths=depths,
+        occurrences=int(item.get("occurrences", 1)),
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    """Make evidence and facts JSON-safe: non-finite floats become strings, tuples lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return str(value)

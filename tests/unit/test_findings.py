@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from torchdoctor.findings import Confidence, Depth, Location, Report, Severity
+from torchdoctor.rules.registry import finding
+
+
+def _at(line: int, depth: Depth = Depth.LINT, code: str = "TD201"):
+    return finding(code, f"msg {line}", Location(path="t.py", line=line), depth,
+                   fix_hint="do it")
+
+
+def test_finding_takes_the_rule_default_severity() -> None:
+    assert _at(1).severity is Severity.ERROR
+    assert finding("TD906", "m", Location(), Depth.LINT).severity is Severity.INFO
+
+
+def test_same_rule_same_place_from_two_depths_is_merged() -> None:
+    report = Report()
+    report.add(_at(3, Depth.LINT))
+    report.add(_at(3, Depth.RUN))
+    assert len(report) == 1
+    (merged,) = report.findings
+    assert merged.depths == (Depth.LINT, Depth.RUN)
+    assert merged.occurrences == 1
+
+
+def test_repeats_at_one_depth_are_counted() -> None:
+    report = Report()
+    for _ in range(3):
+        report.add(_at(3, Depth.RUN))
+    assert report.findings[0].occurrences == 3
+
+
+def test_findings_sort_by_file_line_column_code() -> None:
+    report = Report()
+    for line in (9, 2, 5):
+        report.add(_at(line))
+    assert [f.location.line for f in report.findings] == [2, 5, 9]
+
+
+def test_exit_code_follows_fail_on() -> None:
+    report = Report()
+    report.add(finding("TD906", "m", Location(path="a.py", line=1), Depth.LINT))
+    assert report.exit_code(Severity.ERROR) == 0
+    assert report.exit_code(Severity.INFO) == 1
+    assert report.exit_code(None) == 0
+    assert Report().exit_code(Severity.INFO) == 0
+
+
+def test_internal_error_means_exit_2() -> None:
+    report = Report()
+    report.add(finding("TD001", "boom", Location(), Depth.CHECK))
+    assert report.exit_code(None) == 2
+
+
+def test_merge_keeps_worst_severity_and_best_confidence() -> None:
+    report = Report()
+    low = finding("TD201", "a", Location(path="t.py", line=1), Depth.LINT,
+                  severity=Severity.WARNING, confidence=Confidence.LOW)
+    report.add(low)
+    report.add(_at(1, Depth.RUN))
+    (merged,) = report.findings
+    assert merged.severity is Severity.ERROR
+    assert merged.confidence is Confidence.HIGH
+
+
+def test_location_str() -> None:
+    assert str(Location(path="a.py", line=3, column=4)) == "a.py:3:5"
+    assert str(Location(object="encoder.0.weight")) == "encoder.0.weight"
+    assert str(Location()) == "<unknown>"
