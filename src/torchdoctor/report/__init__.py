@@ -22,6 +22,7 @@ FORMATS: dict[str, str] = {
     "text": "torchdoctor.report.text:render_text",
     "concise": "torchdoctor.report.concise:render_concise",
     "json": "torchdoctor.report.json:render_json",
+    "junit": "torchdoctor.report.junit:render_junit",
 }
 
 
