@@ -167,16 +167,197 @@ def explain_command(code: str) -> None:
 
 
 # --- check (pre-flight) ------------------------------------------------------------------
-# (the `check` subcommand lives here)
+
+
+@main.command("check")
+@click.argument("target")
+@format_option("text", ("text", "concise", "json"))
+@fail_on_option
+@output_option
+@click.option("--select", multiple=True, help="Only these codes or prefixes (TD1, TD301).")
+@click.option("--ignore", multiple=True, help="Skip these codes or prefixes.")
+@click.option("--device", default=None, help="Where training sends batches (cpu, cuda, cuda:1); "
+              "default: the device the factory names, else the model's.")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed for every random draw of the check.")
+@guarded
+def check_command(target: str, output_format: str, fail_on: str, output: Path | None,
+                  select: tuple[str, ...], ignore: tuple[str, ...], device: str | None,
+                  seed: int) -> None:
+    """Pre-flight the model, data, loss and optimizer that a factory returns.
+
+    TARGET is pkg.module:factory or path/to/file.py:factory (the factory defaults to
+    `make`). The factory takes no arguments and returns (model, data, loss_fn[, optimizer])
+    or a dict with those keys (plus an optional device); data is one batch or a DataLoader.
+    """
+    from torchdoctor.preflight.factory import check_factory
+
+    report = check_factory(target, select=select or None, ignore=ignore or None,
+                           device=device, seed=seed)
+    for trace in report.facts.pop("internal_errors", []):
+        if _debug_requested():
+            click.echo(trace, err=True)
+    emit(report, output_format, output, title=f"torchdoctor check {target}")
+    sys.exit(report.exit_code(parse_fail_on(fail_on)))
+
 
 # --- lint (static) -----------------------------------------------------------------------
-# (the `lint` subcommand lives here)
+
+
+@main.command("lint")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@format_option("concise", ("concise", "text", "json", "sarif", "github"))
+@fail_on_option
+@output_option
+@click.option("--select", multiple=True, help="Only these codes or prefixes (TD2, TD201).")
+@click.option("--ignore", multiple=True, help="Skip these codes or prefixes.")
+@click.option("--statistics", is_flag=True,
+              help="Print how many findings each rule has instead of the findings.")
+@click.option("--fix", "apply_fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="With --fix or --diff, also apply fixes that may change behaviour.")
+@click.option("--diff", is_flag=True,
+              help="Print the fixes as a unified diff; write nothing.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A JSON report of known findings; fail only on new ones.")
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Read settings from this pyproject.toml or TOML file.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: automatic).")
+@guarded
+def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
+                 output: Path | None, select: tuple[str, ...], ignore: tuple[str, ...],
+                 statistics: bool, apply_fix: bool, unsafe_fixes: bool, diff: bool,
+                 baseline: Path | None, config: Path | None, isolated: bool,
+                 jobs: int | None) -> None:
+    """Read Python files (and folders) for training bugs; nothing is imported or run.
+
+    Exit status: 0 clean, 1 findings at or above --fail-on, 2 usage or internal error.
+    `# noqa: TD201` silences a rule on a line; `# torchdoctor: noqa` a whole file.
+    """
+    from torchdoctor.errors import UsageError
+    from torchdoctor.static import LintConfig, fix, lint
+
+    if unsafe_fixes and not (apply_fix or diff):
+        raise UsageError("--unsafe-fixes applies with --fix or --diff")
+    settings = LintConfig() if isolated else config
+    targets = paths or (Path("."),)
+    options = dict(select=select or None, ignore=ignore or None, config=settings, jobs=jobs)
+    if apply_fix or diff:
+        outcome = fix(targets, unsafe=unsafe_fixes, write=not diff, **options)  # type: ignore[arg-type]
+        if diff:
+            click.echo(outcome.diff(), nl=False)
+            sys.exit(EXIT_FINDINGS if outcome.changed else EXIT_CLEAN)
+        click.echo(f"torchdoctor: applied {outcome.applied} fix(es) in "
+                   f"{len(outcome.changed)} file(s).", err=True)
+        report = outcome.report
+    else:
+        report = lint(targets, baseline=baseline, **options)  # type: ignore[arg-type]
+    if statistics:
+        from torchdoctor.static.statistics import render_statistics
+
+        click.echo(render_statistics(report), nl=False)
+    else:
+        emit(report, output_format, output, title="torchdoctor lint")
+    sys.exit(report.exit_code(parse_fail_on(fail_on)))
 
 # --- run (runtime) -----------------------------------------------------------------------
-# (the `run` subcommand lives here)
+
+
+@main.command("run", context_settings={"ignore_unknown_options": True,
+                                       "allow_interspersed_args": False})
+@click.option("-m", "as_module", is_flag=True,
+              help="TARGET is a module name, run like `python -m TARGET`.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None,
+              help="Stop cleanly after this many optimizer steps, then report.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Also write the report as JSON to this file.")
+@format_option("text", ("text", "concise", "json"))
+@click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default="never",
+              show_default=True,
+              help="Exit with 1 when the script succeeded but a finding has this severity "
+                   "or worse. The script's own failure status always passes through.")
+@click.option("--select", multiple=True, help="Only these codes or prefixes (TD2, TD201).")
+@click.option("--ignore", multiple=True, help="Not these codes or prefixes.")
+@click.option("--sample-every", type=click.IntRange(min=1), default=None,
+              help="Full statistics every N steps (default: dense at first, then cheap).")
+@click.option("--status/--no-status", default=None,
+              help="Live status line on standard error (default: only on a terminal).")
+@click.argument("target")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@guarded
+def run_command(as_module: bool, max_steps: int | None, report_path: Path | None,
+                output_format: str, fail_on: str, select: tuple[str, ...],
+                ignore: tuple[str, ...], sample_every: int | None, status: bool | None,
+                target: str, script_args: tuple[str, ...]) -> None:
+    """Run a training script under the monitor: `torchdoctor run train.py [ARGS]...`.
+
+    The script runs as `python train.py ARGS` would (every argument after TARGET is its
+    own, `--help` included). The report is printed when it ends, however it ends; the
+    script's exit status is passed through.
+    """
+    from torchdoctor.rules.selection import Selection
+    from torchdoctor.runtime.script import run_script
+
+    result = run_script(target, list(script_args), module=as_module, max_steps=max_steps,
+                        sample_every=sample_every, status=status,
+                        selection=Selection.from_options(select or None, ignore or None))
+    if report_path is not None:
+        emit(result.report, "json", report_path)
+    emit(result.report, output_format, title=f"torchdoctor run {target}")
+    sys.exit(result.exit_code(parse_fail_on(fail_on)))
+
 
 # --- ckpt and env ------------------------------------------------------------------------
-# (the `ckpt` and `env` subcommands live here)
+
+
+@main.command("ckpt")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--model", "model_spec", metavar="SPEC", default=None,
+              help="Compare with the model built by 'pkg.module:factory' or "
+                   "'path/to/file.py:factory' (the factory may also return what `check` takes).")
+@click.option("--write-remapped", type=click.Path(path_type=Path), default=None, metavar="OUT",
+              help="With --model: write a copy with keys renamed to fit the model; written "
+                   "only if it then loads with strict=True.")
+@click.option("--diff", "other", type=click.Path(path_type=Path), default=None,
+              metavar="OTHER", help="Compare with a second checkpoint, tensor by tensor.")
+@click.option("--trust", is_flag=True,
+              help="Load with weights_only=False. Unpickling runs whatever code the file "
+                   "names: use it only for files from a source you trust.")
+@format_option("text", ("text", "json"))
+@fail_on_option
+@guarded
+def ckpt_command(file: Path, model_spec: str | None, write_remapped: Path | None,
+                 other: Path | None, trust: bool, output_format: str, fail_on: str) -> None:
+    """Inspect a checkpoint safely; compare it with a model, remap its keys, diff it."""
+    from torchdoctor.ckpt import diagnose, load_model
+    from torchdoctor.ckpt.summary import render_ckpt_summary
+
+    model = load_model(model_spec) if model_spec else None
+    report = diagnose(file, model=model, trust=trust, write_remapped=write_remapped,
+                      diff=other)
+    if output_format == "text":
+        click.echo(render_ckpt_summary(report.facts), nl=False)
+    emit(report, output_format)
+    sys.exit(report.exit_code(parse_fail_on(fail_on)))
+
+
+@main.command("env")
+@format_option("text", ("text", "json"))
+@fail_on_option
+@guarded
+def env_command(output_format: str, fail_on: str) -> None:
+    """Print the environment facts that change training (versions, devices, threads, flags)."""
+    from torchdoctor.env import diagnose
+    from torchdoctor.env.summary import render_env_summary
+
+    report = diagnose()
+    if output_format == "text":
+        click.echo(render_env_summary(report.facts), nl=False)
+    emit(report, output_format)
+    sys.exit(report.exit_code(parse_fail_on(fail_on)))
+
 
 # --- demo --------------------------------------------------------------------------------
 # (the `demo` subcommand lives here)

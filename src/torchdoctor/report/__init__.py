@@ -22,6 +22,8 @@ FORMATS: dict[str, str] = {
     "text": "torchdoctor.report.text:render_text",
     "concise": "torchdoctor.report.concise:render_concise",
     "json": "torchdoctor.report.json:render_json",
+    "sarif": "torchdoctor.report.sarif:render_sarif",
+    "github": "torchdoctor.report.github:render_github",
     "junit": "torchdoctor.report.junit:render_junit",
 }
 

@@ -64,6 +64,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
             ("end_line", loc.end_line),
             ("end_column", None if loc.end_column is None else loc.end_column + 1),
             ("object", loc.object),
+            ("snippet", loc.snippet),
         )
         if value is not None
     }
@@ -129,6 +130,7 @@ def _finding_from_dict(item: Mapping[str, Any]) -> Finding:
         end_line=loc.get("end_line"),
         end_column=None if end_column is None else end_column - 1,
         object=loc.get("object"),
+        snippet=loc.get("snippet"),
     )
     depths = tuple(Depth(d) for d in item.get("depths", [])) or (Depth.LINT,)
     fix = None

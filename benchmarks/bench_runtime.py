@@ -1,0 +1,126 @@
+"""Overhead of the runtime monitor on CPU: step time with and without ``torchdoctor.watch``.
+
+Trains an MLP, a small CNN and a small Transformer. For each model the runs are
+interleaved (bare, watched, anomaly mode, in a rotating order, several rounds), each run
+is a fresh ``watch()`` over ``--steps`` optimizer steps (so discovery, the dense sampling
+at the start and the end-of-run analysis are all paid), and the ratio is the median over
+rounds of the watched run's wall time over the bare run's, next to the same ratio for
+``torch.autograd.detect_anomaly()``. Run with ``python benchmarks/bench_runtime.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+import torchdoctor
+
+
+def mlp() -> tuple[nn.Module, Callable[[], tuple[Any, Any]], nn.Module]:
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.1),
+                          nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    x, y = torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,))
+    return model, lambda: (x, y), nn.CrossEntropyLoss()
+
+
+def cnn() -> tuple[nn.Module, Callable[[], tuple[Any, Any]], nn.Module]:
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+    x, y = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+    return model, lambda: (x, y), nn.CrossEntropyLoss()
+
+
+class TinyTransformer(nn.Module):
+    """A two-layer encoder classifier over token ids."""
+
+    def __init__(self, vocab: int = 1000, width: int = 128) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        layer = nn.TransformerEncoderLayer(width, 4, 4 * width, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(self.embed(tokens)).mean(dim=1))
+
+
+def transformer() -> tuple[nn.Module, Callable[[], tuple[Any, Any]], nn.Module]:
+    x, y = torch.randint(0, 1000, (16, 64)), torch.randint(0, 10, (16,))
+    return TinyTransformer(), lambda: (x, y), nn.CrossEntropyLoss()
+
+
+def run(model: nn.Module, batch: Callable[[], tuple[Any, Any]], loss_fn: nn.Module,
+        optimizer: torch.optim.Optimizer, steps: int) -> None:
+    for _ in range(steps):
+        x, y = batch()
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+
+def timed(mode: str, model: nn.Module, batch: Any, loss_fn: nn.Module,
+          optimizer: torch.optim.Optimizer, steps: int) -> float:
+    if mode == "watch":
+        with torchdoctor.watch():
+            start = time.perf_counter()
+            run(model, batch, loss_fn, optimizer, steps)
+            elapsed = time.perf_counter() - start
+        return elapsed
+    if mode == "anomaly":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autograd.detect_anomaly():
+                start = time.perf_counter()
+                run(model, batch, loss_fn, optimizer, steps)
+                return time.perf_counter() - start
+    start = time.perf_counter()
+    run(model, batch, loss_fn, optimizer, steps)
+    return time.perf_counter() - start
+
+
+def bench(name: str, factory: Any, steps: int, rounds: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    model, batch, loss_fn = factory()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    run(model, batch, loss_fn, optimizer, 10)  # warm up allocator and kernels
+    times: dict[str, list[float]] = {"bare": [], "watch": [], "anomaly": []}
+    modes = list(times)
+    for index in range(rounds):
+        for mode in modes[index % 3:] + modes[:index % 3]:
+            times[mode].append(timed(mode, model, batch, loss_fn, optimizer, steps))
+    bare = statistics.median(times["bare"])
+    watch = statistics.median(w / b for w, b in zip(times["watch"], times["bare"], strict=True))
+    anomaly = statistics.median(a / b for a, b in zip(times["anomaly"], times["bare"],
+                                                      strict=True))
+    print(f"{name:12s} step {bare / steps * 1e3:7.2f} ms   watch x{watch:.3f}   "
+          f"detect_anomaly x{anomaly:.2f}")
+    return {"step_ms": bare / steps * 1e3, "watch": watch, "anomaly": anomaly}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200, help="optimizer steps per run")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), {args.steps} steps x "
+          f"{args.rounds} rounds; ratios are medians of watched/bare run times")
+    results = {name: bench(name, factory, args.steps, args.rounds)
+               for name, factory in (("mlp", mlp), ("cnn", cnn), ("transformer", transformer))}
+    worst = max(r["watch"] for r in results.values())
+    print(f"worst watch overhead: x{worst:.3f} (target <= x1.03)")
+
+
+if __name__ == "__main__":
+    main()

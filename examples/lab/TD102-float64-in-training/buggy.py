@@ -1,0 +1,52 @@
+"""An energy-use regressor on NumPy data, "fixed" by converting the model to float64.
+
+NumPy arrays are float64, so `torch.from_numpy` gives float64 tensors; the first forward
+failed against float32 weights, and `.double()` made the error go away. Everything now
+trains in float64: twice the memory, and on GPUs between 2x and 64x slower.
+"""
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+FEATURES = 12
+
+
+class EnergyModel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.body(features).squeeze(-1)
+
+
+def make_dataset(size: int = 512) -> TensorDataset:
+    rng = np.random.default_rng(1)
+    features = rng.normal(size=(size, FEATURES))
+    usage = features @ rng.normal(size=FEATURES) + 0.1 * rng.normal(size=size)
+    return TensorDataset(torch.from_numpy(features), torch.from_numpy(usage))
+
+
+def make():
+    torch.manual_seed(0)
+    model = EnergyModel().double()  # expect[lint]: TD102
+    loader = DataLoader(make_dataset(), batch_size=64, shuffle=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    return model, loader, nn.MSELoss(), optimizer
+
+
+def main() -> None:
+    model, loader, criterion, optimizer = make()
+    for epoch in range(3):
+        for features, usage in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(features), usage)
+            loss.backward()
+            optimizer.step()
+        print(f"epoch {epoch}: loss {loss.item():.3f} ({loss.dtype})")
+
+
+if __name__ == "__main__":
+    main()

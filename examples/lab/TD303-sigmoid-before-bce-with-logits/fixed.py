@@ -1,0 +1,47 @@
+"""A multi-label tagger that returns logits to BCEWithLogitsLoss (sigmoid at prediction)."""
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+FEATURES, TAGS = 32, 8
+
+
+class Tagger(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, TAGS))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.body(features)  # logits: BCEWithLogitsLoss applies sigmoid stably
+
+
+def make_dataset(size: int = 512) -> TensorDataset:
+    generator = torch.Generator().manual_seed(1)
+    features = torch.randn(size, FEATURES, generator=generator)
+    mixing = torch.randn(FEATURES, TAGS, generator=generator)
+    tags = (features @ mixing > 0).float()
+    return TensorDataset(features, tags)
+
+
+def make():
+    torch.manual_seed(0)
+    model = Tagger()
+    loader = DataLoader(make_dataset(), batch_size=64, shuffle=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    return model, loader, nn.BCEWithLogitsLoss(), optimizer
+
+
+def main() -> None:
+    model, loader, criterion, optimizer = make()
+    for epoch in range(3):
+        for features, tags in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(features), tags)
+            loss.backward()
+            optimizer.step()
+        print(f"epoch {epoch}: loss {loss.item():.3f}")
+
+
+if __name__ == "__main__":
+    main()

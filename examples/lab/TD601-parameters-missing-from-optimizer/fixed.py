@@ -1,0 +1,71 @@
+"""A small Transformer-style classifier whose optimizer groups cover every parameter.
+
+The decay group takes the weights of linear layers; the no-decay group takes every other
+parameter (biases and LayerNorm weights) as the complement, so nothing can fall between the
+two filters.
+"""
+
+import torch
+from torch import nn
+
+FEATURES = 24
+CLASSES = 3
+
+
+class Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(),
+                                 nn.Linear(2 * width, width))
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs + self.mlp(self.norm(inputs))
+
+
+class Classifier(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(FEATURES, 32)
+        self.blocks = nn.Sequential(Block(32), Block(32))
+        self.head = nn.Linear(32, CLASSES)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.embed(inputs)))
+
+
+def make_batch(size: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    inputs = torch.randn(size, FEATURES, generator=generator)
+    return inputs, (inputs[:, :CLASSES] * 2).argmax(dim=1)
+
+
+def parameter_groups(model: nn.Module) -> list[dict]:
+    named = list(model.named_parameters())
+    decay = [p for n, p in named if n.endswith("weight") and "norm" not in n]
+    chosen = {id(p) for p in decay}
+    no_decay = [p for _, p in named if id(p) not in chosen]
+    return [{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def make():
+    torch.manual_seed(0)
+    model = Classifier()
+    optimizer = torch.optim.AdamW(parameter_groups(model), lr=1e-3)
+    return model, make_batch(), nn.CrossEntropyLoss(), optimizer
+
+
+def main() -> None:
+    model, (inputs, labels), criterion, optimizer = make()
+    for _step in range(50):
+        optimizer.zero_grad()
+        loss = criterion(model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+    print(f"loss after 50 steps: {loss.item():.3f}")
+    moved = bool((model.blocks[0].norm.weight != 1).any())
+    print(f"first LayerNorm weight moved: {moved}")
+
+
+if __name__ == "__main__":
+    main()

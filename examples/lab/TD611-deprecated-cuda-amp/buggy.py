@@ -1,0 +1,42 @@
+"""Mixed-precision training written against the deprecated torch.cuda.amp entry points.
+
+Each use emits a FutureWarning on PyTorch >= 2.4, and the code is tied to CUDA: on a
+machine without a GPU both helpers are merely switched off.
+"""
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+FEATURES = 16
+
+
+def make_dataset(size: int = 512) -> TensorDataset:
+    inputs = torch.randn(size, FEATURES)
+    targets = (inputs[:, 0] > 0).long()
+    return TensorDataset(inputs, targets)
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    use_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    loader = DataLoader(make_dataset(), batch_size=64, shuffle=True)
+    model = nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Linear(32, 2)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.cuda.amp.GradScaler(enabled=use_cuda)  # expect: TD611
+    criterion = nn.CrossEntropyLoss()
+    for epoch in range(3):
+        for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            optimizer.zero_grad()
+            with torch.cuda.amp.autocast(enabled=use_cuda):  # expect: TD611
+                loss = criterion(model(inputs), targets)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        print(f"epoch {epoch}: last loss {loss.item():.4f}")
+
+
+if __name__ == "__main__":
+    main()

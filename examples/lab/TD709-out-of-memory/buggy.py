@@ -1,0 +1,47 @@
+"""A tiny causal language model whose attention mask is sized from the whole corpus.
+
+The mask should be `block_size` x `block_size`; it is built from `len(tokens)` instead, so
+the first forward pass asks for 10 million x 10 million floats (364 TiB) and dies of an
+out-of-memory error. The same slip on a GPU is the classic "CUDA out of memory" at step 0.
+"""
+
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+VOCAB, BLOCK, DIM = 64, 32, 32
+
+
+class TinyCausalLM(nn.Module):
+    def __init__(self, max_len: int) -> None:
+        super().__init__()
+        self.max_len = max_len
+        self.embed = nn.Embedding(VOCAB, DIM)
+        self.attn = nn.MultiheadAttention(DIM, num_heads=4, batch_first=True)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        mask = torch.ones(self.max_len, self.max_len).triu(1).bool()  # expect[run]: TD709
+        mask = mask[: ids.size(1), : ids.size(1)]
+        h = self.embed(ids)
+        h, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        return self.head(h)
+
+
+def main() -> None:
+    tokens = torch.randint(0, VOCAB, (10_000_000,), dtype=torch.int32)
+    model = TinyCausalLM(max_len=len(tokens))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for step in range(20):
+        starts = torch.randint(0, len(tokens) - BLOCK - 1, (16,))
+        batch = tokens[starts.unsqueeze(1) + torch.arange(BLOCK + 1)].long()
+        logits = model(batch[:, :-1])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(f"final loss {loss.item():.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""``check``: the pre-flight health check of a model, a batch, a loss and an optimizer.
+
+Call :func:`check` from Python, or ``torchdoctor check TARGET`` from a shell, where
+``TARGET`` is ``pkg.module:factory`` or ``path/to/file.py:factory`` (the factory name
+defaults to ``make``). The factory takes no arguments and returns what :func:`check`
+takes, as either
+
+* a tuple ``(model, data, loss_fn)`` or ``(model, data, loss_fn, optimizer)``, or
+* a dict with keys ``model``, ``data``, ``loss_fn`` and optionally ``optimizer`` and
+  ``device`` (where training puts the batches, e.g. ``"cuda"``).
+
+``data`` is one batch or a DataLoader (any iterable of batches: the first is used). A
+batch is ``(inputs, targets)`` (the model is called as ``model(inputs)``; as
+``model(*inputs)`` when ``inputs`` is a tuple or list; as ``model(**inputs)`` when it is a
+dict), ``(input_1, ..., input_k, targets)``, or a dict whose targets are under
+``targets``, ``target``, ``labels``, ``label`` or ``y``. ``loss_fn(output, targets)``
+must return the loss. The debugging lab's ``make()`` functions follow this contract.
+
+The check leaves the user's objects exactly as it found them: parameters and buffers,
+``requires_grad`` flags, ``.grad``, train/eval modes, optimizer state and the RNGs of
+torch, CUDA, numpy and :mod:`random` are restored bitwise, whether it returns or raises.
+This package imports torch; ``import torchdoctor`` does not import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from torchdoctor._torch import require_torch
+from torchdoctor.errors import UsageError
+from torchdoctor.findings import Report
+from torchdoctor.rules.selection import Selection
+
+__all__ = ["check"]
+
+
+def check(
+    model: Any,
+    data: Any,
+    loss_fn: Callable[..., Any],
+    optimizer: Any | None = None,
+    *,
+    device: Any | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    seed: int = 0,
+) -> Report:
+    """Pre-flight a training setup and report what is wired wrong.
+
+    Args:
+        model: the ``torch.nn.Module`` to train.
+        data: one batch (see the module doc for accepted shapes) or a DataLoader.
+        loss_fn: ``loss_fn(output, targets) -> loss``: an ``nn`` loss module, a
+            functional such as ``F.cross_entropy``, a ``functools.partial`` or any callable.
+        optimizer: the optimizer that will train ``model``, if already built.
+        device: where training sends the batches (``"cuda"``); default: the device of the
+            model's parameters.
+        select: rule codes or prefixes to report (``["TD2", "TD301"]``); default all.
+        ignore: rule codes or prefixes not to report; the longest match wins.
+        seed: seed for every random draw of the check, so two runs agree.
+
+    Returns:
+        A :class:`~torchdoctor.findings.Report` of ``check`` findings, with run facts
+        (timings, device, batch shapes).
+
+    Raises:
+        UsageError: the arguments cannot be checked (not a module, a batch of an unknown
+            shape, parameters on the meta device).
+        UserCodeError: the user's forward, loss or data loader raised for a reason no
+            rule explains, or memory ran out.
+        TorchMissingError: PyTorch is not installed.
+    """
+    torch = require_torch("torchdoctor check")
+    from torchdoctor.preflight import probes  # noqa: F401 - registers the probes
+    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.engine import run_probes
+    from torchdoctor.preflight.registry import registered_probes
+
+    _validate(torch, model, loss_fn, optimizer)
+    context = CheckContext(model, data, loss_fn, optimizer, device=device,
+                           selection=Selection.from_options(select, ignore), seed=seed)
+    return run_probes(context, registered_probes())
+
+
+def _validate(torch: Any, model: Any, loss_fn: Any, optimizer: Any) -> None:
+    if not isinstance(model, torch.nn.Module):
+        raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise UsageError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise UsageError(
+            f"optimizer must be a torch.optim.Optimizer or None, got {type(optimizer).__name__}"
+        )

@@ -1,0 +1,209 @@
+"""The shared state every probe reads: the user's objects and work computed once.
+
+Probes never run their own forward and backward passes when the context already has
+them: the whole check stays within a few dozen training steps. Everything here runs on
+the user's own model; the engine restores the model, optimizer and RNGs after every probe
+(:mod:`torchdoctor.preflight.snapshot`), and probes that train use
+:meth:`CheckContext.copy_training_objects`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+from torchdoctor.errors import UsageError, UserCodeError
+from torchdoctor.preflight.batch import Batch, is_batch, split_batch
+from torchdoctor.preflight.failures import call_user
+from torchdoctor.preflight.losses import LossKind, LossSpec, recognise_loss
+from torchdoctor.preflight.passes import TrainPass, run_train_pass
+from torchdoctor.preflight.tracing import display_name
+from torchdoctor.rules.selection import Selection
+
+__all__ = ["CheckContext"]
+
+
+class CheckContext:
+    """What a probe gets: the user's objects, options, and cached shared work.
+
+    Attributes:
+        model: the user's ``nn.Module``.
+        data: the batch or the loader, as given.
+        loss_fn: the user's loss callable, ``loss_fn(output, targets)``.
+        optimizer: the user's optimizer, or ``None``.
+        selection: enabled rule codes; :meth:`enabled` asks it.
+        seed: seed used before every forward the check runs, so runs are repeatable.
+        requested_device: the ``device`` the user asked for, or ``None``.
+        loader: ``data`` when it is a loader (not a single batch), else ``None``.
+    """
+
+    def __init__(self, model: Any, data: Any, loss_fn: Any, optimizer: Any | None = None,
+                 *, device: Any | None = None, selection: Selection | None = None,
+                 seed: int = 0) -> None:
+        self.model = model
+        self.data = data
+        self.loss_fn = loss_fn
+        self.optimizer = optimizer
+        self.selection = selection or Selection()
+        self.seed = seed
+        self.requested_device = device
+        self.loader = None if is_batch(data) else data
+
+    def enabled(self, code: str) -> bool:
+        """Whether findings of ``code`` will be reported (skip work for disabled ones)."""
+        return self.selection.is_enabled(code)
+
+    def name(self, path: str) -> str:
+        """A module path for messages (the root module shows as its class name)."""
+        return display_name(path, self.model)
+
+    # --- the device and the batch -------------------------------------------------------
+
+    @functools.cached_property
+    def model_device(self) -> Any:
+        """Device of the model's first parameter (or buffer); CPU for a stateless model."""
+        import torch
+
+        for tensor in (*self.model.parameters(), *self.model.buffers()):
+            return tensor.device
+        return torch.device("cpu")
+
+    @functools.cached_property
+    def device(self) -> Any:
+        """Where the batch goes: the requested device, else the model's device."""
+        import torch
+
+        if self.requested_device is None:
+            return self.model_device
+        try:
+            return torch.device(self.requested_device)
+        except (RuntimeError, TypeError) as error:
+            raise UsageError(f"invalid device {self.requested_device!r}: {error}") from None
+
+    @functools.cached_property
+    def raw_batch(self) -> Any:
+        """The first batch as the data gives it (on its own device)."""
+        if self.loader is None:
+            return self.data
+        iterator = call_user("iterating the data loader", iter, self.loader)
+        try:
+            return call_user("loading the first batch", next, iterator)
+        except Exception as error:  # noqa: BLE001 - StopIteration wrapped by call_user
+            if isinstance(getattr(error, "original", None), StopIteration):
+                raise UsageError("the data loader is empty: it yields no batch") from None
+            raise
+
+    def peek_batches(self, count: int) -> list[Any]:
+        """Up to ``count`` batches from one fresh pass over the loader (as given).
+
+        With a single batch for ``data`` this is ``[data]``. Results are cached, so
+        probes asking for the same or fewer batches share one pass.
+        """
+        if self.loader is None:
+            return [self.data]
+        cached: list[Any] = self.__dict__.setdefault("_peeked", [])
+        if len(cached) >= count or self.__dict__.get("_peeked_all"):
+            return cached[:count]
+        cached.clear()
+        iterator = call_user("iterating the data loader", iter, self.loader)
+        for _ in range(count):
+            try:
+                cached.append(call_user("loading a batch", next, iterator))
+            except UserCodeError as error:
+                if not isinstance(error.original, StopIteration):
+                    raise
+                self.__dict__["_peeked_all"] = True
+                break
+        return list(cached)
+
+    @functools.cached_property
+    def batch_as_given(self) -> Batch:
+        """The first batch split into inputs and targets, on its own device."""
+        return split_batch(self.raw_batch)
+
+    @functools.cached_property
+    def batch(self) -> Batch:
+        """The first batch split into inputs and targets, on :attr:`device`."""
+        return self.batch_as_given.to(self.device)
+
+    # --- the loss -----------------------------------------------------------------------
+
+    @functools.cached_property
+    def loss_spec(self) -> LossSpec:
+        """The loss as recognised from the object, or from the functional it called."""
+        static = recognise_loss(self.loss_fn)
+        if static.kind is not LossKind.OTHER:
+            return static
+        try:
+            call = self.train_pass.loss_call
+        except Exception:  # noqa: BLE001 - the kind is a hint; probes handle the failure
+            return static
+        return call.spec if call is not None else static
+
+    @property
+    def loss_kind(self) -> LossKind:
+        """Shortcut for ``loss_spec.kind``."""
+        return self.loss_spec.kind
+
+    @functools.cached_property
+    def num_classes(self) -> int | None:
+        """Classes the model predicts, for cross-entropy and NLL losses; else ``None``."""
+        if not self.loss_kind.classifies:
+            return None
+        scores = self.train_pass.loss_input
+        if scores is None or scores.dim() == 0:
+            return None
+        return int(scores.shape[1] if scores.dim() >= 2 else scores.shape[0])
+
+    # --- shared passes ------------------------------------------------------------------
+
+    @functools.cached_property
+    def train_pass(self) -> TrainPass:
+        """One seeded forward, loss and backward on the model in training mode.
+
+        Raises:
+            SharedWorkFailed: the forward failed for a reason a rule explains.
+            UserCodeError: the forward raised for any other reason.
+        """
+        return run_train_pass(self)
+
+    @functools.cached_property
+    def eval_output(self) -> Any:
+        """The model's output in eval mode, without gradients (detached)."""
+        return self.forward(self.model, train=False, grad=False)
+
+    def forward(self, model: Any, batch: Batch | None = None, *, train: bool = True,
+                grad: bool = True) -> Any:
+        """Run ``model`` on ``batch`` (default: the first batch), seeded, in a given mode.
+
+        The mode of ``model`` is left as set here; the engine restores the user's model
+        after every probe.
+        """
+        import torch
+
+        batch = batch or self.batch
+        model.train(train)
+        torch.manual_seed(self.seed)
+        with torch.set_grad_enabled(grad):
+            return call_user("the model's forward", batch.call, model)
+
+    def copy_model(self) -> Any:
+        """A deep copy of the model, free to train or mutate."""
+        return copy.deepcopy(self.model)
+
+    def copy_training_objects(self) -> tuple[Any, Any | None]:
+        """A deep copy of the model and of the optimizer, bound to the copy's parameters.
+
+        The optimizer copy has the same class, parameter groups (hyper-parameters
+        included) and state as the user's.
+        """
+        model = self.copy_model()
+        if self.optimizer is None:
+            return model, None
+        mapping = dict(zip(self.model.parameters(), model.parameters(), strict=True))
+        groups = [{**group, "params": [mapping.get(p, p) for p in group["params"]]}
+                  for group in self.optimizer.param_groups]
+        optimizer = type(self.optimizer)(groups, **self.optimizer.defaults)
+        optimizer.load_state_dict(copy.deepcopy(self.optimizer.state_dict()))
+        return model, optimizer

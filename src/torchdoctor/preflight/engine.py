@@ -1,0 +1,104 @@
+"""Runs the probes: selection, isolation, state restore, timings.
+
+Each probe runs on its own: a probe that raises (a bug of ours) becomes one ``TD001``
+finding naming it, and the others carry on. The user's model, optimizer and RNGs are
+restored after every probe and once more at the end, whether the check returns or raises.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from torchdoctor.__about__ import __version__
+from torchdoctor.errors import TorchDoctorError
+from torchdoctor.findings import Depth, Finding, Location, Report
+from torchdoctor.preflight.failures import SharedWorkFailed, is_out_of_memory, user_code_error
+from torchdoctor.preflight.registry import ProbeInfo
+from torchdoctor.preflight.snapshot import Snapshot
+from torchdoctor.rules.registry import finding
+
+if TYPE_CHECKING:
+    from torchdoctor.preflight.context import CheckContext
+
+__all__ = ["run_probes"]
+
+
+def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
+    """Run every enabled probe on ``ctx`` and collect their findings into a report.
+
+    Raises:
+        UserCodeError: the user's code raised for a reason no rule explains, or memory ran
+            out; the user's state is restored first.
+        KeyboardInterrupt: passed through, after restoring the user's state.
+    """
+    report = Report(tool_version=__version__, command="check",
+                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    snapshot = Snapshot(ctx.model, ctx.optimizer)
+    started = time.perf_counter()
+    explained: list[Finding] = []
+    timings: dict[str, float] = {}
+    try:
+        for info in probes:
+            if not any(ctx.enabled(code) for code in info.codes):
+                continue
+            begin = time.perf_counter()
+            try:
+                report.extend(f for f in _run_one(info, ctx, explained, report)
+                              if ctx.enabled(f.code))
+            finally:
+                snapshot.restore()
+                timings[info.name] = round(time.perf_counter() - begin, 4)
+        for item in explained:
+            if item.code not in report.codes() and ctx.enabled(item.code):
+                report.add(item)
+    finally:
+        snapshot.restore()
+    report.facts.update(_facts(ctx, timings, time.perf_counter() - started))
+    return report
+
+
+def _run_one(info: ProbeInfo, ctx: CheckContext, explained: list[Finding],
+             report: Report) -> list[Finding]:
+    try:
+        return list(info.function(ctx))
+    except SharedWorkFailed as failure:
+        explained.append(failure.finding)
+    except TorchDoctorError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a probe's bug must not end the check
+        if is_out_of_memory(error):
+            raise user_code_error(f"probe {info.name}", error) from error
+        report.add(_internal_error(info, error))
+        report.facts.setdefault("internal_errors", []).append(traceback.format_exc())
+    return []
+
+
+def _internal_error(info: ProbeInfo, error: BaseException) -> Finding:
+    return finding(
+        "TD001",
+        f"probe {info.name} failed with {type(error).__name__}: {error}; its checks "
+        f"({', '.join(info.codes)}) did not run",
+        Location(object=f"probe {info.name}"), Depth.CHECK,
+        fix_hint="Report this torchdoctor bug with the output of `torchdoctor --debug check ...`;"
+                 " the other probes' findings are complete.",
+        evidence={"probe": info.name, "error": f"{type(error).__name__}: {error}"},
+    )
+
+
+def _facts(ctx: CheckContext, timings: dict[str, float], seconds: float) -> dict[str, object]:
+    facts: dict[str, object] = {"seconds": round(seconds, 4), "probe_seconds": timings,
+                                "seed": ctx.seed, "model": type(ctx.model).__name__}
+    if "device" in ctx.__dict__:
+        facts["device"] = str(ctx.device)
+    if "loss_spec" in ctx.__dict__:
+        facts["loss"] = ctx.loss_spec.name
+    if "batch" in ctx.__dict__:
+        from torchdoctor.preflight.batch import iter_tensors
+
+        facts["batch"] = {name: list(t.shape) for name, t in
+                          (*iter_tensors(ctx.batch.inputs, "inputs"),
+                           *iter_tensors(ctx.batch.targets, "targets"))}
+    return facts

@@ -1,0 +1,180 @@
+"""Measurements on a DataLoader for the loader probes: timing, worker draws, label order.
+
+Nothing here iterates the user's loader or its sampler: every measurement runs on a clone
+built from the same dataset and settings, with its own sampler, so the user's sampler,
+generator and (persistent) workers are left alone. Clones with workers are always shut down,
+and every measurement honours a time budget.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LoaderTiming", "WorkerDraws", "clone_loader", "draw_in_workers", "labels_in_order",
+           "time_loader"]
+
+SAMPLED_LABELS = 64
+
+
+def clone_loader(loader: Any, **overrides: Any) -> Any:
+    """A DataLoader over the same dataset with the same settings, reading in order.
+
+    Workers are never persistent, so dropping the clone's iterator ends them.
+    """
+    from torch.utils.data import DataLoader, IterableDataset, SequentialSampler
+
+    settings: dict[str, Any] = {
+        "batch_size": loader.batch_size, "collate_fn": loader.collate_fn,
+        "num_workers": loader.num_workers, "drop_last": loader.drop_last,
+        "timeout": loader.timeout, "worker_init_fn": loader.worker_init_fn,
+        "multiprocessing_context": loader.multiprocessing_context,
+    }
+    if not isinstance(loader.dataset, IterableDataset):
+        settings["sampler"] = SequentialSampler(loader.dataset)
+    settings.update(overrides)
+    if settings["num_workers"] > 0:
+        settings.setdefault("prefetch_factor", loader.prefetch_factor)
+    return DataLoader(loader.dataset, **settings)
+
+
+def _shut_down(iterator: Any) -> None:
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderTiming:
+    """How long a loader takes: to its first batch, and per batch after that."""
+
+    first_batch: float  # seconds from creating the iterator to the first batch
+    per_batch: float  # seconds per batch in steady state
+    batches: int  # batches timed
+
+    @property
+    def startup(self) -> float:
+        """Seconds the first batch took beyond a steady one (worker start-up)."""
+        return max(0.0, self.first_batch - self.per_batch)
+
+
+def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | None:
+    """Time a clone of ``loader``: up to ``max_batches`` batches within ``budget`` seconds.
+
+    Returns ``None`` when the loader yields nothing.
+    """
+    clone = clone_loader(loader)
+    begin = time.perf_counter()
+    iterator = iter(clone)
+    try:
+        try:
+            next(iterator)
+        except StopIteration:
+            return None
+        first = time.perf_counter() - begin
+        stamps = [time.perf_counter()]
+        while len(stamps) <= max_batches and stamps[-1] - begin < budget:
+            try:
+                next(iterator)
+            except StopIteration:
+                break
+            stamps.append(time.perf_counter())
+    finally:
+        _shut_down(iterator)
+        del iterator
+    timed = len(stamps) - 1
+    if timed == 0 or loader.num_workers == 0:
+        # In the training process there is no start-up: the first batch is a batch.
+        total = stamps[-1] - begin
+        return LoaderTiming(first, total / (timed + 1), timed + 1)
+    return LoaderTiming(first, (stamps[-1] - stamps[0]) / timed, timed)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerDraws:
+    """Sample 0 loaded twice by each of two workers (``None`` when it could not run)."""
+
+    worker0: tuple[Any, Any]
+    worker1: tuple[Any, Any]
+
+
+def draw_in_workers(loader: Any, timeout: float) -> WorkerDraws:
+    """Load sample 0 four times with two workers, alternating (w0, w1, w0, w1)."""
+    clone = clone_loader(loader, batch_size=None, sampler=[0, 0, 0, 0], num_workers=2,
+                         collate_fn=None, drop_last=False, timeout=timeout)
+    iterator = iter(clone)
+    try:
+        first0, first1, second0, second1 = (next(iterator) for _ in range(4))
+    finally:
+        _shut_down(iterator)
+        del iterator
+    return WorkerDraws((first0, second0), (first1, second1))
+
+
+def _integer(value: Any) -> int | None:
+    import numbers
+
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1 or value.is_floating_point() or value.dtype == torch.bool:
+            return None
+        return int(value.item())
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
+def _known_targets(dataset: Any) -> Any | None:
+    """Targets a dataset exposes without loading samples, in dataset order."""
+    import torch
+    from torch.utils.data import Subset, TensorDataset
+
+    if isinstance(dataset, Subset):
+        inner = _known_targets(dataset.dataset)
+        return None if inner is None else [inner[int(i)] for i in dataset.indices]
+    if isinstance(dataset, TensorDataset):
+        last = dataset.tensors[-1]
+        return last if last.dim() == 1 and not last.is_floating_point() else None
+    for key in ("targets", "labels"):
+        values = getattr(dataset, key, None)
+        if values is not None and not isinstance(values, (str, bytes)):
+            try:
+                if len(values) == len(dataset):
+                    return values if not isinstance(values, torch.Tensor) else values.view(-1)
+            except TypeError:
+                continue
+    return None
+
+
+def labels_in_order(dataset: Any, budget: float) -> list[int] | None:
+    """Integer targets at up to 64 evenly spaced positions of the dataset, in order.
+
+    Returns ``None`` when the targets are not integers (a regression) or unavailable.
+    """
+    from torchdoctor.preflight.batch import split_batch
+
+    size = len(dataset)
+    if size < 2:
+        return None
+    positions = sorted({round(i * (size - 1) / (SAMPLED_LABELS - 1))
+                        for i in range(min(SAMPLED_LABELS, size))})
+    known = _known_targets(dataset)
+    labels: list[int] = []
+    begin = time.perf_counter()
+    for position in positions:
+        if known is not None:
+            value = known[position]
+        else:
+            if time.perf_counter() - begin > budget:
+                break
+            try:
+                value = split_batch(dataset[position]).targets
+            except Exception:  # noqa: BLE001 - samples we cannot read or split: no verdict
+                return None
+        label = _integer(value)
+        if label is None:
+            return None
+        labels.append(label)
+    return labels if len(labels) >= 8 else None

@@ -1,0 +1,177 @@
+"""The shared training pass: one forward, loss and backward on the user's model.
+
+It runs once per check (cached by the context) and keeps only what the probes need:
+detached outputs, the tensors the loss functional received, the op that produced them,
+every parameter's gradient, and the forward trace. Its side effects on the model (grads,
+BatchNorm statistics, mode) are undone by the engine's snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.errors import UsageError
+from torchdoctor.preflight.explain import forward_failure, loss_failure
+from torchdoctor.preflight.failures import SharedWorkFailed, user_code_error
+from torchdoctor.preflight.losses import LossCall, LossRecorder
+from torchdoctor.preflight.tracing import ForwardTrace
+
+if TYPE_CHECKING:
+    from torchdoctor.preflight.context import CheckContext
+
+__all__ = ["TrainPass", "producing_op", "run_train_pass"]
+
+# Ops that only move or reshape values: look through them to the op that computed them.
+_PASS_THROUGH = frozenset({
+    "View", "Reshape", "ReshapeAlias", "UnsafeView", "Squeeze", "Unsqueeze", "Permute",
+    "Transpose", "T", "Clone", "ToCopy", "Slice", "Select", "Expand", "Alias", "Contiguous",
+})
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+@dataclass(frozen=True, slots=True)
+class TrainPass:
+    """The results of the shared training pass (all tensors detached).
+
+    Attributes:
+        output: what the model returned.
+        loss: the loss value, or ``None`` when the loss raised (see ``loss_error``).
+        loss_error: the failure to re-raise when a probe needs the loss.
+        loss_call: the known loss functional the loss called, with its arguments.
+        loss_input: the scores the loss functional received (or the output).
+        loss_target: the target the loss functional received (or the batch's).
+        loss_input_op: op that computed ``loss_input`` (``"Softmax"``, ``"Sigmoid"``...).
+        loss_input_module: module path whose output is ``loss_input``, if any.
+        gradients: parameter name -> gradient (``None``: no gradient reached it), for
+            every parameter that requires grad.
+        backward_error: why the backward pass could not run, if it did not.
+        trace: the forward trace (module order, ReLU statistics, first-layer input).
+    """
+
+    output: Any
+    loss: Any
+    loss_error: BaseException | None
+    loss_call: LossCall | None
+    loss_input: Any
+    loss_target: Any
+    loss_input_op: str | None
+    loss_input_module: str | None
+    gradients: dict[str, Any]
+    backward_error: str | None
+    trace: ForwardTrace
+
+    def require_loss(self) -> Any:
+        """The loss value; re-raises the loss's failure when it had none."""
+        if self.loss_error is not None:
+            raise self.loss_error
+        return self.loss
+
+
+def _detach(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, dict):
+        return {key: _detach(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_detach(item) for item in value]
+    return value
+
+
+def producing_op(tensor: Any) -> str | None:
+    """The autograd op that computed ``tensor``, looking through views and copies."""
+    node = getattr(tensor, "grad_fn", None)
+    while node is not None:
+        name = _BACKWARD_SUFFIX.sub("", node.name())
+        if name not in _PASS_THROUGH:
+            return name
+        inputs = [edge[0] for edge in node.next_functions if edge[0] is not None]
+        node = inputs[0] if len(inputs) == 1 else None
+    return None
+
+
+def _check_materialised(ctx: CheckContext) -> None:
+    for name, tensor in (*ctx.model.named_parameters(), *ctx.model.named_buffers()):
+        if tensor.device.type == "meta":
+            raise UsageError(
+                f"`{name}` is on the meta device and holds no data, so the model cannot run; "
+                "materialise it first (`model.to_empty(device=...)` and load the weights)"
+            )
+
+
+def _forward(ctx: CheckContext, trace: ForwardTrace) -> Any:
+    import torch
+
+    ctx.model.train()
+    torch.manual_seed(ctx.seed)
+    try:
+        with torch.enable_grad(), trace:
+            return ctx.batch.call(ctx.model)
+    except Exception as error:  # noqa: BLE001 - the user's forward
+        module = trace.current_module
+        explained = forward_failure(ctx, error, module)
+        if explained is not None:
+            raise SharedWorkFailed(explained) from error
+        raise user_code_error("the model's forward",
+                              error, ctx.name(module) if module is not None else None
+                              ) from error
+
+
+def _loss(ctx: CheckContext, output: Any) -> tuple[Any, BaseException | None, LossCall | None]:
+    import torch
+
+    recorder = LossRecorder()
+    try:
+        with torch.enable_grad(), recorder:
+            return ctx.loss_fn(output, ctx.batch.targets), None, recorder.call
+    except Exception as error:  # noqa: BLE001 - the user's loss
+        explained = loss_failure(ctx, error, recorder.call)
+        failure: BaseException = (SharedWorkFailed(explained) if explained is not None
+                                  else user_code_error("the loss function", error))
+        failure.__cause__ = error
+        return None, failure, recorder.call
+
+
+def _backward(ctx: CheckContext, loss: Any) -> str | None:
+    import torch
+
+    if not isinstance(loss, torch.Tensor):
+        return f"the loss is a {type(loss).__name__}, not a tensor"
+    if not loss.requires_grad:
+        return "the loss does not require grad: no parameter takes part in computing it"
+    try:
+        (loss if loss.dim() == 0 else loss.float().mean()).backward()
+    except Exception as error:  # noqa: BLE001 - user autograd code; reported, not fatal
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def run_train_pass(ctx: CheckContext) -> TrainPass:
+    """Run the shared training pass on the user's model (see :class:`TrainPass`)."""
+    import torch
+
+    _check_materialised(ctx)
+    ctx.batch  # noqa: B018 - load the batch before hooks go on, so its errors stay its own
+    params = [(n, p) for n, p in ctx.model.named_parameters() if p.requires_grad]
+    for _, param in params:
+        param.grad = None
+    trace = ForwardTrace(ctx.model, activations=ctx.enabled("TD217"))
+    output = _forward(ctx, trace)
+    loss, loss_error, call = _loss(ctx, output)
+    scores = call.input if call is not None else output
+    target = call.target if call is not None else ctx.batch.targets
+    op = producing_op(scores) if isinstance(scores, torch.Tensor) else None
+    module = trace.producer_of(scores)
+    if call is not None:  # keep the values, drop the graph
+        call.input, call.target = _detach(call.input), _detach(call.target)
+    backward_error = _backward(ctx, loss) if loss_error is None else "the loss raised"
+    gradients = {name: (p.grad.detach() if p.grad is not None else None) for name, p in params}
+    return TrainPass(
+        output=_detach(output), loss=_detach(loss), loss_error=loss_error, loss_call=call,
+        loss_input=_detach(scores), loss_target=_detach(target), loss_input_op=op,
+        loss_input_module=module, gradients=gradients, backward_error=backward_error,
+        trace=trace,
+    )

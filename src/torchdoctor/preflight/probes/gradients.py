@@ -1,0 +1,182 @@
+"""Probe 4, gradient flow: which parameters get a gradient, and what it looks like."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor.preflight.context import CheckContext
+from torchdoctor.preflight.probes.loss_value import _batch_finite
+from torchdoctor.preflight.registry import probe
+from torchdoctor.rules.registry import finding
+
+__all__ = ["dead_relu_units", "missing_or_broken_gradients", "vanishing_gradients"]
+
+_LISTED = 5
+# Earliest-to-latest gradient ratio below which gradients vanish (a healthy network stays
+# within a factor of about 100 either way at initialisation).
+VANISHING_RATIO = 1e-4
+MIN_LAYERS_FOR_VANISHING = 4
+# A ReLU site is reported when at least this share of its units never fired.
+DEAD_FRACTION = 0.5
+MIN_RELU_UNITS = 4
+MIN_RELU_OBSERVATIONS = 8
+_NO_VANISHING = ("Embedding", "EmbeddingBag")
+
+
+def _owner(name: str) -> str:
+    return name.rpartition(".")[0]
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:_LISTED])
+    return shown + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+
+
+def _shape(ctx: CheckContext, name: str) -> list[int]:
+    return list(ctx.model.get_parameter(name).shape)
+
+
+def _no_gradient(ctx: CheckContext, names: list[str]) -> Iterator[Finding]:
+    called = ctx.train_pass.trace.called
+    never_ran = [n for n in names if _owner(n) not in called]
+    detached = [n for n in names if _owner(n) in called]
+    for group, why in ((never_ran, "their modules never run in the forward"),
+                       (detached, "their modules run, but their output does not reach the "
+                                  "loss (`.detach()`, `torch.no_grad()`, `.item()` or a "
+                                  "NumPy round trip)")):
+        if not group:
+            continue
+        yield finding(
+            "TD208", f"{len(group)} parameters require grad but receive no gradient: "
+                     f"{_names(group)} (shape {_shape(ctx, group[0])}): {why}. They never "
+                     "train, and an optimizer with weight decay still shrinks them.",
+            Location(object=group[0]), Depth.CHECK,
+            fix_hint="Use the module in `forward` without detaching it, or remove it, or "
+                     "freeze it on purpose with `requires_grad_(False)`.",
+            evidence={"parameters": group[:20], "count": len(group)},
+        )
+
+
+def _zero_gradients(ctx: CheckContext, grads: dict[str, Any]) -> list[str]:
+    """Parameters whose whole gradient is exactly zero.
+
+    A bias or scale whose siblings in the same module do get a gradient is left out: its
+    zero is structural (a bias before BatchNorm, a bias that cancels between the two
+    branches of a siamese network) and harmless.
+    """
+    zero = {n for n, g in grads.items() if g is not None and not bool(g.any())}
+    flowing = {_owner(n) for n, g in grads.items() if g is not None and n not in zero}
+    return [n for n in grads if n in zero and not (
+        ctx.model.get_parameter(n).dim() < 2 and _owner(n) in flowing)]
+
+
+@probe("TD208", "TD211", "TD212")
+def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
+    """TD208/211/212: no gradient, an all-zero gradient, a non-finite gradient."""
+    import torch
+
+    loss = ctx.train_pass.require_loss()
+    if not isinstance(loss, torch.Tensor) or not bool(torch.isfinite(loss).all()):
+        return  # TD213 reports the loss; its gradients say nothing more
+    if not _batch_finite(ctx):
+        return
+    grads = ctx.train_pass.gradients
+    yield from _no_gradient(ctx, [n for n, g in grads.items() if g is None])
+    zero = _zero_gradients(ctx, grads)
+    if zero:
+        yield finding(
+            "TD211", f"{len(zero)} of {len(grads)} parameters get a gradient of exactly zero: "
+                     f"{_names(zero)}. Something between them and the loss has zero "
+                     "derivative (round, sign, argmax, a clamp that always clips, a mask of "
+                     "zeros), so they never change.",
+            Location(object=zero[0]), Depth.CHECK,
+            fix_hint="Replace the non-differentiable op on their path (a straight-through "
+                     "estimator, a soft version) or remove the mask that zeroes it.",
+            evidence={"parameters": zero[:20], "count": len(zero)},
+        )
+    broken = [n for n, g in grads.items() if g is not None and not bool(torch.isfinite(g).all())]
+    if broken:
+        yield finding(
+            "TD212", f"The loss is finite but {len(broken)} parameters get NaN/Inf gradients: "
+                     f"{_names(broken)}. One optimizer step makes those weights NaN. Typical "
+                     "causes: sqrt or norm of 0, log of 0, division by a value that is 0.",
+            Location(object=broken[0]), Depth.CHECK,
+            fix_hint="Add an epsilon inside sqrt/log/division on their path "
+                     "(`torch.sqrt(x + 1e-12)`), or clamp the input.",
+            evidence={"parameters": broken[:20], "count": len(broken)},
+        )
+
+
+def _rms(tensor: Any) -> float:
+    return float(tensor.detach().float().pow(2).mean().sqrt())
+
+
+def _layer_gradients(ctx: CheckContext) -> list[tuple[str, float]]:
+    """(weight name, gradient RMS) of each layer with a weight matrix, in forward order."""
+    grads = ctx.train_pass.gradients
+    layers = []
+    for path in ctx.train_pass.trace.order:
+        module = ctx.model.get_submodule(path)
+        if type(module).__name__ in _NO_VANISHING:
+            continue  # only the looked-up rows get a gradient
+        for name, param in module.named_parameters(recurse=False):
+            full = f"{path}.{name}" if path else name
+            grad = grads.get(full)
+            if param.dim() >= 2 and grad is not None:
+                layers.append((full, _rms(grad)))
+                break
+    return layers
+
+
+@probe("TD215")
+def vanishing_gradients(ctx: CheckContext) -> Iterator[Finding]:
+    """TD215: the earliest layer's gradient is orders of magnitude below the latest's."""
+    import math
+
+    loss = ctx.train_pass.require_loss()
+    if not bool(loss.isfinite().all()):
+        return
+    layers = _layer_gradients(ctx)
+    if len(layers) < MIN_LAYERS_FOR_VANISHING:
+        return
+    (first, low), (last, high) = layers[0], layers[-1]
+    if not (math.isfinite(low) and math.isfinite(high)) or high == 0 or low == 0:
+        return  # no gradient at all is TD211's
+    ratio = low / high
+    if ratio >= VANISHING_RATIO:
+        return
+    yield finding(
+        "TD215", f"Gradients vanish through the {len(layers)} layers: the first layer "
+                 f"`{first}` gets a gradient RMS of {low:.3g}, the last `{last}` {high:.3g} "
+                 f"(ratio {ratio:.2g}). The early layers barely train.",
+        Location(object=first), Depth.CHECK,
+        fix_hint="Use ReLU/GELU instead of sigmoid/tanh between layers, add normalisation "
+                 "(BatchNorm/LayerNorm) or residual connections, and a suitable init "
+                 "(`nn.init.kaiming_normal_`).",
+        evidence={"first": first, "first_rms": low, "last": last, "last_rms": high,
+                  "ratio": ratio, "layers": len(layers)},
+    )
+
+
+@probe("TD217")
+def dead_relu_units(ctx: CheckContext) -> Iterator[Finding]:
+    """TD217: ReLU sites where most units output zero for the whole batch."""
+    for site in ctx.train_pass.trace.relu_sites.values():
+        if site.units < MIN_RELU_UNITS or site.observations < MIN_RELU_OBSERVATIONS:
+            continue
+        dead = site.units - int(site.alive.sum())
+        if dead < DEAD_FRACTION * site.units:
+            continue
+        where = ctx.name(site.module)
+        yield finding(
+            "TD217", f"At `{where}`, {dead} of {site.units} ReLU units ({dead / site.units:.0%}) "
+                     f"output zero for every one of {site.observations} values in the batch: "
+                     "they pass no gradient, so they can never recover.",
+            Location(object=where), Depth.CHECK,
+            fix_hint="Check the initialisation of the layer before it (no large negative "
+                     "biases; Kaiming init), normalise the inputs, lower the learning rate, "
+                     "or use LeakyReLU/GELU.",
+            evidence={"dead": dead, "units": site.units, "observations": site.observations},
+        )

@@ -1,0 +1,220 @@
+"""Can it learn: the overfit-one-batch test (TD605) and the first update's size relative to
+the weights, per parameter group (TD606).
+
+Both come from one run on a copy of the model and optimizer: a few seeded steps on the one
+batch, the first of them measured. When the loss does not fall clearly, the probe names
+the cause it measured (no gradient, a constant loss, a loss that rose or turned NaN, an
+optimizer that is merely too slow next to ``Adam(lr=1e-3)``) instead of a bare verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.findings import Depth, Finding, Location, Severity
+from torchdoctor.preflight.describe import describe_optimizer, format_number, summarise_names
+from torchdoctor.preflight.overfit import (
+    CLEAR_DROP,
+    REFERENCE_LR,
+    SOME_DROP,
+    GroupUpdate,
+    Trajectory,
+    dropped,
+    reference_run,
+    run_steps,
+    use_peak_rates,
+)
+from torchdoctor.preflight.registry import probe
+from torchdoctor.preflight.training import CopyUnavailable, copy_for_training, is_finite
+from torchdoctor.rules.registry import finding
+
+if TYPE_CHECKING:
+    from torchdoctor.preflight.context import CheckContext
+
+# The band of the first update's ||dw|| / ||w|| per group (see the TD606 doc for the
+# measurements behind it).
+RATIO_LOW, RATIO_HIGH = 1e-7, 1.0
+
+
+@probe("TD605", "TD606")
+def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
+    """Train a copy on the one batch: report a model that cannot fit it (TD605) and
+    parameter groups whose first update is out of band (TD606)."""
+    train_pass = ctx.train_pass
+    train_pass.require_loss()
+    blocked = _no_gradient(ctx)
+    if blocked is not None:
+        if ctx.enabled("TD605"):
+            yield blocked
+        return
+    try:
+        training = copy_for_training(ctx)
+    except CopyUnavailable:
+        return
+    if training.optimizer is None:
+        if ctx.enabled("TD605"):
+            reference = reference_run(ctx)
+            if abs(reference.initial) >= 1e-6 and not reference.learned:
+                yield _cannot_fit(ctx, None, reference)
+        return
+    at_peak = use_peak_rates(training.optimizer)
+    described = describe_optimizer(training.optimizer)
+    if at_peak:
+        described += " (its schedule's peak rate)"
+    trajectory = run_steps(ctx, training, measure=True)
+    if ctx.enabled("TD606"):
+        yield from _update_findings(trajectory.updates, described)
+    if ctx.enabled("TD605"):
+        yield from _verdict(ctx, trajectory, described)
+
+
+def _location(ctx: CheckContext) -> Location:
+    return Location(object=ctx.name(""))
+
+
+def _no_gradient(ctx: CheckContext) -> Finding | None:
+    train_pass = ctx.train_pass
+    grads = [g for g in train_pass.gradients.values() if g is not None]
+    if train_pass.backward_error is not None:
+        cause = f"the loss cannot be backpropagated: {train_pass.backward_error}"
+    elif not train_pass.gradients:
+        return None  # nothing requires grad: a frozen model is not a learning problem
+    elif not grads:
+        cause = ("no parameter received a gradient: the loss is cut off from the model "
+                 "(computed through `.item()`, `.detach()`, numpy, `torch.tensor(...)` or "
+                 "an `argmax`)")
+    elif not any(bool(g.ne(0).any()) for g in grads):
+        cause = "every gradient is exactly zero"
+    else:
+        return None
+    return finding(
+        "TD605", f"The model cannot learn from this batch: {cause}.", _location(ctx),
+        Depth.CHECK,
+        fix_hint="Compute the loss with torch operations on the model's output, without "
+                 "`.item()`, `.detach()` or conversions, and return that tensor.",
+        evidence={"loss": float(train_pass.loss.float().mean()),
+                  "parameters_with_gradient": len(grads),
+                  "trainable_parameters": len(train_pass.gradients)},
+    )
+
+
+def _evidence(trajectory: Trajectory, label: str) -> dict[str, Any]:
+    losses = trajectory.losses
+    return {f"{label}_steps": len(losses) - 1 if len(losses) > 1 else len(losses),
+            f"{label}_first_loss": losses[0], f"{label}_last_loss": losses[-1],
+            f"{label}_min_loss": min(losses)}
+
+
+def _verdict(ctx: CheckContext, trajectory: Trajectory, described: str) -> Iterator[Finding]:
+    """TD605 from the user's optimizer's run, asking ``Adam(lr=1e-3)`` only when needed."""
+    if abs(trajectory.initial) < 1e-6 or trajectory.learned:
+        return
+    steps = len(trajectory.losses) - 1
+    if not trajectory.finite:
+        bad = next(i for i, loss in enumerate(trajectory.losses) if not is_finite(loss))
+        yield _found(ctx, f"Training a copy on the one batch with {described}, the loss went "
+                     f"from {trajectory.initial:.4g} to {trajectory.losses[bad]} after {bad} "
+                     "steps: the updates are far too large.",
+                     "Lower the learning rate (try 10x smaller) or clip the gradients.",
+                     _evidence(trajectory, "optimizer"))
+        return
+    if not trajectory.moved:
+        yield _found(ctx, f"{steps} steps of {described} on one batch changed no parameter "
+                     f"and the loss stayed at {trajectory.initial:.4g}: {_why_unmoved(ctx)}.",
+                     "Give the optimizer the model's trainable parameters and a learning rate "
+                     "above zero.", _evidence(trajectory, "optimizer"))
+        return
+    last = trajectory.losses[-1]
+    if last - trajectory.initial >= CLEAR_DROP * abs(trajectory.initial):
+        yield _found(ctx, f"The loss rose from {trajectory.initial:.4g} to {last:.4g} in "
+                     f"{steps} steps of {described} on one batch: the updates overshoot.",
+                     "Lower the learning rate (try 10x smaller).",
+                     _evidence(trajectory, "optimizer"))
+        return
+    if dropped(trajectory.losses, SOME_DROP):
+        return  # slower than an early stop, but the whole chain learns
+    reference = reference_run(ctx)
+    if not reference.learned:
+        yield _cannot_fit(ctx, trajectory, reference, described)
+    else:
+        yield _found(
+            ctx, f"{described} barely moves the loss on one batch ({trajectory.initial:.4g} "
+            f"to {last:.4g} in {steps} steps), while Adam(lr={REFERENCE_LR:g}) on another "
+            f"copy lowers it to {reference.losses[-1]:.4g} in {len(reference.losses) - 1}: "
+            "the learning rate is too small for this model.",
+            "Raise the learning rate (try 10x) or check that the loss is not scaled down.",
+            {**_evidence(trajectory, "optimizer"), **_evidence(reference, "reference")},
+            severity=Severity.INFO)
+
+
+def _why_unmoved(ctx: CheckContext) -> str:
+    optimizer = ctx.optimizer
+    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    graded = [p for n, p in ctx.model.named_parameters()
+              if ctx.train_pass.gradients.get(n) is not None]
+    if not any(id(p) in held for p in graded):
+        return "the optimizer holds none of the parameters that receive gradients"
+    graded_ids = {id(p) for p in graded}
+    lrs = [group.get("lr") for group in optimizer.param_groups
+           if any(id(p) in graded_ids for p in group["params"])]
+    if lrs and all(float(lr) == 0.0 for lr in lrs):
+        return "the learning rate is 0"
+    return "no update changes the model (check the learning rate and the optimizer)"
+
+
+def _cannot_fit(ctx: CheckContext, trajectory: Trajectory | None, reference: Trajectory,
+                described: str = "") -> Finding:
+    tried = "" if trajectory is None else (
+        f"{described} took it from {trajectory.initial:.4g} to "
+        f"{trajectory.losses[-1]:.4g} in {len(trajectory.losses) - 1} steps, and ")
+    evidence = _evidence(reference, "reference")
+    if trajectory is not None:
+        evidence.update(_evidence(trajectory, "optimizer"))
+    return _found(
+        ctx, f"The model cannot fit the one batch it was given: {tried}Adam(lr="
+        f"{REFERENCE_LR:g}) on a copy took it from {reference.initial:.4g} to "
+        f"{reference.losses[-1]:.4g} in {len(reference.losses) - 1} steps. The inputs, "
+        "the targets and the loss are likely wired so that the batch cannot be learned.",
+        "Check that the targets line up with the inputs, that the output layer has the "
+        "right size and activation for the loss, and that nothing in the forward blocks "
+        "the signal (a constant output, a detached branch).", evidence)
+
+
+def _found(ctx: CheckContext, message: str, fix_hint: str, evidence: dict[str, Any], *,
+           severity: Severity | None = None) -> Finding:
+    return finding("TD605", message, _location(ctx), Depth.CHECK, fix_hint=fix_hint,
+                   evidence=evidence, severity=severity)
+
+
+def _update_findings(updates: tuple[GroupUpdate, ...], described: str) -> Iterator[Finding]:
+    """TD606 for every group whose first update is outside [RATIO_LOW, RATIO_HIGH]."""
+    for update in updates:
+        if not is_finite(update.ratio) or update.ratio == 0.0:
+            continue  # NaN gradients and a zero learning rate have rules of their own
+        if RATIO_LOW <= update.ratio <= RATIO_HIGH:
+            continue
+        large = update.ratio > RATIO_HIGH
+        factor = update.ratio / 1e-2 if large else 1e-3 / update.ratio
+        yield finding(
+            "TD606",
+            f"One {described} step changes the weights of param_groups[{update.index}] "
+            f"({summarise_names(update.names)}) by {update.ratio:.3g} of their norm "
+            f"(‖Δw‖/‖w‖); " + (
+                "above 1 every step overwrites the weights." if large else
+                f"below {RATIO_LOW:g} the weights barely move: ten million steps change them "
+                "by their own size."),
+            Location(object=f"optimizer.param_groups[{update.index}]"), Depth.CHECK,
+            fix_hint=(f"Lower this group's learning rate (lr={format_number(update.lr)}) about "
+                      f"{factor:.0f}x, or the loss scale (a `reduction='sum'` loss grows "
+                      "with the batch)") if large else (
+                f"Raise this group's learning rate (lr={format_number(update.lr)}) about "
+                f"{factor:.0f}x, or check that the loss is not scaled down."),
+            evidence={"update_ratio": update.ratio, "lr": _plain(update.lr),
+                      "group": update.index, "parameters": len(update.names),
+                      "band": [RATIO_LOW, RATIO_HIGH]},
+        )
+
+
+def _plain(value: Any) -> Any:
+    return float(value) if hasattr(value, "item") else value

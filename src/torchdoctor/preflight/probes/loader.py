@@ -1,0 +1,296 @@
+"""The DataLoader, when ``check`` is given one: an unshuffled loader over grouped labels
+(TD407), time spent waiting for data (TD409), workers that share one random stream
+(TD410), unpinned memory on CUDA (TD411) and worker restarts that cost a noticeable share
+of an epoch (TD412).
+
+Measurements run on clones of the loader (see :mod:`torchdoctor.preflight.loading`): the
+user's loader, sampler and workers are never touched.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor.preflight.batch import iter_tensors
+from torchdoctor.preflight.loading import (
+    LoaderTiming,
+    draw_in_workers,
+    labels_in_order,
+    time_loader,
+)
+from torchdoctor.preflight.registry import probe
+from torchdoctor.preflight.training import CopyUnavailable, copy_for_training, train_step
+from torchdoctor.rules.registry import finding
+
+if TYPE_CHECKING:
+    from torchdoctor.preflight.context import CheckContext
+
+TIMING_BUDGET = 2.0  # seconds of loading timed, at most
+WORKER_TIMEOUT = 20.0  # seconds a worker may take for one sample in the augmentation test
+DATA_BOUND_SHARE = 0.5  # waiting for data at least this share of an iteration is reported
+RESTART_SHARE = 0.05  # worker start-up at least this share of an epoch is reported
+GROUPED = 0.25  # label changes at most this share of a shuffled order's count: grouped
+LOADER = Location(object="DataLoader")
+
+
+def torch_loader(ctx: CheckContext) -> Any | None:
+    """The user's ``torch.utils.data.DataLoader``, or ``None`` (a batch, another iterable)."""
+    from torch.utils.data import DataLoader
+
+    return ctx.loader if isinstance(ctx.loader, DataLoader) else None
+
+
+def _map_style(loader: Any) -> bool:
+    from torch.utils.data import IterableDataset
+
+    return not isinstance(loader.dataset, IterableDataset)
+
+
+# --- TD407 ------------------------------------------------------------------------------------
+
+
+def unshuffled_sampler(loader: Any) -> str | None:
+    """How the loader reads in order (``"SequentialSampler (shuffle=False)"``), or ``None``
+    when it shuffles or uses a sampler we do not know."""
+    from torch.utils.data import BatchSampler, SequentialSampler
+    from torch.utils.data.distributed import DistributedSampler
+
+    if not _map_style(loader):
+        return None
+    batches = loader.batch_sampler
+    if batches is not None and not (type(batches) is BatchSampler
+                                    and batches.sampler is loader.sampler):
+        return None  # a custom batch sampler decides the order
+    if type(loader.sampler) is SequentialSampler:
+        return "SequentialSampler (shuffle=False)"
+    if isinstance(loader.sampler, DistributedSampler) and not loader.sampler.shuffle:
+        return "DistributedSampler(shuffle=False)"
+    return None
+
+
+def label_changes(labels: list[int]) -> tuple[int, float]:
+    """Class changes between consecutive labels, and how many a shuffled order would have."""
+    changes = sum(a != b for a, b in zip(labels, labels[1:], strict=False))
+    counts = Counter(labels)
+    same = sum((n / len(labels)) ** 2 for n in counts.values())
+    return changes, (len(labels) - 1) * (1.0 - same)
+
+
+@probe("TD407")
+def train_loader_not_shuffled(ctx: CheckContext) -> Iterator[Finding]:
+    """An in-order training loader whose targets come grouped by class."""
+    loader = torch_loader(ctx)
+    order = unshuffled_sampler(loader) if loader is not None else None
+    if order is None:
+        return
+    labels = labels_in_order(loader.dataset, budget=1.0)
+    if labels is None or len(set(labels)) < 2:
+        return
+    changes, expected = label_changes(labels)
+    if expected < 1.0 or changes > GROUPED * expected:
+        return
+    first = [t for _, t in iter_tensors(ctx.batch_as_given.targets, "targets")]
+    in_first = len(set(first[0].reshape(-1).tolist())) if first else None
+    yield finding(
+        "TD407", f"The training DataLoader reads the dataset in order ({order}) and its "
+        f"targets are grouped by class: {changes} class changes across {len(labels)} evenly "
+        f"spaced samples, where a shuffled order has about {expected:.0f}"
+        + (f"; the first batch holds {in_first} class(es)." if in_first is not None else "."),
+        LOADER, Depth.CHECK,
+        fix_hint="Pass `shuffle=True` to the training DataLoader (or `shuffle=True` to its "
+                 "DistributedSampler and call `set_epoch()` every epoch).",
+        evidence={"sampler": order, "label_changes": changes,
+                  "shuffled_changes": round(expected, 1), "samples_read": len(labels),
+                  "classes_in_first_batch": in_first})
+
+
+# --- TD411 ------------------------------------------------------------------------------------
+
+
+@probe("TD411")
+def pin_memory_off_with_cuda(ctx: CheckContext) -> Iterator[Finding]:
+    """Training on CUDA from a loader that does not pin its batches."""
+    loader = torch_loader(ctx)
+    if loader is None or ctx.device.type != "cuda" or loader.pin_memory:
+        return
+    size = sum(t.numel() * t.element_size() for _, t in
+               (*iter_tensors(ctx.batch_as_given.inputs, "inputs"),
+                *iter_tensors(ctx.batch_as_given.targets, "targets")) if t.device.type == "cpu")
+    yield finding(
+        "TD411", f"Training runs on {ctx.device} from a DataLoader with pin_memory=False: "
+        f"each batch ({size / 2**20:.2f} MiB) is copied to the GPU from pageable memory, "
+        "which is slower and cannot overlap with compute.",
+        LOADER, Depth.CHECK,
+        fix_hint="Pass `pin_memory=True` to the DataLoader and copy batches with "
+                 "`.to(device, non_blocking=True)`.",
+        evidence={"batch_bytes": size, "device": str(ctx.device)})
+
+
+# --- TD409 and TD412: timing ------------------------------------------------------------------
+
+
+def step_seconds(ctx: CheckContext) -> float | None:
+    """Seconds of one training step on a copy, timed after one warm-up step."""
+    import torch
+
+    try:
+        training = copy_for_training(ctx)
+    except CopyUnavailable:
+        return None
+    sync = (torch.cuda.synchronize if ctx.device.type == "cuda" else (lambda: None))
+    train_step(training, ctx.batch, ctx.seed)
+    sync()
+    begin = time.perf_counter()
+    train_step(training, ctx.batch, ctx.seed)
+    sync()
+    return time.perf_counter() - begin
+
+
+def waiting_share(timing: LoaderTiming, step: float, workers: int) -> float:
+    """The share of each iteration spent waiting for data. Without workers loading and
+    training take turns; with workers they overlap and only the excess is waited for."""
+    wait = timing.per_batch if workers == 0 else max(0.0, timing.per_batch - step)
+    return wait / (wait + step) if wait + step > 0 else 0.0
+
+
+@probe("TD409", "TD412")
+def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
+    """Time the loader and a training step: report waiting for data (TD409) and worker
+    restarts that cost a noticeable share of each epoch (TD412)."""
+    loader = torch_loader(ctx)
+    if loader is None:
+        return
+    ctx.train_pass.require_loss()
+    try:
+        timing = time_loader(loader, TIMING_BUDGET, max(6, 3 * loader.num_workers))
+    except Exception:  # noqa: BLE001 - a later batch of the user's data failed: no verdict
+        return
+    step = step_seconds(ctx)
+    if timing is None or step is None:
+        return
+    workers = loader.num_workers
+    share = waiting_share(timing, step, workers)
+    evidence = {"seconds_per_batch": timing.per_batch, "seconds_per_step": step,
+                "batches_timed": timing.batches, "num_workers": workers,
+                "waiting_share": round(share, 3)}
+    if ctx.enabled("TD409") and share >= DATA_BOUND_SHARE:
+        yield _data_bound(timing, step, workers, share, evidence)
+    if ctx.enabled("TD412") and workers > 0 and not loader.persistent_workers:
+        restart = _restart(loader, timing, step, evidence)
+        if restart is not None:
+            yield restart
+
+
+def _data_bound(timing: LoaderTiming, step: float, workers: int, share: float,
+                evidence: dict[str, Any]) -> Finding:
+    how = ("in the training process (num_workers=0)" if workers == 0
+           else f"with {workers} workers")
+    hint = ("Load in worker processes (`num_workers=4` or more, up to the free CPU cores) "
+            "and make `__getitem__` cheaper (decode once and cache)." if workers == 0 else
+            f"Make `__getitem__` cheaper (decode once and cache, augment on the GPU), or "
+            f"add workers if CPU cores are free (now {workers}).")
+    return finding(
+        "TD409", f"Loading one batch takes {timing.per_batch * 1e3:.1f} ms {how} and a "
+        f"training step {step * 1e3:.1f} ms: training would wait for data {share:.0%} of "
+        "the time.", LOADER, Depth.CHECK, fix_hint=hint, evidence=evidence)
+
+
+def _restart(loader: Any, timing: LoaderTiming, step: float, evidence: dict[str, Any]
+             ) -> Finding | None:
+    try:
+        batches = len(loader)
+    except TypeError:
+        return None
+    iteration = max(timing.per_batch, step)
+    epoch = batches * iteration
+    share = timing.startup / (timing.startup + epoch) if timing.startup + epoch > 0 else 0.0
+    if share < RESTART_SHARE:
+        return None
+    return finding(
+        "TD412", f"Every epoch restarts the DataLoader's {loader.num_workers} workers "
+        f"(persistent_workers=False): its first batch takes {timing.startup * 1e3:.0f} ms "
+        f"longer than the next ones, {share:.0%} of an estimated epoch of {batches} batches "
+        f"x {iteration * 1e3:.1f} ms.", LOADER, Depth.CHECK,
+        fix_hint="Pass `persistent_workers=True` to the DataLoader.",
+        evidence={**evidence, "startup_seconds": timing.startup, "restart_share": share,
+                  "batches_per_epoch": batches})
+
+
+# --- TD410 ------------------------------------------------------------------------------------
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for key in sorted(value, key=str) for leaf in _leaves(value[key])]
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def same_sample(first: Any, second: Any) -> bool:
+    """Whether two loaded samples are equal, tensor by tensor and value by value."""
+    import torch
+
+    a, b = _leaves(first), _leaves(second)
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(x, y):
+                return False
+        elif type(x) is not type(y) or not bool(x == y):
+            return False
+    return True
+
+
+def own_generators(dataset: Any) -> list[str]:
+    """Attributes of the dataset (or the dataset it wraps) holding a random generator."""
+    import torch
+
+    kinds: list[type] = [random.Random, torch.Generator]
+    try:
+        import numpy
+
+        kinds += [numpy.random.Generator, numpy.random.RandomState]
+    except ImportError:  # pragma: no cover - numpy comes with the test extras
+        pass
+    found = [f"{type(dataset).__name__}.{key}" for key, value in vars(dataset).items()
+             if isinstance(value, tuple(kinds))]
+    inner = getattr(dataset, "dataset", None)
+    return found + (own_generators(inner) if inner is not None and not found
+                    and hasattr(inner, "__dict__") else [])
+
+
+@probe("TD410")
+def identical_worker_augmentations(ctx: CheckContext) -> Iterator[Finding]:
+    """Two workers load sample 0 twice each: random draws that repeat across workers."""
+    loader = torch_loader(ctx)
+    if loader is None or loader.num_workers == 0 or not _map_style(loader):
+        return
+    ctx.raw_batch  # noqa: B018 - a loader that cannot load fails there, explained
+    try:
+        draws = draw_in_workers(loader, WORKER_TIMEOUT)
+    except Exception:  # noqa: BLE001 - the user's dataset failed in a worker: no verdict
+        return
+    (first0, second0), (first1, second1) = draws.worker0, draws.worker1
+    random_in_worker = not same_sample(first0, second0)
+    if not (random_in_worker and same_sample(first0, first1) and same_sample(second0, second1)):
+        return
+    holders = own_generators(loader.dataset)
+    cause = (f": the dataset carries its own generator ({', '.join(holders)}), copied into "
+             "every worker with the same state" if holders else "")
+    yield finding(
+        "TD410", f"The DataLoader's workers draw identical random augmentations: sample 0 "
+        "loaded twice in one worker comes out different, but worker 0 and worker 1 produce "
+        f"the same two results{cause}. With {loader.num_workers} workers each augmentation "
+        f"repeats {loader.num_workers} times per epoch.",
+        Location(object=holders[0] if holders else type(loader.dataset).__name__),
+        Depth.CHECK,
+        fix_hint="Draw with torch (seeded per worker), or reseed the dataset's generator in a "
+                 "`worker_init_fn` from `torch.utils.data.get_worker_info().seed`.",
+        evidence={"num_workers": loader.num_workers, "generators": holders})

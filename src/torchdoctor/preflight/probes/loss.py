@@ -1,0 +1,168 @@
+"""Probe 3, loss wiring: what the loss receives, and what it gives for a fresh model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from torchdoctor.findings import Confidence, Depth, Finding, Location
+from torchdoctor.preflight.context import CheckContext
+from torchdoctor.preflight.losses import LossKind
+from torchdoctor.preflight.origin import loss_input_location
+from torchdoctor.preflight.registry import probe
+from torchdoctor.rules.registry import finding
+
+__all__ = ["activation_before_loss", "loss_target_broadcast"]
+
+_TOLERANCE = 1e-3
+
+
+def _class_dim(scores: Any) -> int:
+    return 1 if scores.dim() >= 2 else 0
+
+
+def _looks_like_probabilities(scores: Any) -> bool:
+    if scores.numel() == 0 or scores.shape[_class_dim(scores)] < 2:
+        return False
+    sums = scores.float().sum(_class_dim(scores))
+    in_range = bool((scores >= 0).all()) and bool((scores <= 1).all())
+    return in_range and bool(((sums - 1).abs() < _TOLERANCE).all())
+
+
+def _looks_like_log_probabilities(scores: Any) -> bool:
+    if scores.numel() == 0 or scores.shape[_class_dim(scores)] < 2:
+        return False
+    total = scores.float().logsumexp(_class_dim(scores))
+    return bool((scores <= _TOLERANCE).all()) and bool((total.abs() < _TOLERANCE).all())
+
+
+def _scores(ctx: CheckContext) -> Any | None:
+    import torch
+
+    scores = ctx.train_pass.loss_input
+    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
+        return None
+    return scores if bool(torch.isfinite(scores).all()) else None
+
+
+def _applied(ctx: CheckContext, scores: Any) -> tuple[str | None, Confidence]:
+    """Which normalisation the scores went through, seen in the graph or in the values."""
+    op = ctx.train_pass.loss_input_op
+    if op in ("Softmax", "LogSoftmax", "Sigmoid"):
+        return op, Confidence.HIGH
+    if _looks_like_probabilities(scores):
+        return "Softmax", Confidence.MEDIUM
+    if _looks_like_log_probabilities(scores):
+        return "LogSoftmax", Confidence.MEDIUM
+    return None, Confidence.HIGH
+
+
+_WIRING = {
+    # (loss kind, op the scores went through) -> (code, what happens, fix)
+    (LossKind.CROSS_ENTROPY, "Softmax"): (
+        "TD301", "CrossEntropyLoss applies log_softmax itself, so softmax runs twice: with C "
+        "classes the loss is trapped between ln(e + C - 1) - 1 and ln(e + C - 1) ({low:.2f} "
+        "to {high:.2f} here), gradients are scaled down by the extra softmax, and training "
+        "stalls or learns far slower",
+        "Return raw logits from the model (drop the final softmax); apply softmax only for "
+        "predictions."),
+    (LossKind.CROSS_ENTROPY, "LogSoftmax"): (
+        "TD302", "CrossEntropyLoss applies log_softmax again; log_softmax is idempotent, so the "
+        "loss and gradients are unchanged, but the extra op costs time and memory and hides "
+        "whether the model returns logits",
+        "Drop the log_softmax and keep CrossEntropyLoss, or keep it and use NLLLoss."),
+    (LossKind.BCE_WITH_LOGITS, "Sigmoid"): (
+        "TD303", "BCEWithLogitsLoss applies sigmoid itself, so it runs twice: predictions are "
+        "squeezed into (0.5, 0.73), the loss cannot go near 0, and the model barely learns",
+        "Return raw logits from the model (drop the final sigmoid); apply sigmoid only for "
+        "predictions."),
+}
+
+
+@probe("TD301", "TD302", "TD303", "TD305")
+def activation_before_loss(ctx: CheckContext) -> Iterator[Finding]:
+    """TD301/302/303/305: the loss receives scores of the wrong kind."""
+    scores = _scores(ctx)
+    if scores is None:
+        return
+    kind, name = ctx.loss_kind, ctx.loss_spec.name
+    op, confidence = _applied(ctx, scores)
+    if kind is LossKind.NLL and op != "LogSoftmax":
+        what = ("probabilities (softmax output)" if op == "Softmax" else "raw scores")
+        code, effect, fix = ("TD305", f"NLLLoss expects log-probabilities but receives {what}; "
+                             "it only negates and picks the target's entry, so the loss is "
+                             "unbounded below and the model learns to inflate one score",
+                             "Apply `log_softmax(dim=1)` before NLLLoss, or use "
+                             "CrossEntropyLoss on the raw logits.")
+        confidence = Confidence.HIGH
+    elif (kind, op) in _WIRING:
+        code, effect, fix = _WIRING[(kind, op)]
+        classes = scores.shape[_class_dim(scores)]
+        high = math.log(math.e + classes - 1)
+        effect = effect.format(low=high - 1, high=high)
+    else:
+        return
+    module = ctx.train_pass.loss_input_module
+    seen = ("the autograd graph" if confidence is Confidence.HIGH else
+            "its values (every row is a probability distribution)")
+    yield finding(
+        code, f"{name} receives scores of shape {list(scores.shape)} produced by "
+              f"{op or 'no normalising op'} (seen in {seen}): {effect}.",
+        loss_input_location(ctx, module), Depth.CHECK, fix_hint=fix, confidence=confidence,
+        evidence={"loss": name, "op": op, "shape": list(scores.shape),
+                  "min": float(scores.min()), "max": float(scores.max())},
+    )
+
+
+def _broadcast_shape(first: Any, second: Any) -> tuple[int, ...] | None:
+    import torch
+
+    try:
+        return tuple(torch.broadcast_shapes(first, second))
+    except RuntimeError:
+        return None
+
+
+def _changes_loss(ctx: CheckContext, output: Any, target: Any) -> bool:
+    """For an unknown loss: does giving the target the output's shape change the value?"""
+    import torch
+
+    try:
+        with torch.no_grad():
+            reshaped = ctx.loss_fn(output, target.reshape(output.shape))
+        original = ctx.train_pass.loss
+        return not torch.allclose(reshaped.float(), original.float(), rtol=1e-5, atol=1e-7)
+    except Exception:  # noqa: BLE001 - an unknown loss may not accept the reshaped target
+        return False
+
+
+@probe("TD306")
+def loss_target_broadcast(ctx: CheckContext) -> Iterator[Finding]:
+    """TD306: output and target shapes differ and an elementwise loss broadcasts them."""
+    import torch
+
+    train = ctx.train_pass
+    scores, target, kind = train.loss_input, train.loss_target, ctx.loss_kind
+    if not isinstance(scores, torch.Tensor) or not isinstance(target, torch.Tensor):
+        return
+    if scores.shape == target.shape or not (kind.elementwise or kind is LossKind.OTHER):
+        return
+    shape = _broadcast_shape(scores.shape, target.shape)
+    if shape is None or math.prod(shape) <= max(scores.numel(), target.numel()):
+        return
+    if kind is LossKind.OTHER and (scores.numel() != target.numel() or train.loss is None
+                                   or not _changes_loss(ctx, scores, target)):
+        return
+    n = math.prod(shape)
+    yield finding(
+        "TD306", f"{ctx.loss_spec.name} compares outputs of shape {list(scores.shape)} with "
+                 f"targets of shape {list(target.shape)}; they broadcast to {list(shape)}, so "
+                 f"the loss averages {n} pairs instead of {scores.numel()}, almost all of them "
+                 "an output against another example's target.",
+        Location(object="targets"), Depth.CHECK,
+        fix_hint="Give the output and the target the same shape: `output.squeeze(-1)` or "
+                 "`target.view_as(output)`.",
+        evidence={"output_shape": list(scores.shape), "target_shape": list(target.shape),
+                  "broadcast_shape": list(shape)},
+    )

@@ -1,0 +1,142 @@
+"""Would the forward still work after ``model.to(device)``? Find out without a GPU.
+
+:func:`find_stray_tensor` copies the model with every parameter and buffer on the
+``meta`` device (no data is copied) and runs its forward on a batch moved there too, while
+a function mode checks every torch call the way CUDA kernels do: a call that mixes the
+model's device with a CPU tensor of one or more dimensions is exactly what raises
+"Expected all tensors to be on the same device" on a GPU. Such tensors are created inside
+``forward`` without ``device=`` or kept as plain module attributes instead of buffers, so
+``model.to()`` leaves them behind.
+"""
+
+from __future__ import annotations
+
+import copy
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.findings import Location
+from torchdoctor.preflight.batch import move_to
+from torchdoctor.preflight.failures import user_frame
+from torchdoctor.preflight.tracing import ForwardTrace
+
+if TYPE_CHECKING:
+    from torchdoctor.preflight.context import CheckContext
+
+__all__ = ["StrayTensor", "find_stray_tensor"]
+
+# Calls that legitimately take CPU tensors next to device tensors (indices, lengths) or
+# that move tensors between devices.
+_ALLOWED = frozenset({
+    "to", "copy_", "cpu", "cuda", "type_as", "__getitem__", "__setitem__", "index_put_",
+    "_pack_padded_sequence", "pack_padded_sequence", "new_tensor", "__get__", "__set__",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class StrayTensor:
+    """A CPU tensor that met the model's (moved) tensors in a torch call."""
+
+    function: str
+    shape: tuple[int, ...]
+    attribute: str | None  # "encoder.mask" when it is a plain module attribute
+    location: Location
+
+
+class _Found(Exception):  # noqa: N818 - stops the simulated forward at the first stray
+    def __init__(self, stray: StrayTensor) -> None:
+        super().__init__(stray.function)
+        self.stray = stray
+
+
+def _meta_copy(model: Any) -> Any:
+    import torch
+
+    memo: dict[int, Any] = {}
+    for param in model.parameters():
+        memo[id(param)] = torch.nn.Parameter(torch.empty_like(param, device="meta"),
+                                             requires_grad=param.requires_grad)
+    for buffer in model.buffers():
+        memo[id(buffer)] = torch.empty_like(buffer, device="meta")
+    return copy.deepcopy(model, memo)
+
+
+def _plain_attributes(model: Any) -> dict[int, str]:
+    import torch
+
+    found: dict[int, str] = {}
+    for path, module in model.named_modules():
+        for key, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not key.startswith("_"):
+                found[id(value)] = f"{path}.{key}" if path else key
+    return found
+
+
+def _tensors(values: Any) -> list[Any]:
+    import torch
+
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            out.append(value)
+        elif isinstance(value, (tuple, list)):
+            out.extend(v for v in value if isinstance(v, torch.Tensor))
+    return out
+
+
+def _guard_mode(trace: ForwardTrace, attributes: dict[int, str]) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    class _DeviceGuard(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            if name not in _ALLOWED:
+                tensors = _tensors((*args, *kwargs.values()))
+                on_meta = any(t.device.type == "meta" for t in tensors)
+                stray = next((t for t in tensors if t.device.type == "cpu" and t.dim() > 0),
+                             None)
+                if on_meta and stray is not None:
+                    raise _Found(_describe(name, stray, trace, attributes))
+            return func(*args, **kwargs)
+
+    return _DeviceGuard()
+
+
+def _describe(name: str, stray: Any, trace: ForwardTrace, attributes: dict[int, str]
+              ) -> StrayTensor:
+    frame = user_frame(traceback.extract_stack(), inside_model=True)
+    module = trace.current_module
+    display = (module or type(trace.model).__name__) if module is not None else None
+    location = (Location(path=frame.filename, line=frame.lineno, object=display,
+                         snippet=frame.line or None)
+                if frame is not None else Location(object=display))
+    return StrayTensor(name, tuple(stray.shape), attributes.get(id(stray)), location)
+
+
+def find_stray_tensor(ctx: CheckContext) -> StrayTensor | None:
+    """The first CPU tensor that would not follow ``model.to(device)``, or ``None``.
+
+    Inconclusive runs (the copy or the meta forward fails for another reason, such as
+    code that reads tensor values) return ``None``.
+    """
+    import torch
+
+    try:
+        model = _meta_copy(ctx.model)
+        inputs = move_to(ctx.batch_as_given.inputs, "meta")
+    except Exception:  # noqa: BLE001 - uncopyable models cannot be simulated
+        return None
+    batch = type(ctx.batch_as_given)(inputs, None, ctx.batch_as_given.style)
+    trace = ForwardTrace(model)
+    model.train()
+    try:
+        with torch.no_grad(), trace, _guard_mode(trace, _plain_attributes(model)):
+            batch.call(model)
+    except _Found as found:
+        return found.stray
+    except Exception:  # noqa: BLE001 - meta kernels cannot run everything
+        return None
+    return None

@@ -1,0 +1,34 @@
+"""Runtime detectors, imported by name (nothing is discovered by scanning).
+
+Importing this package registers every runtime detector with
+:func:`torchdoctor.rules.detectors.detector`. The interface they implement is in
+:mod:`torchdoctor.runtime.detectors.base`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+# One module per topic. Listed by name, in the order their hooks run.
+_MODULES = (
+    "gradients",
+    "coverage",
+    "nonfinite",
+    "scale",
+    "loss",
+    "modes",
+    "graph",
+    "memory",
+    "pipeline",
+)
+
+# The exception explainer, warning capture and torch.compile detectors land in their own
+# modules; each is imported by name as soon as its file exists.
+_OPTIONAL_MODULES = ("exceptions", "warnings", "compile")
+
+for _name in _MODULES:
+    importlib.import_module(f"{__name__}.{_name}")
+for _name in _OPTIONAL_MODULES:
+    if importlib.util.find_spec(f"{__name__}.{_name}") is not None:
+        importlib.import_module(f"{__name__}.{_name}")

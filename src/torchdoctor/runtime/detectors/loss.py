@@ -1,0 +1,186 @@
+"""Loss dynamics: not decreasing (TD612), diverging (TD613), exactly constant (TD614).
+
+Losses are grouped by the place ``backward()`` is called from, so a GAN's two losses or
+a multi-task model's separate backward calls are judged separately. Every verdict uses
+medians of windows of the curve, never single values, so mini-batch noise does not
+decide; "not decreasing" only looks at the part of the run where the learning rate is at
+least half its peak, so a warm-up never looks like a stall. Adversarial set-ups (several
+optimizers *and* several backward sites) are not judged on trends at all.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from torchdoctor.findings import Depth, Location, Report
+from torchdoctor.rules.detectors import detector
+from torchdoctor.rules.registry import finding
+from torchdoctor.runtime.detectors.base import CallSite, LossValue, RuntimeDetector, StepEvent
+
+__all__ = ["LossDynamics", "spearman"]
+
+CONSTANT_RUN = 20        # identical consecutive losses that make "constant"
+STALL_MIN_VALUES = 100   # losses at the working learning rate needed to call a stall
+STALL_MAX_GAIN = 0.05    # a stall improved on its first window by less than this
+DIVERGE_MIN_VALUES = 30
+
+
+@dataclass(slots=True)
+class _Curve:
+    values: list[float] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+
+
+@detector("TD612", "TD613", "TD614", depth=Depth.RUN)
+class LossDynamics(RuntimeDetector):
+    """Judges each loss curve once the run ends."""
+
+    def __init__(self) -> None:
+        self._curves: dict[CallSite, _Curve] = {}
+        self._lrs: list[tuple[int, float]] = []  # (global step, lr) of the first optimizer
+        self._optimizers: set[int] = set()
+
+    def on_loss(self, loss: LossValue) -> None:
+        if math.isfinite(loss.value):
+            curve = self._curves.setdefault(loss.site, _Curve())
+            curve.values.append(loss.value)
+            curve.steps.append(loss.global_step)
+
+    def on_step_end(self, event: StepEvent) -> None:
+        self._optimizers.add(id(event.optimizer.optimizer))
+        if event.optimizer.index != 0:
+            return
+        lr = event.optimizer.optimizer.param_groups[0].get("lr")
+        if isinstance(lr, (int, float)) and (not self._lrs or self._lrs[-1][1] != lr):
+            self._lrs.append((event.global_step, float(lr)))
+
+    def on_finish(self, report: Report) -> None:
+        adversarial = len(self._curves) > 1 and len(self._optimizers) > 1
+        for site, curve in self._curves.items():
+            if self._constant(site, curve):
+                continue
+            if adversarial:
+                continue
+            if not self._diverging(site, curve):
+                self._stalled(site, curve)
+
+    # -- TD614 ---------------------------------------------------------------------------
+
+    def _constant(self, site: CallSite, curve: _Curve) -> bool:
+        tail = curve.values[-CONSTANT_RUN:]
+        if len(tail) < CONSTANT_RUN or tail[0] == 0.0 or any(v != tail[0] for v in tail):
+            return False
+        start = len(curve.values) - CONSTANT_RUN
+        while start > 0 and curve.values[start - 1] == tail[0]:
+            start -= 1
+        count = len(curve.values) - start
+        self.emit(finding(
+            "TD614",
+            f"The loss of {_where(site)} has been exactly {tail[0]!r} for the last {count} "
+            f"backward passes (from step {curve.steps[start] + 1}): nothing is learning, "
+            "and the output no longer depends on the input (dead or saturated output "
+            "activations, a detached output, or a learning rate of 0)",
+            _location(site), Depth.RUN,
+            fix_hint="Remove activations that can die or saturate from the output layer "
+                     "(no ReLU on logits), compute the loss on the model's live output, and "
+                     "check that the learning rate is not 0.",
+            evidence={"value": tail[0], "repeats": count, "from_step": curve.steps[start] + 1},
+        ))
+        return True
+
+    # -- TD613 ---------------------------------------------------------------------------
+
+    def _diverging(self, site: CallSite, curve: _Curve) -> bool:
+        if len(curve.values) < DIVERGE_MIN_VALUES:
+            return False
+        width = max(3, len(curve.values) // 10)
+        medians = _window_medians(curve.values, width)
+        best_index = min(range(len(medians)), key=medians.__getitem__)
+        first, best, last = medians[0], medians[best_index], medians[-1]
+        rising = len(medians) >= 3 and medians[-3] < medians[-2] < medians[-1]
+        if not (rising and best_index < len(medians) - 2
+                and last - best > max(abs(best), first - best)):
+            return False
+        self.emit(finding(
+            "TD613",
+            f"The loss of {_where(site)} is diverging: it rose from a best of {best:.4g} "
+            f"(around step {curve.steps[best_index * width] + 1}) to {last:.4g} (last "
+            f"{width} passes) and is still rising",
+            _location(site), Depth.RUN,
+            fix_hint="Lower the learning rate (10x to start with), add a warm-up, and clip "
+                     "gradients with `torch.nn.utils.clip_grad_norm_`.",
+            evidence={"first": first, "best": best, "last": last, "window": width},
+        ))
+        return True
+
+    # -- TD612 ---------------------------------------------------------------------------
+
+    def _stalled(self, site: CallSite, curve: _Curve) -> None:
+        values, steps = self._working_part(curve)
+        if len(values) < STALL_MIN_VALUES:
+            return
+        width = max(5, len(values) // 10)
+        medians = _window_medians(values, width)
+        first, best = medians[0], min(medians[1:])
+        gain = (first - best) / abs(first) if first else 0.0
+        half = values[len(values) // 2:]
+        trend = spearman(half)
+        if gain >= STALL_MAX_GAIN or trend < -0.1:
+            return
+        self.emit(finding(
+            "TD612",
+            f"The loss of {_where(site)} has not decreased over {len(values)} backward "
+            f"passes (steps {steps[0] + 1}-{steps[-1] + 1}): {first:.4g} in the first "
+            f"{width}, {best:.4g} at best, {medians[-1]:.4g} in the last (window medians)",
+            _location(site), Depth.RUN,
+            fix_hint="Check that inputs and targets stay aligned (shuffled together), that "
+                     "the loss uses the model's output, and that the learning rate is not "
+                     "tiny; a model that cannot overfit one batch has a bug (`torchdoctor "
+                     "check`).",
+            evidence={"first": first, "best": best, "last": medians[-1], "gain": gain,
+                      "trend": trend, "values": len(values)},
+        ))
+
+    def _working_part(self, curve: _Curve) -> tuple[list[float], list[int]]:
+        """The losses computed at >= half the peak learning rate (after any warm-up)."""
+        if not self._lrs:
+            return curve.values, curve.steps
+        peak = max(lr for _, lr in self._lrs)
+        if peak <= 0:
+            return [], []
+        start = next(step for step, lr in self._lrs if lr >= 0.5 * peak)
+        kept = [(v, s) for v, s in zip(curve.values, curve.steps, strict=True) if s >= start]
+        if self._lrs[-1][1] < 0.5 * peak:  # decayed at the end: cut the tail too
+            end = next(step for step, lr in reversed(self._lrs) if lr >= 0.5 * peak)
+            kept = [(v, s) for v, s in kept if s <= end + 1]
+        return [v for v, _ in kept], [s for _, s in kept]
+
+
+def _window_medians(values: list[float], width: int) -> list[float]:
+    return [statistics.median(values[i:i + width])
+            for i in range(0, len(values) - width + 1, width)]
+
+
+def spearman(values: list[float]) -> float:
+    """Rank correlation of ``values`` with their position (-1 falling ... 1 rising)."""
+    n = len(values)
+    if n < 3:
+        return 0.0
+    order = sorted(range(n), key=values.__getitem__)
+    ranks = [0.0] * n
+    for rank, index in enumerate(order):
+        ranks[index] = float(rank)
+    mean = (n - 1) / 2
+    covariance = sum((r - mean) * (i - mean) for i, r in enumerate(ranks))
+    variance = sum((i - mean) ** 2 for i in range(n))
+    return covariance / variance
+
+
+def _where(site: CallSite) -> str:
+    return f"`backward()` at {site}" if site.user else "the training loop"
+
+
+def _location(site: CallSite) -> Location:
+    return site.location(object="loss") if site.user else Location(object="loss")

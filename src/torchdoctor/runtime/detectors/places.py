@@ -1,0 +1,117 @@
+"""Naming and locating parts of a model for findings: module groups and definition lines.
+
+Shared by the detectors that report about parameters: a set of parameters is collapsed to
+the largest modules it covers entirely (``aux_head`` rather than ``aux_head.0.weight``,
+``aux_head.0.bias``, ...), and a module is located at the line that assigns it
+(``self.aux_head = ...`` in its parent's class, or ``model.fc = ...`` in the script).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from torchdoctor.findings import Location
+from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, MonitorView
+
+__all__ = ["assignment_location", "display_path", "group_by_module"]
+
+
+def group_by_module(model: Any, params: Iterable[Any]) -> list[tuple[str, list[str]]]:
+    """Collapse parameters of ``model`` into ``(path, parameter names)`` groups.
+
+    A module is a group when every parameter under it that requires grad is in
+    ``params``; parameters not covered by such a module form groups of their own.
+    Paths are relative to ``model``; the root itself is the path ``""``.
+    """
+    chosen = {id(p) for p in params}
+    names = {id(p): name for name, p in model.named_parameters()}
+    groups: list[tuple[str, list[str]]] = []
+    covered: set[int] = set()
+    for path, module in model.named_modules():  # parents come before their children
+        if any(_inside(path, group) for group, _ in groups):
+            continue
+        own = [p for p in module.parameters() if p.requires_grad]
+        if own and all(id(p) in chosen for p in own):
+            groups.append((path, [names[id(p)] for p in own if id(p) in names]))
+            covered.update(id(p) for p in own)
+    for key in chosen - covered:
+        if key in names:
+            groups.append((names[key], [names[key]]))
+    return groups
+
+
+def _inside(path: str, group: str) -> bool:
+    return group == "" or path == group or path.startswith(group + ".")
+
+
+def display_path(monitor: MonitorView, model: ModelInfo, path: str) -> str:
+    """A module or parameter path of ``model`` as shown in reports (label included)."""
+    owner, _, leaf = path.rpartition(".")
+    try:
+        module = model.inner.get_submodule(path)
+        suffix = ""
+    except AttributeError:
+        module = model.inner.get_submodule(owner) if owner else model.inner
+        suffix = leaf
+    base = monitor.module_path(module) or ""
+    if suffix:
+        return f"{base}.{suffix}" if base else suffix
+    return base or model.label
+
+
+def assignment_location(monitor: MonitorView, model: ModelInfo, path: str, *,
+                        prefer_script: bool = False) -> Location | None:
+    """Where the module at ``path`` is assigned, in the user's code, with its display path.
+
+    Looks for ``self.<name> =`` in the parent module's class and for ``.<name> =`` in the
+    script; ``prefer_script`` tries the script first (a layer replaced after the model
+    was built). ``None`` when neither is found in user code.
+    """
+    owner_path, _, attribute = path.rpartition(".")
+    if not attribute or not attribute.isidentifier():
+        return None
+    shown = display_path(monitor, model, path)
+    try:
+        owner = model.inner.get_submodule(owner_path) if owner_path else model.inner
+    except AttributeError:
+        return None
+    searches = [_in_class(type(owner), attribute), _in_script(monitor.script, attribute)]
+    if prefer_script:
+        searches.reverse()
+    for site in searches:
+        if site is not None and monitor.is_user_file(site.path):
+            return site.location(object=shown)
+    return None
+
+
+def _in_class(cls: type, attribute: str) -> CallSite | None:
+    try:
+        lines, first = inspect.getsourcelines(cls)
+        path = inspect.getsourcefile(cls)
+    except (OSError, TypeError):
+        return None
+    if path is None:
+        return None
+    pattern = re.compile(rf"\bself\.{re.escape(attribute)}\s*(:[^=]+)?=(?!=)")
+    for offset, text in enumerate(lines):
+        if pattern.search(text):
+            return CallSite(str(Path(path).resolve()), first + offset, cls.__name__, True)
+    return None
+
+
+def _in_script(script: Path | None, attribute: str) -> CallSite | None:
+    if script is None:
+        return None
+    try:
+        text = script.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    pattern = re.compile(rf"\w\.{re.escape(attribute)}\s*=(?!=)")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.search(line) and not line.lstrip().startswith(("#", "self.")):
+            return CallSite(str(script.resolve()), number, "<module>", True)
+    return None

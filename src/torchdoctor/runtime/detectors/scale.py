@@ -1,0 +1,232 @@
+"""Gradient and update sizes over time: vanishing (TD215), exploding (TD216) gradients,
+and update-to-weight ratios out of band (TD606).
+
+All three read the per-parameter numbers of sampled steps (:class:`StepSample`); none
+computes anything on the device itself. Verdicts use medians over several samples, so a
+single spike or a warm-up never decides alone.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchdoctor.findings import Depth, Location, Report
+from torchdoctor.rules.detectors import detector
+from torchdoctor.rules.registry import finding
+from torchdoctor.runtime.detectors.base import (
+    CallSite,
+    OptimizerInfo,
+    RuntimeDetector,
+    StepEvent,
+    StepSample,
+)
+
+__all__ = ["GradientScale", "UpdateRatio"]
+
+EXPLODE_FACTOR = 100.0      # sustained growth of the total gradient norm
+VANISH_RATIO = 1e-4         # RMS gradient of the earliest layers vs the latest
+UPDATE_TOO_LARGE = 0.3      # a step replacing this fraction of a weight matrix
+UPDATE_TOO_SMALL = 1e-7     # a step moving the weights by less than this fraction
+_MIN_SAMPLES = 6
+_SKIPPED_MODULES = ("Embedding", "EmbeddingBag")  # sparse-by-nature gradients
+
+
+@dataclass(slots=True)
+class _History:
+    info: OptimizerInfo
+    totals: list[tuple[int, float]] = field(default_factory=list)
+    per_param: list[tuple[int, list[float | None]]] = field(default_factory=list)
+    depth_ratio: list[float] = field(default_factory=list)
+    site: CallSite | None = None
+
+
+def _weights(info: OptimizerInfo, monitor: Any) -> list[int]:
+    """Indices of the optimizer's weight matrices (2-D and up), embeddings excluded."""
+    skipped: set[int] = set()
+    for model in monitor.models:
+        for module in model.inner.modules():
+            if type(module).__name__ in _SKIPPED_MODULES:
+                skipped.update(id(p) for p in module.parameters(recurse=False))
+    return [i for i, p in enumerate(info.params) if p.dim() >= 2 and id(p) not in skipped]
+
+
+@detector("TD215", "TD216", depth=Depth.RUN)
+class GradientScale(RuntimeDetector):
+    """Gradient norms per layer over time: sustained explosion, early layers vanishing."""
+
+    def __init__(self) -> None:
+        self._history: dict[int, _History] = {}
+        self._weights: dict[int, list[int]] = {}
+
+    def on_step_begin(self, event: StepEvent) -> None:
+        history = self._history.get(id(event.optimizer))
+        if event.sampled and history is not None and history.site is None:
+            history.site = self.monitor.user_site()
+
+    def on_sample(self, sample: StepSample) -> None:
+        info = sample.optimizer
+        history = self._history.setdefault(id(info), _History(info))
+        norms = sample.grad_norms
+        finite = [n for n in norms if n is not None and math.isfinite(n)]
+        if not finite or len(finite) != len([n for n in norms if n is not None]):
+            return  # no gradients, or non-finite ones (TD212's business)
+        history.totals.append((sample.step, math.sqrt(sum(n * n for n in finite))))
+        history.per_param.append((sample.step, list(norms)))
+        weights = self._weights.get(id(info))
+        if weights is None:
+            weights = self._weights[id(info)] = _weights(info, self.monitor)
+        ratio = _depth_ratio(info, norms, weights)
+        if ratio is not None:
+            history.depth_ratio.append(ratio)
+
+    def on_finish(self, report: Report) -> None:
+        uncleared = {str(f.evidence.get("optimizer")) for f in report.by_code("TD201")}
+        for history in self._history.values():
+            if len(history.totals) < _MIN_SAMPLES:
+                continue
+            if history.info.label not in uncleared:
+                self._exploding(history)
+            self._vanishing(history)
+
+    def _exploding(self, history: _History) -> None:
+        values = [v for _, v in history.totals]
+        base = statistics.median(values[:3])
+        now = statistics.median(values[-3:])
+        if base <= 0 or now < EXPLODE_FACTOR * base:
+            return
+        first_step, last_step = history.totals[0][0], history.totals[-1][0]
+        layers = _fastest_growing(history)
+        self.emit(finding(
+            "TD216",
+            f"The gradient norm of {history.info.label} grew x{now / base:.0f}, from "
+            f"{base:.3g} around step {first_step} to {now:.3g} around step {last_step}"
+            f"{_layers_text(layers)}; training is on its way to Inf/NaN",
+            _place(history, layers), Depth.RUN,
+            fix_hint="Clip gradients with `torch.nn.utils.clip_grad_norm_(model.parameters(), "
+                     "1.0)` before `optimizer.step()`, and lower the learning rate.",
+            evidence={"optimizer": history.info.label, "grad_norm_start": base,
+                      "grad_norm_end": now, "growth": now / base, "layers": layers},
+        ))
+
+    def _vanishing(self, history: _History) -> None:
+        if len(history.depth_ratio) < _MIN_SAMPLES:
+            return
+        ratio = statistics.median(history.depth_ratio[len(history.depth_ratio) // 3:])
+        if ratio >= VANISH_RATIO:
+            return
+        weights = self._weights[id(history.info)]
+        names = history.info.names
+        early, late = names[weights[0]], names[weights[-1]]
+        self.emit(finding(
+            "TD215",
+            f"Gradients vanish towards the input: per element, `{early}` gets {ratio:.1e} "
+            f"times the gradient of `{late}` (median over {len(history.depth_ratio)} "
+            "sampled steps), so the early layers barely learn",
+            _place(history, [early]), Depth.RUN,
+            fix_hint="Use ReLU/GELU instead of sigmoid/tanh in deep stacks, add "
+                     "normalisation layers or residual connections, and use a "
+                     "fan-in-scaled initialisation (`nn.init.kaiming_normal_`).",
+            evidence={"optimizer": history.info.label, "ratio": ratio, "earliest": early,
+                      "latest": late},
+        ))
+
+
+def _depth_ratio(info: OptimizerInfo, norms: tuple[float | None, ...],
+                 weights: list[int]) -> float | None:
+    """Median RMS gradient of the first quarter of weight matrices over the last quarter."""
+    rms = [(norms[i] or 0.0) / math.sqrt(info.params[i].numel()) for i in weights
+           if norms[i] is not None]
+    if len(rms) < 3:
+        return None
+    quarter = max(1, len(rms) // 4)
+    late = statistics.median(rms[-quarter:])
+    return statistics.median(rms[:quarter]) / late if late > 0 else None
+
+
+def _fastest_growing(history: _History) -> list[str]:
+    first, last = history.per_param[0][1], history.per_param[-1][1]
+    growth = []
+    for index, (a, b) in enumerate(zip(first, last, strict=True)):
+        if a and b and a > 0:
+            growth.append((b / a, history.info.names[index]))
+    growth.sort(reverse=True)
+    return [name for _, name in growth[:3]]
+
+
+def _layers_text(layers: list[str]) -> str:
+    return "; fastest growing: " + ", ".join(f"`{n}`" for n in layers) if layers else ""
+
+
+def _place(history: _History, names: list[str]) -> Location:
+    obj = names[0] if names else history.info.label
+    if history.site is not None:
+        return history.site.location(object=obj)
+    return Location(object=obj)
+
+
+@detector("TD606", depth=Depth.RUN)
+class UpdateRatio(RuntimeDetector):
+    """Update-to-weight ratio of each weight matrix, judged at the working learning rate."""
+
+    def __init__(self) -> None:
+        self._samples: dict[int, list[StepSample]] = {}
+        self._site: dict[int, CallSite | None] = {}
+
+    def on_step_begin(self, event: StepEvent) -> None:
+        if event.sampled and id(event.optimizer) not in self._site:
+            self._site[id(event.optimizer)] = self.monitor.user_site()
+
+    def on_sample(self, sample: StepSample) -> None:
+        if sample.update_ratios is not None:
+            self._samples.setdefault(id(sample.optimizer), []).append(sample)
+
+    def on_finish(self, report: Report) -> None:
+        for key, samples in self._samples.items():
+            info = samples[0].optimizer
+            medians = _median_ratios(samples, _weights(info, self.monitor))
+            if medians:
+                self._judge(info, medians, self._site.get(key))
+
+    def _judge(self, info: OptimizerInfo, medians: dict[int, float],
+               site: CallSite | None) -> None:
+        worst = max(medians, key=lambda i: medians[i])
+        overall = statistics.median(medians.values())
+        if medians[worst] > UPDATE_TOO_LARGE:
+            self._emit(info, site, info.names[worst], medians[worst], "large",
+                       "each step replaces a large part of the weights, so training is "
+                       "unstable or diverges", "Lower the learning rate (by 10x to start with).")
+        elif 0 < overall < UPDATE_TOO_SMALL:
+            self._emit(info, site, info.label, overall, "small",
+                       "the weights barely move, so the model learns nothing in a useful time",
+                       "Raise the learning rate (check it for a typo such as 1e-9).")
+
+    def _emit(self, info: OptimizerInfo, site: CallSite | None, obj: str, ratio: float,
+              kind: str, why: str, fix: str) -> None:
+        lr = ", ".join(f"{g.get('lr')}" for g in info.optimizer.param_groups)
+        subject = f"`{obj}`" if kind == "large" else f"the weights of {info.label}"
+        self.emit(finding(
+            "TD606",
+            f"Updates of {subject} are too {kind}: each {info.label} step changes them by "
+            f"{ratio:.2e} of their size (median; healthy training is near 1e-3) at lr {lr}: "
+            f"{why}",
+            site.location(object=obj) if site is not None else Location(object=obj),
+            Depth.RUN, fix_hint=fix,
+            evidence={"optimizer": info.label, "update_ratio": ratio, "lr": lr},
+        ))
+
+
+def _median_ratios(samples: list[StepSample], weights: list[int]) -> dict[int, float]:
+    """Per weight matrix, the median ratio over samples taken at >= half the peak lr."""
+    peak = [max(s.lrs[g] for s in samples) for g in range(len(samples[0].lrs))]
+    working = [s for s in samples[1:] if all(
+        s.lrs[g] >= 0.5 * peak[g] for g in range(len(peak)) if peak[g] > 0)]
+    medians: dict[int, float] = {}
+    for index in weights:
+        values = [r for s in working if s.update_ratios is not None
+                  and (r := s.update_ratios[index]) is not None and math.isfinite(r)]
+        if len(values) >= 3:
+            medians[index] = statistics.median(values)
+    return medians

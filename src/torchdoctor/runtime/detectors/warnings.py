@@ -1,0 +1,226 @@
+"""Runtime detector: the warnings PyTorch shows during the run, explained and located.
+
+The monitor wraps ``warnings.showwarning``, so a warning arrives here only after the
+user's filters let it through, and it is still shown exactly as Python would show it.
+Known warnings map to their own rule (a loss broadcasting its target -> TD306, a scheduler
+stepped before the optimizer -> TD607) or to TD003 with an explanation; unknown ones from
+torch become TD003, from other libraries TD003 info, and the user's own warnings nothing.
+Each is located at the user's line and reported once per rule and place.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from torchdoctor.findings import Confidence, Depth, Finding, Location, Severity
+from torchdoctor.rules.detectors import detector
+from torchdoctor.rules.registry import finding
+from torchdoctor.runtime.detectors.base import RuntimeDetector, WarningRecord
+from torchdoctor.runtime.exceptions.frames import (
+    FrameRef,
+    frames_of_stack,
+    is_library_file,
+    is_torch_file,
+    is_torchdoctor_file,
+    user_frame,
+)
+from torchdoctor.runtime.exceptions.known_warnings import (
+    CAUSED_BY_TORCHDOCTOR,
+    KNOWN_WARNINGS,
+    TD003,
+)
+
+__all__ = ["Classified", "Origin", "TorchWarnings", "classify_warning"]
+
+_MAX_TEXT = 200
+_DEPRECATIONS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+
+
+class Origin(enum.Enum):
+    """Whose code issued a warning."""
+
+    TORCH = "torch"
+    THIRD_PARTY = "third-party"
+    USER = "user"
+    TORCHDOCTOR = "torchdoctor"
+
+
+@dataclass(frozen=True, slots=True)
+class Classified:
+    """What a warning means: its rule, severity, sentence and fix."""
+
+    code: str
+    severity: Severity
+    meaning: str
+    fix: str
+    key: str
+    source: str = "PyTorch"
+    confidence: Confidence = Confidence.HIGH
+
+
+def classify_warning(text: str, category: type[Warning], origin: Origin,
+                     function: str = "", issuing_line: str = "") -> Classified | None:
+    """Map a warning to a rule, or ``None`` when it is not torchdoctor's business.
+
+    Args:
+        text: the warning's message.
+        category: its class.
+        origin: whose code issued it.
+        function: the name of the function that issued it (``mse_loss``), for messages.
+        issuing_line: the source line of the issuing frame. A warning issued from the
+            user's own frame is their own ``warnings.warn`` when the line calls ``warn``;
+            otherwise it came from the C++ of a torch operation called on that line.
+    """
+    if origin is Origin.TORCHDOCTOR or any(p.search(text) for p in CAUSED_BY_TORCHDOCTOR):
+        return None
+    for known in KNOWN_WARNINGS:
+        match = known.pattern.search(text)
+        if match is not None:
+            values = {**match.groupdict(), "function": function or "the loss",
+                      "broadcast": _broadcast(match.groupdict())}
+            severity = known.severity or _rule_severity(known.code)
+            return Classified(known.code, severity, known.meaning.format(**values),
+                              known.fix.format(**values), known.key)
+    confidence = Confidence.HIGH
+    if origin is Origin.USER:
+        from_torch_cpp = category is UserWarning and "warn" not in issuing_line
+        if not (from_torch_cpp or category.__module__.startswith("torch")):
+            return None  # the user's own warning, or a C extension's such as NumPy's
+        confidence = Confidence.MEDIUM
+    deprecated = issubclass(category, _DEPRECATIONS)
+    third_party = origin is Origin.THIRD_PARTY
+    severity = Severity.INFO if deprecated or third_party else Severity.WARNING
+    meaning = "a deprecated API was used; it will change or go away in a later release" \
+        if deprecated else ""
+    fix = ("Replace the deprecated call as the warning says." if deprecated else
+           "Address what the warning names; silence it with `warnings.filterwarnings` only "
+           "once you know it is harmless.")
+    return Classified(TD003, severity, meaning, fix, "other",
+                      "A library" if third_party else "PyTorch", confidence)
+
+
+def _rule_severity(code: str) -> Severity:
+    from torchdoctor.rules.registry import get_rule
+
+    return get_rule(code).severity
+
+
+def _broadcast(groups: dict[str, Any]) -> str:
+    """The shape two ``torch.Size([...])`` strings broadcast to, or ``"?"``."""
+    if not (groups.get("input") and groups.get("target")):
+        return "?"
+    first, second = ([int(d) for d in re.findall(r"\d+", groups[name])]
+                     for name in ("input", "target"))
+    size = max(len(first), len(second))
+    first, second = [1] * (size - len(first)) + first, [1] * (size - len(second)) + second
+    result = []
+    for a, b in zip(first, second, strict=True):
+        if a != b and 1 not in (a, b):
+            return "incompatible shapes"
+        result.append(max(a, b))
+    return str(result)
+
+
+def origin_of(issuer: FrameRef | None) -> Origin:
+    """Whose code a warning's issuing frame belongs to."""
+    if issuer is None:
+        return Origin.THIRD_PARTY
+    if is_torchdoctor_file(issuer.path):
+        return Origin.TORCHDOCTOR
+    if is_torch_file(issuer.path):
+        return Origin.TORCH
+    return Origin.THIRD_PARTY if is_library_file(issuer.path) else Origin.USER
+
+
+def issuing_frame(stack: list[FrameRef]) -> FrameRef | None:
+    """The frame that called ``warnings.warn`` (or the op whose C++ code warned).
+
+    ``stack`` is outermost first and was taken inside the warning machinery: the innermost
+    frames are torchdoctor's and the ``warnings`` module's.
+    """
+    warnings_file = sys.modules["warnings"].__file__ or ""
+    for frame in reversed(stack):
+        if frame.path == warnings_file or is_torchdoctor_file(frame.path):
+            continue
+        return frame
+    return None
+
+
+@detector("TD003", "TD306", "TD607", depth=Depth.RUN)
+class TorchWarnings(RuntimeDetector):
+    """Turns the warnings shown during the run into located, explained findings."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str | None, int | None], dict[str, int]] = {}
+
+    def on_warning(self, record: WarningRecord) -> None:
+        """Classify one shown warning and emit (or refresh) its finding."""
+        stack = frames_of_stack(sys._getframe(1))
+        issuer = issuing_frame(stack)
+        origin = origin_of(issuer)
+        classified = classify_warning(record.message, record.category, origin,
+                                      issuer.function if issuer else "",
+                                      (issuer.snippet or "") if issuer else "")
+        if classified is None:
+            return
+        user = user_frame(stack, [str(r) for r in self.monitor.user_roots])
+        if classified.key == "scheduler-before-optimizer" and _grad_scaler_in_scope(user):
+            classified = _skipped_by_scaler(classified)
+        self.emit(self._finding(record, classified, user))
+
+    def _finding(self, record: WarningRecord, classified: Classified,
+                 user: FrameRef | None) -> Finding:
+        if user is not None:
+            location = Location(path=user.path, line=user.line, snippet=user.snippet)
+        else:
+            location = Location(path=record.filename, line=record.lineno)
+        texts = self._seen.setdefault((classified.code, location.path, location.line), {})
+        headline = f"{record.category.__name__}: {_first_line(record.message)}"
+        texts[headline] = texts.get(headline, 0) + 1
+        where = f" at {user.where}" if user else ""
+        said = f"{classified.source} warned{where}: " + "; ".join(f"`{t}`" for t in texts)
+        message = f"{_sentence(classified.meaning)} ({said})." if classified.meaning else \
+            f"{said}."
+        return finding(classified.code, message, location, Depth.RUN, fix_hint=classified.fix,
+                       severity=classified.severity, confidence=classified.confidence,
+                       evidence={"warning": headline, "category": record.category.__name__,
+                                 "warned_in": f"{record.filename}:{record.lineno}",
+                                 "step": record.global_step, "times": sum(texts.values()),
+                                 "known_warning": classified.key})
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= _MAX_TEXT else line[:_MAX_TEXT - 3] + "..."
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[0].upper() + text[1:] if text and text[0].islower() else text
+
+
+def _grad_scaler_in_scope(user: FrameRef | None) -> bool:
+    """Whether the user's frame sees an enabled ``GradScaler`` (locals or globals)."""
+    if user is None or user.frame is None:
+        return False
+    for scope in (user.frame.f_locals, user.frame.f_globals):
+        for value in list(scope.values()):
+            if type(value).__name__ == "GradScaler" and type(value).__module__.startswith(
+                    "torch") and getattr(value, "_enabled", True):
+                return True
+    return False
+
+
+def _skipped_by_scaler(classified: Classified) -> Classified:
+    return Classified(
+        classified.code, Severity.INFO,
+        classified.meaning + "; with a GradScaler in use this may instead be a first "
+        "`scaler.step(optimizer)` that skipped `optimizer.step()` because of inf/NaN "
+        "gradients, which is normal while the scale calibrates",
+        classified.fix + " If your loop already calls `scaler.step(optimizer)` before "
+        "`scheduler.step()`, ignore this.",
+        classified.key, classified.source, Confidence.LOW)

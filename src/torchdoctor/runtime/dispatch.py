@@ -1,0 +1,101 @@
+"""Calling detectors: one dispatch list per hook, failures isolated, findings collected.
+
+The dispatch lists are built once from the hooks each detector class overrides. A detector
+that raises is reported once as ``TD001`` (naming it and the rules it could no longer
+check) and removed from every list; the run and the other detectors carry on.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor.rules.detectors import DetectorInfo
+from torchdoctor.rules.registry import finding
+from torchdoctor.rules.selection import Selection
+from torchdoctor.runtime.detectors.base import RuntimeDetector, overridden_hooks
+
+__all__ = ["Dispatcher"]
+
+FindingKey = tuple[str, str | None, int | None, str | None]
+
+
+class Dispatcher:
+    """Detectors of one run, their hook lists, and the findings they emitted."""
+
+    def __init__(self, infos: Iterable[DetectorInfo], selection: Selection) -> None:
+        self.selection = selection
+        self.findings: dict[FindingKey, Finding] = {}
+        self.detectors: list[RuntimeDetector] = []
+        self._codes: dict[int, tuple[str, ...]] = {}
+        self.hooks: dict[str, list[tuple[RuntimeDetector, Callable[[Any], None]]]] = {}
+        for info in infos:
+            if not isinstance(info.target, type) or not issubclass(info.target, RuntimeDetector):
+                continue
+            if not any(selection.is_enabled(code) for code in info.codes):
+                continue
+            detector = info.target()
+            detector._sink = self.emit
+            self.detectors.append(detector)
+            self._codes[id(detector)] = info.codes
+            for hook in overridden_hooks(info.target):
+                self.hooks.setdefault(hook, []).append((detector, getattr(detector, hook)))
+
+    def wants(self, hook: str) -> bool:
+        """Whether any live detector overrides ``hook``."""
+        return bool(self.hooks.get(hook))
+
+    def call(self, hook: str, argument: Any) -> None:
+        """Call ``hook(argument)`` on every detector that has it."""
+        for detector, method in tuple(self.hooks.get(hook, ())):
+            try:
+                method(argument)
+            except Exception as error:  # noqa: BLE001 - isolate the detector's bug
+                self.disable(detector, error, hook)
+
+    def guarded(self, detector: RuntimeDetector, callback: Callable[..., None],
+                *args: Any) -> None:
+        """Run a detector's callback (a deferred read-back) with the same isolation."""
+        if detector not in self.detectors:
+            return
+        try:
+            callback(*args)
+        except Exception as error:  # noqa: BLE001
+            self.disable(detector, error, getattr(callback, "__name__", "callback"))
+
+    def emit(self, item: Finding) -> None:
+        """Store a finding, replacing an earlier one with the same rule and place."""
+        if self.selection.is_enabled(item.code):
+            self.findings[item.merge_key] = item
+
+    def disable(self, detector: RuntimeDetector, error: BaseException, hook: str) -> None:
+        """Switch a failed detector off and report it once as ``TD001``."""
+        if detector not in self.detectors:
+            return
+        self.detectors.remove(detector)
+        for entries in self.hooks.values():
+            entries[:] = [e for e in entries if e[0] is not detector]
+        codes = ", ".join(self._codes.get(id(detector), ()))
+        self.internal_error(
+            f"runtime detector `{detector.name}` failed in `{hook}` "
+            f"({type(error).__name__}: {error}) and was switched off; rules {codes} were "
+            "not checked for the rest of the run",
+            obj=f"detector {detector.name}", error=error,
+        )
+
+    def internal_error(self, message: str, obj: str, error: BaseException | None = None
+                       ) -> None:
+        """Record a ``TD001`` finding about torchdoctor itself."""
+        evidence: dict[str, Any] = {}
+        if error is not None:
+            frames = traceback.extract_tb(error.__traceback__)[-3:]
+            evidence["where"] = [f"{f.filename}:{f.lineno} in {f.name}" for f in frames]
+            evidence["error"] = f"{type(error).__name__}: {error}"
+        self.findings[("TD001", None, None, obj)] = finding(
+            "TD001", message, Location(object=obj), Depth.RUN,
+            fix_hint="Report this torchdoctor bug with the evidence below; the other "
+                     "findings of the run are still valid.",
+            evidence=evidence,
+        )

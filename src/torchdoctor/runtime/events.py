@@ -1,0 +1,324 @@
+"""The bodies of the monitor's hooks: turn PyTorch callbacks into detector events.
+
+Every handler returns at once when the monitor is disabled (after a failure, or inside a
+forked DataLoader worker), and wraps its work so that an error of ours reaches
+``Monitor.fail`` instead of the user's program. Outside sampled steps a handler does a few
+attribute reads and list appends; losses are kept on the device and read back in batches.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.runtime.detectors.base import (
+    BackwardEvent,
+    BatchEvent,
+    CallSite,
+    ForwardEvent,
+    LoaderInfo,
+    LossValue,
+    ModelInfo,
+    StepEvent,
+    WarningRecord,
+)
+from torchdoctor.runtime.sampling import OptimizerState
+from torchdoctor.runtime.stats import ProbeSet, StepStats
+
+if TYPE_CHECKING:
+    from torchdoctor.runtime.hooks import HookSet
+    from torchdoctor.runtime.monitor import Monitor
+
+__all__ = ["EventHandlers"]
+
+_UNKNOWN_SITE = CallSite("<unknown>", 0, "?", False)
+_LOSS_BATCH = 16
+_DISCOVERY_CALL_LIMIT = 50_000  # module calls without a step: the script is not training
+
+
+class EventHandlers:
+    """State of the event stream of one monitor, and the hook bodies."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.m = monitor
+        self.global_step = 0
+        self.backward_count = 0
+        self.batches = 0
+        self.batch_wait_s = 0.0
+        self.last_loss: float | None = None
+        self.loss_series: dict[CallSite, list[float]] = {}
+        self._states: dict[int, OptimizerState] = {}
+        self._only: set[int] | None = None
+        self._called: dict[int, Any] = {}
+        self._discovery_calls = 0
+        self._discovery_handle: Any = None
+        self._roots: dict[int, ModelInfo] = {}
+        self._losses: list[tuple[Any, CallSite, int, int]] = []
+        self._loaders: dict[int, LoaderInfo] = {}
+        self._hooks: HookSet | None = None
+
+    # -- installation --------------------------------------------------------------------
+
+    def install(self, hooks: HookSet, models: list[Any], optimizers: list[Any]) -> None:
+        """Install every hook the run needs."""
+        self._hooks = hooks
+        if models:
+            self._add_models(models)
+        else:
+            self._discovery_handle = hooks.module_forward_pre_hook(self._discover)
+        if optimizers:
+            self._only = {id(o) for o in optimizers}
+            for optimizer in optimizers:
+                self._state_for(optimizer)
+        hooks.optimizer_hooks(self._step_pre, self._step_post)
+        hooks.wrap_backward(self._before_backward)
+        hooks.wrap_loader_next(self._batch)
+        if self.m.dispatch.wants("on_warning"):
+            hooks.wrap_showwarning(self._warning)
+        if hooks.missing:
+            self.m.set_fact("unavailable_hooks", list(hooks.missing))
+
+    def _add_models(self, modules: Any) -> None:
+        for info in self.m.registry.add_candidates(modules):
+            self.m.dispatch.call("on_model", info)
+            if self.m.dispatch.wants("on_forward") and self._hooks is not None:
+                handle = info.module.register_forward_pre_hook(self._root_forward)
+                self._hooks.module_hook(handle)
+                self._roots[id(info.module)] = info
+
+    def _flush_discovery(self) -> None:
+        if self._called:
+            called, self._called = list(self._called.values()), {}
+            self._add_models(called)
+
+    def _end_discovery(self) -> None:
+        self._flush_discovery()
+        if self._discovery_handle is not None:
+            self._discovery_handle.remove()
+            self._discovery_handle = None
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def _discover(self, module: Any, args: Any) -> None:
+        if not self.m.enabled:
+            return
+        self._called[id(module)] = module
+        self._discovery_calls += 1
+        if self._discovery_calls > _DISCOVERY_CALL_LIMIT:
+            self._guard(self._end_discovery, "model discovery")
+
+    def _root_forward(self, module: Any, args: Any) -> None:
+        if not self.m.enabled:
+            return
+        torch = self.m.torch
+        info = self._roots.get(id(module))
+        if info is not None:
+            self.m.dispatch.call("on_forward", ForwardEvent(
+                info, torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+                self.global_step))
+
+    def _before_backward(self, tensors: Any, retain_graph: Any) -> None:
+        if self.m.enabled:
+            self._guard(self._backward, "the backward hook", tensors, retain_graph)
+
+    def _backward(self, tensors: Any, retain_graph: Any) -> None:
+        index = self.backward_count
+        self.backward_count += 1
+        if self._discovery_handle is not None:
+            self._flush_discovery()
+        torch = self.m.torch
+        loss = tensors
+        if isinstance(tensors, (tuple, list)):
+            loss = tensors[0] if len(tensors) == 1 else None
+        if not isinstance(loss, torch.Tensor):
+            return
+        site = self.m.user.caller_outside_torch(sys._getframe(3)) or _UNKNOWN_SITE
+        if loss.numel() == 1 and loss.is_floating_point():
+            if loss.device.type == "cpu":  # already on the host: no reason to wait
+                self._deliver_losses([(site, index, self.global_step)], [float(loss.detach())])
+            else:
+                self._losses.append((loss.detach(), site, index, self.global_step))
+        self.m.dispatch.call("on_backward", BackwardEvent(
+            loss, site, index, self.global_step,
+            None if retain_graph is None else bool(retain_graph)))
+
+    def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.m.enabled and (self._only is None or id(optimizer) in self._only):
+            closure = (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
+            self._guard(self._begin_step, "the optimizer step pre-hook", optimizer, closure)
+
+    def _begin_step(self, optimizer: Any, closure: bool) -> None:
+        if self._discovery_handle is not None:
+            self._flush_discovery()
+        state = self._state_for(optimizer)
+        state.steps += 1
+        sampled = self.m.sampler.should_sample(state)
+        event = StepEvent(state.info, state.steps, max(self.global_step, state.steps), sampled,
+                          closure)
+        state.extra["event"] = event
+        if sampled:
+            start = time.perf_counter()
+            params = state.info.params
+            if state.probes is None or state.probes.stale(params):
+                state.probes = ProbeSet(self.m.torch, params)
+            state.current = StepStats(self.m.torch, state.info, state.probes, state.steps,
+                                      event.global_step)
+            state.current.before()
+            state.extra["cost"] = time.perf_counter() - start
+        self.m.dispatch.call("on_step_begin", event)
+
+    def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.m.enabled or id(optimizer) not in self._states:
+            return
+        self._guard(self._end_step, "the optimizer step post-hook", optimizer)
+        limit = self.m.options.max_steps
+        if limit is not None and self.global_step >= limit and self.m.enabled:
+            from torchdoctor.runtime.monitor import StopTraining
+
+            self.m.facts["stopped_at_max_steps"] = self.global_step
+            raise StopTraining(f"torchdoctor: stopped after --max-steps {limit} steps")
+
+    def _end_step(self, optimizer: Any) -> None:
+        state = self._states[id(optimizer)]
+        event = state.extra.pop("event", None)
+        if event is None:  # the pre-hook was skipped (the monitor attached mid-step)
+            return
+        self.global_step = max(self.global_step, state.steps)
+        if state.current is not None:
+            start = time.perf_counter()
+            stats, state.current = state.current, None
+            stats.after()
+            self._flush_losses()
+            self.m.readback.submit(stats.vector(), functools.partial(self._deliver, stats))
+            state.last_sampled = state.steps
+            self.m.sampler.sample_cost(state.extra.pop("cost", 0.0) + time.perf_counter() - start)
+        elif len(self._losses) >= _LOSS_BATCH:
+            self._flush_losses()
+        self.m.readback.poll()
+        self.m.dispatch.call("on_step_end", event)
+        if self._discovery_handle is not None and (
+                self.global_step >= self.m.options.discovery_steps):
+            self._end_discovery()
+        now = time.perf_counter()
+        self.m.sampler.step_finished(now)
+        self.m.status.update(now, self.global_step, self.last_loss,
+                             len(self.m.dispatch.findings))
+
+    def _batch(self, iterator: Any, wait: float, first: bool) -> None:
+        if self.m.enabled:
+            self._guard(self._on_batch, "the DataLoader hook", iterator, wait, first)
+
+    def _on_batch(self, iterator: Any, wait: float, first: bool) -> None:
+        self.batches += 1
+        self.batch_wait_s += wait
+        if not self.m.dispatch.wants("on_batch"):
+            return
+        sampler = getattr(iterator, "_index_sampler", iterator)
+        info = self._loaders.get(id(sampler))
+        if info is None:
+            info = self._loaders[id(sampler)] = _loader_info(iterator)
+        self.m.dispatch.call("on_batch", BatchEvent(
+            info, id(sampler), wait, first, self.global_step, time.perf_counter()))
+
+    def _warning(self, message: Any, category: Any, filename: str, lineno: int) -> None:
+        if self.m.enabled:
+            self._guard(self._on_warning, "the warnings hook", message, category, filename,
+                        lineno)
+
+    def _on_warning(self, message: Any, category: Any, filename: str, lineno: int) -> None:
+        site = self.m.user.site(sys._getframe(3))
+        self.m.dispatch.call("on_warning", WarningRecord(
+            str(message), category, filename, lineno, site, self.global_step))
+
+    # -- optimizers, losses, samples -----------------------------------------------------
+
+    def _state_for(self, optimizer: Any) -> OptimizerState:
+        state = self._states.get(id(optimizer))
+        if state is not None and self.m.registry.optimizer(optimizer) is not None:
+            return state
+        info = self.m.registry.add_optimizer(optimizer)
+        if state is None:
+            state = self._states[id(optimizer)] = OptimizerState(info)
+        else:
+            state.info, state.probes = info, None
+        self.m.dispatch.call("on_optimizer", info)
+        return state
+
+    def _flush_losses(self) -> None:
+        if not self._losses:
+            return
+        pending, self._losses = self._losses, []
+        by_device: dict[Any, list[tuple[Any, CallSite, int, int]]] = {}
+        for item in pending:
+            by_device.setdefault(item[0].device, []).append(item)
+        torch = self.m.torch
+        for items in by_device.values():
+            with torch.no_grad():
+                vector = torch.stack([t.reshape(()).float() for t, *_ in items])
+            metas = [meta for _, *meta in items]
+            self.m.readback.submit(vector, functools.partial(self._deliver_losses, metas))
+
+    def _deliver_losses(self, metas: list[Any], values: list[float]) -> None:
+        for (site, index, step), value in zip(metas, values, strict=True):
+            self.last_loss = value
+            self.loss_series.setdefault(site, []).append(value)
+            self.m.dispatch.call("on_loss", LossValue(value, site, index, step))
+
+    def _deliver(self, stats: StepStats, values: list[float]) -> None:
+        self.m.dispatch.call("on_sample", stats.decode(values))
+
+    def flush(self) -> None:
+        """End of the run: finish discovery and read back what is still on the device."""
+        self._end_discovery()
+        for state in self._states.values():
+            state.current = None  # a step that raised never reached its post-hook
+        self._flush_losses()
+
+    def record_facts(self) -> None:
+        """Put the run's counts, timings and loss curves into the monitor's facts."""
+        facts = self.m.facts
+        facts["steps"] = self.global_step
+        facts["backward_calls"] = self.backward_count
+        facts["sampled_steps"] = self.m.sampler.sampled
+        if self.m.sampler.step_time:
+            facts["step_time_ms"] = round(self.m.sampler.step_time * 1e3, 3)
+        facts["optimizers"] = [
+            {"name": s.info.label, "steps": s.steps, "parameters": len(s.info.params)}
+            for s in self._states.values()]
+        facts["models"] = [
+            {"name": m.label, "parameters": sum(p.numel() for p in m.inner.parameters()),
+             "trainable": sum(p.numel() for p in m.inner.parameters() if p.requires_grad)}
+            for m in self.m.registry.models if next(iter(m.inner.parameters()), None) is not None]
+        if self.batches:
+            facts["batches"] = self.batches
+            facts["batch_wait_s"] = round(self.batch_wait_s, 4)
+        several = len(self.loss_series) > 1
+        for site, values in self.loss_series.items():
+            name = f"loss@{site}" if several else "loss"
+            self.m.add_series(name, _downsample(values, 2000))
+
+    def _guard(self, function: Any, where: str, *args: Any) -> None:
+        try:
+            function(*args)
+        except Exception as error:  # noqa: BLE001 - never break the user's program
+            self.m.fail(error, where)
+
+
+def _loader_info(iterator: Any) -> LoaderInfo:
+    sampler = getattr(iterator, "_index_sampler", None)
+    return LoaderInfo(
+        num_workers=int(getattr(iterator, "_num_workers", 0) or 0),
+        pin_memory=bool(getattr(iterator, "_pin_memory", False)),
+        persistent_workers=bool(getattr(iterator, "_persistent_workers", False)),
+        batch_size=getattr(sampler, "batch_size", None),
+        prefetch_factor=getattr(iterator, "_prefetch_factor", None),
+    )
+
+
+def _downsample(values: list[float], limit: int) -> list[float]:
+    if len(values) <= limit:
+        return list(values)
+    stride = -(-len(values) // limit)
+    return values[::stride]

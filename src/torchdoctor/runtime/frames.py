@@ -1,0 +1,106 @@
+"""Finding the user's own code on the stack, cheaply and only when asked.
+
+A file is *user code* unless it lives in the standard library, in an installed package
+(site-packages), in torch or in torchdoctor. The answer is cached per file name, so a
+stack walk costs a dictionary lookup per frame.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+
+from torchdoctor.runtime.detectors.base import CallSite
+
+__all__ = ["UserCode"]
+
+_TORCHDOCTOR_DIR = str(Path(__file__).resolve().parents[1])
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Directories whose files are never the user's: stdlib, site-packages, torch, us."""
+    dirs = {_TORCHDOCTOR_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            dirs.add(os.path.realpath(path))
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        dirs.add(str(Path(torch.__file__).resolve().parent))
+    return tuple(sorted(dirs))
+
+
+class UserCode:
+    """Tells user frames from library frames.
+
+    Args:
+        roots: directories of the user's code (the script's folder), for the report. Any
+            file outside the library directories counts as the user's, so a project's own
+            packages next to the script are recognised too.
+    """
+
+    def __init__(self, roots: Sequence[Path] = ()) -> None:
+        self.roots: tuple[Path, ...] = tuple(Path(r).resolve() for r in roots)
+        self._library = _library_dirs()
+        self._torch_dirs = tuple(d for d in self._library if d.endswith("torch"))
+        self._cache: dict[str, bool] = {}
+        self._outside_torch: dict[str, bool] = {}
+
+    def is_user_file(self, filename: str) -> bool:
+        """Whether ``filename`` (as in ``code.co_filename``) is the user's code."""
+        cached = self._cache.get(filename)
+        if cached is None:
+            cached = self._classify(filename)
+            self._cache[filename] = cached
+        return cached
+
+    def _classify(self, filename: str) -> bool:
+        if not filename or filename.startswith("<"):
+            return False
+        return not _in_any(os.path.realpath(filename), self._library)
+
+    def site(self, frame: FrameType | None) -> CallSite | None:
+        """The innermost user frame at or above ``frame``."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.is_user_file(filename):
+                return CallSite(filename, frame.f_lineno, frame.f_code.co_name, True)
+            frame = frame.f_back
+        return None
+
+    def caller_outside_torch(self, frame: FrameType | None) -> CallSite | None:
+        """The first frame at or above ``frame`` that is not inside torch or torchdoctor.
+
+        Used as a cheap key for "where was this called from" on every backward call; it
+        may be a library frame (Lightning's loop), flagged by ``CallSite.user``.
+        """
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            inside = self._outside_torch.get(filename)
+            if inside is None:
+                real = os.path.realpath(filename) if not filename.startswith("<") else ""
+                inside = bool(real) and not _in_any(real, (*self._torch_dirs, _TORCHDOCTOR_DIR))
+                self._outside_torch[filename] = inside
+            if inside:
+                return CallSite(filename, frame.f_lineno, frame.f_code.co_name,
+                                self.is_user_file(filename))
+            frame = frame.f_back
+        return None
+
+    def site_from_traceback(self, tb: TracebackType | None) -> CallSite | None:
+        """The deepest user frame of a traceback (where the user's code called in)."""
+        found: CallSite | None = None
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if self.is_user_file(code.co_filename):
+                found = CallSite(code.co_filename, tb.tb_lineno, code.co_name, True)
+            tb = tb.tb_next
+        return found
+
+
+def _in_any(path: str, dirs: Sequence[str]) -> bool:
+    return any(path == d or path.startswith(d + os.sep) for d in dirs)

@@ -1,0 +1,120 @@
+"""Installing and removing the monitor's hooks into PyTorch and Python.
+
+Where PyTorch has a global hook, it is used: ``register_optimizer_step_pre_hook`` /
+``post_hook`` (torch >= 2.0) and ``register_module_forward_pre_hook`` (discovery only).
+Three things have no hook and are wrapped instead, restored on exit only if still ours:
+``torch.autograd.backward`` (every ``loss.backward()`` goes through it), the ``__next__`` of
+DataLoader iterators, and ``warnings.showwarning``. Every installation is feature-checked,
+so a missing API only switches off what needs it; :meth:`HookSet.remove` undoes all of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+import warnings
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+__all__ = ["HookSet"]
+
+
+class HookSet:
+    """The monitor's installed hooks and patches; everything is removable."""
+
+    def __init__(self, torch: ModuleType) -> None:
+        self._torch = torch
+        self._handles: list[Any] = []
+        self._patches: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, ours)
+        self.missing: list[str] = []
+
+    # -- global hooks --------------------------------------------------------------------
+
+    def optimizer_hooks(self, pre: Callable[..., None], post: Callable[..., None]) -> None:
+        """Global ``optimizer.step()`` pre/post hooks."""
+        optim = importlib.import_module("torch.optim.optimizer")
+        register_pre = getattr(optim, "register_optimizer_step_pre_hook", None)
+        register_post = getattr(optim, "register_optimizer_step_post_hook", None)
+        if register_pre is None or register_post is None:
+            self.missing.append("optimizer step hooks")
+            return
+        self._handles += [register_pre(pre), register_post(post)]
+
+    def module_forward_pre_hook(self, hook: Callable[..., None]) -> Any:
+        """Global forward pre-hook on every module call; returns a handle to remove early."""
+        module = importlib.import_module("torch.nn.modules.module")
+        register = getattr(module, "register_module_forward_pre_hook", None)
+        if register is None:
+            self.missing.append("module forward hooks")
+            return None
+        handle = register(hook)
+        self._handles.append(handle)
+        return handle
+
+    def module_hook(self, handle: Any) -> None:
+        """Remember a per-module hook handle so that :meth:`remove` removes it."""
+        self._handles.append(handle)
+
+    # -- wrappers ------------------------------------------------------------------------
+
+    def wrap_backward(self, before: Callable[[Any, Any], None]) -> None:
+        """Call ``before(tensors, retain_graph)`` ahead of every ``torch.autograd.backward``."""
+        autograd = self._torch.autograd
+        original = autograd.backward
+
+        def backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None,
+                     *args: Any, **kwargs: Any) -> Any:
+            before(tensors, retain_graph)
+            return original(tensors, grad_tensors, retain_graph, *args, **kwargs)
+
+        backward.__wrapped__ = original  # type: ignore[attr-defined]
+        backward.__doc__ = original.__doc__
+        self._patch(autograd, "backward", original, backward)
+
+    def wrap_loader_next(self, after: Callable[[Any, float, bool], None]) -> None:
+        """Call ``after(iterator, seconds_waited, first)`` after each DataLoader batch."""
+        module = importlib.import_module("torch.utils.data.dataloader")
+        base = getattr(module, "_BaseDataLoaderIter", None)
+        original = getattr(base, "__next__", None)
+        if original is None:
+            self.missing.append("DataLoader timing")
+            return
+        clock = time.perf_counter
+
+        def __next__(iterator: Any) -> Any:
+            first = iterator._num_yielded == 0
+            start = clock()
+            batch = original(iterator)
+            after(iterator, clock() - start, first)
+            return batch
+
+        self._patch(base, "__next__", original, __next__)
+
+    def wrap_showwarning(self, seen: Callable[[Any, Any, str, int], None]) -> None:
+        """Call ``seen(message, category, filename, lineno)`` for every warning shown."""
+        original = warnings.showwarning
+
+        def showwarning(message: Any, category: Any, filename: str, lineno: int,
+                        file: Any = None, line: Any = None) -> None:
+            seen(message, category, filename, lineno)
+            original(message, category, filename, lineno, file, line)
+
+        self._patch(warnings, "showwarning", original, showwarning)
+
+    def _patch(self, owner: Any, name: str, original: Any, ours: Any) -> None:
+        setattr(owner, name, ours)
+        self._patches.append((owner, name, original, ours))
+
+    # -- removal -------------------------------------------------------------------------
+
+    def remove(self) -> None:
+        """Remove every hook and undo every patch that is still ours."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        for owner, name, original, ours in reversed(self._patches):
+            # Someone patched over us: leave theirs in place rather than break it.
+            if getattr(owner, name, None) is ours:
+                setattr(owner, name, original)
+        self._patches.clear()

@@ -1,0 +1,254 @@
+"""The monitor: PyTorch's global hooks in, detector events out, one report at the end.
+
+One :class:`Monitor` watches one run. :meth:`Monitor.attach` installs the hooks (see
+:mod:`torchdoctor.runtime.hooks`); every hook body is guarded so that torchdoctor can never
+break the user's program: a detector's failure switches that detector off (``TD001``), a
+failure of the monitor itself switches the whole monitor off (``TD001``). Only
+:class:`StopTraining` (``max_steps`` reached) is raised into the user's code, on purpose.
+:meth:`Monitor.finish` removes every hook and returns the :class:`~torchdoctor.findings.Report`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from torchdoctor.__about__ import __version__
+from torchdoctor._torch import require_torch
+from torchdoctor.findings import Depth, Finding, Location, Report
+from torchdoctor.rules.detectors import load_detector_modules, registered_detectors
+from torchdoctor.rules.selection import Selection
+from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, OptimizerInfo
+from torchdoctor.runtime.discovery import ModelRegistry
+from torchdoctor.runtime.dispatch import Dispatcher
+from torchdoctor.runtime.events import EventHandlers
+from torchdoctor.runtime.frames import UserCode
+from torchdoctor.runtime.hooks import HookSet
+from torchdoctor.runtime.readback import Readback
+from torchdoctor.runtime.sampling import Sampler
+from torchdoctor.runtime.status import StatusLine
+
+__all__ = ["Monitor", "MonitorOptions", "StopTraining", "active_monitor"]
+
+
+class StopTraining(BaseException):  # noqa: N818 - named for what it does, like SystemExit
+    """Raised from ``optimizer.step()`` once ``max_steps`` steps have run.
+
+    It derives from ``BaseException`` so that a user's ``except Exception`` does not swallow
+    it; :func:`torchdoctor.watch` and ``torchdoctor run`` catch it and end cleanly.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorOptions:
+    """How to watch a run.
+
+    Attributes:
+        command: ``"run"`` or ``"watch"``, recorded in the report.
+        max_steps: stop after this many optimizer steps (raises :class:`StopTraining`).
+        sample_every: full statistics every N steps; ``None`` picks a cost-bounded schedule.
+        selection: which rules to report.
+        status: show the live status line (``None``: only when stderr is a terminal).
+        discovery_steps: how many optimizer steps the global module hook looks for models.
+        script: the script run by ``torchdoctor run``.
+        roots: directories of the user's code.
+    """
+
+    command: str = "watch"
+    max_steps: int | None = None
+    sample_every: int | None = None
+    selection: Selection = field(default_factory=Selection)
+    status: bool | None = False
+    discovery_steps: int = 2
+    script: Path | None = None
+    roots: tuple[Path, ...] = ()
+
+
+_ACTIVE: list[Monitor] = []
+
+
+def active_monitor() -> Monitor | None:
+    """The monitor currently attached in this process, if any."""
+    return _ACTIVE[0] if _ACTIVE else None
+
+
+def _disable_in_forked_child() -> None:
+    # DataLoader workers started with fork inherit the hooks; they must stay inert there.
+    for monitor in _ACTIVE:
+        monitor.enabled = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_disable_in_forked_child)
+
+
+class Monitor:
+    """Watches one training run; implements the detectors' ``MonitorView``."""
+
+    def __init__(self, options: MonitorOptions | None = None,
+                 models: Sequence[Any] = (), optimizers: Sequence[Any] = ()) -> None:
+        self.options = options or MonitorOptions()
+        self.torch = require_torch(f"torchdoctor {self.options.command}")
+        self.enabled = False
+        self.registry = ModelRegistry()
+        self.user = UserCode(self.options.roots)
+        self.sampler = Sampler(self.options.sample_every)
+        self.facts: dict[str, Any] = {}
+        self.series: dict[str, list[float]] = {}
+        self.status = StatusLine(enabled=self.options.status)
+        self._given_models = list(models)
+        self._given_optimizers = list(optimizers)
+        self._hooks = HookSet(self.torch)
+        self._started = 0.0
+        self._started_clock = ""
+        load_detector_modules((Depth.RUN,))
+        self.dispatch = Dispatcher(registered_detectors(Depth.RUN), self.options.selection)
+        self.readback = Readback(self.torch, self._readback_failed)
+        self.events = EventHandlers(self)
+
+    # -- MonitorView ---------------------------------------------------------------------
+
+    @property
+    def global_step(self) -> int:
+        return self.events.global_step
+
+    @property
+    def models(self) -> Sequence[ModelInfo]:
+        return tuple(self.registry.models)
+
+    @property
+    def optimizers(self) -> Sequence[OptimizerInfo]:
+        return tuple(self.registry.optimizers)
+
+    @property
+    def user_roots(self) -> Sequence[Path]:
+        return self.user.roots
+
+    @property
+    def script(self) -> Path | None:
+        return self.options.script
+
+    def module_path(self, module: Any) -> str | None:
+        return self.registry.module_path(module)
+
+    def param_name(self, param: Any) -> str | None:
+        return self.registry.param_name(param)
+
+    def models_of(self, optimizer: OptimizerInfo) -> Sequence[ModelInfo]:
+        return self.registry.models_of(optimizer)
+
+    def user_site(self, frame: FrameType | None = None) -> CallSite | None:
+        return self.user.site(frame if frame is not None else sys._getframe(1))
+
+    def user_location(self, frame: FrameType | None = None, **extra: Any) -> Location:
+        site = self.user.site(frame if frame is not None else sys._getframe(1))
+        return site.location(**extra) if site is not None else Location(**extra)
+
+    def user_site_from_traceback(self, tb: TracebackType | None) -> CallSite | None:
+        return self.user.site_from_traceback(tb)
+
+    def is_user_file(self, path: str) -> bool:
+        return self.user.is_user_file(path)
+
+    def defer(self, tensors: Any, callback: Callable[[list[float]], None]) -> None:
+        torch = self.torch
+        if isinstance(tensors, torch.Tensor):
+            self.readback.submit(tensors.detach().reshape(-1).float(), callback)
+            return
+        if not tensors:
+            callback([])
+            return
+        device = tensors[0].device
+        with torch.no_grad():
+            vector = torch.stack([t.detach().reshape(()).to(device, torch.float32)
+                                  for t in tensors])
+        self.readback.submit(vector, callback)
+
+    def emit(self, finding: Finding) -> None:
+        self.dispatch.emit(finding)
+
+    def set_fact(self, key: str, value: Any) -> None:
+        self.facts[key] = value
+
+    def add_series(self, name: str, values: Sequence[float]) -> None:
+        self.series[name] = list(values)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def attach(self) -> None:
+        """Install the hooks. Only one monitor may be attached per process at a time."""
+        if _ACTIVE:
+            from torchdoctor.errors import UsageError
+
+            raise UsageError("torchdoctor is already watching this process; nested "
+                             "watch() blocks are not supported")
+        _ACTIVE.append(self)
+        self._started = time.perf_counter()
+        self._started_clock = datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds")
+        self.enabled = True
+        for detector in list(self.dispatch.detectors):
+            self.dispatch.guarded(detector, detector.on_attach, self)
+        try:
+            self.events.install(self._hooks, self._given_models, self._given_optimizers)
+        except Exception as error:  # noqa: BLE001 - run unwatched rather than not at all
+            self._hooks.remove()
+            self.fail(error, "attach")
+
+    def finish(self, exc: BaseException | None = None) -> Report:
+        """Remove the hooks, let detectors conclude, and build the report."""
+        self.enabled = False
+        self._hooks.remove()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        self.status.clear()
+        try:
+            self.events.flush()
+            self.readback.flush()
+        except Exception as error:  # noqa: BLE001
+            self.dispatch.internal_error(f"the monitor failed while finishing: {error}",
+                                         "monitor", error)
+        if exc is not None and not isinstance(exc, (StopTraining, SystemExit)):
+            self.dispatch.call("on_exception", exc)
+        self.events.record_facts()
+        self.dispatch.call("on_finish", self._report())
+        report = self._report()  # again: on_finish may have emitted findings and facts
+        self.registry.clear()
+        return report
+
+    def _report(self) -> Report:
+        elapsed = time.perf_counter() - self._started if self._started else 0.0
+        self.facts.setdefault("duration_s", round(elapsed, 3))
+        report = Report(tool_version=__version__, command=self.options.command,
+                        created=self._started_clock, facts=dict(self.facts),
+                        series=dict(self.series))
+        report.extend(self.dispatch.findings.values())
+        return report
+
+    def fail(self, error: BaseException, where: str) -> None:
+        """The monitor's own code failed: report it and stop watching, never the user's run."""
+        self.enabled = False
+        self.dispatch.internal_error(
+            f"torchdoctor's monitor failed in {where} ({type(error).__name__}: {error}) and "
+            "stopped watching; findings cover the run up to that point",
+            "monitor", error,
+        )
+
+    def _readback_failed(self, callback: Callable[..., None], error: BaseException) -> None:
+        # Find the detector that deferred the callback: a bound method, or a closure whose
+        # qualified name starts with the detector's class name.
+        function = getattr(callback, "func", callback)
+        owner = getattr(function, "__self__", None)
+        owner_class = getattr(function, "__qualname__", "").split(".")[0]
+        for detector in self.dispatch.detectors:
+            if owner is detector or (owner is None and type(detector).__name__ == owner_class):
+                self.dispatch.disable(detector, error, "a deferred read-back")
+                return
+        self.fail(error, "a read-back")

@@ -1,0 +1,75 @@
+"""Which optimizer steps get full statistics, and the per-optimizer bookkeeping.
+
+The schedule is dense at the start, where short runs and early bugs need evidence, then
+sparse: every step up to step 8, then every 2, 4, 8, ... up to :data:`MAX_INTERVAL`. On top,
+a cost guard measures what a sampled step costs torchdoctor and widens the interval so that
+sampling stays under :data:`BUDGET` of the step time. ``sample_every=N`` fixes the interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchdoctor.runtime.detectors.base import OptimizerInfo
+from torchdoctor.runtime.stats import ProbeSet, StepStats
+
+__all__ = ["BUDGET", "DENSE_STEPS", "MAX_INTERVAL", "OptimizerState", "Sampler"]
+
+DENSE_STEPS = 8
+MAX_INTERVAL = 32
+BUDGET = 0.01  # fraction of step time that sampled statistics may cost
+
+
+@dataclass(slots=True)
+class OptimizerState:
+    """Mutable bookkeeping of one optimizer (internal to the monitor)."""
+
+    info: OptimizerInfo
+    steps: int = 0
+    last_sampled: int = 0
+    probes: ProbeSet | None = None
+    current: StepStats | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Sampler:
+    """Decides whether a step is sampled, and keeps the cost guard's measurements."""
+
+    def __init__(self, every: int | None = None) -> None:
+        self.every = every
+        self._cost_interval = 1
+        self._step_time = 0.0  # exponential moving average, seconds
+        self._last_step_end: float | None = None
+        self.sampled = 0
+
+    def should_sample(self, state: OptimizerState) -> bool:
+        """Whether this (the ``state.steps``-th) step of the optimizer is sampled."""
+        step = state.steps
+        if self.every is not None:
+            return step == 1 or step % self.every == 0
+        if step <= DENSE_STEPS:
+            return True
+        scheduled = min(MAX_INTERVAL, 2 ** int(math.log2(step / DENSE_STEPS)))
+        return step - state.last_sampled >= max(scheduled, self._cost_interval)
+
+    def step_finished(self, now: float) -> None:
+        """Record the end of a step, to estimate the time of a training step."""
+        if self._last_step_end is not None:
+            elapsed = now - self._last_step_end
+            self._step_time = elapsed if not self._step_time else (
+                0.9 * self._step_time + 0.1 * elapsed)
+        self._last_step_end = now
+
+    def sample_cost(self, seconds: float) -> None:
+        """Record what one sampled step cost torchdoctor; widen the interval if needed."""
+        self.sampled += 1
+        if self._step_time > 0:
+            needed = seconds / (BUDGET * self._step_time)
+            self._cost_interval = max(1, min(1024, math.ceil(needed)))
+
+    @property
+    def step_time(self) -> float:
+        """The current estimate of one training step's wall time, in seconds."""
+        return self._step_time

@@ -1,0 +1,184 @@
+"""Batched on-device statistics of a sampled optimizer step.
+
+One sampled step costs a handful of ``torch._foreach_*`` kernels whatever the number of
+parameters: the norm of every gradient before the step, the norm of every parameter after
+it, and the size of the update on a small fixed *probe* slice of each parameter (a view of
+at most :data:`PROBE_ELEMENTS` elements, copied into a buffer kept between samples, so no
+copy of the model is ever made). The results are concatenated into one vector and read
+back to the host later through :class:`~torchdoctor.runtime.readback.Readback`.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.runtime.detectors.base import OptimizerInfo, StepSample
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["PROBE_ELEMENTS", "ProbeSet", "StepStats", "norms"]
+
+PROBE_ELEMENTS = 4096
+
+
+class ProbeSet:
+    """Per-parameter probe views and their persistent "before" buffers, for one optimizer."""
+
+    def __init__(self, torch: ModuleType, params: tuple[torch.Tensor, ...]) -> None:
+        self._torch = torch
+        self.views: list[Any] = []
+        self.buffers: list[Any] = []
+        self.owners: list[int] = []  # parameter index of each probe
+        self._storage: list[int] = []
+        for index, param in enumerate(params):
+            if param.is_sparse or param.numel() == 0 or not param.is_floating_point():
+                continue
+            view = _probe_view(param)
+            self.views.append(view)
+            self.buffers.append(torch.empty_like(view))
+            self.owners.append(index)
+            self._storage.append(_storage_pointer(param))
+
+    def stale(self, params: tuple[torch.Tensor, ...]) -> bool:
+        """Whether a parameter's storage was swapped (``p.data = ...``) since the views."""
+        return any(_storage_pointer(params[i]) != ptr
+                   for i, ptr in zip(self.owners, self._storage, strict=True))
+
+
+def _probe_view(param: torch.Tensor) -> torch.Tensor:
+    view = param.detach()
+    if view.dim() == 0 or view.numel() <= PROBE_ELEMENTS:
+        return view
+    row = max(1, view.numel() // view.shape[0])
+    rows = max(1, PROBE_ELEMENTS // row)
+    return view.narrow(0, 0, min(rows, view.shape[0]))
+
+
+def _storage_pointer(param: torch.Tensor) -> int:
+    try:
+        return int(param.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
+        return 0
+
+
+class StepStats:
+    """Statistics of one sampled step of one optimizer, computed in two halves.
+
+    Call :meth:`before` in the step pre-hook and :meth:`after` in the post-hook; then
+    :meth:`vector` is the one tensor to read back and :meth:`decode` turns the host list
+    into a :class:`StepSample`.
+    """
+
+    def __init__(self, torch: ModuleType, info: OptimizerInfo, probes: ProbeSet | None,
+                 step: int, global_step: int) -> None:
+        self._torch = torch
+        self.info = info
+        self.probes = probes
+        self.step = step
+        self.global_step = global_step
+        self._grad_index: list[int] = []
+        self._parts: list[Any] = []
+        self._lrs: tuple[float, ...] = ()
+        self._group_of: tuple[int, ...] = ()
+
+    def before(self) -> None:
+        """Gradient norms, learning rates, and the probe copy (before ``step()``)."""
+        torch = self._torch
+        params = self.info.params
+        grads = []
+        for index, param in enumerate(params):
+            grad = param.grad
+            if grad is not None and not grad.is_sparse and grad.numel():
+                grads.append(grad)
+                self._grad_index.append(index)
+        groups = self.info.optimizer.param_groups
+        self._lrs = tuple(_as_float(group.get("lr", math.nan)) for group in groups)
+        self._group_of = tuple(g for g, group in enumerate(groups) for _ in group["params"])
+        with torch.no_grad():
+            self._parts.append(norms(torch, grads))
+            if self.probes is not None and self.probes.views:
+                torch._foreach_copy_(self.probes.buffers, self.probes.views)
+
+    def after(self) -> None:
+        """Parameter norms and probe update norms (after ``step()``)."""
+        torch = self._torch
+        with torch.no_grad():
+            self._parts.append(norms(torch, list(self.info.params)))
+            if self.probes is not None and self.probes.views:
+                deltas = torch._foreach_sub(self.probes.views, self.probes.buffers)
+                self._parts.append(norms(torch, deltas))
+                self._parts.append(norms(torch, self.probes.buffers))
+
+    def vector(self) -> torch.Tensor:
+        """Everything measured, as one float32 vector on one device."""
+        torch = self._torch
+        parts = [p for p in self._parts if p is not None]
+        if not parts:
+            return torch.zeros(0)
+        device = parts[0].device
+        return torch.cat([p.to(device) for p in parts])
+
+    def decode(self, values: list[float]) -> StepSample:
+        """Turn the read-back vector into a :class:`StepSample`."""
+        count = len(self.info.params)
+        cursor = 0
+        grad_norms: list[float | None] = [None] * count
+        for index in self._grad_index:
+            grad_norms[index] = values[cursor]
+            cursor += 1
+        param_norms = tuple(values[cursor:cursor + count])
+        cursor += count
+        ratios: tuple[float | None, ...] | None = None
+        if self.probes is not None and self.probes.views:
+            probes = len(self.probes.views)
+            deltas, weights = values[cursor:cursor + probes], values[cursor + probes:]
+            by_param: list[float | None] = [None] * count
+            for owner, delta, weight in zip(self.probes.owners, deltas, weights, strict=True):
+                by_param[owner] = delta / weight if weight > 0 else None
+            ratios = tuple(by_param)
+        return StepSample(
+            optimizer=self.info, step=self.step, global_step=self.global_step,
+            grad_norms=tuple(grad_norms), param_norms=param_norms, update_ratios=ratios,
+            lrs=self._lrs, group_of=self._group_of,
+        )
+
+
+def _as_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):  # a tensor learning rate on another device, ...
+        return math.nan
+
+
+def norms(torch: ModuleType, tensors: list[Any]) -> Any:
+    """One float32 vector of L2 norms, on the first tensor's device (``None`` if empty).
+
+    Call it under ``torch.no_grad()``; sparse tensors are not supported.
+    """
+    if not tensors:
+        return None
+    device = tensors[0].device
+    if all(t.device == device for t in tensors):
+        return torch.stack(_foreach_norm(torch, tensors)).to(device)
+    # Model parallel: norms per device, gathered on the first one, order kept.
+    return torch.stack([_foreach_norm(torch, [t])[0].to(device) for t in tensors])
+
+
+_FOREACH_DTYPE: list[bool] = []
+
+
+def _foreach_norm(torch: ModuleType, tensors: list[Any]) -> list[Any]:
+    # float32 accumulation and result, so half-precision norms cannot overflow.
+    if not _FOREACH_DTYPE:
+        try:
+            torch._foreach_norm([torch.zeros(1)], 2, dtype=torch.float32)
+            _FOREACH_DTYPE.append(True)
+        except TypeError:  # torch without the dtype argument
+            _FOREACH_DTYPE.append(False)
+    if _FOREACH_DTYPE[0]:
+        return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
+    return [n.float() for n in torch._foreach_norm([t.float() for t in tensors], 2)]
+

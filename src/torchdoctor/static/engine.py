@@ -1,0 +1,159 @@
+"""One parse and one traversal per file, for every rule at once.
+
+:func:`lint_text` is the whole per-file pipeline: decode, parse, run the rules, filter
+``# noqa``. The traversal is iterative (an explicit stack), so deeply nested code cannot
+overflow the interpreter's stack. The dispatch table (node class -> handlers) is built once
+per process from the registered rule classes; per file, the engine only binds the
+handlers of the rules that are enabled and whose ``requires`` pre-filter matches.
+
+A rule that raises is switched off for the rest of the file and reported as one
+``TD001`` finding naming the rule and the file; the other rules carry on.
+"""
+
+from __future__ import annotations
+
+import ast
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
+from torchdoctor.rules.registry import finding
+from torchdoctor.rules.selection import Selection
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.rules.base import SCOPE_HOOKS, LintRule
+from torchdoctor.static.walker import Walker
+
+__all__ = ["RuleSpec", "lint_tree", "rule_specs"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """A registered rule class and the hooks it defines (computed once)."""
+
+    cls: type[LintRule]
+    codes: tuple[str, ...]
+    visits: tuple[tuple[type[ast.AST], str], ...]
+    leaves: tuple[str, ...]
+    call_names: frozenset[str]
+
+    @property
+    def name(self) -> str:
+        """The rule class's qualified name, for error messages."""
+        return self.cls.__qualname__
+
+    @property
+    def needs_structure(self) -> bool:
+        """Whether the walker must record loops and items for this rule."""
+        return self.cls.needs_structure or bool(self.leaves)
+
+
+_SPECS: list[RuleSpec] | None = None
+
+
+def rule_specs() -> list[RuleSpec]:
+    """Every registered lint rule class with its hooks, built once per process."""
+    global _SPECS
+    if _SPECS is None:
+        import torchdoctor.static.rules  # noqa: F401 - registers the rules
+        from torchdoctor.rules.detectors import registered_detectors
+
+        specs = []
+        for info in registered_detectors(Depth.LINT):
+            target = info.target
+            if isinstance(target, type) and issubclass(target, LintRule):
+                specs.append(_spec(target, info.codes))
+        _SPECS = specs
+    return _SPECS
+
+
+def _spec(cls: type[LintRule], codes: tuple[str, ...]) -> RuleSpec:
+    cls.codes = codes
+    visits = []
+    for attribute in dir(cls):
+        if attribute.startswith("visit_") and attribute != "visit_call":
+            node_class = getattr(ast, attribute[len("visit_"):], None)
+            if isinstance(node_class, type) and issubclass(node_class, ast.AST):
+                visits.append((node_class, attribute))
+    leaves = tuple(hook for hook in SCOPE_HOOKS if getattr(cls, hook, None) is not None)
+    call_names = cls.call_names if hasattr(cls, "visit_call") else frozenset()
+    return RuleSpec(cls, codes, tuple(visits), leaves, frozenset(call_names))
+
+
+def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
+    """Run every enabled rule over one parsed file and return its findings."""
+    findings: list[Finding] = []
+    present: dict[str, bool] = {}
+    active: list[tuple[RuleSpec, LintRule]] = []
+    for spec in rule_specs():
+        if not any(selection.is_enabled(code) for code in spec.codes):
+            continue
+        requires = spec.cls.requires
+        if requires and not any(_contains(ctx.source, token, present) for token in requires):
+            continue
+        active.append((spec, spec.cls(ctx, findings.append)))
+    if not active:
+        return []
+    guard = _Guard(ctx, findings)
+    walker = Walker(ctx, structure=any(spec.needs_structure for spec, _ in active))
+    for spec, rule in active:
+        for node_class, attribute in spec.visits:
+            walker.subscribe(node_class, guard.wrap(spec, rule, getattr(rule, attribute)))
+        if spec.call_names:
+            handler = guard.wrap(spec, rule, getattr(rule, "visit_call"))
+            for name in spec.call_names:
+                walker.subscribe_call(name, handler)
+        for hook in spec.leaves:
+            walker.subscribe_leave(hook, guard.wrap(spec, rule, getattr(rule, hook)))
+    walker.walk()
+    return [f for f in findings
+            if f.code == INTERNAL_ERROR_CODE or selection.is_enabled(f.code)]
+
+
+def _contains(source: str, token: str, memo: dict[str, bool]) -> bool:
+    found = memo.get(token)
+    if found is None:
+        found = memo[token] = token in source
+    return found
+
+
+class _Guard:
+    """Wraps rule hooks so that a rule that raises is reported once and switched off."""
+
+    def __init__(self, ctx: FileContext, findings: list[Finding]) -> None:
+        self.ctx = ctx
+        self.findings = findings
+        self.failed: set[str] = set()
+
+    def wrap(self, spec: RuleSpec, rule: LintRule, hook: Callable[[Any], None]
+             ) -> Callable[[Any], None]:
+        failed = self.failed
+        name = spec.name
+
+        def guarded(argument: Any) -> None:
+            if name in failed:
+                return
+            try:
+                hook(argument)
+            except Exception as error:  # noqa: BLE001 - a rule bug must not stop the others
+                failed.add(name)
+                self.findings.append(self._internal_error(spec, argument, error))
+
+        return guarded
+
+    def _internal_error(self, spec: RuleSpec, argument: Any, error: Exception) -> Finding:
+        line = getattr(getattr(argument, "node", argument), "lineno", None)
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        return finding(
+            INTERNAL_ERROR_CODE,
+            f"lint rule {spec.name} ({', '.join(spec.codes)}) failed on {self.ctx.path}"
+            f"{f' near line {line}' if line else ''}: {type(error).__name__}: {error}; "
+            "its findings for this file are missing, the other rules ran",
+            Location(path=self.ctx.path, line=line),
+            Depth.LINT,
+            fix_hint="This is a bug in torchdoctor: report it with this message. Silence "
+                     f"the rule meanwhile with `--ignore {spec.codes[0]}`.",
+            evidence={"rule": spec.name, "exception": type(error).__name__,
+                      "at": f"{where.filename}:{where.lineno}"},
+        )

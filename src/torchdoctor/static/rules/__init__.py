@@ -1,0 +1,112 @@
+"""Lint rules, one module per topic. Importing this package registers all of them.
+
+Writing a lint rule
+===================
+
+A rule is a :class:`~torchdoctor.static.rules.base.LintRule` subclass in
+``static/rules/<topic>.py``, registered with ``@detector(code, depth=Depth.LINT)``. Its
+module is imported by name at the bottom of this file (one line per topic). The engine
+makes one instance per file and calls its hooks during the file's single traversal::
+
+    import ast
+
+    from torchdoctor.findings import Applicability, Depth, Fix
+    from torchdoctor.rules.detectors import detector
+    from torchdoctor.static import torchapi
+    from torchdoctor.static.rules.base import LintRule
+    from torchdoctor.static.structure import Loop
+    from torchdoctor.static.training import EventKind, loop_events
+
+
+    @detector("TD206", depth=Depth.LINT)
+    class ForwardCalledDirectly(LintRule):
+        requires = ("forward",)            # skip files that never say "forward"
+        call_names = frozenset({"forward"})  # visit_call sees only `<x>.forward(...)`
+
+        def visit_call(self, node: ast.Call) -> None:
+            receiver = node.func.value
+            if not self.ctx.is_in_family(receiver, torchapi.MODULE):
+                return
+            name = self.ctx.segment(receiver)
+            fix = Fix(f"Call `{name}(...)`", (self.ctx.replace(node.func, name),),
+                      Applicability.UNSAFE)
+            self.report(node, f"`{name}.forward()` skips the module's hooks",
+                        fix_hint=f"Call `{name}(...)` instead.", fix=fix)
+
+
+    @detector("TD699", depth=Depth.LINT)  # (an illustration: a loop-order rule)
+    class StepWithoutBackward(LintRule):
+        requires = ("step",)
+
+        def leave_loop(self, loop: Loop) -> None:        # deferred: the loop is complete
+            events = loop_events(self.ctx, loop)
+            kinds = {event.kind for event in events}
+            ...
+
+Hooks (define only the ones you need; the dispatch table is built once per process):
+
+* ``visit_<NodeClass>(node)``: every node of that ``ast`` class (``visit_Assign``,
+  ``visit_With``...), in source order. ``self.ctx.function`` is the enclosing function.
+* ``visit_call(node)`` with ``call_names``: calls whose callee's last name is listed; use
+  it instead of ``visit_Call`` whenever you can (it is much cheaper on big files).
+* ``leave_loop(loop)``, ``leave_function(function)``, ``leave_class(cls)``,
+  ``leave_module(module)``: deferred checks when the scope has been fully seen. See
+  :mod:`torchdoctor.static.structure` for :class:`Loop` (``items`` in source order, with
+  their ``frames``; ``is_direct``, ``is_unconditional``), :class:`FunctionScope`,
+  :class:`ModuleScope` (every function, class and loop of the file).
+
+Asking questions (``self.ctx``, a :class:`~torchdoctor.static.context.FileContext`):
+
+* ``qualified_name(expr)``: ``"torch.nn.CrossEntropyLoss"`` for ``nn.CrossEntropyLoss``
+  whatever the import spelling; ``is_call_to(call, "torch.load", ...)``.
+* ``binding(name)``: what a name was bound to earlier in its function/module;
+  ``attribute_binding(self_attr)`` for ``self.x`` set in any method (``__init__`` first).
+* ``instance_type(expr)``: the class a value was built from, through bindings and
+  ``.to()``/``.cuda()`` chains; ``family_of(expr)`` / ``is_in_family(expr, family)`` with
+  the families of :mod:`torchdoctor.static.torchapi` (``MODULE``, ``OPTIMIZER``,
+  ``SCHEDULER``, ``GRAD_SCALER``, ``DATALOADER``, ``SAMPLER``, ``LOSS``), falling back to
+  the variable's name (``optimizer``, ``sched``) with ``Confidence.MEDIUM``.
+* :mod:`torchdoctor.static.training`: ``loop_events(ctx, loop)`` (ordered ``backward``,
+  optimizer step, ``zero_grad``, scheduler step, ``eval``/``train``, forward),
+  ``grad_disabled_by(ctx, item.frames)``, ``is_accumulation_guard(if_test)``.
+* ``resolve_local_call(call)``: the function of this file a call runs (``helper()``,
+  ``self.helper()``), to follow one or two calls deep.
+
+Reporting: ``self.report(node, message, fix_hint=..., evidence=..., confidence=...,
+fix=...)``; a rule registered for several codes passes ``code=``. Messages name the thing
+and the line ("`optimizer.step()` at line 42 runs with no `zero_grad()` in the loop that
+starts at line 30"); fix hints are imperative. Fixes are
+:class:`~torchdoctor.findings.Fix` objects whose edits come from node positions
+(``ctx.replace(node, text)``, ``ctx.insert_before_statement(stmt, text)``,
+``ctx.delete_statement(stmt)``); mark them ``Applicability.SAFE`` only when behaviour
+cannot change.
+
+Rules: never import torch or the linted code; never string-match torch names on
+``node.func.attr`` (ask ``ctx``); stay quiet when unsure (a false alarm is a bug), and
+write what you miss in the doc's *Known false negatives*. A rule that raises becomes one
+TD001 finding for that file and is switched off; the other rules carry on.
+
+Testing: ``tests/unit/static/helpers.py`` has ``lint_codes(source)`` returning the
+``(code, line)`` pairs found, so a test is ``assert lint_codes(src, "TD206") ==
+[("TD206", 7)]``. Write at least as many quiet cases as flagged ones. The lab pair
+``examples/lab/<code>-<name>/`` is linted by ``tests/lab/test_lab_lint.py`` (``# expect:``
+markers give the exact lines).
+"""
+
+from __future__ import annotations
+
+# Topic modules, imported by name (nothing is discovered by scanning). One line each.
+from torchdoctor.static.rules import autograd  # noqa: F401
+from torchdoctor.static.rules import checkpoint  # noqa: F401
+from torchdoctor.static.rules import distributed  # noqa: F401
+from torchdoctor.static.rules import distributed_saving  # noqa: F401
+from torchdoctor.static.rules import data  # noqa: F401
+from torchdoctor.static.rules import device  # noqa: F401
+from torchdoctor.static.rules import loop_order  # noqa: F401
+from torchdoctor.static.rules import loss  # noqa: F401
+from torchdoctor.static.rules import memory  # noqa: F401
+from torchdoctor.static.rules import modes  # noqa: F401
+from torchdoctor.static.rules import optimizer  # noqa: F401
+from torchdoctor.static.rules import reproducibility  # noqa: F401
+from torchdoctor.static.rules import resume  # noqa: F401
+from torchdoctor.static.rules import speed  # noqa: F401

@@ -1,0 +1,194 @@
+"""Autograd rules that need only one place: TD202, TD206, TD207.
+
+The loop-order rules (TD201, TD203, TD204, TD205) live in :mod:`.loop_order`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
+from torchdoctor.static.training import EventKind, classify, grad_disabled_by
+
+
+@detector("TD202", depth=Depth.LINT)
+class BackwardUnderNoGrad(LintRule):
+    """``loss.backward()`` where the loss was computed with autograd switched off."""
+
+    requires = ("backward",)
+    call_names = frozenset({"backward"})
+
+    def visit_call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        frames = ctx.frames  # the blocks around this call, as the walk stands now
+        event = classify(ctx, Item(node, frames), ctx.function)
+        if event is None or event.kind is not EventKind.BACKWARD:
+            return
+        disabler = grad_disabled_by(ctx, frames)
+        if disabler is None or not self._built_inside(event.target, disabler):
+            return
+        what = ctx.segment(disabler.items[0].context_expr) if isinstance(
+            disabler, (ast.With, ast.AsyncWith)) else "@" + ctx.segment(disabler)
+        place = disabler.lineno
+        self.report(
+            node,
+            f"`{ctx.segment(node.func)}()` at line {node.lineno} runs under `{what}` (line "
+            f"{place}), and the loss was computed under it too: it has no graph, so the "
+            "first step dies with \"element 0 of tensors does not require grad and does "
+            "not have a grad_fn\"",
+            fix_hint=f"Move the forward pass and `backward()` out of `{what}`; keep "
+                     "`no_grad`/`inference_mode` for evaluation only.",
+            evidence={"disabled_at": place},
+        )
+
+    def _built_inside(self, loss: ast.expr | None, disabler: ast.AST) -> bool:
+        """Whether the loss was computed inside the grad-disabled region. A loss built
+        outside and only backpropagated inside ``no_grad`` works: autograd's backward
+        does not record a graph, so it is not affected."""
+        if isinstance(disabler, (ast.With, ast.AsyncWith)):
+            region = (disabler.lineno, disabler.end_lineno or disabler.lineno)
+        elif self.ctx.function is not None:
+            node = self.ctx.function.node
+            region = (node.lineno, node.end_lineno or node.lineno)
+        else:
+            return False
+        if loss is None:
+            return False
+        if not isinstance(loss, ast.Name):
+            return True  # criterion(model(x), y).backward(): computed right here
+        binding = self.ctx.binding(loss)
+        if binding is None or binding.kind is not BindingKind.ASSIGN:
+            return False  # a parameter or loop variable: built by the caller
+        line = binding.position[0]
+        return region[0] <= line <= region[1]
+
+
+@detector("TD206", depth=Depth.LINT)
+class ForwardCalledDirectly(LintRule):
+    """``model.forward(x)`` on an ``nn.Module``: forward hooks and wrappers are skipped."""
+
+    requires = ("forward",)
+    call_names = frozenset({"forward"})
+
+    def visit_call(self, node: ast.Call) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute):
+            return
+        receiver = func.value
+        if isinstance(receiver, ast.Call) or self._inside_own_forward(receiver):
+            return  # super().forward(x), or a module's own forward calling self.forward
+        found = self.ctx.family_of(receiver)
+        if found is None or found[0] != torchapi.MODULE:
+            return
+        name = self.ctx.segment(receiver)
+        fix = Fix(f"Call `{name}(...)` instead of `{name}.forward(...)`",
+                  (self.ctx.replace(func, name),), Applicability.UNSAFE)
+        self.report(
+            node,
+            f"`{name}.forward(...)` at line {node.lineno} calls the module's forward "
+            "directly, skipping `__call__`: forward hooks and pre-hooks do not run, and "
+            "wrappers such as DistributedDataParallel or torch.compile are bypassed",
+            fix_hint=f"Call the module: `{name}(...)`.",
+            confidence=found[1],
+            fix=fix,
+        )
+
+    def _inside_own_forward(self, receiver: ast.expr) -> bool:
+        function = self.ctx.function
+        return (function is not None and isinstance(receiver, ast.Name)
+                and receiver.id == function.self_name)
+
+
+@detector("TD207", depth=Depth.LINT)
+class ParameterDataMutated(LintRule):
+    """A tensor changed in place through ``.data`` between the forward pass and
+    ``backward()``: autograd cannot see it and computes gradients from the changed value."""
+
+    requires = (".data",)
+    needs_structure = True
+
+    def leave_function(self, function: FunctionScope) -> None:
+        self._check(function.items, function)
+
+    def leave_module(self, module: ModuleScope) -> None:
+        self._check(module.items, None)
+
+    def _check(self, items: list[Item], scope: FunctionScope | None) -> None:
+        ctx = self.ctx
+        backward_targets = set()
+        kinds: list[EventKind | None] = []
+        for item in items:
+            event = classify(ctx, item, scope)
+            kinds.append(event.kind if event else None)
+            if event and event.kind is EventKind.BACKWARD and isinstance(event.target, ast.Name):
+                backward_targets.add(event.target.id)
+        forward_line = 0
+        for index, item in enumerate(items):
+            kind = kinds[index]
+            if kind is EventKind.BACKWARD:
+                forward_line = 0
+            elif kind is EventKind.FORWARD or _assigns(item.node, backward_targets):
+                forward_line = forward_line or item.line
+            elif forward_line and grad_disabled_by(ctx, item.frames) is None:
+                mutated = _data_mutation(item.node)
+                backward = next((items[i] for i in range(index + 1, len(items))
+                                 if kinds[i] is EventKind.BACKWARD), None)
+                if mutated is not None and backward is not None:
+                    self._report(item, mutated, forward_line, backward)
+
+    def _report(self, item: Item, tensor: ast.expr, forward_line: int, backward: Item) -> None:
+        ctx = self.ctx
+        name = ctx.segment(tensor)
+        self.report(
+            item.node,
+            f"`{ctx.segment(item.node)}` at line {item.line} changes `{name}` through "
+            f"`.data` after the forward pass (line {forward_line}) and before "
+            f"`{ctx.segment(backward.node)}` (line {backward.line}): autograd does not see "
+            "the change and computes gradients from the modified values, silently wrong",
+            fix_hint=f"Change `{name}` after `backward()`/`step()` (or before the forward "
+                     f"pass) inside `with torch.no_grad():`, without `.data`, so autograd "
+                     "can detect a conflicting in-place change.",
+            evidence={"forward_line": forward_line, "backward_line": backward.line},
+        )
+
+
+def _assigns(node: ast.AST, names: set[str]) -> bool:
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id in names for t in node.targets)
+    return False
+
+
+def _data_mutation(node: ast.AST) -> ast.expr | None:
+    """The tensor whose ``.data`` a statement or call changes in place, if it does."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        method = node.func.attr
+        if method.endswith("_") and not method.startswith("_"):
+            return _data_owner(node.func.value)
+        return None
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AugAssign):
+        targets = [node.target]
+    for target in targets:
+        if isinstance(target, ast.Subscript):
+            target = target.value
+        owner = _data_owner(target)
+        if owner is not None:
+            return owner
+    return None
+
+
+def _data_owner(expr: ast.expr) -> ast.expr | None:
+    """``p`` for ``p.data``, unless ``p`` is a gradient (``p.grad.data``)."""
+    if not (isinstance(expr, ast.Attribute) and expr.attr == "data"):
+        return None
+    owner = expr.value
+    if isinstance(owner, ast.Attribute) and owner.attr == "grad":
+        return None
+    return owner

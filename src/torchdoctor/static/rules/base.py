@@ -1,0 +1,73 @@
+"""The base class of every lint rule. The rule-writing guide is in this package's docstring.
+
+A rule class is instantiated once per file, with that file's :class:`FileContext`. The
+engine finds its hooks by name when it builds the dispatch table (once per process):
+
+* ``visit_<NodeClass>(self, node)`` for every node of that ``ast`` class, in source order;
+* ``visit_call(self, node)`` for every call whose callee's last name is in
+  :attr:`LintRule.call_names` (``model.forward(x)`` has last name ``forward``): much
+  cheaper than ``visit_Call`` when a rule only cares about a few methods;
+* ``leave_loop(self, loop)``, ``leave_function(self, function)``,
+  ``leave_class(self, cls)``, ``leave_module(self, module)``: deferred checks, called when
+  the scope ends and everything inside it has been seen.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from torchdoctor.findings import Confidence, Depth, Finding, Fix, Location, Severity
+from torchdoctor.rules.registry import finding
+from torchdoctor.static.context import FileContext
+
+__all__ = ["SCOPE_HOOKS", "LintRule"]
+
+SCOPE_HOOKS = ("leave_loop", "leave_function", "leave_class", "leave_module")
+
+
+class LintRule:
+    """Base class of lint rules: per-file state plus :meth:`report`.
+
+    Class attributes a rule may set:
+        requires: source substrings; the rule is skipped for a file containing none of
+            them (a cheap pre-filter: a rule about ``.backward()`` requires ``"backward"``).
+        call_names: last names of the callees :meth:`visit_call` wants.
+        needs_structure: the rule reads loops/functions/items; implied by a scope hook.
+
+    Attributes:
+        ctx: the file being linted.
+        codes: the codes the rule was registered with (``@detector``), set by the engine.
+    """
+
+    requires: ClassVar[tuple[str, ...]] = ()
+    call_names: ClassVar[frozenset[str]] = frozenset()
+    needs_structure: ClassVar[bool] = False
+    codes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        self.ctx = ctx
+        self._sink = sink
+
+    def report(
+        self,
+        where: ast.AST | Location,
+        message: str,
+        *,
+        code: str | None = None,
+        fix_hint: str = "",
+        evidence: Mapping[str, Any] | None = None,
+        confidence: Confidence = Confidence.HIGH,
+        fix: Fix | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        """Emit one finding at a node (or an explicit location).
+
+        ``code`` defaults to the rule's first registered code.
+        """
+        location = where if isinstance(where, Location) else self.ctx.location(where)
+        self._sink(finding(
+            code or self.codes[0], message, location, Depth.LINT, fix_hint=fix_hint,
+            evidence=evidence, severity=severity, confidence=confidence, fix=fix,
+        ))

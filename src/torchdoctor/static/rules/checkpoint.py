@@ -1,0 +1,231 @@
+"""Checkpoint rules: TD901 load-without-map-location, TD902 unsafe-checkpoint-load,
+TD903 whole-module-saved, TD904 strict-false-result-ignored.
+
+TD905 (incomplete resume checkpoints) lives in :mod:`.resume`, TD906 (never seeded) in
+:mod:`.reproducibility`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix, Severity
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
+
+_GPU_WORDS = ("cuda", "nccl")
+_MODULE_USES = frozenset({"parameters", "named_parameters", "modules", "named_modules",
+                          "children", "train", "eval"})
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    """The keyword argument ``name`` of a call, if given."""
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def has_star_kwargs(call: ast.Call) -> bool:
+    """``f(**options)``: keyword arguments lint cannot see."""
+    return any(k.arg is None for k in call.keywords)
+
+
+def append_argument(ctx: FileContext, call: ast.Call, text: str) -> Edit | None:
+    """An edit that adds ``, text`` right after a call's last argument."""
+    last = max([*call.args, *(k.value for k in call.keywords)],
+               key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), default=None)
+    if last is None or last.end_lineno is None or last.end_col_offset is None:
+        return None
+    line = last.end_lineno
+    column = ctx.column(line, last.end_col_offset)
+    return Edit(line, column, line, column, f", {text}")
+
+
+@detector("TD901", depth=Depth.LINT)
+class LoadWithoutMapLocation(LintRule):
+    """``torch.load(path)`` with no ``map_location`` in a program that uses the GPU."""
+
+    requires = _GPU_WORDS
+    call_names = frozenset({"load"})
+
+    def visit_call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        if not ctx.is_call_to(node, "torch.load") or len(node.args) > 1 or \
+                keyword(node, "map_location") or has_star_kwargs(node) or not node.args:
+            return
+        edit = append_argument(ctx, node, 'map_location="cpu"')
+        fix = Fix('Load onto the CPU: add `map_location="cpu"`', (edit,),
+                  Applicability.UNSAFE) if edit else None
+        self.report(
+            node,
+            f"`torch.load({ctx.segment(node.args[0])})` at line {node.lineno} has no "
+            "`map_location`: tensors saved from a GPU come back on the device they were "
+            "saved from, so the load fails on a machine without that GPU (\"Attempting to "
+            "deserialize object on a CUDA device\") and, under DDP, every rank loads its "
+            "copy onto cuda:0",
+            fix_hint='Pass `map_location="cpu"` (then move the model with `.to(device)`), '
+                     "or `map_location=device` for the process's own device.",
+            confidence=Confidence.MEDIUM,
+            fix=fix,
+        )
+
+
+@detector("TD902", depth=Depth.LINT)
+class UnsafeCheckpointLoad(LintRule):
+    """``torch.load`` that unpickles arbitrary objects: ``weights_only=False``, a custom
+    ``pickle_module``, or (on torch older than 2.6) the default."""
+
+    requires = ("load",)
+    call_names = frozenset({"load"})
+
+    def visit_call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        if not ctx.is_call_to(node, "torch.load") or has_star_kwargs(node):
+            return
+        weights_only = keyword(node, "weights_only")
+        if weights_only is not None:
+            value = weights_only.value
+            if isinstance(value, ast.Constant) and value.value is False:
+                self._explicit(node, value)
+            return
+        if keyword(node, "pickle_module") is not None or len(node.args) > 2:
+            self._unsafe_default(node, "passes a `pickle_module`, which makes "
+                                 "`weights_only` default to False on every torch version",
+                                 Severity.ERROR, Confidence.HIGH)
+        elif "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD" in ctx.source:
+            self._unsafe_default(node, "relies on the `weights_only` default, which this "
+                                 "file turns off with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
+                                 Severity.ERROR, Confidence.HIGH)
+        else:
+            self._unsafe_default(node, "relies on the `weights_only` default: safe from torch "
+                                 "2.6 (True), full unpickling before 2.6", Severity.INFO,
+                                 Confidence.MEDIUM)
+
+    def _explicit(self, call: ast.Call, value: ast.expr) -> None:
+        fix = Fix("Load with `weights_only=True`", (self.ctx.replace(value, "True"),),
+                  Applicability.UNSAFE)
+        self.report(
+            call,
+            f"`torch.load(...)` at line {call.lineno} passes `weights_only=False`: the file "
+            "is unpickled without restriction, so a crafted or tampered checkpoint runs "
+            "arbitrary code as soon as it is loaded",
+            fix_hint="Load with `weights_only=True` (the default since torch 2.6); allow "
+                     "your own classes with `torch.serialization.add_safe_globals([...])`, "
+                     "and keep `weights_only=False` only for files you created yourself.",
+            fix=fix,
+        )
+
+    def _unsafe_default(self, call: ast.Call, why: str, severity: Severity,
+                        confidence: Confidence) -> None:
+        edit = append_argument(self.ctx, call, "weights_only=True")
+        unsafe_always = severity is Severity.ERROR
+        fix = Fix("Pass `weights_only=True` explicitly", (edit,), Applicability.UNSAFE) \
+            if edit and not unsafe_always else None
+        self.report(
+            call,
+            f"`torch.load(...)` at line {call.lineno} {why}; unrestricted unpickling runs "
+            "any code a crafted checkpoint carries",
+            fix_hint="Pass `weights_only=True` explicitly so the load is safe on every "
+                     "torch version." if not unsafe_always else
+                     "Load with the default pickle module and `weights_only=True`; keep "
+                     "full unpickling only for files you created yourself.",
+            severity=severity,
+            confidence=confidence,
+            fix=fix,
+        )
+
+
+@detector("TD903", depth=Depth.LINT)
+class WholeModuleSaved(LintRule):
+    """``torch.save(model)``: the module object pickled instead of its ``state_dict``."""
+
+    requires = ("save",)
+    call_names = frozenset({"save"})
+    needs_structure = True
+
+    def visit_call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        if not ctx.is_call_to(node, "torch.save"):
+            return
+        saved = node.args[0] if node.args else getattr(keyword(node, "obj"), "value", None)
+        candidates = [saved] if not isinstance(saved, ast.Dict) else list(saved.values)
+        for candidate in candidates:
+            if isinstance(candidate, (ast.Name, ast.Attribute)):
+                confidence = _module_confidence(ctx, candidate, ctx.function)
+                if confidence is not None:
+                    self._report(node, candidate, confidence)
+
+    def _report(self, save: ast.Call, module: ast.expr, confidence: Confidence) -> None:
+        ctx = self.ctx
+        text = ctx.segment(module)
+        fix = Fix(f"Save `{text}.state_dict()`", (ctx.replace(module, f"{text}.state_dict()"),),
+                  Applicability.UNSAFE)
+        self.report(
+            module,
+            f"`torch.save(...)` at line {save.lineno} pickles the whole module `{text}` "
+            "instead of its weights: the file records the class by its import path, so it "
+            "loads only where that class still exists unchanged at the same place, and "
+            "only with full unpickling (`weights_only=False`, which runs code), never with "
+            "torch's safe default",
+            fix_hint=f"Save `{text}.state_dict()`; when loading, build the model in code "
+                     "and call `load_state_dict()`.",
+            confidence=confidence,
+            fix=fix,
+        )
+
+
+def _module_confidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confidence | None:
+    """``HIGH`` when the value is built from a module class; ``MEDIUM`` when only its name
+    says so but the code also uses it as a module (``.parameters()``, ``.eval()``)."""
+    found = ctx.family_of(expr, scope)
+    if found is None or found[0] != torchapi.MODULE:
+        return None
+    if found[1] is Confidence.HIGH:
+        return Confidence.HIGH
+    text = ctx.segment(expr)
+    items = scope.items if scope is not None else ctx.module.items
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _MODULE_USES and ctx.segment(node.func.value) == text:
+            return Confidence.MEDIUM
+    return None
+
+
+@detector("TD904", depth=Depth.LINT)
+class StrictFalseResultIgnored(LintRule):
+    """``model.load_state_dict(state, strict=False)`` whose result is thrown away."""
+
+    requires = ("strict",)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self._check(node.value)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if all(isinstance(t, ast.Name) and t.id == "_" for t in node.targets):
+            self._check(node.value)
+
+    def _check(self, call: ast.expr) -> None:
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "load_state_dict"):
+            return
+        strict = keyword(call, "strict")
+        value = strict.value if strict is not None else (
+            call.args[1] if len(call.args) > 1 else None)
+        if not (isinstance(value, ast.Constant) and value.value is False):
+            return
+        receiver = call.func.value
+        family = self.ctx.family_of(receiver)
+        if family is not None and family[0] != torchapi.MODULE:
+            return  # optimizers and schedulers have no strict mode
+        text = self.ctx.segment(receiver)
+        self.report(
+            call,
+            f"`{text}.load_state_dict(..., strict=False)` at line {call.lineno} throws away "
+            "its result, the list of keys it skipped: a checkpoint whose names do not match "
+            "(renamed layers, a `module.` prefix) loads nothing at all without a word, and "
+            "the model silently keeps its random initialisation",
+            fix_hint=f"Keep the result and check it: `result = {text}.load_state_dict(..., "
+                     "strict=False)`, then fail when `result.missing_keys` or "
+                     "`result.unexpected_keys` hold keys you did not expect.",
+        )

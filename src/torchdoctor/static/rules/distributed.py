@@ -1,0 +1,222 @@
+"""Distributed data rules: TD801 sampler-epoch-never-set, TD802 shuffle-with-sampler,
+TD803 find-unused-parameters-cost.
+
+The rules about saving checkpoints from a distributed program (TD804, TD805) live in
+:mod:`.distributed_saving`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.loops import steps_every_iteration, trains
+from torchdoctor.static.structure import Frame, FrameKind, Loop
+
+DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
+DDP = "torch.nn.parallel.DistributedDataParallel"
+
+
+@dataclass(frozen=True, slots=True)
+class _Sampler:
+    call: ast.Call
+    frames: tuple[Frame, ...]
+    name: str | None  # the variable it was assigned to, if any
+
+
+@detector("TD801", depth=Depth.LINT)
+class SamplerEpochNeverSet(LintRule):
+    """A shuffling ``DistributedSampler`` in a multi-epoch program that never calls
+    ``set_epoch``."""
+
+    requires = ("DistributedSampler",)
+    needs_structure = True
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._samplers: list[_Sampler] = []
+        self._set_epoch: list[tuple[Frame, ...]] = []
+        self._names: dict[int, str] = {}
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self._names[id(node.value)] = node.targets[0].id
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "set_epoch":
+            self._set_epoch.append(self.ctx.frames)
+            return
+        type_name = self.ctx.instance_type(node) if isinstance(
+            func, (ast.Name, ast.Attribute)) else None
+        if type_name is not None and self.ctx.is_family(type_name, DISTRIBUTED_SAMPLER):
+            self._samplers.append(_Sampler(node, self.ctx.frames, self._names.get(id(node))))
+
+    def leave_module(self, module: object) -> None:
+        for sampler in self._samplers:
+            if _shuffle_off(sampler.call) or self._epoch_is_set(sampler):
+                continue
+            epoch_loop = self._epoch_loop(self.ctx.function_of(sampler.frames))
+            if epoch_loop is not None:
+                self._report(sampler, epoch_loop)
+
+    def _epoch_is_set(self, sampler: _Sampler) -> bool:
+        """A ``set_epoch`` call that can run every epoch: in a loop, or in a function other
+        than the one that builds the sampler (called from the epoch loop, presumably)."""
+        own = self.ctx.function_of(sampler.frames)
+        return any(any(f.kind is FrameKind.LOOP for f in frames)
+                   or self.ctx.function_of(frames) is not own for frames in self._set_epoch)
+
+    def _epoch_loop(self, near: Scope) -> Loop | None:
+        """A loop around training that is not itself the step loop; one in ``near`` first."""
+        ctx = self.ctx
+        found = [loop for loop in ctx.module.all_loops
+                 if not steps_every_iteration(ctx, loop) and trains(ctx, loop)]
+        return next((loop for loop in found if loop.function is near),
+                    found[0] if found else None)
+
+    def _report(self, sampler: _Sampler, epoch_loop: Loop) -> None:
+        name = sampler.name or "loader.sampler"
+        self.report(
+            sampler.call,
+            f"The DistributedSampler built at line {sampler.call.lineno} shuffles, but "
+            f"`set_epoch()` is never called in the epoch loop at line {epoch_loop.line}: it "
+            "seeds its shuffle with `seed + epoch`, so every epoch replays the order of "
+            "epoch 0 on every rank",
+            fix_hint=f"Call `{name}.set_epoch(epoch)` at the top of the epoch loop, before "
+                     "the DataLoader is iterated.",
+            evidence={"epoch_loop_line": epoch_loop.line},
+            fix=self._fix(sampler, epoch_loop),
+        )
+
+    def _fix(self, sampler: _Sampler, loop: Loop) -> Fix | None:
+        node = loop.node
+        if (sampler.name is None or isinstance(node, ast.While)
+                or not isinstance(node.target, ast.Name)
+                or loop.function is not self.ctx.function_of(sampler.frames)
+                or loop.line < sampler.call.lineno):
+            return None
+        edit = self.ctx.insert_before_statement(
+            node.body[0], f"{sampler.name}.set_epoch({node.target.id})")
+        return Fix(f"Call `{sampler.name}.set_epoch({node.target.id})` at the top of the "
+                   "epoch loop", (edit,), Applicability.UNSAFE)
+
+
+def _shuffle_off(call: ast.Call) -> bool:
+    """``DistributedSampler(..., shuffle=False)``: the order is meant to stay fixed."""
+    shuffle = next((k.value for k in call.keywords if k.arg == "shuffle"),
+                   call.args[3] if len(call.args) > 3 else None)
+    return isinstance(shuffle, ast.Constant) and not shuffle.value
+
+
+@detector("TD802", depth=Depth.LINT)
+class ShuffleWithSampler(LintRule):
+    """``DataLoader(shuffle=True, sampler=...)``: rejected by DataLoader whenever the
+    sampler is not ``None``."""
+
+    requires = ("shuffle",)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        keywords = {k.arg: k for k in node.keywords if k.arg is not None}
+        shuffle = keywords["shuffle"].value if "shuffle" in keywords else (
+            node.args[2] if len(node.args) > 2 else None)
+        if not (isinstance(shuffle, ast.Constant) and shuffle.value is True):
+            return
+        for argument, position in (("sampler", 3), ("batch_sampler", 4)):
+            value = keywords[argument].value if argument in keywords else (
+                node.args[position] if len(node.args) > position else None)
+            if value is not None and self._is_dataloader(node):
+                presence = _presence(self.ctx, value, self.ctx.function)
+                if presence is not None:
+                    self._report(node, argument, value, shuffle, presence)
+                    return
+
+    def _is_dataloader(self, call: ast.Call) -> bool:
+        type_name = self.ctx.instance_type(call)
+        return type_name is not None and self.ctx.is_family(type_name, torchapi.DATALOADER)
+
+    def _report(self, call: ast.Call, argument: str, value: ast.expr, shuffle: ast.expr,
+                presence: Confidence) -> None:
+        ctx = self.ctx
+        text = ctx.segment(value)
+        when = "always" if presence is Confidence.HIGH else "whenever it is not None"
+        fix = None
+        if isinstance(value, (ast.Name, ast.Attribute)) and any(
+                k.value is shuffle for k in call.keywords) and ctx.is_call_to(
+                call, torchapi.DATALOADER):
+            fix = Fix(f"Shuffle only without a sampler: `shuffle=({text} is None)`",
+                      (ctx.replace(shuffle, f"({text} is None)"),), Applicability.SAFE)
+        self.report(
+            call,
+            f"`{ctx.segment(call.func)}(..., shuffle=True, {argument}={text})` at line "
+            f"{call.lineno}: DataLoader raises \"ValueError: {argument} option is mutually "
+            f"exclusive with shuffle\" when it gets a {argument} ({when} here), so the "
+            "script dies at start-up exactly when it runs distributed",
+            fix_hint=f"Let the {argument} decide the order: pass `shuffle=({text} is None)`, "
+                     f"or `shuffle=False` when there is always a {argument}.",
+            confidence=Confidence.HIGH if presence is Confidence.HIGH else Confidence.MEDIUM,
+            fix=fix,
+        )
+
+
+def _presence(ctx: FileContext, value: ast.expr, scope: Scope, depth: int = 0
+              ) -> Confidence | None:
+    """Whether a sampler argument holds a sampler: ``HIGH`` always, ``MEDIUM`` sometimes
+    (``x if cond else None``, a parameter defaulting to ``None``), ``None`` never."""
+    if isinstance(value, ast.Constant):
+        return None if value.value is None else Confidence.HIGH
+    if isinstance(value, ast.IfExp):
+        branches = [_presence(ctx, v, scope, depth + 1) for v in (value.body, value.orelse)]
+        if all(b is None for b in branches):
+            return None
+        return Confidence.MEDIUM if None in branches else Confidence.HIGH
+    if isinstance(value, ast.Name) and depth < 3:
+        binding = ctx.binding(value, scope)
+        if binding is None or binding.value is None:
+            return Confidence.HIGH if binding is None or binding.kind is not \
+                BindingKind.PARAMETER else Confidence.MEDIUM
+        if binding.kind is BindingKind.PARAMETER:
+            return Confidence.MEDIUM if _presence(ctx, binding.value, scope, depth + 1) \
+                is None else Confidence.HIGH
+        if binding.kind is BindingKind.ASSIGN:
+            return _presence(ctx, binding.value, scope, depth + 1)
+    return Confidence.HIGH
+
+
+@detector("TD803", depth=Depth.LINT)
+class FindUnusedParametersCost(LintRule):
+    """``find_unused_parameters=True``: a graph traversal after every forward pass."""
+
+    requires = ("find_unused_parameters",)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            value = keyword.value
+            if keyword.arg == "find_unused_parameters" and isinstance(
+                    value, ast.Constant) and value.value is True:
+                self._report(node, keyword.value, "`find_unused_parameters=True`")
+            elif keyword.arg == "strategy" and isinstance(value, ast.Constant) and \
+                    value.value == "ddp_find_unused_parameters_true":
+                self._report(node, keyword.value, f"`strategy=\"{value.value}\"`")
+
+    def _report(self, call: ast.Call, where: ast.expr, what: str) -> None:
+        ctx = self.ctx
+        known = ctx.is_call_to(call, DDP) or (ctx.qualified_name(call.func) or "").endswith(
+            ".DDPStrategy")
+        self.report(
+            where,
+            f"{what} in `{ctx.segment(call.func)}(...)` at line {call.lineno} makes DDP walk "
+            "the autograd graph from the outputs after every forward pass to find "
+            "parameters that will get no gradient; when every parameter is used, the walk "
+            "is pure overhead (DDP then warns at run time that it found none)",
+            fix_hint="Drop it if every parameter gets a gradient in every step; if the same "
+                     "parameters are always unused, pass `static_graph=True` instead.",
+            confidence=Confidence.HIGH if known else Confidence.MEDIUM,
+        )
+

@@ -1,0 +1,306 @@
+"""Saving checkpoints from a distributed program: TD804 checkpoint-saved-on-every-rank,
+TD805 ddp-prefixed-state-dict."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.distributed import DDP, DISTRIBUTED_SAMPLER
+from torchdoctor.static.rules.loops import guard_between
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
+
+_DISTRIBUTED_PREFIXES = ("torch.distributed", "accelerate", DDP, DISTRIBUTED_SAMPLER)
+_WRAPPERS = {DDP: "DistributedDataParallel",
+             "torch.nn.parallel.DataParallel": "DataParallel"}
+_MAX_CALL_DEPTH = 3
+
+
+@detector("TD804", depth=Depth.LINT)
+class CheckpointSavedOnEveryRank(LintRule):
+    """``torch.save`` in a distributed program with no rank-0 guard on the way to it."""
+
+    requires = ("save",)
+    call_names = frozenset({"save", "init_process_group", "DistributedDataParallel",
+                            "DistributedSampler"})
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
+        self._distributed = False
+
+    def visit_call(self, node: ast.Call) -> None:
+        name = self.ctx.qualified_name(node.func)
+        if name == "torch.save":
+            self._saves.append((node, self.ctx.frames))
+        elif name is not None and name.startswith(_DISTRIBUTED_PREFIXES):
+            self._distributed = True
+
+    def leave_module(self, module: object) -> None:
+        ctx = self.ctx
+        if not self._saves or not (self._distributed or any(
+                torchapi.canonical(name).startswith(_DISTRIBUTED_PREFIXES)
+                for name in ctx.imports.values())):
+            return
+        callers = _Callers(ctx)
+        for call, frames in self._saves:
+            scope = ctx.function_of(frames)
+            path = call.args[1] if len(call.args) > 1 else next(
+                (k.value for k in call.keywords if k.arg == "f"), None)
+            if path is None or _per_rank_or_in_memory(ctx, path, scope):
+                continue
+            if not callers.guarded(frames, call.lineno, 0):
+                self._report(call)
+
+    def _report(self, call: ast.Call) -> None:
+        self.report(
+            call,
+            f"`torch.save(...)` at line {call.lineno} runs on every rank of this distributed "
+            "program: nothing around it, or around the calls that reach it, checks for "
+            "rank 0, so every process writes the same checkpoint file at once (N times the "
+            "I/O, and a reader can meet a file that another rank is still writing)",
+            fix_hint="Save from one process: wrap the save in `if dist.get_rank() == 0:` and "
+                     "call `dist.barrier()` after it, before any rank reads the file.",
+        )
+
+
+class _Callers:
+    """Whether every way to a place passes a rank-0 check, following local calls."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._sites: dict[FunctionScope, list[tuple[ast.Call, tuple[Frame, ...]]]] | None = None
+
+    def guarded(self, frames: tuple[Frame, ...], line: int, depth: int) -> bool:
+        ctx = self.ctx
+        if guard_between(frames, None, _guards) is not None:
+            return True
+        function = ctx.function_of(frames)
+        if _exits_early_off_rank_zero(ctx, function, frames, line):
+            return True
+        if function is None:
+            return False
+        if any(_is_rank_zero(decorator) for decorator in function.node.decorator_list):
+            return True
+        sites = self.sites().get(function, [])
+        if not sites or depth >= _MAX_CALL_DEPTH:
+            return True  # no visible caller: a helper whose callers decide
+        return all(self.guarded(site_frames, site.lineno, depth + 1)
+                   for site, site_frames in sites)
+
+    def sites(self) -> dict[FunctionScope, list[tuple[ast.Call, tuple[Frame, ...]]]]:
+        if self._sites is None:
+            ctx = self.ctx
+            self._sites = {}
+            scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
+            for scope in scopes:
+                items = scope.items if scope is not None else ctx.module.items
+                for item in items:
+                    if isinstance(item.node, ast.Call):
+                        called = _called_function(ctx, item.node, scope)
+                        if called is not None and called is not scope:
+                            self._sites.setdefault(called, []).append((item.node, item.frames))
+        return self._sites
+
+
+def _called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
+    """The local function or method a call runs: ``f()``, ``self.f()``, or ``obj.f()`` on an
+    instance of a class of this file."""
+    found = ctx.resolve_local_call(call, scope)
+    if found is not None or not isinstance(call.func, ast.Attribute):
+        return found
+    type_name = ctx.instance_type(call.func.value, scope)
+    if type_name is None or not type_name.startswith("<local>."):
+        return None
+    cls = ctx.local_class(type_name[len("<local>."):])
+    return cls.methods.get(call.func.attr) if cls is not None else None
+
+
+def _guards(node: ast.If, in_body: bool) -> bool:
+    return _is_rank_zero(node.test) if in_body else _is_rank_nonzero(node.test)
+
+
+def _exits_early_off_rank_zero(ctx: FileContext, function: FunctionScope | None,
+                               frames: tuple[Frame, ...], line: int) -> bool:
+    """``if rank != 0: return`` (or ``continue`` in the same loop) before the place."""
+    items = function.items if function is not None else ctx.module.items
+    for item in items:
+        node = item.node
+        if not isinstance(node, (ast.Return, ast.Continue, ast.Raise)) or item.line >= line:
+            continue
+        if isinstance(node, ast.Continue):
+            loop = next((f for f in reversed(item.frames) if f.kind is FrameKind.LOOP), None)
+            if loop is None or loop not in frames:
+                continue
+        guard = guard_between(item.frames, None, lambda n, body: _is_rank_nonzero(n.test)
+                              if body else _is_rank_zero(n.test))
+        if guard is not None and not any(f.node is guard for f in frames):
+            return True
+    return False
+
+
+_MAIN_WORDS = frozenset({"master", "primary", "leader", "chief"})
+
+
+def _is_rank_zero(test: ast.expr) -> bool:
+    """``rank == 0``, ``dist.get_rank() == 0``, ``local_rank in (-1, 0)``,
+    ``is_main_process()``, ``accelerator.is_main_process``, ``trainer.is_global_zero``..."""
+    if isinstance(test, ast.BoolOp):
+        return any(_is_rank_zero(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _is_rank_nonzero(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Eq):
+            return (_is_zero(right) and _names_rank(left)) or (
+                _is_zero(left) and _names_rank(right))
+        if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            return _names_rank(left) and any(_is_zero(e) for e in right.elts)
+        if isinstance(op, (ast.LtE, ast.Lt)):
+            return _names_rank(left) and isinstance(right, ast.Constant) and \
+                right.value in ((0,) if isinstance(op, ast.LtE) else (1,))
+        return False
+    return _names_main_process(test)
+
+
+def _is_rank_nonzero(test: ast.expr) -> bool:
+    """``rank != 0``, ``rank > 0``, ``if rank:``, ``not is_main_process()``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _is_rank_zero(test.operand)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_is_rank_nonzero(value) for value in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, ast.NotEq):
+            return (_is_zero(right) and _names_rank(left)) or (
+                _is_zero(left) and _names_rank(right))
+        if isinstance(op, (ast.Gt, ast.GtE)):
+            return _names_rank(left) and isinstance(right, ast.Constant) and \
+                right.value in ((0,) if isinstance(op, ast.Gt) else (1,))
+        return False
+    return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and _names_rank(test) \
+        and not _names_main_process(test)
+
+
+def _is_zero(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value == 0 and expr.value is not False
+
+
+def _words(expr: ast.expr) -> list[str]:
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    if isinstance(expr, ast.Subscript):  # os.environ["RANK"]
+        key = expr.slice
+        return torchapi.name_tokens(key.value) if isinstance(key, ast.Constant) and isinstance(
+            key.value, str) else []
+    if isinstance(expr, ast.Name):
+        return torchapi.name_tokens(expr.id)
+    if isinstance(expr, ast.Attribute):
+        return torchapi.name_tokens(expr.attr)
+    return []
+
+
+def _names_rank(expr: ast.expr) -> bool:
+    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args \
+            and expr.func.id == "int":
+        expr = expr.args[0]
+    return "rank" in _words(expr)
+
+
+def _names_main_process(expr: ast.expr) -> bool:
+    words = set(_words(expr))
+    return bool(words & _MAIN_WORDS) or ("main" in words and len(words) > 1) or (
+        "zero" in words and bool(words & {"rank", "global"}))
+
+
+def _per_rank_or_in_memory(ctx: FileContext, path: ast.expr, scope: Scope) -> bool:
+    """A file name that includes the rank (each rank saves its own shard), or a buffer."""
+    values = [path]
+    if isinstance(path, ast.Name):
+        binding = ctx.binding(path, scope)
+        if binding is not None and binding.kind is BindingKind.ASSIGN and binding.value:
+            values.append(binding.value)
+    for value in values:
+        if isinstance(value, ast.Call) and ctx.is_call_to(value, "io.BytesIO", scope=scope):
+            return True
+        for node in ast.walk(value):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    "rank" in node.value.lower():
+                return True
+            if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and _names_rank(node):
+                return True
+    return False
+
+
+@detector("TD805", depth=Depth.LINT)
+class DdpPrefixedStateDict(LintRule):
+    """``torch.save`` of ``ddp_model.state_dict()``: every key starts with ``module.``."""
+
+    requires = ("DataParallel", "DDP")
+    call_names = frozenset({"save"})
+    needs_structure = True
+
+    def visit_call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        if not ctx.is_call_to(node, "torch.save"):
+            return
+        saved = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "obj"), None)
+        if saved is None:
+            return
+        for state_call in _state_dict_calls(ctx, saved, ctx.function):
+            receiver = state_call.func.value  # type: ignore[attr-defined]
+            wrapper = _WRAPPERS.get(ctx.instance_type(receiver) or "")
+            if wrapper is not None:
+                self._report(state_call, receiver, wrapper, node)
+
+    def _report(self, state_call: ast.Call, receiver: ast.expr, wrapper: str,
+                save: ast.Call) -> None:
+        ctx = self.ctx
+        text = ctx.segment(receiver)
+        fix = Fix(f"Save `{text}.module.state_dict()`",
+                  (ctx.replace(receiver, f"{text}.module"),), Applicability.UNSAFE)
+        self.report(
+            state_call,
+            f"`{text}.state_dict()` at line {state_call.lineno} is the state of the "
+            f"{wrapper} wrapper, so every key of the checkpoint saved at line {save.lineno} "
+            "starts with `module.`: a plain model loads it only after the prefix is "
+            "stripped, and `load_state_dict(..., strict=False)` silently loads nothing",
+            fix_hint=f"Save the wrapped model's own state: `{text}.module.state_dict()`.",
+            fix=fix,
+        )
+
+
+def _state_dict_calls(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int = 0
+                      ) -> Iterator[ast.Call]:
+    """``x.state_dict()`` calls in a saved expression, through names bound to them, dict
+    literals and ``ckpt["model"] = ...`` assignments earlier in the scope."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "state_dict":
+            yield node
+        elif isinstance(node, ast.Name) and depth < 2:
+            binding = ctx.binding(node, scope)
+            if binding is not None and binding.kind is BindingKind.ASSIGN and binding.value:
+                yield from _state_dict_calls(ctx, binding.value, scope, depth + 1)
+            for value in _item_assignments(ctx, node.id, scope):
+                yield from _state_dict_calls(ctx, value, scope, depth + 1)
+
+
+def _item_assignments(ctx: FileContext, name: str, scope: Scope) -> Iterator[ast.expr]:
+    """Values of ``name[...] = value`` statements in the scope."""
+    items = scope.items if scope is not None else ctx.module.items
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                        and target.value.id == name:
+                    yield node.value

@@ -1,0 +1,330 @@
+"""Order of ``backward()``, ``zero_grad()`` and ``step()`` in training loops.
+
+TD201 grads-never-cleared, TD203 zero-grad-between-backward-and-step, TD204
+step-before-backward, TD205 graph-retained-across-steps. All are deferred to the end of
+each loop, when its events (nested loops included) are known.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import Item, Loop
+from torchdoctor.static.training import (
+    Event,
+    EventKind,
+    function_events,
+    grad_disabled_by,
+    loop_events,
+    receiver_text,
+)
+
+_JUMPS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+_CLEARING_WORDS = ("zero_grad", "clear_grad", "reset_grad", "zero_gradients")
+
+
+def _steps(ctx: FileContext, loop: Loop, events: list[Event]) -> list[Event]:
+    """Optimizer steps of the loop itself, without LBFGS-style closures."""
+    out = []
+    for event in events:
+        if event.kind is not EventKind.OPTIMIZER_STEP or not loop.is_direct(event.item):
+            continue
+        call = event.node
+        via_scaler = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+            and ctx.is_in_family(call.func.value, torchapi.GRAD_SCALER, loop.function)
+        if isinstance(call, ast.Call) and (call.args[1:] if via_scaler else call.args):
+            continue  # step(closure): the closure runs backward and zero_grad itself
+        out.append(event)
+    return out
+
+
+@detector("TD201", depth=Depth.LINT)
+class GradsNeverCleared(LintRule):
+    """A loop that steps an optimizer after ``backward()`` and never clears gradients."""
+
+    requires = ("backward",)
+
+    def leave_loop(self, loop: Loop) -> None:
+        ctx = self.ctx
+        events = loop_events(ctx, loop)
+        steps = _steps(ctx, loop, events)
+        if not steps or not any(e.kind is EventKind.BACKWARD for e in events):
+            return
+        if any(e.kind is EventKind.ZERO_GRAD for e in events) or self._clears_elsewhere(loop):
+            return
+        step = steps[0]
+        name = receiver_text(ctx, step.target)
+        self.report(
+            step.node,
+            f"`{ctx.segment(step.node)}` at line {step.line} runs with no `zero_grad()` in "
+            f"the loop that starts at line {loop.line}: backward() adds into `.grad`, so "
+            "every step applies the sum of all gradients so far",
+            fix_hint=f"Call `{name}.zero_grad()` at the top of the loop body (or right after "
+                     "the step).",
+            confidence=step.confidence,
+            fix=self._fix(loop, name),
+            evidence={"loop_line": loop.line},
+        )
+
+    def _clears_elsewhere(self, loop: Loop) -> bool:
+        """Whether a call in the loop clears gradients out of sight: a method named like
+        ``zero_grad``, or a function of this file that does (followed three calls deep)."""
+        pending = [(item, loop.function, 0) for item in loop.items]
+        seen: set[int] = set()
+        while pending:
+            item, scope, depth = pending.pop()
+            node = item.node
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+                node.func, "id", "")
+            if any(word in name.lower() for word in _CLEARING_WORDS):
+                return True
+            callee = self.ctx.resolve_local_call(node, scope)
+            if callee is None or id(callee) in seen or depth >= 3:
+                continue
+            seen.add(id(callee))
+            if any(e.kind is EventKind.ZERO_GRAD for e in function_events(self.ctx, callee)):
+                return True
+            pending.extend((sub, callee, depth + 1) for sub in callee.items)
+        return False
+
+    def _fix(self, loop: Loop, name: str) -> Fix | None:
+        body = loop.node.body
+        if not body or body[0].lineno == loop.node.lineno:
+            return None
+        edit = self.ctx.insert_before_statement(body[0], f"{name}.zero_grad()")
+        return Fix(f"Call `{name}.zero_grad()` at the top of the loop", (edit,),
+                   Applicability.UNSAFE)
+
+
+@detector("TD203", depth=Depth.LINT)
+class ZeroGradBetweenBackwardAndStep(LintRule):
+    """``zero_grad()`` after ``backward()`` and before the ``step()`` that needs the grads."""
+
+    requires = ("zero_grad",)
+
+    def leave_loop(self, loop: Loop) -> None:
+        ctx = self.ctx
+        events = loop_events(ctx, loop)
+        steps = _steps(ctx, loop, events)
+        if not steps:
+            return
+        optimizers = {receiver_text(ctx, s.target) for s in steps}
+        for index, event in enumerate(events):
+            if not self._clearing_call(event) or not loop.is_direct(event.item):
+                continue
+            backward = next((e for e in reversed(events[:index])
+                             if e.kind is EventKind.BACKWARD), None)
+            step = self._next_step(events, index, steps)
+            if backward is None or step is None:
+                continue
+            if self._applies(loop, event, step, optimizers):
+                self._report(loop, event, backward, step)
+                return
+
+    @staticmethod
+    def _clearing_call(event: Event) -> bool:
+        return event.kind is EventKind.ZERO_GRAD and isinstance(event.node, ast.Call) \
+            and isinstance(event.node.func, ast.Attribute) \
+            and event.node.func.attr == "zero_grad"
+
+    @staticmethod
+    def _next_step(events: list[Event], index: int, steps: list[Event]) -> Event | None:
+        for event in events[index + 1:]:
+            if event.kind is EventKind.BACKWARD:
+                return None  # a new backward refills the gradients before the step
+            if event in steps:
+                return event
+        return None
+
+    def _applies(self, loop: Loop, zero: Event, step: Event, optimizers: set[str]) -> bool:
+        zero_frames, step_frames = loop.inner_frames(zero.item), loop.inner_frames(step.item)
+        if step_frames[:len(zero_frames)] != zero_frames:
+            return False  # zero_grad() is in a branch the step is not in
+        if any(isinstance(item.node, _JUMPS) and zero.line <= item.line <= step.line
+               for item in loop.items):
+            return False  # `zero_grad(); continue`: the step is skipped
+        target = receiver_text(self.ctx, zero.target, "")
+        if target == receiver_text(self.ctx, step.target):
+            return True
+        return len(optimizers) == 1 and self.ctx.is_in_family(
+            zero.target, torchapi.MODULE, loop.function) if zero.target is not None else False
+
+    def _report(self, loop: Loop, zero: Event, backward: Event, step: Event) -> None:
+        ctx = self.ctx
+        text = ctx.segment(zero.node)
+        self.report(
+            zero.node,
+            f"`{text}` at line {zero.line} runs after `{ctx.segment(backward.node)}` (line "
+            f"{backward.line}) and before `{ctx.segment(step.node)}` (line {step.line}): "
+            "the step sees zeroed gradients, so the model never learns",
+            fix_hint=f"Move `{text}` to the top of the loop body, before the forward pass "
+                     "and `backward()`.",
+            fix=self._fix(loop, zero, text),
+            evidence={"backward_line": backward.line, "step_line": step.line},
+        )
+
+    def _fix(self, loop: Loop, zero: Event, text: str) -> Fix | None:
+        body = loop.node.body
+        if loop.inner_frames(zero.item) or not body or body[0].lineno == loop.node.lineno:
+            return None
+        delete = self.ctx.delete_statement(zero.node)
+        if delete is None or body[0].lineno == zero.line:
+            return None
+        insert = self.ctx.insert_before_statement(body[0], text)
+        return Fix(f"Move `{text}` to the top of the loop", (insert, delete),
+                   Applicability.UNSAFE)
+
+
+@detector("TD204", depth=Depth.LINT)
+class StepBeforeBackward(LintRule):
+    """An unconditional ``step()`` that comes before the iteration's ``backward()``."""
+
+    requires = ("backward",)
+
+    def leave_loop(self, loop: Loop) -> None:
+        ctx = self.ctx
+        events = loop_events(ctx, loop)
+        for step in _steps(ctx, loop, events):
+            if not loop.is_unconditional(step.item):
+                continue  # `if i > 0 and i % k == 0: step()` at the top: accumulation
+            position = events.index(step)
+            if any(e.kind is EventKind.BACKWARD for e in events[:position]):
+                continue
+            backward = next((e for e in events[position + 1:]
+                             if e.kind is EventKind.BACKWARD), None)
+            if backward is None:
+                continue
+            self.report(
+                step.node,
+                f"`{ctx.segment(step.node)}` at line {step.line} runs before "
+                f"`{ctx.segment(backward.node)}` (line {backward.line}) in the loop that "
+                f"starts at line {loop.line}: each step applies the previous batch's "
+                "gradients, or none at all when they were just cleared",
+                fix_hint="Call `backward()` first, then `step()`: forward, loss, "
+                         "`loss.backward()`, `optimizer.step()`.",
+                confidence=step.confidence,
+                evidence={"backward_line": backward.line},
+            )
+            return
+
+
+@detector("TD205", depth=Depth.LINT)
+class GraphRetainedAcrossSteps(LintRule):
+    """A loss tensor added to a total or list that outlives the iteration."""
+
+    requires = ("backward",)
+
+    def leave_loop(self, loop: Loop) -> None:
+        ctx = self.ctx
+        events = loop_events(ctx, loop)
+        losses = {e.target.id for e in events
+                  if e.kind is EventKind.BACKWARD and isinstance(e.target, ast.Name)}
+        if not losses:
+            return
+        assigned = _assigned_names(loop)
+        for item in loop.items:
+            if not loop.is_direct(item) or grad_disabled_by(ctx, item.frames) is not None:
+                continue
+            found = _accumulation(item.node, losses)
+            if found is None:
+                continue
+            holder, loss = found
+            if _root_name(holder) in assigned:
+                continue  # reset inside the loop: it lives for one iteration only
+            self._report(loop, item, holder, loss)
+
+    def _report(self, loop: Loop, item: Item, holder: ast.expr, loss: ast.Name) -> None:
+        ctx = self.ctx
+        fix = Fix(f"Use `{loss.id}.item()`", (ctx.replace(loss, f"{loss.id}.item()"),),
+                  Applicability.UNSAFE)
+        self.report(
+            item.node,
+            f"`{ctx.segment(item.node)}` at line {item.line} keeps `{loss.id}` with its "
+            f"autograd graph in `{ctx.segment(holder)}`, which outlives the iteration of the "
+            f"loop at line {loop.line}: each step's graph stays referenced and memory grows "
+            "every step",
+            fix_hint=f"Accumulate a number: `{loss.id}.item()` (or `{loss.id}.detach()` to "
+                     "keep a tensor).",
+            fix=fix,
+            confidence=Confidence.HIGH,
+        )
+
+
+def _assigned_names(loop: Loop) -> set[str]:
+    """Names (re)bound by a plain assignment in the loop, self-accumulations excepted."""
+    names: set[str] = set()
+    for item in loop.items:
+        node = item.node
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        value = getattr(node, "value", None)
+        used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value else set()
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in used:
+                continue  # total = total + x accumulates, it does not reset
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    names.add(sub.id)
+    return names
+
+
+def _accumulation(node: ast.AST, losses: set[str]) -> tuple[ast.expr, ast.Name] | None:
+    """``(holder, loss)`` when ``node`` adds a graph-carrying loss to a longer-lived
+    holder: ``total += loss``, ``total = total + loss``, ``history.append(loss)``."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+        loss = _carried_loss(node.value, losses)
+        return (node.target, loss) if loss is not None else None
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+            isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id not in losses and any(
+                isinstance(side, ast.Name) and side.id == target.id
+                for side in (node.value.left, node.value.right)):
+            loss = _carried_loss(node.value, losses)
+            return (target, loss) if loss is not None else None
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("append", "extend", "insert", "add") and node.args:
+        loss = _carried_loss(node.args[-1], losses)
+        return (node.func.value, loss) if loss is not None else None
+    return None
+
+
+_DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data", "detach_", "cpu_item"})
+
+
+def _carried_loss(expr: ast.expr, losses: set[str]) -> ast.Name | None:
+    """A bare loss name inside ``expr`` that is not detached on the way."""
+    stack: list[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and node.id in losses:
+            return node
+        if isinstance(node, ast.Attribute) and node.attr in _DETACHING:
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _DETACHING:
+                continue
+            if isinstance(func, ast.Name) and func.id in ("float", "int", "str", "round",
+                                                          "len", "print", "bool"):
+                continue
+            stack.extend(node.args)
+            continue
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.List, ast.Tuple, ast.Starred)):
+            stack.extend(ast.iter_child_nodes(node))
+    return None
+
+
+def _root_name(expr: ast.expr) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+

@@ -1,0 +1,199 @@
+"""What a loop does for the memory, distributed and checkpoint rules (TD7xx, TD8xx, TD9xx).
+
+A *step loop* runs a training step (``backward()`` or an optimizer step) on each of its own
+iterations, itself or through a helper of the same file that steps once per call: it is
+the hot loop, where anything that runs every iteration runs every step. A *training loop*
+runs a step somewhere inside it (an epoch loop around a step loop is one). A *periodic
+guard* is an ``if`` that lets its body run only now and then (``step % 50 == 0``,
+``i == 0``). Rules call these from their scope-end hooks, once the file has been walked.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop
+from torchdoctor.static.training import (
+    EventKind,
+    function_events,
+    is_accumulation_guard,
+    loop_events,
+)
+
+__all__ = [
+    "enclosing_loops",
+    "guard_between",
+    "is_periodic_guard",
+    "items_of",
+    "local_frames",
+    "loop_of",
+    "step_functions",
+    "steps_every_iteration",
+    "trains",
+]
+
+_STEPS = (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
+_SCOPE_KINDS = (FrameKind.FUNCTION, FrameKind.CLASS, FrameKind.MODULE)
+
+
+def local_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """The frames inside the innermost function (or module), outermost first."""
+    for index in range(len(frames) - 1, -1, -1):
+        if frames[index].kind in _SCOPE_KINDS:
+            return frames[index + 1:]
+    return frames
+
+
+def loop_of(ctx: FileContext, frame: Frame) -> Loop | None:
+    """The :class:`Loop` of a loop frame (once the file has been walked)."""
+    table = ctx.memo.get(("loops", "by-node"))
+    if table is None or len(table) != len(ctx.module.all_loops):  # type: ignore[arg-type]
+        table = ctx.memo[("loops", "by-node")] = {
+            loop.node: loop for loop in ctx.module.all_loops}
+    return table.get(frame.node)  # type: ignore[union-attr]
+
+
+def enclosing_loops(ctx: FileContext, frames: tuple[Frame, ...]) -> list[Loop]:
+    """Loops around a place in its own function, innermost first."""
+    loops = []
+    for frame in reversed(local_frames(frames)):
+        if frame.kind is FrameKind.LOOP:
+            loop = loop_of(ctx, frame)
+            if loop is not None:
+                loops.append(loop)
+    return loops
+
+
+def steps_every_iteration(ctx: FileContext, loop: Loop) -> bool:
+    """Whether the loop runs a training step on each of its own iterations. Cached."""
+    cached = loop._cache.get("steps-every-iteration")
+    if cached is None:
+        cached = loop._cache["steps-every-iteration"] = _steps_every_iteration(ctx, loop)
+    return bool(cached)
+
+
+def _steps_every_iteration(ctx: FileContext, loop: Loop) -> bool:
+    for event in loop_events(ctx, loop):
+        if event.kind in _STEPS and loop.is_direct(event.item):
+            return True
+    steppers = step_functions(ctx)
+    return any(called in steppers for called in _direct_local_calls(ctx, loop))
+
+
+def trains(ctx: FileContext, loop: Loop) -> bool:
+    """Whether a training step runs anywhere inside the loop (nested loops, helpers)."""
+    if steps_every_iteration(ctx, loop) or any(trains(ctx, child) for child in loop.children):
+        return True
+    return any(_function_trains(ctx, called) for called in _direct_local_calls(ctx, loop))
+
+
+def step_functions(ctx: FileContext) -> set[FunctionScope]:
+    """Functions of the file that run one training step per call (outside any loop)."""
+    cached = ctx.memo.get(("loops", "step-functions"))
+    if cached is None:
+        cached = ctx.memo[("loops", "step-functions")] = {
+            function for function in ctx.module.functions if _steps_per_call(ctx, function)}
+    return cached  # type: ignore[return-value]
+
+
+def _steps_per_call(ctx: FileContext, function: FunctionScope) -> bool:
+    for event in function_events(ctx, function):
+        if event.kind in _STEPS and not any(
+                f.kind is FrameKind.LOOP for f in local_frames(event.item.frames)):
+            return True
+    return False
+
+
+def _function_trains(ctx: FileContext, function: FunctionScope) -> bool:
+    if function in step_functions(ctx):
+        return True
+    return any(trains(ctx, loop) for loop in function.loops)
+
+
+def _direct_local_calls(ctx: FileContext, loop: Loop) -> Iterator[FunctionScope]:
+    for item in loop.items:
+        if isinstance(item.node, ast.Call) and loop.is_direct(item):
+            called = ctx.resolve_local_call(item.node, loop.function)
+            if called is not None and called is not loop.function:
+                yield called
+
+
+def guard_between(frames: tuple[Frame, ...], outer: Frame | None,
+                  accept: Callable[[ast.If, bool], bool]) -> ast.If | None:
+    """The first ``if`` between a place and ``outer`` (exclusive) that ``accept`` likes.
+
+    ``accept(if_node, in_body)`` gets ``in_body=False`` for the ``else`` branch. With
+    ``outer=None`` every ``if`` of the place's own function counts.
+    """
+    for frame in reversed(local_frames(frames)):
+        if frame is outer:
+            return None
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            node = frame.node
+            assert isinstance(node, ast.If)
+            if accept(node, frame.kind is FrameKind.IF_BODY):
+                return node
+    return None
+
+
+def is_periodic_guard(test: ast.expr) -> bool:
+    """Whether an ``if`` test lets its body run only on some iterations.
+
+    ``step % 50 == 0``, ``not i % k``, ``i == 0``, ``batch_idx == len(loader) - 1`` and
+    the names of :func:`~torchdoctor.static.training.is_accumulation_guard`
+    (``should_step``, ``is_last``...).
+    """
+    if is_accumulation_guard(test):
+        return True
+    return any(isinstance(node, ast.Compare) and _compares_a_counter(node)
+               for node in _test_parts(test))
+
+
+def _test_parts(test: ast.expr) -> Iterator[ast.expr]:
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.BoolOp):
+            stack.extend(node.values)
+        elif isinstance(node, ast.UnaryOp):
+            stack.append(node.operand)
+
+
+def _compares_a_counter(node: ast.Compare) -> bool:
+    if not all(isinstance(op, ast.Eq) for op in node.ops):
+        return False
+    sides = [node.left, *node.comparators]
+    if any(isinstance(side, ast.Constant) and isinstance(side.value, str) for side in sides):
+        return False  # device.type == "cuda": true on every iteration
+    return any(_is_counter(side) for side in sides)
+
+
+_COUNTER_WORDS = frozenset({"step", "steps", "iter", "iteration", "it", "idx", "index", "batch",
+                            "epoch", "i", "j", "n", "count", "counter", "num"})
+
+
+def _is_counter(expr: ast.expr) -> bool:
+    """An int constant, or a name that reads like a loop counter (``step``, ``batch_idx``)."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name):
+            if len(node.id) == 1:
+                return True  # i, k: the usual loop counters
+            words = torchapi.name_tokens(node.id)
+        elif isinstance(node, ast.Attribute):
+            words = torchapi.name_tokens(node.attr)
+        else:
+            continue
+        if _COUNTER_WORDS & set(words):
+            return True
+    return False
+
+
+def items_of(loop: Loop, kind: type[ast.AST]) -> Iterator[Item]:
+    """The loop's recorded items whose node is a ``kind``."""
+    return (item for item in loop.items if isinstance(item.node, kind))

@@ -1,0 +1,205 @@
+"""Memory rules: TD701 figures-never-closed, TD702 empty-cache-in-loop.
+
+The speed rules of the same topic (TD703, TD704, TD705) live in :mod:`.speed`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.loops import (
+    enclosing_loops,
+    guard_between,
+    is_periodic_guard,
+    local_frames,
+    steps_every_iteration,
+)
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Loop
+
+_PYPLOT = "matplotlib.pyplot"
+_FIGURE_MAKERS = (f"{_PYPLOT}.figure", f"{_PYPLOT}.subplots", f"{_PYPLOT}.subplot_mosaic")
+# Calls a figure may be passed to without being closed; handing it to any other call
+# (a helper that saves and closes it, SummaryWriter.add_figure) is trusted.
+_KEEPERS = frozenset({"print", "len", "isinstance", "append", "extend", "Image", "log_figure",
+                      "log", "savefig", "show"})
+
+
+@detector("TD701", depth=Depth.LINT)
+class FiguresNeverClosed(LintRule):
+    """A pyplot figure created on every pass of a loop that never closes one."""
+
+    requires = ("pyplot",)
+    call_names = frozenset({"figure", "subplots", "subplot_mosaic", "close", "show"})
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._made: list[tuple[ast.Call, tuple[Frame, ...]]] = []
+        self._closes: list[tuple[Frame, ...]] = []
+        self._shows: list[FunctionScope | None] = []
+        self._figure_names: dict[int, str] = {}
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value, target = node.value, node.targets[0]
+        if not isinstance(value, ast.Call) or len(node.targets) != 1:
+            return
+        if isinstance(target, (ast.Tuple, ast.List)) and target.elts:
+            target = target.elts[0]  # fig, ax = plt.subplots()
+        if isinstance(target, ast.Name):
+            self._figure_names[id(value)] = target.id
+
+    def visit_call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        if ctx.is_call_to(node, *_FIGURE_MAKERS):
+            looped = any(f.kind is FrameKind.LOOP for f in local_frames(ctx.frames))
+            if looped and not _reuses_a_numbered_figure(node):
+                self._made.append((node, ctx.frames))
+        elif ctx.is_call_to(node, f"{_PYPLOT}.close"):
+            self._closes.append(ctx.frames)
+        elif ctx.is_call_to(node, f"{_PYPLOT}.show"):
+            self._shows.append(ctx.function)
+
+    def leave_module(self, module: object) -> None:
+        for call, frames in self._made:
+            loops = enclosing_loops(self.ctx, frames)
+            outermost = loops[-1]
+            if any(outermost.frame in closed for closed in self._closes):
+                continue
+            if self.ctx.function_of(frames) in self._shows:
+                continue  # figures meant to stay open until plt.show()
+            name = self._figure_names.get(id(call))
+            if name is not None and _handed_off(outermost, name):
+                continue
+            self._report(call, outermost, name)
+
+    def _report(self, call: ast.Call, loop: Loop, name: str | None) -> None:
+        ctx = self.ctx
+        pyplot = ctx.segment(call.func.value) if isinstance(call.func, ast.Attribute) else "plt"
+        self.report(
+            call,
+            f"`{ctx.segment(call.func)}()` at line {call.lineno} creates a new figure on every "
+            f"pass of the loop at line {loop.line}, and nothing in the loop closes it: pyplot "
+            "keeps every figure alive until `plt.close()`, so memory grows with each "
+            "iteration (several MB per figure; matplotlib warns after 20 open figures)",
+            fix_hint=f"Call `{pyplot}.close({name or ''})` inside the loop once the figure is "
+                     "saved or logged.",
+            evidence={"loop_line": loop.line},
+        )
+
+
+def _reuses_a_numbered_figure(call: ast.Call) -> bool:
+    """``plt.figure(1)``, ``plt.figure("loss")``, ``num="loss"``: the same figure each time."""
+    num = next((k.value for k in call.keywords if k.arg == "num"), None)
+    if num is None and call.args and isinstance(call.func, (ast.Attribute, ast.Name)):
+        last = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+        num = call.args[0] if last == "figure" else None
+    return isinstance(num, ast.Constant) and isinstance(num.value, (int, str))
+
+
+def _handed_off(loop: Loop, name: str) -> bool:
+    """Whether the loop passes the figure to a call that may close it."""
+    for item in loop.items:
+        call = item.node
+        if not isinstance(call, ast.Call):
+            continue
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if not any(isinstance(a, ast.Name) and a.id == name for a in arguments):
+            continue
+        func = call.func
+        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        keeps = last in _KEEPERS or any(
+            k.arg == "close" and isinstance(k.value, ast.Constant) and k.value.value is False
+            for k in call.keywords)
+        if not keeps:
+            return True
+    return False
+
+
+_EMPTY_CACHE = ("torch.cuda.empty_cache", "torch.cuda.memory.empty_cache",
+                "torch.mps.empty_cache", "torch.xpu.empty_cache", "torch.xpu.memory.empty_cache",
+                "torch.accelerator.empty_cache", "torch.accelerator.memory.empty_cache")
+
+
+@detector("TD702", depth=Depth.LINT)
+class EmptyCacheInLoop(LintRule):
+    """``torch.cuda.empty_cache()`` on every training step."""
+
+    requires = ("empty_cache",)
+    call_names = frozenset({"empty_cache"})
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._calls: list[tuple[ast.Call, tuple[Frame, ...]]] = []
+        self._statements: dict[int, ast.Expr] = {}
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Call):
+            self._statements[id(node.value)] = node
+
+    def visit_call(self, node: ast.Call) -> None:
+        if self.ctx.is_call_to(node, *_EMPTY_CACHE) and any(
+                f.kind is FrameKind.LOOP for f in local_frames(self.ctx.frames)):
+            self._calls.append((node, self.ctx.frames))
+
+    def leave_module(self, module: object) -> None:
+        ctx = self.ctx
+        for call, frames in self._calls:
+            hot = next((loop for loop in enclosing_loops(ctx, frames)
+                        if steps_every_iteration(ctx, loop)), None)
+            if hot is None or _only_sometimes(frames, hot):
+                continue
+            self.report(
+                call,
+                f"`{ctx.segment(call.func)}()` at line {call.lineno} runs on every step of the "
+                f"training loop at line {hot.line}: it hands the allocator's cached blocks "
+                "back to the driver, so the next step allocates them again with "
+                "`cudaMalloc`, which synchronises the device; it frees no memory that "
+                "tensors still use",
+                fix_hint="Remove the call from the loop: PyTorch's caching allocator reuses "
+                         "freed blocks. If memory runs out, find what keeps tensors alive, "
+                         "or empty the cache once between phases (after training, before "
+                         "evaluation).",
+                evidence={"loop_line": hot.line},
+                fix=self._deletion(call, frames),
+            )
+
+    def _deletion(self, call: ast.Call, frames: tuple[Frame, ...]) -> Fix | None:
+        statement = self._statements.get(id(call))
+        if statement is None or len(_block_of(frames, statement)) < 2:
+            return None
+        edit = self.ctx.delete_statement(statement)
+        if edit is None:
+            return None
+        return Fix("Remove the `empty_cache()` call from the loop", (edit,),
+                   Applicability.UNSAFE)
+
+
+def _only_sometimes(frames: tuple[Frame, ...], loop: Loop) -> bool:
+    """Inside the loop, the call sits under a periodic or memory-pressure ``if``, or in an
+    ``except`` block (out-of-memory recovery)."""
+    inside = local_frames(frames)
+    start = next((i for i, f in enumerate(inside) if f is loop.frame), -1)
+    if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1:]):
+        return True
+    return guard_between(frames, loop.frame, lambda node, _: is_periodic_guard(node.test)
+                         or _mentions_memory(node.test)) is not None
+
+
+def _mentions_memory(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        name = node.id if isinstance(node, ast.Name) else (
+            node.attr if isinstance(node, ast.Attribute) else "")
+        if any(word in name.lower() for word in ("memory", "mem_", "oom", "reserved",
+                                                 "allocated")):
+            return True
+    return False
+
+
+def _block_of(frames: tuple[Frame, ...], statement: ast.stmt) -> list[ast.stmt]:
+    """The statement list holding ``statement`` (empty when the frames do not show it)."""
+    frame = frames[-1]
+    node = frame.node
+    block = node.orelse if frame.kind is FrameKind.IF_ELSE else getattr(node, "body", [])
+    return block if isinstance(block, list) and statement in block else []

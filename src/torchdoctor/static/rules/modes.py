@@ -1,0 +1,253 @@
+"""Train/eval mode rules: TD501 eval-in-train-mode, TD502 train-in-eval-mode.
+
+Both run at the end of the module, when every function is known, because the mode is
+often set one or two calls away from where the model runs (``model.eval()`` in ``main``,
+the evaluation loop in ``evaluate``). Calls to functions of the same file are followed
+up to three deep, mapping parameters to arguments (``evaluate(net)`` calling
+``model.eval()`` on its parameter ``model`` puts ``net`` in eval mode).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.mode_sensitivity import is_mode_sensitive
+from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.training import EventKind, classify, grad_disabled_by, loop_events
+
+_MODE = (EventKind.EVAL, EventKind.TRAIN, EventKind.SET_MODE)
+_TRACKED = (*_MODE, EventKind.FORWARD, EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
+_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A mode change, forward or backward, seen from the scope being analysed.
+
+    ``origin`` is the item of the analysed scope it comes from (the call of a helper when
+    the action happens inside it); ``node`` is where it really happens.
+    """
+
+    kind: EventKind
+    target: str
+    origin: Item
+    node: ast.AST
+    grad: bool
+
+
+def expand(ctx: FileContext, items: list[Item], scope: FunctionScope | None,
+           origin: Item | None = None, mapping: dict[str, str] | None = None,
+           depth: int = 0, grad_off: bool = False,
+           stack: tuple[int, ...] = ()) -> list[Action]:
+    """The actions of ``items`` in order, following calls to functions of this file."""
+    actions: list[Action] = []
+    for item in items:
+        item_grad_off = grad_off or grad_disabled_by(ctx, item.frames) is not None
+        event = classify(ctx, item, scope)
+        source = origin or item
+        if event is not None and event.kind in _TRACKED:
+            kind = EventKind.BACKWARD if event.kind is EventKind.OPTIMIZER_STEP else event.kind
+            target = _mapped(ctx.segment(event.target) if event.target is not None else "",
+                             mapping)
+            actions.append(Action(kind, target, source, item.node, not item_grad_off))
+            continue
+        if not isinstance(item.node, ast.Call) or depth >= _MAX_DEPTH:
+            continue
+        callee = ctx.resolve_local_call(item.node, scope)
+        if callee is None or id(callee) in stack:
+            continue
+        actions += expand(ctx, callee.items, callee, source,
+                          _arguments(ctx, item.node, callee, mapping), depth + 1,
+                          item_grad_off, (*stack, id(callee)))
+    return actions
+
+
+def _mapped(text: str, mapping: dict[str, str] | None) -> str:
+    if not mapping or not text:
+        return text
+    root, dot, rest = text.partition(".")
+    return mapping[root] + dot + rest if root in mapping else text
+
+
+def _arguments(ctx: FileContext, call: ast.Call, callee: FunctionScope,
+               mapping: dict[str, str] | None) -> dict[str, str]:
+    params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args]
+    if callee.self_name is not None and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    out = {}
+    for param, arg in zip(params, call.args):
+        out[param] = _mapped(ctx.segment(arg), mapping)
+    for keyword in call.keywords:
+        if keyword.arg:
+            out[keyword.arg] = _mapped(ctx.segment(keyword.value), mapping)
+    return out
+
+
+def _same_model(first: str, second: str) -> bool:
+    return first == second or not first or not second
+
+
+@detector("TD501", depth=Depth.LINT)
+class EvalInTrainMode(LintRule):
+    """An evaluation loop (model called under no_grad, no backward) with no ``eval()``
+    in reach: before it in its function, or before the call in the callers."""
+
+    requires = ("no_grad", "inference_mode", "set_grad_enabled")
+
+    def leave_module(self, module: ModuleScope) -> None:
+        for loop in module.all_loops:
+            self._check(loop)
+
+    def _check(self, loop: Loop) -> None:
+        ctx = self.ctx
+        events = loop_events(ctx, loop)
+        if any(e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP) for e in events):
+            return
+        forward = next((e for e in events if e.kind is EventKind.FORWARD
+                        and loop.is_direct(e.item)
+                        and grad_disabled_by(ctx, e.item.frames) is not None), None)
+        if forward is None or not is_mode_sensitive(ctx, forward.target, loop.function):
+            return
+        if any(e.kind in _MODE and e.line <= forward.line for e in events):
+            return
+        model = ctx.segment(forward.target)
+        state, where = self._mode_before(loop.function, loop.line, model, 0)
+        if state in ("eval", "set"):
+            return
+        self._report(loop, forward.node, model, state, where)
+
+    def _mode_before(self, scope: FunctionScope | None, line: int, model: str,
+                     depth: int) -> tuple[str | None, str]:
+        """The mode ``model`` is in at ``line`` of ``scope``: ``"eval"``, ``"train"``,
+        ``"set"`` (a run-time flag), ``"no callers"``, or ``None`` (never set)."""
+        ctx = self.ctx
+        items = [i for i in (scope.items if scope else ctx.module.items) if i.line < line]
+        for action in reversed(expand(ctx, items, scope)):
+            if action.kind in _MODE and _same_model(action.target, model):
+                kind = {EventKind.EVAL: "eval", EventKind.TRAIN: "train"}.get(action.kind, "set")
+                return kind, f"line {action.origin.line}"
+        if scope is None:
+            return None, "the module"
+        callers = _call_sites(ctx).get(id(scope), [])
+        if not callers:
+            return "no callers", f"`{scope.name}()`"
+        if depth >= _MAX_DEPTH:
+            return "set", ""
+        states = []
+        for caller, item in callers:
+            mapped = _mapped(model, _arguments(ctx, item.node, scope, None))  # type: ignore[arg-type]
+            states.append(self._mode_before(caller, item.line, mapped, depth + 1))
+        if all(state in ("eval", "set") for state, _ in states):
+            return "eval", ""
+        train = [where for state, where in states if state == "train"]
+        return ("train", train[0]) if train else (None, f"`{scope.name}()` and its callers")
+
+    def _report(self, loop: Loop, call: ast.AST, model: str, state: str | None,
+                where: str) -> None:
+        ctx = self.ctx
+        if state == "train":
+            why = f"`{model}` was put in training mode at {where}"
+        elif state == "no callers":
+            why = f"nothing in {where} calls `{model}.eval()` and no caller of it is in this file"
+        else:
+            why = f"`{model}.eval()` is never called before it in {where}"
+        self.report(
+            call,
+            f"`{ctx.segment(call)}` at line {call.lineno} evaluates under "  # type: ignore[attr-defined]
+            f"no_grad in the loop at line {loop.line}, but {why}: dropout stays on and "
+            "BatchNorm normalises with batch statistics (and updates its running stats), "
+            "so metrics are noisy and worse than the model's real quality",
+            fix_hint=f"Call `{model}.eval()` before the evaluation loop, and "
+                     f"`{model}.train()` before training resumes.",
+            confidence=Confidence.MEDIUM if state == "no callers" else Confidence.HIGH,
+            evidence={"loop_line": loop.line},
+        )
+
+
+def _call_sites(ctx: FileContext) -> dict[int, list[tuple[FunctionScope | None, Item]]]:
+    """callee id -> [(caller scope, call item)] for every call of a function of this file."""
+    key = ("mode-call-sites",)
+    cached = ctx.memo.get(key)
+    if cached is None:
+        sites: dict[int, list[tuple[FunctionScope | None, Item]]] = {}
+        scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
+        for scope in scopes:
+            for item in (scope.items if scope else ctx.module.items):
+                if isinstance(item.node, ast.Call):
+                    callee = ctx.resolve_local_call(item.node, scope)
+                    if callee is not None:
+                        sites.setdefault(id(callee), []).append((scope, item))
+        cached = ctx.memo[key] = sites
+    return cached  # type: ignore[return-value]
+
+
+@detector("TD502", depth=Depth.LINT)
+class TrainInEvalMode(LintRule):
+    """A loop that trains and evaluates, and never puts the model back in ``train()``
+    mode before the next iteration's training forward."""
+
+    requires = ("eval",)
+
+    def leave_module(self, module: ModuleScope) -> None:
+        reported: set[int] = set()
+        for loop in module.all_loops:
+            self._check(loop, reported)
+
+    def _check(self, loop: Loop, reported: set[int]) -> None:
+        ctx = self.ctx
+        actions = expand(ctx, loop.items, loop.function)
+        if not any(a.kind is EventKind.BACKWARD for a in actions) or \
+                not any(a.kind is EventKind.EVAL for a in actions):
+            return
+        modes: dict[str, tuple[EventKind, Action]] = {}
+        for second_pass in (False, True):
+            for action in actions:
+                if action.kind in _MODE:
+                    modes[action.target] = (action.kind, action)
+                elif action.kind is EventKind.FORWARD and action.grad and second_pass:
+                    mode = modes.get(action.target)
+                    if mode is not None and mode[0] is EventKind.EVAL and \
+                            id(mode[1].origin) not in reported:
+                        if not is_mode_sensitive(ctx, _first_target(action), loop.function):
+                            return
+                        reported.add(id(mode[1].origin))
+                        self._report(loop, mode[1], action)
+                        return
+
+    def _report(self, loop: Loop, eval_action: Action, forward: Action) -> None:
+        ctx = self.ctx
+        origin = eval_action.origin
+        model = eval_action.target
+        inside = "" if origin.node is eval_action.node else (
+            f" (it calls `{ctx.segment(eval_action.node)}` at line "
+            f"{getattr(eval_action.node, 'lineno', '?')})")
+        self.report(
+            origin.node,
+            f"`{ctx.segment(origin.node)}` at line {origin.line} leaves `{model}` in eval "
+            f"mode{inside}, and nothing in the loop at line {loop.line} calls "
+            f"`{model}.train()` again: from the next iteration on, the training forward "
+            f"`{ctx.segment(forward.node)}` (line {getattr(forward.node, 'lineno', '?')}) "
+            "runs with dropout off and BatchNorm statistics frozen",
+            fix_hint=f"Call `{model}.train()` at the start of every epoch, before the "
+                     "training forward.",
+            fix=self._fix(loop, model),
+            evidence={"loop_line": loop.line},
+        )
+
+    def _fix(self, loop: Loop, model: str) -> Fix | None:
+        body = loop.node.body
+        if not body or body[0].lineno == loop.node.lineno or not model:
+            return None
+        edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
+        return Fix(f"Call `{model}.train()` at the top of the loop", (edit,),
+                   Applicability.UNSAFE)
+
+
+def _first_target(action: Action) -> ast.expr | None:
+    node = action.node
+    return node.func if isinstance(node, ast.Call) else None

@@ -1,0 +1,85 @@
+"""Reproducibility rule: TD906 never-seeded."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.loops import trains
+from torchdoctor.static.structure import Item, ModuleScope
+
+
+@detector("TD906", depth=Depth.LINT)
+class NeverSeeded(LintRule):
+    """A training script (a main guard, or training at module level) that seeds nothing."""
+
+    requires = ("step(",)
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        main_guard = _main_guard(module.node)
+        loops = [loop for loop in module.all_loops if trains(ctx, loop)
+                 and (loop.parent is None or not trains(ctx, loop.parent))]
+        if not loops or self._seeds():
+            return
+        if main_guard is None and not any(loop.function is None for loop in loops):
+            return  # a library module: whoever runs it seeds
+        loop = loops[0]
+        self.report(
+            loop.node,
+            f"The training loop at line {loop.line} runs, but this script never seeds its "
+            "random number generators (no `torch.manual_seed`, `random.seed`, "
+            "`numpy.random.seed` or `seed_everything` call): initial weights, shuffling "
+            "and dropout differ from run to run, so two runs of the same code give "
+            "different results and small improvements cannot be told from noise",
+            fix_hint="Seed once, first thing: `torch.manual_seed(0)` (it also seeds every "
+                     "CUDA device), plus `random.seed(0)` and `numpy.random.seed(0)` if "
+                     "the script uses them.",
+            evidence={"loop_line": loop.line},
+            fix=self._fix(main_guard),
+        )
+
+    def _seeds(self) -> bool:
+        """Any call that names a seed: ``manual_seed``, ``seed_everything``, ``set_seed``,
+        ``np.random.seed``, ``default_rng(0)``, or a ``seed=`` argument."""
+        for item in self._items():
+            call = item.node
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if "seed" in name.lower() or any("seed" in (k.arg or "").lower()
+                                             for k in call.keywords):
+                return True
+            if name in ("default_rng", "Random", "RandomState") and call.args:
+                return True
+        return False
+
+    def _items(self) -> Iterator[Item]:
+        yield from self.ctx.module.items
+        for function in self.ctx.module.functions:
+            yield from function.items
+
+    def _fix(self, main_guard: ast.If | None) -> Fix | None:
+        torch = next((local for local, name in self.ctx.imports.items() if name == "torch"),
+                     None)
+        if main_guard is None or torch is None:
+            return None
+        edit = self.ctx.insert_before_statement(main_guard.body[0], f"{torch}.manual_seed(0)")
+        return Fix(f"Call `{torch}.manual_seed(0)` first thing under the main guard", (edit,),
+                   Applicability.UNSAFE)
+
+
+def _main_guard(module: ast.Module) -> ast.If | None:
+    """The module's ``if __name__ == "__main__":`` block, if any."""
+    for statement in module.body:
+        if isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare):
+            sides = [statement.test.left, *statement.test.comparators]
+            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+                    isinstance(s, ast.Constant) and s.value == "__main__" for s in sides):
+                return statement
+    return None
+

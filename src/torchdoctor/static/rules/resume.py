@@ -1,0 +1,149 @@
+"""Resume checkpoints: TD905 incomplete-resume-checkpoint.
+
+A checkpoint dict that holds the model *and* something only a resume needs (the optimizer,
+the scheduler, the epoch) is a resume checkpoint; one that holds the model alone is an
+export of the weights and is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.loops import enclosing_loops, trains
+from torchdoctor.static.structure import Frame
+from torchdoctor.static.training import EventKind, loop_events
+
+MODEL, OPTIMIZER, SCHEDULER, COUNTER = "model", "optimizer", "scheduler", "counter"
+_FAMILY_ROLES = {torchapi.MODULE: MODEL, torchapi.OPTIMIZER: OPTIMIZER,
+                 torchapi.SCHEDULER: SCHEDULER}
+_KEY_ROLES: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"optim", "optimizer", "optimiser", "optimizers", "opt"}), OPTIMIZER),
+    (frozenset({"sched", "scheduler", "schedulers"}), SCHEDULER),
+    (frozenset({"epoch", "epochs", "step", "steps", "iteration", "iterations", "iter",
+                "iters", "it"}), COUNTER),
+    (frozenset({"model", "net", "network", "weights", "module", "encoder", "state"}), MODEL),
+)
+_COST = {
+    OPTIMIZER: "the optimizer state (momentum, Adam's moment estimates restart from zero, "
+               "which typically shows as a loss spike right after the resume)",
+    SCHEDULER: "the LR scheduler state (the learning rate schedule restarts from its first "
+               "step)",
+    COUNTER: "the epoch or step counter (the resumed run starts counting at 0 again, so it "
+             "trains too long and every schedule keyed on the epoch is off)",
+}
+
+
+@detector("TD905", depth=Depth.LINT)
+class IncompleteResumeCheckpoint(LintRule):
+    """A resume checkpoint dict that lacks the optimizer, the scheduler or the epoch."""
+
+    requires = ("save",)
+    call_names = frozenset({"save"})
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
+
+    def visit_call(self, node: ast.Call) -> None:
+        if self.ctx.is_call_to(node, "torch.save") and node.args:
+            self._saves.append((node, self.ctx.frames))
+
+    def leave_module(self, module: object) -> None:
+        ctx = self.ctx
+        kinds = {event.kind for loop in ctx.module.all_loops for event in loop_events(ctx, loop)}
+        expected = {COUNTER}
+        if EventKind.OPTIMIZER_STEP in kinds:
+            expected.add(OPTIMIZER)
+        if EventKind.SCHEDULER_STEP in kinds:
+            expected.add(SCHEDULER)
+        for call, frames in self._saves:
+            scope = ctx.function_of(frames)
+            entries = _entries(ctx, call.args[0], scope)
+            if entries is None:
+                continue
+            roles = {_role(ctx, key, value, scope) for key, value in entries}
+            if MODEL not in roles or not roles & {OPTIMIZER, SCHEDULER, COUNTER}:
+                continue
+            wanted = expected if any(trains(ctx, loop) for loop in
+                                     enclosing_loops(ctx, frames)) else expected - {COUNTER}
+            missing = [role for role in (OPTIMIZER, SCHEDULER, COUNTER)
+                       if role in wanted and role not in roles]
+            if missing:
+                self._report(call, missing)
+
+    def _report(self, call: ast.Call, missing: list[str]) -> None:
+        self.report(
+            call,
+            f"The resume checkpoint saved at line {call.lineno} holds the model but not "
+            + "; nor ".join(_COST[role] for role in missing),
+            fix_hint="Save everything a resume needs in the checkpoint: "
+                     "`optimizer.state_dict()`, `scheduler.state_dict()` and the epoch, next "
+                     "to the model's `state_dict()`, and restore all of them when resuming.",
+            evidence={"missing": missing},
+        )
+
+
+def _entries(ctx: FileContext, saved: ast.expr, scope: Scope
+             ) -> list[tuple[str | None, ast.expr]] | None:
+    """The ``(key, value)`` pairs of a saved dict (a literal, ``dict(...)``, or a name bound
+    to one and filled with ``ckpt[key] = value``); ``None`` when lint cannot see them all."""
+    if isinstance(saved, ast.Name):
+        binding = ctx.binding(saved, scope)
+        if binding is None or binding.kind is not BindingKind.ASSIGN or binding.value is None:
+            return None
+        entries = _literal_entries(binding.value)
+        if entries is None:
+            return None
+        return entries + list(_item_assignments(ctx, saved.id, scope))
+    return _literal_entries(saved)
+
+
+def _literal_entries(expr: ast.expr) -> list[tuple[str | None, ast.expr]] | None:
+    if isinstance(expr, ast.Dict):
+        if any(key is None for key in expr.keys):
+            return None  # {**other, ...}
+        return [(_key_text(key), value) for key, value in zip(expr.keys, expr.values)]
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict" \
+            and not expr.args and all(k.arg for k in expr.keywords):
+        return [(k.arg, k.value) for k in expr.keywords]
+    return None
+
+
+def _key_text(key: ast.expr | None) -> str | None:
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _item_assignments(ctx: FileContext, name: str, scope: Scope
+                      ) -> Iterator[tuple[str | None, ast.expr]]:
+    items = scope.items if scope is not None else ctx.module.items
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                        and target.value.id == name:
+                    yield _key_text(target.slice), node.value
+
+
+def _role(ctx: FileContext, key: str | None, value: ast.expr, scope: Scope) -> str | None:
+    """What an entry holds, from its value's class when visible, else from its key."""
+    subject = value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            and value.func.attr == "state_dict":
+        subject = value.func.value
+    if isinstance(subject, (ast.Name, ast.Attribute, ast.Subscript)):
+        found = ctx.family_of(subject, scope)
+        if found is not None and found[0] in _FAMILY_ROLES:
+            return _FAMILY_ROLES[found[0]]
+    words = set(torchapi.name_tokens(key or ""))
+    for hints, role in _KEY_ROLES:
+        if words & hints:
+            return role
+    return None

@@ -1,0 +1,173 @@
+"""What lint knows about PyTorch's API, kept as data: canonical names and class families.
+
+Nothing here imports torch. Qualified names are canonicalised so that every spelling of a
+class compares equal (``torch.nn.modules.loss.CrossEntropyLoss`` is
+``torch.nn.CrossEntropyLoss``). A *family* is a base class lint reasons about
+(:data:`MODULE`, :data:`OPTIMIZER`, ...); :func:`in_family` says whether a qualified
+class name belongs to one. Name hints (:func:`hinted_family`) are the fallback when a
+value's type cannot be seen, for example a function parameter called ``optimizer``.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "DATALOADER",
+    "FAMILIES",
+    "GRAD_SCALER",
+    "LOSS",
+    "MODULE",
+    "OPTIMIZER",
+    "SAMPLER",
+    "SCHEDULER",
+    "canonical",
+    "hinted_family",
+    "in_family",
+    "name_tokens",
+]
+
+MODULE = "torch.nn.Module"
+OPTIMIZER = "torch.optim.Optimizer"
+SCHEDULER = "torch.optim.lr_scheduler.LRScheduler"
+GRAD_SCALER = "torch.amp.GradScaler"
+DATALOADER = "torch.utils.data.DataLoader"
+SAMPLER = "torch.utils.data.Sampler"
+LOSS = "torch.nn.modules.loss._Loss"
+FAMILIES = (MODULE, OPTIMIZER, SCHEDULER, GRAD_SCALER, DATALOADER, SAMPLER, LOSS)
+
+# Spelling -> canonical spelling, by prefix. Longest prefix first.
+_SUBMODULE_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("torch.autograd.grad_mode.", "torch."),
+    ("torch.amp.grad_scaler.", "torch.amp."),
+    ("torch.amp.autocast_mode.", "torch.amp."),
+    ("torch.cuda.amp.grad_scaler.", "torch.cuda.amp."),
+    ("torch.cuda.amp.autocast_mode.", "torch.cuda.amp."),
+    ("torch.nn.parallel.distributed.", "torch.nn.parallel."),
+    ("torch.nn.parallel.data_parallel.", "torch.nn.parallel."),
+    ("torch.utils.data.dataloader.", "torch.utils.data."),
+    ("torch.utils.data.distributed.", "torch.utils.data."),
+    ("torch.utils.data.sampler.", "torch.utils.data."),
+    ("torch.utils.data.dataset.", "torch.utils.data."),
+)
+_EXACT: dict[str, str] = {
+    "torch.autograd.no_grad": "torch.no_grad",
+    "torch.autograd.enable_grad": "torch.enable_grad",
+    "torch.autograd.set_grad_enabled": "torch.set_grad_enabled",
+    "torch.autograd.inference_mode": "torch.inference_mode",
+    "torch.nn.DataParallel": "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.GradScaler": "torch.amp.GradScaler",
+}
+_NON_MODULES = frozenset({
+    "torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.UninitializedParameter",
+    "torch.nn.UninitializedBuffer", "torch.nn.Module",
+})
+_NOT_OPTIMIZERS = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
+
+
+def canonical(name: str) -> str:
+    """The canonical spelling of a qualified name."""
+    exact = _EXACT.get(name)
+    if exact is not None:
+        return exact
+    if name.startswith("torch.nn.modules."):
+        head, _, last = name.rpartition(".")
+        if last[:1].isupper() and head.count(".") == 3:
+            return "torch.nn." + last
+    for prefix, replacement in _SUBMODULE_PREFIXES:
+        if name.startswith(prefix):
+            return _EXACT.get(replacement + name[len(prefix):], replacement + name[len(prefix):])
+    if name.startswith("torch.optim.") and name.count(".") == 3:
+        _, _, sub, last = name.split(".")
+        if sub not in ("lr_scheduler", "swa_utils") and last[:1].isupper():
+            return "torch.optim." + last
+    return name
+
+
+def in_family(qualified: str, family: str) -> bool:
+    """Whether the class or factory named ``qualified`` produces a ``family`` instance."""
+    name = canonical(qualified)
+    if name == family:
+        return True
+    last = name.rpartition(".")[2]
+    capital = last[:1].isupper()
+    if family == MODULE:
+        return _is_module(name, last, capital)
+    if family == LOSS:
+        return capital and last.endswith("Loss") and name.startswith("torch.nn.")
+    if family == OPTIMIZER:
+        return _is_optimizer(name, capital)
+    if family == SCHEDULER:
+        return (capital and name.startswith(("torch.optim.lr_scheduler.", "timm.scheduler.")))\
+            or (name.startswith("transformers.") and "schedule" in last)
+    if family == GRAD_SCALER:
+        return last == "GradScaler" and name.startswith("torch.")
+    if family == DATALOADER:
+        return name in ("torch.utils.data.DataLoader",)
+    if family == SAMPLER:
+        return capital and last.endswith("Sampler") and name.startswith("torch.utils.data.")
+    return False
+
+
+def _is_module(name: str, last: str, capital: bool) -> bool:
+    if name in _NON_MODULES:
+        return False
+    if name.startswith("torch.nn.") and capital:
+        return not name.startswith(("torch.nn.utils.", "torch.nn.functional.",
+                                    "torch.nn.init.", "torch.nn.parameter."))
+    if name.startswith(("torchvision.models.", "timm.create_model", "timm.models.")):
+        return True
+    if name.startswith("torch.distributed.fsdp.") and "FullyShardedDataParallel" in name:
+        return True
+    return name.startswith("transformers.") and "Model" in name and \
+        last in ("from_pretrained", "from_config")
+
+
+def _is_optimizer(name: str, capital: bool) -> bool:
+    if name.startswith("torch.optim."):
+        return capital and not name.startswith(_NOT_OPTIMIZERS)
+    if name in ("torch.distributed.optim.ZeroRedundancyOptimizer", "transformers.AdamW",
+                "transformers.Adafactor", "timm.optim.create_optimizer_v2",
+                "timm.optim.create_optimizer"):
+        return True
+    return capital and name.startswith(("bitsandbytes.optim.", "apex.optimizers.",
+                                        "torch_optimizer.", "timm.optim."))
+
+
+# Name hints: the last meaningful word of a variable or attribute name.
+_HINTS: dict[str, frozenset[str]] = {
+    OPTIMIZER: frozenset({"opt", "optim", "optimizer", "optimiser", "optimizers"}),
+    SCHEDULER: frozenset({"sched", "scheduler", "schedulers", "lrs", "lr_scheduler"}),
+    GRAD_SCALER: frozenset({"scaler", "grad_scaler", "gradscaler"}),
+    MODULE: frozenset({"model", "net", "network", "classifier", "encoder", "decoder",
+                       "backbone", "generator", "discriminator", "student", "teacher"}),
+    LOSS: frozenset({"criterion", "loss_fn", "lossfn", "loss_func", "loss_function",
+                     "criteria"}),
+    DATALOADER: frozenset({"loader", "dataloader", "dl"}),
+    SAMPLER: frozenset({"sampler"}),
+}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def name_tokens(name: str) -> list[str]:
+    """Lower-case words of an identifier: ``optimizerD`` -> ``["optimizer", "d"]``."""
+    return [t for t in re.split(r"[_\d]+", _CAMEL.sub("_", name).lower()) if t]
+
+
+def hinted_family(name: str) -> str | None:
+    """The family a variable name suggests, or ``None``.
+
+    The last word that is not a single letter or a number decides: ``optimizer_g``,
+    ``g_optimizer`` and ``optimizerD`` are optimizers, ``opt_level`` is not.
+    """
+    tokens = name_tokens(name)
+    words = [t for t in tokens if len(t) > 1 and not t.isdigit()]
+    if not words:
+        return None
+    last = words[-1]
+    joined = "_".join(words[-2:])
+    for family, hints in _HINTS.items():
+        if last in hints or joined in hints:
+            return family
+    return None

@@ -1,0 +1,307 @@
+"""Training-loop vocabulary shared by the rules: what a call *does* in a training program.
+
+:func:`loop_events` turns a loop's recorded items into ordered :class:`Event`\\ s
+(``backward``, optimizer ``step``, ``zero_grad``, scheduler step, ``eval()``/``train()``,
+a model forward), resolving receivers through :class:`FileContext` (bindings, classes,
+name hints). :func:`grad_disabled_by` says whether a place runs under ``no_grad`` /
+``inference_mode`` / ``set_grad_enabled(False)``; :func:`is_accumulation_guard`
+recognises ``if (i + 1) % k == 0:``.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchdoctor.findings import Confidence
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop
+
+__all__ = [
+    "Event",
+    "EventKind",
+    "classify",
+    "function_events",
+    "grad_disabled_by",
+    "is_accumulation_guard",
+    "loop_events",
+    "receiver_text",
+]
+
+
+class EventKind(enum.Enum):
+    """What a call or statement does to training state."""
+
+    BACKWARD = "backward"
+    OPTIMIZER_STEP = "optimizer step"
+    ZERO_GRAD = "zero_grad"
+    SCHEDULER_STEP = "scheduler step"
+    EVAL = "eval"
+    TRAIN = "train"
+    SET_MODE = "set mode"  # model.train(flag) with a flag only known at run time
+    FORWARD = "forward"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One training-relevant action, in source order.
+
+    Attributes:
+        kind: what it does.
+        item: the recorded call or statement (its frames give the nesting).
+        target: the object acted on: the optimizer stepped (also for
+            ``scaler.step(opt)``), the model put in eval mode or called, the loss
+            ``backward()`` runs on; ``None`` when there is none.
+        confidence: ``HIGH`` when the receiver's class is known, ``MEDIUM`` when only its
+            name suggests it (``optimizer`` passed as a parameter).
+    """
+
+    kind: EventKind
+    item: Item
+    target: ast.expr | None
+    confidence: Confidence = Confidence.HIGH
+
+    @property
+    def node(self) -> ast.AST:
+        """The call or statement."""
+        return self.item.node
+
+    @property
+    def line(self) -> int:
+        """Its line."""
+        return self.item.line
+
+
+_GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode"})
+_GRAD_ON = frozenset({"torch.enable_grad"})
+_SET_GRAD = "torch.set_grad_enabled"
+
+
+def loop_events(ctx: FileContext, loop: Loop) -> list[Event]:
+    """The events of a loop (nested loops included), in source order. Cached."""
+    cached = loop._cache.get("events")
+    if cached is None:
+        cached = loop._cache["events"] = _events(ctx, loop.items, loop.function)
+    return cached  # type: ignore[return-value]
+
+
+def function_events(ctx: FileContext, function: FunctionScope) -> list[Event]:
+    """The events of a function body (nested functions excluded), in source order."""
+    key = ("events", id(function))
+    cached = ctx.memo.get(key)
+    if cached is None:
+        cached = ctx.memo[key] = _events(ctx, function.items, function)
+    return cached  # type: ignore[return-value]
+
+
+def _events(ctx: FileContext, items: Iterable[Item], scope: Scope) -> list[Event]:
+    out = []
+    for item in items:
+        event = classify(ctx, item, scope)
+        if event is not None:
+            out.append(event)
+    return out
+
+
+def classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
+    """What one recorded item does, or ``None`` when it is nothing lint tracks."""
+    node = item.node
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr == "grad":
+                return Event(EventKind.ZERO_GRAD, item, target.value)
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return _classify_method(ctx, item, node, func, scope)
+    if isinstance(func, ast.Name) and ctx.is_call_to(node, "torch.autograd.backward",
+                                                     scope=scope):
+        return Event(EventKind.BACKWARD, item, node.args[0] if node.args else None)
+    return _forward(ctx, item, node, scope)
+
+
+def _classify_method(ctx: FileContext, item: Item, call: ast.Call, func: ast.Attribute,
+                     scope: Scope) -> Event | None:
+    method, receiver = func.attr, func.value
+    if method in ("backward", "manual_backward"):
+        return _backward(ctx, item, call, receiver, scope)
+    if method == "step":
+        return _step(ctx, item, call, receiver, scope)
+    if method == "zero_grad" or (method in ("zero_", "detach_") and _is_grad(receiver)):
+        return Event(EventKind.ZERO_GRAD, item, receiver)
+    if method == "eval" and not call.args and not call.keywords:
+        return Event(EventKind.EVAL, item, receiver)
+    if method == "train":
+        return _train(item, call, receiver)
+    if method == "forward" and ctx.is_in_family(receiver, torchapi.MODULE, scope):
+        return Event(EventKind.FORWARD, item, receiver)
+    if ctx.is_call_to(call, "torch.autograd.backward", scope=scope):
+        return Event(EventKind.BACKWARD, item, call.args[0] if call.args else None)
+    if ctx.is_call_to(call, "torch._foreach_zero_", scope=scope):
+        return Event(EventKind.ZERO_GRAD, item, None)
+    return _forward(ctx, item, call, scope)
+
+
+def _backward(ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr,
+              scope: Scope) -> Event | None:
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) \
+            and receiver.func.id == "super":
+        return None
+    if ctx.is_call_to(call, "torch.autograd.backward", scope=scope):
+        return Event(EventKind.BACKWARD, item, call.args[0] if call.args else None)
+    if _looks_like_class(ctx, receiver):
+        return None  # SomeFunction.backward(ctx, grad): an autograd.Function, not a loss
+    if call.args and not isinstance(receiver, ast.Call):
+        # accelerator.backward(loss), fabric.backward(loss), self.manual_backward(loss)
+        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver,
+                                                                                 "id", "")
+        if name in ("accelerator", "fabric", "self", "trainer", "engine", "model_engine",
+                    "deepspeed", "manager"):
+            return Event(EventKind.BACKWARD, item, call.args[0])
+    return Event(EventKind.BACKWARD, item, receiver)
+
+
+def _step(ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr,
+          scope: Scope) -> Event | None:
+    found = ctx.family_of(receiver, scope)
+    if found is None:
+        return None
+    family, confidence = found
+    if family == torchapi.OPTIMIZER:
+        return Event(EventKind.OPTIMIZER_STEP, item, receiver, confidence)
+    if family == torchapi.GRAD_SCALER:
+        target = call.args[0] if call.args else None
+        return Event(EventKind.OPTIMIZER_STEP, item, target, confidence)
+    if family == torchapi.SCHEDULER:
+        return Event(EventKind.SCHEDULER_STEP, item, receiver, confidence)
+    return None
+
+
+def _train(item: Item, call: ast.Call, receiver: ast.expr) -> Event:
+    flag = call.args[0] if call.args else next(
+        (k.value for k in call.keywords if k.arg == "mode"), None)
+    if flag is None or (isinstance(flag, ast.Constant) and flag.value is True):
+        return Event(EventKind.TRAIN, item, receiver)
+    if isinstance(flag, ast.Constant) and flag.value is False:
+        return Event(EventKind.EVAL, item, receiver)
+    return Event(EventKind.SET_MODE, item, receiver)
+
+
+def _forward(ctx: FileContext, item: Item, call: ast.Call, scope: Scope) -> Event | None:
+    func = call.func
+    if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
+        return None
+    found = ctx.family_of(func, scope)
+    if found is not None and found[0] == torchapi.MODULE:
+        return Event(EventKind.FORWARD, item, func, found[1])
+    return None
+
+
+def _is_grad(expr: ast.expr) -> bool:
+    """``p.grad`` or ``p.grad.data``."""
+    if isinstance(expr, ast.Attribute) and expr.attr == "data":
+        expr = expr.value
+    return isinstance(expr, ast.Attribute) and expr.attr == "grad"
+
+
+def _looks_like_class(ctx: FileContext, expr: ast.expr) -> bool:
+    name = expr.id if isinstance(expr, ast.Name) else (
+        expr.attr if isinstance(expr, ast.Attribute) else "")
+    if isinstance(expr, ast.Name) and ctx.local_class(expr.id) is not None:
+        return True
+    return name[:1].isupper() and not name.isupper()
+
+
+def grad_disabled_by(ctx: FileContext, frames: tuple[Frame, ...]) -> ast.AST | None:
+    """The ``with`` statement or decorator that disables autograd at a place, if any.
+
+    Looks outward from the innermost block to the enclosing function (whose decorators
+    count) and stops there: a function defined inside a ``no_grad`` block runs whenever
+    it is called. ``enable_grad()``/``set_grad_enabled(True)`` nested inside turns
+    autograd back on; ``set_grad_enabled(flag)`` with a run-time flag is not assumed off.
+    """
+    scope = ctx.function_of(frames)
+    for frame in reversed(frames):
+        if frame.kind is FrameKind.WITH:
+            state = _with_grad_state(ctx, frame.node, scope)  # type: ignore[arg-type]
+            if state is not None:
+                return frame.node if state is False else None
+        elif frame.kind is FrameKind.FUNCTION:
+            node = frame.node
+            function = ctx.scopes.get(node)
+            for decorator in getattr(node, "decorator_list", ()):
+                if _grad_state(ctx, decorator, function.parent if function else None,
+                               decorator=True) is False:
+                    return decorator
+            return None
+        elif frame.kind in (FrameKind.CLASS, FrameKind.MODULE):
+            return None
+    return None
+
+
+def _with_grad_state(ctx: FileContext, node: ast.With | ast.AsyncWith, scope: Scope
+                     ) -> bool | None:
+    state = None
+    for item in node.items:
+        found = _grad_state(ctx, item.context_expr, scope)
+        if found is not None:
+            state = found
+    return state
+
+
+def _grad_state(ctx: FileContext, expr: ast.expr, scope: Scope, decorator: bool = False
+                ) -> bool | None:
+    """False: disables grad; True: enables it; None: neither or unknown."""
+    call = expr if isinstance(expr, ast.Call) else None
+    name = ctx.qualified_name(call.func if call else expr, scope)
+    if name is None or (call is None and not decorator):
+        return None
+    args = list(call.args) if call else []
+    keywords = {k.arg: k.value for k in call.keywords} if call else {}
+    if name in _GRAD_OFF:
+        flag = args[0] if args else keywords.get("mode")
+        if flag is None:
+            return False
+        return (not flag.value) if isinstance(flag, ast.Constant) else None
+    if name in _GRAD_ON:
+        return True
+    if name == _SET_GRAD:
+        flag = args[0] if args else keywords.get("mode")
+        if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
+            return flag.value
+    return None
+
+
+def is_accumulation_guard(test: ast.expr) -> bool:
+    """Whether an ``if`` test looks like a gradient-accumulation boundary.
+
+    ``(i + 1) % k == 0``, ``step % accum_steps == 0``, ``not (i + 1) % k``, and names such
+    as ``accelerator.sync_gradients``, ``should_step`` or ``is_accumulating``.
+    """
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return True
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            words = torchapi.name_tokens(node.id if isinstance(node, ast.Name) else node.attr)
+            if {"accum", "accumulate", "accumulation", "accumulating", "sync", "step",
+                    "update", "last"} & set(words):
+                return True
+        if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.BinOp, ast.Call)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def receiver_text(ctx: FileContext, expr: ast.AST | None, default: str = "optimizer") -> str:
+    """Source text of an event's target for messages (``optimizer``, ``self.opt``)."""
+    if expr is None:
+        return default
+    text = ctx.segment(expr)
+    return text if text and len(text) <= 40 and "\n" not in text else default

@@ -1,0 +1,40 @@
+"""The lab at the lint depth: buggy files are flagged at exactly the marked lines, fixed
+files stay quiet, and no fixed file of any rule draws a lint warning or error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lab import labkit
+from torchdoctor.findings import Depth, Severity
+from torchdoctor.static import LintConfig, lint
+
+# Lab files are linted exactly as a user's file would be, without the repository's config.
+_ISOLATED = LintConfig()
+
+
+@pytest.mark.parametrize("case", labkit.lab_params(Depth.LINT))
+def test_buggy_file_is_flagged_at_the_marked_lines(case: labkit.LabCase) -> None:
+    report = lint(case.buggy, config=_ISOLATED, jobs=1)
+    labkit.assert_flagged(report, case, Depth.LINT, exact_lines=True)
+
+
+@pytest.mark.parametrize("case", labkit.lab_params(Depth.LINT))
+def test_fixed_file_is_quiet(case: labkit.LabCase) -> None:
+    report = lint(case.fixed, config=_ISOLATED, jobs=1)
+    labkit.assert_quiet(report, case)
+
+
+def _fixed_files() -> list[object]:
+    return [pytest.param(path, id=path.parent.name)
+            for path in sorted(labkit.LAB.glob("*/fixed.py"))]
+
+
+@pytest.mark.parametrize("path", _fixed_files())
+def test_no_fixed_file_draws_a_lint_warning_or_error(path: Path) -> None:
+    report = lint(path, config=_ISOLATED, jobs=1)
+    loud = [f for f in report.findings if f.severity >= Severity.WARNING]
+    described = "\n".join(f"  {f.code} {f.location}: {f.message}" for f in loud)
+    assert not loud, f"{path} draws lint findings:\n{described}"

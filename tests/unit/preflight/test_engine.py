@@ -1,0 +1,105 @@
+"""The probe engine: isolation of failing probes, selection, state restored between probes."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+
+from torchdoctor.findings import Depth, Location  # noqa: E402
+from torchdoctor.preflight.context import CheckContext  # noqa: E402
+from torchdoctor.preflight.engine import run_probes  # noqa: E402
+from torchdoctor.preflight.failures import SharedWorkFailed  # noqa: E402
+from torchdoctor.preflight.registry import ProbeInfo  # noqa: E402
+from torchdoctor.rules.registry import finding  # noqa: E402
+from torchdoctor.rules.selection import Selection  # noqa: E402
+
+pytestmark = pytest.mark.needs_torch
+
+
+def _context(**options) -> CheckContext:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    batch = (torch.randn(16, 4), torch.randint(0, 3, (16,)))
+    return CheckContext(model, batch, nn.CrossEntropyLoss(), **options)
+
+
+def _reports(code: str, text: str = "found"):
+    def probe(ctx):
+        yield finding(code, text, Location(object="x"), Depth.CHECK)
+    return probe
+
+
+def _raises(ctx):
+    raise ZeroDivisionError("our bug")
+    yield  # pragma: no cover
+
+
+def test_a_failing_probe_becomes_one_internal_error_and_the_rest_carry_on() -> None:
+    probes = [ProbeInfo(("TD211",), _raises), ProbeInfo(("TD208",), _reports("TD208"))]
+    report = run_probes(_context(), probes)
+    assert report.codes() == {"TD001", "TD208"}
+    internal = report.by_code("TD001")[0]
+    assert "_raises" in internal.message and "ZeroDivisionError: our bug" in internal.message
+    assert "TD211" in internal.message
+    assert report.exit_code() == 2
+    assert "ZeroDivisionError" in report.facts["internal_errors"][0]
+
+
+def test_probes_of_disabled_codes_do_not_run() -> None:
+    probes = [ProbeInfo(("TD211",), _raises), ProbeInfo(("TD208",), _reports("TD208"))]
+    report = run_probes(_context(selection=Selection.from_options(ignore=["TD211"])), probes)
+    assert report.codes() == {"TD208"}
+
+
+def test_findings_of_disabled_codes_are_dropped_from_multi_code_probes() -> None:
+    def both(ctx):
+        yield from _reports("TD211")(ctx)
+        yield from _reports("TD212")(ctx)
+
+    report = run_probes(_context(selection=Selection.from_options(select=["TD212"])),
+                        [ProbeInfo(("TD211", "TD212"), both)])
+    assert report.codes() == {"TD212"}
+
+
+def test_explained_failures_are_kept_only_for_codes_no_probe_reported() -> None:
+    def fails(code):
+        def probe(ctx):
+            raise SharedWorkFailed(finding(code, "from the failure", Location(object="f"),
+                                           Depth.CHECK))
+            yield  # pragma: no cover
+        return probe
+
+    probes = [ProbeInfo(("TD101",), fails("TD101")), ProbeInfo(("TD104",), fails("TD104")),
+              ProbeInfo(("TD104",), _reports("TD104", "from the probe"))]
+    report = run_probes(_context(), probes)
+    assert [f.message for f in report.by_code("TD104")] == ["from the probe"]
+    assert [f.message for f in report.by_code("TD101")] == ["from the failure"]
+
+
+def test_each_probe_sees_the_users_state_not_the_previous_probes() -> None:
+    seen = []
+
+    def vandal(ctx):
+        with torch.no_grad():
+            ctx.model[0].weight.fill_(7.0)
+        ctx.model.eval()
+        return []
+
+    def witness(ctx):
+        seen.append((float(ctx.model[0].weight.detach().abs().max()), ctx.model.training))
+        return []
+
+    run_probes(_context(), [ProbeInfo(("TD211",), vandal), ProbeInfo(("TD212",), witness)])
+    assert seen[0][0] < 7.0 and seen[0][1] is True
+
+
+def test_facts_record_timings_device_and_batch() -> None:
+    ctx = _context()
+    report = run_probes(ctx, [ProbeInfo(("TD211",), lambda c: [c.train_pass] and [])])
+    assert report.facts["device"] == "cpu"
+    assert report.facts["batch"] == {"inputs": [16, 4], "targets": [16]}
+    assert set(report.facts["probe_seconds"]) == {"test_engine.<lambda>"}
+    assert report.command == "check"

@@ -1,0 +1,126 @@
+"""``check`` leaves the user's objects bitwise as it found them, whether it returns or raises."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")
+numpy = pytest.importorskip("numpy")
+
+from torch import nn  # noqa: E402
+
+import torchdoctor  # noqa: E402
+from tests.integration.realistic_models import SETUPS  # noqa: E402
+from torchdoctor.errors import UserCodeError  # noqa: E402
+from torchdoctor.preflight.snapshot import Snapshot, state_differences  # noqa: E402
+
+pytestmark = pytest.mark.needs_torch
+
+
+def _first_batch(data):
+    batch = next(iter(data)) if not isinstance(data, (tuple, list, dict)) else data
+    if isinstance(batch, dict):
+        return batch["inputs"], batch["labels"]
+    return batch
+
+
+def _trained_once(setup):
+    """A setup whose model has .grad and whose optimizer has state, as mid-training."""
+    model, data, loss_fn, optimizer = setup()
+    inputs, targets = _first_batch(data)
+    loss_fn(model(inputs), targets).backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=False)
+    loss_fn(model(inputs), targets).backward()  # grads present when check starts
+    return model, data, loss_fn, optimizer
+
+
+def _seed_everything() -> None:
+    torch.manual_seed(123)
+    numpy.random.seed(123)
+    random.seed(123)
+
+
+@pytest.mark.parametrize("name", sorted(SETUPS))
+def test_check_restores_everything(name: str) -> None:
+    model, data, loss_fn, optimizer = _trained_once(SETUPS[name])
+    _seed_everything()
+    before = Snapshot(model, optimizer)
+    torchdoctor.check(model, data, loss_fn, optimizer)
+    assert state_differences(before, Snapshot(model, optimizer)) == []
+
+
+def test_eval_mode_frozen_params_and_none_grads_survive() -> None:
+    model, data, loss_fn, optimizer = SETUPS["cnn"]()
+    for param in model.features[0].parameters():
+        param.requires_grad_(False)
+    model.eval()
+    model.head.train()  # a mixed set of modes
+    _seed_everything()
+    before = Snapshot(model, optimizer)
+    torchdoctor.check(model, data, loss_fn, optimizer)
+    after = Snapshot(model, optimizer)
+    assert state_differences(before, after) == []
+    assert not model.training and model.head.training
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_grad_tensor_objects_are_the_users() -> None:
+    model, data, loss_fn, optimizer = _trained_once(SETUPS["mlp"])
+    grads = [p.grad for p in model.parameters()]
+    torchdoctor.check(model, data, loss_fn, optimizer)
+    assert all(p.grad is g for p, g in zip(model.parameters(), grads))
+
+
+def test_differences_are_detected() -> None:
+    """The comparison itself can fail: a changed weight, mode, grad or RNG is seen."""
+    model, _, _, optimizer = _trained_once(SETUPS["mlp"])
+    before = Snapshot(model, optimizer)
+    with torch.no_grad():
+        model.net[0].weight[0, 0] += 1
+    model.eval()
+    next(model.parameters()).grad = None
+    torch.rand(1)
+    problems = "\n".join(state_differences(before, Snapshot(model, optimizer)))
+    for expected in ("values differ", "training=True then False", ".grad differs",
+                     "torch RNG state differs"):
+        assert expected in problems
+
+
+class _Explodes(nn.Module):
+    """Raises from its forward on the first call, after touching BatchNorm statistics."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(4)
+        self.linear = nn.Linear(4, 2)
+        self.error = error
+
+    def forward(self, x):
+        hidden = self.norm(x)
+        raise self.error
+
+
+@pytest.mark.parametrize("error, expected", [
+    (ValueError("broken forward"), UserCodeError),
+    (MemoryError(), UserCodeError),
+    (KeyboardInterrupt(), KeyboardInterrupt),
+])
+def test_state_is_restored_when_check_raises(error, expected) -> None:
+    model = _Explodes(error)
+    optimizer = torch.optim.Adam(model.parameters())
+    model.eval()
+    batch = (torch.randn(8, 4) * 3 + 1, torch.randint(0, 2, (8,)))
+    before = Snapshot(model, optimizer)
+    with pytest.raises(expected):
+        torchdoctor.check(model, batch, nn.CrossEntropyLoss(), optimizer)
+    assert state_differences(before, Snapshot(model, optimizer)) == []
+
+
+def test_memory_error_message_says_out_of_memory() -> None:
+    model = _Explodes(MemoryError())
+    with pytest.raises(UserCodeError, match="ran out of memory"):
+        torchdoctor.check(model, (torch.randn(8, 4), torch.randint(0, 2, (8,))),
+                          nn.CrossEntropyLoss())

@@ -1,0 +1,187 @@
+"""PyTorch warnings during a run: explained, located at the user's line, never hidden."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.needs_torch
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+import torchdoctor  # noqa: E402
+from torchdoctor.findings import Confidence, Severity  # noqa: E402
+from torchdoctor.runtime.detectors.warnings import Origin, classify_warning  # noqa: E402
+
+HERE = str(Path(__file__).resolve())
+
+
+def line_of(marker: str) -> int:
+    lines = Path(HERE).read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+def train(steps: int = 3, *, target_shape: tuple[int, ...] = (16,),
+          scheduler_first: bool = False) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+    for _ in range(steps):
+        if scheduler_first:
+            scheduler.step()  # scheduler-first
+        x, y = torch.randn(16, 4), torch.randn(*target_shape)
+        loss = F.mse_loss(model(x), y)  # loss-line
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if not scheduler_first:
+            scheduler.step()
+
+
+def watched(**kwargs: object) -> tuple[torchdoctor.Report, list[warnings.WarningMessage]]:
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        with torchdoctor.watch() as session:
+            train(**kwargs)  # type: ignore[arg-type]
+    return session.report, shown
+
+
+# -- through the monitor --------------------------------------------------------------------
+
+
+def test_loss_broadcast_warning_is_td306_at_the_loss_line_and_still_shown() -> None:
+    report, shown = watched()
+    [found] = report.by_code("TD306")
+    assert (found.location.path, found.location.line) == (HERE, line_of("loss-line"))
+    assert "broadcast to [16, 16]" in found.message and "`mse_loss`" in found.message
+    assert "squeeze(-1)" in found.fix_hint
+    assert any("target size" in str(w.message) for w in shown), "the user must still see it"
+
+
+def test_scheduler_before_optimizer_is_td607_at_the_scheduler_line() -> None:
+    report, _ = watched(target_shape=(16, 1), scheduler_first=True)
+    [found] = report.by_code("TD607")
+    assert found.location.line == line_of("scheduler-first")
+    assert found.severity is Severity.WARNING
+
+
+def test_correct_loop_draws_no_warning_finding() -> None:
+    report, _ = watched(target_shape=(16, 1))
+    assert not {"TD003", "TD306", "TD607"} & report.codes()
+
+
+def test_a_warning_the_user_filters_out_is_not_reported() -> None:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using a target size")
+        with torchdoctor.watch() as session:
+            train()
+    assert not session.report.by_code("TD306")
+
+
+def test_users_own_warnings_are_not_reported() -> None:
+    with warnings.catch_warnings(record=True), torchdoctor.watch() as session:
+        warnings.warn("learning rate looks high", UserWarning, stacklevel=1)
+    assert len(session.report) == 0
+
+
+def test_repeated_warning_is_one_finding_with_a_count() -> None:
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with torchdoctor.watch() as session:
+            train(steps=4)
+    [found] = session.report.by_code("TD306")
+    assert found.evidence["times"] == 4
+    assert sum("target size" in str(w.message) for w in shown) == 4
+
+
+def test_scheduler_warning_with_a_grad_scaler_in_scope_is_low_confidence_info() -> None:
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+    scaler = torch.amp.GradScaler("cpu")
+    with warnings.catch_warnings(record=True), torchdoctor.watch() as session:
+        optimizer.step()  # a skipped scaler.step() never reaches the wrapped step
+        scheduler._step_count = 1
+        optimizer._opt_called = False  # as after a step GradScaler skipped
+        scheduler.step()
+    assert scaler.is_enabled()
+    [found] = session.report.by_code("TD607")
+    assert found.severity is Severity.INFO and found.confidence is Confidence.LOW
+    assert "GradScaler" in found.message
+
+
+# -- classification -------------------------------------------------------------------------
+
+
+def test_torch_warning_without_an_entry_is_td003_warning() -> None:
+    found = classify_warning("something odd happened", UserWarning, Origin.TORCH, "fn")
+    assert found is not None and (found.code, found.severity) == ("TD003", Severity.WARNING)
+
+
+def test_torch_deprecation_is_td003_info() -> None:
+    found = classify_warning("`foo` is deprecated", FutureWarning, Origin.TORCH)
+    assert found is not None and found.severity is Severity.INFO
+    assert "deprecated" in found.meaning
+
+
+def test_third_party_warning_is_info_at_most() -> None:
+    found = classify_warning("PIL is slow", UserWarning, Origin.THIRD_PARTY)
+    assert found is not None and found.severity is Severity.INFO and found.source == "A library"
+
+
+def test_cpp_warning_raised_on_a_user_line_is_torchs() -> None:
+    found = classify_warning("unknown C++ warning", UserWarning, Origin.USER, "main",
+                             "y = torch.frobnicate(x)")
+    assert found is not None and found.code == "TD003"
+    assert found.confidence is Confidence.MEDIUM
+
+
+@pytest.mark.parametrize(("category", "line"), [
+    (UserWarning, 'warnings.warn("lr looks high")'),   # the user's own warning
+    (RuntimeWarning, "ratio = a / b"),                  # NumPy's C code, not torch
+])
+def test_warnings_of_the_users_own_code_are_not_reported(category: type[Warning],
+                                                         line: str) -> None:
+    assert classify_warning("message", category, Origin.USER, "main", line) is None
+
+
+@pytest.mark.parametrize("text", [
+    "Using `torch.compile(module)` when there are global hooks on modules (e.g., from "
+    "`register_module_forward_hook`); this will cause the hooks to fire an extra time",
+    "anything at all",
+])
+def test_warnings_torchdoctor_causes_are_not_reported(text: str) -> None:
+    origin = Origin.TORCH if text.startswith("Using") else Origin.TORCHDOCTOR
+    assert classify_warning(text, UserWarning, origin) is None
+
+
+def test_known_torch_warning_gets_its_explanation() -> None:
+    found = classify_warning(
+        "reduction: 'mean' divides the total loss by both the batch size and the support "
+        "size.", UserWarning, Origin.TORCH, "kl_div")
+    assert found is not None and "batchmean" in found.fix
+
+
+def test_warnings_before_the_watch_began_are_not_reported() -> None:
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        train(steps=1)
+        with torchdoctor.watch() as session:
+            pass
+    assert len(session.report) == 0
+
+
+def test_correct_scheduler_order_with_a_grad_scaler_is_quiet() -> None:
+    scaler = torch.amp.GradScaler("cpu")
+    with warnings.catch_warnings(record=True), torchdoctor.watch() as session:
+        train(target_shape=(16, 1))
+    assert scaler.is_enabled() and not session.report.by_code("TD607")
+
+
+def test_known_torch_text_issued_by_torchdoctor_is_not_reported() -> None:
+    text = "Detected call of `lr_scheduler.step()` before `optimizer.step()`."
+    assert classify_warning(text, UserWarning, Origin.TORCHDOCTOR) is None

@@ -1,0 +1,314 @@
+"""Lint rules TD405, TD406, TD407, TD408: data loading."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from tests.unit.static.test_loss import applied
+from torchdoctor.findings import Applicability, Confidence
+
+# --- TD405 dataloader-workers-without-main-guard ---------------------------------------------
+
+def test_loader_with_workers_used_at_module_level_without_guard_is_flagged() -> None:
+    source = """
+        from torch.utils.data import DataLoader as DL
+
+        WORKERS = 4
+        loader = DL(dataset, batch_size=32, num_workers=WORKERS)
+        for batch in loader:
+            pass
+        """
+    [found] = lint_findings(source, "TD405")
+    assert found.location.line == 5
+    assert "at module level" in found.message and "bootstrapping phase" in found.message
+    assert found.confidence is Confidence.HIGH
+
+
+def test_loader_in_a_function_that_module_level_code_calls_is_flagged() -> None:
+    source = """
+        import torch
+
+        def make_loader(dataset, workers):
+            return torch.utils.data.DataLoader(dataset, num_workers=workers)
+
+        def main(args):
+            for x in make_loader(args.dataset, args.workers):
+                pass
+
+        main(parse_args())
+        """
+    [found] = lint_findings(source, "TD405")
+    assert found.location.line == 5
+    assert "`make_loader()`" in found.message
+    assert found.confidence is Confidence.MEDIUM  # num_workers known only at run time
+
+
+def test_a_class_built_at_module_level_runs_its_constructor() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        class Trainer:
+            def __init__(self, dataset):
+                self.loader = DataLoader(dataset, num_workers=2)
+
+        trainer = Trainer(dataset)
+        """
+    assert lint_codes(source, "TD405") == [("TD405", 6)]
+
+
+def test_guarded_scripts_stay_quiet() -> None:
+    for guard in ('if __name__ == "__main__":', "if '__main__' == __name__:",
+                  'if __name__ == "__main__" and not DEBUG:'):
+        source = f"""
+from torch.utils.data import DataLoader
+
+def main():
+    for x in DataLoader(dataset, num_workers=8):
+        pass
+
+{guard}
+    main()
+"""
+        assert lint_codes(source, "TD405") == [], guard
+
+
+def test_loaders_without_workers_or_with_fork_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        a = DataLoader(dataset, batch_size=4)
+        b = DataLoader(dataset, num_workers=0)
+        c = DataLoader(dataset, num_workers=4, multiprocessing_context="fork")
+        for batch in a, b, c:
+            pass
+        """
+    assert lint_codes(source, "TD405") == []
+
+
+def test_library_modules_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def make_loader(dataset):
+            return DataLoader(dataset, num_workers=4)
+
+        class DataModule:
+            def train_dataloader(self):
+                return DataLoader(self.train_set, num_workers=4)
+
+        default_loader = DataLoader(DATASET, num_workers=4)  # built, never iterated here
+        """
+    assert lint_codes(source, "TD405") == []
+
+
+# --- TD406 dataloader-created-in-loop --------------------------------------------------------
+
+def test_loader_rebuilt_every_epoch_is_flagged() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def train(model, train_set, epochs):
+            for epoch in range(epochs):
+                loader = DataLoader(train_set, batch_size=32, shuffle=True, num_workers=4,
+                                    persistent_workers=True)
+                for x, y in loader:
+                    model(x)
+        """
+    [found] = lint_findings(source, "TD406")
+    assert found.location.line == 6
+    assert "loop at line 5" in found.message
+    assert "persistent_workers=True" in found.message
+
+
+def test_loader_iterated_directly_or_passed_to_a_helper_is_flagged() -> None:
+    source = """
+        import torch
+
+        def train(model, train_set, epochs, cfg):
+            for epoch in range(epochs):
+                for x, y in torch.utils.data.DataLoader(train_set, num_workers=cfg.workers):
+                    model(x)
+            while True:
+                loader = torch.utils.data.DataLoader(train_set, num_workers=2)
+                run_epoch(model, loader)
+        """
+    assert lint_codes(source, "TD406") == [("TD406", 6), ("TD406", 9)]
+
+
+def test_loader_built_once_stays_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def train(model, train_set, epochs):
+            loader = DataLoader(train_set, batch_size=32, shuffle=True, num_workers=4)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    model(x)
+        """
+    assert lint_codes(source, "TD406") == []
+
+
+def test_loaders_that_change_per_pass_or_have_no_workers_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader, Subset
+
+        def cross_validate(model, dataset, folds, epochs):
+            for fold, indices in enumerate(folds):
+                loader = DataLoader(Subset(dataset, indices), num_workers=4)
+                for x in loader:
+                    model(x)
+            for epoch in range(epochs):
+                cheap = DataLoader(dataset, batch_size=8)
+                for x in cheap:
+                    model(x)
+                sized = DataLoader(dataset, batch_size=8 * (epoch + 1), num_workers=4)
+                for x in sized:
+                    model(x)
+                subset = DataLoader(random_subset(dataset), num_workers=4)
+                for x in subset:
+                    model(x)
+        """
+    assert lint_codes(source, "TD406") == []
+
+
+def test_loaders_built_in_a_loop_but_not_iterated_there_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def build(datasets):
+            loaders = []
+            for name in ("train", "val"):
+                loaders.append(DataLoader(datasets[name], num_workers=4))
+            return loaders
+        """
+    assert lint_codes(source, "TD406") == []
+
+
+# --- TD407 train-loader-not-shuffled ---------------------------------------------------------
+
+def test_training_loader_named_train_without_shuffle_is_flagged_with_a_fix() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        train_loader = DataLoader(train_set, batch_size=64)
+        """
+    [found] = lint_findings(source, "TD407")
+    assert found.location.line == 4 and found.confidence is Confidence.HIGH
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    assert "DataLoader(train_set, batch_size=64, shuffle=True)" in applied(source, found.fix)
+
+
+def test_neutral_loader_feeding_a_backward_loop_with_shuffle_false_is_flagged() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def fit(model, dataset, optimizer):
+            loader = DataLoader(dataset, 16, False)
+            for x, y in loader:
+                model(x).sum().backward()
+                optimizer.step()
+        """
+    [found] = lint_findings(source, "TD407")
+    assert found.location.line == 5 and found.confidence is Confidence.MEDIUM
+    assert found.fix is not None
+    assert "DataLoader(dataset, 16, True)" in applied(source, found.fix)
+
+
+def test_evaluation_loaders_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        val_loader = DataLoader(val_set, batch_size=64)
+        test_dl = DataLoader(test_set, batch_size=64, shuffle=False)
+        loader = DataLoader(validation_data, batch_size=64)
+
+        def evaluate(model, dataset):
+            for x, y in DataLoader(dataset, batch_size=64):
+                model(x)
+        """
+    assert lint_codes(source, "TD407") == []
+
+
+def test_training_loaders_that_shuffle_some_other_way_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader, DistributedSampler, IterableDataset
+
+        class Stream(IterableDataset):
+            def __iter__(self):
+                yield from range(10)
+
+        train_a = DataLoader(train_set, batch_size=64, shuffle=True)
+        train_b = DataLoader(train_set, sampler=DistributedSampler(train_set))
+        train_c = DataLoader(train_set, shuffle=args.shuffle)
+        train_d = DataLoader(Stream(), batch_size=8)
+        train_e = DataLoader(train_set, batch_sampler=bucket_sampler)
+        """
+    assert lint_codes(source, "TD407") == []
+
+
+# --- TD408 non-blocking-without-pin-memory ---------------------------------------------------
+
+def test_non_blocking_copies_from_an_unpinned_loader_are_flagged() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def train(model, dataset, device):
+            loader = DataLoader(dataset, batch_size=32, shuffle=True, pin_memory=False)
+            for step, batch in enumerate(loader):
+                x, y = batch
+                x = x.cuda(non_blocking=True)
+                y = y.to(device, non_blocking=True)
+                extra = {k: v.to(device, non_blocking=True) for k, v in batch[2].items()}
+        """
+    found = lint_findings(source, "TD408")
+    assert [f.location.line for f in found] == [8, 9, 10]
+    assert all(f.fix is not None for f in found)
+    assert "pin_memory=True)" in applied(source, found[0].fix)  # type: ignore[arg-type]
+    assert "DataLoader at line 5" in found[0].message
+
+
+def test_the_fix_adds_pin_memory_when_it_is_absent() -> None:
+    source = """
+        import torch
+
+        class Trainer:
+            def __init__(self, dataset):
+                self.loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+
+            def run(self, device):
+                for x in self.loader:
+                    x.to(device, non_blocking=True)
+        """
+    [found] = lint_findings(source, "TD408")
+    assert found.fix is not None
+    assert "DataLoader(dataset, batch_size=8, pin_memory=True)" in applied(source, found.fix)
+
+
+def test_pinned_or_unknown_loaders_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def train(model, dataset, device, loader, args):
+            pinned = DataLoader(dataset, pin_memory=True)
+            for x in pinned:
+                x.to(device, non_blocking=True)
+            maybe = DataLoader(dataset, pin_memory=args.pin)
+            for x in maybe:
+                x.to(device, non_blocking=True)
+            for x in loader:
+                x.to(device, non_blocking=True)
+        """
+    assert lint_codes(source, "TD408") == []
+
+
+def test_blocking_copies_and_hand_pinned_or_unrelated_tensors_stay_quiet() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        def train(model, dataset, device):
+            loader = DataLoader(dataset)
+            for x, y in loader:
+                x = x.to(device)
+                y = y.pin_memory().to(device, non_blocking=True)
+                model.to(device, non_blocking=True)
+        """
+    assert lint_codes(source, "TD408") == []

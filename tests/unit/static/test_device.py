@@ -1,0 +1,329 @@
+"""Lint rules TD102, TD104, TD105, TD106: device and dtype."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from tests.unit.static.test_loss import applied
+from torchdoctor.findings import Applicability, Confidence, Severity
+
+# A training step appended to sources that need "this file trains" for TD102.
+TRAINS = """
+def step(model, optimizer, loss):
+    loss.backward()
+    optimizer.step()
+"""
+
+
+# --- TD102 float64-in-training ---------------------------------------------------------------
+
+def test_double_model_and_float64_data_in_a_training_file_are_flagged() -> None:
+    source = """
+        import torch
+
+        model = torch.nn.Linear(4, 1).double()
+        inputs = torch.randn(64, 4, dtype=torch.float64)
+        targets = torch.randn(64, 1).to(torch.double)
+        torch.set_default_dtype(torch.float64)
+        """
+    source = textwrap.dedent(source) + TRAINS
+    assert lint_codes(source, "TD102") == [("TD102", 4), ("TD102", 5), ("TD102", 6),
+                                           ("TD102", 7)]
+
+
+def test_float64_message_names_the_call() -> None:
+    source = """
+        import torch as T
+
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                loss = ((model(x.double()) - y) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+        """
+    [found] = lint_findings(source, "TD102")
+    assert found.location.line == 6
+    assert "`x.double()`" in found.message
+    assert "float32" in found.fix_hint
+
+
+def test_float64_outside_training_code_stays_quiet() -> None:
+    source = """
+        import torch
+
+        def analyse(samples):
+            return torch.tensor(samples, dtype=torch.float64).var()
+        """
+    assert lint_codes(source, "TD102") == []
+
+
+def test_float64_metric_accumulators_stay_quiet() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, optimizer):
+            total = torch.zeros((), dtype=torch.float64)
+            running_loss = torch.tensor(0.0, dtype=torch.float64)
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                total += loss.detach().double()
+                accuracy = (model(x).argmax(1) == y).double().mean()
+                mean = loss.detach().double().item()
+        """
+    assert lint_codes(source, "TD102") == []
+
+
+def test_float64_in_evaluation_under_no_grad_stays_quiet() -> None:
+    source = """
+        import torch
+
+        @torch.no_grad()
+        def evaluate(model, loader):
+            return sum(model(x).double().sum() for x, _ in loader)
+
+        def train(model, optimizer, loss):
+            with torch.no_grad():
+                reference = model.weight.double().norm()
+            loss.backward()
+            optimizer.step()
+        """
+    assert lint_codes(source, "TD102") == []
+
+
+def test_numerical_tests_may_use_float64() -> None:
+    source = """
+        import torch
+
+        def test_gradient(model):
+            x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+            model(x).sum().backward()
+
+        def check(fn):
+            x = torch.randn(3, dtype=torch.double, requires_grad=True)
+            torch.autograd.gradcheck(fn, (x,))
+        """
+    source = textwrap.dedent(source) + TRAINS
+    assert lint_codes(source, "TD102") == []
+    assert lint_codes(source.replace("test_gradient", "helper"), "TD102", path="test_model.py") \
+        == []
+
+
+def test_dtype_comparisons_and_numpy_float64_stay_quiet() -> None:
+    source = """
+        import numpy as np
+        import torch
+
+        def train(model, batch, optimizer):
+            if batch.dtype == torch.float64:
+                batch = batch.float()
+            weights = np.zeros(3, dtype=np.float64)
+            model(batch).sum().backward()
+            optimizer.step()
+        """
+    assert lint_codes(source, "TD102") == []
+
+
+# --- TD104 target-dtype-wrong-for-loss -------------------------------------------------------
+
+def test_loop_targets_cast_to_float_for_cross_entropy_are_flagged_with_a_fix() -> None:
+    source = """
+        from torch import nn
+
+        def train(model, loader, device):
+            criterion = nn.CrossEntropyLoss()
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = criterion(model(x), y.float())
+        """
+    [found] = lint_findings(source, "TD104")
+    assert found.location.line == 8
+    assert found.confidence is Confidence.HIGH
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    assert "criterion(model(x), y.long())" in applied(source, found.fix)
+
+
+def test_named_class_labels_into_nll_loss_are_flagged_with_medium_confidence() -> None:
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        def loss_fn(log_probs, labels):
+            return F.nll_loss(log_probs, labels.to(torch.float32))
+
+        def distill(student, teacher):
+            return F.cross_entropy(student, teacher.argmax(dim=1).float())
+        """
+    found = lint_findings(source, "TD104")
+    assert [(f.location.line, f.confidence) for f in found] == [(6, Confidence.MEDIUM),
+                                                                 (9, Confidence.HIGH)]
+    assert found[0].fix is None  # `.to(dtype)` is not rewritten
+
+
+def test_soft_labels_stay_quiet() -> None:
+    source = """
+        import torch.nn.functional as F
+
+        def step(model, x, y, y2, lam, soft_targets, num_classes):
+            logits = model(x)
+            one = F.cross_entropy(logits, F.one_hot(y, num_classes).float())
+            mixed = lam * F.one_hot(y, num_classes) + (1 - lam) * F.one_hot(y2, num_classes)
+            two = F.cross_entropy(logits, mixed.float())
+            three = F.cross_entropy(logits, soft_targets.float())
+            onehot = F.one_hot(y, num_classes)
+            four = F.cross_entropy(logits, onehot.float())
+            return one + two + three + four
+        """
+    assert lint_codes(source, "TD104") == []
+
+
+def test_float_targets_for_other_losses_and_uncast_targets_stay_quiet() -> None:
+    source = """
+        from torch import nn
+
+        def train(model, loader):
+            bce, ce = nn.BCEWithLogitsLoss(), nn.CrossEntropyLoss()
+            for x, y in loader:
+                a = bce(model(x).squeeze(1), y.float())
+                b = ce(model(x.float()), y)
+                c = ce(model(x), y.long())
+        """
+    assert lint_codes(source, "TD104") == []
+
+
+# --- TD105 legacy-tensor-constructor ---------------------------------------------------------
+
+def test_legacy_shape_constructors_get_a_safe_empty_fix() -> None:
+    source = """
+        import torch
+
+        counts = torch.Tensor(3, 4)
+        noise = torch.cuda.FloatTensor(8)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [(4, Severity.WARNING),
+                                                               (5, Severity.WARNING)]
+    assert all(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in found)
+    assert "counts = torch.empty(3, 4)\n" in applied(source, found[0].fix)  # type: ignore[arg-type]
+    assert 'noise = torch.empty(8, dtype=torch.float32, device="cuda")' in applied(
+        source, found[1].fix)  # type: ignore[arg-type]
+    assert "uninitialised" in found[0].message
+    assert "without CUDA" in found[1].message
+
+
+def test_legacy_data_constructors_are_info_and_keep_their_dtype() -> None:
+    source = """
+        import torch as T
+
+        labels = T.LongTensor([1, 2, 3])
+        weights = T.Tensor([0.5, 2.0])
+        counts = T.Tensor([1, 2])
+        """
+    found = lint_findings(source, "TD105")
+    assert [f.severity for f in found] == [Severity.INFO] * 3
+    fixes = [f.fix for f in found]
+    assert all(fix is not None for fix in fixes)
+    assert "T.tensor([1, 2, 3], dtype=T.int64)" in applied(source, fixes[0])  # type: ignore[arg-type]
+    assert "T.tensor([0.5, 2.0])\n" in applied(source, fixes[1])  # type: ignore[arg-type]
+    assert fixes[1].applicability is Applicability.SAFE  # type: ignore[union-attr]
+    assert "T.tensor([1, 2], dtype=T.float32)" in applied(source, fixes[2])  # type: ignore[arg-type]
+    assert fixes[2].applicability is Applicability.UNSAFE  # type: ignore[union-attr]
+
+
+def test_ambiguous_arguments_are_reported_without_a_fix() -> None:
+    source = """
+        from torch import Tensor
+
+        def build(values):
+            return Tensor(values)
+        """
+    [found] = lint_findings(source, "TD105")
+    assert found.severity is Severity.INFO and found.fix is None
+
+
+def test_size_arguments_are_recognised_as_shapes() -> None:
+    source = """
+        import torch
+
+        def like(x, items):
+            a = torch.Tensor(x.size())
+            b = torch.FloatTensor(len(items), 2)
+            return a, b
+        """
+    found = lint_findings(source, "TD105")
+    assert [f.severity for f in found] == [Severity.WARNING, Severity.WARNING]
+
+
+def test_tensor_type_uses_that_are_not_legacy_calls_stay_quiet() -> None:
+    source = """
+        import torch
+
+        class Scaled(torch.Tensor):
+            pass
+
+        class Tensor:
+            def __init__(self, n):
+                self.n = n
+
+        def f(x: torch.Tensor) -> torch.Tensor:
+            if isinstance(x, torch.Tensor):
+                x = torch.Tensor.add(x, 1)
+            y = torch.tensor([1.0, 2.0])
+            z = x.new_zeros(3)
+            return torch.Tensor._make_subclass(Scaled, x) + Tensor(3).n + y + z
+        """
+    assert lint_codes(source, "TD105") == []
+
+
+# --- TD106 constant-tensor-moved-in-loop -----------------------------------------------------
+
+def test_constant_built_and_moved_inside_the_loop_is_flagged() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, device):
+            scale = torch.ones(10)
+            for x, y in loader:
+                w = torch.tensor([1.0, 3.0]).to(device)
+                x = x.to(device) * scale.to(device)
+                z = torch.zeros(4).cuda()
+                m = torch.arange(10).to("cuda:0")
+        """
+    found = lint_findings(source, "TD106")
+    assert [f.location.line for f in found] == [7, 8, 9, 10]
+    assert "built at line 5" in found[1].message
+    assert "torch.tensor([1.0, 3.0], device=device)" in found[0].fix_hint
+    assert all(f.severity is Severity.INFO for f in found)
+
+
+def test_values_that_change_in_the_loop_stay_quiet() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, device, devices):
+            for step, (x, labels) in enumerate(loader):
+                y = torch.tensor(labels).to(device)
+                t = torch.full((4,), step).to(device)
+                for dev in devices:
+                    copy = torch.ones(3).to(dev)
+                r = torch.tensor(make_weights()).to(device)
+        """
+    assert lint_codes(source, "TD106") == []
+
+
+def test_dtype_changes_cpu_moves_and_moves_outside_loops_stay_quiet() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, device):
+            weight = torch.tensor([1.0, 3.0]).to(device)
+            mean = torch.tensor([0.5], device=device)
+            for x, y in loader:
+                half = torch.ones(3).to(torch.float16)
+                back = torch.zeros(2).to("cpu")
+                x = x.to(device)
+                w = weight.to(device)
+        """
+    assert lint_codes(source, "TD106") == []

@@ -1,0 +1,237 @@
+"""TD701 figures-never-closed and TD702 empty-cache-in-loop."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from torchdoctor.findings import Applicability
+
+# --- TD701 ------------------------------------------------------------------------------
+
+PLOT_EACH_EPOCH = """
+import matplotlib.pyplot as plt
+
+def train(history, epochs):
+    for epoch in range(epochs):
+        history.append(step())
+        fig, ax = plt.subplots()
+        ax.plot(history)
+        fig.savefig("loss.png")
+        {extra}
+"""
+
+
+def td701(source: str) -> list[tuple[str, int]]:
+    return lint_codes(source, "TD701", "TD001")
+
+
+def test_figure_made_every_epoch_and_never_closed_is_flagged() -> None:
+    assert td701(PLOT_EACH_EPOCH.format(extra="")) == [("TD701", 7)]
+
+
+def test_message_names_the_loop_and_the_fix_closes_the_figure() -> None:
+    (found,) = lint_findings(PLOT_EACH_EPOCH.format(extra=""), "TD701")
+    assert "loop at line 5" in found.message
+    assert "`plt.close(fig)`" in found.fix_hint
+
+
+def test_any_spelling_of_pyplot_is_recognised() -> None:
+    source = """
+    from matplotlib import pyplot
+    from matplotlib.pyplot import figure as new_figure
+    for i in range(10):
+        pyplot.figure()
+        pyplot.plot([1, 2])
+        pyplot.savefig(f"{i}.png")
+        new_figure(figsize=(3, 3))
+    """
+    assert td701(source) == [("TD701", 5), ("TD701", 8)]
+
+
+def test_figure_numbered_by_the_loop_variable_is_a_new_figure_each_time() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    for epoch in range(10):
+        plt.figure(epoch)
+        plt.savefig(f"{epoch}.png")
+    """
+    assert td701(source) == [("TD701", 4)]
+
+
+def test_closing_the_figure_in_the_loop_is_quiet() -> None:
+    for close in ("plt.close(fig)", "plt.close()", 'plt.close("all")'):
+        assert td701(PLOT_EACH_EPOCH.format(extra=close)) == []
+
+
+def test_closing_in_the_outer_loop_bounds_the_figures_and_is_quiet() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    for epoch in range(10):
+        for name in ("loss", "accuracy"):
+            fig = plt.figure()
+            fig.savefig(f"{name}.png")
+        plt.close("all")
+    """
+    assert td701(source) == []
+
+
+def test_a_reused_figure_number_or_name_is_quiet() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    for epoch in range(10):
+        fig = plt.figure("loss")
+        fig.clf()
+        plt.figure(1)
+        plt.subplots(num="grid")
+    """
+    assert td701(source) == []
+
+
+def test_figures_meant_for_plt_show_are_quiet() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    def compare(runs):
+        for run in runs:
+            plt.figure()
+            plt.plot(run)
+        plt.show()
+    """
+    assert td701(source) == []
+
+
+def test_a_figure_handed_to_a_call_that_closes_it_is_quiet() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    from torch.utils.tensorboard import SummaryWriter
+    writer = SummaryWriter()
+    for epoch in range(10):
+        fig, ax = plt.subplots()
+        writer.add_figure("loss", fig, epoch)
+    """
+    assert td701(source) == []
+
+
+def test_add_figure_told_not_to_close_still_leaks() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    for epoch in range(10):
+        fig, ax = plt.subplots()
+        writer.add_figure("loss", fig, epoch, close=False)
+    """
+    assert td701(source) == [("TD701", 4)]
+
+
+def test_object_oriented_figures_and_figures_outside_loops_are_quiet() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    fig, ax = plt.subplots()
+    for epoch in range(10):
+        ax.plot([epoch])
+        other = Figure()
+        other.savefig("x.png")
+    fig.savefig("all.png")
+    """
+    assert td701(source) == []
+
+
+def test_a_figure_in_a_function_defined_in_the_loop_is_not_in_the_loop() -> None:
+    source = """
+    import matplotlib.pyplot as plt
+    for epoch in range(3):
+        def plot():
+            fig = plt.figure()
+            return fig
+    """
+    assert td701(source) == []
+
+
+# --- TD702 ------------------------------------------------------------------------------
+
+STEP_LOOP = """
+import torch
+
+def train(model, loader, optimizer, criterion):
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+{inner}
+{outer}
+"""
+
+
+def td702(inner: str = "", outer: str = "") -> list[tuple[str, int]]:
+    return lint_codes(STEP_LOOP.format(inner=inner, outer=outer), "TD702", "TD001")
+
+
+def test_empty_cache_every_step_is_flagged() -> None:
+    assert td702(inner="            torch.cuda.empty_cache()") == [("TD702", 11)]
+
+
+def test_every_device_spelling_is_recognised() -> None:
+    source = STEP_LOOP.format(inner="""\
+            torch.cuda.memory.empty_cache()
+            torch.mps.empty_cache()
+            torch.accelerator.empty_cache()""", outer="")
+    assert lint_codes(source, "TD702", "TD001") == [
+        ("TD702", 11), ("TD702", 12), ("TD702", 13)]
+
+
+def test_empty_cache_in_a_nested_loop_inside_the_step_loop_is_flagged() -> None:
+    inner = "            for p in model.parameters():\n                torch.cuda.empty_cache()"
+    assert td702(inner=inner) == [("TD702", 12)]
+
+
+def test_the_fix_deletes_the_call_and_is_unsafe() -> None:
+    source = STEP_LOOP.format(inner="            torch.cuda.empty_cache()", outer="")
+    (found,) = lint_findings(source, "TD702")
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    (edit,) = found.fix.edits
+    assert (edit.start_line, edit.end_line, edit.replacement) == (11, 12, "")
+
+
+def test_once_per_epoch_is_quiet() -> None:
+    assert td702(outer="        torch.cuda.empty_cache()") == []
+
+
+def test_periodic_or_memory_pressure_calls_are_quiet() -> None:
+    periodic = "            if epoch % 10 == 0:\n                torch.cuda.empty_cache()"
+    pressure = ("            if torch.cuda.memory_reserved() > limit:\n"
+                "                torch.cuda.empty_cache()")
+    assert td702(inner=periodic) == []
+    assert td702(inner=pressure) == []
+
+
+def test_out_of_memory_recovery_is_quiet() -> None:
+    source = """
+    import torch
+    for x, y in loader:
+        try:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+    """
+    assert lint_codes(source, "TD702", "TD001") == []
+
+
+def test_loops_that_do_not_train_are_quiet() -> None:
+    source = """
+    import torch
+    @torch.no_grad()
+    def evaluate(model, loader):
+        for x, y in loader:
+            model(x)
+            torch.cuda.empty_cache()
+    for name, size in sizes.items():
+        torch.cuda.empty_cache()
+    """
+    assert lint_codes(source, "TD702", "TD001") == []
+
+
+def test_a_helper_named_empty_cache_is_not_torchs() -> None:
+    source = STEP_LOOP.format(inner="            cache.empty_cache()", outer="")
+    assert lint_codes(source, "TD702", "TD001") == []

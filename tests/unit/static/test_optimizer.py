@@ -1,0 +1,438 @@
+"""Lint rules TD607-TD611: optimizer order, GradScaler use, replaced layers, deprecated AMP."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from tests.unit.static.test_loss import applied
+from torchdoctor.findings import Applicability
+
+# --- TD607 scheduler-before-optimizer --------------------------------------------------------
+
+def test_scheduler_stepped_at_the_top_of_the_epoch_loop_is_flagged() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10)
+            for epoch in range(epochs):
+                scheduler.step()
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+        """
+    [found] = lint_findings(source, "TD607")
+    assert found.location.line == 8
+    assert "(line 12)" in found.message and "skips its first learning-rate value" in found.message
+
+
+def test_per_step_scheduler_before_the_optimizer_and_through_a_helper_is_flagged() -> None:
+    source = """
+        from torch import optim
+
+        def train_one_epoch(model, loader, optimizer):
+            for x in loader:
+                model(x).sum().backward()
+                optimizer.step()
+
+        def fit(model, loader, epochs):
+            opt = optim.AdamW(model.parameters())
+            sched = optim.lr_scheduler.OneCycleLR(opt, max_lr=0.01, total_steps=100)
+            for x in loader:
+                sched.step()
+                model(x).sum().backward()
+                opt.step()
+            for epoch in range(epochs):
+                sched.step()
+                train_one_epoch(model, loader, opt)
+        """
+    assert lint_codes(source, "TD607") == [("TD607", 13), ("TD607", 17)]
+
+
+def test_scheduler_after_the_optimizer_stays_quiet() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+                scheduler.step()
+        """
+    assert lint_codes(source, "TD607") == []
+
+
+def test_guarded_plateau_and_lonely_schedulers_stay_quiet() -> None:
+    source = """
+        import torch
+
+        def train(model, loader, epochs, val_loss):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            warmup = torch.optim.lr_scheduler.LinearLR(optimizer)
+            plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)
+            for epoch in range(epochs):
+                if epoch > 0:
+                    warmup.step()
+                plateau.step(val_loss)
+                for x, y in loader:
+                    model(x).sum().backward()
+                    optimizer.step()
+            for epoch in range(epochs):
+                warmup.step()
+        """
+    assert lint_codes(source, "TD607") == []
+
+
+# --- TD608 clip-before-unscale ---------------------------------------------------------------
+
+AMP_STEP = """
+    import torch
+
+    def train(model, loader, optimizer):
+        scaler = torch.amp.GradScaler("cuda")
+        for x, y in loader:
+            optimizer.zero_grad()
+            with torch.autocast("cuda"):
+                loss = model(x, y)
+            {body}
+"""
+
+
+def amp_step(body: str) -> str:
+    return AMP_STEP.format(body=body.strip().replace("\n", "\n            "))
+
+
+def test_clip_between_scaled_backward_and_scaler_step_is_flagged_with_a_fix() -> None:
+    source = amp_step("""
+scaler.scale(loss).backward()
+torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+scaler.step(optimizer)
+scaler.update()
+""")
+    [found] = lint_findings(source, "TD608")
+    assert found.location.line == 11
+    assert "line 10" in found.message and "65536" in found.message
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    fixed = applied(source, found.fix)
+    assert "scaler.unscale_(optimizer)\n        torch.nn.utils.clip_grad_norm_" in fixed
+
+
+def test_clip_value_after_a_scaled_variable_and_unscale_too_late_are_flagged() -> None:
+    source = amp_step("""
+scaled = scaler.scale(loss)
+scaled.backward()
+torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)
+scaler.unscale_(optimizer)
+scaler.step(optimizer)
+""")
+    assert lint_codes(source, "TD608") == [("TD608", 12)]
+
+
+def test_scaler_passed_as_a_parameter_is_recognised_by_name() -> None:
+    source = """
+        from torch.nn.utils import clip_grad_norm_
+
+        def step(model, loss, optimizer, scaler):
+            scaler.scale(loss).backward()
+            norm = clip_grad_norm_(model.parameters(), 5.0)
+            scaler.step(optimizer)
+        """
+    [found] = lint_findings(source, "TD608")
+    assert found.location.line == 6
+    assert found.fix is not None
+    assert "scaler.unscale_(optimizer)\n    norm = clip_grad_norm_" in applied(source, found.fix)
+
+
+def test_unscale_before_clip_stays_quiet() -> None:
+    source = amp_step("""
+scaler.scale(loss).backward()
+scaler.unscale_(optimizer)
+torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+scaler.step(optimizer)
+scaler.update()
+""")
+    assert lint_codes(source, "TD608", "TD609") == []
+
+
+def test_clip_without_scaling_or_with_a_disabled_scaler_stays_quiet() -> None:
+    source = """
+        import torch
+
+        def plain(model, loss, optimizer):
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+
+        def disabled(model, loss, optimizer):
+            scaler = torch.amp.GradScaler("cuda", enabled=False)
+            scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+        """
+    assert lint_codes(source, "TD608") == []
+
+
+def test_clip_on_the_unscaled_branch_stays_quiet() -> None:
+    source = """
+        import torch
+
+        def step(model, loss, optimizer, scaler, use_amp):
+            if use_amp:
+                scaler.scale(loss).backward()
+                scaler.unscale_(optimizer)
+            else:
+                loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if use_amp:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+        """
+    assert lint_codes(source, "TD608", "TD609") == []
+
+
+# --- TD609 step-bypasses-grad-scaler ---------------------------------------------------------
+
+def test_direct_optimizer_step_after_scaled_backward_is_flagged_with_a_fix() -> None:
+    source = amp_step("""
+scaler.scale(loss).backward()
+optimizer.step()
+""")
+    [found] = lint_findings(source, "TD609")
+    assert found.location.line == 11
+    assert "too large" in found.message
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    assert "        scaler.step(optimizer)\n" in applied(source, found.fix)
+
+
+def test_direct_step_after_unscale_explains_the_lost_inf_check() -> None:
+    source = amp_step("""
+scaler.scale(loss).backward()
+scaler.unscale_(optimizer)
+optimizer.step()
+scaler.update()
+""")
+    [found] = lint_findings(source, "TD609")
+    assert found.location.line == 12 and "inf/NaN check" in found.message
+
+
+def test_amp_and_plain_paths_split_by_if_stay_quiet() -> None:
+    source = """
+        import torch
+
+        def step(model, loss, optimizer, scaler, use_amp):
+            if use_amp:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+
+        def step2(loss, optimizer, scaler):
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            if scaler is None:
+                loss.backward()
+                optimizer.step()
+        """
+    assert lint_codes(source, "TD609") == []
+
+
+def test_a_second_unscaled_backward_owns_the_next_step() -> None:
+    source = """
+        import torch
+
+        def gan_step(loss_d, loss_g, opt_d, opt_g, scaler):
+            scaler.scale(loss_d).backward()
+            scaler.step(opt_d)
+            scaler.update()
+            loss_g.backward()
+            opt_g.step()
+        """
+    assert lint_codes(source, "TD609") == []
+
+
+def test_disabled_scaler_stays_quiet() -> None:
+    source = """
+        import torch
+
+        def step(loss, optimizer):
+            scaler = torch.cuda.amp.GradScaler(enabled=False)
+            scaler.scale(loss).backward()
+            optimizer.step()
+        """
+    assert lint_codes(source, "TD609") == []
+
+
+# --- TD610 layer-replaced-after-optimizer ----------------------------------------------------
+
+def test_head_replaced_after_the_optimizer_is_flagged() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def finetune(model, num_classes, epochs):
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            model.fc = nn.Linear(512, num_classes).to("cuda")
+            model.classifier[6] = nn.Linear(4096, num_classes)
+            setattr(model, "head", nn.Sequential(nn.Dropout(0.1), nn.Linear(8, 2)))
+            model.fc.bias = nn.Parameter(torch.zeros(num_classes))
+            for epoch in range(epochs):
+                if epoch == 5:
+                    model.extra = nn.Conv2d(3, 8, 3)
+        """
+    found = lint_findings(source, "TD610")
+    assert [f.location.line for f in found] == [7, 8, 9, 10, 13]
+    assert "optimizer at line 6" in found[0].message and "`Linear`" in found[0].message
+    assert "`nn.Parameter`" in found[3].message
+
+
+def test_replacement_in_a_method_through_self_is_flagged() -> None:
+    source = """
+        from torch import nn, optim
+
+        class Trainer:
+            def setup(self):
+                self.optimizer = optim.SGD(self.model.parameters(), lr=0.1)
+                self.model.head = nn.Linear(16, 3)
+        """
+    assert lint_codes(source, "TD610") == [("TD610", 7)]
+
+
+def test_replacement_before_the_optimizer_or_followed_by_a_new_one_stays_quiet() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def finetune(model, num_classes):
+            model.fc = nn.Linear(512, num_classes)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            model.head = nn.Linear(8, 2)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            model.extra = nn.Linear(8, 2)
+            optimizer.add_param_group({"params": model.extra.parameters()})
+        """
+    assert lint_codes(source, "TD610") == []
+
+
+def test_parameter_free_or_unknown_replacements_stay_quiet() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def prune(model):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.fc = nn.Identity()
+            model.dropout = nn.Dropout(0.5)
+            model.act = nn.Sequential(nn.ReLU(), nn.Dropout(0.1))
+            model.head = make_head()
+            model.fc.weight.data = torch.zeros(3, 3)
+        """
+    assert lint_codes(source, "TD610") == []
+
+
+def test_layers_outside_the_optimized_part_or_of_a_rebuilt_model_stay_quiet() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def train_head(model):
+            optimizer = torch.optim.SGD(model.head.parameters(), lr=0.1)
+            model.backbone.fc = nn.Linear(8, 8)
+            other = build()
+            other.fc = nn.Linear(8, 8)
+
+        def restart(model):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model = build()
+            model.fc = nn.Linear(8, 8)
+        """
+    assert lint_codes(source, "TD610") == []
+
+
+# --- TD611 deprecated-cuda-amp ---------------------------------------------------------------
+
+def test_deprecated_amp_calls_get_exact_safe_fixes() -> None:
+    source = """
+        import torch as T
+
+        scaler = T.cuda.amp.GradScaler(2.0 ** 10, growth_interval=100)
+        with T.cuda.amp.autocast(dtype=T.bfloat16):
+            pass
+        with T.cuda.amp.autocast():
+            pass
+        """
+    found = lint_findings(source, "TD611")
+    assert [f.location.line for f in found] == [4, 5, 7]
+    assert all(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in found)
+    fixed = source
+    for finding in reversed(found):
+        fixed = applied(fixed, finding.fix)  # type: ignore[arg-type]
+    assert 'T.amp.GradScaler("cuda", 2.0 ** 10, growth_interval=100)' in fixed
+    assert 'T.amp.autocast("cuda", dtype=T.bfloat16)' in fixed
+    assert 'T.amp.autocast("cuda")' in fixed
+
+
+def test_custom_fwd_and_bwd_decorators_get_a_device_type() -> None:
+    source = """
+        import torch
+
+        class Op(torch.autograd.Function):
+            @staticmethod
+            @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            @torch.cuda.amp.custom_bwd
+            def backward(ctx, grad):
+                return grad
+        """
+    found = lint_findings(source, "TD611")
+    assert [f.location.line for f in found] == [6, 11]
+    assert '@torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="cuda")' in applied(
+        source, found[0].fix)  # type: ignore[arg-type]
+    assert '@torch.amp.custom_bwd(device_type="cuda")' in applied(
+        source, found[1].fix)  # type: ignore[arg-type]
+
+
+def test_imported_names_and_positional_autocast_are_flagged_without_a_fix() -> None:
+    source = """
+        import torch
+        import torch.cuda.amp as cuda_amp
+        from torch.cuda.amp import GradScaler, autocast
+
+        scaler = GradScaler()
+        with autocast():
+            pass
+        with cuda_amp.autocast():
+            pass
+        with torch.cuda.amp.autocast(False):
+            pass
+        """
+    found = lint_findings(source, "TD611")
+    assert [f.location.line for f in found] == [6, 7, 9, 11]
+    assert all(f.fix is None for f in found)
+    assert "deprecated `torch.cuda.amp.GradScaler`" in found[0].message
+
+
+def test_current_amp_api_and_other_amp_modules_stay_quiet() -> None:
+    source = """
+        import torch
+        from apex import amp
+        from torch.cuda import amp as cuda_amp_module
+
+        scaler = torch.amp.GradScaler("cuda")
+        other = torch.GradScaler()
+        with torch.amp.autocast("cuda"), torch.autocast("cuda", dtype=torch.float16):
+            pass
+        model, optimizer = amp.initialize(model, optimizer)
+        """
+    assert lint_codes(source, "TD611") == []
