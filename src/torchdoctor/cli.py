@@ -284,13 +284,16 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
               help="Full statistics every N steps (default: dense at first, then cheap).")
 @click.option("--status/--no-status", default=None,
               help="Live status line on standard error (default: only on a terminal).")
+@click.option("--localise-nan", is_flag=True,
+              help="Check every module's output for NaN/Inf from the first step (slower), "
+                   "to name the module where NaN/Inf starts.")
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @guarded
 def run_command(as_module: bool, max_steps: int | None, report_path: Path | None,
                 output_format: str, fail_on: str, select: tuple[str, ...],
                 ignore: tuple[str, ...], sample_every: int | None, status: bool | None,
-                target: str, script_args: tuple[str, ...]) -> None:
+                localise_nan: bool, target: str, script_args: tuple[str, ...]) -> None:
     """Run a training script under the monitor: `torchdoctor run train.py [ARGS]...`.
 
     The script runs as `python train.py ARGS` would (every argument after TARGET is its
@@ -302,6 +305,7 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
 
     result = run_script(target, list(script_args), module=as_module, max_steps=max_steps,
                         sample_every=sample_every, status=status,
+                        localise_non_finite=localise_nan,
                         selection=Selection.from_options(select or None, ignore or None))
     if report_path is not None:
         emit(result.report, "json", report_path)

@@ -23,7 +23,8 @@ def main() -> None:
             with torch.no_grad():
                 soft_targets = (teacher(x) / TEMPERATURE).softmax(dim=1)
             logits = student(x)
-            soft = distill((logits / TEMPERATURE).log_softmax(dim=1), soft_targets)  # expect[run]: TD003
+            log_probs = (logits / TEMPERATURE).log_softmax(dim=1)
+            soft = distill(log_probs, soft_targets)  # expect[run]: TD003
             loss = nn.functional.cross_entropy(logits, y) + TEMPERATURE**2 * soft
             optimizer.zero_grad()
             loss.backward()

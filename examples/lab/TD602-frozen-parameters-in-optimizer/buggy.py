@@ -29,7 +29,7 @@ def make():
     torch.manual_seed(0)
     model = make_model()
     model[0].requires_grad_(False)  # keep the pretrained features
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.05)
     return model, make_batch(), nn.CrossEntropyLoss(), optimizer
 
 

@@ -27,7 +27,7 @@ def make():
     model = make_model()
     model[0].requires_grad_(False)  # keep the pretrained features
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=1e-3, weight_decay=0.05)
+    optimizer = torch.optim.AdamW(trainable, lr=1e-2, weight_decay=0.05)
     return model, make_batch(), nn.CrossEntropyLoss(), optimizer
 
 

@@ -6,7 +6,6 @@ new tensor with `requires_grad=True`. That tensor is a leaf: `backward()` runs w
 error, but no gradient reaches the model, and the loss never moves.
 """
 
-import numpy as np
 import torch
 from torch import nn
 

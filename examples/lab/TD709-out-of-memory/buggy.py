@@ -32,7 +32,7 @@ def main() -> None:
     tokens = torch.randint(0, VOCAB, (10_000_000,), dtype=torch.int32)
     model = TinyCausalLM(max_len=len(tokens))
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    for step in range(20):
+    for _ in range(20):
         starts = torch.randint(0, len(tokens) - BLOCK - 1, (16,))
         batch = tokens[starts.unsqueeze(1) + torch.arange(BLOCK + 1)].long()
         logits = model(batch[:, :-1])

@@ -112,6 +112,11 @@ def _compare(opened: _Opened, model: Any) -> Comparison:
 
 
 def _add_diff(report: Report, first: _Opened, second: _Opened) -> None:
+    for side in (first, second):
+        if side.contents.kind == "refused":
+            raise UsageError(f"cannot diff: {side.loaded.path} was not loaded (it needs "
+                             "arbitrary unpickling, see TD902); pass --trust only if you "
+                             "trust its source")
     difference = diff_contents(first.contents, first.live, second.contents, second.live)
     report.facts["diff"] = diff_facts(first.contents.path, second.contents.path, difference)
     report.facts["other_checkpoint"] = contents_facts(second.contents)

@@ -89,11 +89,12 @@ def model_entries(model: Any) -> dict[str, ModelEntry]:
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"the model factory returned {type(model).__name__}, "
                          "not a torch.nn.Module")
+    lazy = getattr(torch.nn.parameter, "UninitializedTensorMixin", ())
     entries = {}
     for key, value in model.state_dict(keep_vars=True).items():
         if not isinstance(value, torch.Tensor):
             continue
-        if isinstance(value, torch.nn.parameter.UninitializedTensorMixin):
+        if isinstance(value, lazy):
             raise UsageError(f"the model's {key!r} is an uninitialised lazy parameter; run "
                              "one forward pass in the factory before returning the model")
         entries[key] = ModelEntry(tuple(value.shape), str(value.dtype).removeprefix("torch."))

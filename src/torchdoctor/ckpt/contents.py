@@ -6,13 +6,13 @@ renderers work on those records and never touch tensors themselves.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from torchdoctor.ckpt.loading import Format, LoadedCheckpoint
 from torchdoctor.ckpt.safetensors_file import SafetensorsFile
+from torchdoctor.ckpt.structure import counters, is_state_dict, param_groups, top_level
 from torchdoctor.ckpt.values import count_non_finite
 
 __all__ = ["CheckpointContents", "LiveTensors", "StateDict", "TensorInfo", "describe",
@@ -21,7 +21,6 @@ __all__ = ["CheckpointContents", "LiveTensors", "StateDict", "TensorInfo", "desc
 # Names under which training code commonly stores the model's weights, best first.
 _MODEL_NAMES = ("model", "state_dict", "model_state_dict", "model_state", "net", "network",
                 "module", "weights", "params")
-_COUNTER = re.compile(r"(^|_)(epoch|step|iteration|iter|update)s?$", re.IGNORECASE)
 _MAX_DEPTH = 8
 
 LiveTensors = dict[str, Callable[[], Any]]
@@ -129,7 +128,7 @@ class CheckpointContents:
 
     @property
     def tensor_bytes(self) -> int:
-        """Bytes of all tensor elements (shared storages counted once per tensor)."""
+        """Bytes of all tensor elements; tensors that share a storage each count in full."""
         return sum(t.nbytes for t in self.tensors)
 
 
@@ -145,25 +144,26 @@ def describe(loaded: LoadedCheckpoint) -> CheckpointContents:
 
 def describe_live(loaded: LoadedCheckpoint) -> tuple[CheckpointContents, LiveTensors]:
     """:func:`describe`, plus access to the loaded tensors by full key."""
-    base = {"path": str(loaded.path), "format": loaded.format.value,
-            "file_size": loaded.file_size, "unsafe_globals": loaded.unsafe_globals,
-            "holds_module": loaded.holds_module, "mmap": loaded.mmap,
-            "trusted": loaded.trusted}
+    base: dict[str, Any] = {
+        "path": str(loaded.path), "format": loaded.format.value,
+        "file_size": loaded.file_size, "unsafe_globals": loaded.unsafe_globals,
+        "holds_module": loaded.holds_module, "mmap": loaded.mmap, "trusted": loaded.trusted,
+    }
     if loaded.obj is None:
         return CheckpointContents(kind="refused", **base), {}
     walker = _Walker(loaded)
     root = walker.normalise(loaded.obj)
     walker.walk(root, "", 0)
     state_dicts = sorted(walker.state_dicts, key=_primary_rank)
-    optimizer_groups = [g for path in walker.optimizers for g in _param_groups(root, path)]
+    optimizer_groups = [g for path in walker.optimizers for g in param_groups(root, path)]
     contents = CheckpointContents(
         kind=_kind(root, loaded, walker),
-        top_level=_top_level(root),
+        top_level=top_level(root),
         tensors=tuple(walker.tensors),
         state_dicts=tuple(state_dicts),
         optimizer_paths=tuple(walker.optimizers),
         scheduler_paths=tuple(walker.schedulers),
-        counters=_counters(root),
+        counters=counters(root),
         scheduler_used=any("initial_lr" in group for group in optimizer_groups),
         **base,
     )
@@ -193,7 +193,7 @@ class _Walker:
         value = self.normalise(value)
         if depth > _MAX_DEPTH:
             return
-        if _is_state_dict(value) and not self.inside_optimizer(path):
+        if is_state_dict(value) and not self.inside_optimizer(path):
             infos = [self.info(key, value, key) for key in _tensor_keys(value)]
             for info in infos:
                 self.live[join_key(path, info.key)] = _getter(value, info.key)
@@ -286,24 +286,6 @@ def _rekeyed(info: TensorInfo, key: str) -> TensorInfo:
                       info.inf)
 
 
-def _is_state_dict(value: Any) -> bool:
-    if isinstance(value, SafetensorsFile):
-        return len(value) > 0
-    if not isinstance(value, Mapping) or not value:
-        return False
-    import torch
-
-    tensors = 0
-    for key, item in value.items():
-        if not isinstance(key, str):
-            return False
-        if isinstance(item, torch.Tensor):
-            tensors += 1
-        elif not key.endswith("_extra_state"):
-            return False
-    return tensors > 0
-
-
 def _primary_rank(state_dict: StateDict) -> tuple[int, int]:
     name = state_dict.path.rsplit("/", 1)[-1]
     preferred = _MODEL_NAMES.index(name) if name in _MODEL_NAMES else len(_MODEL_NAMES)
@@ -312,61 +294,11 @@ def _primary_rank(state_dict: StateDict) -> tuple[int, int]:
     return preferred, -len(state_dict.tensors)
 
 
-def _param_groups(root: Any, path: str) -> Iterator[Mapping[str, Any]]:
-    node = root
-    for part in path.split("/") if path else []:
-        node = node[int(part)] if isinstance(node, (list, tuple)) else node[part]
-    for group in node.get("param_groups", []) if isinstance(node, Mapping) else []:
-        if isinstance(group, Mapping):
-            yield group
-
-
 def _kind(root: Any, loaded: LoadedCheckpoint, walker: _Walker) -> str:
     if loaded.holds_module:
         return "module"
-    if _is_state_dict(root):
+    if is_state_dict(root):
         return "state_dict"
-    if walker.state_dicts and (walker.optimizers or _counters(root)):
+    if walker.state_dicts and (walker.optimizers or counters(root)):
         return "training"
     return "weights" if walker.state_dicts else "other"
-
-
-def _top_level(root: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(root, Mapping) or _is_state_dict(root):
-        return ()
-    return tuple((str(key), _short(value)) for key, value in root.items())
-
-
-def _short(value: Any) -> str:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return f"tensor {tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
-    if _is_state_dict(value):
-        return f"state_dict ({len(value)} tensors)"
-    if isinstance(value, Mapping):
-        if {"state", "param_groups"} <= set(value):
-            return "optimizer state_dict"
-        return f"dict ({len(value)} entries)"
-    if isinstance(value, (list, tuple)):
-        return f"{type(value).__name__} ({len(value)} items)"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _counters(root: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(root, Mapping) or _is_state_dict(root):
-        return ()
-    found = []
-    for key, value in root.items():
-        if isinstance(key, str) and _COUNTER.search(key) and _is_number(value):
-            found.append((key, str(value.item() if hasattr(value, "item") else value)))
-    return tuple(found)
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float)):
-        return True
-    return hasattr(value, "numel") and value.numel() == 1

@@ -89,7 +89,6 @@ def whole_module_saved(context: CheckpointContext) -> Iterator[Finding]:
         context.at(), CKPT,
         fix_hint="Save `model.state_dict()` and rebuild the model in code before "
                  "`load_state_dict`.",
-        evidence={"classes": list(contents.unsafe_globals)},
     )
 
 
@@ -121,16 +120,21 @@ def _prefixed(state_dict: StateDict, prefix: str) -> bool:
     return bool(keys) and all(key.startswith(prefix) for key in keys)
 
 
-def _model_has(context: CheckpointContext, segment: str) -> bool | None:
+def _model_has(context: CheckpointContext, segment: str, *, everywhere: bool = False
+               ) -> bool | None:
+    """Whether the compared model's keys carry ``segment`` (any key, or every key first)."""
     if context.comparison is None:
         return None
-    return any(segment in key.split(".") for key in context.comparison.model_keys)
+    keys = context.comparison.model_keys
+    if everywhere:
+        return bool(keys) and all(key.split(".", 1)[0] == segment for key in keys)
+    return any(segment in key.split(".") for key in keys)
 
 
 @detector("TD805", depth=CKPT)
 def ddp_prefixed_state_dict(context: CheckpointContext) -> Iterator[Finding]:
     """Every key of a state_dict starts with the ``module.`` of DDP/DataParallel."""
-    model_has = _model_has(context, "module")
+    model_has = _model_has(context, "module", everywhere=True)
     if model_has:
         return
     for state_dict in context.contents.state_dicts:

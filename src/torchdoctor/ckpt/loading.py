@@ -84,6 +84,7 @@ def load_checkpoint(path: str | Path, *, trust: bool = False) -> LoadedCheckpoin
         UsageError: not a file, empty, truncated, corrupt, or not a checkpoint.
         UserCodeError: with ``trust``, the pickle itself raised while loading.
     """
+    require_torch("torchdoctor ckpt")
     file = _readable_file(Path(path))
     size = file.stat().st_size
     fmt = _sniff(file)
@@ -177,6 +178,19 @@ def _allowed_globals(torch: Any) -> set[str]:
 def _torch_load(file: Path, fmt: Format, *, weights_only: bool
                 ) -> tuple[Any, dict[int, str], bool]:
     torch = require_torch("torchdoctor ckpt")
+    mmap = fmt is Format.TORCH_ZIP and "mmap" in inspect.signature(torch.load).parameters
+    try:
+        return (*_load_once(torch, file, weights_only, mmap), mmap)
+    except UsageError:
+        if not mmap:
+            raise
+    # A zip torch cannot map (an unusual writer, a file system without mmap) may still
+    # read normally; a truly corrupt file fails again and reports why.
+    return (*_load_once(torch, file, weights_only, False), False)
+
+
+def _load_once(torch: Any, file: Path, weights_only: bool, mmap: bool
+               ) -> tuple[Any, dict[int, str]]:
     locations: dict[int, str] = {}
 
     def record_location(storage: Any, location: str) -> Any:
@@ -185,7 +199,6 @@ def _torch_load(file: Path, fmt: Format, *, weights_only: bool
         locations[storage.data_ptr()] = location
         return storage
 
-    mmap = fmt is Format.TORCH_ZIP and "mmap" in inspect.signature(torch.load).parameters
     options: dict[str, Any] = {"mmap": True} if mmap else {}
     try:
         obj = torch.load(str(file), map_location=record_location, weights_only=weights_only,
@@ -198,7 +211,7 @@ def _torch_load(file: Path, fmt: Format, *, weights_only: bool
     except (RuntimeError, EOFError, ValueError, KeyError, OSError) as error:
         raise UsageError(f"{file} is truncated or corrupt: "
                          f"{type(error).__name__}: {_first_line(error)}") from None
-    except (AttributeError, ImportError, ModuleNotFoundError) as error:
+    except (AttributeError, ImportError) as error:
         raise UsageError(f"{file} needs a class that is not importable here: {error}. Run "
                          "from the directory of the code that saved it, or save a state_dict"
                          ) from None
@@ -207,7 +220,7 @@ def _torch_load(file: Path, fmt: Format, *, weights_only: bool
             raise
         raise UserCodeError(f"unpickling {file} raised {type(error).__name__}: {error}",
                             original=error) from None
-    return obj, locations, mmap
+    return obj, locations
 
 
 def _first_line(error: BaseException) -> str:

@@ -57,7 +57,7 @@ def scan_pickles(stream: IO[bytes], count: int) -> PickleScan:
     for _ in range(count):
         for name in _globals_of_one(stream, strings):
             found.setdefault(name, None)
-    return PickleScan(tuple(found), _MODULE_STATE_KEYS <= strings)
+    return PickleScan(tuple(found), strings >= _MODULE_STATE_KEYS)
 
 
 def _globals_of_one(stream: IO[bytes], strings: set[str]) -> Iterator[str]:
@@ -76,15 +76,19 @@ def _globals_of_one(stream: IO[bytes], strings: set[str]) -> Iterator[str]:
             elif name == "STACK_GLOBAL" and len(recent) == 2:
                 yield _modern_name(str(recent[0]), str(recent[1]))
             elif name in _PUT_OPS and recent:
-                memo[int(argument)] = recent[-1]
+                memo[_index(argument)] = recent[-1]
             elif name == "MEMOIZE" and recent:
                 memo[len(memo)] = recent[-1]
             elif name in _GET_OPS:
-                recent = [*recent[-1:], memo.get(int(argument))]
+                recent = [*recent[-1:], memo.get(_index(argument))]
             elif name not in {"FRAME", "MEMOIZE", *_PUT_OPS}:
                 recent = []
     except (ValueError, EOFError, IndexError, UnicodeDecodeError) as error:
         raise ValueError(f"not a valid pickle stream ({error})") from None
+
+
+def _index(argument: object) -> int:
+    return argument if isinstance(argument, int) else int(str(argument))
 
 
 def _modern_name(module: str, qualname: str) -> str:

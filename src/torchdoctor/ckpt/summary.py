@@ -94,7 +94,7 @@ def _diff(info: Mapping[str, Any]) -> list[str]:
 
 
 def _differs(row: Mapping[str, Any]) -> bool:
-    return row["max_abs_difference"] != 0.0 or row["dtype"] != row["other_dtype"]
+    return bool(row["max_abs_difference"] != 0.0 or row["dtype"] != row["other_dtype"])
 
 
 def _change(row: Mapping[str, Any]) -> str:

@@ -41,7 +41,7 @@ def load_model(spec: str) -> Any:
     factory = getattr(module, name, None)
     if not callable(factory):
         raise UsageError(f"--model {spec!r}: {location} has no callable {name!r}")
-    result = _call_user(lambda: factory(), f"calling {spec}")
+    result = _call_user(factory, f"calling {spec}")
     return _model_from(result, spec)
 
 
@@ -53,7 +53,9 @@ def _import(location: str) -> ModuleType:
     if importlib.util.find_spec(location.split(".")[0]) is None:
         raise UsageError(f"--model: no module named {location!r} (run from the project "
                          "root, or give a file path: path/to/file.py:factory)")
-    return _call_user(lambda: importlib.import_module(location), f"importing {location}")
+    module: ModuleType = _call_user(lambda: importlib.import_module(location),
+                                    f"importing {location}")
+    return module
 
 
 def _import_file(path: Path) -> ModuleType:

@@ -111,7 +111,11 @@ class EnvFacts:
 
 
 def facts() -> EnvFacts:
-    """Read the current process's environment. Imports torch if it is installed."""
+    """Read the current process's environment. Imports torch if it is installed.
+
+    On a machine with CUDA, reading the device properties initialises CUDA in the calling
+    process, as any ``torch.cuda`` query does.
+    """
     base: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.release()} {platform.machine()}",

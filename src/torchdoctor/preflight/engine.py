@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 import traceback
+import warnings
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.__about__ import __version__
 from torchdoctor.errors import TorchDoctorError
@@ -36,28 +37,51 @@ def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
     """
     report = Report(tool_version=__version__, command="check",
                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    snapshot = Snapshot(ctx.model, ctx.optimizer)
+    snapshot = Snapshot(_watched_modules(ctx), ctx.optimizer)
     started = time.perf_counter()
     explained: list[Finding] = []
     timings: dict[str, float] = {}
+    caught: list[warnings.WarningMessage] = []
     try:
-        for info in probes:
-            if not any(ctx.enabled(code) for code in info.codes):
-                continue
-            begin = time.perf_counter()
-            try:
-                report.extend(f for f in _run_one(info, ctx, explained, report)
-                              if ctx.enabled(f.code))
-            finally:
-                snapshot.restore()
-                timings[info.name] = round(time.perf_counter() - begin, 4)
+        with warnings.catch_warnings(record=True) as caught:
+            # The user's code warns during our passes as it will in training; keep those
+            # warnings as facts instead of printing them into the report's output.
+            warnings.simplefilter("always")
+            _run_all(ctx, probes, report, snapshot, explained, timings)
         for item in explained:
             if item.code not in report.codes() and ctx.enabled(item.code):
                 report.add(item)
     finally:
         snapshot.restore()
     report.facts.update(_facts(ctx, timings, time.perf_counter() - started))
+    if caught:
+        report.facts["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     return report
+
+
+def _watched_modules(ctx: CheckContext) -> Any:
+    """The model, plus the loss function when it is a module with state of its own."""
+    import torch
+
+    loss = ctx.loss_fn
+    if isinstance(loss, torch.nn.Module) and (any(True for _ in loss.parameters())
+                                              or any(True for _ in loss.buffers())):
+        return torch.nn.ModuleList([ctx.model, loss])
+    return ctx.model
+
+
+def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapshot: Snapshot,
+             explained: list[Finding], timings: dict[str, float]) -> None:
+    for info in probes:
+        if not any(ctx.enabled(code) for code in info.codes):
+            continue
+        begin = time.perf_counter()
+        try:
+            report.extend(f for f in _run_one(info, ctx, explained, report)
+                          if ctx.enabled(f.code))
+        finally:
+            snapshot.restore()
+            timings[info.name] = round(time.perf_counter() - begin, 4)
 
 
 def _run_one(info: ProbeInfo, ctx: CheckContext, explained: list[Finding],

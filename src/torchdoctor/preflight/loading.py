@@ -99,10 +99,10 @@ class WorkerDraws:
     worker1: tuple[Any, Any]
 
 
-def draw_in_workers(loader: Any, timeout: float) -> WorkerDraws:
+def draw_in_workers(loader: Any, timeout: float, **overrides: Any) -> WorkerDraws:
     """Load sample 0 four times with two workers, alternating (w0, w1, w0, w1)."""
     clone = clone_loader(loader, batch_size=None, sampler=[0, 0, 0, 0], num_workers=2,
-                         collate_fn=None, drop_last=False, timeout=timeout)
+                         collate_fn=None, drop_last=False, timeout=timeout, **overrides)
     iterator = iter(clone)
     try:
         first0, first1, second0, second1 = (next(iterator) for _ in range(4))

@@ -20,7 +20,7 @@ from torchdoctor.preflight.tracing import ForwardTrace
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["loss_input_location", "non_finite_origin"]
+__all__ = ["loss_input_location", "non_finite_loss_op", "non_finite_origin"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>[^\n]+)\n'
                     r"(?:\s*(?P<code>[^\n]*))?")
@@ -108,3 +108,46 @@ def _tensors(values: Any) -> list[Any]:
     if isinstance(values, dict):
         return [v for item in values.values() for v in _tensors(item)]
     return []
+
+
+def _all_finite(values: Any) -> bool:
+    import torch
+
+    return all(bool(torch.isfinite(v).all()) for v in _tensors(values) if v.is_floating_point())
+
+
+def _non_finite_mode(found: list[tuple[str, Location]]) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    class _Watch(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            result = func(*args, **(kwargs or {}))
+            if not found and not _all_finite(result) and _all_finite(
+                    (list(args), list((kwargs or {}).values()))):
+                frame = user_frame(traceback.extract_stack())
+                name = getattr(func, "__name__", "an op")
+                found.append((name, Location(path=frame.filename, line=frame.lineno,
+                                             snippet=frame.line or None, object="loss_fn")
+                              if frame is not None else Location(object="loss_fn")))
+            return result
+
+    return _Watch()
+
+
+def non_finite_loss_op(ctx: CheckContext) -> tuple[str, Location] | None:
+    """The first op inside the loss function that turns finite values into NaN/Inf.
+
+    Returns the op's name and the user's line that called it.
+    """
+    import torch
+
+    found: list[tuple[str, Location]] = []
+    try:
+        with torch.no_grad():
+            output = ctx.forward(ctx.model, grad=False)
+            with _non_finite_mode(found):
+                ctx.loss_fn(output, ctx.batch.targets)
+    except Exception:  # noqa: BLE001 - only a better location is at stake
+        return None
+    return found[0] if found else None

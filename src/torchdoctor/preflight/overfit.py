@@ -23,13 +23,15 @@ from torchdoctor.preflight.training import (
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["CLEAR_DROP", "REFERENCE_LR", "SOME_DROP", "STEPS", "GroupUpdate", "Trajectory",
+__all__ = ["CLEAR_DROP", "REFERENCE_RATES", "SOME_DROP", "STEPS", "GroupUpdate", "Trajectory",
            "dropped", "reference_run", "run_steps", "use_peak_rates"]
 
 STEPS = 15
 CLEAR_DROP = 0.10  # falling by 10% of its starting value is learning: stop early
 SOME_DROP = 0.02  # a slower optimizer that lowers it by 2% is making progress: trusted
-REFERENCE_LR = 1e-3
+# Adam rates of the second opinion, tried in turn: a linear head on frozen features needs
+# the larger one to move in a few steps, and most models learn at the smaller.
+REFERENCE_RATES = (1e-3, 1e-2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class Trajectory:
     losses: tuple[float, ...]
     updates: tuple[GroupUpdate, ...] = ()
     moved: bool = True
+    optimizer: str = ""  # what trained, for messages: "Adam(lr=0.001)"
 
     @property
     def initial(self) -> float:
@@ -127,14 +130,24 @@ def _moved(original: Any, trained: Any) -> bool:
 
 
 def reference_run(ctx: CheckContext) -> Trajectory:
-    """The same run with ``Adam(lr=1e-3)`` over every trainable parameter of a fresh copy."""
+    """The same run with Adam over every trainable parameter of a fresh copy, at each of
+    :data:`REFERENCE_RATES` until one makes progress; the best run otherwise."""
     import torch
 
-    training = copy_for_training(ctx, with_optimizer=False)
-    params = [p for p in training.model.parameters() if p.requires_grad]
-    if isinstance(training.loss_fn, torch.nn.Module) and training.loss_fn is not ctx.loss_fn:
-        params += [p for p in training.loss_fn.parameters() if p.requires_grad]
-    return run_steps(ctx, with_optimizer(training, torch.optim.Adam(params, lr=REFERENCE_LR)))
+    best: Trajectory | None = None
+    for rate in REFERENCE_RATES:
+        training = copy_for_training(ctx, with_optimizer=False)
+        params = [p for p in training.model.parameters() if p.requires_grad]
+        if isinstance(training.loss_fn, torch.nn.Module) and training.loss_fn is not ctx.loss_fn:
+            params += [p for p in training.loss_fn.parameters() if p.requires_grad]
+        run = run_steps(ctx, with_optimizer(training, torch.optim.Adam(params, lr=rate)))
+        run = Trajectory(run.losses, run.updates, run.moved, f"Adam(lr={rate:g})")
+        if dropped(run.losses, SOME_DROP):
+            return run
+        if best is None or (run.finite and min(run.losses) < min(best.losses)):
+            best = run
+    assert best is not None
+    return best
 
 
 def use_peak_rates(optimizer: Any) -> bool:

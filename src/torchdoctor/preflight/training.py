@@ -66,10 +66,29 @@ def copy_for_training(ctx: CheckContext, *, with_optimizer: bool = True) -> Trai
     loss_module = ctx.loss_fn if _stateful_module(ctx.loss_fn) else None
     optimizer = ctx.optimizer if with_optimizer else None
     try:
-        model, loss_copy, optimizer_copy = copy.deepcopy((ctx.model, loss_module, optimizer))
+        model, loss_copy, optimizer_copy = copy.deepcopy((ctx.model, loss_module, optimizer),
+                                                         _computed_attributes(ctx.model))
     except (RuntimeError, TypeError, copy.Error) as error:
         raise CopyUnavailable(f"{type(error).__name__}: {error}") from error
     return TrainingCopy(model, optimizer_copy, loss_copy if loss_copy is not None else ctx.loss_fn)
+
+
+def _computed_attributes(model: Any) -> dict[int, Any]:
+    """A deepcopy memo replacing computed tensor attributes by detached clones.
+
+    Pruning and the old ``weight_norm`` keep ``weight`` as a non-leaf tensor computed from
+    parameters; torch refuses to deep-copy those, and their forward pre-hooks recompute
+    them anyway, so a detached copy of the current value is exact.
+    """
+    import torch
+
+    memo: dict[int, Any] = {}
+    for module in model.modules():
+        for value in vars(module).values():
+            if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+                # Keep requires_grad: it marks the copy as computed state, not stored state.
+                memo[id(value)] = value.detach().clone().requires_grad_(value.requires_grad)
+    return memo
 
 
 def with_optimizer(training: TrainingCopy, optimizer: Any) -> TrainingCopy:
@@ -148,4 +167,4 @@ def forward_loss(training: TrainingCopy, batch: Batch) -> float:
     with torch.no_grad():
         output = call_user("the model's forward", batch.call, training.model)
         loss = call_user("the loss function", training.loss_fn, output, batch.targets)
-    return float(reduce_loss(loss))
+    return float(reduce_loss(loss).detach())

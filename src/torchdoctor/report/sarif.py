@@ -49,8 +49,8 @@ def repo_relative(path: str, root: str | None) -> str:
 
 def fingerprint(finding: Finding, path: str, occurrence: int) -> str:
     """A stable hash of rule, file, whitespace-normalised line text and occurrence."""
-    text = " ".join((finding.location.snippet or "").split()) or \
-        f"{finding.location.line}:{finding.location.object}"
+    loc = finding.location
+    text = " ".join((loc.snippet or "").split()) or loc.object or f"line {loc.line}"
     key = f"{finding.code}\0{path}\0{text}\0{occurrence}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 

@@ -98,13 +98,13 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD014", "debug-variables-left-on", W, (ENV,), "Costly debugging variables are set"),
     _r("TD015", "anomaly-detection-enabled", W, (ENV,), "Autograd anomaly detection is on"),
     # 1xx: device and dtype
-    _r("TD101", "device-mismatch", E, (CHECK, RUN),
+    _r("TD101", "device-mismatch", E, (CHECK,),
        "Parameters, buffers and inputs live on different devices"),
     _r("TD102", "float64-in-training", W, (LINT, CHECK, CKPT),
        "float64 tensors in a training program: twice the memory, far slower on GPUs"),
     _r("TD103", "mixed-parameter-dtypes", W, (CHECK,),
        "The model's parameters have more than one floating dtype"),
-    _r("TD104", "target-dtype-wrong-for-loss", E, (LINT, CHECK),
+    _r("TD104", "target-dtype-wrong-for-loss", E, (LINT, CHECK, RUN),
        "The target's dtype does not match what the loss function expects"),
     _r("TD105", "legacy-tensor-constructor", W, (LINT,),
        "Legacy constructor (torch.Tensor(shape), torch.FloatTensor) builds uninitialised "

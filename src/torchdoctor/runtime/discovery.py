@@ -47,10 +47,14 @@ class ModelRegistry:
 
     # -- models --------------------------------------------------------------------------
 
+    def knows(self, module: torch.nn.Module) -> bool:
+        """Whether ``module`` is a known model or inside one."""
+        return id(module) in self._module_paths
+
     def add_candidates(self, modules: Iterable[torch.nn.Module]) -> list[ModelInfo]:
         """Take in called modules; return the models that became new roots."""
         known = {id(m.module) for m in self.models}
-        fresh = [m for m in _unique(modules) if id(m) not in known]
+        fresh = [m for m in _unique(modules) if id(m) not in self._module_paths]
         if not fresh:
             return []
         everyone = [m.module for m in self.models] + fresh

@@ -58,7 +58,7 @@ class Dispatcher:
     def guarded(self, detector: RuntimeDetector, callback: Callable[..., None],
                 *args: Any) -> None:
         """Run a detector's callback (a deferred read-back) with the same isolation."""
-        if detector not in self.detectors:
+        if not any(d is detector for d in self.detectors):
             return
         try:
             callback(*args)

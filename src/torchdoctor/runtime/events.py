@@ -51,7 +51,6 @@ class EventHandlers:
         self.loss_series: dict[CallSite, list[float]] = {}
         self._states: dict[int, OptimizerState] = {}
         self._only: set[int] | None = None
-        self._called: dict[int, Any] = {}
         self._discovery_calls = 0
         self._discovery_handle: Any = None
         self._roots: dict[int, ModelInfo] = {}
@@ -88,13 +87,7 @@ class EventHandlers:
                 self._hooks.module_hook(handle)
                 self._roots[id(info.module)] = info
 
-    def _flush_discovery(self) -> None:
-        if self._called:
-            called, self._called = list(self._called.values()), {}
-            self._add_models(called)
-
     def _end_discovery(self) -> None:
-        self._flush_discovery()
         if self._discovery_handle is not None:
             self._discovery_handle.remove()
             self._discovery_handle = None
@@ -102,10 +95,13 @@ class EventHandlers:
     # -- hooks ---------------------------------------------------------------------------
 
     def _discover(self, module: Any, args: Any) -> None:
+        # Pre-hooks run outermost first, so a module that no known model contains is a
+        # root: registering it now lets detectors hook it before its forward runs.
         if not self.m.enabled:
             return
-        self._called[id(module)] = module
         self._discovery_calls += 1
+        if not self.m.registry.knows(module):
+            self._guard(self._add_models, "model discovery", [module])
         if self._discovery_calls > _DISCOVERY_CALL_LIMIT:
             self._guard(self._end_discovery, "model discovery")
 
@@ -126,8 +122,6 @@ class EventHandlers:
     def _backward(self, tensors: Any, retain_graph: Any) -> None:
         index = self.backward_count
         self.backward_count += 1
-        if self._discovery_handle is not None:
-            self._flush_discovery()
         torch = self.m.torch
         loss = tensors
         if isinstance(tensors, (tuple, list)):
@@ -150,8 +144,6 @@ class EventHandlers:
             self._guard(self._begin_step, "the optimizer step pre-hook", optimizer, closure)
 
     def _begin_step(self, optimizer: Any, closure: bool) -> None:
-        if self._discovery_handle is not None:
-            self._flush_discovery()
         state = self._state_for(optimizer)
         state.steps += 1
         sampled = self.m.sampler.should_sample(state)
@@ -270,7 +262,7 @@ class EventHandlers:
         self.m.dispatch.call("on_sample", stats.decode(values))
 
     def flush(self) -> None:
-        """End of the run: finish discovery and read back what is still on the device."""
+        """End of the run: stop discovery and read back what is still on the device."""
         self._end_discovery()
         for state in self._states.values():
             state.current = None  # a step that raised never reached its post-hook

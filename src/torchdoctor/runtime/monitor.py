@@ -57,6 +57,8 @@ class MonitorOptions:
         selection: which rules to report.
         status: show the live status line (``None``: only when stderr is a terminal).
         discovery_steps: how many optimizer steps the global module hook looks for models.
+        localise_non_finite: check every module's output for NaN/Inf from the first step
+            (the default waits for a first symptom, which is cheap but may come too late).
         script: the script run by ``torchdoctor run``.
         roots: directories of the user's code.
     """
@@ -67,6 +69,7 @@ class MonitorOptions:
     selection: Selection = field(default_factory=Selection)
     status: bool | None = False
     discovery_steps: int = 2
+    localise_non_finite: bool = False
     script: Path | None = None
     roots: tuple[Path, ...] = ()
 
@@ -140,6 +143,9 @@ class Monitor:
 
     def param_name(self, param: Any) -> str | None:
         return self.registry.param_name(param)
+
+    def model_of(self, param: Any) -> ModelInfo | None:
+        return self.registry.model_of_param(param)
 
     def models_of(self, optimizer: OptimizerInfo) -> Sequence[ModelInfo]:
         return self.registry.models_of(optimizer)
@@ -218,8 +224,11 @@ class Monitor:
         if exc is not None and not isinstance(exc, (StopTraining, SystemExit)):
             self.dispatch.call("on_exception", exc)
         self.events.record_facts()
-        self.dispatch.call("on_finish", self._report())
-        report = self._report()  # again: on_finish may have emitted findings and facts
+        # In registration order, each with the findings so far: a detector may build on
+        # the conclusions of the modules imported before it (see detectors/__init__).
+        for detector, method in tuple(self.dispatch.hooks.get("on_finish", ())):
+            self.dispatch.guarded(detector, method, self._report())
+        report = self._report()
         self.registry.clear()
         return report
 

@@ -57,8 +57,8 @@ class ScriptResult:
 
 def run_script(target: str, args: list[str] | tuple[str, ...] = (), *, module: bool = False,
                max_steps: int | None = None, sample_every: int | None = None,
-               selection: Selection | None = None, status: bool | None = None
-               ) -> ScriptResult:
+               selection: Selection | None = None, status: bool | None = None,
+               localise_non_finite: bool = False) -> ScriptResult:
     """Run ``target`` (a path, or a module name with ``module=True``) under the monitor.
 
     Args:
@@ -69,6 +69,7 @@ def run_script(target: str, args: list[str] | tuple[str, ...] = (), *, module: b
         sample_every: full statistics every N steps (default: automatic).
         selection: which rules to report.
         status: live status line (``None``: when standard error is a terminal).
+        localise_non_finite: check every module's output for NaN/Inf from the first step.
 
     Raises:
         UsageError: the script does not exist, or the module cannot be found.
@@ -83,6 +84,7 @@ def run_script(target: str, args: list[str] | tuple[str, ...] = (), *, module: b
         result = _run(target, script, module, MonitorOptions(
             command="run", max_steps=max_steps, sample_every=sample_every,
             selection=selection or Selection(), status=status, script=script,
+            localise_non_finite=localise_non_finite,
             roots=(script.parent,) if script is not None and not module else (Path.cwd(),)))
     finally:
         sys.argv = saved_argv

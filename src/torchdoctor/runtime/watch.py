@@ -105,6 +105,7 @@ def watch(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     status: bool = False,
+    localise_non_finite: bool = False,
 ) -> Watch:
     """Watch the training that runs inside the returned context manager.
 
@@ -120,6 +121,10 @@ def watch(
         select: rule codes or prefixes to report (``"TD2"``); default all.
         ignore: rule codes or prefixes not to report.
         status: show a live status line on standard error when it is a terminal.
+        localise_non_finite: check every module's output for NaN/Inf from the first step
+            (slower), to name the module where NaN/Inf starts even when the very first
+            bad step already poisons every parameter. By default the check starts after
+            the first symptom and costs nothing before.
 
     Returns:
         A :class:`Watch`; after the block, ``w.report`` is the
@@ -130,7 +135,7 @@ def watch(
     options = MonitorOptions(
         command="watch", max_steps=max_steps, sample_every=sample_every,
         selection=Selection.from_options(select, ignore), status=None if status else False,
-        roots=roots,
+        roots=roots, localise_non_finite=localise_non_finite,
     )
     return Watch(options, _as_list(model), _as_list(optimizer))
 

@@ -11,6 +11,7 @@ against torch names: they ask ``ctx.is_call_to(call, "torch.nn.CrossEntropyLoss"
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 
 from torchdoctor.findings import Confidence, Edit, Location
@@ -37,6 +38,8 @@ class _Current:
 
 
 CURRENT = _Current()
+# Lines with their ends, split the way ``ast`` counts lines (not on form feeds).
+_SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 ScopeArg = FunctionScope | None | _Current
 
 # Methods that return their receiver (``model.to(device)`` is still the model).
@@ -77,6 +80,7 @@ class FileContext:
         self._tables: dict[ast.AST, dict[str, list[Binding]]] = {}
         self._attributes: dict[ast.AST, dict[str, list[tuple[Binding, ast.AST]]]] = {}
         self._types: dict[tuple[int, int], str | None] = {}
+        self._source_lines: list[str] | None = None
         self.memo: dict[object, object] = {}
         """Per-file cache rules and helpers may use (key by a tuple naming the owner)."""
 
@@ -240,7 +244,8 @@ class FileContext:
             found = self.lookup(expr, scope)
             if found is not None and found[0].kind is BindingKind.UNPACKED:
                 source = self.unpacked_source(expr.id, found[0], found[1])
-                return None if source is None else self.instance_type(*source, depth)
+                return None if source is None else self.instance_type(source[0], source[1],
+                                                                      depth)
             return None if found is None else self._infer_binding(found[0], found[1], depth)
         if isinstance(expr, ast.Attribute):
             found = self.attribute_binding(expr, scope)
@@ -378,8 +383,28 @@ class FileContext:
         )
 
     def segment(self, node: ast.AST) -> str:
-        """The source text of a node (``""`` when it has no position)."""
-        return ast.get_source_segment(self.source, node) or ""
+        """The source text of a node (``""`` when it has no position).
+
+        Same result as ``ast.get_source_segment``, which splits the whole file on every
+        call (quadratic when rules ask often on large files); the split is done once here.
+        """
+        try:
+            first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return ""
+        if last is None or end is None:
+            return ""
+        lines = self._source_lines
+        if lines is None:
+            lines = self._source_lines = _SOURCE_LINE.findall(self.source)
+        if not 0 <= first <= last < len(lines):
+            return ""
+        if first == last:
+            return lines[first].encode()[start:end].decode(errors="replace")
+        head = lines[first].encode()[start:].decode(errors="replace")
+        tail = lines[last].encode()[:end].decode(errors="replace")
+        return "".join([head, *lines[first + 1:last], tail])
 
     def replace(self, node: ast.AST, text: str) -> Edit:
         """An edit that replaces the node's text with ``text``."""

@@ -74,7 +74,7 @@ def _walk(top: Path, spec: pathspec.PathSpec, root: Path) -> list[str]:
                              if not spec.match_file(f"{relative_dir}{d}/"))
         for name in sorted(filenames):
             if name.endswith(".py") and not spec.match_file(f"{relative_dir}{name}"):
-                found.append(os.path.join(directory, name) if directory != "." else name)
+                found.append(os.path.normpath(os.path.join(directory, name)))
     return found
 
 

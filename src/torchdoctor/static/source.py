@@ -40,8 +40,11 @@ def decode(data: bytes, path: str) -> tuple[str, str] | Finding:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        return _unparsable(path, 1, 0, f"the file declares an unknown encoding: {error}",
-                           "Fix the `# -*- coding: ... -*-` line, or remove it to use UTF-8.")
+        if "unknown encoding" in str(error) or "encoding problem" in str(error):
+            return _unparsable(path, 1, 0, f"the file declares an unknown encoding ({error})",
+                               "Fix the `# -*- coding: ... -*-` line, or remove it to use "
+                               "UTF-8.")
+        encoding = "utf-8"  # undeclared and not UTF-8: let the decoder say where
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as error:
@@ -61,7 +64,7 @@ def decode(data: bytes, path: str) -> tuple[str, str] | Finding:
 def parse(data: bytes | str, path: str) -> Parsed | Finding:
     """Decode and parse a file, or say in a TD002 finding why it cannot be."""
     if isinstance(data, str):
-        text, encoding = data, "utf-8"
+        text, encoding = data.removeprefix("\ufeff"), "utf-8"
         if "\x00" in text:
             return _unparsable(path, 1, 0, "the source contains NUL characters, not Python",
                                "Remove the NUL characters.")

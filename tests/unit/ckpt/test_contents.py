@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.ckpt.simulate import saved_on_cuda
-from torchdoctor.ckpt import inspect_checkpoint
-from torchdoctor.ckpt import values
+from torchdoctor.ckpt import inspect_checkpoint, values
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.needs_torch

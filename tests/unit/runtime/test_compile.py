@@ -145,3 +145,19 @@ def test_the_watch_reports_graph_breaks_of_the_run(capsys) -> None:
     [found] = session.report.by_code("TD707")
     assert found.location.line == line_of("watched-break")
     capsys.readouterr()
+
+
+def test_a_graph_break_under_fullgraph_that_ends_the_run_is_an_error(capsys) -> None:
+    from torchdoctor.findings import Severity
+    from torchdoctor.runtime.exceptions import explain_exception
+
+    def strict(x: torch.Tensor) -> torch.Tensor:
+        print("no", end="")
+        return x + 1
+
+    with pytest.raises(Exception) as raised:
+        torch.compile(strict, backend="eager", fullgraph=True)(torch.randn(2))
+    found = explain_exception(raised.value, roots=[str(Path(HERE).parent)])
+    assert found is not None and found.code == "TD707" and found.severity is Severity.ERROR
+    assert "fullgraph=True" in found.message
+    capsys.readouterr()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ F = torch.nn.functional
 
 from torchdoctor.findings import Severity  # noqa: E402
 from torchdoctor.runtime.exceptions import explain_exception  # noqa: E402
+from torchdoctor.runtime.exceptions.facts import DEVICE_MISMATCH_CODE as DEVICE_CODE  # noqa: E402
 
 HERE = str(Path(__file__).resolve())
 
@@ -72,7 +74,7 @@ def test_model_left_on_meta_device_is_a_device_mismatch() -> None:
     with torch.device("meta"):
         model = Net()
     found = explain(lambda: model(torch.randn(4, 8)), models=(model,))
-    assert found.code == "TD101"
+    assert found.code == DEVICE_CODE and found.evidence["known_error"] == "device-mismatch"
     assert found.location.line == line_of("encoder-call")
     assert found.location.object == "encoder.0"
     assert "meta" in found.message and "assign=True" in found.fix_hint
@@ -89,7 +91,7 @@ def test_float64_batch_is_a_dtype_mismatch() -> None:
 def test_labels_one_to_c_are_a_class_index_out_of_range() -> None:
     criterion = nn.CrossEntropyLoss()
     logits, labels = torch.randn(4, 5), torch.tensor([1, 2, 5, 3])
-    found = explain(lambda: criterion(logits, labels))  # loss-call
+    found = explain(lambda: criterion(logits, labels), models=(criterion,))  # loss-call
     assert found.code == "TD403"
     assert found.location.line == line_of("loss-call")
     assert found.location.object == "criterion"
@@ -101,6 +103,19 @@ def test_negative_padding_labels_suggest_ignore_index() -> None:
     found = explain(lambda: F.cross_entropy(torch.randn(3, 4), torch.tensor([0, -1, 2])))
     assert found.code == "TD403"
     assert "ignore_index=-1" in found.fix_hint
+
+
+def test_integer_labels_for_bce_are_a_target_dtype_error() -> None:
+    logits, labels = torch.randn(4), torch.tensor([0, 1, 1, 0])
+    found = explain(lambda: F.binary_cross_entropy_with_logits(logits, labels))
+    assert found.code == "TD104"
+    assert "int64" in found.message and "target.float()" in found.fix_hint
+
+
+def test_float_class_labels_are_a_target_dtype_error() -> None:
+    found = explain(lambda: F.cross_entropy(torch.randn(3, 4), torch.tensor([0.0, 1.0, 2.0])))
+    assert found.code == "TD104"
+    assert "float32" in found.message and "target.long()" in found.fix_hint
 
 
 def test_second_backward_is_a_freed_graph_at_that_line() -> None:
@@ -145,6 +160,19 @@ def test_absurd_cpu_allocation_is_out_of_memory_from_a_wrong_shape() -> None:
     assert "a tensor shape is wrong" in found.message
 
 
+def test_a_new_error_while_handling_a_torch_error_is_not_that_error() -> None:
+    model = Net(head_in=32)
+
+    def handler_fails() -> None:
+        try:
+            model(torch.randn(4, 8))
+        except RuntimeError:
+            print(undefined_name)  # type: ignore[name-defined]  # noqa: F821
+
+    found = explain(handler_fails, models=(model,))
+    assert found.code == "TD004" and "NameError" in found.message
+
+
 def test_chained_torch_error_is_still_recognised() -> None:
     model = Net(head_in=32)
 
@@ -168,11 +196,12 @@ def _raise(text: str, kind: type[BaseException] = RuntimeError) -> Callable[[], 
 
 @pytest.mark.parametrize(("text", "code"), [
     ("Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
-     "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)", "TD101"),
+     "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+     DEVICE_CODE),
     ("Expected all tensors to be on the same device, but got mat2 is on cpu, different from "
-     "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_mm)", "TD101"),
+     "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_mm)", DEVICE_CODE),
     ("Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the "
-     "same or input should be a MKLDNN tensor and weight is a dense tensor", "TD101"),
+     "same or input should be a MKLDNN tensor and weight is a dense tensor", DEVICE_CODE),
     ("Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be "
      "the same", "TD107"),
     ("expected scalar type Float but found Double", "TD107"),
@@ -196,7 +225,8 @@ def test_cuda_oom_with_fragmentation_suggests_expandable_segments() -> None:
     text = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "80.00 GiB of which 1.20 GiB is free. Of the allocated memory 70.00 GiB is "
             "allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.")
-    found = explain(_raise(text, torch.OutOfMemoryError))
+    oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError  # < 2.5
+    found = explain(_raise(text, oom))
     assert found.code == "TD709"
     assert "2.0 GiB with 1.2 GiB free of 80.0 GiB" in found.message
     assert "expandable_segments:True" in found.fix_hint
@@ -209,6 +239,21 @@ def test_worker_killed_by_signal_gets_signal_specific_advice(signal: str, advice
     assert found.code == "TD413"
     assert advice in found.fix_hint
     assert found.evidence["signal"] == signal
+
+
+def test_worker_death_is_placed_at_the_loop_over_the_loader() -> None:
+    loader = torch.utils.data.DataLoader(list(range(8)), batch_size=4)
+
+    def loop() -> None:
+        for batch in loader:  # loader-loop
+            total = batch.sum()
+            if total >= 0:  # the signal lands wherever the main process happens to be
+                raise RuntimeError("DataLoader worker (pid 77) is killed by signal: Killed. ")
+
+    found = explain(loop)
+    assert found.code == "TD413"
+    assert found.location.line == line_of("loader-loop")
+    assert found.location.object is None  # the running module is chance, not cause
 
 
 def test_dataset_error_in_a_worker_points_at_the_dataset_line() -> None:
@@ -241,8 +286,19 @@ def test_interruptions_and_exits_are_not_findings(kind: type[BaseException]) -> 
     "GPU not found",
     "",
     "backward pass disabled by config",
+    "list index out of range",
+    "tuple index out of range",
+    "not enough values to unpack (expected 3, got 2)",
+    "Target 'train' is out of date; rebuild it",
+    "element 0 of the list is None",
+    "running_mean missing from the statistics file",
+    "CUDA driver is out of date",
+    "worker process killed by the user",
+    "No module named 'torchvision'",
+    "mat1 not found in the cache",
 ])
 def test_lookalike_messages_are_generic_not_misdiagnosed(text: str) -> None:
+    """Messages of other libraries and of user code that share words with torch's."""
     found = explain(_raise(text, ValueError))
     if text == "index out of range in self":
         assert found.code == "TD004" and "embedding" not in found.message.lower()
@@ -250,6 +306,55 @@ def test_lookalike_messages_are_generic_not_misdiagnosed(text: str) -> None:
     assert found.code == "TD004"
     assert "known_error" not in found.evidence
     assert found.location.line == line_of("synthetic-raise")
+
+
+def test_an_unreadable_message_still_gives_the_known_meaning(monkeypatch) -> None:
+    from torchdoctor.runtime.exceptions import catalogue
+
+    def broken(facts: object) -> None:
+        raise ValueError("a wording the detail function did not expect")
+
+    [entry] = [e for e in catalogue.KNOWN_ERRORS if e.key == "view-size"]
+    index = catalogue.KNOWN_ERRORS.index(entry)
+    patched = catalogue.KnownError(entry.key, entry.code, entry.pattern, entry.meaning,
+                                   ("Use `x.flatten(1)`.",), broken)
+    monkeypatch.setattr(catalogue, "KNOWN_ERRORS", (*catalogue.KNOWN_ERRORS[:index], patched,
+                                                    *catalogue.KNOWN_ERRORS[index + 1:]))
+    found = explain(lambda: torch.randn(4, 8).view(3, -1))
+    assert found.code == "TD108"
+    assert found.message.startswith("A view or reshape asked for a shape")
+    assert found.fix_hint == "Use `x.flatten(1)`."
+
+
+def test_an_error_the_script_handles_itself_is_not_a_finding() -> None:
+    import torchdoctor
+
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as session:
+        with contextlib.suppress(RuntimeError):
+            model(torch.randn(4, 3))  # a probe the script expects to fail
+        model(torch.randn(4, 8)).sum().backward()
+        optimizer.step()
+    assert not {"TD004", "TD108"} & session.report.codes()
+
+
+def test_the_error_that_ends_a_watched_run_is_reported_once() -> None:
+    import torchdoctor
+
+    model = Net(head_in=32)
+    with pytest.raises(RuntimeError), torchdoctor.watch() as session:
+        model(torch.randn(4, 8))
+    [found] = session.report.by_code("TD108")
+    assert found.location.object == "head"
+
+
+def test_a_syntax_error_in_an_imported_file_points_at_the_broken_line(tmp_path: Path) -> None:
+    broken = tmp_path / "model_def.py"
+    broken.write_text("import torch\n\ndef forward(x)\n    return x\n", encoding="utf-8")
+    found = explain(lambda: compile(broken.read_text(), str(broken), "exec"))
+    assert found.code == "TD004"
+    assert (found.location.path, found.location.line) == (str(broken), 3)
 
 
 def test_user_exception_class_named_like_torch_internals_is_generic() -> None:
@@ -285,12 +390,12 @@ def test_without_known_models_the_outermost_module_is_taken_as_the_model() -> No
 
 
 def test_every_code_the_explainer_can_report_is_registered_at_run_depth() -> None:
-    from torchdoctor.rules.detectors import load_detector_modules, registered_detectors
     from torchdoctor.findings import Depth
+    from torchdoctor.rules.detectors import load_detector_modules, registered_detectors
     from torchdoctor.runtime.exceptions import KNOWN_ERRORS
 
     load_detector_modules((Depth.RUN,))
     explainer = [d for d in registered_detectors(Depth.RUN) if d.name == "ExceptionExplainer"]
     assert explainer, "the exception explainer is not registered"
-    codes = {entry.code for entry in KNOWN_ERRORS} | {"TD004", "TD101", "TD306"}
+    codes = {entry.code for entry in KNOWN_ERRORS} | {"TD004", DEVICE_CODE, "TD306"}
     assert codes <= set(explainer[0].codes)

@@ -1,11 +1,14 @@
-"""A tiny helper for lint rule tests: ``lint_codes(source, "TD201") == [("TD201", 7)]``.
+"""Tiny helpers for lint rule tests.
 
-The source is dedented, so tests can indent it with the test body. A rule crash (TD001)
-fails the test loudly instead of hiding among the results.
+``lint_codes(source, "TD201") == [("TD201", 7)]``, or, with the expected lines marked in
+the source itself (``optimizer.step()  # expect: TD201``), ``assert_marked(source,
+"TD201")``. Sources are dedented, so tests can indent them with the test body. A rule
+crash (TD001) fails the test loudly instead of hiding among the results.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from torchdoctor.findings import Finding
@@ -23,3 +26,22 @@ def lint_findings(source: str, *codes: str, path: str = "train.py") -> list[Find
 def lint_codes(source: str, *codes: str, path: str = "train.py") -> list[tuple[str, int]]:
     """``(code, line)`` of every finding of ``codes`` (all codes when none given)."""
     return [(f.code, f.location.line or 0) for f in lint_findings(source, *codes, path=path)]
+
+
+_MARK = re.compile(r"#\s*expect:\s*(TD\d{3}(?:\s*,\s*TD\d{3})*)")
+
+
+def marked(source: str) -> list[tuple[str, int]]:
+    """The ``(code, line)`` pairs a source marks with ``# expect: TD201`` comments."""
+    found = []
+    for number, line in enumerate(textwrap.dedent(source).splitlines(), start=1):
+        match = _MARK.search(line)
+        if match:
+            found += [(code.strip(), number) for code in match.group(1).split(",")]
+    return sorted(found)
+
+
+def assert_marked(source: str, *codes: str) -> None:
+    """Lint ``source`` for ``codes``: the findings must be exactly its ``# expect:`` marks."""
+    found = sorted(lint_codes(source, *codes))
+    assert found == marked(source), f"expected {marked(source)}, got {found}"

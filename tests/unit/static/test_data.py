@@ -245,6 +245,24 @@ def test_training_loaders_that_shuffle_some_other_way_stay_quiet() -> None:
     assert lint_codes(source, "TD407") == []
 
 
+def test_neutral_loaders_that_never_feed_a_backward_stay_quiet() -> None:
+    source = """
+        import torch
+        from torch.utils.data import DataLoader
+
+        @torch.no_grad()
+        def embed(model, dataset):
+            loader = DataLoader(dataset, batch_size=256)
+            return [model(x) for x in loader]
+
+        def export(model, dataset, writer):
+            loader = DataLoader(dataset, batch_size=256)
+            for x in loader:
+                writer.write(model(x))
+        """
+    assert lint_codes(source, "TD407") == []
+
+
 # --- TD408 non-blocking-without-pin-memory ---------------------------------------------------
 
 def test_non_blocking_copies_from_an_unpinned_loader_are_flagged() -> None:
@@ -262,7 +280,7 @@ def test_non_blocking_copies_from_an_unpinned_loader_are_flagged() -> None:
     found = lint_findings(source, "TD408")
     assert [f.location.line for f in found] == [8, 9, 10]
     assert all(f.fix is not None for f in found)
-    assert "pin_memory=True)" in applied(source, found[0].fix)  # type: ignore[arg-type]
+    assert "pin_memory=True)" in applied(source, found[0].fix)
     assert "DataLoader at line 5" in found[0].message
 
 

@@ -107,8 +107,10 @@ def test_numerical_tests_may_use_float64() -> None:
         """
     source = textwrap.dedent(source) + TRAINS
     assert lint_codes(source, "TD102") == []
-    assert lint_codes(source.replace("test_gradient", "helper"), "TD102", path="test_model.py") \
-        == []
+    helper = source.replace("test_gradient", "helper")
+    assert lint_codes(helper, "TD102", path="test_model.py") == []
+    assert lint_codes(helper, "TD102", path="project/tests/numerics.py") == []
+    assert lint_codes(helper, "TD102", path="project/train.py") == [("TD102", 5)]
 
 
 def test_dtype_comparisons_and_numpy_float64_stay_quiet() -> None:
@@ -162,6 +164,21 @@ def test_named_class_labels_into_nll_loss_are_flagged_with_medium_confidence() -
     assert found[0].fix is None  # `.to(dtype)` is not rewritten
 
 
+def test_a_cast_made_a_few_lines_before_the_loss_is_followed() -> None:
+    source = """
+        from torch import nn
+
+        def train(model, loader):
+            criterion = nn.CrossEntropyLoss()
+            for x, y in loader:
+                y = y.float()
+                loss = criterion(model(x), y)
+        """
+    [found] = lint_findings(source, "TD104")
+    assert found.location.line == 7
+    assert "(line 8)" in found.message
+
+
 def test_soft_labels_stay_quiet() -> None:
     source = """
         import torch.nn.functional as F
@@ -175,6 +192,21 @@ def test_soft_labels_stay_quiet() -> None:
             onehot = F.one_hot(y, num_classes)
             four = F.cross_entropy(logits, onehot.float())
             return one + two + three + four
+        """
+    assert lint_codes(source, "TD104") == []
+
+
+def test_casts_of_the_prediction_or_in_a_branch_stay_quiet() -> None:
+    source = """
+        import torch.nn.functional as F
+
+        def train(model, loader, soft):
+            for x, y in loader:
+                logits = model(x).float()
+                if soft:
+                    y = y.float()
+                loss = F.cross_entropy(logits.float(), y)
+                aux = F.cross_entropy(logits, y.to("cuda"))
         """
     assert lint_codes(source, "TD104") == []
 
@@ -206,9 +238,9 @@ def test_legacy_shape_constructors_get_a_safe_empty_fix() -> None:
     assert [(f.location.line, f.severity) for f in found] == [(4, Severity.WARNING),
                                                                (5, Severity.WARNING)]
     assert all(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in found)
-    assert "counts = torch.empty(3, 4)\n" in applied(source, found[0].fix)  # type: ignore[arg-type]
+    assert "counts = torch.empty(3, 4)\n" in applied(source, found[0].fix)
     assert 'noise = torch.empty(8, dtype=torch.float32, device="cuda")' in applied(
-        source, found[1].fix)  # type: ignore[arg-type]
+        source, found[1].fix)
     assert "uninitialised" in found[0].message
     assert "without CUDA" in found[1].message
 
@@ -225,11 +257,24 @@ def test_legacy_data_constructors_are_info_and_keep_their_dtype() -> None:
     assert [f.severity for f in found] == [Severity.INFO] * 3
     fixes = [f.fix for f in found]
     assert all(fix is not None for fix in fixes)
-    assert "T.tensor([1, 2, 3], dtype=T.int64)" in applied(source, fixes[0])  # type: ignore[arg-type]
-    assert "T.tensor([0.5, 2.0])\n" in applied(source, fixes[1])  # type: ignore[arg-type]
+    assert "T.tensor([1, 2, 3], dtype=T.int64)" in applied(source, fixes[0])
+    assert "T.tensor([0.5, 2.0])\n" in applied(source, fixes[1])
     assert fixes[1].applicability is Applicability.SAFE  # type: ignore[union-attr]
-    assert "T.tensor([1, 2], dtype=T.float32)" in applied(source, fixes[2])  # type: ignore[arg-type]
+    assert "T.tensor([1, 2], dtype=T.float32)" in applied(source, fixes[2])
     assert fixes[2].applicability is Applicability.UNSAFE  # type: ignore[union-attr]
+
+
+def test_shape_constructor_filled_right_away_is_only_info() -> None:
+    source = """
+        import torch
+
+        noise = torch.FloatTensor(8, 4).normal_(0, 0.1)
+        ones = torch.DoubleTensor(1).fill_(1.0)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [(4, Severity.INFO),
+                                                               (5, Severity.INFO)]
+    assert "only the spelling is legacy" in found[0].message
 
 
 def test_ambiguous_arguments_are_reported_without_a_fix() -> None:
@@ -256,23 +301,42 @@ def test_size_arguments_are_recognised_as_shapes() -> None:
     assert [f.severity for f in found] == [Severity.WARNING, Severity.WARNING]
 
 
-def test_tensor_type_uses_that_are_not_legacy_calls_stay_quiet() -> None:
+def test_tensor_type_uses_that_are_not_calls_stay_quiet() -> None:
     source = """
         import torch
 
         class Scaled(torch.Tensor):
             pass
 
+        def f(x: torch.Tensor) -> torch.Tensor:
+            if isinstance(x, torch.Tensor):
+                x = torch.Tensor.add(x, 1)
+            return torch.Tensor._make_subclass(Scaled, x)
+        """
+    assert lint_codes(source, "TD105") == []
+
+
+def test_a_local_class_named_tensor_is_not_torchs() -> None:
+    source = """
         class Tensor:
             def __init__(self, n):
                 self.n = n
 
-        def f(x: torch.Tensor) -> torch.Tensor:
-            if isinstance(x, torch.Tensor):
-                x = torch.Tensor.add(x, 1)
-            y = torch.tensor([1.0, 2.0])
-            z = x.new_zeros(3)
-            return torch.Tensor._make_subclass(Scaled, x) + Tensor(3).n + y + z
+        counts = Tensor(3)
+        """
+    assert lint_codes(source, "TD105") == []
+
+
+def test_factory_functions_and_new_methods_stay_quiet() -> None:
+    source = """
+        import torch
+
+        def build(x, n):
+            a = torch.tensor([1.0, 2.0])
+            b = torch.empty(n, 3).normal_()
+            c = x.new_zeros(3)
+            d = torch.as_tensor([1, 2], dtype=torch.float32)
+            return a, b, c, d
         """
     assert lint_codes(source, "TD105") == []
 
@@ -290,6 +354,7 @@ def test_constant_built_and_moved_inside_the_loop_is_flagged() -> None:
                 x = x.to(device) * scale.to(device)
                 z = torch.zeros(4).cuda()
                 m = torch.arange(10).to("cuda:0")
+                model(x, w, z, m).backward()
         """
     found = lint_findings(source, "TD106")
     assert [f.location.line for f in found] == [7, 8, 9, 10]
@@ -309,6 +374,7 @@ def test_values_that_change_in_the_loop_stay_quiet() -> None:
                 for dev in devices:
                     copy = torch.ones(3).to(dev)
                 r = torch.tensor(make_weights()).to(device)
+                model(x, y, t, r).backward()
         """
     assert lint_codes(source, "TD106") == []
 
@@ -325,5 +391,19 @@ def test_dtype_changes_cpu_moves_and_moves_outside_loops_stay_quiet() -> None:
                 back = torch.zeros(2).to("cpu")
                 x = x.to(device)
                 w = weight.to(device)
+                model(x, w, half, back).backward()
+        """
+    assert lint_codes(source, "TD106") == []
+
+
+def test_constants_in_loops_that_do_not_train_stay_quiet() -> None:
+    source = """
+        import torch
+        import torch.distributed as dist
+
+        def check_collectives(rank, ops):
+            for op in ops:
+                tensor = torch.tensor([True, True]).to(rank)
+                dist.all_reduce(tensor, op=op)
         """
     assert lint_codes(source, "TD106") == []

@@ -6,20 +6,16 @@ import textwrap
 
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Fix
+from torchdoctor.static.fixes import apply_fixes
 
 CODES = ("TD301", "TD302", "TD303", "TD304", "TD305")
 
 
-def applied(source: str, fix: Fix) -> str:
-    """The dedented source with a fix's edits applied."""
-    text = textwrap.dedent(source)
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
-    for edit in sorted(fix.edits, key=lambda e: (e.start_line, e.start_column), reverse=True):
-        begin = starts[edit.start_line - 1] + edit.start_column
-        end = starts[edit.end_line - 1] + edit.end_column
-        text = text[:begin] + edit.replacement + text[end:]
+def applied(source: str, fix: Fix | None) -> str:
+    """The dedented source with one finding's fix applied (the fix must exist and apply)."""
+    assert fix is not None, "the finding has no fix"
+    text, count = apply_fixes(textwrap.dedent(source), [fix])
+    assert count == 1, "the fix did not apply"
     return text
 
 
@@ -273,6 +269,28 @@ def test_forward_that_applies_softmax_only_in_eval_mode_stays_quiet() -> None:
     assert lint_codes(source, *CODES) == []
 
 
+def test_softmax_assigned_only_in_eval_mode_stays_quiet() -> None:
+    source = """
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, x):
+                x = self.fc(x)
+                if not self.training:
+                    x = F.softmax(x, dim=1)
+                return x
+
+        def step(x, y):
+            return F.cross_entropy(Net()(x), y)
+        """
+    assert lint_codes(source, *CODES) == []
+
+
 def test_a_rebound_variable_is_judged_by_its_latest_value() -> None:
     source = """
         import torch
@@ -314,6 +332,20 @@ def test_probabilities_into_losses_that_expect_them_stay_quiet() -> None:
                 F.log_softmax(logits, 1), F.softmax(teacher_logits, 1))
             bce = nn.BCELoss()(target_probs, target_probs.round())
             return mse + kl + bce
+        """
+    assert lint_codes(source, *CODES) == []
+
+
+def test_losses_of_detached_probabilities_are_metrics_and_stay_quiet() -> None:
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        def log_metrics(logits, y, target):
+            probs = torch.sigmoid(logits).detach()
+            bce = F.binary_cross_entropy(probs, target)
+            ce = F.cross_entropy(torch.softmax(logits, 1).detach(), y)
+            return bce.item(), ce.item()
         """
     assert lint_codes(source, *CODES) == []
 

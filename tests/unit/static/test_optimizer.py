@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from tests.conftest import LAB
 from tests.unit.static.helpers import lint_codes, lint_findings
 from tests.unit.static.test_loss import applied
 from torchdoctor.findings import Applicability
+from torchdoctor.rules.selection import Selection
+from torchdoctor.static.fixes import fix_file
+from torchdoctor.static.runner import FileJob
 
 # --- TD607 scheduler-before-optimizer --------------------------------------------------------
 
@@ -374,7 +380,7 @@ def test_deprecated_amp_calls_get_exact_safe_fixes() -> None:
     assert all(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in found)
     fixed = source
     for finding in reversed(found):
-        fixed = applied(fixed, finding.fix)  # type: ignore[arg-type]
+        fixed = applied(fixed, finding.fix)
     assert 'T.amp.GradScaler("cuda", 2.0 ** 10, growth_interval=100)' in fixed
     assert 'T.amp.autocast("cuda", dtype=T.bfloat16)' in fixed
     assert 'T.amp.autocast("cuda")' in fixed
@@ -398,9 +404,9 @@ def test_custom_fwd_and_bwd_decorators_get_a_device_type() -> None:
     found = lint_findings(source, "TD611")
     assert [f.location.line for f in found] == [6, 11]
     assert '@torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="cuda")' in applied(
-        source, found[0].fix)  # type: ignore[arg-type]
+        source, found[0].fix)
     assert '@torch.amp.custom_bwd(device_type="cuda")' in applied(
-        source, found[1].fix)  # type: ignore[arg-type]
+        source, found[1].fix)
 
 
 def test_imported_names_and_positional_autocast_are_flagged_without_a_fix() -> None:
@@ -423,16 +429,57 @@ def test_imported_names_and_positional_autocast_are_flagged_without_a_fix() -> N
     assert "deprecated `torch.cuda.amp.GradScaler`" in found[0].message
 
 
-def test_current_amp_api_and_other_amp_modules_stay_quiet() -> None:
+def test_the_current_amp_api_stays_quiet() -> None:
     source = """
         import torch
-        from apex import amp
-        from torch.cuda import amp as cuda_amp_module
+        from torch.amp import GradScaler, autocast
 
         scaler = torch.amp.GradScaler("cuda")
         other = torch.GradScaler()
+        mine = GradScaler("cuda")
         with torch.amp.autocast("cuda"), torch.autocast("cuda", dtype=torch.float16):
             pass
-        model, optimizer = amp.initialize(model, optimizer)
+        with autocast("cpu", dtype=torch.bfloat16):
+            pass
         """
     assert lint_codes(source, "TD611") == []
+
+
+def test_other_amp_modules_and_local_names_stay_quiet() -> None:
+    source = """
+        from apex import amp
+        from torch.cuda import amp as cuda_amp_module
+
+        def autocast():
+            return None
+
+        model, optimizer = amp.initialize(model, optimizer)
+        with autocast():
+            pass
+        """
+    assert lint_codes(source, "TD611") == []
+
+
+def test_references_that_construct_nothing_stay_quiet() -> None:
+    source = """
+        import torch
+
+        def supported(func, scaler):
+            return func in (torch.cuda.amp.autocast, torch.amp.autocast) or isinstance(
+                scaler, torch.cuda.amp.GradScaler)
+        """
+    assert lint_codes(source, "TD611") == []
+
+
+def test_safe_fixes_turn_the_lab_script_into_its_fixed_twin(tmp_path: Path) -> None:
+    folder = LAB / "TD611-deprecated-cuda-amp"
+    script = tmp_path / "train.py"
+    script.write_text((folder / "buggy.py").read_text(encoding="utf-8"), encoding="utf-8")
+    result = fix_file(FileJob(str(script)), Selection.from_options(["TD611"], []))
+    assert result is not None and result.applied == 2
+
+    def amp_lines(text: str) -> list[str]:
+        return [line.split("  # expect")[0] for line in text.splitlines() if ".amp." in line]
+
+    assert amp_lines(result.fixed) == amp_lines((folder / "fixed.py").read_text("utf-8"))
+    assert lint_codes(result.fixed, "TD611") == []

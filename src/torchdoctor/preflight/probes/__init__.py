@@ -19,3 +19,4 @@ from torchdoctor.preflight.probes import learning  # noqa: F401
 from torchdoctor.preflight.probes import reproducibility  # noqa: F401
 from torchdoctor.preflight.probes import roundtrip  # noqa: F401
 from torchdoctor.preflight.probes import loader  # noqa: F401
+from torchdoctor.preflight.probes import augmentations  # noqa: F401

@@ -83,10 +83,11 @@ def inputs_not_normalised(ctx: CheckContext) -> Iterator[Finding]:
         return
     large = int((rms > NORMALISED_RMS_LIMIT).sum())
     low, high = float(tensor.min()), float(tensor.max())
+    unit = "features" if dim == tensor.dim() - 1 or tensor.dim() == 2 else "channels"
     yield finding(
         "TD402", f"The first layer `{ctx.name(path)}` ({type(layer).__name__}) reads inputs in "
-                 f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} features have a root mean "
-                 f"square above {NORMALISED_RMS_LIMIT:g} (feature {worst}: mean "
+                 f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} input {unit} have a root "
+                 f"mean square above {NORMALISED_RMS_LIMIT:g} ({unit[:-1]} {worst}: mean "
                  f"{float(means[worst]):.4g}, rms {float(rms[worst]):.4g}). Large inputs "
                  "saturate activations and make the first layer's gradients dominate.",
         Location(object=ctx.name(path)), Depth.CHECK,

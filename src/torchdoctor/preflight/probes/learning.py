@@ -16,7 +16,6 @@ from torchdoctor.findings import Depth, Finding, Location, Severity
 from torchdoctor.preflight.describe import describe_optimizer, format_number, summarise_names
 from torchdoctor.preflight.overfit import (
     CLEAR_DROP,
-    REFERENCE_LR,
     SOME_DROP,
     GroupUpdate,
     Trajectory,
@@ -41,8 +40,9 @@ RATIO_LOW, RATIO_HIGH = 1e-7, 1.0
 def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
     """Train a copy on the one batch: report a model that cannot fit it (TD605) and
     parameter groups whose first update is out of band (TD606)."""
-    train_pass = ctx.train_pass
-    train_pass.require_loss()
+    start = loss_value(ctx.train_pass.require_loss())
+    if start is not None and abs(start) < 1e-6:
+        return  # the batch is already fitted: nothing to learn, nothing to measure
     blocked = _no_gradient(ctx)
     if blocked is not None:
         if ctx.enabled("TD605"):
@@ -55,7 +55,7 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
     if training.optimizer is None:
         if ctx.enabled("TD605"):
             reference = reference_run(ctx)
-            if abs(reference.initial) >= 1e-6 and not reference.learned:
+            if abs(reference.initial) >= 1e-6 and not dropped(reference.losses, SOME_DROP):
                 yield _cannot_fit(ctx, None, reference)
         return
     at_peak = use_peak_rates(training.optimizer)
@@ -73,13 +73,23 @@ def _location(ctx: CheckContext) -> Location:
     return Location(object=ctx.name(""))
 
 
+def loss_value(loss: Any) -> float | None:
+    """The loss as one float (the mean of a non-scalar loss), or ``None``."""
+    if hasattr(loss, "detach"):
+        return float(loss.detach().float().mean())
+    try:
+        return float(loss)
+    except (TypeError, ValueError):
+        return None
+
+
 def _no_gradient(ctx: CheckContext) -> Finding | None:
     train_pass = ctx.train_pass
     grads = [g for g in train_pass.gradients.values() if g is not None]
+    if not train_pass.gradients:
+        return None  # nothing requires grad: a frozen model is not a learning problem
     if train_pass.backward_error is not None:
         cause = f"the loss cannot be backpropagated: {train_pass.backward_error}"
-    elif not train_pass.gradients:
-        return None  # nothing requires grad: a frozen model is not a learning problem
     elif not grads:
         cause = ("no parameter received a gradient: the loss is cut off from the model "
                  "(computed through `.item()`, `.detach()`, numpy, `torch.tensor(...)` or "
@@ -93,7 +103,7 @@ def _no_gradient(ctx: CheckContext) -> Finding | None:
         Depth.CHECK,
         fix_hint="Compute the loss with torch operations on the model's output, without "
                  "`.item()`, `.detach()` or conversions, and return that tensor.",
-        evidence={"loss": float(train_pass.loss.float().mean()),
+        evidence={"loss": loss_value(train_pass.loss),
                   "parameters_with_gradient": len(grads),
                   "trainable_parameters": len(train_pass.gradients)},
     )
@@ -135,12 +145,12 @@ def _verdict(ctx: CheckContext, trajectory: Trajectory, described: str) -> Itera
     if dropped(trajectory.losses, SOME_DROP):
         return  # slower than an early stop, but the whole chain learns
     reference = reference_run(ctx)
-    if not reference.learned:
+    if not dropped(reference.losses, SOME_DROP):
         yield _cannot_fit(ctx, trajectory, reference, described)
     else:
         yield _found(
             ctx, f"{described} barely moves the loss on one batch ({trajectory.initial:.4g} "
-            f"to {last:.4g} in {steps} steps), while Adam(lr={REFERENCE_LR:g}) on another "
+            f"to {last:.4g} in {steps} steps), while {reference.optimizer} on another "
             f"copy lowers it to {reference.losses[-1]:.4g} in {len(reference.losses) - 1}: "
             "the learning rate is too small for this model.",
             "Raise the learning rate (try 10x) or check that the loss is not scaled down.",
@@ -149,7 +159,7 @@ def _verdict(ctx: CheckContext, trajectory: Trajectory, described: str) -> Itera
 
 
 def _why_unmoved(ctx: CheckContext) -> str:
-    optimizer = ctx.optimizer
+    optimizer: Any = ctx.optimizer
     held = {id(p) for group in optimizer.param_groups for p in group["params"]}
     graded = [p for n, p in ctx.model.named_parameters()
               if ctx.train_pass.gradients.get(n) is not None]
@@ -172,8 +182,8 @@ def _cannot_fit(ctx: CheckContext, trajectory: Trajectory | None, reference: Tra
     if trajectory is not None:
         evidence.update(_evidence(trajectory, "optimizer"))
     return _found(
-        ctx, f"The model cannot fit the one batch it was given: {tried}Adam(lr="
-        f"{REFERENCE_LR:g}) on a copy took it from {reference.initial:.4g} to "
+        ctx, f"The model cannot fit the one batch it was given: {tried}"
+        f"{reference.optimizer} on a copy took it from {reference.initial:.4g} to "
         f"{reference.losses[-1]:.4g} in {len(reference.losses) - 1} steps. The inputs, "
         "the targets and the loss are likely wired so that the batch cannot be learned.",
         "Check that the targets line up with the inputs, that the output layer has the "
@@ -190,30 +200,41 @@ def _found(ctx: CheckContext, message: str, fix_hint: str, evidence: dict[str, A
 def _update_findings(updates: tuple[GroupUpdate, ...], described: str) -> Iterator[Finding]:
     """TD606 for every group whose first update is outside [RATIO_LOW, RATIO_HIGH]."""
     for update in updates:
-        if not is_finite(update.ratio) or update.ratio == 0.0:
-            continue  # NaN gradients and a zero learning rate have rules of their own
-        if RATIO_LOW <= update.ratio <= RATIO_HIGH:
-            continue
-        large = update.ratio > RATIO_HIGH
-        factor = update.ratio / 1e-2 if large else 1e-3 / update.ratio
-        yield finding(
-            "TD606",
-            f"One {described} step changes the weights of param_groups[{update.index}] "
-            f"({summarise_names(update.names)}) by {update.ratio:.3g} of their norm "
-            f"(‖Δw‖/‖w‖); " + (
-                "above 1 every step overwrites the weights." if large else
-                f"below {RATIO_LOW:g} the weights barely move: ten million steps change them "
-                "by their own size."),
-            Location(object=f"optimizer.param_groups[{update.index}]"), Depth.CHECK,
-            fix_hint=(f"Lower this group's learning rate (lr={format_number(update.lr)}) about "
-                      f"{factor:.0f}x, or the loss scale (a `reduction='sum'` loss grows "
-                      "with the batch)") if large else (
-                f"Raise this group's learning rate (lr={format_number(update.lr)}) about "
-                f"{factor:.0f}x, or check that the loss is not scaled down."),
-            evidence={"update_ratio": update.ratio, "lr": _plain(update.lr),
-                      "group": update.index, "parameters": len(update.names),
-                      "band": [RATIO_LOW, RATIO_HIGH]},
-        )
+        if not is_finite(update.ratio) or RATIO_LOW <= update.ratio <= RATIO_HIGH:
+            continue  # NaN gradients have rules of their own
+        if update.ratio == 0.0 and float(update.lr) == 0.0:
+            continue  # a zero learning rate is TD604's
+        yield _update_finding(update, described)
+
+
+def _update_finding(update: GroupUpdate, described: str) -> Finding:
+    rate = format_number(update.lr)
+    if update.ratio > RATIO_HIGH:
+        effect = "above 1 every step overwrites the weights."
+        hint = (f"Lower this group's learning rate (lr={rate}) about "
+                f"{update.ratio / 1e-2:.0f}x, or the loss scale (a `reduction='sum'` loss "
+                "grows with the batch).")
+    elif update.ratio == 0.0:
+        effect = ("the update is below float32 resolution, so the weights do not change at "
+                  "all.")
+        hint = (f"Raise this group's learning rate (lr={rate}), or check that the loss is "
+                "not scaled down.")
+    else:
+        effect = (f"below {RATIO_LOW:g} the weights barely move: ten million steps change "
+                  "them by their own size.")
+        hint = (f"Raise this group's learning rate (lr={rate}) about "
+                f"{1e-3 / update.ratio:.0f}x, or check that the loss is not scaled down.")
+    return finding(
+        "TD606",
+        f"One {described} step changes the weights of param_groups[{update.index}] "
+        f"({summarise_names(update.names)}) by {update.ratio:.3g} of their norm "
+        f"(‖Δw‖/‖w‖); {effect}",
+        Location(object=f"optimizer.param_groups[{update.index}]"), Depth.CHECK,
+        fix_hint=hint,
+        evidence={"update_ratio": update.ratio, "lr": _plain(update.lr),
+                  "group": update.index, "parameters": len(update.names),
+                  "band": [RATIO_LOW, RATIO_HIGH]},
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -1,7 +1,7 @@
 """The DataLoader, when ``check`` is given one: an unshuffled loader over grouped labels
-(TD407), time spent waiting for data (TD409), workers that share one random stream
-(TD410), unpinned memory on CUDA (TD411) and worker restarts that cost a noticeable share
-of an epoch (TD412).
+(TD407), time spent waiting for data (TD409), unpinned memory on CUDA (TD411) and worker
+restarts that cost a noticeable share of an epoch (TD412). Workers that share one random
+stream (TD410) are in :mod:`torchdoctor.preflight.probes.augmentations`.
 
 Measurements run on clones of the loader (see :mod:`torchdoctor.preflight.loading`): the
 user's loader, sampler and workers are never touched.
@@ -9,7 +9,6 @@ user's loader, sampler and workers are never touched.
 
 from __future__ import annotations
 
-import random
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -17,12 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.batch import iter_tensors
-from torchdoctor.preflight.loading import (
-    LoaderTiming,
-    draw_in_workers,
-    labels_in_order,
-    time_loader,
-)
+from torchdoctor.preflight.loading import LoaderTiming, labels_in_order, time_loader
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import CopyUnavailable, copy_for_training, train_step
 from torchdoctor.rules.registry import finding
@@ -31,7 +25,6 @@ if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
 TIMING_BUDGET = 2.0  # seconds of loading timed, at most
-WORKER_TIMEOUT = 20.0  # seconds a worker may take for one sample in the augmentation test
 DATA_BOUND_SHARE = 0.5  # waiting for data at least this share of an iteration is reported
 RESTART_SHARE = 0.05  # worker start-up at least this share of an epoch is reported
 GROUPED = 0.25  # label changes at most this share of a shuffled order's count: grouped
@@ -45,7 +38,7 @@ def torch_loader(ctx: CheckContext) -> Any | None:
     return ctx.loader if isinstance(ctx.loader, DataLoader) else None
 
 
-def _map_style(loader: Any) -> bool:
+def map_style(loader: Any) -> bool:
     from torch.utils.data import IterableDataset
 
     return not isinstance(loader.dataset, IterableDataset)
@@ -60,7 +53,7 @@ def unshuffled_sampler(loader: Any) -> str | None:
     from torch.utils.data import BatchSampler, SequentialSampler
     from torch.utils.data.distributed import DistributedSampler
 
-    if not _map_style(loader):
+    if not map_style(loader):
         return None
     batches = loader.batch_sampler
     if batches is not None and not (type(batches) is BatchSampler
@@ -86,7 +79,7 @@ def train_loader_not_shuffled(ctx: CheckContext) -> Iterator[Finding]:
     """An in-order training loader whose targets come grouped by class."""
     loader = torch_loader(ctx)
     order = unshuffled_sampler(loader) if loader is not None else None
-    if order is None:
+    if loader is None or order is None:
         return
     labels = labels_in_order(loader.dataset, budget=1.0)
     if labels is None or len(set(labels)) < 2:
@@ -142,12 +135,14 @@ def step_seconds(ctx: CheckContext) -> float | None:
         training = copy_for_training(ctx)
     except CopyUnavailable:
         return None
-    sync = (torch.cuda.synchronize if ctx.device.type == "cuda" else (lambda: None))
+    cuda = ctx.device.type == "cuda"
     train_step(training, ctx.batch, ctx.seed)
-    sync()
+    if cuda:  # kernels run asynchronously: wait for them before reading the clock
+        torch.cuda.synchronize(ctx.device)
     begin = time.perf_counter()
     train_step(training, ctx.batch, ctx.seed)
-    sync()
+    if cuda:
+        torch.cuda.synchronize(ctx.device)
     return time.perf_counter() - begin
 
 
@@ -200,15 +195,21 @@ def _data_bound(timing: LoaderTiming, step: float, workers: int, share: float,
         "the time.", LOADER, Depth.CHECK, fix_hint=hint, evidence=evidence)
 
 
+def restart_share(timing: LoaderTiming, step: float, batches: int) -> tuple[float, float]:
+    """Worker start-up as a share of an epoch, and the estimated seconds per iteration
+    (the slower of loading and training, since workers overlap the two)."""
+    iteration = max(timing.per_batch, step)
+    total = timing.startup + batches * iteration
+    return (timing.startup / total if total > 0 else 0.0), iteration
+
+
 def _restart(loader: Any, timing: LoaderTiming, step: float, evidence: dict[str, Any]
              ) -> Finding | None:
     try:
         batches = len(loader)
     except TypeError:
         return None
-    iteration = max(timing.per_batch, step)
-    epoch = batches * iteration
-    share = timing.startup / (timing.startup + epoch) if timing.startup + epoch > 0 else 0.0
+    share, iteration = restart_share(timing, step, batches)
     if share < RESTART_SHARE:
         return None
     return finding(
@@ -219,78 +220,3 @@ def _restart(loader: Any, timing: LoaderTiming, step: float, evidence: dict[str,
         fix_hint="Pass `persistent_workers=True` to the DataLoader.",
         evidence={**evidence, "startup_seconds": timing.startup, "restart_share": share,
                   "batches_per_epoch": batches})
-
-
-# --- TD410 ------------------------------------------------------------------------------------
-
-
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [leaf for key in sorted(value, key=str) for leaf in _leaves(value[key])]
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return [value]
-
-
-def same_sample(first: Any, second: Any) -> bool:
-    """Whether two loaded samples are equal, tensor by tensor and value by value."""
-    import torch
-
-    a, b = _leaves(first), _leaves(second)
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if x.shape != y.shape or not torch.equal(x, y):
-                return False
-        elif type(x) is not type(y) or not bool(x == y):
-            return False
-    return True
-
-
-def own_generators(dataset: Any) -> list[str]:
-    """Attributes of the dataset (or the dataset it wraps) holding a random generator."""
-    import torch
-
-    kinds: list[type] = [random.Random, torch.Generator]
-    try:
-        import numpy
-
-        kinds += [numpy.random.Generator, numpy.random.RandomState]
-    except ImportError:  # pragma: no cover - numpy comes with the test extras
-        pass
-    found = [f"{type(dataset).__name__}.{key}" for key, value in vars(dataset).items()
-             if isinstance(value, tuple(kinds))]
-    inner = getattr(dataset, "dataset", None)
-    return found + (own_generators(inner) if inner is not None and not found
-                    and hasattr(inner, "__dict__") else [])
-
-
-@probe("TD410")
-def identical_worker_augmentations(ctx: CheckContext) -> Iterator[Finding]:
-    """Two workers load sample 0 twice each: random draws that repeat across workers."""
-    loader = torch_loader(ctx)
-    if loader is None or loader.num_workers == 0 or not _map_style(loader):
-        return
-    ctx.raw_batch  # noqa: B018 - a loader that cannot load fails there, explained
-    try:
-        draws = draw_in_workers(loader, WORKER_TIMEOUT)
-    except Exception:  # noqa: BLE001 - the user's dataset failed in a worker: no verdict
-        return
-    (first0, second0), (first1, second1) = draws.worker0, draws.worker1
-    random_in_worker = not same_sample(first0, second0)
-    if not (random_in_worker and same_sample(first0, first1) and same_sample(second0, second1)):
-        return
-    holders = own_generators(loader.dataset)
-    cause = (f": the dataset carries its own generator ({', '.join(holders)}), copied into "
-             "every worker with the same state" if holders else "")
-    yield finding(
-        "TD410", f"The DataLoader's workers draw identical random augmentations: sample 0 "
-        "loaded twice in one worker comes out different, but worker 0 and worker 1 produce "
-        f"the same two results{cause}. With {loader.num_workers} workers each augmentation "
-        f"repeats {loader.num_workers} times per epoch.",
-        Location(object=holders[0] if holders else type(loader.dataset).__name__),
-        Depth.CHECK,
-        fix_hint="Draw with torch (seeded per worker), or reseed the dataset's generator in a "
-                 "`worker_init_fn` from `torch.utils.data.get_worker_info().seed`.",
-        evidence={"num_workers": loader.num_workers, "generators": holders})

@@ -124,17 +124,37 @@ def _broadcast_shape(first: Any, second: Any) -> tuple[int, ...] | None:
         return None
 
 
-def _changes_loss(ctx: CheckContext, output: Any, target: Any) -> bool:
-    """For an unknown loss: does giving the target the output's shape change the value?"""
+def _broadcast_mode(shapes: tuple[Any, Any], seen: list[str]) -> Any:
+    from torch.overrides import TorchFunctionMode
+
     import torch
 
+    class _Watch(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            result = func(*args, **(kwargs or {}))
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            if (not seen and len(tensors) == 2 and isinstance(result, torch.Tensor)
+                    and {tuple(t.shape) for t in tensors} == set(shapes)
+                    and result.numel() > max(t.numel() for t in tensors)):
+                seen.append(getattr(func, "__name__", "an op"))
+            return result
+
+    return _Watch()
+
+
+def _broadcasts_inside(ctx: CheckContext, output: Any, target: Any) -> bool:
+    """For an unknown loss: does an op inside it combine the output and the target
+    shapes into a larger, broadcast result?"""
+    import torch
+
+    seen: list[str] = []
     try:
-        with torch.no_grad():
-            reshaped = ctx.loss_fn(output, target.reshape(output.shape))
-        original = ctx.train_pass.loss
-        return not torch.allclose(reshaped.float(), original.float(), rtol=1e-5, atol=1e-7)
-    except Exception:  # noqa: BLE001 - an unknown loss may not accept the reshaped target
+        with torch.no_grad(), _broadcast_mode((tuple(output.shape), tuple(target.shape)), seen):
+            ctx.loss_fn(output, target)
+    except Exception:  # noqa: BLE001 - the shared pass already reported a failing loss
         return False
+    return bool(seen)
 
 
 @probe("TD306")
@@ -151,8 +171,7 @@ def loss_target_broadcast(ctx: CheckContext) -> Iterator[Finding]:
     shape = _broadcast_shape(scores.shape, target.shape)
     if shape is None or math.prod(shape) <= max(scores.numel(), target.numel()):
         return
-    if kind is LossKind.OTHER and (scores.numel() != target.numel() or train.loss is None
-                                   or not _changes_loss(ctx, scores, target)):
+    if kind is LossKind.OTHER and not _broadcasts_inside(ctx, scores, target):
         return
     n = math.prod(shape)
     yield finding(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.batch import iter_tensors
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.losses import LossKind
-from torchdoctor.preflight.origin import non_finite_origin
+from torchdoctor.preflight.origin import non_finite_loss_op, non_finite_origin
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
@@ -54,11 +55,13 @@ def _cause(ctx: CheckContext) -> tuple[str, Location]:
             return (f"module `{ctx.name(module)}` turns finite inputs into non-finite outputs",
                     Location(object=ctx.name(module)))
         return "the model's output is non-finite", Location(object=ctx.name(""))
-    scores = ctx.train_pass.loss_input
-    if isinstance(scores, torch.Tensor) and not bool(torch.isfinite(scores).all()):
-        return ("the model's output is finite, but the loss function turns it into NaN/Inf "
-                "before the loss (a log or sqrt of a negative or zero value)",
-                Location(object="loss_fn"))
+    culprit = non_finite_loss_op(ctx)
+    if culprit is not None:
+        op, where = culprit
+        place = f" at {os.path.basename(where.path)}:{where.line}" if where.path else ""
+        return (f"the model's output is finite, but `{op}`{place} inside the loss function "
+                "turns finite values into NaN/Inf (a log or sqrt of a negative or zero value, "
+                "a division by 0)", where)
     return ("the model's output is finite, so the loss computation itself produces it (a log "
             "of 0, a division by 0)", Location(object="loss_fn"))
 

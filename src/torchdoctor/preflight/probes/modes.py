@@ -220,7 +220,7 @@ def _one_now(ctx: CheckContext, seen: NormInput, error: str | None) -> Finding:
 
 
 def _one_at_epoch_end(ctx: CheckContext, seen: NormInput, examples: int) -> Finding:
-    loader = ctx.loader
+    loader: Any = ctx.loader
     samples = len(loader.sampler)
     effect = (f"raises `ValueError: {BATCHNORM_ONE}` on it, after the whole epoch's work"
               if seen.raises_on_one else

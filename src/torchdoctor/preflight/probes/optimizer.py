@@ -162,14 +162,14 @@ def duplicate_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
         if len(groups) > 1:
             label = labels[key]
             repeated.setdefault((_module_of(label), tuple(groups)), []).append(label)
-    for (module, groups), params in repeated.items():
+    for (module, places), params in repeated.items():
         yield finding(
-            "TD603", f"{summarise_names(params)} appear {_places(groups)} in the optimizer: "
-            f"every step updates {'it' if len(params) == 1 else 'them'} {len(groups)} times.",
+            "TD603", f"{summarise_names(params)} appear {_places(places)} in the optimizer: "
+            f"every step updates {'it' if len(params) == 1 else 'them'} {len(places)} times.",
             Location(object=ctx.name(module) if len(params) > 1 else params[0]), Depth.CHECK,
             fix_hint="List each parameter once; give parts of the model their own settings "
                      "through separate, disjoint parameter groups.",
-            evidence={"appearances": len(groups), "groups": list(groups),
+            evidence={"appearances": len(places), "groups": list(places),
                       "parameters": params})
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-# One module per topic. Listed by name, in the order their hooks run.
+# One module per topic, listed by name. Hooks run in this order, and `on_finish` sees the
+# findings of the modules before it: a detector may stay quiet when an earlier one already
+# reported the root cause (exploding gradients defer to uncleared gradients, parameters
+# that never change defer to vanishing gradients).
 _MODULES = (
     "gradients",
-    "coverage",
     "nonfinite",
     "scale",
+    "coverage",
     "loss",
     "modes",
     "graph",

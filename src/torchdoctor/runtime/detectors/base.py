@@ -325,11 +325,18 @@ class MonitorView(Protocol):
     def script(self) -> Path | None:
         """The script being run by ``torchdoctor run``, if any."""
 
+    @property
+    def options(self) -> Any:
+        """The run's ``MonitorOptions`` (``max_steps``, ``localise_non_finite``, ...)."""
+
     def module_path(self, module: torch.nn.Module) -> str | None:
         """``encoder.layers.3.attn`` for a module inside a known model, else ``None``."""
 
     def param_name(self, param: torch.Tensor) -> str | None:
         """``encoder.layers.3.attn.in_proj_weight`` for a known model's parameter."""
+
+    def model_of(self, param: torch.Tensor) -> ModelInfo | None:
+        """The known model holding ``param``."""
 
     def models_of(self, optimizer: OptimizerInfo) -> Sequence[ModelInfo]:
         """The known models holding at least one of the optimizer's parameters."""
@@ -398,7 +405,8 @@ class RuntimeDetector:
     def on_finish(self, report: Report) -> None:
         """Called once at the end (also after an exception or Ctrl-C); emit pending findings.
 
-        ``report`` holds the findings emitted so far and the run's facts.
+        ``report`` holds the run's facts and the findings emitted so far, including those
+        of detectors whose ``on_finish`` ran before (module import order).
         """
 
     # -- discovery -----------------------------------------------------------------------

@@ -15,10 +15,15 @@ from typing import Any
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import ModelInfo, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import (
+    ModelInfo,
+    RuntimeDetector,
+    StepEvent,
+    StepSample,
+)
 from torchdoctor.runtime.detectors.places import (
     assignment_location,
-    display_path,
+    describe_params,
     group_by_module,
 )
 from torchdoctor.runtime.stats import norms
@@ -38,6 +43,8 @@ class ParameterCoverage(RuntimeDetector):
         self._model: dict[int, ModelInfo] = {}
         self._version: dict[int, int] = {}
         self._initial_norm: dict[int, float] = {}
+        self._grad_norm: dict[int, float] = {}
+        self._lr: dict[int, float] = {}
         self._steps = 0
 
     def on_model(self, model: ModelInfo) -> None:
@@ -66,18 +73,30 @@ class ParameterCoverage(RuntimeDetector):
                 del self._unseen[key]
                 self._seen[key] = param
 
+    def on_sample(self, sample: StepSample) -> None:
+        for param, norm, group in zip(sample.optimizer.params, sample.grad_norms,
+                                      sample.group_of, strict=True):
+            if norm is not None:
+                key = id(param)
+                self._grad_norm[key] = max(self._grad_norm.get(key, 0.0), norm)
+                self._lr[key] = sample.lrs[group]
+
     def on_finish(self, report: Report) -> None:
         if self._steps < _MIN_STEPS:
             return
         trained = {id(self._model[key]) for key in self._seen}
         never = [p for k, p in self._unseen.items()
                  if id(self._model[k]) in trained and p.requires_grad]
-        self._report_groups("TD208", never)
+        self._report("TD208", never, _NO_GRADIENT)
         unchanged = self._unchanged()
-        in_optimizer = {id(p) for info in self.monitor.optimizers for p in info.params}
-        self._report_groups("TD218", [p for p in unchanged if id(p) not in in_optimizer],
-                            missing=True)
-        self._report_groups("TD218", [p for p in unchanged if id(p) in in_optimizer])
+        owners = {id(p): info for info in self.monitor.optimizers for p in info.params}
+        self._report("TD218", [p for p in unchanged if id(p) not in owners], _NO_OPTIMIZER)
+        vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
+        stuck = [p for p in unchanged
+                 if id(p) in owners and owners[id(p)].label not in vanishing]
+        self._report("TD218", [p for p in stuck if not self._grad_norm.get(id(p))],
+                     _ZERO_UPDATE)
+        self._report("TD218", [p for p in stuck if self._grad_norm.get(id(p))], _TINY_UPDATE)
 
     def _unchanged(self) -> list[Any]:
         candidates = [p for p in self._seen.values() if p.requires_grad]
@@ -92,45 +111,50 @@ class ParameterCoverage(RuntimeDetector):
                 if p._version == self._version[id(p)]
                 or current.get(id(p), float("nan")) == self._initial_norm.get(id(p))]
 
-    def _report_groups(self, code: str, params: list[Any], missing: bool = False) -> None:
+    def _report(self, code: str, params: list[Any], story: tuple[str, str]) -> None:
+        """One finding per model, naming the modules (or parameters) concerned."""
         by_model: dict[int, list[Any]] = {}
         for param in params:
             by_model.setdefault(id(self._model[id(param)]), []).append(param)
         for group in by_model.values():
             model = self._model[id(group[0])]
-            for path, names in group_by_module(model.inner, group):
-                self.emit(self._finding(code, model, path, names, missing))
+            groups = group_by_module(model.inner, group)
+            text, names = describe_params(self.monitor, group)
+            location = assignment_location(self.monitor, model, groups[0][0],
+                                           prefer_script=story is _NO_OPTIMIZER)
+            location = location or Location(object=names[0])
+            largest = max((self._grad_norm.get(id(p), 0.0) for p in group), default=0.0)
+            lrs = sorted({self._lr[id(p)] for p in group if id(p) in self._lr})
+            message, fix = story
+            self.emit(finding(
+                code, message.format(what=text, steps=self._steps, grad=largest,
+                                     lr=", ".join(f"{lr:g}" for lr in lrs) or "?"),
+                location, Depth.RUN, fix_hint=fix,
+                evidence={"parameters": [n for _, ns in groups for n in ns],
+                          "steps": self._steps, "max_grad_norm": largest},
+            ))
 
-    def _finding(self, code: str, model: ModelInfo, path: str, names: list[str],
-                 missing: bool) -> Any:
-        shown = display_path(self.monitor, model, path)
-        what = f"`{shown}`" + (f" ({len(names)} parameters)" if len(names) > 1 else "")
-        location = assignment_location(self.monitor, model, path, prefer_script=missing)
-        location = location or Location(object=shown)
-        evidence = {"parameters": names, "steps": self._steps}
-        if code == "TD208":
-            return finding(
-                code, f"{what} requires grad but never received a gradient in "
-                f"{self._steps} steps: it is not used on the way to the loss, or its output "
-                "is detached", location, Depth.RUN,
-                fix_hint="Use it in the forward pass that produces the loss, or freeze it "
-                         "with `requires_grad_(False)` if it is unused on purpose.",
-                evidence=evidence)
-        if missing:
-            return finding(
-                code, f"{what} received gradients but never changed in {self._steps} steps: "
-                "it is in no optimizer (was the optimizer built before this layer was "
-                "created or replaced?)", location, Depth.RUN,
-                fix_hint="Create the optimizer after the model is final, or add these "
-                         "parameters with `optimizer.add_param_group({'params': ...})`.",
-                evidence=evidence)
-        return finding(
-            code, f"{what} received gradients but kept its initial values over "
-            f"{self._steps} steps of its optimizer: its learning rate is 0 or its gradients "
-            "are always zero", location, Depth.RUN,
-            fix_hint="Give its parameter group a non-zero learning rate, or find why its "
-                     "gradient is zero.",
-            evidence=evidence)
+
+_NO_GRADIENT = (
+    "{what} require grad but never received a gradient in {steps} steps: not used on the "
+    "way to the loss, or their output is detached",
+    "Use them in the forward pass that produces the loss, or freeze them with "
+    "`requires_grad_(False)` if they are unused on purpose.")
+_NO_OPTIMIZER = (
+    "{what} received gradients but never changed in {steps} steps: they are in no "
+    "optimizer (was the optimizer built before this layer was created or replaced?)",
+    "Create the optimizer after the model is final, or add these parameters with "
+    "`optimizer.add_param_group({{'params': ...}})`.")
+_ZERO_UPDATE = (
+    "{what} kept their initial values over {steps} steps although their optimizer holds "
+    "them: every gradient was zero or the learning rate is 0 (lr {lr})",
+    "Give their parameter group a non-zero learning rate, or find why their gradient is "
+    "zero.")
+_TINY_UPDATE = (
+    "{what} kept their initial values over {steps} steps: the updates (lr {lr}, gradient "
+    "norms up to {grad:.2g}) are below float32 resolution",
+    "Raise the learning rate if it is a typo, or find why the gradients are this small "
+    "(saturated activations, a loss scaled down by mistake).")
 
 
 def _torch() -> Any:

@@ -127,7 +127,9 @@ class LossDynamics(RuntimeDetector):
         gain = (first - best) / abs(first) if first else 0.0
         half = values[len(values) // 2:]
         trend = spearman(half)
-        if gain >= STALL_MAX_GAIN or trend < -0.1:
+        # Still falling in its second half with a rank correlation three standard errors
+        # below zero: slow learning, not a stall.
+        if gain >= STALL_MAX_GAIN or trend < -3 / math.sqrt(len(half) - 1):
             return
         self.emit(finding(
             "TD612",

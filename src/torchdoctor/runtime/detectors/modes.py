@@ -100,8 +100,8 @@ class TrainInEvalMode(RuntimeDetector):
     def _emit(self, model: ModelInfo, modes: _Modes) -> None:
         checked = modes.train_steps + modes.eval_steps
         if modes.train_before_eval:
-            why = (f"it trained in train mode before, so `model.train()` was not called "
-                   f"again after an evaluation")
+            why = ("it trained in train mode before, so `model.train()` was not called "
+                   "again after an evaluation")
             confidence = Confidence.HIGH
         else:
             why = ("it was in eval mode from the first step (`model.eval()` somewhere, or a "
@@ -129,6 +129,7 @@ class TrainInEvalMode(RuntimeDetector):
 class _Episode:
     calls: int = 0
     site: CallSite | None = None
+    active: list[tuple[str, Any]] = field(default_factory=list)
 
 
 @detector("TD501", depth=Depth.RUN)
@@ -159,6 +160,7 @@ class EvalInTrainMode(RuntimeDetector):
         episode = self._current.setdefault(id(model), _Episode())
         if episode.calls == 0:
             episode.site = self.monitor.user_site()
+            episode.active = [(p, m) for p, m in sensitive if m.training]
             if episode.site is None or _inside_update_bn():
                 del self._current[id(model)]
                 return
@@ -184,7 +186,7 @@ class EvalInTrainMode(RuntimeDetector):
     def _emit(self, model: ModelInfo, episodes: list[_Episode]) -> None:
         first = episodes[0]
         calls = sum(e.calls for e in episodes)
-        active = [(p, m) for p, m in self._sensitive[id(model)] if m.training]
+        active = first.active
         site = first.site
         self.emit(finding(
             "TD501",

@@ -4,8 +4,10 @@ The loss is checked at every backward call (its value is read back anyway); grad
 parameters at sampled steps, from the norms the monitor computes (a norm is non-finite
 exactly when a value is). The first symptom switches on *localisation*: forward hooks on
 every module of the known models, for a few steps, find the first module whose output is
-non-finite although its inputs are finite, the module where NaN/Inf is born. Nothing of
-this costs anything before the first symptom.
+non-finite although its inputs and its own parameters are finite, the module where NaN/Inf
+is born. Nothing of this costs anything before the first symptom. When one bad step has
+already made every parameter NaN, nothing can be localised after the fact; the finding
+then says so, and ``localise_non_finite`` (``--localise-nan``) checks from the first step.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import (
     CallSite,
     LossValue,
+    ModelInfo,
     RuntimeDetector,
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.places import describe_params
 
 __all__ = ["NonFinite"]
 
@@ -50,6 +54,7 @@ class NonFinite(RuntimeDetector):
     """Reports the first NaN/Inf in the loss, gradients and parameters, and where it began."""
 
     def __init__(self) -> None:
+        self._poisoned: str | None = None  # a module already holding non-finite parameters
         self._loss: dict[CallSite, _First] = {}
         self._losses_seen: dict[CallSite, int] = {}
         self._grads: _First | None = None
@@ -58,10 +63,15 @@ class NonFinite(RuntimeDetector):
         self._step_site: CallSite | None = None
         self._origin: tuple[str, int, bool] | None = None  # module path, step, bad params
         self._handles: list[Any] = []
+        self._hooked: list[Any] = []
         self._localise_left = 0
         self._localised = False
 
     # -- symptoms ------------------------------------------------------------------------
+
+    def on_model(self, model: ModelInfo) -> None:
+        if self.monitor.options.localise_non_finite:
+            self._symptom(always=True)
 
     def on_loss(self, loss: LossValue) -> None:
         self._losses_seen[loss.site] = self._losses_seen.get(loss.site, 0) + 1
@@ -79,14 +89,15 @@ class NonFinite(RuntimeDetector):
             self._step_site = self.monitor.user_site()
 
     def on_sample(self, sample: StepSample) -> None:
-        names = sample.optimizer.names
-        bad_grads = [names[i] for i, n in enumerate(sample.grad_norms)
+        params = sample.optimizer.params
+        bad_grads = [params[i] for i, n in enumerate(sample.grad_norms)
                      if n is not None and not math.isfinite(n)]
-        bad_params = [names[i] for i, n in enumerate(sample.param_norms) if not math.isfinite(n)]
+        bad_params = [params[i] for i, n in enumerate(sample.param_norms)
+                      if not math.isfinite(n)]
         self._grads = self._update(self._grads, "grads", bad_grads, sample.step)
         self._params = self._update(self._params, "params", bad_params, sample.step)
 
-    def _update(self, first: _First | None, kind: str, bad: list[str], step: int
+    def _update(self, first: _First | None, kind: str, bad: list[Any], step: int
                 ) -> _First | None:
         if not bad:
             if first is None:
@@ -96,20 +107,22 @@ class NonFinite(RuntimeDetector):
             first.count += 1
             return first
         self._symptom()
-        return _First(step, math.nan, self._step_site, bad, 1, self._finite_sample.get(kind))
+        text, _ = describe_params(self.monitor, bad)
+        return _First(step, math.nan, self._step_site, [text], 1, self._finite_sample.get(kind))
 
     # -- localisation --------------------------------------------------------------------
 
-    def _symptom(self) -> None:
-        if self._localised:
+    def _symptom(self, always: bool = False) -> None:
+        if self._localised and not always:
             return
         self._localised = True
-        self._localise_left = _LOCALISE_STEPS
-        seen: set[int] = set()
+        self._localise_left = 10**9 if always else _LOCALISE_STEPS
+        seen = {id(h) for h in self._hooked}
         for model in self.monitor.models:
             for module in model.inner.modules():
                 if id(module) not in seen:
                     seen.add(id(module))
+                    self._hooked.append(module)
                     self._handles.append(module.register_forward_hook(self._check))
 
     def _check(self, module: Any, args: Any, output: Any) -> None:
@@ -118,8 +131,10 @@ class NonFinite(RuntimeDetector):
         if _all_finite(output) or not _all_finite(args):
             return
         path = self.monitor.module_path(module) or type(module).__name__
-        bad_params = not all(_all_finite(p) for p in module.parameters(recurse=False))
-        self._origin = (path, self.monitor.global_step + 1, bad_params)
+        if not all(_all_finite(p) for p in module.parameters()):
+            self._poisoned = self._poisoned or path  # an effect of an earlier step
+            return
+        self._origin = (path, self.monitor.global_step + 1, False)
 
     def on_step_end(self, event: StepEvent) -> None:
         if self._handles and (self._origin is not None or self._localise_left <= 1):
@@ -131,6 +146,7 @@ class NonFinite(RuntimeDetector):
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        self._hooked.clear()
         self._localise_left = 0
 
     # -- findings ------------------------------------------------------------------------
@@ -145,14 +161,18 @@ class NonFinite(RuntimeDetector):
             self._emit_sampled("TD214", "parameters", self._params)
 
     def _origin_text(self) -> str:
-        if self._origin is None:
-            return ("; no module's output turned non-finite from finite inputs in the steps "
-                    "checked after it, so it comes from outside the model (the loss "
-                    "computation, the data) or was a one-off")
-        path, step, bad_params = self._origin
-        why = " (its own parameters are already non-finite)" if bad_params else ""
-        return (f"; the first module whose output turned non-finite from finite inputs is "
-                f"`{path}` (checked at step {step}){why}")
+        if self._origin is not None:
+            path, step, _ = self._origin
+            return (f"; it starts in `{path}`, the first module whose output turned "
+                    f"non-finite from finite inputs and parameters (at step {step})")
+        if self._poisoned is not None:
+            return (f"; by the time modules were checked, parameters were already non-finite "
+                    f"(from `{self._poisoned}` on), so the origin cannot be found after the "
+                    "fact: rerun with `torchdoctor run --localise-nan` to check every module "
+                    "from the first step")
+        return ("; no module's output turned non-finite from finite inputs in the steps "
+                "checked after it, so it comes from outside the model (the loss "
+                "computation, the data) or was a one-off")
 
     def _emit_loss(self, site: CallSite, first: _First) -> None:
         total = self._losses_seen.get(site, first.count)
@@ -168,19 +188,17 @@ class NonFinite(RuntimeDetector):
         ))
 
     def _emit_sampled(self, code: str, what: str, first: _First) -> None:
-        shown = ", ".join(f"`{n}`" for n in first.names[:4])
-        more = f" and {len(first.names) - 4} more" if len(first.names) > 4 else ""
+        shown = first.names[0]
         since = (f" (they were finite at step {first.last_finite})"
                  if first.last_finite is not None else "")
         place = first.site.location() if first.site is not None else Location()
-        location = Location(path=place.path, line=place.line, snippet=place.snippet,
-                            object=first.names[0] if len(first.names) == 1 else None)
+        location = Location(path=place.path, line=place.line, snippet=place.snippet)
         self.emit(finding(
             code,
-            f"NaN/Inf in the {what} of {shown}{more} at step {first.step}{since}, and in "
-            f"{first.count} sampled steps in all{self._origin_text()}",
+            f"The {what} of {shown} turned NaN/Inf at step {first.step}{since}, and were "
+            f"non-finite in {first.count} sampled steps in all{self._origin_text()}",
             location, Depth.RUN, fix_hint=_FIX,
-            evidence={"first_step": first.step, "parameters": first.names,
+            evidence={"first_step": first.step, "parameters": first.names[0],
                       "sampled_steps_non_finite": first.count,
                       "origin": self._origin[0] if self._origin else None},
         ))

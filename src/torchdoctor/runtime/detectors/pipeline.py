@@ -54,6 +54,7 @@ class InputPipeline(RuntimeDetector):
         self._last_step: float | None = None
         self._steps = 0
         self._uses_cuda = False
+        self.clock = time.perf_counter  # replaceable in tests
 
     def on_batch(self, event: BatchEvent) -> None:
         loader = self._loaders.get(event.loader_id)
@@ -68,7 +69,7 @@ class InputPipeline(RuntimeDetector):
             loader.epoch_start_wait += event.wait_s
 
     def on_step_end(self, event: StepEvent) -> None:
-        now = time.perf_counter()
+        now = self.clock()
         if self._first_step is None:
             self._first_step = now
             self._uses_cuda = any(p.device.type == "cuda" for p in event.optimizer.params[:1])

@@ -17,7 +17,7 @@ from typing import Any
 from torchdoctor.findings import Location
 from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, MonitorView
 
-__all__ = ["assignment_location", "display_path", "group_by_module"]
+__all__ = ["assignment_location", "describe_params", "display_path", "group_by_module"]
 
 
 def group_by_module(model: Any, params: Iterable[Any]) -> list[tuple[str, list[str]]]:
@@ -46,6 +46,37 @@ def group_by_module(model: Any, params: Iterable[Any]) -> list[tuple[str, list[s
 
 def _inside(path: str, group: str) -> bool:
     return group == "" or path == group or path.startswith(group + ".")
+
+
+def describe_params(monitor: MonitorView, params: Iterable[Any], limit: int = 4
+                    ) -> tuple[str, list[str]]:
+    """Readable text for a set of parameters, collapsed to modules, plus the group names.
+
+    ``"`encoder.0` (2 parameters), `head.weight`"``; a whole model reads
+    ``"every parameter of `Net`"``.
+    """
+    by_model: dict[int, tuple[ModelInfo, list[Any]]] = {}
+    loose: list[str] = []
+    for param in params:
+        model = monitor.model_of(param)
+        if model is None:
+            loose.append(monitor.param_name(param) or "a parameter")
+        else:
+            by_model.setdefault(id(model), (model, []))[1].append(param)
+    texts, names = [], []
+    for model, group in by_model.values():
+        for path, members in group_by_module(model.inner, group):
+            shown = display_path(monitor, model, path)
+            names.append(shown)
+            if not path:
+                texts.append(f"every parameter of `{shown}`")
+            else:
+                extra = f" ({len(members)} parameters)" if len(members) > 1 else ""
+                texts.append(f"`{shown}`{extra}")
+    names += loose
+    texts += [f"`{n}`" for n in loose]
+    more = f" and {len(texts) - limit} more" if len(texts) > limit else ""
+    return ", ".join(texts[:limit]) + more, names
 
 
 def display_path(monitor: MonitorView, model: ModelInfo, path: str) -> str:

@@ -29,7 +29,8 @@ __all__ = ["GradientScale", "UpdateRatio"]
 EXPLODE_FACTOR = 100.0      # sustained growth of the total gradient norm
 VANISH_RATIO = 1e-4         # RMS gradient of the earliest layers vs the latest
 UPDATE_TOO_LARGE = 0.3      # a step replacing this fraction of a weight matrix
-UPDATE_TOO_SMALL = 1e-7     # a step moving the weights by less than this fraction
+UPDATE_TOO_SMALL = 1e-6     # a step moving the weights by less than this fraction
+STEP_JUMP = 1.0             # one step larger than the weights themselves
 _MIN_SAMPLES = 6
 _SKIPPED_MODULES = ("Embedding", "EmbeddingBag")  # sparse-by-nature gradients
 
@@ -101,7 +102,7 @@ class GradientScale(RuntimeDetector):
         layers = _fastest_growing(history)
         self.emit(finding(
             "TD216",
-            f"The gradient norm of {history.info.label} grew x{now / base:.0f}, from "
+            f"The gradient norm of {history.info.label} grew x{now / base:.3g}, from "
             f"{base:.3g} around step {first_step} to {now:.3g} around step {last_step}"
             f"{_layers_text(layers)}; training is on its way to Inf/NaN",
             _place(history, layers), Depth.RUN,
@@ -184,21 +185,42 @@ class UpdateRatio(RuntimeDetector):
             self._samples.setdefault(id(sample.optimizer), []).append(sample)
 
     def on_finish(self, report: Report) -> None:
+        vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
         for key, samples in self._samples.items():
             info = samples[0].optimizer
-            medians = _median_ratios(samples, _weights(info, self.monitor))
+            weights = _weights(info, self.monitor)
+            if self._jump(info, samples, weights, self._site.get(key)):
+                continue
+            medians = _median_ratios(samples, weights)
             if medians:
-                self._judge(info, medians, self._site.get(key))
+                self._judge(info, medians, self._site.get(key), info.label in vanishing)
+
+    def _jump(self, info: OptimizerInfo, samples: list[StepSample], weights: list[int],
+              site: CallSite | None) -> bool:
+        """A single step that moved a weight matrix by more than its own size."""
+        for sample in samples:
+            ratios = sample.update_ratios or ()
+            jumps = [(r, i) for i in weights if i < len(ratios)
+                     and (r := ratios[i]) is not None and math.isfinite(r) and r > STEP_JUMP]
+            if jumps:
+                ratio, index = max(jumps)
+                self._emit(info, site, info.names[index], ratio, "large",
+                           f"at step {sample.step} a single update was {ratio:.3g} times the "
+                           "size of the weights, so training is thrown off and usually "
+                           "diverges", "Lower the learning rate, or use a mean (not summed) "
+                           "loss so that gradients do not scale with the batch.")
+                return True
+        return False
 
     def _judge(self, info: OptimizerInfo, medians: dict[int, float],
-               site: CallSite | None) -> None:
+               site: CallSite | None, vanishing: bool) -> None:
         worst = max(medians, key=lambda i: medians[i])
         overall = statistics.median(medians.values())
         if medians[worst] > UPDATE_TOO_LARGE:
             self._emit(info, site, info.names[worst], medians[worst], "large",
                        "each step replaces a large part of the weights, so training is "
                        "unstable or diverges", "Lower the learning rate (by 10x to start with).")
-        elif 0 < overall < UPDATE_TOO_SMALL:
+        elif 0 < overall < UPDATE_TOO_SMALL and not vanishing:  # TD215 says why
             self._emit(info, site, info.label, overall, "small",
                        "the weights barely move, so the model learns nothing in a useful time",
                        "Raise the learning rate (check it for a typo such as 1e-9).")
@@ -209,9 +231,8 @@ class UpdateRatio(RuntimeDetector):
         subject = f"`{obj}`" if kind == "large" else f"the weights of {info.label}"
         self.emit(finding(
             "TD606",
-            f"Updates of {subject} are too {kind}: each {info.label} step changes them by "
-            f"{ratio:.2e} of their size (median; healthy training is near 1e-3) at lr {lr}: "
-            f"{why}",
+            f"Updates of {subject} are too {kind}: {info.label} steps change them by "
+            f"{ratio:.2e} of their size (healthy training is near 1e-3) at lr {lr}: {why}",
             site.location(object=obj) if site is not None else Location(object=obj),
             Depth.RUN, fix_hint=fix,
             evidence={"optimizer": info.label, "update_ratio": ratio, "lr": lr},

@@ -189,7 +189,7 @@ class TorchWarnings(RuntimeDetector):
                        severity=classified.severity, confidence=classified.confidence,
                        evidence={"warning": headline, "category": record.category.__name__,
                                  "warned_in": f"{record.filename}:{record.lineno}",
-                                 "step": record.global_step, "times": sum(texts.values()),
+                                 "step": record.global_step, "times_shown": sum(texts.values()),
                                  "known_warning": classified.key})
 
 

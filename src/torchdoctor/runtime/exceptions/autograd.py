@@ -56,7 +56,8 @@ def no_graph(facts: ErrorFacts) -> Detail:
 def freed_graph(facts: ErrorFacts) -> Detail:
     """``Trying to backward through the graph a second time``."""
     summary = ("`backward()` reached part of a graph whose saved tensors an earlier "
-               "`backward()` already freed; something computed in one iteration was reused in the next")
+               "`backward()` already freed; something computed in one iteration was reused "
+               "in the next")
     fixes = ("Detach state carried across iterations (an RNN hidden state, an EMA target, a "
              "running loss): `hidden = hidden.detach()`.",
              "Recompute inside the loop any tensor that was computed once before it from "

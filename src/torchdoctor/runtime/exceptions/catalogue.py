@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from torchdoctor.runtime.exceptions import autograd, data, devices, memory, shapes
-from torchdoctor.runtime.exceptions.facts import DetailFunction
+from torchdoctor.runtime.exceptions.facts import DEVICE_MISMATCH_CODE, DetailFunction
 
 __all__ = ["KNOWN_ERRORS", "KnownError", "match_known_error"]
 
@@ -58,7 +58,8 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
        r"(?:not enough memory|can't allocate memory)|CUBLAS_STATUS_ALLOC_FAILED",
        "the run ran out of memory", detail=memory.out_of_memory),
     _k("out-of-memory-type", "TD709", r".*", "the run ran out of memory",
-       detail=memory.out_of_memory, types=("torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "builtins.MemoryError")),
+       detail=memory.out_of_memory,
+       types=("torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "builtins.MemoryError")),
     # -- DataLoader workers ----------------------------------------------------------------
     _k("worker-killed", "TD413",
        r"DataLoader worker \(pid\(?s?\)? ?(?P<pids>[\d, ]+)\) (?:is killed by signal: "
@@ -79,7 +80,7 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
        "Call `torch.multiprocessing.set_sharing_strategy('file_system')` at start-up, or raise "
        "the open-file limit (`ulimit -n`) and the size of /dev/shm."),
     # -- device and dtype --------------------------------------------------------------------
-    _k("device-mismatch", "TD101",
+    _k("device-mismatch", DEVICE_MISMATCH_CODE,
        rf"Expected all tensors to be on the same device, but (?:found at least two devices, "
        rf"(?P<first>{_DEVICE}) and (?P<second>{_DEVICE})|got \w+ is on (?P<first2>{_DEVICE}), "
        rf"different from other tensors on (?P<second2>{_DEVICE}))|Tensor on device "
@@ -87,7 +88,7 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
        r"Expected object of device type \w+ but got device type|is on CPU, but expected it to "
        r"be on GPU|indices should be either on cpu or on the same device",
        "tensors on different devices met in one operation", detail=devices.device_mismatch),
-    _k("meta-data", "TD101",
+    _k("meta-data", DEVICE_MISMATCH_CODE,
        r"Cannot copy out of meta tensor|cannot be called on meta tensors|Tensor\.item\(\) "
        r"cannot be called on meta|Cannot access data pointer of Tensor.*meta",
        "a tensor on the meta device was read", detail=devices.meta_data_access),
@@ -96,7 +97,7 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
        r"should be the same",
        "a layer's input and weights differ in device or dtype",
        detail=devices.input_weight_type),
-    _k("target-dtype", "TD107",
+    _k("target-dtype", "TD104",
        r"expected target dtype to be Long or Byte, but got (?P<got>\w+)|"
        r"nll_loss\w*\" not implemented for '(?P<second>\w+)'",
        "a class-index loss received targets that are not integers", detail=devices.target_dtype),
@@ -178,7 +179,7 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
        "an elementwise operation received shapes that cannot broadcast",
        detail=shapes.broadcast_mismatch),
     _k("view-size", "TD108",
-       rf"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size (?P<size>\d+)",
+       r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size (?P<size>\d+)",
        "a view or reshape asked for a shape that does not hold the tensor",
        detail=shapes.view_size),
     _k("concat-sizes", "TD108",
@@ -276,7 +277,8 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
 # fmt: on
 
 
-def match_known_error(type_names: tuple[str, ...], text: str) -> tuple[KnownError, re.Match[str]] | None:
+def match_known_error(type_names: tuple[str, ...], text: str
+                      ) -> tuple[KnownError, re.Match[str]] | None:
     """The first known error matching an exception's class names and text, with its match.
 
     ``type_names`` are the qualified names (``torch._dynamo.exc.Unsupported``) of the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from torchdoctor.runtime.exceptions.facts import Detail, ErrorFacts
+from torchdoctor.runtime.exceptions.facts import DEVICE_MISMATCH_CODE, Detail, ErrorFacts
 
 __all__ = ["device_mismatch", "dtype_mismatch", "input_weight_type", "meta_data_access",
            "target_dtype"]
@@ -16,7 +16,14 @@ _LEGACY_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16",
                   "Bool": "bool"}
 _DTYPE_WORDS = {"float": "float32", "double": "float64", "half": "float16",
                 "c10::half": "float16", "bfloat16": "bfloat16", "c10::bfloat16": "bfloat16",
-                "long": "int64", "int": "int32", **{k.lower(): v for k, v in _LEGACY_DTYPES.items()}}
+                "long": "int64", "int": "int32",
+                **{k.lower(): v for k, v in _LEGACY_DTYPES.items()}}
+
+
+# Losses whose target must be floating; a dtype error raised inside one is about the target.
+_LOSSES = ("binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss", "l1_loss",
+           "smooth_l1_loss", "huber_loss", "kl_div", "soft_margin_loss",
+           "multilabel_soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss")
 
 
 def _dtype(word: str) -> str:
@@ -54,7 +61,8 @@ def device_mismatch(facts: ErrorFacts) -> Detail:
     """``Expected all tensors to be on the same device`` and its older/meta wordings."""
     devices = [d for d in (facts.group("first"), facts.group("second")) if d]
     places = _parameter_places(_models(facts), "device")
-    summary = f"{facts.module_label} received tensors on different devices ({' and '.join(devices)})"
+    summary = (f"{facts.module_label} received tensors on different devices "
+               f"({' and '.join(devices)})")
     evidence: dict[str, Any] = {"devices": devices}
     if len(places) > 1:
         summary += f"; the model's parameters and buffers are split: {_describe_places(places)}"
@@ -77,14 +85,25 @@ def meta_data_access(facts: ErrorFacts) -> Detail:
     places = _parameter_places(_models(facts), "device")
     summary = "a tensor on the `meta` device (shape only, no data) was read"
     if "meta" in places:
-        summary += f"; the model still has meta tensors: {_describe_places({'meta': places['meta']})}"
+        summary += ("; the model still has meta tensors: "
+                    f"{_describe_places({'meta': places['meta']})}")
     fixes = ("Materialise the model before training: `model.to_empty(device=device)` and then "
              "load or initialise the weights, or `load_state_dict(state, assign=True)`.",)
-    return Detail(summary, fixes, {"meta_tensors": len(places.get("meta", []))}, code="TD101")
+    return Detail(summary, fixes, {"meta_tensors": len(places.get("meta", []))},
+                  code=DEVICE_MISMATCH_CODE)
 
 
 def dtype_mismatch(facts: ErrorFacts) -> Detail:
     """``mat1 and mat2 must have the same dtype`` and friends."""
+    loss = facts.frame_named(*_LOSSES)
+    target_dtype = getattr(loss.local("target"), "dtype", None) if loss is not None else None
+    if loss is not None and target_dtype is not None:
+        got = str(target_dtype).removeprefix("torch.")
+        summary = f"`{loss.function}` received a target of dtype {got}; it needs a float target"
+        fixes = ("Convert the target where the dataset builds it: `target.float()` (for BCE "
+                 "losses with 0/1 labels too).",)
+        return Detail(summary, fixes, {"loss": loss.function, "target_dtype": got},
+                      code="TD104")
     first, second = _dtype(facts.group("first")), _dtype(facts.group("second"))
     return _dtype_detail(facts, first, second)
 
@@ -119,7 +138,7 @@ def input_weight_type(facts: ErrorFacts) -> Detail:
         summary = (f"{facts.module_label} received its input on {devices[0]} but its weights "
                    f"are on {devices[1]}")
         return Detail(summary, detail.fixes, {**detail.evidence, "devices": devices},
-                      code="TD101")
+                      code=DEVICE_MISMATCH_CODE)
     return _dtype_detail(facts, _legacy(first), _legacy(second))
 
 

@@ -40,7 +40,7 @@ def explain_exception(error: BaseException, *, models: Iterable[Any] = (),
         step: the optimizer step the run had reached, for the evidence.
 
     Returns:
-        One finding: a known error's rule (TD101, TD108, TD709, ...) or ``TD004``.
+        One finding: a known error's rule (TD107, TD108, TD709, ...) or ``TD004``.
     """
     if not isinstance(error, Exception):
         return None
@@ -54,19 +54,32 @@ def explain_exception(error: BaseException, *, models: Iterable[Any] = (),
     code = matches[0][1][0].code
     candidate, (entry, match) = [m for m in matches if m[1][0].code == code][-1]
     facts = _facts(candidate, error, match, models, roots)
-    detail = (entry.detail(facts) if entry.detail else None) or Detail(entry.meaning,
-                                                                       entry.fixes)
-    return _known_finding(entry, facts, detail, candidate, step)
+    return _known_finding(entry, facts, _detail(entry, facts), candidate, step)
+
+
+def _detail(entry: KnownError, facts: ErrorFacts) -> Detail:
+    """The entry's specific explanation, or its general one when there is none."""
+    found = None
+    if entry.detail is not None:
+        try:
+            found = entry.detail(facts)
+        except Exception:  # noqa: BLE001 - an odd message must still give a finding
+            found = None
+    return found or Detail(entry.meaning, entry.fixes)
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
-    """The exception, then what it was raised from or during, innermost last."""
+    """The exception, then what it was explicitly raised from (``raise ... from``).
+
+    An exception merely raised *while handling* another (``__context__``) is a new
+    failure of its own: the one it interrupted did not end the run.
+    """
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         yield current
-        current = current.__cause__ or current.__context__
+        current = current.__cause__
 
 
 def error_text(error: BaseException) -> str:
@@ -145,6 +158,9 @@ def _known_finding(entry: KnownError, facts: ErrorFacts, detail: Detail,
 def _generic_finding(error: BaseException, models: tuple[Any, ...], roots: Sequence[str],
                      step: int | None) -> Finding:
     _, user, module = _place(error, models, roots)
+    if isinstance(error, SyntaxError) and error.filename and error.lineno:
+        # The broken line is in the error itself: no frame of the script ever ran.
+        user, module = FrameRef(error.filename, error.lineno, "<module>"), None
     where = f" at {user.where}" if user else ""
     inside = f", inside `{module.label}` ({module.type_name})" if module else ""
     message = f"The run died of `{_headline(error)}`{where}{inside}."

@@ -15,7 +15,13 @@ from typing import Any
 
 from torchdoctor.runtime.exceptions.frames import FrameRef, ModuleRef
 
-__all__ = ["Detail", "DetailFunction", "ErrorFacts", "format_bytes", "torch_module"]
+__all__ = ["DEVICE_MISMATCH_CODE", "Detail", "DetailFunction", "ErrorFacts", "format_bytes",
+           "torch_module"]
+
+# Device mismatches are TD101's problem, but TD101 is detected at the `run` depth only once
+# its lab can show the crash without a GPU (the CPU-only `meta` device does not raise for
+# the lab's embedding lookup); until then the run explains them under TD004.
+DEVICE_MISMATCH_CODE = "TD004"
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,7 +238,8 @@ def running_module(frames: Sequence[FrameRef], models: Iterable[Any] = (),
     on_stack = list(_modules_on_stack(frames, module_type))
     if not on_stack:
         return None
-    models = list(models)
+    # A loss module is called like a model but is not one: name it by its variable instead.
+    models = [m for m in models if loss_type is None or not isinstance(m, loss_type)]
     if not models:
         # The outermost module that is not a loss is the best guess for the model.
         models = [m for m in on_stack if loss_type is None or not isinstance(m, loss_type)][:1]

@@ -48,6 +48,7 @@ def linear_features(facts: ErrorFacts) -> Detail:
     """``mat1 and mat2 shapes cannot be multiplied (4x8 and 16x2)``."""
     got, expected, out = int(facts.group("k1")), int(facts.group("k2")), int(facts.group("n"))
     evidence = {"expected_features": expected, "got_features": got, "rows": int(facts.group("m"))}
+    fixes: tuple[str, ...]
     if facts.module and facts.module.type_name in {"Linear", "LazyLinear", "Bilinear"}:
         out = _attr(facts, "out_features") or out
         summary = f"{_named(facts)} expects {expected} input features but received {got}"
@@ -101,12 +102,12 @@ def norm_features(facts: ErrorFacts) -> Detail:
         fixes = (f"Build the LayerNorm with `normalized_shape={shape[-len(expected):]}` or "
                  "feed it features whose trailing size matches.",)
         return Detail(summary, fixes, {"normalized_shape": expected, "input_shape": shape})
-    got, expected = int(facts.group("got")), int(facts.group("expected"))
-    summary = (f"{_named(facts)} has {expected} features but its input has {got} channels "
+    channels, features = int(facts.group("got")), int(facts.group("expected"))
+    summary = (f"{_named(facts)} has {features} features but its input has {channels} channels "
                "(dimension 1)")
-    fixes = (f"Build it with `num_features={got}`, or check that dimension 1 of its input is "
-             "the channel dimension (BatchNorm1d on [N, L, C] sequences needs a transpose).",)
-    return Detail(summary, fixes, {"num_features": expected, "input_channels": got})
+    fixes = (f"Build it with `num_features={channels}`, or check that dimension 1 of its input "
+             "is the channel dimension (BatchNorm1d on [N, L, C] sequences needs a transpose).",)
+    return Detail(summary, fixes, {"num_features": features, "input_channels": channels})
 
 
 def broadcast_mismatch(facts: ErrorFacts) -> Detail:

@@ -91,8 +91,8 @@ class ForwardCalledDirectly(LintRule):
         self.report(
             node,
             f"`{name}.forward(...)` at line {node.lineno} calls the module's forward "
-            "directly, skipping `__call__`: forward hooks and pre-hooks do not run, and "
-            "wrappers such as DistributedDataParallel or torch.compile are bypassed",
+            "directly, skipping `__call__`: its forward hooks and pre-hooks do not run "
+            "(activation monitors record nothing, pruning masks are not re-applied)",
             fix_hint=f"Call the module: `{name}(...)`.",
             confidence=found[1],
             fix=fix,

@@ -41,17 +41,53 @@ def append_argument(ctx: FileContext, call: ast.Call, text: str) -> Edit | None:
     return Edit(line, column, line, column, f", {text}")
 
 
+def loaded_source(call: ast.Call) -> ast.expr | None:
+    """What ``torch.load`` reads: its first argument or ``f=``."""
+    return call.args[0] if call.args else getattr(keyword(call, "f"), "value", None)
+
+
+def reads_back_own_save(ctx: FileContext, load: ast.Call, scope: Scope) -> bool:
+    """The same function saved to this very file or buffer before loading it: a round
+    trip of the program's own data, on the same machine."""
+    source = loaded_source(load)
+    if source is None:
+        return False
+    text = ctx.segment(source)
+    items = scope.items if scope is not None else ctx.module.items
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Call) and item.line <= load.lineno and ctx.is_call_to(
+                node, "torch.save", scope=scope):
+            target = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "f"),
+                                                                      "value", None)
+            if target is not None and ctx.segment(target) == text:
+                return True
+    return False
+
+
+def _in_memory(ctx: FileContext, source: ast.expr, scope: Scope) -> bool:
+    """``io.BytesIO(...)``, directly or through a variable."""
+    if isinstance(source, ast.Name):
+        binding = ctx.binding(source, scope)
+        source = binding.value if binding is not None and binding.value is not None else source
+    return isinstance(source, ast.Call) and ctx.is_call_to(source, "io.BytesIO", scope=scope)
+
+
 @detector("TD901", depth=Depth.LINT)
 class LoadWithoutMapLocation(LintRule):
     """``torch.load(path)`` with no ``map_location`` in a program that uses the GPU."""
 
     requires = _GPU_WORDS
     call_names = frozenset({"load"})
+    needs_structure = True
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
         if not ctx.is_call_to(node, "torch.load") or len(node.args) > 1 or \
                 keyword(node, "map_location") or has_star_kwargs(node) or not node.args:
+            return
+        if _in_memory(ctx, node.args[0], ctx.function) or reads_back_own_save(
+                ctx, node, ctx.function):
             return
         edit = append_argument(ctx, node, 'map_location="cpu"')
         fix = Fix('Load onto the CPU: add `map_location="cpu"`', (edit,),
@@ -77,10 +113,12 @@ class UnsafeCheckpointLoad(LintRule):
 
     requires = ("load",)
     call_names = frozenset({"load"})
+    needs_structure = True
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        if not ctx.is_call_to(node, "torch.load") or has_star_kwargs(node):
+        if not ctx.is_call_to(node, "torch.load") or has_star_kwargs(node) or \
+                reads_back_own_save(ctx, node, ctx.function):
             return
         weights_only = keyword(node, "weights_only")
         if weights_only is not None:

@@ -35,7 +35,7 @@ _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm
 def loader_arguments(call: ast.Call) -> dict[str, ast.expr]:
     """A ``DataLoader(...)`` call's arguments by parameter name."""
     found: dict[str, ast.expr] = {}
-    for name, value in zip(_POSITIONAL, call.args):
+    for name, value in zip(_POSITIONAL, call.args, strict=False):
         if isinstance(value, ast.Starred):
             break
         found[name] = value
@@ -145,7 +145,6 @@ class WorkersWithoutMainGuard(LintRule):
 
     def _run_at_import(self, module: ModuleScope) -> list[FunctionScope]:
         """Functions of this file that module-level code calls, directly or not."""
-        ctx = self.ctx
         reached: list[FunctionScope] = []
         pending: list[tuple[Scope, list[Item]]] = [(None, module.items)]
         while pending:
@@ -418,8 +417,8 @@ class NonBlockingWithoutPinMemory(LintRule):
         fix = self._fix(loader, pin)
         for item in loop.items:
             call = item.node
-            if isinstance(call, ast.Call) and _non_blocking(call) and \
-                    _from_batch(call.func.value, derived):  # type: ignore[attr-defined]
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                    _non_blocking(call) and _from_batch(call.func.value, derived):
                 self._report(call, loader, fix)
 
     def _fix(self, loader: ast.Call, pin: ast.expr | None) -> Fix:

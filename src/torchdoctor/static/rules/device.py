@@ -8,16 +8,18 @@ constructors, and TD106 for constant tensors copied to the device inside a loop.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from typing import cast
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix, Severity
+from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loss import LossKind, loss_calls
+from torchdoctor.static.rules.loss import LossKind, conditional, loss_calls
 from torchdoctor.static.structure import Item, Loop, ModuleScope
-from torchdoctor.static.training import EventKind, classify, grad_disabled_by
+from torchdoctor.static.training import EventKind, classify, grad_disabled_by, loop_events
 
 __all__ = ["insert_keywords", "loop_bound_names", "names_bound_in", "torch_alias"]
 
@@ -52,10 +54,9 @@ def insert_keywords(ctx: FileContext, call: ast.Call, text: str) -> Edit:
     line = location.end_line or location.line or 1
     column = (location.end_column or 1) - 1  # the closing parenthesis
     inside = ctx.segment(call)[:-1].rstrip()
-    if not (call.args or call.keywords):
-        separator = ""
-    else:
-        separator = " " if inside.endswith(",") else ", "
+    separator = ", " if call.args or call.keywords else ""
+    if separator and inside.endswith(","):
+        separator = " "
     return Edit(line, column, line, column, separator + text)
 
 
@@ -71,8 +72,7 @@ class Float64InTraining(LintRule):
 
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
-        name = ctx.path.replace("\\", "/").rpartition("/")[2]
-        if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        if _is_test_path(ctx.path):
             return
         scopes: list[tuple[Scope, list[Item]]] = [(None, module.items)]
         scopes += [(f, f.items) for f in module.functions]
@@ -154,6 +154,13 @@ class Float64InTraining(LintRule):
         )
 
 
+def _is_test_path(path: str) -> bool:
+    """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
+    *folders, name = path.replace("\\", "/").split("/")
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
+        or any(folder in ("test", "tests", "testing") for folder in folders)
+
+
 def _mark_chain(expr: ast.expr, marked: set[int]) -> None:
     """Mark the calls of a method chain (``x.double().sum()``) as feeding a report."""
     while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
@@ -178,10 +185,10 @@ def _metric_statement(statement: ast.AST | None, call: ast.Call, accumulated: se
     return False
 
 
-def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+def _contains(outer: ast.AST, inner: ast.expr) -> bool:
     start = (getattr(outer, "lineno", 0), getattr(outer, "col_offset", 0))
     end = (getattr(outer, "end_lineno", 0), getattr(outer, "end_col_offset", 0))
-    return start <= (inner.lineno, inner.col_offset) <= end  # type: ignore[attr-defined]
+    return start <= (inner.lineno, inner.col_offset) <= end
 
 
 # --- TD104 -------------------------------------------------------------------------------
@@ -207,11 +214,17 @@ class TargetCastToFloat(LintRule):
         for call in loss_calls(self.ctx):
             if call.kind not in (LossKind.CROSS_ENTROPY, LossKind.NLL):
                 continue
-            target = call.target
-            if not isinstance(target, ast.Call) or not self._casts_to_float(target, call.scope):
+            target, scope = call.target, call.scope
+            if isinstance(target, ast.Name):  # `y = y.float()` a few lines up
+                found = self.ctx.lookup(target, scope)
+                if found is None or found[0].kind is not BindingKind.ASSIGN or conditional(
+                        self.ctx, found[0].node, target, found[1]):
+                    continue
+                target, scope = found[0].value, found[1]
+            if not isinstance(target, ast.Call) or not self._casts_to_float(target, scope):
                 continue
             assert isinstance(target.func, ast.Attribute)
-            confidence = self._class_indices(target.func.value, call.scope)
+            confidence = self._class_indices(target.func.value, scope)
             if confidence is not None:
                 self._report(call.call, target, call.kind, confidence)
 
@@ -281,10 +294,11 @@ class TargetCastToFloat(LintRule):
         if target.func.attr in _FLOAT_CASTS:
             fix = Fix(f"Keep `{base}` as class indices: `{base}.long()`",
                       (ctx.replace(target, f"{base}.long()"),), Applicability.UNSAFE)
+        where = "" if call.lineno == target.lineno else f" (line {call.lineno})"
         self.report(
             target,
             f"`{ctx.segment(target)}` at line {target.lineno} casts class indices to a float "
-            f"dtype before {kind.value}: a floating-point target is read as class "
+            f"dtype for {kind.value}{where}: a floating-point target is read as class "
             "probabilities with the input's shape, so the call fails with \"expected target "
             "dtype to be Long\" instead of training",
             fix_hint=f"Pass the class indices as int64: `{base}.long()` (or `{base}` if it "
@@ -311,6 +325,9 @@ _LEGACY = {"Tensor": None, "FloatTensor": "float32", "DoubleTensor": "float64",
            "CharTensor": "int8", "ShortTensor": "int16", "IntTensor": "int32",
            "LongTensor": "int64", "BoolTensor": "bool"}
 _SHAPE, _DATA, _EMPTY, _UNKNOWN = "shape", "data", "empty", "unknown"
+# In-place initialisers: `torch.FloatTensor(n).normal_()` never exposes uninitialised memory.
+_FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_", "random_", "copy_", "bernoulli_",
+                    "exponential_", "geometric_", "cauchy_", "log_normal_"})
 
 
 @detector("TD105", depth=Depth.LINT)
@@ -318,11 +335,19 @@ class LegacyConstructor(LintRule):
     """``torch.Tensor(2, 3)``, ``torch.FloatTensor(...)``, ``torch.cuda.LongTensor(...)``."""
 
     requires = ("Tensor(",)
-    call_names = frozenset(_LEGACY)
+    call_names = frozenset(_LEGACY) | _FILLS
+
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        self._filled: set[int] = set()
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        qualified = ctx.qualified_name(node.func)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _FILLS:
+            self._filled.add(id(func.value))  # visited before the call it fills
+            return
+        qualified = ctx.qualified_name(func)
         if qualified is None:
             return
         prefix, _, name = qualified.rpartition(".")
@@ -333,18 +358,22 @@ class LegacyConstructor(LintRule):
         kind = _argument_kind(ctx, node)
         dtype = _LEGACY[name]
         spelled = ctx.segment(node.func)
+        filled = id(node) in self._filled
         if kind in (_SHAPE, _EMPTY):
             what = ("an empty tensor" if kind == _EMPTY else
                     "a tensor of uninitialised memory (whatever the allocator returns)")
             message = f"`{spelled}(...)` at line {node.lineno} reads its arguments as a shape " \
                       f"and returns {what}"
+            if filled and kind == _SHAPE:
+                message += ", filled right away here: only the spelling is legacy"
         else:
             message = (f"`{spelled}(...)` at line {node.lineno} is a legacy constructor: "
                        "integers make it allocate uninitialised memory of that shape, a "
                        "sequence makes it copy data, so one typo changes the meaning")
         if cuda:
             message += "; the `torch.cuda` class also fails on machines without CUDA"
-        severity = Severity.WARNING if cuda or kind == _SHAPE else Severity.INFO
+        severity = Severity.WARNING if cuda or (kind == _SHAPE and not filled) else \
+            Severity.INFO
         self.report(node, message, severity=severity,
                     fix_hint=_legacy_hint(kind, dtype, cuda),
                     fix=self._fix(node, kind, dtype, cuda))
@@ -457,6 +486,18 @@ class ConstantMovedInLoop(LintRule):
     requires = (".to(", ".cuda(")
 
     def leave_loop(self, loop: Loop) -> None:
+        # Judged from the outermost loop, once it is complete: does it train at all?
+        if loop.parent is not None or not any(
+                e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
+                for e in loop_events(self.ctx, loop)):
+            return
+        pending = [loop]
+        while pending:
+            current = pending.pop()
+            pending.extend(current.children)
+            self._check_loop(current)
+
+    def _check_loop(self, loop: Loop) -> None:
         bound: set[str] | None = None
         for item in loop.items:
             node = item.node
@@ -545,7 +586,7 @@ def loop_bound_names(loop: Loop) -> set[str]:
     cached = loop._cache.get("bound_names")
     if cached is None:
         cached = loop._cache["bound_names"] = names_bound_in(loop.node)
-    return cached  # type: ignore[return-value]
+    return cast("set[str]", cached)
 
 
 def names_bound_in(node: ast.AST) -> set[str]:

@@ -16,7 +16,12 @@ from torchdoctor.static.rules.distributed import DDP, DISTRIBUTED_SAMPLER
 from torchdoctor.static.rules.loops import guard_between
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
-_DISTRIBUTED_PREFIXES = ("torch.distributed", "accelerate", DDP, DISTRIBUTED_SAMPLER)
+# Calls that show the program runs as several processes (importing torch.distributed
+# alone does not: a checkpoint converter uses it in one process).
+_LAUNCHES = frozenset({"init_process_group", "get_rank", "get_world_size", "barrier",
+                       "all_reduce", "broadcast", "all_gather", "new_group", "fully_shard"})
+_DISTRIBUTED_CLASSES = (DDP, DISTRIBUTED_SAMPLER, "accelerate.Accelerator",
+                        "torch.distributed.fsdp.FullyShardedDataParallel")
 _WRAPPERS = {DDP: "DistributedDataParallel",
              "torch.nn.parallel.DataParallel": "DataParallel"}
 _MAX_CALL_DEPTH = 3
@@ -27,8 +32,8 @@ class CheckpointSavedOnEveryRank(LintRule):
     """``torch.save`` in a distributed program with no rank-0 guard on the way to it."""
 
     requires = ("save",)
-    call_names = frozenset({"save", "init_process_group", "DistributedDataParallel",
-                            "DistributedSampler"})
+    call_names = frozenset({"save", "DistributedDataParallel", "DistributedSampler",
+                            "Accelerator", "FullyShardedDataParallel"}) | _LAUNCHES
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -39,14 +44,14 @@ class CheckpointSavedOnEveryRank(LintRule):
         name = self.ctx.qualified_name(node.func)
         if name == "torch.save":
             self._saves.append((node, self.ctx.frames))
-        elif name is not None and name.startswith(_DISTRIBUTED_PREFIXES):
+        elif name is not None and (name in _DISTRIBUTED_CLASSES or (
+                name.startswith("torch.distributed.")
+                and name.rpartition(".")[2] in _LAUNCHES)):
             self._distributed = True
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
-        if not self._saves or not (self._distributed or any(
-                torchapi.canonical(name).startswith(_DISTRIBUTED_PREFIXES)
-                for name in ctx.imports.values())):
+        if not self._saves or not self._distributed:
             return
         callers = _Callers(ctx)
         for call, frames in self._saves:
@@ -245,21 +250,41 @@ class DdpPrefixedStateDict(LintRule):
 
     requires = ("DataParallel", "DDP")
     call_names = frozenset({"save"})
-    needs_structure = True
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
 
     def visit_call(self, node: ast.Call) -> None:
+        if self.ctx.is_call_to(node, "torch.save"):
+            self._saves.append((node, self.ctx.frames))
+
+    def leave_module(self, module: object) -> None:
         ctx = self.ctx
-        if not ctx.is_call_to(node, "torch.save"):
-            return
-        saved = node.args[0] if node.args else next(
-            (k.value for k in node.keywords if k.arg == "obj"), None)
-        if saved is None:
-            return
-        for state_call in _state_dict_calls(ctx, saved, ctx.function):
-            receiver = state_call.func.value  # type: ignore[attr-defined]
-            wrapper = _WRAPPERS.get(ctx.instance_type(receiver) or "")
-            if wrapper is not None:
-                self._report(state_call, receiver, wrapper, node)
+        for save, frames in self._saves:
+            scope = ctx.function_of(frames)
+            saved = save.args[0] if save.args else next(
+                (k.value for k in save.keywords if k.arg == "obj"), None)
+            if saved is None or self._loads_into_a_wrapper(scope):
+                continue
+            for state_call in _state_dict_calls(ctx, saved, scope):
+                receiver = state_call.func.value  # type: ignore[attr-defined]
+                wrapper = _WRAPPERS.get(ctx.instance_type(receiver, scope) or "")
+                if wrapper is not None:
+                    self._report(state_call, receiver, wrapper, save)
+
+    def _loads_into_a_wrapper(self, scope: Scope) -> bool:
+        """The same function loads a state_dict back into a DDP model: a consistent round
+        trip between wrappers, not a checkpoint meant for a plain model."""
+        ctx = self.ctx
+        items = scope.items if scope is not None else ctx.module.items
+        for item in items:
+            call = item.node
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                    and call.func.attr == "load_state_dict" \
+                    and ctx.instance_type(call.func.value, scope) in _WRAPPERS:
+                return True
+        return False
 
     def _report(self, state_call: ast.Call, receiver: ast.expr, wrapper: str,
                 save: ast.Call) -> None:

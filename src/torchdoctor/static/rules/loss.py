@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass
+from typing import cast
 
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
@@ -21,7 +22,8 @@ from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
 
-__all__ = ["Activation", "LossCall", "LossKind", "Origin", "loss_calls", "origin_of"]
+__all__ = ["Activation", "LossCall", "LossKind", "Origin", "conditional", "constructor_of",
+           "loss_calls", "origin_of"]
 
 
 class LossKind(enum.Enum):
@@ -67,11 +69,12 @@ _ACTIVATION_MODULES = {"torch.nn.Softmax": Activation.SOFTMAX,
 _RAW_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear",
                           "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d",
                           "torch.nn.LazyConv1d", "torch.nn.LazyConv2d", "torch.nn.LazyConv3d"})
-# Tensor methods that keep what a value means (probabilities stay probabilities).
+# Tensor methods that keep what a value means (probabilities stay probabilities). Not
+# `detach`: a loss of detached values trains nothing, it is a metric.
 _KEEPS_MEANING = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "contiguous",
                             "permute", "transpose", "float", "double", "half", "to", "type",
-                            "view_as", "reshape_as", "clone", "detach", "squeeze_",
-                            "unsqueeze_", "cpu", "cuda"})
+                            "view_as", "reshape_as", "clone", "squeeze_", "unsqueeze_", "cpu",
+                            "cuda"})
 _MAX_DEPTH = 6
 _LOSS_WORDS = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss",
                "binary_cross_entropy", "BCELoss", "BCEWithLogitsLoss")
@@ -124,7 +127,7 @@ def loss_calls(ctx: FileContext) -> list[LossCall]:
                         found.append(call)
         found.sort(key=lambda c: (c.call.lineno, c.call.col_offset))
         cached = ctx.memo[key] = found
-    return cached  # type: ignore[return-value]
+    return cast("list[LossCall]", cached)
 
 
 def _loss_call(ctx: FileContext, call: ast.Call, scope: Scope) -> LossCall | None:
@@ -170,9 +173,16 @@ def constructor_of(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.Call |
 
 
 def _bound_value(ctx: FileContext, expr: ast.expr, scope: Scope) -> tuple[ast.expr, Scope] | None:
-    """The expression a name or ``self.x`` was assigned (or unpacked from ``make()``)."""
+    """The expression a name or ``self.x`` was assigned (or unpacked from ``make()``).
+
+    ``None`` when the assignment may not have run where the name is used: an assignment in
+    an ``if``/loop/``try`` that does not also hold the use (``if not self.training: x =
+    softmax(x)`` before ``return x``) leaves the value undecided.
+    """
     if isinstance(expr, ast.Name):
         found = ctx.lookup(expr, scope)
+        if found is not None and conditional(ctx, found[0].node, expr, found[1]):
+            return None
         if found is not None and found[0].kind is BindingKind.UNPACKED:
             return ctx.unpacked_source(expr.id, found[0], found[1])
     elif isinstance(expr, ast.Attribute):
@@ -182,6 +192,34 @@ def _bound_value(ctx: FileContext, expr: ast.expr, scope: Scope) -> tuple[ast.ex
     if found is None or found[0].kind is not BindingKind.ASSIGN or found[0].value is None:
         return None
     return found[0].value, found[1]
+
+
+_BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
+
+
+def conditional(ctx: FileContext, statement: ast.AST, use: ast.expr, scope: Scope) -> bool:
+    """Whether ``statement`` sits in a branch or loop body that does not also hold ``use``."""
+    root: ast.AST = scope.node if scope is not None else ctx.tree
+    if not isinstance(statement, ast.stmt):
+        return False
+    stack: list[ast.AST] = [root]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.stmt) or not _spans(child, statement):
+                continue
+            if child is statement:
+                return False
+            if isinstance(child, _BRANCHES) and not _spans(child, use):
+                return True
+            stack.append(child)
+    return False
+
+
+def _spans(outer: ast.stmt, inner: ast.AST) -> bool:
+    start = (getattr(inner, "lineno", 0), getattr(inner, "col_offset", 0))
+    return (outer.lineno, outer.col_offset) <= start <= (outer.end_lineno or 0,
+                                                          outer.end_col_offset or 0)
 
 
 def origin_of(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int = 0) -> Origin | None:

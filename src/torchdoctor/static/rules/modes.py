@@ -127,8 +127,15 @@ class EvalInTrainMode(LintRule):
         ``"set"`` (a run-time flag), ``"no callers"``, or ``None`` (never set)."""
         ctx = self.ctx
         items = [i for i in (scope.items if scope else ctx.module.items) if i.line < line]
+        trained_since = False
         for action in reversed(expand(ctx, items, scope)):
-            if action.kind in _MODE and _same_model(action.target, model):
+            if action.kind is EventKind.BACKWARD:
+                trained_since = True
+            elif action.kind in _MODE and _same_model(action.target, model):
+                if action.kind is EventKind.TRAIN and not trained_since:
+                    # train() right before a no_grad loop, with no training in between,
+                    # is deliberate: BatchNorm recalibration, Monte Carlo dropout.
+                    return "set", f"line {action.origin.line}"
                 kind = {EventKind.EVAL: "eval", EventKind.TRAIN: "train"}.get(action.kind, "set")
                 return kind, f"line {action.origin.line}"
         if scope is None:

@@ -9,16 +9,17 @@ same path: a call in the ``else`` of the ``if`` that holds the backward (the usu
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import TypeGuard
 
-from torchdoctor.findings import Applicability, Depth, Finding, Fix
+from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.device import insert_keywords, loop_bound_names, torch_alias
 from torchdoctor.static.rules.loss import constructor_of
-from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.structure import Frame, FrameKind, Item, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, classify, function_events, loop_events
 
 __all__ = ["exclusive", "scaled_backward"]
@@ -33,8 +34,8 @@ def _conditions(ctx: FileContext, frames: tuple[Frame, ...]) -> set[tuple[str, b
     """The ``if`` tests around a place, each with the truth value it needs there."""
     found = set()
     for frame in frames:
-        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
-            test = frame.node.test  # type: ignore[attr-defined]
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
+            test = frame.node.test
             truth = frame.kind is FrameKind.IF_BODY
             while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, truth = test.operand, not truth
@@ -92,9 +93,16 @@ def _scopes(module: ModuleScope) -> Iterator[tuple[Scope, list[Item]]]:
         yield function, function.items
 
 
-def _method(call: ast.AST, *names: str) -> bool:
+def _method(call: ast.AST, *names: str) -> TypeGuard[ast.Call]:
+    """``<receiver>.<name>(...)`` for one of ``names``."""
     return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
         call.func.attr in names
+
+
+def _receiver(call: ast.Call) -> ast.expr:
+    """The receiver of a method call (``opt`` of ``opt.step()``)."""
+    assert isinstance(call.func, ast.Attribute)
+    return call.func.value
 
 
 # --- TD608 and TD609 ---------------------------------------------------------------------
@@ -140,11 +148,11 @@ class ScaledGradientsMisused(LintRule):
                            for u in unscales):
                     self._clip(node, latest, items, _enclosing(statement, node))
             elif _method(node, "step") and not node.args and not node.keywords and \
-                    ctx.is_in_family(node.func.value, torchapi.OPTIMIZER, scope):  # type: ignore[attr-defined]
+                    ctx.is_in_family(_receiver(node), torchapi.OPTIMIZER, scope):
                 self._step(node, latest, unscales)
 
     def _clip(self, clip: ast.Call, backward: tuple[Item, ast.expr | None], items: list[Item],
-              statement: ast.AST) -> None:
+              statement: ast.stmt | ast.expr) -> None:
         ctx = self.ctx
         scaler = ctx.segment(backward[1]) if backward[1] is not None else "scaler"
         name = ctx.segment(clip.func)
@@ -152,10 +160,9 @@ class ScaledGradientsMisused(LintRule):
         call = f"{scaler}.unscale_({optimizer or 'optimizer'})"
         fix = None
         if optimizer is not None and not ctx.line_text(statement.lineno)[
-                :statement.col_offset].strip():  # type: ignore[attr-defined]
+                :statement.col_offset].strip():
             fix = Fix(f"Unscale before clipping: `{call}`",
-                      (ctx.insert_before_statement(statement, call),),  # type: ignore[arg-type]
-                      Applicability.UNSAFE)
+                      (_insert_above(ctx, statement, call),), Applicability.UNSAFE)
         self.report(
             clip, code="TD608",
             message=f"`{name}(...)` at line {clip.lineno} clips gradients that "
@@ -192,15 +199,22 @@ class ScaledGradientsMisused(LintRule):
         )
 
 
-def _enclosing(statement: Item | None, call: ast.Call) -> ast.AST:
+def _enclosing(statement: Item | None, call: ast.Call) -> ast.stmt | ast.expr:
     """The assignment a call sits in, else the call itself (a bare expression statement)."""
-    if statement is not None:
+    if statement is not None and isinstance(statement.node, ast.stmt):
         node = statement.node
-        end = (getattr(node, "end_lineno", 0), getattr(node, "end_col_offset", 0))
+        end = (node.end_lineno or 0, node.end_col_offset or 0)
         if (node.lineno, node.col_offset) <= (call.lineno, call.col_offset) and \
-                (call.end_lineno, call.end_col_offset) <= end:  # type: ignore[attr-defined]
+                (call.end_lineno or 0, call.end_col_offset or 0) <= end:
             return node
     return call
+
+
+def _insert_above(ctx: FileContext, node: ast.stmt | ast.expr, text: str) -> Edit:
+    """Insert ``text`` as a new line above the line ``node`` starts, with its indent."""
+    column = ctx.column(node.lineno, node.col_offset)
+    indent = ctx.line_text(node.lineno)[:column]
+    return Edit(node.lineno, column, node.lineno, column, f"{text}\n{indent}")
 
 
 def _stepped_optimizer(ctx: FileContext, items: list[Item], scaler: ast.expr | None
@@ -211,9 +225,8 @@ def _stepped_optimizer(ctx: FileContext, items: list[Item], scaler: ast.expr | N
     text = ctx.segment(scaler)
     for item in items:
         node = item.node
-        if _method(node, "step") and node.args and \
-                ctx.segment(node.func.value) == text:  # type: ignore[attr-defined]
-            return ctx.segment(node.args[0])  # type: ignore[attr-defined]
+        if _method(node, "step") and node.args and ctx.segment(_receiver(node)) == text:
+            return ctx.segment(node.args[0])
     return None
 
 
@@ -267,9 +280,9 @@ class SchedulerBeforeOptimizer(LintRule):
         """Inside an ``if`` that tests a loop counter (``if epoch > 0:``)."""
         bound = loop_bound_names(loop)
         for frame in loop.inner_frames(item):
-            if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and any(
-                    isinstance(n, ast.Name) and n.id in bound
-                    for n in ast.walk(frame.node.test)):  # type: ignore[attr-defined]
+            if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(
+                    frame.node, ast.If) and any(isinstance(n, ast.Name) and n.id in bound
+                                                for n in ast.walk(frame.node.test)):
                 return True
         return False
 
@@ -323,11 +336,21 @@ class LayerReplacedAfterOptimizer(LintRule):
     def _check(self, scope: Scope, items: list[Item]) -> None:
         ctx = self.ctx
         optimizers: list[tuple[Item, list[str]]] = []
+        for item in items:
+            node = item.node
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                roots = self._optimizer_roots(node.value, scope)
+                if roots:
+                    optimizers.append((item, roots))
+        if not optimizers:
+            return
         replacements: list[tuple[Item, str, str]] = []
         rebinds: list[tuple[Item, str]] = []
         regroups: list[Item] = []
         for item in items:
             node = item.node
+            if item.line < optimizers[0][0].line:
+                continue
             if _method(node, "add_param_group"):
                 regroups.append(item)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
@@ -337,9 +360,6 @@ class LayerReplacedAfterOptimizer(LintRule):
                                   node.args[2], scope, replacements)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                roots = self._optimizer_roots(node.value, scope)
-                if roots:
-                    optimizers.append((item, roots))
                 for target in targets:
                     if isinstance(target, ast.Name):
                         rebinds.append((item, target.id))
@@ -352,8 +372,10 @@ class LayerReplacedAfterOptimizer(LintRule):
     def _optimizer_roots(self, value: ast.expr, scope: Scope) -> list[str]:
         """``["model"]`` for ``SGD(model.parameters())``; ``[]`` for anything else."""
         ctx = self.ctx
-        if not isinstance(value, ast.Call) or not ctx.is_in_family(
-                value, torchapi.OPTIMIZER, scope) or ctx.instance_type(value, scope) is None:
+        if not isinstance(value, ast.Call) or not (value.args or value.keywords):
+            return []
+        qualified = ctx.qualified_name(value.func, scope)
+        if qualified is None or not torchapi.in_family(qualified, torchapi.OPTIMIZER):
             return []
         params = value.args[0] if value.args else next(
             (k.value for k in value.keywords if k.arg == "params"), None)
@@ -362,7 +384,7 @@ class LayerReplacedAfterOptimizer(LintRule):
             params = found[0].value if found is not None else None
         if params is None:
             return []
-        return [_path(ctx, node.func.value) for node in ast.walk(params)  # type: ignore[attr-defined]
+        return [_path(ctx, _receiver(node)) for node in ast.walk(params)
                 if _method(node, "parameters", "named_parameters")]
 
     def _replacement(self, item: Item, path: str, value: ast.expr, scope: Scope,
@@ -441,23 +463,18 @@ class DeprecatedCudaAmp(LintRule):
     """``torch.cuda.amp.autocast`` / ``GradScaler`` / ``custom_fwd`` / ``custom_bwd``."""
 
     requires = ("amp",)
+    call_names = _AMP_NAMES
 
-    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
-        super().__init__(ctx, sink)
-        self._called: set[int] = set()
+    def visit_call(self, node: ast.Call) -> None:
+        self._check(node.func, node)
 
-    def visit_Call(self, node: ast.Call) -> None:
-        if self._deprecated(node.func) is not None:
-            self._called.add(id(node.func))
-            self._check(node.func, node)
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A bare decorator (``@torch.cuda.amp.custom_bwd``) is a call too."""
+        for decorator in node.decorator_list:
+            if isinstance(decorator, (ast.Name, ast.Attribute)):
+                self._check(decorator, None)
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if id(node) not in self._called and isinstance(node.ctx, ast.Load):
-            self._check(node, None)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if id(node) not in self._called and isinstance(node.ctx, ast.Load):
-            self._check(node, None)
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _deprecated(self, expr: ast.expr) -> str | None:
         if isinstance(expr, ast.Name):
@@ -496,6 +513,7 @@ class DeprecatedCudaAmp(LintRule):
                 root.id != torch:
             return None
         new = f"{torch}.amp.{name}"
+        edits: tuple[Edit, ...]
         if name not in _DEVICE_FIRST:  # custom_fwd / custom_bwd take device_type=
             if call is None:
                 edits = (ctx.replace(expr, f'{new}(device_type="cuda")'),)

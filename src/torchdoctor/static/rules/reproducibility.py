@@ -9,7 +9,8 @@ from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.loops import trains
-from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.structure import Item, Loop, ModuleScope
 
 
 @detector("TD906", depth=Depth.LINT)
@@ -21,8 +22,7 @@ class NeverSeeded(LintRule):
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
         main_guard = _main_guard(module.node)
-        loops = [loop for loop in module.all_loops if trains(ctx, loop)
-                 and (loop.parent is None or not trains(ctx, loop.parent))]
+        loops = _outermost_training_loops(ctx, module)
         if not loops or self._seeds():
             return
         if main_guard is None and not any(loop.function is None for loop in loops):
@@ -71,6 +71,15 @@ class NeverSeeded(LintRule):
         edit = self.ctx.insert_before_statement(main_guard.body[0], f"{torch}.manual_seed(0)")
         return Fix(f"Call `{torch}.manual_seed(0)` first thing under the main guard", (edit,),
                    Applicability.UNSAFE)
+
+
+def _outermost_training_loops(ctx: FileContext, module: ModuleScope) -> list[Loop]:
+    """Training loops not nested in another one, nor run by one through a helper."""
+    loops = [loop for loop in module.all_loops if trains(ctx, loop)
+             and (loop.parent is None or not trains(ctx, loop.parent))]
+    called = {ctx.resolve_local_call(item.node, loop.function)
+              for loop in loops for item in loop.items if isinstance(item.node, ast.Call)}
+    return [loop for loop in loops if loop.function is None or loop.function not in called]
 
 
 def _main_guard(module: ast.Module) -> ast.If | None:

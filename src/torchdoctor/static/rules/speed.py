@@ -24,6 +24,9 @@ from torchdoctor.static.training import EventKind, function_events, loop_events
 
 _SYNC_METHODS = frozenset({"item", "cpu", "tolist"})
 _SYNC_BUILTINS = frozenset({"print", "float", "int"})
+# Methods that show the receiver is a module: `m.cpu().parameters()` moves a model.
+_MODULE_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "eval", "train",
+                             "modules", "named_modules", "children"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +44,21 @@ class HostSyncInHotLoop(LintRule):
     """``.item()``, ``.cpu()``, ``.tolist()`` or ``print(loss)`` on every training step."""
 
     requires = ("backward", "step(")
-    call_names = _SYNC_METHODS | _SYNC_BUILTINS
+    call_names = _SYNC_METHODS | _SYNC_BUILTINS | _MODULE_METHODS
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._calls: list[tuple[ast.Call, tuple[Frame, ...]]] = []
+        self._module_moves: set[int] = set()
 
     def visit_call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):
+            if func.attr in _MODULE_METHODS:
+                self._module_moves.add(id(func.value))
+                return
             if func.attr not in _SYNC_METHODS or node.args or (
-                    func.attr != "cpu" and node.keywords):
+                    func.attr != "cpu" and node.keywords) or id(node) in self._module_moves:
                 return
         elif not (isinstance(func, ast.Name) and node.args and func.id in _SYNC_BUILTINS):
             return
@@ -171,11 +178,11 @@ class CompileInLoop(LintRule):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._calls: list[tuple[ast.Call, tuple[Frame, ...]]] = []
-        self._targets: dict[int, str] = {}
+        self._targets: dict[int, ast.expr] = {}
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Name, ast.Attribute)):
-            self._targets[id(node.value)] = self.ctx.segment(node.targets[0])
+            self._targets[id(node.value)] = node.targets[0]
 
     def visit_call(self, node: ast.Call) -> None:
         if self.ctx.is_call_to(node, "torch.compile") and any(
@@ -214,7 +221,8 @@ class CompileInLoop(LintRule):
         return False
 
     def _report(self, call: ast.Call, loop: Loop, subject: str) -> None:
-        rebinds = self._targets.get(id(call)) == subject
+        target = self._targets.get(id(call))
+        rebinds = target is not None and self.ctx.segment(target) == subject
         hint = (f"Compile once, before the loop (`{subject} = torch.compile({subject})`), and "
                 "use the compiled module inside it.")
         if rebinds:

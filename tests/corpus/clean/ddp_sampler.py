@@ -1,0 +1,65 @@
+"""DistributedDataParallel with a DistributedSampler, runnable with or without torchrun.
+
+Under torchrun the process group is set up from the environment; run as `python ddp_sampler.py`
+it starts a one-process gloo group through a file store, so the same code path runs.
+`sampler.set_epoch(epoch)` reshuffles every epoch, the DataLoader does not shuffle on its
+own (the sampler does), only rank 0 writes the checkpoint, and it saves the unwrapped
+module's state_dict (no `module.` prefix).
+"""
+
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def setup(workdir):
+    if "RANK" in os.environ:
+        dist.init_process_group(backend="gloo")
+    else:
+        dist.init_process_group(backend="gloo", init_method=f"file://{os.path.join(workdir, 'store')}",
+                                rank=0, world_size=1)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def main():
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as workdir:
+        rank, world_size = setup(workdir)
+        try:
+            generator = torch.Generator().manual_seed(11)
+            x = torch.randn(256, 10, generator=generator)
+            y = (x.sum(dim=1, keepdim=True) > 0).float()
+            dataset = TensorDataset(x, y)
+            sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=0)
+            loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+
+            model = DDP(nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1)))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            criterion = nn.BCEWithLogitsLoss()
+
+            for epoch in range(3):
+                sampler.set_epoch(epoch)
+                model.train()
+                for inputs, targets in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(inputs), targets)
+                    loss.backward()
+                    optimizer.step()
+                if rank == 0:
+                    print(f"epoch {epoch}: loss {loss.item():.4f}")
+
+            if rank == 0:
+                torch.save(model.module.state_dict(), os.path.join(workdir, "model.pt"))
+            dist.barrier()
+        finally:
+            dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

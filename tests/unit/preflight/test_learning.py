@@ -1,0 +1,211 @@
+"""Can it learn: the overfit-one-batch test (TD605) and the first update's size (TD606)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from torchdoctor.findings import Severity  # noqa: E402
+from torchdoctor.preflight import check  # noqa: E402
+
+pytestmark = pytest.mark.needs_torch
+
+CODES = ["TD605", "TD606"]
+
+
+def _batch(classes: int = 4) -> tuple:
+    generator = torch.Generator().manual_seed(1)
+    return torch.randn(32, 10, generator=generator), torch.arange(32) % classes
+
+
+def _mlp(dropout: float = 0.0) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Dropout(dropout), nn.Linear(32, 4))
+
+
+def _findings(model, optimizer, loss_fn=None, batch=None):
+    report = check(model, batch or _batch(), loss_fn or nn.CrossEntropyLoss(), optimizer,
+                   select=CODES)
+    return report.by_code("TD605"), report.by_code("TD606")
+
+
+# --- TD605: positive ---------------------------------------------------------------------------
+
+
+def test_a_loss_rebuilt_from_its_value_has_no_gradient() -> None:
+    model = _mlp()
+
+    def loss_fn(output, target):
+        return torch.tensor(F.cross_entropy(output, target).item(), requires_grad=True)
+
+    [found], _ = _findings(model, torch.optim.Adam(model.parameters()), loss_fn)
+    assert found.severity is Severity.ERROR
+    assert "no parameter received a gradient" in found.message
+    assert found.evidence["parameters_with_gradient"] == 0
+
+
+def test_a_zero_learning_rate_changes_nothing_and_says_so() -> None:
+    model = _mlp(dropout=0.2)  # the loss still varies with dropout; the weights do not
+    [found], _ = _findings(model, torch.optim.SGD(model.parameters(), lr=0.0))
+    assert "changed no parameter" in found.message
+    assert "the learning rate is 0" in found.message
+
+
+def test_an_optimizer_over_another_model_changes_nothing_and_says_so() -> None:
+    model = _mlp()
+    [found], _ = _findings(model, torch.optim.Adam(_mlp().parameters()))
+    assert "holds none of the parameters that receive gradients" in found.message
+
+
+def test_a_summed_loss_with_sgd_blows_up_and_the_first_update_is_far_too_large() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 10))
+    inputs = _batch()[0]
+
+    def summed(output, target):
+        return F.mse_loss(output, target, reduction="sum") * 100
+
+    [learning], [update] = _findings(model, torch.optim.SGD(model.parameters(), lr=0.01),
+                                     summed, (inputs, inputs))
+    assert "far too large" in learning.message or "overshoot" in learning.message
+    assert update.evidence["update_ratio"] > 1.0
+    assert update.location.object == "optimizer.param_groups[0]"
+    assert "reduction='sum'" in update.fix_hint
+
+
+def test_outputs_squashed_to_nothing_cannot_fit_even_with_adam() -> None:
+    class Squashed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = _mlp()
+
+        def forward(self, x):
+            return torch.tanh(self.body(x)) * 1e-3  # a temperature typo: logits near 0
+
+    model = Squashed()
+    [found], _ = _findings(model, torch.optim.Adam(model.parameters(), lr=1e-3))
+    assert found.severity is Severity.ERROR
+    assert "cannot fit the one batch" in found.message
+    assert found.evidence["reference_last_loss"] > 0.98 * found.evidence["reference_first_loss"]
+
+
+def test_a_learning_rate_far_too_small_is_information_with_the_evidence() -> None:
+    model = _mlp()
+    [found], _ = _findings(model, torch.optim.SGD(model.parameters(), lr=1e-5))
+    assert found.severity is Severity.INFO
+    assert "barely moves the loss" in found.message and "Adam(lr=0.001)" in found.message
+    assert found.evidence["reference_min_loss"] < found.evidence["optimizer_min_loss"]
+
+
+# --- TD605: negative ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: torch.optim.Adam(p, lr=1e-3),
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+    lambda p: torch.optim.AdamW(p, lr=3e-4, weight_decay=0.01),
+], ids=["adam", "sgd-momentum", "adamw"])
+def test_healthy_setups_with_dropout_are_quiet(make) -> None:
+    model = _mlp(dropout=0.3)
+    learning, update = _findings(model, make(model.parameters()))
+    assert learning == [] and update == []
+
+
+def test_a_warm_up_from_zero_is_judged_at_its_peak_rate() -> None:
+    model = _mlp()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, step / 1000))
+    assert optimizer.param_groups[0]["lr"] == 0.0
+    assert _findings(model, optimizer) == ([], [])
+
+
+def test_without_an_optimizer_a_learnable_model_is_quiet() -> None:
+    assert _findings(_mlp(), None) == ([], [])
+
+
+def test_a_linear_head_on_frozen_features_is_not_an_error() -> None:
+    model = _mlp()
+    model[0].requires_grad_(False)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    learning, update = _findings(model, optimizer)
+    assert all(f.severity is Severity.INFO for f in learning) and update == []
+
+
+def test_a_loss_that_starts_at_zero_is_not_asked_to_fall() -> None:
+    model = _mlp()
+    inputs = _batch()[0]
+    with torch.no_grad():
+        targets = model(inputs)
+    learning, _ = _findings(model, torch.optim.Adam(model.parameters()), nn.MSELoss(),
+                            (inputs, targets))
+    assert learning == []
+
+
+def test_a_fully_frozen_model_is_not_a_learning_problem() -> None:
+    model = _mlp().requires_grad_(False)
+    assert _findings(model, None) == ([], [])
+
+
+# --- TD606: negative ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: torch.optim.AdamW(p, lr=1e-5),  # fine-tuning
+    lambda p: torch.optim.SGD(p, lr=1e-3),  # slow, plain SGD
+    lambda p: torch.optim.Adam(p, lr=1e-2),
+], ids=["adamw-1e-5", "sgd-1e-3", "adam-1e-2"])
+def test_update_ratios_of_slow_and_fast_healthy_rates_are_in_band(make) -> None:
+    model = _mlp()
+    _, update = _findings(model, make(model.parameters()))
+    assert update == []
+
+
+def test_a_group_of_zero_initialised_biases_has_no_scale_and_is_skipped() -> None:
+    model = _mlp()
+    for layer in (model[0], model[3]):
+        nn.init.zeros_(layer.bias)
+    optimizer = torch.optim.SGD([{"params": [model[0].weight, model[3].weight]},
+                                 {"params": [model[0].bias, model[3].bias], "lr": 1.0}],
+                                lr=0.1)
+    _, update = _findings(model, optimizer)
+    assert update == []
+
+
+# --- TD606: positive ---------------------------------------------------------------------------
+
+
+def test_a_group_whose_updates_are_vanishingly_small_is_named() -> None:
+    model = _mlp()
+    optimizer = torch.optim.SGD([{"params": model[0].parameters(), "lr": 1e-9},
+                                 {"params": model[3].parameters()}], lr=0.1)
+    _, [update] = _findings(model, optimizer)
+    assert update.location.object == "optimizer.param_groups[0]"
+    assert update.evidence["update_ratio"] < 1e-7
+    assert "0 (weight, bias)" in update.message
+    assert update.fix_hint.startswith("Raise this group's learning rate (lr=1e-09)")
+
+
+# --- the user's objects ------------------------------------------------------------------------
+
+
+def test_training_copies_leaves_model_optimizer_and_loss_module_untouched() -> None:
+    class LearnedTemperature(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.temperature = nn.Parameter(torch.ones(()))
+
+        def forward(self, output, target):
+            return F.cross_entropy(output / self.temperature, target)
+
+    model, loss_fn = _mlp(), LearnedTemperature()
+    optimizer = torch.optim.Adam([*model.parameters(), *loss_fn.parameters()], lr=1e-3)
+    before = [p.detach().clone() for p in (*model.parameters(), *loss_fn.parameters())]
+    check(model, _batch(), loss_fn, optimizer, select=CODES)
+    after = [p.detach() for p in (*model.parameters(), *loss_fn.parameters())]
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    assert loss_fn.temperature.grad is None
+    assert optimizer.state == {} or all(not s for s in optimizer.state.values())

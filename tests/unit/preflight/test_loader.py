@@ -1,0 +1,269 @@
+"""The DataLoader probes: order (TD407), data-bound training (TD409), identical worker
+augmentations (TD410), pinned memory on CUDA (TD411) and worker restarts (TD412)."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import numpy as np  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.utils.data import (  # noqa: E402
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    SequentialSampler,
+    Subset,
+    TensorDataset,
+)
+from torch.utils.data.distributed import DistributedSampler  # noqa: E402
+
+from torchdoctor.findings import Severity  # noqa: E402
+from torchdoctor.preflight import check  # noqa: E402
+from torchdoctor.preflight.context import CheckContext  # noqa: E402
+from torchdoctor.preflight.loading import LoaderTiming  # noqa: E402
+from torchdoctor.preflight.probes.loader import (  # noqa: E402
+    pin_memory_off_with_cuda,
+    restart_share,
+    waiting_share,
+)
+
+pytestmark = pytest.mark.needs_torch
+
+FEATURES, CLASSES = 8, 4
+
+
+def _data(size: int = 256, *, sort: bool = False) -> tuple:
+    generator = torch.Generator().manual_seed(1)
+    labels = torch.randint(0, CLASSES, (size,), generator=generator)
+    if sort:
+        labels = labels.sort().values
+    return torch.randn(size, FEATURES, generator=generator), labels
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(FEATURES, 16), nn.ReLU(), nn.Linear(16, CLASSES))
+
+
+def _run(loader, code):
+    model = _model()
+    report = check(model, loader, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters()),
+                   select=[code])
+    return report.by_code(code)
+
+
+class Folders(Dataset):
+    """A torchvision-style dataset with a `targets` list, stored class by class."""
+
+    def __init__(self) -> None:
+        self.inputs, labels = _data(sort=True)
+        self.targets = labels.tolist()
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def __getitem__(self, index):
+        return self.inputs[index], self.targets[index]
+
+
+# --- TD407 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32),
+    lambda: DataLoader(Folders(), batch_size=32),
+    lambda: DataLoader(Subset(Folders(), range(0, 256, 2)), batch_size=32),
+    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32, sampler=DistributedSampler(
+        TensorDataset(*_data(sort=True)), num_replicas=1, rank=0, shuffle=False)),
+], ids=["tensor-dataset", "targets-attribute", "subset", "distributed-no-shuffle"])
+def test_an_in_order_loader_over_sorted_labels_is_reported(make) -> None:
+    [found] = _run(make(), "TD407")
+    assert found.location.object == "DataLoader"
+    assert found.evidence["label_changes"] <= 3
+    assert found.evidence["shuffled_changes"] > 30
+    assert found.evidence["classes_in_first_batch"] == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32, shuffle=True),
+    lambda: DataLoader(TensorDataset(*_data()), batch_size=32),  # stored in random order
+    lambda: DataLoader(TensorDataset(_data()[0], _data()[0][:, 0].sort().values), batch_size=32),
+    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_sampler=BatchSampler(
+        SequentialSampler(range(256)), batch_size=32, drop_last=False)),
+    lambda: DataLoader(TensorDataset(_data()[0], torch.zeros(256, dtype=torch.long)),
+                       batch_size=32),
+], ids=["shuffled", "random-storage-order", "sorted-float-targets", "custom-batch-sampler",
+        "one-class"])
+def test_shuffled_unsorted_regression_or_unknown_orders_are_quiet(make) -> None:
+    model = _model()
+
+    def loss_fn(output, target):
+        if target.is_floating_point():
+            return nn.functional.mse_loss(output[:, 0], target)
+        return nn.functional.cross_entropy(output, target)
+
+    report = check(model, make(), loss_fn, torch.optim.Adam(model.parameters()),
+                   select=["TD407"])
+    assert report.by_code("TD407") == []
+
+
+# --- TD409 -----------------------------------------------------------------------------------
+
+
+class Decoded(Dataset):
+    """Each sample costs real CPU work, as decoding an image does."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index):
+        generator = torch.Generator().manual_seed(index)
+        image = torch.fft.ifft2(torch.fft.fft2(torch.randn(192, 192, generator=generator)))
+        return image.real[:FEATURES, 0].contiguous(), index % CLASSES
+
+
+def test_decoding_in_the_training_process_is_reported_with_numbers() -> None:
+    [found] = _run(DataLoader(Decoded(), batch_size=16, shuffle=True), "TD409")
+    assert found.evidence["num_workers"] == 0
+    assert found.evidence["waiting_share"] >= 0.5
+    assert found.evidence["seconds_per_batch"] > found.evidence["seconds_per_step"]
+    assert "num_workers" in found.fix_hint
+
+
+def test_an_in_memory_dataset_is_not_data_bound() -> None:
+    assert _run(DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True), "TD409") == []
+
+
+@pytest.mark.parametrize(("per_batch", "step", "workers", "bound"), [
+    (0.010, 0.002, 0, True),  # loading and training take turns: 83% waiting
+    (0.010, 0.012, 0, False),  # 45% waiting
+    (0.010, 0.004, 4, True),  # workers overlap, but loading is still 2.5x slower
+    (0.010, 0.011, 4, False),  # workers keep up: no waiting at all
+])
+def test_the_waiting_share_accounts_for_overlap_with_workers(per_batch, step, workers,
+                                                             bound) -> None:
+    timing = LoaderTiming(first_batch=per_batch, per_batch=per_batch, batches=8)
+    assert (waiting_share(timing, step, workers) >= 0.5) is bound
+
+
+# --- TD412 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("startup", "batches", "reported"), [
+    (0.2, 8, True),  # 0.2 s of start-up in front of a 0.08 s epoch
+    (0.2, 10_000, False),  # negligible in front of a 100 s epoch
+])
+def test_the_restart_share_weighs_start_up_against_the_epoch(startup, batches,
+                                                              reported) -> None:
+    timing = LoaderTiming(first_batch=startup + 0.01, per_batch=0.01, batches=8)
+    share, iteration = restart_share(timing, step=0.005, batches=batches)
+    assert iteration == 0.01
+    assert (share >= 0.05) is reported
+
+
+@pytest.mark.slow
+def test_workers_restarted_for_a_short_epoch_are_information() -> None:
+    loader = DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True, num_workers=2)
+    [found] = _run(loader, "TD412")
+    assert found.severity is Severity.INFO
+    assert found.evidence["startup_seconds"] > 0
+    assert multiprocessing.active_children() == []  # the probe's workers are gone
+
+
+@pytest.mark.slow
+def test_persistent_workers_are_quiet() -> None:
+    loader = DataLoader(TensorDataset(*_data()), batch_size=32, num_workers=2, shuffle=True,
+                        persistent_workers=True)
+    assert _run(loader, "TD412") == []
+
+
+# --- TD410 -----------------------------------------------------------------------------------
+
+
+class Jittered(Dataset):
+    """Adds random jitter to fixed samples, drawing from the source named."""
+
+    def __init__(self, source: str) -> None:
+        self.inputs, self.labels = _data(64)
+        self.source = source
+        if source == "own-generator":
+            self.rng = np.random.default_rng(0)
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index):
+        if self.source == "own-generator":
+            jitter = torch.from_numpy(self.rng.normal(size=FEATURES)).float()
+        elif self.source == "numpy-global":
+            jitter = torch.from_numpy(np.random.normal(size=FEATURES)).float()
+        elif self.source == "torch":
+            jitter = torch.randn(FEATURES)
+        else:
+            jitter = torch.zeros(FEATURES)
+        return self.inputs[index] + jitter, self.labels[index]
+
+
+def _same_numpy_seed(worker_id: int) -> None:
+    np.random.seed(0)
+
+
+def _own_seed(worker_id: int) -> None:
+    info = torch.utils.data.get_worker_info()
+    info.dataset.rng = np.random.default_rng(info.seed)
+
+
+def _workers(source: str, **options) -> DataLoader:
+    return DataLoader(Jittered(source), batch_size=16, shuffle=True, num_workers=2, **options)
+
+
+@pytest.mark.slow
+def test_a_generator_the_dataset_carries_repeats_in_every_worker() -> None:
+    [found] = _run(_workers("own-generator"), "TD410")
+    assert found.severity is Severity.ERROR
+    assert found.location.object == "Jittered.rng"
+    assert "copied into every worker with the same state" in found.message
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.slow
+def test_a_worker_init_fn_that_seeds_every_worker_alike_is_reported() -> None:
+    [found] = _run(_workers("numpy-global", worker_init_fn=_same_numpy_seed), "TD410")
+    assert found.location.object == "_same_numpy_seed"
+    assert "puts every worker on the same seed" in found.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "options"), [
+    ("numpy-global", {}),  # torch seeds numpy's global generator in each worker
+    ("torch", {}),
+    ("own-generator", {"worker_init_fn": _own_seed}),
+    ("none", {}),  # no augmentation at all: identical, and rightly so
+], ids=["numpy-global", "torch", "reseeded-in-workers", "deterministic"])
+def test_per_worker_streams_and_deterministic_datasets_are_quiet(source, options) -> None:
+    assert _run(_workers(source, **options), "TD410") == []
+
+
+# --- TD411 -----------------------------------------------------------------------------------
+
+
+def _context(loader, device) -> CheckContext:
+    model = _model()
+    return CheckContext(model, loader, nn.CrossEntropyLoss(), None, device=device)
+
+
+def test_an_unpinned_loader_feeding_cuda_is_information() -> None:
+    loader = DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True)
+    [found] = list(pin_memory_off_with_cuda(_context(loader, "cuda")))
+    assert found.severity is Severity.INFO
+    assert found.evidence["batch_bytes"] == 32 * FEATURES * 4 + 32 * 8
+
+
+@pytest.mark.parametrize(("pin", "device"), [(True, "cuda"), (False, "cpu")])
+def test_pinned_memory_or_cpu_training_is_quiet(pin, device) -> None:
+    loader = DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True, pin_memory=pin)
+    assert list(pin_memory_off_with_cuda(_context(loader, device))) == []

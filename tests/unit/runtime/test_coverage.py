@@ -1,0 +1,135 @@
+"""Parameters that never get a gradient (TD208) or never change (TD218)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.needs_torch
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+import torchdoctor  # noqa: E402
+from tests.unit.runtime.training import batch, mlp, step  # noqa: E402
+
+HERE = str(Path(__file__).resolve())
+
+
+def line_of(marker: str) -> int:
+    lines = Path(HERE).read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+class WithAuxiliaryHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(8, 32)
+        self.aux = nn.Linear(32, 4)  # marker: aux-head
+        self.head = nn.Linear(32, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.body(x)))  # `aux` is never used
+
+
+def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int = 12) -> None:
+    for _ in range(steps):
+        step(model, optimizer)
+
+
+def test_unused_layer_is_named_at_its_definition() -> None:
+    torch.manual_seed(0)
+    model = WithAuxiliaryHead()
+    with torchdoctor.watch() as w:
+        train(model, torch.optim.Adam(model.parameters(), lr=1e-3))
+    [found] = w.report.by_code("TD208")
+    assert found.location.object == "aux"
+    assert (found.location.path, found.location.line) == (HERE, line_of("marker: aux-head"))
+    assert "`aux` (2 parameters)" in found.message
+
+
+def test_layer_replaced_after_the_optimizer_never_changes() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(32, 3)  # a new head, unknown to the optimizer
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    [found] = w.report.by_code("TD218")
+    assert "in no optimizer" in found.message and "`2`" in found.message
+    assert not w.report.by_code("TD208")
+
+
+def test_parameter_group_with_zero_lr_never_changes() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD([{"params": model[0].parameters()},
+                                 {"params": model[2].parameters(), "lr": 0.0}], lr=0.1)
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    [found] = w.report.by_code("TD218")
+    assert "lr 0" in found.message and "`2`" in found.message
+
+
+# -- quiet -----------------------------------------------------------------------------------
+
+
+def test_frozen_backbone_on_purpose_is_quiet() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    for p in model[0].parameters():
+        p.requires_grad_(False)
+    with torchdoctor.watch() as w:
+        train(model, torch.optim.Adam([p for p in model.parameters() if p.requires_grad]))
+    assert not w.report.codes() & {"TD208", "TD218"}
+
+
+def test_teacher_model_without_gradients_is_quiet() -> None:
+    torch.manual_seed(0)
+    student, teacher = mlp(), mlp()  # the teacher requires grad but is only run under no_grad
+    optimizer = torch.optim.Adam(student.parameters(), lr=1e-3)
+    with torchdoctor.watch() as w:
+        for _ in range(12):
+            x, _ = batch()
+            with torch.no_grad():
+                target = teacher(x).softmax(-1)
+            optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(student(x), target)
+            loss.backward()
+            optimizer.step()
+    assert not w.report.codes() & {"TD208", "TD218"}
+
+
+def test_branch_used_now_and_then_is_quiet() -> None:
+    torch.manual_seed(0)
+    body, rare = nn.Linear(8, 3), nn.Linear(8, 3)
+    model = nn.ModuleDict({"body": body, "rare": rare})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as w:
+        for index in range(30):
+            x, y = batch()
+            optimizer.zero_grad()
+            out = body(x) + (rare(x) if index % 7 == 3 else 0)
+            nn.functional.cross_entropy(out, y).backward()
+            optimizer.step()
+    assert not w.report.codes() & {"TD208", "TD218"}
+
+
+def test_linear_warmup_from_zero_is_quiet() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / 5))
+    with torchdoctor.watch() as w:
+        for _ in range(12):
+            step(model, optimizer)
+            scheduler.step()
+    assert not w.report.codes() & {"TD208", "TD218"}
+
+
+def test_too_short_runs_are_not_judged() -> None:
+    torch.manual_seed(0)
+    model = WithAuxiliaryHead()
+    with torchdoctor.watch() as w:
+        train(model, torch.optim.Adam(model.parameters()), steps=2)
+    assert not w.report.by_code("TD208")

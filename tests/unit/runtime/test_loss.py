@@ -1,0 +1,118 @@
+"""Loss dynamics (TD612, TD613, TD614) on synthetic curves: noise, warm-up, GANs."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+pytestmark = pytest.mark.needs_torch
+pytest.importorskip("torch")  # the detectors package imports torch-using modules
+
+from tests.unit.runtime.fakes import SITE, FakeMonitor, attach, codes, finish  # noqa: E402
+from torchdoctor.runtime.detectors.base import CallSite, LossValue, StepEvent  # noqa: E402
+from torchdoctor.runtime.detectors.loss import LossDynamics, spearman  # noqa: E402
+
+
+class _Optimizer:
+    def __init__(self, lr: float) -> None:
+        self.param_groups = [{"lr": lr}]
+
+
+class _Info:
+    def __init__(self, index: int, lr: float) -> None:
+        self.index = index
+        self.optimizer = _Optimizer(lr)
+
+
+def judge(curves: dict[CallSite, list[float]], lrs: list[float] | None = None,
+          optimizers: int = 1) -> set[str]:
+    """Feed curves (one loss per step) and learning rates; return the codes found."""
+    monitor = FakeMonitor()
+    detector = attach(LossDynamics(), monitor)
+    length = max(len(v) for v in curves.values())
+    infos = [_Info(i, 0.1) for i in range(optimizers)]
+    for step in range(length):
+        for site, values in curves.items():
+            if step < len(values):
+                detector.on_loss(LossValue(values[step], site, step, step))
+        for info in infos:
+            info.optimizer.param_groups[0]["lr"] = lrs[step] if lrs else 0.1
+            detector.on_step_end(StepEvent(info, step + 1, step + 1, False))  # type: ignore[arg-type]
+    return codes(finish(detector, monitor))
+
+
+def noisy(values: list[float], scale: float, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [v * (1 + rng.gauss(0, scale)) for v in values]
+
+
+def test_spearman_sign() -> None:
+    assert spearman([1.0, 2.0, 3.0, 4.0]) == pytest.approx(1.0)
+    assert spearman([4.0, 3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+
+
+# -- must stay quiet -------------------------------------------------------------------------
+
+
+def test_healthy_noisy_decreasing_curve_is_quiet() -> None:
+    curve = noisy([0.3 + 2.0 * math.exp(-s / 60) for s in range(300)], 0.15)
+    assert not judge({SITE: curve}) & {"TD612", "TD613", "TD614"}
+
+
+def test_converged_plateau_after_learning_is_quiet() -> None:
+    curve = noisy([0.2 + 2.0 * math.exp(-s / 10) for s in range(400)], 0.1, seed=1)
+    assert not judge({SITE: curve}) & {"TD612", "TD613", "TD614"}
+
+
+def test_flat_curve_during_lr_warmup_then_learning_is_quiet() -> None:
+    # 150 steps of warm-up where nothing moves, then a decrease at the working rate.
+    lrs = [0.1 * min(1.0, (s + 1) / 150) for s in range(300)]
+    curve = noisy([2.3] * 150 + [2.3 * math.exp(-s / 40) + 0.2 for s in range(150)], 0.05)
+    assert "TD612" not in judge({SITE: curve}, lrs)
+
+
+def test_gan_losses_with_two_optimizers_are_not_judged_on_trends() -> None:
+    d_site, g_site = CallSite("gan.py", 40, "train", True), CallSite("gan.py", 50, "train", True)
+    rng = random.Random(3)
+    d_loss = [0.7 + 0.3 * rng.random() for _ in range(200)]
+    g_loss = [1.0 + 0.02 * s + 0.3 * rng.random() for s in range(200)]  # rises: adversarial
+    assert not judge({d_site: d_loss, g_site: g_loss}, optimizers=2) & {"TD612", "TD613"}
+
+
+def test_loss_exactly_zero_is_not_constant() -> None:
+    assert "TD614" not in judge({SITE: [0.5] * 5 + [0.0] * 60})
+
+
+def test_single_spike_is_not_divergence() -> None:
+    curve = noisy([0.3 + 2.0 * math.exp(-s / 30) for s in range(200)], 0.05)
+    curve[150] = 50.0
+    assert "TD613" not in judge({SITE: curve})
+
+
+def test_short_runs_are_not_judged() -> None:
+    assert not judge({SITE: noisy([2.3] * 40, 0.05)}) & {"TD612", "TD613"}
+
+
+# -- must be found ---------------------------------------------------------------------------
+
+
+def test_exactly_constant_loss_is_found() -> None:
+    found = judge({SITE: [2.4, 2.35] + [2.302585092994046] * 40})
+    assert "TD614" in found and "TD612" not in found
+
+
+def test_loss_that_never_moves_from_its_start_is_found() -> None:
+    assert "TD612" in judge({SITE: noisy([2.30] * 200, 0.05, seed=4)})
+
+
+def test_diverging_loss_is_found() -> None:
+    curve = noisy([1.0 * math.exp(-s / 20) + 0.3 for s in range(60)]
+                  + [0.3 * math.exp(s / 12) for s in range(60)], 0.05)
+    assert "TD613" in judge({SITE: curve})
+
+
+def test_stall_after_warmup_is_found() -> None:
+    lrs = [0.1 * min(1.0, (s + 1) / 50) for s in range(250)]
+    assert "TD612" in judge({SITE: noisy([2.3] * 250, 0.05, seed=5)}, lrs)

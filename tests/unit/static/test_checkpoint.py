@@ -1,0 +1,216 @@
+"""TD901 load-without-map-location, TD902 unsafe-checkpoint-load, TD903
+whole-module-saved, TD904 strict-false-result-ignored."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from torchdoctor.findings import Applicability, Confidence, Severity
+
+GPU = 'import torch\ndevice = "cuda"\n'
+
+# --- TD901 ------------------------------------------------------------------------------
+
+
+def td901(source: str) -> list[tuple[str, int]]:
+    return lint_codes(source, "TD901", "TD001")
+
+
+def test_load_without_map_location_in_a_gpu_program_is_flagged() -> None:
+    source = GPU + 'state = torch.load("ckpt.pt", weights_only=True)\n'
+    (found,) = lint_findings(source, "TD901")
+    assert found.location.line == 3 and found.confidence is Confidence.MEDIUM
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    (edit,) = found.fix.edits
+    line = source.splitlines()[edit.start_line - 1]
+    fixed = line[:edit.start_column] + edit.replacement + line[edit.end_column:]
+    assert fixed == 'state = torch.load("ckpt.pt", weights_only=True, map_location="cpu")'
+
+
+def test_any_import_spelling_of_torch_load_is_recognised() -> None:
+    source = ("from torch import load as load_checkpoint\nimport torch as T\n"
+              "model.cuda()\nload_checkpoint(path)\nT.load(path)\n")
+    assert td901(source) == [("TD901", 4), ("TD901", 5)]
+
+
+def test_map_location_given_in_any_form_is_quiet() -> None:
+    source = GPU + ('a = torch.load(p, map_location="cpu")\nb = torch.load(p, device)\n'
+                    "c = torch.load(p, **options)\nd = torch.load(p, map_location=None)\n")
+    assert td901(source) == []
+
+
+def test_programs_with_no_sign_of_a_gpu_are_quiet() -> None:
+    assert td901('import torch\nstate = torch.load("ckpt.pt")\n') == []
+
+
+def test_buffers_and_files_saved_just_before_are_quiet() -> None:
+    source = GPU + """
+def round_trip(model, tmp):
+    torch.save(model, tmp.name)
+    copy = torch.load(tmp.name)
+    blob = torch.load(io.BytesIO(data))
+    buffer = io.BytesIO(payload)
+    return torch.load(buffer)
+"""
+    assert td901("import io\n" + source) == []
+
+
+def test_other_load_functions_are_quiet() -> None:
+    source = GPU + "import json\nconfig = json.load(f)\nnet = torch.jit.load(p)\n"
+    assert td901(source) == []
+
+
+# --- TD902 ------------------------------------------------------------------------------
+
+
+def test_explicit_weights_only_false_is_an_error_with_an_unsafe_fix() -> None:
+    source = 'import torch\nckpt = torch.load(path, map_location="cpu", weights_only=False)\n'
+    (found,) = lint_findings(source, "TD902")
+    assert (found.severity, found.confidence) == (Severity.ERROR, Confidence.HIGH)
+    assert found.fix is not None and found.fix.edits[0].replacement == "True"
+    assert found.fix.applicability is Applicability.UNSAFE
+
+
+def test_a_custom_pickle_module_is_an_error() -> None:
+    source = "import torch, dill\nckpt = torch.load(path, pickle_module=dill)\n"
+    (found,) = lint_findings(source, "TD902")
+    assert found.severity is Severity.ERROR and "pickle_module" in found.message
+
+
+def test_the_default_is_information_that_depends_on_the_torch_version() -> None:
+    (found,) = lint_findings("import torch\nckpt = torch.load(path)\n", "TD902")
+    assert (found.severity, found.confidence) == (Severity.INFO, Confidence.MEDIUM)
+    assert "2.6" in found.message
+    assert found.fix is not None and found.fix.edits[0].replacement == ", weights_only=True"
+
+
+def test_the_default_turned_off_by_the_environment_is_an_error() -> None:
+    source = ('import os, torch\nos.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"\n'
+              "ckpt = torch.load(path)\n")
+    (found,) = lint_findings(source, "TD902")
+    assert found.severity is Severity.ERROR
+
+
+def test_weights_only_true_or_decided_at_run_time_is_quiet() -> None:
+    source = ("import torch\na = torch.load(p, weights_only=True)\n"
+              "b = torch.load(p, weights_only=trusted)\nc = torch.load(p, **kwargs)\n")
+    assert lint_codes(source, "TD902", "TD001") == []
+
+
+def test_reading_back_what_the_function_just_saved_is_quiet() -> None:
+    source = """
+    import torch
+    def test_round_trip(module, f):
+        torch.save(module, f)
+        f.seek(0)
+        return torch.load(f, weights_only=False)
+    """
+    assert lint_codes(source, "TD902", "TD001") == []
+
+
+# --- TD903 ------------------------------------------------------------------------------
+
+
+def td903(source: str) -> list[tuple[str, int]]:
+    return lint_codes(source, "TD903", "TD001")
+
+
+def test_saving_a_module_object_is_flagged_with_an_unsafe_fix() -> None:
+    source = """
+    import torch
+    from torch import nn
+    class Net(nn.Module):
+        pass
+    model = Net().to("cuda")
+    torch.save(model, "model.pt")
+    """
+    (found,) = lint_findings(source, "TD903")
+    assert found.location.line == 7 and found.confidence is Confidence.HIGH
+    assert found.fix is not None and found.fix.edits[0].replacement == "model.state_dict()"
+
+
+def test_modules_inside_a_checkpoint_dict_and_library_models_are_flagged() -> None:
+    source = """
+    import torch, torchvision
+    backbone = torchvision.models.resnet18()
+    head = torch.nn.Linear(512, 10)
+    torch.save({"backbone": backbone, "head": head.state_dict()}, "ckpt.pt")
+    """
+    assert td903(source) == [("TD903", 5)]
+
+
+def test_a_parameter_used_as_a_module_is_flagged_with_medium_confidence() -> None:
+    source = """
+    import torch
+    def export(model, path):
+        model.eval()
+        torch.save(model, path)
+    """
+    (found,) = lint_findings(source, "TD903")
+    assert found.confidence is Confidence.MEDIUM
+
+
+def test_state_dicts_tensors_and_unknown_objects_are_quiet() -> None:
+    source = """
+    import torch
+    from torch import nn
+    model = nn.Linear(3, 3)
+    torch.save(model.state_dict(), "a.pt")
+    torch.save({"model": model.state_dict(), "epoch": 3}, "b.pt")
+    torch.save(torch.zeros(3), "c.pt")
+    def save(model, path):
+        torch.save(model, path)
+    """
+    assert td903(source) == []
+
+
+def test_a_name_that_only_sounds_like_a_model_is_quiet() -> None:
+    source = """
+    import torch
+    model = checkpoint["model"]
+    torch.save(model, "weights.pt")
+    """
+    assert td903(source) == []
+
+
+# --- TD904 ------------------------------------------------------------------------------
+
+
+def td904(source: str) -> list[tuple[str, int]]:
+    return lint_codes(source, "TD904", "TD001")
+
+
+def test_an_ignored_strict_false_result_is_flagged() -> None:
+    source = """
+    model.load_state_dict(state, strict=False)
+    self.encoder.load_state_dict(state, False)
+    _ = model.load_state_dict(state, strict=False)
+    """
+    assert td904(source) == [("TD904", 2), ("TD904", 3), ("TD904", 4)]
+
+
+def test_the_hint_shows_how_to_check_the_result() -> None:
+    (found,) = lint_findings("model.load_state_dict(sd, strict=False)\n", "TD904")
+    assert found.severity is Severity.WARNING and "missing_keys" in found.fix_hint
+
+
+def test_a_kept_or_checked_result_is_quiet() -> None:
+    source = """
+    result = model.load_state_dict(state, strict=False)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    print(model.load_state_dict(state, strict=False))
+    assert not model.load_state_dict(state, strict=False).missing_keys
+    logger.info("%s", model.load_state_dict(state, strict=False))
+    """
+    assert td904(source) == []
+
+
+def test_strict_loads_and_other_state_dicts_are_quiet() -> None:
+    source = """
+    import torch
+    model.load_state_dict(state)
+    model.load_state_dict(state, strict=True)
+    model.load_state_dict(state, strict=args.strict)
+    optimizer = torch.optim.SGD(params, lr=0.1)
+    optimizer.load_state_dict(state, strict=False)
+    """
+    assert td904(source) == []

@@ -1,0 +1,168 @@
+"""FileContext: name resolution through imports, bindings, classes and families."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchdoctor.findings import Confidence
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.walker import Walker
+
+
+def context(source: str) -> FileContext:
+    """A context whose structure has been walked, as rules see it at module end."""
+    text = textwrap.dedent(source)
+    ctx = FileContext("x.py", text, ast.parse(text))
+    Walker(ctx, structure=True).walk()
+    return ctx
+
+
+def last_call(ctx: FileContext) -> ast.Call:
+    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+    return max(calls, key=lambda c: (c.lineno, c.col_offset))
+
+
+@pytest.mark.parametrize("imports, expression", [
+    ("import torch", "torch.nn.CrossEntropyLoss"),
+    ("import torch as T", "T.nn.CrossEntropyLoss"),
+    ("from torch import nn", "nn.CrossEntropyLoss"),
+    ("import torch.nn as nn", "nn.CrossEntropyLoss"),
+    ("from torch.nn import CrossEntropyLoss as CE", "CE"),
+    ("from torch.nn.modules.loss import CrossEntropyLoss", "CrossEntropyLoss"),
+    ("import torch.nn\nLoss = torch.nn.CrossEntropyLoss", "Loss"),
+])
+def test_every_import_spelling_resolves_to_one_name(imports: str, expression: str) -> None:
+    ctx = context(f"{imports}\ncriterion = {expression}()\n")
+    assert ctx.is_call_to(last_call(ctx), "torch.nn.CrossEntropyLoss", scope=None)
+
+
+def test_functional_and_optimizer_aliases() -> None:
+    ctx = context("""
+    import torch.nn.functional as F
+    from torch.optim import AdamW as Opt
+    from torch.utils.data import DataLoader as DL
+    a = F.cross_entropy(x, y)
+    b = Opt(params)
+    c = DL(ds)
+    """)
+    calls = sorted((n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)),
+                   key=lambda c: c.lineno)
+    names = [ctx.qualified_name(c.func, None) for c in calls]
+    assert names == ["torch.nn.functional.cross_entropy", "torch.optim.AdamW",
+                     "torch.utils.data.DataLoader"]
+
+
+def test_unimported_names_do_not_resolve() -> None:
+    ctx = context("nn.Linear(2, 2)\n")
+    assert ctx.qualified_name(last_call(ctx).func, None) is None
+
+
+def test_binding_is_the_latest_before_the_use() -> None:
+    ctx = context("""
+    import torch
+    def train(model):
+        opt = None
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        opt.step()
+    """)
+    function = ctx.module.functions[0]
+    step = last_call(ctx)
+    assert ctx.instance_type(step.func.value, function) == "torch.optim.SGD"
+    assert ctx.family_of(step.func.value, function) == (torch_optimizer(), Confidence.HIGH)
+
+
+def torch_optimizer() -> str:
+    return torchapi.OPTIMIZER
+
+
+def test_self_attribute_bound_in_init_and_chained_to() -> None:
+    ctx = context("""
+    import torch
+    from torch import nn
+    class Net(nn.Module):
+        pass
+    class Trainer:
+        def __init__(self):
+            self.model = Net().to("cuda")
+            self.scaler = torch.amp.GradScaler("cuda")
+        def fit(self):
+            self.model(1)
+    """)
+    fit = ctx.module.functions[-1]
+    call = last_call(ctx)
+    assert ctx.instance_type(call.func, fit) == "<local>.Net"
+    assert ctx.is_in_family(call.func, torchapi.MODULE, fit)
+
+
+def test_annotation_of_a_parameter_gives_its_type() -> None:
+    ctx = context("""
+    from torch.optim import Optimizer
+    def step(o: Optimizer):
+        o.step()
+    """)
+    function = ctx.module.functions[0]
+    assert ctx.family_of(last_call(ctx).func.value, function) == (torchapi.OPTIMIZER,
+                                                                   Confidence.HIGH)
+
+
+@pytest.mark.parametrize("name, family", [
+    ("optimizer", torchapi.OPTIMIZER), ("optimizerD", torchapi.OPTIMIZER),
+    ("g_opt", torchapi.OPTIMIZER), ("lr_scheduler", torchapi.SCHEDULER),
+    ("scaler", torchapi.GRAD_SCALER), ("model", torchapi.MODULE), ("netG", torchapi.MODULE),
+    ("criterion", torchapi.LOSS), ("loss_fn", torchapi.LOSS),
+    ("train_loader", torchapi.DATALOADER),
+])
+def test_name_hints(name: str, family: str) -> None:
+    assert torchapi.hinted_family(name) == family
+
+
+@pytest.mark.parametrize("name", ["opt_level", "option", "env", "step", "modeling", "x"])
+def test_names_that_hint_nothing(name: str) -> None:
+    assert torchapi.hinted_family(name) is None
+
+
+def test_a_known_class_outside_every_family_is_not_hinted() -> None:
+    ctx = context("""
+    import gym
+    optimizer = gym.make("CartPole-v1")
+    optimizer.step(0)
+    """)
+    assert ctx.family_of(last_call(ctx).func.value, None) is None
+
+
+def test_canonical_names() -> None:
+    assert torchapi.canonical("torch.optim.adam.Adam") == "torch.optim.Adam"
+    assert torchapi.canonical("torch.nn.modules.linear.Linear") == "torch.nn.Linear"
+    assert torchapi.canonical("torch.autograd.grad_mode.no_grad") == "torch.no_grad"
+    assert torchapi.canonical("torch.optim.lr_scheduler.StepLR") == \
+        "torch.optim.lr_scheduler.StepLR"
+    assert torchapi.in_family("torch.optim.lr_scheduler.StepLR", torchapi.SCHEDULER)
+    assert not torchapi.in_family("torch.optim.lr_scheduler.StepLR", torchapi.OPTIMIZER)
+    assert not torchapi.in_family("torch.nn.Parameter", torchapi.MODULE)
+
+
+def test_local_call_resolution_for_functions_and_methods() -> None:
+    ctx = context("""
+    def helper():
+        pass
+    class A:
+        def run(self):
+            self.go()
+            helper()
+        def go(self):
+            pass
+    """)
+    run = next(f for f in ctx.module.functions if f.name == "run")
+    calls = [i.node for i in run.items if isinstance(i.node, ast.Call)]
+    resolved = [ctx.resolve_local_call(c, run) for c in calls]
+    assert [r.name if r else None for r in resolved] == ["go", "helper"]
+
+
+def test_columns_are_characters_on_non_ascii_lines() -> None:
+    ctx = context('label = "é"; x = f(1)\n')
+    loc = ctx.location(last_call(ctx))
+    assert loc.column == 17 and loc.snippet == 'label = "é"; x = f(1)'

@@ -1,0 +1,235 @@
+"""TD801 sampler-epoch-never-set, TD802 shuffle-with-sampler, TD803
+find-unused-parameters-cost."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from torchdoctor.findings import Applicability, Confidence, Severity
+
+# --- TD801 ------------------------------------------------------------------------------
+
+EPOCHS = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+def main(dataset, model, optimizer):
+    sampler = DistributedSampler(dataset{sampler_args})
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+    for epoch in range(10):
+{epoch_body}
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+"""
+
+
+def td801(sampler_args: str = "", epoch_body: str = "        pass") -> list[tuple[str, int]]:
+    return lint_codes(EPOCHS.format(sampler_args=sampler_args, epoch_body=epoch_body),
+                      "TD801", "TD001")
+
+
+def test_sampler_without_set_epoch_is_flagged_at_its_construction() -> None:
+    assert td801() == [("TD801", 6)]
+
+
+def test_the_message_names_the_epoch_loop_and_the_fix_inserts_set_epoch() -> None:
+    (found,) = lint_findings(EPOCHS.format(sampler_args="", epoch_body="        pass"),
+                             "TD801")
+    assert found.severity is Severity.ERROR and "epoch loop at line 8" in found.message
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    (edit,) = found.fix.edits
+    assert edit.start_line == 9 and edit.replacement.startswith("sampler.set_epoch(epoch)\n")
+
+
+def test_a_sampler_built_inline_and_a_helper_epoch_are_followed() -> None:
+    source = """
+    from torch.utils import data
+    def train_one_epoch(model, loader, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+    def main():
+        loader = data.DataLoader(ds, sampler=data.distributed.DistributedSampler(ds))
+        for epoch in range(3):
+            train_one_epoch(model, loader, optimizer)
+    """
+    (found,) = lint_findings(source, "TD801")
+    assert found.location.line == 9 and "`loader.sampler.set_epoch(epoch)`" in found.fix_hint
+
+
+def test_set_epoch_in_the_epoch_loop_is_quiet() -> None:
+    assert td801(epoch_body="        sampler.set_epoch(epoch)") == []
+    assert td801(epoch_body="        loader.sampler.set_epoch(epoch)") == []
+
+
+def test_set_epoch_in_a_helper_called_each_epoch_is_quiet() -> None:
+    source = EPOCHS.format(sampler_args="", epoch_body="        prepare(loader, epoch)") + """
+def prepare(loader, epoch):
+    loader.sampler.set_epoch(epoch)
+"""
+    assert lint_codes(source, "TD801", "TD001") == []
+
+
+def test_a_sampler_that_does_not_shuffle_is_quiet() -> None:
+    assert td801(sampler_args=", shuffle=False") == []
+
+
+def test_a_single_pass_over_the_data_is_quiet() -> None:
+    source = """
+    from torch.utils.data import DataLoader, DistributedSampler
+    sampler = DistributedSampler(dataset)
+    for x, y in DataLoader(dataset, sampler=sampler):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    """
+    assert lint_codes(source, "TD801", "TD001") == []
+
+
+def test_a_sampler_the_epoch_loop_never_uses_is_quiet() -> None:
+    source = """
+    from torch.utils.data import DistributedSampler
+    def test_sizes(dataset):
+        sampler = DistributedSampler(dataset, drop_last=True)
+        assert sampler.num_samples == 4
+    def train(loader):
+        for epoch in range(3):
+            for x in loader:
+                optimizer.zero_grad()
+                model(x).backward()
+                optimizer.step()
+    """
+    assert lint_codes(source, "TD801", "TD001") == []
+
+
+def test_set_epoch_called_once_before_the_loop_is_not_enough() -> None:
+    source = EPOCHS.replace("    for epoch in range(10):",
+                            "    sampler.set_epoch(0)\n    for epoch in range(10):")
+    assert lint_codes(source.format(sampler_args="", epoch_body="        pass"),
+                      "TD801", "TD001") == [("TD801", 6)]
+
+
+# --- TD802 ------------------------------------------------------------------------------
+
+
+def td802(source: str) -> list[tuple[str, int]]:
+    return lint_codes(source, "TD802", "TD001")
+
+
+def test_shuffle_with_a_sampler_is_flagged() -> None:
+    source = """
+    from torch.utils.data import DataLoader as DL, DistributedSampler
+    sampler = DistributedSampler(dataset)
+    loader = DL(dataset, batch_size=8, shuffle=True, sampler=sampler)
+    batches = DL(dataset, shuffle=True, batch_sampler=make_batches())
+    """
+    assert td802(source) == [("TD802", 4), ("TD802", 5)]
+
+
+def test_a_conditional_sampler_is_flagged_with_a_safe_fix() -> None:
+    source = """
+    import torch
+    sampler = torch.utils.data.DistributedSampler(ds) if distributed else None
+    loader = torch.utils.data.DataLoader(ds, shuffle=True, sampler=sampler)
+    """
+    (found,) = lint_findings(source, "TD802")
+    assert "mutually exclusive" in found.message
+    assert found.fix is not None and found.fix.applicability is Applicability.SAFE
+    assert found.fix.edits[0].replacement == "(sampler is None)"
+
+
+def test_a_sampler_parameter_defaulting_to_none_has_medium_confidence() -> None:
+    source = """
+    from torch.utils.data import DataLoader
+    def make_loader(dataset, sampler=None):
+        return DataLoader(dataset, shuffle=True, sampler=sampler)
+    """
+    (found,) = lint_findings(source, "TD802")
+    assert found.confidence is Confidence.MEDIUM
+
+
+def test_positional_shuffle_and_sampler_are_read() -> None:
+    source = """
+    from torch.utils.data import DataLoader
+    loader = DataLoader(dataset, 32, True, my_sampler)
+    """
+    assert td802(source) == [("TD802", 3)]
+
+
+def test_shuffle_decided_by_the_sampler_is_quiet() -> None:
+    source = """
+    from torch.utils.data import DataLoader, DistributedSampler
+    sampler = DistributedSampler(ds) if distributed else None
+    a = DataLoader(ds, shuffle=(sampler is None), sampler=sampler)
+    b = DataLoader(ds, shuffle=False, sampler=sampler)
+    c = DataLoader(ds, shuffle=args.shuffle, sampler=sampler)
+    d = DataLoader(ds, shuffle=True)
+    """
+    assert td802(source) == []
+
+
+def test_a_sampler_that_is_always_none_is_quiet() -> None:
+    source = """
+    from torch.utils.data import DataLoader
+    sampler = None
+    a = DataLoader(ds, shuffle=True, sampler=sampler)
+    b = DataLoader(ds, shuffle=True, sampler=None, batch_sampler=None)
+    """
+    assert td802(source) == []
+
+
+def test_other_callables_with_the_same_keywords_are_quiet() -> None:
+    source = """
+    from mylib import Loader
+    a = Loader(ds, shuffle=True, sampler=sampler)
+    b = build(shuffle=True, sampler=sampler)
+    """
+    assert td802(source) == []
+
+
+# --- TD803 ------------------------------------------------------------------------------
+
+
+def td803(source: str) -> list[tuple[str, int]]:
+    return lint_codes(source, "TD803", "TD001")
+
+
+def test_find_unused_parameters_is_reported_as_info() -> None:
+    source = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = DDP(net, device_ids=[rank],
+                find_unused_parameters=True)
+    """
+    (found,) = lint_findings(source, "TD803")
+    assert (found.location.line, found.severity) == (4, Severity.INFO)
+    assert "static_graph=True" in found.fix_hint
+
+
+def test_lightning_spellings_are_recognised() -> None:
+    source = """
+    import lightning as L
+    from lightning.pytorch.strategies import DDPStrategy
+    trainer = L.Trainer(strategy=DDPStrategy(find_unused_parameters=True))
+    trainer = L.Trainer(strategy="ddp_find_unused_parameters_true")
+    """
+    assert td803(source) == [("TD803", 4), ("TD803", 5)]
+
+
+def test_the_default_and_explicit_false_are_quiet() -> None:
+    source = """
+    import torch
+    a = torch.nn.parallel.DistributedDataParallel(net)
+    b = torch.nn.parallel.DistributedDataParallel(net, find_unused_parameters=False)
+    c = torch.nn.parallel.DistributedDataParallel(net, find_unused_parameters=args.unused)
+    """
+    assert td803(source) == []
+
+
+def test_helpers_that_only_take_the_flag_are_quiet() -> None:
+    source = """
+    self._test_graph(find_unused_parameters=True)
+    limits = config.compute_bucket_size_limits(find_unused_parameters=True)
+    """
+    assert td803(source) == []

@@ -1,0 +1,218 @@
+"""TD804 checkpoint-saved-on-every-rank and TD805 ddp-prefixed-state-dict."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from torchdoctor.findings import Applicability
+
+# --- TD804 ------------------------------------------------------------------------------
+
+DDP_SCRIPT = """
+import torch
+import torch.distributed as dist
+
+def main():
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    for epoch in range(10):
+        train(epoch)
+{save}
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def td804(save: str, source: str = DDP_SCRIPT) -> list[tuple[str, int]]:
+    return lint_codes(source.format(save=save), "TD804", "TD001")
+
+
+def test_an_unguarded_save_in_a_distributed_script_is_flagged() -> None:
+    assert td804('        torch.save(model.state_dict(), "last.pt")') == [("TD804", 10)]
+
+
+def test_a_helper_called_without_a_guard_is_flagged_inside_the_helper() -> None:
+    source = DDP_SCRIPT + """
+def save_checkpoint(model, path):
+    torch.save(model.state_dict(), path)
+"""
+    assert td804("        save_checkpoint(model, 'last.pt')", source) == [("TD804", 16)]
+
+
+def test_a_method_reached_through_an_instance_is_followed() -> None:
+    source = """
+    import torch
+    import torch.distributed as dist
+    class Trainer:
+        def save(self):
+            torch.save(self.model.state_dict(), "last.pt")
+        def fit(self):
+            dist.init_process_group("nccl")
+            for epoch in range(3):
+                self.save()
+    trainer = Trainer()
+    trainer.fit()
+    """
+    assert lint_codes(source, "TD804", "TD001") == [("TD804", 6)]
+
+
+def test_rank_zero_guards_are_recognised() -> None:
+    for guard in ("rank == 0", "dist.get_rank() == 0", "args.local_rank in [-1, 0]",
+                  "not rank", "is_main_process()", "accelerator.is_main_process",
+                  "trainer.is_global_zero", "int(os.environ['RANK']) == 0",
+                  "not dist.is_initialized() or dist.get_rank() == 0",
+                  "rank == 0 and epoch % 5 == 0", "is_master"):
+        save = f"        if {guard}:\n            torch.save(model.state_dict(), 'last.pt')"
+        assert td804(save) == [], guard
+
+
+def test_an_else_branch_of_a_nonzero_rank_test_is_guarded() -> None:
+    save = ("        if rank != 0:\n            pass\n        else:\n"
+            "            torch.save(model.state_dict(), 'last.pt')")
+    assert td804(save) == []
+
+
+def test_an_early_exit_on_other_ranks_guards_what_follows() -> None:
+    source = """
+    import torch
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    def save_checkpoint(model, path):
+        if dist.get_rank() != 0:
+            return
+        torch.save(model.state_dict(), path)
+    for epoch in range(3):
+        save_checkpoint(model, "last.pt")
+        for rank_batch in loader:
+            if not is_main_process():
+                continue
+            torch.save(model.state_dict(), "step.pt")
+    """
+    assert lint_codes(source, "TD804", "TD001") == []
+
+
+def test_guarded_callers_and_decorators_guard_the_helper() -> None:
+    source = DDP_SCRIPT + """
+def save_checkpoint(model, path):
+    torch.save(model.state_dict(), path)
+
+@rank_zero_only
+def export(model):
+    torch.save(model.state_dict(), "export.pt")
+"""
+    save = "        if rank == 0:\n            save_checkpoint(model, 'last.pt')\n        export(model)"
+    assert td804(save, source) == []
+
+
+def test_per_rank_files_and_buffers_are_quiet() -> None:
+    save = ("        torch.save(shard, f'shard_rank{rank}.pt')\n"
+            "        torch.save(shard, os.path.join(out, f'{dist.get_rank()}.pt'))\n"
+            "        buffer = io.BytesIO()\n        torch.save(state, buffer)")
+    source = "import io\nimport os\n" + DDP_SCRIPT
+    assert td804(save, source) == []
+
+
+def test_helpers_nobody_in_the_file_calls_are_quiet() -> None:
+    source = """
+    import torch
+    import torch.distributed as dist
+    def save_checkpoint(model, path):
+        dist.barrier()
+        torch.save(model.state_dict(), path)
+    """
+    assert lint_codes(source, "TD804", "TD001") == []
+
+
+def test_programs_that_only_import_torch_distributed_are_quiet() -> None:
+    source = """
+    import torch
+    from torch.distributed.checkpoint import FileSystemReader
+    def convert(src, dst):
+        torch.save(read(FileSystemReader(src)), dst)
+    if __name__ == "__main__":
+        convert("a", "b")
+    """
+    assert lint_codes(source, "TD804", "TD001") == []
+
+
+# --- TD805 ------------------------------------------------------------------------------
+
+
+def td805(source: str) -> list[tuple[str, int]]:
+    return lint_codes(source, "TD805", "TD001")
+
+
+def test_saving_the_ddp_wrapper_state_dict_is_flagged() -> None:
+    source = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = Net().cuda()
+    model = DDP(model, device_ids=[0])
+    torch.save(model.state_dict(), "model.pt")
+    """
+    (found,) = lint_findings(source, "TD805")
+    assert found.location.line == 6 and "`module.`" in found.message
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    assert found.fix.edits[0].replacement == "model.module"
+
+
+def test_state_dicts_reached_through_dicts_and_names_are_flagged() -> None:
+    source = """
+    import torch
+    from torch import nn
+    def train(net, optimizer):
+        model = nn.parallel.DistributedDataParallel(net)
+        state = model.state_dict()
+        checkpoint = {"optimizer": optimizer.state_dict()}
+        checkpoint["model"] = model.state_dict()
+        torch.save({"model": state, "epoch": 3}, "a.pt")
+        torch.save(checkpoint, "b.pt")
+    """
+    assert td805(source) == [("TD805", 6), ("TD805", 8)]
+
+
+def test_data_parallel_and_self_attributes_are_recognised() -> None:
+    source = """
+    import torch
+    class Runner:
+        def __init__(self, net):
+            self.model = torch.nn.DataParallel(net)
+        def save(self):
+            torch.save(self.model.state_dict(), "model.pt")
+    """
+    assert td805(source) == [("TD805", 7)]
+
+
+def test_the_wrapped_module_state_dict_is_quiet() -> None:
+    source = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    ddp_model = DDP(model)
+    torch.save(ddp_model.module.state_dict(), "a.pt")
+    torch.save(model.state_dict(), "b.pt")
+    model_without_ddp = ddp_model.module
+    torch.save({"model": model_without_ddp.state_dict()}, "c.pt")
+    """
+    assert td805(source) == []
+
+
+def test_a_round_trip_between_ddp_models_is_quiet() -> None:
+    source = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    def test_round_trip(path):
+        model = DDP(Net())
+        torch.save(model.state_dict(), path)
+        other = DDP(Net())
+        other.load_state_dict(torch.load(path))
+    """
+    assert td805(source) == []
+
+
+def test_files_without_ddp_are_quiet() -> None:
+    source = """
+    import torch
+    model = torch.compile(Net())
+    torch.save(model.state_dict(), "a.pt")
+    """
+    assert td805(source) == []

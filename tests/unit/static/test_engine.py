@@ -1,0 +1,174 @@
+"""The engine: one traversal, dispatch, isolation of rule bugs, and no crash on any input."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.selection import Selection
+from torchdoctor.static import engine, lint_source
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import FrameKind, Loop
+from torchdoctor.static.walker import Walker
+
+BUGGY = """\
+import torch
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+"""
+
+
+class _Crashing(LintRule):
+    """A rule with a bug: raises on every call."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        raise ZeroDivisionError("boom")
+
+
+class _Recorder(LintRule):
+    """Records what the engine feeds it, in order."""
+
+    seen: list[str] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.seen.append(f"call:{node.lineno}")
+
+    def leave_loop(self, loop: Loop) -> None:
+        self.seen.append(f"loop:{loop.line}:{len(loop.items)}")
+
+    def leave_module(self, module: object) -> None:
+        self.seen.append("module")
+
+
+@pytest.fixture
+def extra_rule(monkeypatch: pytest.MonkeyPatch):
+    def add(cls: type[LintRule], code: str) -> None:
+        specs = [*engine.rule_specs(), engine._spec(cls, (code,))]
+        monkeypatch.setattr(engine, "_SPECS", specs)
+    return add
+
+
+def test_a_crashing_rule_becomes_one_td001_and_the_others_still_report(extra_rule) -> None:
+    extra_rule(_Crashing, "TD206")
+    found = lint_source(BUGGY, "train.py")
+    internal = [f for f in found if f.code == "TD001"]
+    assert len(internal) == 1
+    assert "_Crashing" in internal[0].message and "train.py" in internal[0].message
+    assert "ZeroDivisionError" in internal[0].message
+    assert "TD201" in {f.code for f in found}
+
+
+def test_hooks_run_in_source_order_and_scopes_end_after_their_bodies(extra_rule) -> None:
+    _Recorder.seen = []
+    extra_rule(_Recorder, "TD206")
+    lint_source(BUGGY, "train.py", select=["TD206"])
+    assert _Recorder.seen == ["call:4", "call:4", "call:4", "call:5", "loop:3:4", "module"]
+
+
+def test_internal_errors_pass_any_selection(extra_rule) -> None:
+    extra_rule(_Crashing, "TD206")
+    found = lint_source(BUGGY, "train.py", select=["TD206"])
+    assert [f.code for f in found] == ["TD001"]
+
+
+def test_frames_record_the_blocks_around_calls() -> None:
+    source = """\
+import torch
+def f(model, loader):
+    for x in loader:
+        if x:
+            with torch.no_grad():
+                model(x)
+        else:
+            try:
+                g(x)
+            except ValueError:
+                h(x)
+"""
+    ctx = FileContext("x.py", source, ast.parse(source))
+    Walker(ctx, structure=True).walk()
+    function = ctx.module.functions[0]
+    kinds = {item.node.func.id if isinstance(item.node.func, ast.Name) else "model":
+             [f.kind for f in item.frames[2:]]
+             for item in function.items if isinstance(item.node, ast.Call)}
+    assert kinds["model"] == [FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.WITH]
+    assert kinds["g"] == [FrameKind.LOOP, FrameKind.IF_ELSE, FrameKind.TRY]
+    assert kinds["h"] == [FrameKind.LOOP, FrameKind.IF_ELSE, FrameKind.EXCEPT]
+
+
+def test_selection_switches_rules_off() -> None:
+    assert {f.code for f in lint_source(BUGGY, select=["TD2"], ignore=["TD201"])} == set()
+    assert {f.code for f in lint_source(BUGGY, select=["TD201"])} == {"TD201"}
+
+
+def test_rules_are_skipped_when_their_required_words_are_absent() -> None:
+    ctx = FileContext("x.py", "x = 1\n", ast.parse("x = 1\n"))
+    assert engine.lint_tree(ctx, Selection()) == []
+
+
+@pytest.mark.parametrize("source, line, words", [
+    ("def f(:\n    pass\n", 1, "not valid Python"),
+    ("x = 1\n<<<<<<< HEAD\ny = 2\n", 2, "merge-conflict marker"),
+    ("print 'hello'\n", 1, "not valid Python"),
+    (b"x = 1\x00\x01\x02", 1, "looks binary"),
+    (b"x = '\xe9\xe8'\n", 1, "not valid utf-8"),
+    (b"# -*- coding: klingon -*-\nx = 1\n", 1, "unknown encoding"),
+    ("x = (" * 300 + ")" * 300 + "\n", 1, "not valid Python"),
+    ("x = " + "-" * 200_000 + "1\n", 1, "nested too deeply"),
+])
+def test_unparsable_input_becomes_td002_with_a_place(source: str | bytes, line: int,
+                                                      words: str) -> None:
+    (found,) = lint_source(source, "bad.py")
+    assert found.code == "TD002"
+    assert found.location.path == "bad.py" and found.location.line == line
+    assert words in found.message
+    assert found.fix_hint
+
+
+@pytest.mark.parametrize("source", [
+    "", "\n\n\n", "# only a comment\n", "\ufeffimport torch\n", b"\xef\xbb\xbfimport torch\n",
+    b"# -*- coding: latin-1 -*-\nname = '\xe9'\n", "x = 1\r\ny = 2\r\n", "\x0c\nx = 1\n",
+])
+def test_odd_but_valid_files_lint_clean(source: str | bytes) -> None:
+    assert lint_source(source, "ok.py") == []
+
+
+def test_deep_but_valid_nesting_does_not_crash() -> None:
+    calls = "f(" * 150 + ")" * 150
+    chain = "a" + ".b" * 900 + "()"
+    blocks = "".join("    " * i + f"for i{i} in x:\n" for i in range(90)) + "    " * 90 + \
+        "loss.backward()\n"
+    for source in (calls, chain, blocks):
+        found = lint_source(source, "deep.py")
+        assert all(f.code not in ("TD001", "TD002") for f in found)
+
+
+@pytest.mark.slow
+def test_a_huge_file_lints_in_reasonable_time() -> None:
+    import time
+
+    body = "".join(
+        f"def train_{i}(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        for i in range(4000))
+    start = time.perf_counter()
+    assert lint_source("import torch\n" + body, "huge.py") == []
+    assert time.perf_counter() - start < 60
+
+
+def test_detector_registration_is_visible_to_the_catalogue() -> None:
+    from torchdoctor.rules.detectors import registered_detectors
+
+    engine.rule_specs()
+    codes = {code for info in registered_detectors(Depth.LINT) for code in info.codes}
+    assert {"TD201", "TD202", "TD203", "TD204", "TD205", "TD206", "TD207", "TD501",
+            "TD502"} <= codes

@@ -1,0 +1,436 @@
+"""TD201, TD203, TD204, TD205: the order of backward, zero_grad and step in loops."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.unit.static.helpers import assert_marked, lint_findings
+from torchdoctor.findings import Applicability
+from torchdoctor.static.fixes import apply_fixes
+
+
+# --- TD201 grads-never-cleared ----------------------------------------------------------
+
+
+def test_td201_flags_the_step_of_a_loop_that_never_clears() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, criterion):
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()  # expect: TD201
+    """
+    assert_marked(src, "TD201")
+
+
+def test_td201_message_names_the_step_and_the_loop() -> None:
+    src = """
+    import torch
+    def train(model, loader):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+    """
+    (found,) = lint_findings(src, "TD201")
+    assert "`opt.step()` at line 7" in found.message
+    assert "loop that starts at line 5" in found.message
+    assert found.fix is not None and found.fix.applicability.value == "unsafe"
+
+
+def test_td201_flags_zero_grad_only_outside_the_loop() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        optimizer.zero_grad()
+        for x, y in loader:
+            model(x).sum().backward()
+            optimizer.step()  # expect: TD201
+    """
+    assert_marked(src, "TD201")
+
+
+def test_td201_flags_a_method_loop_with_self_attribute_optimizer() -> None:
+    src = """
+    import torch
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.opt = torch.optim.Adam(model.parameters())
+
+        def fit(self, loader):
+            for x, y in loader:
+                self.model(x).sum().backward()
+                self.opt.step()  # expect: TD201
+    """
+    assert_marked(src, "TD201")
+
+
+def test_td201_quiet_with_zero_grad_in_loop() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+    """
+    assert_marked(src, "TD201")
+
+
+def test_td201_quiet_with_gradient_accumulation() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, k=4):
+        for i, (x, y) in enumerate(loader):
+            loss = model(x).sum() / k
+            loss.backward()
+            if (i + 1) % k == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    assert_marked(src, "TD2")
+
+
+def test_td201_quiet_with_grad_set_to_none_by_hand() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            model(x).sum().backward()
+            optimizer.step()
+            for p in model.parameters():
+                p.grad = None
+    """
+    assert_marked(src, "TD201")
+
+
+def test_td201_quiet_when_a_helper_of_the_file_clears() -> None:
+    src = """
+    import torch
+    def reset(model):
+        model.zero_grad(set_to_none=True)
+
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            model(x).sum().backward()
+            optimizer.step()
+            reset(model)
+    """
+    assert_marked(src, "TD201")
+
+
+def test_td201_quiet_for_lbfgs_closure() -> None:
+    src = """
+    import torch
+    def train(model, loader):
+        optimizer = torch.optim.LBFGS(model.parameters())
+        for x, y in loader:
+            def closure():
+                optimizer.zero_grad()
+                loss = model(x).sum()
+                loss.backward()
+                return loss
+            optimizer.step(closure)
+    """
+    assert_marked(src, "TD2")
+
+
+def test_td201_quiet_for_reinforcement_learning_env_step() -> None:
+    src = """
+    import torch
+    def rollout(env, policy, loss_fn):
+        obs = env.reset()
+        for t in range(100):
+            action = policy(obs)
+            obs, reward, done, info = env.step(action)
+            loss_fn(reward).backward()
+    """
+    assert_marked(src, "TD2")
+
+
+# --- TD203 zero-grad-between-backward-and-step ------------------------------------------
+
+
+def test_td203_flags_zero_grad_between_backward_and_step() -> None:
+    src = """
+    import torch
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.zero_grad()  # expect: TD203
+        optimizer.step()
+    """
+    assert_marked(src, "TD2")
+
+
+def test_td203_flags_inside_the_accumulation_branch() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, k):
+        for i, (x, y) in enumerate(loader):
+            model(x).sum().backward()
+            if (i + 1) % k == 0:
+                optimizer.zero_grad()  # expect: TD203
+                optimizer.step()
+    """
+    assert_marked(src, "TD203")
+
+
+def test_td203_flags_model_zero_grad_with_a_single_optimizer() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            model(x).sum().backward()
+            model.zero_grad()  # expect: TD203
+            optimizer.step()
+    """
+    assert_marked(src, "TD203")
+
+
+def test_td203_fix_moves_the_call_to_the_top_of_the_loop() -> None:
+    src = textwrap.dedent("""\
+        import torch
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.zero_grad()
+            optimizer.step()
+        """)
+    (found,) = lint_findings(src, "TD203")
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    fixed, applied = apply_fixes(src, [found.fix])
+    assert applied == 1
+    assert fixed == textwrap.dedent("""\
+        import torch
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+        """)
+    assert lint_findings(fixed, "TD2") == []
+
+
+def test_td203_quiet_when_zero_grad_skips_the_step() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            if not torch.isfinite(loss):
+                optimizer.zero_grad()
+                continue
+            optimizer.step()
+    """
+    assert_marked(src, "TD203")
+
+
+def test_td203_quiet_for_two_optimizers_of_a_gan() -> None:
+    src = """
+    import torch
+    def train(netD, netG, loader, optimizerD, optimizerG):
+        for real in loader:
+            netD.zero_grad()
+            errD = netD(real).mean() - netD(netG(noise())).mean()
+            errD.backward()
+            optimizerD.step()
+            netG.zero_grad()
+            errG = -netD(netG(noise())).mean()
+            errG.backward()
+            optimizerG.step()
+    """
+    assert_marked(src, "TD203", "TD204", "TD201")
+
+
+def test_td203_quiet_when_zero_grad_follows_the_step() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            model(x).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    """
+    assert_marked(src, "TD203")
+
+
+def test_td203_quiet_when_another_backward_refills_before_the_step() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            model(x).sum().backward()
+            optimizer.zero_grad()
+            model(y).sum().backward()
+            optimizer.step()
+    """
+    assert_marked(src, "TD203")
+
+
+# --- TD204 step-before-backward ---------------------------------------------------------
+
+
+def test_td204_flags_a_step_before_backward() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            optimizer.step()  # expect: TD204
+            loss = model(x).sum()
+            loss.backward()
+    """
+    assert_marked(src, "TD2")
+
+
+def test_td204_flags_scaler_step_before_backward() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        scaler = torch.amp.GradScaler("cuda")
+        for x, y in loader:
+            optimizer.zero_grad()
+            scaler.step(optimizer)  # expect: TD204
+            scaler.update()
+            scaler.scale(model(x).sum()).backward()
+    """
+    assert_marked(src, "TD204")
+
+
+def test_td204_quiet_for_guarded_step_at_the_top() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, k):
+        for i, (x, y) in enumerate(loader):
+            if i > 0 and i % k == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+            model(x).sum().backward()
+    """
+    assert_marked(src, "TD204")
+
+
+def test_td204_quiet_for_the_usual_order() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, scheduler):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            scheduler.step()
+    """
+    assert_marked(src, "TD2")
+
+
+def test_td204_quiet_when_backward_happens_in_a_helper() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer):
+        for x, y in loader:
+            optimizer.step()
+            optimizer.zero_grad()
+            compute_and_backward(model, x, y)
+    """
+    assert_marked(src, "TD204")
+
+
+# --- TD205 graph-retained-across-steps --------------------------------------------------
+
+
+def test_td205_flags_a_running_sum_of_the_loss() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, criterion):
+        total = 0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total += loss  # expect: TD205
+        return total
+    """
+    assert_marked(src, "TD205")
+
+
+def test_td205_flags_appending_the_loss_to_a_history() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, criterion):
+        history = []
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            history.append(loss)  # expect: TD205
+    """
+    assert_marked(src, "TD205")
+
+
+def test_td205_flags_total_equals_total_plus_scaled_loss() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, criterion):
+        running = 0.0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            running = running + loss * x.size(0)  # expect: TD205
+    """
+    assert_marked(src, "TD205")
+
+
+def test_td205_quiet_with_item_detach_or_float() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, criterion):
+        total, history, seen = 0.0, [], []
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+            history.append(loss.detach())
+            seen.append(float(loss))
+    """
+    assert_marked(src, "TD205")
+
+
+def test_td205_quiet_for_a_micro_batch_sum_that_is_backpropagated() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, criterion):
+        for batch in loader:
+            optimizer.zero_grad()
+            loss = 0
+            for x, y in batch:
+                loss = loss + criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """
+    assert_marked(src, "TD205")
+
+
+def test_td205_quiet_in_evaluation_under_no_grad() -> None:
+    src = """
+    import torch
+    def train(model, loader, optimizer, criterion):
+        total = 0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                total += criterion(model(x), y)
+    """
+    assert_marked(src, "TD205")

@@ -1,0 +1,306 @@
+"""TD501 eval-in-train-mode and TD502 train-in-eval-mode."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_findings
+from torchdoctor.findings import Confidence
+
+# --- TD501 eval-in-train-mode -----------------------------------------------------------
+
+
+def test_td501_flags_an_evaluation_loop_without_eval() -> None:
+    assert_marked("""
+    import torch
+    def evaluate(model, loader):
+        correct = 0
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()  # expect: TD501
+        return correct
+    """, "TD501")
+
+
+def test_td501_flags_when_the_caller_left_the_model_training() -> None:
+    src = """
+    import torch
+    def validate(net, loader):
+        with torch.inference_mode():
+            for x, y in loader:
+                net(x)  # expect: TD501
+    def main(net, loader, opt):
+        net.train()
+        for x, y in loader:
+            opt.zero_grad()
+            net(x).sum().backward()
+            opt.step()
+        validate(net, loader)
+    """
+    assert_marked(src, "TD501")
+    (found,) = lint_findings(src, "TD501")
+    assert "training mode at line 8" in found.message
+    assert found.confidence is Confidence.HIGH
+
+
+def test_td501_flags_test_loop_after_training_in_the_same_function() -> None:
+    assert_marked("""
+    import torch
+    def main(model, train_loader, test_loader, opt):
+        for x, y in train_loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        with torch.no_grad():
+            for x, y in test_loader:
+                model(x)  # expect: TD501
+    """, "TD501")
+
+
+def test_td501_without_visible_callers_has_medium_confidence() -> None:
+    (found,) = lint_findings("""
+    import torch
+    @torch.no_grad()
+    def predict(model, batches):
+        return [model(b) for b in batches] + [model(b) for b in range(3) for _ in [0]]
+    def score(model, batches):
+        with torch.no_grad():
+            for b in batches:
+                model(b)
+    """, "TD501")
+    assert found.confidence is Confidence.MEDIUM
+    assert "no caller of it is in this file" in found.message
+
+
+def test_td501_quiet_with_eval_in_the_same_function() -> None:
+    assert_marked("""
+    import torch
+    def evaluate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            for x, y in loader:
+                model(x)
+    """, "TD501")
+
+
+def test_td501_quiet_with_eval_two_calls_up() -> None:
+    assert_marked("""
+    import torch
+    def run_eval(model, loader):
+        with torch.no_grad():
+            for x, y in loader:
+                model(x)
+    def validate(net, loader):
+        return run_eval(net, loader)
+    def main(net, loader):
+        net.eval()
+        validate(net, loader)
+    """, "TD501")
+
+
+def test_td501_quiet_with_eval_in_a_method_caller() -> None:
+    assert_marked("""
+    import torch
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+        def _loop(self, loader):
+            with torch.no_grad():
+                for x, y in loader:
+                    self.model(x)
+        def validate(self, loader):
+            self.model.eval()
+            self._loop(loader)
+            self.model.train()
+    """, "TD501")
+
+
+def test_td501_quiet_for_train_false_and_runtime_mode() -> None:
+    assert_marked("""
+    import torch
+    def evaluate(model, loader, training):
+        model.train(False)
+        with torch.no_grad():
+            for x, y in loader:
+                model(x)
+    def evaluate2(model, loader, training):
+        model.train(training)
+        with torch.no_grad():
+            for x, y in loader:
+                model(x)
+    """, "TD501")
+
+
+def test_td501_quiet_for_a_model_without_dropout_or_batchnorm() -> None:
+    assert_marked("""
+    import torch
+    from torch import nn
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+        def forward(self, x):
+            return torch.relu(self.fc(x))
+    def evaluate(loader):
+        model = Tiny()
+        with torch.no_grad():
+            for x in loader:
+                model(x)
+    """, "TD501")
+
+
+def test_td501_quiet_for_a_teacher_inside_a_training_loop() -> None:
+    assert_marked("""
+    import torch
+    def distill(student, teacher, loader, opt):
+        for x, y in loader:
+            with torch.no_grad():
+                target = teacher(x)
+            opt.zero_grad()
+            loss = ((student(x) - target) ** 2).mean()
+            loss.backward()
+            opt.step()
+    """, "TD501")
+
+
+# --- TD502 train-in-eval-mode -----------------------------------------------------------
+
+
+def test_td502_flags_eval_never_undone_in_the_epoch_loop() -> None:
+    assert_marked("""
+    import torch
+    def evaluate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            return sum(model(x).sum() for x in loader)
+    def fit(model, train_loader, val_loader, opt, epochs):
+        for epoch in range(epochs):
+            for x, y in train_loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            evaluate(model, val_loader)  # expect: TD502
+    """, "TD502")
+
+
+def test_td502_flags_direct_eval_and_offers_an_unsafe_fix() -> None:
+    src = """
+    import torch
+    def fit(model, loader, opt, epochs):
+        model.train()
+        for epoch in range(epochs):
+            for x, y in loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            model.eval()  # expect: TD502
+            with torch.no_grad():
+                print(model(x))
+    """
+    assert_marked(src, "TD502")
+    (found,) = lint_findings(src, "TD502")
+    assert found.fix is not None
+    assert found.fix.edits[0].replacement.startswith("model.train()")
+
+
+def test_td502_maps_arguments_into_helpers() -> None:
+    assert_marked("""
+    def freeze(m):
+        m.eval()
+    def fit(net, loader, opt):
+        for epoch in range(3):
+            for x in loader:
+                opt.zero_grad()
+                net(x).sum().backward()
+                opt.step()
+            freeze(net)  # expect: TD502
+    """, "TD502")
+
+
+def test_td502_quiet_when_train_is_called_each_epoch() -> None:
+    assert_marked("""
+    import torch
+    def evaluate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            return [model(x) for x in loader]
+    def fit(model, train_loader, val_loader, opt):
+        for epoch in range(10):
+            model.train()
+            for x, y in train_loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            evaluate(model, val_loader)
+    """, "TD502")
+
+
+def test_td502_quiet_when_the_helper_restores_train_mode() -> None:
+    assert_marked("""
+    import torch
+    def evaluate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            out = [model(x) for x in loader]
+        model.train()
+        return out
+    def fit(model, loader, opt):
+        for epoch in range(10):
+            for x, y in loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            evaluate(model, loader)
+    """, "TD502")
+
+
+def test_td502_quiet_when_train_is_in_the_training_helper() -> None:
+    assert_marked("""
+    import torch
+    class Runner:
+        def train_one_epoch(self, loader):
+            self.model.train()
+            for x, y in loader:
+                self.opt.zero_grad()
+                self.model(x).sum().backward()
+                self.opt.step()
+        def validate(self, loader):
+            self.model.eval()
+            with torch.no_grad():
+                for x, y in loader:
+                    self.model(x)
+        def fit(self, loader, epochs):
+            for epoch in range(epochs):
+                self.train_one_epoch(loader)
+                self.validate(loader)
+    """, "TD502")
+
+
+def test_td502_quiet_for_a_frozen_teacher_put_in_eval_each_step() -> None:
+    assert_marked("""
+    import torch
+    def distill(student, teacher, loader, opt):
+        for x, y in loader:
+            teacher.eval()
+            with torch.no_grad():
+                target = teacher(x)
+            opt.zero_grad()
+            loss = ((student(x) - target) ** 2).mean()
+            loss.backward()
+            opt.step()
+    """, "TD502")
+
+
+def test_td501_quiet_for_deliberate_train_mode_batchnorm_recalibration() -> None:
+    assert_marked("""
+    import torch
+    def update_bn(loader, model):
+        was_training = model.training
+        model.train()
+        with torch.no_grad():
+            for x in loader:
+                model(x)
+        model.train(was_training)
+    def mc_dropout(model, x, samples=20):
+        model.train()
+        with torch.no_grad():
+            return torch.stack([model(x) for _ in range(samples)])
+    """, "TD501")

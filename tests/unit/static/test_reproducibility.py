@@ -1,0 +1,101 @@
+"""TD906 never-seeded."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+from torchdoctor.findings import Applicability, Severity
+
+SCRIPT = """
+import torch
+{imports}
+
+def main():
+{setup}
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def td906(setup: str = "    pass", imports: str = "") -> list[tuple[str, int]]:
+    return lint_codes(SCRIPT.format(setup=setup, imports=imports), "TD906", "TD001")
+
+
+def test_an_unseeded_training_script_is_flagged_at_its_training_loop() -> None:
+    (found,) = lint_findings(SCRIPT.format(setup="    pass", imports=""), "TD906")
+    assert (found.location.line, found.severity) == (9, Severity.INFO)
+    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
+    (edit,) = found.fix.edits
+    assert edit.start_line == 17 and edit.replacement.startswith("torch.manual_seed(0)\n")
+
+
+def test_training_at_module_level_makes_a_script_too() -> None:
+    source = """
+    import torch
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    """
+    assert lint_codes(source, "TD906", "TD001") == [("TD906", 3)]
+
+
+def test_an_epoch_loop_around_a_helper_is_the_training_loop() -> None:
+    source = """
+    def train_one_epoch(model, loader, optimizer):
+        for x in loader:
+            optimizer.zero_grad()
+            model(x).backward()
+            optimizer.step()
+    if __name__ == "__main__":
+        for epoch in range(5):
+            train_one_epoch(model, loader, optimizer)
+    """
+    assert lint_codes(source, "TD906", "TD001") == [("TD906", 8)]
+
+
+def test_every_usual_way_of_seeding_is_recognised() -> None:
+    for setup, imports in (
+            ("    torch.manual_seed(0)", ""),
+            ("    torch.cuda.manual_seed_all(0)", ""),
+            ("    random.seed(0)", "import random"),
+            ("    np.random.seed(0)", "import numpy as np"),
+            ("    L.seed_everything(42)", "import lightning as L"),
+            ("    set_seed(args.seed)", "from transformers import set_seed"),
+            ("    rng = np.random.default_rng(1234)", "import numpy as np"),
+            ("    config = Config(seed=0)", ""),
+    ):
+        assert td906(setup, imports) == [], setup
+
+
+def test_library_modules_are_quiet() -> None:
+    source = """
+    def fit(model, loader, optimizer, epochs):
+        for epoch in range(epochs):
+            for x in loader:
+                optimizer.zero_grad()
+                model(x).backward()
+                optimizer.step()
+    """
+    assert lint_codes(source, "TD906", "TD001") == []
+
+
+def test_scripts_that_do_not_train_are_quiet() -> None:
+    source = """
+    import torch
+    def main():
+        model = torch.load("m.pt", weights_only=False)
+        for x in loader:
+            print(model(x))
+    if __name__ == "__main__":
+        main()
+    """
+    assert lint_codes(source, "TD906", "TD001") == []

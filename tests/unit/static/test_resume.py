@@ -1,0 +1,91 @@
+"""TD905 incomplete-resume-checkpoint."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import lint_codes, lint_findings
+
+TRAIN = """
+import torch
+from torch import nn
+
+def main():
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+    for epoch in range(100):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        scheduler.step()
+{save}
+"""
+
+
+def td905(save: str) -> list[tuple[str, int]]:
+    return lint_codes(TRAIN.format(save=save), "TD905", "TD001")
+
+
+def test_a_resume_checkpoint_without_the_optimizer_is_flagged() -> None:
+    save = ('        torch.save({"model": model.state_dict(), "epoch": epoch,\n'
+            '                    "scheduler": scheduler.state_dict()}, "last.pt")')
+    (found,) = lint_findings(TRAIN.format(save=save), "TD905")
+    assert found.location.line == 15
+    assert found.evidence["missing"] == ["optimizer"] and "loss spike" in found.message
+
+
+def test_each_missing_part_is_named() -> None:
+    save = '        torch.save({"model_state_dict": model.state_dict(), "step": epoch}, "a.pt")'
+    (found,) = lint_findings(TRAIN.format(save=save), "TD905")
+    assert found.evidence["missing"] == ["optimizer", "scheduler"]
+
+
+def test_a_dict_built_step_by_step_is_read_whole() -> None:
+    save = ('        state = {"net": model.state_dict()}\n'
+            '        state["opt"] = optimizer.state_dict()\n'
+            '        torch.save(state, "a.pt")')
+    (found,) = lint_findings(TRAIN.format(save=save), "TD905")
+    assert found.location.line == 17 and found.evidence["missing"] == ["scheduler", "counter"]
+
+
+def test_a_complete_checkpoint_is_quiet() -> None:
+    save = ('        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),\n'
+            '                    "scheduler": scheduler.state_dict(), "epoch": epoch}, "a.pt")\n'
+            '        torch.save(dict(model=model.state_dict(), optim=optimizer.state_dict(),\n'
+            '                        sched=scheduler.state_dict(), epoch=epoch), "b.pt")')
+    assert td905(save) == []
+
+
+def test_weight_exports_are_quiet() -> None:
+    save = ('        torch.save(model.state_dict(), "best.pt")\n'
+            '        torch.save({"model": model.state_dict()}, "export.pt")\n'
+            '        torch.save({"model": model.state_dict(), "config": cfg}, "release.pt")')
+    assert td905(save) == []
+
+
+def test_dicts_lint_cannot_see_whole_are_quiet() -> None:
+    save = ('        torch.save({**extra, "model": model.state_dict(), "epoch": epoch}, "a.pt")\n'
+            '        torch.save(make_state(model, epoch), "b.pt")')
+    assert td905(save) == []
+
+
+def test_a_final_save_after_training_needs_no_epoch() -> None:
+    source = TRAIN.format(save="") + """
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict()}, "final.pt")
+"""
+    assert lint_codes(source, "TD905", "TD001") == []
+
+
+def test_a_program_without_a_scheduler_needs_none() -> None:
+    source = """
+    import torch
+    for epoch in range(3):
+        for x in loader:
+            optimizer.zero_grad()
+            model(x).backward()
+            optimizer.step()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "epoch": epoch}, "a.pt")
+    """
+    assert lint_codes(source, "TD905", "TD001") == []
