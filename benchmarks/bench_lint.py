@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib.util
 import os
 import sys
@@ -48,10 +49,8 @@ def best_of(repeat: int, work: Callable[[], object]) -> float:
 
 def parse_all(sources: list[tuple[str, bytes]]) -> None:
     for _, data in sources:
-        try:
+        with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
             ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            pass
 
 
 def lint_all(sources: list[tuple[str, bytes]]) -> int:

@@ -44,6 +44,7 @@ def main() -> None:
         ax.plot(history)
         ax.set_xlabel("epoch")
         ax.set_ylabel("loss")
+        ax.set_title(f"after epoch {epoch}")
         fig.savefig(out_dir / "loss.png")
     print(f"final loss {history[-1]:.3f}; figures still open: {len(plt.get_fignums())}")
 

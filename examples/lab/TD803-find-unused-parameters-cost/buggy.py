@@ -30,7 +30,9 @@ def main() -> None:
     dataset = TensorDataset(x, y)
     sampler = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=64, sampler=sampler)
-    net = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 2))
+    net = nn.Sequential(
+        nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 2),
+    )
     model = DistributedDataParallel(net, find_unused_parameters=True)  # expect: TD803
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     criterion = nn.CrossEntropyLoss()

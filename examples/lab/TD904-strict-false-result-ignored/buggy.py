@@ -43,7 +43,7 @@ class Classifier(nn.Module):
 def train(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int) -> None:
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
     criterion = nn.CrossEntropyLoss()
-    for step in range(steps):
+    for _ in range(steps):
         batch = torch.randint(0, len(x), (64,))
         optimizer.zero_grad()
         loss = criterion(model(x[batch]), y[batch])

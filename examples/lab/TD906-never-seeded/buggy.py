@@ -21,7 +21,7 @@ def main() -> None:
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     criterion = nn.MSELoss()
     loader = make_loader()
-    for epoch in range(15):  # expect: TD906
+    for _ in range(15):  # expect: TD906
         for xb, yb in loader:
             optimizer.zero_grad()
             loss = criterion(model(xb), yb)

@@ -11,7 +11,6 @@ status is kept in :attr:`ScriptResult.exit_status`.
 
 from __future__ import annotations
 
-import os
 import runpy
 import sys
 import traceback
@@ -25,7 +24,9 @@ from torchdoctor.runtime.monitor import Monitor, MonitorOptions, StopTraining
 
 __all__ = ["ScriptResult", "run_script"]
 
-_OWN_FILES = (str(Path(__file__).resolve().parents[1]), os.path.dirname(runpy.__file__))
+# Frames to drop from the top of a script's traceback: ours and runpy's ("<frozen runpy>"
+# on Python >= 3.11).
+_OWN_FILES = (str(Path(__file__).resolve().parents[1]), runpy.__file__, "<frozen runpy>")
 
 
 @dataclass(frozen=True, slots=True)

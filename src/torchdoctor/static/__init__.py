@@ -156,7 +156,7 @@ def fix(
     (use :meth:`FixOutcome.diff` to show the changes). Applying twice changes nothing the
     second time.
     """
-    from torchdoctor.static.files import collect_files, per_file_ignored
+    from torchdoctor.static.files import per_file_ignored
     from torchdoctor.static.fixes import fix_file, write_fix
     from torchdoctor.static.runner import FileJob
 

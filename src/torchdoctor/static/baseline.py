@@ -8,6 +8,7 @@ up or down. Equal keys are counted: a second copy of a known problem is new.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Iterable
@@ -26,10 +27,8 @@ def _normal_path(path: str | None) -> str:
     if not path:
         return ""
     if os.path.isabs(path):
-        try:
+        with contextlib.suppress(ValueError):  # another drive on Windows
             path = os.path.relpath(path)
-        except ValueError:
-            pass
     return Path(os.path.normpath(path)).as_posix()
 
 

@@ -58,7 +58,8 @@ def scope_bindings(scope: ast.AST) -> Table:
     table: Table = {}
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         _add_parameters(scope.args, table)
-    body = scope.body if isinstance(scope.body, list) else []
+    body = getattr(scope, "body", None)
+    body = body if isinstance(body, list) else []
     for statement in _statements(body):
         _bind_statement(statement, table)
     return table
@@ -99,7 +100,7 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(statement, name, None)
             if isinstance(block, list):
-                stack.extend(reversed([s for s in block if isinstance(s, ast.AST)]))
+                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
     return out
 
 
@@ -107,7 +108,8 @@ def _add_parameters(args: ast.arguments, table: Table) -> None:
     positional = args.posonlyargs + args.args
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
     defaults += list(args.defaults)
-    pairs = list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    pairs = list(zip(positional, defaults, strict=True)) + list(
+        zip(args.kwonlyargs, args.kw_defaults, strict=True))
     for extra in (args.vararg, args.kwarg):
         if extra is not None:
             pairs.append((extra, None))
@@ -152,7 +154,7 @@ def _bind_target(target: ast.expr, value: ast.expr | None, statement: ast.stmt,
     elif isinstance(target, (ast.Tuple, ast.List)):
         values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
         if values is not None and len(values) == len(target.elts):
-            for sub_target, sub_value in zip(target.elts, values):
+            for sub_target, sub_value in zip(target.elts, values, strict=True):
                 _bind_target(sub_target, sub_value, statement, table, None)
             return
         for name in _target_names(target):

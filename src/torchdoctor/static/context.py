@@ -102,7 +102,8 @@ class FileContext:
             if alias.name != "*":
                 self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
-    def qualified_name(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0) -> str | None:
+    def qualified_name(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
+                       ) -> str | None:
         """The canonical dotted name an expression refers to, through imports.
 
         ``T.optim.SGD`` after ``import torch as T`` gives ``"torch.optim.SGD"``; a local
@@ -225,7 +226,8 @@ class FileContext:
 
     # --- types --------------------------------------------------------------------------
 
-    def instance_type(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0) -> str | None:
+    def instance_type(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
+                      ) -> str | None:
         """The class (qualified name, or ``"<local>.Name"`` for a class of this file) of
         the value ``expr`` evaluates to, when the file shows it; else ``None``."""
         scope = self._scope(scope)
@@ -319,8 +321,8 @@ class FileContext:
                     return family, Confidence.HIGH
             return None
         name = _hint_name(expr)
-        family = torchapi.hinted_family(name) if name else None
-        return (family, Confidence.MEDIUM) if family else None
+        hinted = torchapi.hinted_family(name) if name else None
+        return (hinted, Confidence.MEDIUM) if hinted else None
 
     def is_in_family(self, expr: ast.AST, family: str, scope: ScopeArg = CURRENT) -> bool:
         """Shorthand: whether :meth:`family_of` gives ``family``."""
@@ -388,16 +390,16 @@ class FileContext:
         Same result as ``ast.get_source_segment``, which splits the whole file on every
         call (quadratic when rules ask often on large files); the split is done once here.
         """
-        try:
-            first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
-        except AttributeError:
+        positions = [getattr(node, name, None) for name in
+                     ("lineno", "end_lineno", "col_offset", "end_col_offset")]
+        if any(value is None for value in positions):
             return ""
-        if last is None or end is None:
-            return ""
+        first, last, start, end = (int(value) for value in positions)  # type: ignore[arg-type]
+        first, last = first - 1, last - 1
         lines = self._source_lines
         if lines is None:
-            lines = self._source_lines = _SOURCE_LINE.findall(self.source)
+            found: list[str] = _SOURCE_LINE.findall(self.source)
+            lines = self._source_lines = found
         if not 0 <= first <= last < len(lines):
             return ""
         if first == last:

@@ -77,7 +77,7 @@ def _spec(cls: type[LintRule], codes: tuple[str, ...]) -> RuleSpec:
             if isinstance(node_class, type) and issubclass(node_class, ast.AST):
                 visits.append((node_class, attribute))
     leaves = tuple(hook for hook in SCOPE_HOOKS if getattr(cls, hook, None) is not None)
-    call_names = cls.call_names if hasattr(cls, "visit_call") else frozenset()
+    call_names = cls.call_names if hasattr(cls, "visit_call") else frozenset[str]()
     return RuleSpec(cls, codes, tuple(visits), leaves, frozenset(call_names))
 
 
@@ -101,7 +101,7 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
         for node_class, attribute in spec.visits:
             walker.subscribe(node_class, guard.wrap(spec, rule, getattr(rule, attribute)))
         if spec.call_names:
-            handler = guard.wrap(spec, rule, getattr(rule, "visit_call"))
+            handler = guard.wrap(spec, rule, getattr(rule, "visit_call"))  # noqa: B009
             for name in spec.call_names:
                 walker.subscribe_call(name, handler)
         for hook in spec.leaves:

@@ -7,6 +7,7 @@ the project root; the root ``.gitignore`` too unless turned off) is skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,15 +20,13 @@ from torchdoctor.static.config import LintConfig
 __all__ = ["collect_files", "exclusion_spec", "per_file_ignored"]
 
 
-def exclusion_spec(config: LintConfig, root: Path) -> pathspec.PathSpec:
+def exclusion_spec(config: LintConfig, root: Path) -> pathspec.GitIgnoreSpec:
     """The compiled exclude patterns of a configuration."""
     lines = [*config.exclude, *config.extend_exclude]
     gitignore = root / ".gitignore"
     if config.respect_gitignore and gitignore.is_file():
-        try:
+        with contextlib.suppress(OSError):  # unreadable: as if absent
             lines += gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            pass
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
@@ -60,7 +59,7 @@ def _add(path: str, seen: set[str], out: list[str]) -> None:
         out.append(path)
 
 
-def _walk(top: Path, spec: pathspec.PathSpec, root: Path) -> list[str]:
+def _walk(top: Path, spec: pathspec.GitIgnoreSpec, root: Path) -> list[str]:
     found: list[str] = []
     top_abs = top.resolve()
     if _explicitly_excluded(top_abs, spec, root):
@@ -78,7 +77,7 @@ def _walk(top: Path, spec: pathspec.PathSpec, root: Path) -> list[str]:
     return found
 
 
-def _explicitly_excluded(top_abs: Path, spec: pathspec.PathSpec, root: Path) -> bool:
+def _explicitly_excluded(top_abs: Path, spec: pathspec.GitIgnoreSpec, root: Path) -> bool:
     try:
         parts = top_abs.relative_to(root).parts
     except ValueError:

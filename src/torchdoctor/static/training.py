@@ -235,7 +235,8 @@ def grad_disabled_by(ctx: FileContext, frames: tuple[Frame, ...]) -> ast.AST | N
         elif frame.kind is FrameKind.FUNCTION:
             node = frame.node
             function = ctx.scopes.get(node)
-            for decorator in getattr(node, "decorator_list", ()):
+            decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+            for decorator in decorators:
                 if _grad_state(ctx, decorator, function.parent if function else None,
                                decorator=True) is False:
                     return decorator
@@ -284,7 +285,7 @@ def is_accumulation_guard(test: ast.expr) -> bool:
     ``(i + 1) % k == 0``, ``step % accum_steps == 0``, ``not (i + 1) % k``, and names such
     as ``accelerator.sync_gradients``, ``should_step`` or ``is_accumulating``.
     """
-    stack = [test]
+    stack: list[ast.AST] = [test]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):

@@ -142,7 +142,8 @@ class Walker:
                     handler(node)
             if cls is ast.Call and call_handlers:
                 func = node.func
-                name = func.attr if func.__class__ is ast.Attribute else getattr(func, "id", None)
+                name: str = func.attr if func.__class__ is ast.Attribute else getattr(
+                    func, "id", "")
                 by_name = call_handlers.get(name)
                 if by_name is None and name in ctx.imports:  # from m import f as g; g()
                     by_name = call_handlers.get(ctx.imports[name].rpartition(".")[2])

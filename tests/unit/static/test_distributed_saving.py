@@ -100,7 +100,8 @@ def save_checkpoint(model, path):
 def export(model):
     torch.save(model.state_dict(), "export.pt")
 """
-    save = "        if rank == 0:\n            save_checkpoint(model, 'last.pt')\n        export(model)"
+    save = ("        if rank == 0:\n            save_checkpoint(model, 'last.pt')\n"
+            "        export(model)")
     assert td804(save, source) == []
 
 

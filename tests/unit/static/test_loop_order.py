@@ -8,7 +8,6 @@ from tests.unit.static.helpers import assert_marked, lint_findings
 from torchdoctor.findings import Applicability
 from torchdoctor.static.fixes import apply_fixes
 
-
 # --- TD201 grads-never-cleared ----------------------------------------------------------
 
 

@@ -49,7 +49,8 @@ def test_a_dict_built_step_by_step_is_read_whole() -> None:
 
 
 def test_a_complete_checkpoint_is_quiet() -> None:
-    save = ('        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),\n'
+    save = ('        torch.save({"model": model.state_dict(),\n'
+            '                    "optimizer": optimizer.state_dict(),\n'
             '                    "scheduler": scheduler.state_dict(), "epoch": epoch}, "a.pt")\n'
             '        torch.save(dict(model=model.state_dict(), optim=optimizer.state_dict(),\n'
             '                        sched=scheduler.state_dict(), epoch=epoch), "b.pt")')

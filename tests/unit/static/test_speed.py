@@ -1,10 +1,9 @@
-"""TD703 host-sync-in-hot-loop, TD704 compile-in-loop, TD705
-cudnn-benchmark-with-deterministic."""
+"""TD703 host-sync-in-hot-loop and TD704 compile-in-loop."""
 
 from __future__ import annotations
 
 from tests.unit.static.helpers import lint_codes, lint_findings
-from torchdoctor.findings import Applicability, Confidence, Severity
+from torchdoctor.findings import Confidence, Severity
 
 # --- TD703 ------------------------------------------------------------------------------
 
@@ -79,7 +78,8 @@ def test_periodic_logging_is_quiet() -> None:
 
 
 def test_a_guard_that_holds_every_step_does_not_hide_the_read() -> None:
-    inner = "            if writer is not None:\n                writer.add_scalar('l', loss.item())"
+    inner = ("            if writer is not None:\n"
+             "                writer.add_scalar('l', loss.item())")
     assert td703(inner=inner) == [("TD703", 15)]
 
 
@@ -206,91 +206,3 @@ def test_an_unrelated_compile_is_quiet() -> None:
         code = compile(source, "<x>", "exec")
     """
     assert td704(source) == []
-
-
-# --- TD705 ------------------------------------------------------------------------------
-
-
-def td705(source: str) -> list[tuple[str, int]]:
-    return lint_codes(source, "TD705", "TD001")
-
-
-def test_benchmark_with_deterministic_is_flagged_at_the_benchmark_line() -> None:
-    source = """
-    import torch
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cudnn.benchmark = True
-    """
-    (found,) = lint_findings(source, "TD705")
-    assert found.location.line == 4 and "(line 3)" in found.message
-    assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
-    assert found.fix.edits[0].replacement == "False"
-
-
-def test_aliases_and_use_deterministic_algorithms_are_recognised() -> None:
-    source = """
-    import torch
-    from torch.backends import cudnn
-    import torch.backends.cudnn as cd
-    def setup():
-        torch.use_deterministic_algorithms(True)
-        cudnn.benchmark = True
-    with cd.flags(enabled=True, benchmark=True, deterministic=True):
-        pass
-    """
-    assert td705(source) == [("TD705", 7), ("TD705", 8)]
-
-
-def test_settings_in_different_functions_have_medium_confidence() -> None:
-    source = """
-    import torch
-    def seed_all():
-        torch.backends.cudnn.deterministic = True
-    def speed_up():
-        torch.backends.cudnn.benchmark = True
-    """
-    (found,) = lint_findings(source, "TD705")
-    assert found.confidence is Confidence.MEDIUM
-
-
-def test_either_flag_alone_is_quiet() -> None:
-    assert td705("import torch\ntorch.backends.cudnn.benchmark = True\n") == []
-    assert td705("import torch\ntorch.backends.cudnn.deterministic = True\n"
-                 "torch.backends.cudnn.benchmark = False\n") == []
-
-
-def test_exclusive_branches_are_quiet() -> None:
-    source = """
-    import torch
-    def configure(args):
-        if args.deterministic:
-            torch.backends.cudnn.deterministic = True
-            torch.backends.cudnn.benchmark = False
-        elif args.fast:
-            torch.backends.cudnn.benchmark = True
-        else:
-            pass
-    """
-    assert td705(source) == []
-
-
-def test_a_flag_switched_off_again_is_quiet() -> None:
-    source = """
-    import torch
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cudnn.benchmark = False
-    """
-    assert td705(source) == []
-
-
-def test_flags_from_variables_or_other_objects_are_quiet() -> None:
-    source = """
-    import torch
-    torch.backends.cudnn.benchmark = not args.deterministic
-    torch.backends.cudnn.deterministic = args.deterministic
-    config.benchmark = True
-    config.deterministic = True
-    torch.use_deterministic_algorithms(False)
-    """
-    assert td705(source) == []

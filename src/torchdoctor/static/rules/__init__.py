@@ -96,17 +96,20 @@ markers give the exact lines).
 from __future__ import annotations
 
 # Topic modules, imported by name (nothing is discovered by scanning). One line each.
-from torchdoctor.static.rules import autograd  # noqa: F401
-from torchdoctor.static.rules import checkpoint  # noqa: F401
-from torchdoctor.static.rules import distributed  # noqa: F401
-from torchdoctor.static.rules import distributed_saving  # noqa: F401
-from torchdoctor.static.rules import data  # noqa: F401
-from torchdoctor.static.rules import device  # noqa: F401
-from torchdoctor.static.rules import loop_order  # noqa: F401
-from torchdoctor.static.rules import loss  # noqa: F401
-from torchdoctor.static.rules import memory  # noqa: F401
-from torchdoctor.static.rules import modes  # noqa: F401
-from torchdoctor.static.rules import optimizer  # noqa: F401
-from torchdoctor.static.rules import reproducibility  # noqa: F401
-from torchdoctor.static.rules import resume  # noqa: F401
-from torchdoctor.static.rules import speed  # noqa: F401
+from torchdoctor.static.rules import (
+    autograd,  # noqa: F401
+    checkpoint,  # noqa: F401
+    cudnn,  # noqa: F401
+    data,  # noqa: F401
+    device,  # noqa: F401
+    distributed,  # noqa: F401
+    distributed_saving,  # noqa: F401
+    loop_order,  # noqa: F401
+    loss,  # noqa: F401
+    memory,  # noqa: F401
+    modes,  # noqa: F401
+    optimizer,  # noqa: F401
+    reproducibility,  # noqa: F401
+    resume,  # noqa: F401
+    speed,  # noqa: F401
+)

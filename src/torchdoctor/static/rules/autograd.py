@@ -34,7 +34,7 @@ class BackwardUnderNoGrad(LintRule):
             return
         what = ctx.segment(disabler.items[0].context_expr) if isinstance(
             disabler, (ast.With, ast.AsyncWith)) else "@" + ctx.segment(disabler)
-        place = disabler.lineno
+        place = getattr(disabler, "lineno", 0)
         self.report(
             node,
             f"`{ctx.segment(node.func)}()` at line {node.lineno} runs under `{what}` (line "

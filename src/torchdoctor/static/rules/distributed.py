@@ -251,8 +251,9 @@ class FindUnusedParametersCost(LintRule):
     def _report(self, call: ast.Call, where: ast.expr, what: str) -> None:
         ctx = self.ctx
         name = ctx.qualified_name(call.func) or ""
+        func = call.func
         last = name.rpartition(".")[2] or (
-            call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", ""))
+            func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
         if not (name == DDP or any(word in last for word in _DDP_CALLEES)):
             return  # a test helper or config function that merely takes the flag
         known = name == DDP or name.endswith(".DDPStrategy")

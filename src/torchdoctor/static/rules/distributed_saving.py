@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.distributed import DDP, DISTRIBUTED_SAMPLER
 from torchdoctor.static.rules.loops import guard_between
+from torchdoctor.static.rules.ranks import is_rank_nonzero, is_rank_zero, names_rank
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
 # Calls that show the program runs as several processes (importing torch.distributed
@@ -91,7 +91,7 @@ class _Callers:
             return True
         if function is None:
             return False
-        if any(_is_rank_zero(decorator) for decorator in function.node.decorator_list):
+        if any(is_rank_zero(decorator) for decorator in function.node.decorator_list):
             return True
         sites = self.sites().get(function, [])
         if not sites or depth >= _MAX_CALL_DEPTH:
@@ -128,7 +128,7 @@ def _called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> Function
 
 
 def _guards(node: ast.If, in_body: bool) -> bool:
-    return _is_rank_zero(node.test) if in_body else _is_rank_nonzero(node.test)
+    return is_rank_zero(node.test) if in_body else is_rank_nonzero(node.test)
 
 
 def _exits_early_off_rank_zero(ctx: FileContext, function: FunctionScope | None,
@@ -143,86 +143,11 @@ def _exits_early_off_rank_zero(ctx: FileContext, function: FunctionScope | None,
             loop = next((f for f in reversed(item.frames) if f.kind is FrameKind.LOOP), None)
             if loop is None or loop not in frames:
                 continue
-        guard = guard_between(item.frames, None, lambda n, body: _is_rank_nonzero(n.test)
-                              if body else _is_rank_zero(n.test))
+        guard = guard_between(item.frames, None, lambda n, body: is_rank_nonzero(n.test)
+                              if body else is_rank_zero(n.test))
         if guard is not None and not any(f.node is guard for f in frames):
             return True
     return False
-
-
-_MAIN_WORDS = frozenset({"master", "primary", "leader", "chief"})
-
-
-def _is_rank_zero(test: ast.expr) -> bool:
-    """``rank == 0``, ``dist.get_rank() == 0``, ``local_rank in (-1, 0)``,
-    ``is_main_process()``, ``accelerator.is_main_process``, ``trainer.is_global_zero``..."""
-    if isinstance(test, ast.BoolOp):
-        return any(_is_rank_zero(value) for value in test.values)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _is_rank_nonzero(test.operand)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, ast.Eq):
-            return (_is_zero(right) and _names_rank(left)) or (
-                _is_zero(left) and _names_rank(right))
-        if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
-            return _names_rank(left) and any(_is_zero(e) for e in right.elts)
-        if isinstance(op, (ast.LtE, ast.Lt)):
-            return _names_rank(left) and isinstance(right, ast.Constant) and \
-                right.value in ((0,) if isinstance(op, ast.LtE) else (1,))
-        return False
-    return _names_main_process(test)
-
-
-def _is_rank_nonzero(test: ast.expr) -> bool:
-    """``rank != 0``, ``rank > 0``, ``if rank:``, ``not is_main_process()``."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _is_rank_zero(test.operand)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_is_rank_nonzero(value) for value in test.values)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, ast.NotEq):
-            return (_is_zero(right) and _names_rank(left)) or (
-                _is_zero(left) and _names_rank(right))
-        if isinstance(op, (ast.Gt, ast.GtE)):
-            return _names_rank(left) and isinstance(right, ast.Constant) and \
-                right.value in ((0,) if isinstance(op, ast.Gt) else (1,))
-        return False
-    return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and _names_rank(test) \
-        and not _names_main_process(test)
-
-
-def _is_zero(expr: ast.expr) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value == 0 and expr.value is not False
-
-
-def _words(expr: ast.expr) -> list[str]:
-    if isinstance(expr, ast.Call):
-        expr = expr.func
-    if isinstance(expr, ast.Subscript):  # os.environ["RANK"]
-        key = expr.slice
-        return torchapi.name_tokens(key.value) if isinstance(key, ast.Constant) and isinstance(
-            key.value, str) else []
-    if isinstance(expr, ast.Name):
-        return torchapi.name_tokens(expr.id)
-    if isinstance(expr, ast.Attribute):
-        return torchapi.name_tokens(expr.attr)
-    return []
-
-
-def _names_rank(expr: ast.expr) -> bool:
-    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args \
-            and expr.func.id == "int":
-        expr = expr.args[0]
-    return "rank" in _words(expr)
-
-
-def _names_main_process(expr: ast.expr) -> bool:
-    words = set(_words(expr))
-    return bool(words & _MAIN_WORDS) or ("main" in words and len(words) > 1) or (
-        "zero" in words and bool(words & {"rank", "global"}))
 
 
 def _per_rank_or_in_memory(ctx: FileContext, path: ast.expr, scope: Scope) -> bool:
@@ -239,7 +164,7 @@ def _per_rank_or_in_memory(ctx: FileContext, path: ast.expr, scope: Scope) -> bo
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                     "rank" in node.value.lower():
                 return True
-            if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and _names_rank(node):
+            if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and names_rank(node):
                 return True
     return False
 

@@ -80,7 +80,7 @@ def _arguments(ctx: FileContext, call: ast.Call, callee: FunctionScope,
     if callee.self_name is not None and isinstance(call.func, ast.Attribute):
         params = params[1:]
     out = {}
-    for param, arg in zip(params, call.args):
+    for param, arg in zip(params, call.args, strict=False):  # *args: extra args unnamed
         out[param] = _mapped(ctx.segment(arg), mapping)
     for keyword in call.keywords:
         if keyword.arg:
@@ -111,7 +111,8 @@ class EvalInTrainMode(LintRule):
         forward = next((e for e in events if e.kind is EventKind.FORWARD
                         and loop.is_direct(e.item)
                         and grad_disabled_by(ctx, e.item.frames) is not None), None)
-        if forward is None or not is_mode_sensitive(ctx, forward.target, loop.function):
+        if forward is None or forward.target is None or \
+                not is_mode_sensitive(ctx, forward.target, loop.function):
             return
         if any(e.kind in _MODE and e.line <= forward.line for e in events):
             return

@@ -109,7 +109,7 @@ def _literal_entries(expr: ast.expr) -> list[tuple[str | None, ast.expr]] | None
     if isinstance(expr, ast.Dict):
         if any(key is None for key in expr.keys):
             return None  # {**other, ...}
-        return [(_key_text(key), value) for key, value in zip(expr.keys, expr.values)]
+        return [(_key_text(key), value) for key, value in zip(expr.keys, expr.values, strict=True)]
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict" \
             and not expr.args and all(k.arg for k in expr.keywords):
         return [(k.arg, k.value) for k in expr.keywords]

@@ -1,5 +1,7 @@
-"""Speed rules: TD703 host-sync-in-hot-loop, TD704 compile-in-loop, TD705
-cudnn-benchmark-with-deterministic. The memory rules of the topic live in :mod:`.memory`."""
+"""Speed rules: TD703 host-sync-in-hot-loop, TD704 compile-in-loop.
+
+The memory rules of the topic live in :mod:`.memory`, the cuDNN flags rule (TD705) in
+:mod:`.cudnn`."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
+from torchdoctor.findings import Confidence, Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.rules.base import LintRule
@@ -271,112 +273,3 @@ def _is_once_test(test: ast.expr) -> bool:
         return any(isinstance(op, (ast.Eq, ast.Is, ast.IsNot, ast.NotIn, ast.In))
                    for op in test.ops)
     return is_periodic_guard(test)
-
-
-_BENCHMARK = "torch.backends.cudnn.benchmark"
-_DETERMINISTIC = "torch.backends.cudnn.deterministic"
-
-
-@dataclass(frozen=True, slots=True)
-class _Setting:
-    """One assignment of a cuDNN flag, or a call that sets one."""
-
-    flag: str
-    on: bool
-    node: ast.AST
-    value: ast.expr | None
-    frames: tuple[Frame, ...]
-
-    @property
-    def line(self) -> int:
-        return getattr(self.node, "lineno", 0)
-
-
-@detector("TD705", depth=Depth.LINT)
-class CudnnBenchmarkWithDeterministic(LintRule):
-    """``cudnn.benchmark = True`` in a program that also asks cuDNN for determinism."""
-
-    requires = ("benchmark",)
-    call_names = frozenset({"use_deterministic_algorithms", "flags"})
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self._settings: list[_Setting] = []
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for target in node.targets:
-            if not isinstance(target, ast.Attribute):
-                continue
-            flag = self.ctx.qualified_name(target)
-            if flag in (_BENCHMARK, _DETERMINISTIC):
-                self._settings.append(_Setting(flag, _is_true(node.value), node, node.value,
-                                               self.ctx.frames))
-
-    def visit_call(self, node: ast.Call) -> None:
-        ctx = self.ctx
-        if ctx.is_call_to(node, "torch.use_deterministic_algorithms"):
-            mode = node.args[0] if node.args else next(
-                (k.value for k in node.keywords if k.arg == "mode"), None)
-            self._settings.append(_Setting(_DETERMINISTIC, _is_true(mode), node, mode,
-                                           ctx.frames))
-        elif ctx.is_call_to(node, "torch.backends.cudnn.flags"):
-            values = {k.arg: k.value for k in node.keywords}
-            if _is_true(values.get("benchmark")) and _is_true(values.get("deterministic")):
-                self._settings.append(_Setting(_DETERMINISTIC, True, node, None, ctx.frames))
-                self._settings.append(_Setting(_BENCHMARK, True, node, values["benchmark"],
-                                               ctx.frames))
-
-    def leave_module(self, module: object) -> None:
-        for bench in self._effective(_BENCHMARK):
-            partner = next((d for d in self._effective(_DETERMINISTIC)
-                            if not _exclusive(bench.frames, d.frames)), None)
-            if partner is not None:
-                self._report(bench, partner)
-
-    def _effective(self, flag: str) -> Iterator[_Setting]:
-        """Settings that turn ``flag`` on and are not turned off again later in the same
-        function on the same path."""
-        own = [s for s in self._settings if s.flag == flag]
-        for setting in own:
-            if not setting.on:
-                continue
-            function = self.ctx.function_of(setting.frames)
-            undone = any(not later.on and later.line > setting.line
-                         and self.ctx.function_of(later.frames) is function
-                         and not _exclusive(setting.frames, later.frames) for later in own)
-            if not undone:
-                yield setting
-
-    def _report(self, bench: _Setting, partner: _Setting) -> None:
-        ctx = self.ctx
-        same_scope = ctx.function_of(bench.frames) is ctx.function_of(partner.frames)
-        asked = ctx.segment(partner.node).split("\n")[0]
-        fix = None
-        if isinstance(bench.node, ast.Assign) and bench.value is not None:
-            fix = Fix("Set `cudnn.benchmark = False`", (ctx.replace(bench.value, "False"),),
-                      Applicability.UNSAFE)
-        self.report(
-            bench.node,
-            f"cuDNN benchmarking is switched on at line {bench.line} while `{asked}` "
-            f"(line {partner.line}) asks for deterministic results: benchmark mode picks "
-            "each convolution's algorithm by timing the candidates, and timings vary, so "
-            "two runs with the same seed can use different algorithms and give different "
-            "results",
-            fix_hint="Set `torch.backends.cudnn.benchmark = False` when you need "
-                     "reproducible runs; keep benchmark mode (and drop the deterministic "
-                     "flag) only when speed matters more.",
-            evidence={"deterministic_line": partner.line},
-            confidence=Confidence.HIGH if same_scope else Confidence.MEDIUM,
-            fix=fix,
-        )
-
-
-def _is_true(value: ast.expr | None) -> bool:
-    return isinstance(value, ast.Constant) and value.value is True
-
-
-def _exclusive(first: tuple[Frame, ...], second: tuple[Frame, ...]) -> bool:
-    """Whether two places sit in different branches of the same ``if``."""
-    branches = {id(f.node): f.kind for f in first
-                if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)}
-    return any(id(f.node) in branches and branches[id(f.node)] is not f.kind for f in second)
