@@ -257,7 +257,11 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
     if statistics:
         from torchdoctor.static.statistics import render_statistics
 
-        click.echo(render_statistics(report), nl=False)
+        text = render_statistics(report)
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            output.write_text(text, encoding="utf-8")
     else:
         emit(report, output_format, output, title="torchdoctor lint")
     sys.exit(report.exit_code(parse_fail_on(fail_on)))

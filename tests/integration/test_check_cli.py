@@ -49,7 +49,8 @@ def nan_everywhere():
     return Net(), (torch.full_like(inputs, float("nan")), targets), nn.CrossEntropyLoss()
 
 def shape_bug():
-    return Net(fail=RuntimeError("mat1 and mat2 shapes cannot be multiplied (32x6 and 7x16)")), batch(), nn.CrossEntropyLoss()
+    error = RuntimeError("mat1 and mat2 shapes cannot be multiplied (32x6 and 7x16)")
+    return Net(fail=error), batch(), nn.CrossEntropyLoss()
 
 def out_of_memory():
     return Net(fail=MemoryError()), batch(), nn.CrossEntropyLoss()

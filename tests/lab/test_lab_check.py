@@ -13,7 +13,7 @@ import pytest
 from tests.lab import labkit
 from torchdoctor.findings import Depth, Report
 
-pytestmark = pytest.mark.needs_torch
+pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
 
 
 def _check(path: Path) -> Report:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from torchdoctor.static import lint_source
 
-_SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+_SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow,
                                             HealthCheck.filter_too_much,
                                             HealthCheck.data_too_large])
@@ -39,7 +39,7 @@ def test_grammar_generated_modules(source: str) -> None:
     assert_lints_cleanly(source)
 
 
-@settings(max_examples=15, deadline=None, derandomize=True,
+@settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])
 @given(hypothesmith.from_node())
@@ -93,7 +93,7 @@ def training_programs(draw: st.DrawFn) -> str:
     return source
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=120, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(training_programs())
 def test_training_loop_shaped_programs(source: str) -> None:

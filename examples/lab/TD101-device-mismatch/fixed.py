@@ -42,12 +42,13 @@ def main() -> None:
     setup = make()
     model, optimizer, device = setup["model"], setup["optimizer"], setup["device"]
     ids, labels = (t.to(device) for t in setup["data"])
-    for step in range(20):
+    steps = 20
+    for _ in range(steps):
         optimizer.zero_grad()
         loss = setup["loss_fn"](model(ids), labels)
         loss.backward()
         optimizer.step()
-    print(f"after {step + 1} steps on {device}: loss {loss.item():.3f}")
+    print(f"after {steps} steps on {device}: loss {loss.item():.3f}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ takes, as either
 * a dict with keys ``model``, ``data``, ``loss_fn`` and optionally ``optimizer`` and
   ``device`` (where training puts the batches, e.g. ``"cuda"``).
 
-``data`` is one batch or a DataLoader (any iterable of batches: the first is used). A
+``data`` is one batch or a DataLoader (any iterable of batches, a list of batches
+included: the first batch is used). A
 batch is ``(inputs, targets)`` (the model is called as ``model(inputs)``; as
 ``model(*inputs)`` when ``inputs`` is a tuple or list; as ``model(**inputs)`` when it is a
 dict), ``(input_1, ..., input_k, targets)``, or a dict whose targets are under

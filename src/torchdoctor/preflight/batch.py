@@ -9,8 +9,8 @@ Accepted batch shapes (documented in :mod:`torchdoctor.preflight`):
   the inputs under ``inputs``, ``input`` or ``x`` when present (called as above),
   otherwise every other key is passed as a keyword argument.
 
-``data`` may also be a DataLoader (or any other iterable of such batches): its first batch
-is used.
+``data`` may also be a DataLoader (or any other iterable of such batches, a list of batches
+included): its first batch is used.
 """
 
 from __future__ import annotations
@@ -58,7 +58,14 @@ class Batch:
 
 
 def is_batch(data: Any) -> bool:
-    """Whether ``data`` is one batch (a tuple, list or dict) rather than a loader."""
+    """Whether ``data`` is one batch (a tuple, list or dict) rather than a loader.
+
+    A list whose items are all tuples, lists or dicts is a list of batches, used like a
+    loader.
+    """
+    if isinstance(data, list) and data and all(
+            isinstance(item, (tuple, list, dict)) for item in data):
+        return False
     return isinstance(data, (tuple, list, dict))
 
 

@@ -49,6 +49,7 @@ class CheckContext:
         self.seed = seed
         self.requested_device = device
         self.loader = None if is_batch(data) else data
+        self._iterator: Any = None
 
     def enabled(self, code: str) -> bool:
         """Whether findings of ``code`` will be reported (skip work for disabled ones)."""
@@ -84,38 +85,34 @@ class CheckContext:
     @functools.cached_property
     def raw_batch(self) -> Any:
         """The first batch as the data gives it (on its own device)."""
-        if self.loader is None:
-            return self.data
-        iterator = call_user("iterating the data loader", iter, self.loader)
-        try:
-            return call_user("loading the first batch", next, iterator)
-        except Exception as error:  # noqa: BLE001 - StopIteration wrapped by call_user
-            if isinstance(getattr(error, "original", None), StopIteration):
-                raise UsageError("the data loader is empty: it yields no batch") from None
-            raise
+        batches = self.peek_batches(1)
+        if not batches:
+            raise UsageError("the data loader is empty: it yields no batch")
+        return batches[0]
 
     def peek_batches(self, count: int) -> list[Any]:
-        """Up to ``count`` batches from one fresh pass over the loader (as given).
+        """The first ``count`` batches of one pass over the loader (fewer if it ends).
 
-        With a single batch for ``data`` this is ``[data]``. Results are cached, so
-        probes asking for the same or fewer batches share one pass.
+        With a single batch for ``data`` this is ``[data]``. Every probe sees the same
+        pass: the first batch here is :attr:`raw_batch`.
         """
         if self.loader is None:
             return [self.data]
         cached: list[Any] = self.__dict__.setdefault("_peeked", [])
-        if len(cached) >= count or self.__dict__.get("_peeked_all"):
-            return cached[:count]
-        cached.clear()
-        iterator = call_user("iterating the data loader", iter, self.loader)
-        for _ in range(count):
+        if len(cached) < count and self._iterator is None and not cached:
+            self._iterator = call_user("iterating the data loader", iter, self.loader)
+        while len(cached) < count and self._iterator is not None:
             try:
-                cached.append(call_user("loading a batch", next, iterator))
+                cached.append(call_user("loading a batch", next, self._iterator))
             except UserCodeError as error:
                 if not isinstance(error.original, StopIteration):
                     raise
-                self.__dict__["_peeked_all"] = True
-                break
-        return list(cached)
+                self._iterator = None
+        return cached[:count]
+
+    def close(self) -> None:
+        """Release the loader's iterator (and its worker processes). Called by the engine."""
+        self._iterator = None
 
     @functools.cached_property
     def batch_as_given(self) -> Batch:

@@ -52,6 +52,7 @@ def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
             if item.code not in report.codes() and ctx.enabled(item.code):
                 report.add(item)
     finally:
+        ctx.close()
         snapshot.restore()
     report.facts.update(_facts(ctx, timings, time.perf_counter() - started))
     if caught:

@@ -48,10 +48,10 @@ class CheckTarget:
             unknown = sorted(set(made) - set(_KEYS))
             missing = [key for key in _KEYS[:3] if key not in made]
             if unknown or missing:
+                problems = [f"unknown keys {unknown}"] if unknown else []
+                problems += [f"missing keys {missing}"] if missing else []
                 raise UsageError(
-                    f"{origin} returned a dict with {'unknown keys ' + str(unknown) if unknown else ''}"
-                    f"{' and ' if unknown and missing else ''}"
-                    f"{'missing keys ' + str(missing) if missing else ''}; expected keys "
+                    f"{origin} returned a dict with {' and '.join(problems)}; expected keys "
                     f"{', '.join(_KEYS[:3])} and optionally optimizer, device"
                 )
             return cls(**made)

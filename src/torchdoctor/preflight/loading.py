@@ -8,6 +8,7 @@ and every measurement honours a time budget.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,10 @@ def clone_loader(loader: Any, **overrides: Any) -> Any:
     """A DataLoader over the same dataset with the same settings, reading in order.
 
     Workers are never persistent, so dropping the clone's iterator ends them.
+
+    Raises:
+        copy.Error, TypeError, RuntimeError: an iterable dataset read in this process
+            cannot be copied.
     """
     from torch.utils.data import DataLoader, IterableDataset, SequentialSampler
 
@@ -31,12 +36,17 @@ def clone_loader(loader: Any, **overrides: Any) -> Any:
         "timeout": loader.timeout, "worker_init_fn": loader.worker_init_fn,
         "multiprocessing_context": loader.multiprocessing_context,
     }
-    if not isinstance(loader.dataset, IterableDataset):
-        settings["sampler"] = SequentialSampler(loader.dataset)
+    dataset = loader.dataset
+    if not isinstance(dataset, IterableDataset):
+        settings["sampler"] = SequentialSampler(dataset)
     settings.update(overrides)
     if settings["num_workers"] > 0:
         settings.setdefault("prefetch_factor", loader.prefetch_factor)
-    return DataLoader(loader.dataset, **settings)
+    elif isinstance(dataset, IterableDataset):
+        # Read in this process, a stream would advance the user's own object (workers
+        # read copies): read a copy here too. Raises when it cannot be copied.
+        dataset = copy.deepcopy(dataset)
+    return DataLoader(dataset, **settings)
 
 
 def _shut_down(iterator: Any) -> None:

@@ -15,7 +15,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LossCall", "LossKind", "LossRecorder", "LossSpec", "recognise_loss"]
+__all__ = ["ClassIndexOutOfRange", "LossCall", "LossKind", "LossRecorder", "LossSpec",
+           "recognise_loss"]
 
 
 class LossKind(enum.Enum):
@@ -118,6 +119,34 @@ class LossCall:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+class ClassIndexOutOfRange(Exception):  # noqa: N818 - raised instead of running the loss
+    """A cross-entropy/NLL call was about to receive class indices outside ``0..C-1``.
+
+    Raised before the loss runs: on CUDA that call would end in a device-side assert that
+    leaves the whole process unable to use the GPU.
+    """
+
+    def __init__(self, call: LossCall, low: int, high: int, classes: int) -> None:
+        super().__init__(f"Target {high if high >= classes else low} is out of bounds "
+                         f"(classes 0..{classes - 1})")
+        self.call, self.low, self.high, self.classes = call, low, high, classes
+
+
+def _index_range(call: LossCall) -> tuple[int, int, int] | None:
+    """``(min, max, classes)`` of class-index targets that fall out of range, else None."""
+    scores, target = call.input, call.target
+    if (not call.spec.kind.classifies or not hasattr(target, "is_floating_point")
+            or target.is_floating_point() or target.shape == scores.shape
+            or scores.dim() == 0 or target.numel() == 0):
+        return None
+    classes = int(scores.shape[1] if scores.dim() >= 2 else scores.shape[0])
+    kept = target[target != call.spec.ignore_index]
+    if kept.numel() == 0:
+        return None
+    low, high = int(kept.min()), int(kept.max())
+    return (low, high, classes) if low < 0 or high >= classes else None
+
+
 def _make_recorder() -> Any:
     from torch.overrides import TorchFunctionMode
 
@@ -130,8 +159,12 @@ def _make_recorder() -> Any:
                                kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             name = getattr(func, "__name__", "")
-            if self.call is None and name in _FUNCTION_KINDS and func is _functional(name):
-                self.call = _bind(func, name, args, kwargs)
+            if name in _FUNCTION_KINDS and func is _functional(name):
+                call = _bind(func, name, args, kwargs)
+                self.call = self.call or call
+                out_of_range = _index_range(call)
+                if out_of_range is not None:
+                    raise ClassIndexOutOfRange(call, *out_of_range)
             return func(*args, **kwargs)
 
     return _Recorder()
@@ -147,6 +180,9 @@ def _bind(func: Any, name: str, args: Any, kwargs: dict[str, Any]) -> LossCall:
 
 class LossRecorder:
     """Context manager: record the first known loss functional called inside it.
+
+    It also refuses to run a cross-entropy or NLL call whose class indices are out of
+    range, raising :class:`ClassIndexOutOfRange` instead (see there why).
 
     Example::
 

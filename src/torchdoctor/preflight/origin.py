@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.findings import Location
 from torchdoctor.preflight.failures import user_frame
 from torchdoctor.preflight.losses import LossRecorder
-from torchdoctor.preflight.passes import _PASS_THROUGH, _BACKWARD_SUFFIX
+from torchdoctor.preflight.passes import _BACKWARD_SUFFIX, _PASS_THROUGH
 from torchdoctor.preflight.tracing import ForwardTrace
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def non_finite_loss_op(ctx: CheckContext) -> tuple[str, Location] | None:
     try:
         with torch.no_grad():
             output = ctx.forward(ctx.model, grad=False)
-            with _non_finite_mode(found):
+            with LossRecorder(), _non_finite_mode(found):
                 ctx.loss_fn(output, ctx.batch.targets)
     except Exception:  # noqa: BLE001 - only a better location is at stake
         return None

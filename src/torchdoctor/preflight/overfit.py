@@ -23,10 +23,12 @@ from torchdoctor.preflight.training import (
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["CLEAR_DROP", "REFERENCE_RATES", "SOME_DROP", "STEPS", "GroupUpdate", "Trajectory",
-           "dropped", "reference_run", "run_steps", "use_peak_rates"]
+__all__ = ["CLEAR_DROP", "PATIENT_STEPS", "REFERENCE_RATES", "SOME_DROP", "STEPS",
+           "GroupUpdate", "Trajectory", "dropped", "reference_run", "run_steps",
+           "use_peak_rates"]
 
 STEPS = 15
+PATIENT_STEPS = 6  # after this many, a steady 2% fall ends the run: the verdict is in
 CLEAR_DROP = 0.10  # falling by 10% of its starting value is learning: stop early
 SOME_DROP = 0.02  # a slower optimizer that lowers it by 2% is making progress: trusted
 # Adam rates of the second opinion, tried in turn: a linear head on frozen features needs
@@ -104,7 +106,8 @@ def _updates(optimizer: Any, before: list[list[tuple[Any, Any]]], names: dict[in
 
 def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = False
               ) -> Trajectory:
-    """Train ``training`` on the batch until the loss falls clearly, up to :data:`STEPS`."""
+    """Train ``training`` on the batch until the loss falls clearly (10%, or a steady 2%
+    after :data:`PATIENT_STEPS`), turns non-finite, or :data:`STEPS` steps have run."""
     names = {id(p): n for n, p in training.model.named_parameters()}
     losses: list[float] = []
     updates: tuple[GroupUpdate, ...] = ()
@@ -116,6 +119,8 @@ def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = Fals
         if before is not None:
             updates = _updates(training.optimizer, before, names)
         if not is_finite(losses[-1]) or dropped(losses, CLEAR_DROP):
+            break
+        if len(losses) >= PATIENT_STEPS and dropped(losses, SOME_DROP):
             break
     return Trajectory(tuple(losses), updates, _moved(ctx.model, training.model))
 

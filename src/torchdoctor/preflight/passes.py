@@ -126,13 +126,19 @@ def _loss(ctx: CheckContext, output: Any) -> tuple[Any, BaseException | None, Lo
     recorder = LossRecorder()
     try:
         with torch.enable_grad(), recorder:
-            return ctx.loss_fn(output, ctx.batch.targets), None, recorder.call
+            loss = ctx.loss_fn(output, ctx.batch.targets)
     except Exception as error:  # noqa: BLE001 - the user's loss
         explained = loss_failure(ctx, error, recorder.call)
         failure: BaseException = (SharedWorkFailed(explained) if explained is not None
                                   else user_code_error("the loss function", error))
         failure.__cause__ = error
         return None, failure, recorder.call
+    if isinstance(loss, (tuple, list)) and loss and isinstance(loss[0], torch.Tensor):
+        loss = loss[0]  # the common `return loss, logs` shape
+    if not isinstance(loss, torch.Tensor):
+        raise UsageError(f"loss_fn returned a {type(loss).__name__}; it must return the loss "
+                         "as a tensor (or a tuple whose first item is the loss)")
+    return loss, None, recorder.call
 
 
 def _backward(ctx: CheckContext, loss: Any) -> str | None:
@@ -143,7 +149,8 @@ def _backward(ctx: CheckContext, loss: Any) -> str | None:
     if not loss.requires_grad:
         return "the loss does not require grad: no parameter takes part in computing it"
     try:
-        (loss if loss.dim() == 0 else loss.float().mean()).backward()
+        scalar = loss if loss.dim() == 0 else loss.float().mean()
+        scalar.backward()  # type: ignore[no-untyped-call]
     except Exception as error:  # noqa: BLE001 - user autograd code; reported, not fatal
         return f"{type(error).__name__}: {error}"
     return None

@@ -136,7 +136,7 @@ def _save_rng() -> dict[str, Any]:
     import torch
 
     saved: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         saved["cuda"] = torch.cuda.get_rng_state_all()
     numpy = sys.modules.get("numpy")
     if numpy is not None:
@@ -216,12 +216,15 @@ def _same_bits(first: Any, second: Any) -> bool:
     if first.shape != second.shape or first.dtype != second.dtype:
         return False
     if first.device.type == "meta":
-        return second.device.type == "meta"
+        return bool(second.device.type == "meta")
     # Compare raw bytes so NaN equals NaN and -0.0 differs from 0.0.
-    return torch.equal(first.contiguous().view(torch.uint8) if first.dim() else
-                       first.reshape(1).view(torch.uint8),
-                       second.contiguous().view(torch.uint8) if second.dim() else
-                       second.reshape(1).view(torch.uint8))
+    return bool(torch.equal(_raw_bytes(first), _raw_bytes(second)))
+
+
+def _raw_bytes(tensor: Any) -> Any:
+    import torch
+
+    return tensor.contiguous().reshape(-1).view(torch.uint8)
 
 
 def _optimizer_differences(first: Any, second: Any) -> list[str]:

@@ -97,7 +97,15 @@ def with_optimizer(training: TrainingCopy, optimizer: Any) -> TrainingCopy:
 
 
 def reduce_loss(loss: Any) -> Any:
-    """The scalar that is backpropagated: the loss itself, or its mean when not scalar."""
+    """The scalar that is backpropagated: the loss itself, or its mean when not scalar.
+
+    A loss that is a plain number (the user returned ``.item()``) becomes a tensor that
+    nothing can backpropagate through, which is what training with it does too.
+    """
+    import torch
+
+    if not isinstance(loss, torch.Tensor):
+        return torch.as_tensor(float(loss))
     return loss if loss.dim() == 0 else loss.float().mean()
 
 

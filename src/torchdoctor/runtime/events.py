@@ -9,6 +9,7 @@ attribute reads and list appends; losses are kept on the device and read back in
 from __future__ import annotations
 
 import functools
+import math
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,8 @@ class EventHandlers:
         self.batches = 0
         self.batch_wait_s = 0.0
         self.last_loss: float | None = None
+        self._lowest_loss: float | None = None
+        self._saw_non_finite = False
         self.loss_series: dict[CallSite, list[float]] = {}
         self._states: dict[int, OptimizerState] = {}
         self._only: set[int] | None = None
@@ -254,9 +257,21 @@ class EventHandlers:
 
     def _deliver_losses(self, metas: list[Any], values: list[float]) -> None:
         for (site, index, step), value in zip(metas, values, strict=True):
+            self._watch_loss(value)
             self.last_loss = value
             self.loss_series.setdefault(site, []).append(value)
             self.m.dispatch.call("on_loss", LossValue(value, site, index, step))
+
+    def _watch_loss(self, value: float) -> None:
+        """Sample densely while the loss explodes or turns non-finite."""
+        if not math.isfinite(value):
+            if not self._saw_non_finite:
+                self._saw_non_finite = True
+                self.m.sampler.boost(self.global_step)
+        elif self._lowest_loss is None or abs(value) < self._lowest_loss:
+            self._lowest_loss = abs(value)
+        elif abs(value) > 10 * self._lowest_loss + 1e-3:
+            self.m.sampler.boost(self.global_step)
 
     def _deliver(self, stats: StepStats, values: list[float]) -> None:
         self.m.dispatch.call("on_sample", stats.decode(values))

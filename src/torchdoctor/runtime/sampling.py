@@ -3,7 +3,10 @@
 The schedule is dense at the start, where short runs and early bugs need evidence, then
 sparse: every step up to step 8, then every 2, 4, 8, ... up to :data:`MAX_INTERVAL`. On top,
 a cost guard measures what a sampled step costs torchdoctor and widens the interval so that
-sampling stays under :data:`BUDGET` of the step time. ``sample_every=N`` fixes the interval.
+sampling stays under :data:`BUDGET` of the step time, never beyond :data:`EARLY_INTERVAL`
+in the first :data:`EARLY_STEPS` steps nor beyond :data:`MAX_INTERVAL` after. When the
+loss jumps or turns non-finite, :meth:`Sampler.boost` samples every step for a while, so
+an explosion is measured while it happens. ``sample_every=N`` fixes the interval.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ __all__ = ["BUDGET", "DENSE_STEPS", "MAX_INTERVAL", "OptimizerState", "Sampler"]
 
 DENSE_STEPS = 8
 MAX_INTERVAL = 32
+EARLY_STEPS = 256
+EARLY_INTERVAL = 8
+BOOST_STEPS = 16
+MAX_BOOSTS = 4
 BUDGET = 0.01  # fraction of step time that sampled statistics may cost
 
 
@@ -42,6 +49,8 @@ class Sampler:
         self._cost_interval = 1
         self._step_time = 0.0  # exponential moving average, seconds
         self._last_step_end: float | None = None
+        self._boost_until = 0
+        self.boosts = 0
         self.sampled = 0
 
     def should_sample(self, state: OptimizerState) -> bool:
@@ -49,10 +58,18 @@ class Sampler:
         step = state.steps
         if self.every is not None:
             return step == 1 or step % self.every == 0
-        if step <= DENSE_STEPS:
+        if step <= DENSE_STEPS or step <= self._boost_until:
             return True
         scheduled = min(MAX_INTERVAL, 2 ** int(math.log2(step / DENSE_STEPS)))
-        return step - state.last_sampled >= max(scheduled, self._cost_interval)
+        ceiling = EARLY_INTERVAL if step <= EARLY_STEPS else MAX_INTERVAL
+        interval = min(ceiling, max(scheduled, self._cost_interval))
+        return step - state.last_sampled >= interval
+
+    def boost(self, step: int) -> None:
+        """Sample every step for the next :data:`BOOST_STEPS` (a few times per run)."""
+        if self.boosts < MAX_BOOSTS and step >= self._boost_until:
+            self.boosts += 1
+            self._boost_until = step + BOOST_STEPS
 
     def step_finished(self, now: float) -> None:
         """Record the end of a step, to estimate the time of a training step."""

@@ -76,12 +76,16 @@ class FileContext:
         self.function: FunctionScope | None = None
         self.frames: tuple[Frame, ...] = (self.module.frame,)
         self.scopes: dict[ast.AST, FunctionScope] = {}
+        # name -> the last function (not method) / class of that name seen so far
+        self.function_index: dict[str, FunctionScope] = {}
+        self.class_index: dict[str, ClassScope] = {}
         self.classes: dict[ast.AST, ClassScope] = {}
         self._tables: dict[ast.AST, dict[str, list[Binding]]] = {}
         self._attributes: dict[ast.AST, dict[str, list[tuple[Binding, ast.AST]]]] = {}
         self._types: dict[tuple[int, int], str | None] = {}
         self._source_lines: list[str] | None = None
         self.memo: dict[object, object] = {}
+        self._aliases: dict[tuple[int, int], str | None] = {}
         """Per-file cache rules and helpers may use (key by a tuple naming the owner)."""
 
     # --- names --------------------------------------------------------------------------
@@ -121,17 +125,26 @@ class FileContext:
         if root is None:
             if _depth >= _MAX_DEPTH:
                 return None
-            found = self.lookup(node, scope)
-            if found is None:
-                return None
-            binding, owner = found
-            if binding.kind is not BindingKind.ASSIGN or not isinstance(
-                    binding.value, (ast.Name, ast.Attribute)):
-                return None
-            root = self.qualified_name(binding.value, owner, _depth + 1)
+            key = (id(node), id(self._scope(scope)))
+            if key in self._aliases:
+                root = self._aliases[key]
+            else:
+                self._aliases[key] = None  # cycle guard
+                root = self._aliases[key] = self._alias_root(node, scope, _depth)
             if root is None:
                 return None
         return torchapi.canonical(".".join([root, *reversed(parts)]))
+
+    def _alias_root(self, name: ast.Name, scope: ScopeArg, depth: int) -> str | None:
+        """The qualified name a local alias stands for (``Adam = torch.optim.Adam``)."""
+        found = self.lookup(name, scope)
+        if found is None:
+            return None
+        binding, owner = found
+        if binding.kind is not BindingKind.ASSIGN or not isinstance(
+                binding.value, (ast.Name, ast.Attribute)):
+            return None
+        return self.qualified_name(binding.value, owner, depth + 1)
 
     def is_call_to(self, call: ast.AST, *names: str, scope: ScopeArg = CURRENT) -> bool:
         """Whether ``call`` is a call of one of the qualified ``names`` (any spelling)."""
@@ -287,11 +300,7 @@ class FileContext:
 
     def local_class(self, name: str) -> ClassScope | None:
         """The class of this file called ``name`` (the last one defined), if any."""
-        found = None
-        for cls in self.module.classes:
-            if cls.name == name:
-                found = cls
-        return found
+        return self.class_index.get(name)
 
     def is_family(self, type_name: str, family: str, _seen: frozenset[str] = frozenset()
                   ) -> bool:
@@ -345,11 +354,7 @@ class FileContext:
         scope = self._scope(scope)
         func = call.func
         if isinstance(func, ast.Name):
-            found = None
-            for function in self.module.functions:
-                if function.name == func.id and function.owner is None:
-                    found = function
-            return found
+            return self.function_index.get(func.id)
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and scope is not None and scope.owner is not None
                 and func.value.id == scope.self_name):

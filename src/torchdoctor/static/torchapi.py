@@ -10,6 +10,7 @@ value's type cannot be seen, for example a function parameter called ``optimizer
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
@@ -66,6 +67,7 @@ _NON_MODULES = frozenset({
 _NOT_OPTIMIZERS = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical(name: str) -> str:
     """The canonical spelling of a qualified name."""
     exact = _EXACT.get(name)
@@ -85,6 +87,7 @@ def canonical(name: str) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=4096)
 def in_family(qualified: str, family: str) -> bool:
     """Whether the class or factory named ``qualified`` produces a ``family`` instance."""
     name = canonical(qualified)
@@ -155,6 +158,7 @@ def name_tokens(name: str) -> list[str]:
     return [t for t in re.split(r"[_\d]+", _CAMEL.sub("_", name).lower()) if t]
 
 
+@functools.lru_cache(maxsize=4096)
 def hinted_family(name: str) -> str | None:
     """The family a variable name suggests, or ``None``.
 

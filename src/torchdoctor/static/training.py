@@ -136,9 +136,9 @@ def _classify_method(ctx: FileContext, item: Item, call: ast.Call, func: ast.Att
     if method == "zero_grad" or (method in ("zero_", "detach_") and _is_grad(receiver)):
         return Event(EventKind.ZERO_GRAD, item, receiver)
     if method == "eval" and not call.args and not call.keywords:
-        return Event(EventKind.EVAL, item, receiver)
+        return Event(EventKind.EVAL, item, _unchained(receiver))
     if method == "train":
-        return _train(item, call, receiver)
+        return _train(item, call, _unchained(receiver))
     if method == "forward" and ctx.is_in_family(receiver, torchapi.MODULE, scope):
         return Event(EventKind.FORWARD, item, receiver)
     if ctx.is_call_to(call, "torch.autograd.backward", scope=scope):
@@ -201,6 +201,18 @@ def _forward(ctx: FileContext, item: Item, call: ast.Call, scope: Scope) -> Even
     if found is not None and found[0] == torchapi.MODULE:
         return Event(EventKind.FORWARD, item, func, found[1])
     return None
+
+
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16",
+                           "requires_grad_", "train", "eval", "share_memory", "xpu", "mps"})
+
+
+def _unchained(expr: ast.expr) -> ast.expr:
+    """``model`` for ``model.to(device).requires_grad_(False)``: the module itself."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+            expr.func.attr in _RETURNS_SELF:
+        expr = expr.func.value
+    return expr
 
 
 def _is_grad(expr: ast.expr) -> bool:

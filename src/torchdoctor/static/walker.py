@@ -32,7 +32,7 @@ Handler = Callable[[Any], None]
 # (Load/Store) is skipped everywhere. Everything else is scanned for child nodes.
 _SCALAR_FIELDS = frozenset({"ctx", "id", "arg", "attr", "name", "module", "level", "n", "s",
                             "kind", "type_comment", "conversion", "is_async", "simple",
-                            "asname", "tag"})
+                            "asname", "tag", "kwd_attrs", "rest"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Constant: (),
     ast.Import: (),
@@ -41,8 +41,9 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Nonlocal: (),
     ast.Name: (),
 }
-_RECORDED = (ast.Call, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Break,
-             ast.Continue, ast.Raise)
+_RECORDED = frozenset({ast.Call, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return,
+                       ast.Break, ast.Continue, ast.Raise})
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.Pass})
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -117,15 +118,16 @@ class Walker:
         ctx = self.ctx
         handlers = {cls: tuple(hs) for cls, hs in self.handlers.items()}
         call_handlers = {name: tuple(hs) for name, hs in self.call_handlers.items()}
-        record = self._record if self.structure else None
-        enter = self._enter
         stack = self._stack
         for handler in handlers.get(ast.Module, ()):
             handler(ctx.tree)
         stack.extend(reversed(ctx.tree.body))
         pop, extend = stack.pop, stack.extend
-        ast_type, mark_type = ast.AST, _Mark
-        imports = (ast.Import, ast.ImportFrom)
+        ast_type, mark_type, call_type = ast.AST, _Mark, ast.Call
+        # Leaves nobody subscribed to are never pushed: most nodes of a file are names and
+        # constants, and skipping them halves the work of the loop below.
+        skip = _LEAVES.difference(handlers)
+        plans: dict[type, tuple[Any, ...]] = {}
         while stack:
             node = pop()
             cls = node.__class__
@@ -134,13 +136,16 @@ class Walker:
                 if node.on_pop is not None:
                     node.on_pop()
                 continue
-            if record is not None and cls in _RECORDED:
+            plan = plans.get(cls)
+            if plan is None:
+                plan = plans[cls] = self._plan(cls, handlers)
+            record, found, entering, fields = plan
+            if record is not None:
                 record(node)
-            found = handlers.get(cls)
             if found is not None:
                 for handler in found:
                     handler(node)
-            if cls is ast.Call and call_handlers:
+            if cls is call_type and call_handlers:
                 func = node.func
                 name: str = func.attr if func.__class__ is ast.Attribute else getattr(
                     func, "id", "")
@@ -150,27 +155,30 @@ class Walker:
                 if by_name is not None:
                     for handler in by_name:
                         handler(node)
-            if cls in imports:
-                ctx.add_import(node)
-                continue
-            entering = enter.get(cls)
             if entering is not None:
                 entering(node)
                 continue
-            fields = _CHILD_FIELDS.get(cls) or _child_fields(cls)
             children = []
             for field in fields:
                 value = getattr(node, field, None)
                 if value.__class__ is list:
                     for child in value:
-                        if isinstance(child, ast_type):
+                        if child.__class__ not in skip and isinstance(child, ast_type):
                             children.append(child)
-                elif isinstance(value, ast_type):
+                elif value.__class__ not in skip and isinstance(value, ast_type):
                     children.append(value)
             if children:
                 children.reverse()
                 extend(children)
         self._fire("leave_module", ctx.module)
+
+    def _plan(self, cls: type, handlers: dict[type, tuple[Handler, ...]]) -> tuple[Any, ...]:
+        """What to do with every node of a class: record, handlers, enter, child fields."""
+        record = self._record if self.structure and cls in _RECORDED else None
+        entering = self._enter.get(cls)
+        if cls in (ast.Import, ast.ImportFrom):
+            entering = self.ctx.add_import
+        return record, handlers.get(cls), entering, _child_fields(cls)
 
     def _fire(self, hook: str, scope: object) -> None:
         for handler in self.leave[hook]:
@@ -196,6 +204,8 @@ class Walker:
         scope = FunctionScope(node, frame, owner, outer_function)
         ctx.scopes[node] = scope
         ctx.module.functions.append(scope)
+        if owner is None:
+            ctx.function_index[node.name] = scope
         if owner is not None:
             owner.methods[node.name] = scope
 
@@ -221,6 +231,7 @@ class Walker:
         scope = ClassScope(node, frame)
         self.ctx.classes[node] = scope
         self.ctx.module.classes.append(scope)
+        self.ctx.class_index[node.name] = scope
 
         def leave() -> None:
             self.owner = outer_owner

@@ -25,7 +25,7 @@ def build():
 def make_loader():
     generator = torch.Generator().manual_seed(12)
     x = torch.randn(192, 8, generator=generator)
-    y = torch.bucketize(x[:, 0], torch.tensor([-0.5, 0.5]))
+    y = torch.bucketize(x[:, 0].contiguous(), torch.tensor([-0.5, 0.5]))
     return DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
 
 

@@ -1,7 +1,8 @@
 """A custom Dataset with random augmentation, loaded by worker processes.
 
-Augmentations draw from torch's RNG, which PyTorch seeds differently in every worker;
-`worker_init_fn` also seeds `random` and NumPy from the worker's torch seed, and the
+Augmentations draw from torch's RNG (flip, noise), `random` (shift) and NumPy (contrast).
+PyTorch seeds torch and `random` differently in every worker; `worker_init_fn` seeds
+NumPy (and `random` again) from the worker's torch seed, and the
 loader gets its own seeded `generator` so the shuffle order is reproducible. Workers
 are created under the `__main__` guard and kept alive between epochs.
 """
@@ -30,7 +31,10 @@ class NoisyPatterns(Dataset):
         image = self.prototypes[label].clone()
         if torch.rand(()) < 0.5:
             image = image.flip(-1)
-        image = image + 0.3 * torch.randn_like(image)
+        shift = random.randint(-1, 1)
+        image = torch.roll(image, shifts=shift, dims=-2)
+        contrast = float(np.random.uniform(0.8, 1.2))
+        image = contrast * image + 0.3 * torch.randn_like(image)
         return image, label
 
 

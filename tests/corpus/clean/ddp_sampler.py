@@ -3,8 +3,9 @@
 Under torchrun the process group is set up from the environment; run as `python ddp_sampler.py`
 it starts a one-process gloo group through a file store, so the same code path runs.
 `sampler.set_epoch(epoch)` reshuffles every epoch, the DataLoader does not shuffle on its
-own (the sampler does), only rank 0 writes the checkpoint, and it saves the unwrapped
-module's state_dict (no `module.` prefix).
+own (the sampler does), only the main process writes the checkpoint (through an
+`is_main_process()` helper), and it saves the unwrapped module's state_dict through a
+`model_without_ddp` alias (no `module.` prefix).
 """
 
 import os
@@ -27,6 +28,10 @@ def setup(workdir):
     return dist.get_rank(), dist.get_world_size()
 
 
+def is_main_process():
+    return not dist.is_initialized() or dist.get_rank() == 0
+
+
 def main():
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as workdir:
@@ -40,6 +45,7 @@ def main():
             loader = DataLoader(dataset, batch_size=32, sampler=sampler)
 
             model = DDP(nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1)))
+            model_without_ddp = model.module
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
             criterion = nn.BCEWithLogitsLoss()
 
@@ -54,8 +60,8 @@ def main():
                 if rank == 0:
                     print(f"epoch {epoch}: loss {loss.item():.4f}")
 
-            if rank == 0:
-                torch.save(model.module.state_dict(), os.path.join(workdir, "model.pt"))
+            if is_main_process():
+                torch.save(model_without_ddp.state_dict(), os.path.join(workdir, "model.pt"))
             dist.barrier()
         finally:
             dist.destroy_process_group()

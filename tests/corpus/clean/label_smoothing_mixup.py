@@ -22,18 +22,20 @@ def build_model():
     return nn.Sequential(nn.Linear(12, 64), nn.ReLU(), nn.Dropout(0.1), nn.Linear(64, CLASSES))
 
 
-def make():
-    torch.manual_seed(0)
-    model = build_model()
-    return (model, make_dataset(64).tensors, nn.CrossEntropyLoss(label_smoothing=0.1),
-            torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
-
-
 def mixup(x, y, alpha=0.4):
     lam = torch.distributions.Beta(alpha, alpha).sample()
     index = torch.randperm(x.shape[0])
     targets = nn.functional.one_hot(y, CLASSES).float()
     return lam * x + (1 - lam) * x[index], lam * targets + (1 - lam) * targets[index]
+
+
+def make():
+    """One mixup batch: the targets are class probabilities of shape [N, CLASSES]."""
+    torch.manual_seed(0)
+    model = build_model()
+    mixed_x, mixed_y = mixup(*make_dataset(64).tensors)
+    return (model, (mixed_x, mixed_y), nn.CrossEntropyLoss(label_smoothing=0.1),
+            torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
 
 
 def main():

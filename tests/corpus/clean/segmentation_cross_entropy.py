@@ -58,8 +58,11 @@ def main():
         if step % 10 == 0:
             with torch.no_grad():
                 valid = masks != IGNORE
-                accuracy = (logits.argmax(dim=1)[valid] == masks[valid]).float().mean()
-            print(f"step {step}: loss {loss.item():.4f} pixel acc {accuracy.item():.2%}")
+                probabilities = torch.softmax(logits, dim=1)
+                confidence, predicted = probabilities.max(dim=1)
+                accuracy = (predicted[valid] == masks[valid]).float().mean()
+            print(f"step {step}: loss {loss.item():.4f} pixel acc {accuracy.item():.2%} "
+                  f"mean confidence {confidence.mean().item():.2f}")
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ class Trainer:
 def make_loaders(config: Config) -> tuple[DataLoader, DataLoader]:
     generator = torch.Generator().manual_seed(10)
     x = torch.randn(400, 16, generator=generator)
-    y = (x[:, 0] * x[:, 1] > 0).long()
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
     train = TensorDataset(x[:320], y[:320])
     val = TensorDataset(x[320:], y[320:])
     return (DataLoader(train, batch_size=config.batch_size, shuffle=True),

@@ -1,8 +1,11 @@
 """A small Transformer encoder classifier with an attention mask, HF-style dict batches.
 
 Batches are dicts (`input_ids`, `attention_mask`, `labels`); the model takes keyword
-arguments. AdamW uses two parameter groups: no weight decay on biases, LayerNorm weights
-and embeddings. Linear warm-up with `LambdaLR`, stepped after every optimizer step.
+arguments. Weights are initialised BERT-style (truncated normal, zero biases, zero
+position embeddings). AdamW uses two parameter groups: no weight decay on biases,
+LayerNorm weights and embeddings. The schedule is the Hugging Face linear warm-up
+(`get_linear_schedule_with_warmup`'s formula): the factor is `step / warmup`, so the very
+first optimizer step runs at learning rate 0, then it rises and decays linearly.
 """
 
 import torch
@@ -23,6 +26,19 @@ class Encoder(nn.Module):
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(dim)
         self.classifier = nn.Linear(dim, classes)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, nn.Linear):
+            nn.init.trunc_normal_(module.weight, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
 
     def forward(self, input_ids, attention_mask):
         hidden = self.embedding(input_ids) + self.position[:, : input_ids.shape[1]]
@@ -64,12 +80,19 @@ def parameter_groups(model, weight_decay):
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def linear_schedule_with_warmup(optimizer, warmup_steps, total_steps):
+    def factor(step):
+        if step < warmup_steps:
+            return step / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
 def build(steps_total):
     model = Encoder()
     optimizer = torch.optim.AdamW(parameter_groups(model, 0.01), lr=3e-3)
-    warmup = max(1, steps_total // 10)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, 1 - step / steps_total))
+    scheduler = linear_schedule_with_warmup(optimizer, max(1, steps_total // 10), steps_total)
     return model, optimizer, scheduler
 
 

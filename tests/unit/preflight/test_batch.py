@@ -62,3 +62,12 @@ def test_iter_tensors_names_nested_tensors() -> None:
     names = [n for n, _ in iter_tensors({"ids": torch.ones(1), "extra": [torch.ones(1)]},
                                         "inputs")]
     assert names == ["inputs['ids']", "inputs['extra'][0]"]
+
+
+def test_a_list_of_batches_is_a_loader_and_a_pair_list_is_a_batch() -> None:
+    from torchdoctor.preflight.batch import is_batch
+
+    pair = [torch.ones(2, 3), torch.zeros(2)]
+    assert is_batch(pair) and is_batch(tuple(pair)) and is_batch({"x": 1, "y": 2})
+    assert not is_batch([tuple(pair), tuple(pair)])
+    assert not is_batch(torch.utils.data.DataLoader([(1, 2)]))

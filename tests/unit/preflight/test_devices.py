@@ -150,3 +150,19 @@ def test_forward_failing_on_a_device_error_becomes_td101() -> None:
     assert not is_device_error(RuntimeError(
         "Input type (double) and bias type (float) should be the same"))
     assert not is_device_error(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+
+
+def test_a_forward_that_fails_on_devices_is_reported_not_raised() -> None:
+    class Broken(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(8, 4)
+
+        def forward(self, x):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                               "least two devices, cuda:0 and cpu!")
+
+    report = run(Broken(), class_batch(), nn.CrossEntropyLoss(), "TD1")
+    [found] = report.by_code("TD101")
+    assert "tensors on different devices met" in found.message
+    assert found.location.path.endswith("test_devices.py") and found.location.object == "Broken"

@@ -139,3 +139,10 @@ def test_integer_targets_for_mse_are_quiet() -> None:
     inputs, _ = class_batch()
     report = run(classifier(), (inputs, torch.randint(0, 5, (32, 4))), nn.MSELoss(), "TD104")
     assert not report.by_code("TD104")
+
+
+def test_uniform_bfloat16_training_is_not_float64() -> None:
+    inputs, targets = class_batch()
+    report = run(classifier().to(torch.bfloat16), (inputs.to(torch.bfloat16), targets),
+                 nn.CrossEntropyLoss(), "TD102")
+    assert not report.by_code("TD102")

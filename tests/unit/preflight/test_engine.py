@@ -98,8 +98,12 @@ def test_each_probe_sees_the_users_state_not_the_previous_probes() -> None:
 
 def test_facts_record_timings_device_and_batch() -> None:
     ctx = _context()
-    report = run_probes(ctx, [ProbeInfo(("TD211",), lambda c: [c.train_pass] and [])])
+    def touches_the_train_pass(ctx):
+        assert ctx.train_pass.loss is not None
+        return []
+
+    report = run_probes(ctx, [ProbeInfo(("TD211",), touches_the_train_pass)])
     assert report.facts["device"] == "cpu"
     assert report.facts["batch"] == {"inputs": [16, 4], "targets": [16]}
-    assert set(report.facts["probe_seconds"]) == {"test_engine.<lambda>"}
+    assert set(report.facts["probe_seconds"]) == {"test_engine.touches_the_train_pass"}
     assert report.command == "check"

@@ -48,6 +48,21 @@ def test_a_loss_rebuilt_from_its_value_has_no_gradient() -> None:
     assert found.evidence["parameters_with_gradient"] == 0
 
 
+def test_a_step_function_in_the_path_gives_zero_gradients_and_says_where_to_look() -> None:
+    class Rounded(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = _mlp()
+
+        def forward(self, x):
+            return torch.round(self.body(x))  # "snap to the nearest integer score"
+
+    model = Rounded()
+    [found], _ = _findings(model, torch.optim.Adam(model.parameters()))
+    assert "every gradient is exactly zero" in found.message
+    assert "`round`" in found.fix_hint
+
+
 def test_a_zero_learning_rate_changes_nothing_and_says_so() -> None:
     model = _mlp(dropout=0.2)  # the loss still varies with dropout; the weights do not
     [found], _ = _findings(model, torch.optim.SGD(model.parameters(), lr=0.0))
@@ -143,6 +158,15 @@ def test_a_loss_that_starts_at_zero_is_not_asked_to_fall() -> None:
     learning, _ = _findings(model, torch.optim.Adam(model.parameters()), nn.MSELoss(),
                             (inputs, targets))
     assert learning == []
+
+
+def test_a_loss_that_is_already_nan_is_left_to_the_non_finite_rules() -> None:
+    model = _mlp()
+    inputs, targets = _batch()
+    inputs[0, 0] = float("nan")
+    learning, update = _findings(model, torch.optim.Adam(model.parameters()),
+                                 batch=(inputs, targets))
+    assert learning == [] and update == []
 
 
 def test_a_fully_frozen_model_is_not_a_learning_problem() -> None:

@@ -97,6 +97,7 @@ def test_a_dropout_module_kept_in_training_mode_is_named() -> None:
     [found] = _run(AlwaysTraining(), _batch(), "TD504")
     assert found.location.object == "body.1"
     assert "still in training mode after `model.eval()`" in found.message
+    assert "override of `train()`" in found.fix_hint
 
 
 def test_noise_drawn_in_eval_mode_is_a_warning() -> None:

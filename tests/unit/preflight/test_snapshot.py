@@ -71,7 +71,7 @@ def test_grad_tensor_objects_are_the_users() -> None:
     model, data, loss_fn, optimizer = _trained_once(SETUPS["mlp"])
     grads = [p.grad for p in model.parameters()]
     torchdoctor.check(model, data, loss_fn, optimizer)
-    assert all(p.grad is g for p, g in zip(model.parameters(), grads))
+    assert all(p.grad is g for p, g in zip(model.parameters(), grads, strict=True))
 
 
 def test_differences_are_detected() -> None:
@@ -99,7 +99,7 @@ class _Explodes(nn.Module):
         self.error = error
 
     def forward(self, x):
-        hidden = self.norm(x)
+        self.norm(x)
         raise self.error
 
 

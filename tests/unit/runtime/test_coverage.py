@@ -68,7 +68,8 @@ def test_parameter_group_with_zero_lr_never_changes() -> None:
     with torchdoctor.watch() as w:
         train(model, optimizer)
     [found] = w.report.by_code("TD218")
-    assert "lr 0" in found.message and "`2`" in found.message
+    assert "learning rate of their parameter group is 0" in found.message
+    assert "`2`" in found.message
 
 
 # -- quiet -----------------------------------------------------------------------------------

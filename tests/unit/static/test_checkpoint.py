@@ -28,8 +28,28 @@ def test_load_without_map_location_in_a_gpu_program_is_flagged() -> None:
 
 def test_any_import_spelling_of_torch_load_is_recognised() -> None:
     source = ("from torch import load as load_checkpoint\nimport torch as T\n"
-              "model.cuda()\nload_checkpoint(path)\nT.load(path)\n")
+              "model.cuda()\nload_checkpoint(checkpoint_path)\nT.load(args.resume)\n")
     assert td901(source) == [("TD901", 4), ("TD901", 5)]
+
+
+def test_a_load_whose_result_restores_a_model_is_a_checkpoint() -> None:
+    source = GPU + """
+def restore(model, path):
+    blob = torch.load(path)
+    model.load_state_dict(blob["net"])
+"""
+    assert td901(source) == [("TD901", 5)]
+
+
+def test_loads_that_do_not_look_like_checkpoints_are_quiet() -> None:
+    source = GPU + """
+def read_metadata(fn):
+    return torch.load(fn, weights_only=True)
+def read_tokens(path):
+    tokens = torch.load(path)
+    return tokens[:10]
+"""
+    assert td901(source) == []
 
 
 def test_map_location_given_in_any_form_is_quiet() -> None:
@@ -107,6 +127,18 @@ def test_reading_back_what_the_function_just_saved_is_quiet() -> None:
     assert lint_codes(source, "TD902", "TD001") == []
 
 
+def test_other_loaders_and_safe_options_are_quiet() -> None:
+    source = """
+    import json, pickle, torch
+    a = torch.load(path, weights_only=True, mmap=True)
+    b = torch.jit.load(path)
+    c = pickle.load(handle)
+    d = json.load(handle)
+    e = self.store.load(path)
+    """
+    assert lint_codes(source, "TD902", "TD001") == []
+
+
 # --- TD903 ------------------------------------------------------------------------------
 
 
@@ -159,6 +191,20 @@ def test_state_dicts_tensors_and_unknown_objects_are_quiet() -> None:
     torch.save(torch.zeros(3), "c.pt")
     def save(model, path):
         torch.save(model, path)
+    """
+    assert td903(source) == []
+
+
+def test_optimizers_wrapped_modules_and_other_savers_are_quiet() -> None:
+    source = """
+    import torch
+    from torch import nn
+    model = nn.Linear(3, 3)
+    optimizer = torch.optim.Adam(model.parameters())
+    torch.save(optimizer, "opt.pt")
+    torch.jit.save(torch.jit.script(model), "scripted.pt")
+    model.save_pretrained("out")
+    torch.save(model.weight, "weight.pt")
     """
     assert td903(source) == []
 

@@ -59,6 +59,31 @@ def test_a_sampler_built_inline_and_a_helper_epoch_are_followed() -> None:
     assert found.location.line == 9 and "`loader.sampler.set_epoch(epoch)`" in found.fix_hint
 
 
+def test_a_loader_factory_with_no_set_epoch_anywhere_is_flagged_with_medium_confidence(
+) -> None:
+    source = """
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+    def prepare_dataloader(dataset):
+        return DataLoader(dataset, batch_size=32, sampler=DistributedSampler(dataset))
+    class Trainer:
+        def __init__(self, data):
+            self.data = data
+        def _run_epoch(self):
+            for x in self.data:
+                self.optimizer.zero_grad()
+                self.model(x).backward()
+                self.optimizer.step()
+        def train(self, epochs):
+            for epoch in range(epochs):
+                self._run_epoch()
+    Trainer(prepare_dataloader(ds)).train(3)
+    """
+    (found,) = lint_findings(source, "TD801")
+    assert (found.location.line, found.confidence) == (5, Confidence.MEDIUM)
+    assert found.fix is None
+
+
 def test_set_epoch_in_the_epoch_loop_is_quiet() -> None:
     assert td801(epoch_body="        sampler.set_epoch(epoch)") == []
     assert td801(epoch_body="        loader.sampler.set_epoch(epoch)") == []
@@ -176,6 +201,16 @@ def test_a_sampler_that_is_always_none_is_quiet() -> None:
     sampler = None
     a = DataLoader(ds, shuffle=True, sampler=sampler)
     b = DataLoader(ds, shuffle=True, sampler=None, batch_sampler=None)
+    """
+    assert td802(source) == []
+
+
+def test_options_lint_cannot_see_and_other_sampler_arguments_are_quiet() -> None:
+    source = """
+    from torch.utils.data import DataLoader
+    a = DataLoader(ds, shuffle=True, **loader_options)
+    b = DataLoader(ds, batch_size=8, drop_last=True, sampler=sampler)
+    c = DataLoader(ds, sampler=sampler, shuffle=False, batch_sampler=None)
     """
     assert td802(source) == []
 

@@ -66,6 +66,29 @@ def test_rank_zero_guards_are_recognised() -> None:
         assert td804(save) == [], guard
 
 
+def test_a_variable_bound_to_the_rank_is_a_rank() -> None:
+    source = """
+    import os
+    import torch
+    import torch.distributed as dist
+    class Trainer:
+        def __init__(self):
+            self.gpu_id = int(os.environ["LOCAL_RANK"])
+            dist.init_process_group("nccl")
+        def save(self):
+            torch.save(self.model.state_dict(), "last.pt")
+        def fit(self):
+            for epoch in range(3):
+                if self.gpu_id == 0 and epoch % 5 == 0:
+                    self.save()
+                node_rank = int(os.getenv("RANK", "0"))
+                if node_rank % 8 == 0:
+                    torch.save(self.model.state_dict(), "node.pt")
+    Trainer().fit()
+    """
+    assert lint_codes(source, "TD804", "TD001") == []
+
+
 def test_an_else_branch_of_a_nonzero_rank_test_is_guarded() -> None:
     save = ("        if rank != 0:\n            pass\n        else:\n"
             "            torch.save(model.state_dict(), 'last.pt')")
@@ -130,6 +153,21 @@ def test_programs_that_only_import_torch_distributed_are_quiet() -> None:
     from torch.distributed.checkpoint import FileSystemReader
     def convert(src, dst):
         torch.save(read(FileSystemReader(src)), dst)
+    if __name__ == "__main__":
+        convert("a", "b")
+    """
+    assert lint_codes(source, "TD804", "TD001") == []
+
+
+def test_a_single_process_entry_point_in_a_distributed_module_is_quiet() -> None:
+    source = """
+    import torch
+    import torch.distributed as dist
+    class BroadcastingReader:
+        def read(self, tensor):
+            dist.broadcast(tensor, src=0)
+    def convert(src, dst):
+        torch.save(read_all(src), dst)
     if __name__ == "__main__":
         convert("a", "b")
     """

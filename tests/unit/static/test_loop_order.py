@@ -433,3 +433,17 @@ def test_td205_quiet_in_evaluation_under_no_grad() -> None:
                 total += criterion(model(x), y)
     """
     assert_marked(src, "TD205")
+
+
+def test_td203_quiet_for_gradient_surgery_that_sets_grads_by_hand() -> None:
+    assert_marked("""
+    import torch
+    def train(model, loader, optimizer, project):
+        for x, y in loader:
+            model(x).sum().backward()
+            grads = [p.grad.clone() for p in model.parameters()]
+            optimizer.zero_grad()
+            for p, g in zip(model.parameters(), project(grads)):
+                p.grad = g
+            optimizer.step()
+    """, "TD203")

@@ -304,3 +304,30 @@ def test_td501_quiet_for_deliberate_train_mode_batchnorm_recalibration() -> None
         with torch.no_grad():
             return torch.stack([model(x) for _ in range(samples)])
     """, "TD501")
+
+
+def test_td501_quiet_when_eval_is_called_on_a_chained_receiver() -> None:
+    assert_marked("""
+    import torch
+    def evaluate(model, loader, device):
+        model.to(device).requires_grad_(False).eval()
+        with torch.no_grad():
+            for x, y in loader:
+                model(x)
+    """, "TD501")
+
+
+def test_td502_quiet_for_an_evaluation_written_without_no_grad() -> None:
+    assert_marked("""
+    def fit(model, loader, val_loader, opt):
+        for epoch in range(5):
+            model.train()
+            for x, y in loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            model.eval()
+            scores = [model(x) for x, y in val_loader]
+            for x, y in val_loader:
+                scores.append(model(x))
+    """, "TD502")

@@ -90,3 +90,20 @@ def test_a_program_without_a_scheduler_needs_none() -> None:
                     "epoch": epoch}, "a.pt")
     """
     assert lint_codes(source, "TD905", "TD001") == []
+
+
+def test_plain_sgd_has_no_state_to_lose() -> None:
+    source = """
+    import torch
+    def train(model, loader, momentum):
+        plain = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            for x in loader:
+                plain.zero_grad()
+                model(x).backward()
+                plain.step()
+            torch.save({"model": model.state_dict(), "epoch": epoch}, "a.pt")
+    """
+    assert lint_codes(source, "TD905", "TD001") == []
+    with_momentum = source.replace("lr=0.1)", "lr=0.1, momentum=0.9)")
+    assert lint_codes(with_momentum, "TD905", "TD001") == [("TD905", 10)]

@@ -7,6 +7,9 @@ ones that train copies of the model.
 
 from __future__ import annotations
 
+# isort: skip_file
+# The order of these imports is the order the probes run in; keep it, do not sort it.
+
 from torchdoctor.preflight.probes import devices  # noqa: F401
 from torchdoctor.preflight.probes import dtypes  # noqa: F401
 from torchdoctor.preflight.probes import data  # noqa: F401

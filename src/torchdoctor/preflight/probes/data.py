@@ -86,7 +86,8 @@ def inputs_not_normalised(ctx: CheckContext) -> Iterator[Finding]:
     unit = "features" if dim == tensor.dim() - 1 or tensor.dim() == 2 else "channels"
     yield finding(
         "TD402", f"The first layer `{ctx.name(path)}` ({type(layer).__name__}) reads inputs in "
-                 f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} input {unit} have a root "
+                 f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} input {unit} "
+                 f"{'has' if large == 1 else 'have'} a root "
                  f"mean square above {NORMALISED_RMS_LIMIT:g} ({unit[:-1]} {worst}: mean "
                  f"{float(means[worst]):.4g}, rms {float(rms[worst]):.4g}). Large inputs "
                  "saturate activations and make the first layer's gradients dominate.",
@@ -129,7 +130,7 @@ def class_index_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
                  "out of range. On CPU the loss raises; on CUDA it fails with a device-side "
                  f"assert far from the cause.{one_based}",
         Location(object="targets"), Depth.CHECK,
-        fix_hint=(f"Subtract 1 from the labels (`targets - 1`)." if one_based else
+        fix_hint=("Subtract 1 from the labels (`targets - 1`)." if one_based else
                   f"Map the labels to 0..{classes - 1}, or give the last layer {high + 1} "
                   "outputs."),
         evidence={"min": low, "max": high, "classes": classes, "out_of_range": outside},
@@ -151,7 +152,7 @@ def _labels_seen(ctx: CheckContext, needed: int) -> tuple[set[int], int, int]:
         if not isinstance(target, torch.Tensor) or target.is_floating_point():
             return set(), 0, 0
         target = target[target != ctx.loss_spec.ignore_index]
-        labels |= {int(v) for v in target.unique()[:2]}
+        labels |= {int(v) for v in target.unique()[:2]}  # type: ignore[no-untyped-call]
         examples, batches = examples + target.numel(), batches + 1
         if len(labels) > 1 or examples >= needed:
             break

@@ -41,22 +41,22 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
     """Train a copy on the one batch: report a model that cannot fit it (TD605) and
     parameter groups whose first update is out of band (TD606)."""
     start = loss_value(ctx.train_pass.require_loss())
-    if start is not None and abs(start) < 1e-6:
-        return  # the batch is already fitted: nothing to learn, nothing to measure
+    if start is None or not is_finite(start) or abs(start) < 1e-6:
+        return  # a non-finite loss has its own rule; a zero loss has nothing to learn
     blocked = _no_gradient(ctx)
     if blocked is not None:
         if ctx.enabled("TD605"):
             yield blocked
         return
+    if ctx.optimizer is None:
+        if ctx.enabled("TD605"):
+            reference = reference_run(ctx)
+            if not dropped(reference.losses, SOME_DROP):
+                yield _cannot_fit(ctx, None, reference)
+        return
     try:
         training = copy_for_training(ctx)
     except CopyUnavailable:
-        return
-    if training.optimizer is None:
-        if ctx.enabled("TD605"):
-            reference = reference_run(ctx)
-            if abs(reference.initial) >= 1e-6 and not dropped(reference.losses, SOME_DROP):
-                yield _cannot_fit(ctx, None, reference)
         return
     at_peak = use_peak_rates(training.optimizer)
     described = describe_optimizer(training.optimizer)
@@ -83,9 +83,14 @@ def loss_value(loss: Any) -> float | None:
         return None
 
 
+_DETACHED_HINT = ("Compute the loss with torch operations on the model's output, without "
+                  "`.item()`, `.detach()` or conversions, and return that tensor.")
+
+
 def _no_gradient(ctx: CheckContext) -> Finding | None:
     train_pass = ctx.train_pass
     grads = [g for g in train_pass.gradients.values() if g is not None]
+    hint = _DETACHED_HINT
     if not train_pass.gradients:
         return None  # nothing requires grad: a frozen model is not a learning problem
     if train_pass.backward_error is not None:
@@ -96,13 +101,14 @@ def _no_gradient(ctx: CheckContext) -> Finding | None:
                  "an `argmax`)")
     elif not any(bool(g.ne(0).any()) for g in grads):
         cause = "every gradient is exactly zero"
+        hint = ("Look for a step function between the parameters and the loss (`round`, "
+                "`sign`, a comparison, `argmax`) or an all-zero initialisation, both of "
+                "which give zero gradients.")
     else:
         return None
     return finding(
         "TD605", f"The model cannot learn from this batch: {cause}.", _location(ctx),
-        Depth.CHECK,
-        fix_hint="Compute the loss with torch operations on the model's output, without "
-                 "`.item()`, `.detach()` or conversions, and return that tensor.",
+        Depth.CHECK, fix_hint=hint,
         evidence={"loss": loss_value(train_pass.loss),
                   "parameters_with_gradient": len(grads),
                   "trainable_parameters": len(train_pass.gradients)},
@@ -117,8 +123,9 @@ def _evidence(trajectory: Trajectory, label: str) -> dict[str, Any]:
 
 
 def _verdict(ctx: CheckContext, trajectory: Trajectory, described: str) -> Iterator[Finding]:
-    """TD605 from the user's optimizer's run, asking ``Adam(lr=1e-3)`` only when needed."""
-    if abs(trajectory.initial) < 1e-6 or trajectory.learned:
+    """TD605 from the user's optimizer's run, asking Adam for a second opinion only when
+    the run made no progress."""
+    if trajectory.learned:
         return
     steps = len(trajectory.losses) - 1
     if not trajectory.finite:

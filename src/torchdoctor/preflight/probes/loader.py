@@ -163,7 +163,7 @@ def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
     ctx.train_pass.require_loss()
     try:
         timing = time_loader(loader, TIMING_BUDGET, max(6, 3 * loader.num_workers))
-    except Exception:  # noqa: BLE001 - a later batch of the user's data failed: no verdict
+    except Exception:  # noqa: BLE001 - a later batch failed, or a stream cannot be copied
         return
     step = step_seconds(ctx)
     if timing is None or step is None:

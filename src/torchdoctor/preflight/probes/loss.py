@@ -58,7 +58,7 @@ def _applied(ctx: CheckContext, scores: Any) -> tuple[str | None, Confidence]:
     return None, Confidence.HIGH
 
 
-_WIRING = {
+_WIRING: dict[tuple[LossKind, str | None], tuple[str, str, str]] = {
     # (loss kind, op the scores went through) -> (code, what happens, fix)
     (LossKind.CROSS_ENTROPY, "Softmax"): (
         "TD301", "CrossEntropyLoss applies log_softmax itself, so softmax runs twice: with C "
@@ -80,37 +80,58 @@ _WIRING = {
 }
 
 
+_RECEIVED = {"Softmax": "probabilities (softmax output)",
+             "LogSoftmax": "log-probabilities (log_softmax output)",
+             "Sigmoid": "sigmoid outputs", None: "raw scores"}
+
+_NLL_EFFECT = {
+    "Softmax": "NLLLoss only negates the target's entry, so the loss is -p[target], stuck in "
+               "[-1, 0], and its gradient ignores every other class",
+    None: "NLLLoss only negates the target's entry, so the loss is unbounded below and the "
+          "model learns to inflate the target's score instead of separating the classes",
+}
+
+
+def _wiring(kind: LossKind, op: str | None, scores: Any) -> tuple[str, str, str] | None:
+    """(code, effect, fix) for a loss of ``kind`` fed scores that went through ``op``."""
+    if kind is LossKind.NLL and op != "LogSoftmax":
+        return ("TD305", _NLL_EFFECT["Softmax" if op == "Softmax" else None],
+                "Apply `log_softmax(dim=1)` before NLLLoss, or use CrossEntropyLoss on the "
+                "raw logits.")
+    if (kind, op) not in _WIRING:
+        return None
+    code, effect, fix = _WIRING[(kind, op)]
+    high = math.log(math.e + scores.shape[_class_dim(scores)] - 1)
+    return code, effect.format(low=high - 1, high=high), fix
+
+
 @probe("TD301", "TD302", "TD303", "TD305")
 def activation_before_loss(ctx: CheckContext) -> Iterator[Finding]:
     """TD301/302/303/305: the loss receives scores of the wrong kind."""
     scores = _scores(ctx)
     if scores is None:
         return
-    kind, name = ctx.loss_kind, ctx.loss_spec.name
     op, confidence = _applied(ctx, scores)
-    if kind is LossKind.NLL and op != "LogSoftmax":
-        what = ("probabilities (softmax output)" if op == "Softmax" else "raw scores")
-        code, effect, fix = ("TD305", f"NLLLoss expects log-probabilities but receives {what}; "
-                             "it only negates and picks the target's entry, so the loss is "
-                             "unbounded below and the model learns to inflate one score",
-                             "Apply `log_softmax(dim=1)` before NLLLoss, or use "
-                             "CrossEntropyLoss on the raw logits.")
-        confidence = Confidence.HIGH
-    elif (kind, op) in _WIRING:
-        code, effect, fix = _WIRING[(kind, op)]
-        classes = scores.shape[_class_dim(scores)]
-        high = math.log(math.e + classes - 1)
-        effect = effect.format(low=high - 1, high=high)
-    else:
+    wiring = _wiring(ctx.loss_kind, op, scores)
+    if wiring is None:
         return
+    code, effect, fix = wiring
+    if code == "TD305":
+        confidence = Confidence.HIGH  # the values themselves are not log-probabilities
     module = ctx.train_pass.loss_input_module
-    seen = ("the autograd graph" if confidence is Confidence.HIGH else
-            "its values (every row is a probability distribution)")
+    source = (f"the output of `{module}` ({type(ctx.model.get_submodule(module)).__name__})"
+              if module else "from the model's forward")
+    if op is None:
+        total = float(scores.float().logsumexp(_class_dim(scores)).mean())
+        seen = f"each row's logsumexp is {total:.3g} on average, not 0"
+    else:
+        seen = ("seen in the autograd graph" if confidence is Confidence.HIGH
+                else "every row sums to 1")
     yield finding(
-        code, f"{name} receives scores of shape {list(scores.shape)} produced by "
-              f"{op or 'no normalising op'} (seen in {seen}): {effect}.",
+        code, f"{ctx.loss_spec.name} receives {_RECEIVED[op]} of shape {list(scores.shape)}, "
+              f"{source} ({seen}): {effect}.",
         loss_input_location(ctx, module), Depth.CHECK, fix_hint=fix, confidence=confidence,
-        evidence={"loss": name, "op": op, "shape": list(scores.shape),
+        evidence={"loss": ctx.loss_spec.name, "op": op, "shape": list(scores.shape),
                   "min": float(scores.min()), "max": float(scores.max())},
     )
 
@@ -119,15 +140,14 @@ def _broadcast_shape(first: Any, second: Any) -> tuple[int, ...] | None:
     import torch
 
     try:
-        return tuple(torch.broadcast_shapes(first, second))
+        return tuple(torch.broadcast_shapes(first, second))  # type: ignore[no-untyped-call]
     except RuntimeError:
         return None
 
 
 def _broadcast_mode(shapes: tuple[Any, Any], seen: list[str]) -> Any:
-    from torch.overrides import TorchFunctionMode
-
     import torch
+    from torch.overrides import TorchFunctionMode
 
     class _Watch(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (),

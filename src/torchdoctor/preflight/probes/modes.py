@@ -43,7 +43,8 @@ def largest_difference(first: Any, second: Any) -> float:
         if not (a.is_floating_point() or a.is_complex()):
             worst = max(worst, 0.0 if torch.equal(a, b) else float("inf"))
             continue
-        scale = max(1.0, float(a.detach().abs().max())) if a.numel() else 1.0
+        scale = float(a.detach().abs().max()) if a.numel() else 0.0
+        scale = scale if scale > 0.0 and scale == scale else 1.0  # zeros or NaN: absolute
         diff = (a.detach() - b.detach()).abs()
         worst = max(worst, float(diff.nan_to_num(nan=0.0).max()) / scale if diff.numel() else 0.0)
     return worst
@@ -91,7 +92,10 @@ def _random_site(ctx: CheckContext, call: RandomCall, difference: float) -> Find
                f"forwards of the same batch differ by up to {difference:.3g} (relative).")
     if still_training:
         message += f" `{module}` is still in training mode after `model.eval()`."
-    if call.dropout:
+    if still_training:
+        hint = (f"Let `model.eval()` reach `{module}`: an override of `train()`, or code "
+                "that sets `.training = True`, keeps it in training mode.")
+    elif call.dropout:
         hint = ("Pass `training=self.training` to the functional dropout, or use an "
                 "`nn.Dropout` module, which follows `model.eval()`.")
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchdoctor.findings import Depth, Location, Report
+from torchdoctor.findings import Depth, Location, Report, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import (
@@ -94,9 +94,12 @@ class ParameterCoverage(RuntimeDetector):
         vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
         stuck = [p for p in unchanged
                  if id(p) in owners and owners[id(p)].label not in vanishing]
-        self._report("TD218", [p for p in stuck if not self._grad_norm.get(id(p))],
-                     _ZERO_UPDATE)
-        self._report("TD218", [p for p in stuck if self._grad_norm.get(id(p))], _TINY_UPDATE)
+        zero_lr = [p for p in stuck if self._lr.get(id(p)) == 0.0]
+        self._report("TD218", zero_lr, _ZERO_LR)
+        moving = [p for p in stuck if self._lr.get(id(p)) != 0.0]
+        self._report("TD218", [p for p in moving if not self._grad_norm.get(id(p))],
+                     _ZERO_GRADIENT, Severity.INFO)
+        self._report("TD218", [p for p in moving if self._grad_norm.get(id(p))], _TINY_UPDATE)
 
     def _unchanged(self) -> list[Any]:
         candidates = [p for p in self._seen.values() if p.requires_grad]
@@ -111,7 +114,8 @@ class ParameterCoverage(RuntimeDetector):
                 if p._version == self._version[id(p)]
                 or current.get(id(p), float("nan")) == self._initial_norm.get(id(p))]
 
-    def _report(self, code: str, params: list[Any], story: tuple[str, str]) -> None:
+    def _report(self, code: str, params: list[Any], story: tuple[str, str],
+                severity: Severity | None = None) -> None:
         """One finding per model, naming the modules (or parameters) concerned."""
         by_model: dict[int, list[Any]] = {}
         for param in params:
@@ -129,7 +133,7 @@ class ParameterCoverage(RuntimeDetector):
             self.emit(finding(
                 code, message.format(what=text, steps=self._steps, grad=largest,
                                      lr=", ".join(f"{lr:g}" for lr in lrs) or "?"),
-                location, Depth.RUN, fix_hint=fix,
+                location, Depth.RUN, fix_hint=fix, severity=severity,
                 evidence={"parameters": [n for _, ns in groups for n in ns],
                           "steps": self._steps, "max_grad_norm": largest},
             ))
@@ -145,11 +149,17 @@ _NO_OPTIMIZER = (
     "optimizer (was the optimizer built before this layer was created or replaced?)",
     "Create the optimizer after the model is final, or add these parameters with "
     "`optimizer.add_param_group({{'params': ...}})`.")
-_ZERO_UPDATE = (
+_ZERO_LR = (
     "{what} kept their initial values over {steps} steps although their optimizer holds "
-    "them: every gradient was zero or the learning rate is 0 (lr {lr})",
-    "Give their parameter group a non-zero learning rate, or find why their gradient is "
-    "zero.")
+    "them: the learning rate of their parameter group is 0",
+    "Give their parameter group a non-zero learning rate (a 0 often comes from "
+    "`int()` of a small rate, or a scheduler that ends at 0).")
+_ZERO_GRADIENT = (
+    "{what} kept their initial values over {steps} steps: their gradient was exactly zero "
+    "at every sampled step (lr {lr}), so they cannot influence the loss (for example a "
+    "bias cancelled by a difference of two outputs, or by a following normalisation)",
+    "Remove them (`bias=False`) if that is by design, or find what cuts them off from "
+    "the loss.")
 _TINY_UPDATE = (
     "{what} kept their initial values over {steps} steps: the updates (lr {lr}, gradient "
     "norms up to {grad:.2g}) are below float32 resolution",

@@ -161,8 +161,9 @@ class LossDynamics(RuntimeDetector):
 
 
 def _window_medians(values: list[float], width: int) -> list[float]:
-    return [statistics.median(values[i:i + width])
-            for i in range(0, len(values) - width + 1, width)]
+    """Medians of consecutive windows, aligned on the end so the latest values count."""
+    start = len(values) % width
+    return [statistics.median(values[i:i + width]) for i in range(start, len(values), width)]
 
 
 def spearman(values: list[float]) -> float:

@@ -29,7 +29,7 @@ __all__ = ["InputPipeline"]
 
 BOUND_FRACTION = 0.30   # share of wall time spent waiting for batches
 MIN_WAIT_S = 1.0        # total waiting that is worth a finding
-MIN_BATCHES = 10
+MIN_BATCHES = 5
 
 
 @dataclass(slots=True)

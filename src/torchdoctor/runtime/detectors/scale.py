@@ -88,16 +88,16 @@ class GradientScale(RuntimeDetector):
         for history in self._history.values():
             if len(history.totals) < _MIN_SAMPLES:
                 continue
-            if history.info.label not in uncleared:
-                self._exploding(history)
-            self._vanishing(history)
+            exploded = history.info.label not in uncleared and self._exploding(history)
+            if not exploded:  # saturated activations during an explosion are not the cause
+                self._vanishing(history)
 
-    def _exploding(self, history: _History) -> None:
+    def _exploding(self, history: _History) -> bool:
         values = [v for _, v in history.totals]
         base = statistics.median(values[:3])
         now = statistics.median(values[-3:])
         if base <= 0 or now < EXPLODE_FACTOR * base:
-            return
+            return False
         first_step, last_step = history.totals[0][0], history.totals[-1][0]
         layers = _fastest_growing(history)
         self.emit(finding(
@@ -111,6 +111,7 @@ class GradientScale(RuntimeDetector):
             evidence={"optimizer": history.info.label, "grad_norm_start": base,
                       "grad_norm_end": now, "growth": now / base, "layers": layers},
         ))
+        return True
 
     def _vanishing(self, history: _History) -> None:
         if len(history.depth_ratio) < _MIN_SAMPLES:

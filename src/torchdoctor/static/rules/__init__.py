@@ -88,7 +88,9 @@ TD001 finding for that file and is switched off; the other rules carry on.
 
 Testing: ``tests/unit/static/helpers.py`` has ``lint_codes(source)`` returning the
 ``(code, line)`` pairs found, so a test is ``assert lint_codes(src, "TD206") ==
-[("TD206", 7)]``. Write at least as many quiet cases as flagged ones. The lab pair
+[("TD206", 7)]``; or mark the expected lines in the source (``model.forward(x)  # expect:
+TD206``) and call ``assert_marked(src, "TD206")``. Write at least as many quiet cases as
+flagged ones, including the tricky correct variants. The lab pair
 ``examples/lab/<code>-<name>/`` is linted by ``tests/lab/test_lab_lint.py`` (``# expect:``
 markers give the exact lines).
 """

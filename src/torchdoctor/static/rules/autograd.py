@@ -120,6 +120,8 @@ class ParameterDataMutated(LintRule):
 
     def _check(self, items: list[Item], scope: FunctionScope | None) -> None:
         ctx = self.ctx
+        if not any(_data_mutation(item.node) is not None for item in items):
+            return  # the common case: nothing to classify
         backward_targets = set()
         kinds: list[EventKind | None] = []
         for item in items:
@@ -134,11 +136,13 @@ class ParameterDataMutated(LintRule):
                 forward_line = 0
             elif kind is EventKind.FORWARD or _assigns(item.node, backward_targets):
                 forward_line = forward_line or item.line
-            elif forward_line and grad_disabled_by(ctx, item.frames) is None:
+            elif forward_line:
                 mutated = _data_mutation(item.node)
+                if mutated is None or grad_disabled_by(ctx, item.frames) is not None:
+                    continue
                 backward = next((items[i] for i in range(index + 1, len(items))
                                  if kinds[i] is EventKind.BACKWARD), None)
-                if mutated is not None and backward is not None:
+                if backward is not None:
                     self._report(item, mutated, forward_line, backward)
 
     def _report(self, item: Item, tensor: ast.expr, forward_line: int, backward: Item) -> None:

@@ -8,12 +8,14 @@ TD905 (incomplete resume checkpoints) lives in :mod:`.resume`, TD906 (never seed
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix, Severity
+from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import FunctionScope
 
 _GPU_WORDS = ("cuda", "nccl")
 _MODULE_USES = frozenset({"parameters", "named_parameters", "modules", "named_modules",
@@ -75,20 +77,58 @@ def _in_memory(ctx: FileContext, source: ast.expr, scope: Scope) -> bool:
 
 @detector("TD901", depth=Depth.LINT)
 class LoadWithoutMapLocation(LintRule):
-    """``torch.load(path)`` with no ``map_location`` in a program that uses the GPU."""
+    """``torch.load(path)`` of a checkpoint with no ``map_location``, in a program that
+    uses the GPU."""
 
     requires = _GPU_WORDS
-    call_names = frozenset({"load"})
-    needs_structure = True
+    call_names = frozenset({"load", "load_state_dict"})
+
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        self._loads: list[tuple[ast.Call, FunctionScope | None]] = []
+        self._restored: set[int] = set()  # arguments of load_state_dict(...) calls
+        self._names: dict[int, str] = {}
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self._names[id(node.value)] = node.targets[0].id
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
+            self._restored.update(id(argument) for argument in node.args)
+            return
         if not ctx.is_call_to(node, "torch.load") or len(node.args) > 1 or \
                 keyword(node, "map_location") or has_star_kwargs(node) or not node.args:
             return
-        if _in_memory(ctx, node.args[0], ctx.function) or reads_back_own_save(
-                ctx, node, ctx.function):
-            return
+        if not (_in_memory(ctx, node.args[0], ctx.function)
+                or reads_back_own_save(ctx, node, ctx.function)):
+            self._loads.append((node, ctx.function))
+
+    def leave_module(self, module: object) -> None:
+        for call, scope in self._loads:
+            if self._holds_a_checkpoint(call, scope):
+                self._report(call)
+
+    def _holds_a_checkpoint(self, call: ast.Call, scope: FunctionScope | None) -> bool:
+        """The load restores a model (its result goes to ``load_state_dict``), or its
+        variable or path reads like a checkpoint (``ckpt``, ``"model.pt"``)."""
+        if id(call) in self._restored or _names_a_checkpoint(call.args[0]):
+            return True
+        name = self._names.get(id(call))
+        if name is None:
+            return False
+        if _CHECKPOINT_WORDS & set(torchapi.name_tokens(name)):
+            return True
+        items = scope.items if scope is not None else self.ctx.module.items
+        return any(isinstance(item.node, ast.Call) and isinstance(item.node.func, ast.Attribute)
+                   and item.node.func.attr == "load_state_dict"
+                   and any(isinstance(n, ast.Name) and n.id == name
+                           for a in item.node.args for n in ast.walk(a))
+                   for item in items)
+
+    def _report(self, node: ast.Call) -> None:
+        ctx = self.ctx
         edit = append_argument(ctx, node, 'map_location="cpu"')
         fix = Fix('Load onto the CPU: add `map_location="cpu"`', (edit,),
                   Applicability.UNSAFE) if edit else None
@@ -104,6 +144,26 @@ class LoadWithoutMapLocation(LintRule):
             confidence=Confidence.MEDIUM,
             fix=fix,
         )
+
+
+_CHECKPOINT_WORDS = frozenset({"ckpt", "checkpoint", "checkpoints", "state", "weights",
+                               "model", "pretrained", "resume", "snapshot", "sd", "params",
+                               "best", "last"})
+_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".tar", ".pkl")
+
+
+def _names_a_checkpoint(path: ast.expr) -> bool:
+    """A path like ``"model.pt"``, ``args.resume`` or ``checkpoint_path``."""
+    for node in ast.walk(path):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                node.value.endswith(_CHECKPOINT_SUFFIXES)
+                or _CHECKPOINT_WORDS & set(torchapi.name_tokens(node.value))):
+            return True
+        name = node.id if isinstance(node, ast.Name) else (
+            node.attr if isinstance(node, ast.Attribute) else None)
+        if name is not None and _CHECKPOINT_WORDS & set(torchapi.name_tokens(name)):
+            return True
+    return False
 
 
 @detector("TD902", depth=Depth.LINT)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind
 
@@ -37,8 +38,8 @@ class CudnnBenchmarkWithDeterministic(LintRule):
     requires = ("benchmark",)
     call_names = frozenset({"use_deterministic_algorithms", "flags"})
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._settings: list[_Setting] = []
 
     def visit_Assign(self, node: ast.Assign) -> None:

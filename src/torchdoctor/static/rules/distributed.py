@@ -8,9 +8,10 @@ The rules about saving checkpoints from a distributed program (TD804, TD805) liv
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
@@ -40,8 +41,8 @@ class SamplerEpochNeverSet(LintRule):
     requires = ("DistributedSampler",)
     needs_structure = True
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._samplers: list[_Sampler] = []
         self._set_epoch: list[tuple[Frame, ...]] = []
         self._loaders: list[tuple[ast.Call, ast.expr]] = []  # DataLoader call, its sampler
@@ -71,8 +72,12 @@ class SamplerEpochNeverSet(LintRule):
                 continue
             names = self._names_of(sampler.call)
             epoch_loop = self._epoch_loop(sampler, names)
+            confidence = Confidence.HIGH
+            if epoch_loop is None and not self._set_epoch and self._escapes(sampler, names):
+                epoch_loop = self._any_epoch_loop()
+                confidence = Confidence.MEDIUM
             if epoch_loop is not None:
-                self._report(sampler, epoch_loop, names)
+                self._report(sampler, epoch_loop, names, confidence)
 
     def _epoch_is_set(self, sampler: _Sampler) -> bool:
         """A ``set_epoch`` call that can run every epoch: in a loop, or in a function other
@@ -110,7 +115,31 @@ class SamplerEpochNeverSet(LintRule):
                 return loop
         return None
 
-    def _report(self, sampler: _Sampler, epoch_loop: Loop, names: list[str]) -> None:
+    def _escapes(self, sampler: _Sampler, names: list[str]) -> bool:
+        """The sampler (or its loader) is returned by a function that the file calls: a
+        loader factory, whose result the epoch loop iterates under another name."""
+        ctx = self.ctx
+        function = ctx.function_of(sampler.frames)
+        if function is None:
+            return False
+        returned = any(
+            isinstance(item.node, ast.Return) and item.node.value is not None and any(
+                node is sampler.call or (isinstance(node, ast.Name) and node.id in names)
+                for node in ast.walk(item.node.value))
+            for item in function.items)
+        return returned and any(
+            isinstance(item.node, ast.Call)
+            and ctx.resolve_local_call(item.node, scope) is function
+            for scope in [None, *ctx.module.functions]
+            for item in (scope.items if scope is not None else ctx.module.items))
+
+    def _any_epoch_loop(self) -> Loop | None:
+        ctx = self.ctx
+        return next((loop for loop in ctx.module.all_loops
+                     if not steps_every_iteration(ctx, loop) and trains(ctx, loop)), None)
+
+    def _report(self, sampler: _Sampler, epoch_loop: Loop, names: list[str],
+                confidence: Confidence) -> None:
         name = names[0] if self._targets.get(id(sampler.call)) is not None else (
             f"{names[0]}.sampler" if names else "loader.sampler")
         self.report(
@@ -122,7 +151,8 @@ class SamplerEpochNeverSet(LintRule):
             fix_hint=f"Call `{name}.set_epoch(epoch)` at the top of the epoch loop, before "
                      "the DataLoader is iterated.",
             evidence={"epoch_loop_line": epoch_loop.line},
-            fix=self._fix(sampler, epoch_loop, name),
+            confidence=confidence,
+            fix=self._fix(sampler, epoch_loop, name) if confidence is Confidence.HIGH else None,
         )
 
     def _fix(self, sampler: _Sampler, loop: Loop, name: str) -> Fix | None:

@@ -4,16 +4,16 @@ TD805 ddp-prefixed-state-dict."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.distributed import DDP, DISTRIBUTED_SAMPLER
 from torchdoctor.static.rules.loops import guard_between
-from torchdoctor.static.rules.ranks import is_rank_nonzero, is_rank_zero, names_rank
+from torchdoctor.static.rules.ranks import Resolve, is_rank_nonzero, is_rank_zero, names_rank
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
 # Calls that show the program runs as several processes (importing torch.distributed
@@ -35,10 +35,10 @@ class CheckpointSavedOnEveryRank(LintRule):
     call_names = frozenset({"save", "DistributedDataParallel", "DistributedSampler",
                             "Accelerator", "FullyShardedDataParallel"}) | _LAUNCHES
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
-        self._distributed = False
+        self._launchers: list[FunctionScope | None] = []  # where distributed calls are
 
     def visit_call(self, node: ast.Call) -> None:
         name = self.ctx.qualified_name(node.func)
@@ -47,13 +47,16 @@ class CheckpointSavedOnEveryRank(LintRule):
         elif name is not None and (name in _DISTRIBUTED_CLASSES or (
                 name.startswith("torch.distributed.")
                 and name.rpartition(".")[2] in _LAUNCHES)):
-            self._distributed = True
+            self._launchers.append(self.ctx.function)
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
-        if not self._saves or not self._distributed:
+        if not self._saves or not self._launchers:
             return
         callers = _Callers(ctx)
+        reachable = callers.reachable_from_module()
+        if not any(f is None or f in reachable for f in self._launchers):
+            return  # the distributed code is not part of what this file runs
         for call, frames in self._saves:
             scope = ctx.function_of(frames)
             path = call.args[1] if len(call.args) > 1 else next(
@@ -84,9 +87,11 @@ class _Callers:
 
     def guarded(self, frames: tuple[Frame, ...], line: int, depth: int) -> bool:
         ctx = self.ctx
-        if guard_between(frames, None, _guards) is not None:
-            return True
         function = ctx.function_of(frames)
+        resolve = _resolver(ctx, function)
+        if guard_between(frames, None, lambda node, in_body: is_rank_zero(node.test, resolve)
+                         if in_body else is_rank_nonzero(node.test, resolve)) is not None:
+            return True
         if _exits_early_off_rank_zero(ctx, function, frames, line):
             return True
         if function is None:
@@ -98,6 +103,25 @@ class _Callers:
             return True  # no visible caller: a helper whose callers decide
         return all(self.guarded(site_frames, site.lineno, depth + 1)
                    for site, site_frames in sites)
+
+    def reachable_from_module(self) -> set[FunctionScope]:
+        """Functions that module-level code (the main guard included) runs, a few calls
+        deep."""
+        ctx = self.ctx
+        found: set[FunctionScope] = set()
+        frontier: list[FunctionScope | None] = [None]
+        for _ in range(_MAX_CALL_DEPTH + 1):
+            following: list[FunctionScope | None] = []
+            for scope in frontier:
+                items = scope.items if scope is not None else ctx.module.items
+                for item in items:
+                    if isinstance(item.node, ast.Call):
+                        called = _called_function(ctx, item.node, scope)
+                        if called is not None and called not in found:
+                            found.add(called)
+                            following.append(called)
+            frontier = following
+        return found
 
     def sites(self) -> dict[FunctionScope, list[tuple[ast.Call, tuple[Frame, ...]]]]:
         if self._sites is None:
@@ -127,14 +151,26 @@ def _called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> Function
     return cls.methods.get(call.func.attr) if cls is not None else None
 
 
-def _guards(node: ast.If, in_body: bool) -> bool:
-    return is_rank_zero(node.test) if in_body else is_rank_nonzero(node.test)
+def _resolver(ctx: FileContext, scope: Scope) -> Resolve:
+    """Looks up what a name or ``self.attr`` was bound to, for the rank tests."""
+    def resolve(expr: ast.expr) -> ast.expr | None:
+        if isinstance(expr, ast.Name):
+            binding = ctx.binding(expr, scope)
+        elif isinstance(expr, ast.Attribute):
+            found = ctx.attribute_binding(expr, scope)
+            binding = found[0] if found is not None else None
+        else:
+            return None
+        return binding.value if binding is not None and binding.kind is BindingKind.ASSIGN \
+            else None
+    return resolve
 
 
 def _exits_early_off_rank_zero(ctx: FileContext, function: FunctionScope | None,
                                frames: tuple[Frame, ...], line: int) -> bool:
     """``if rank != 0: return`` (or ``continue`` in the same loop) before the place."""
     items = function.items if function is not None else ctx.module.items
+    resolve = _resolver(ctx, function)
     for item in items:
         node = item.node
         if not isinstance(node, (ast.Return, ast.Continue, ast.Raise)) or item.line >= line:
@@ -143,8 +179,8 @@ def _exits_early_off_rank_zero(ctx: FileContext, function: FunctionScope | None,
             loop = next((f for f in reversed(item.frames) if f.kind is FrameKind.LOOP), None)
             if loop is None or loop not in frames:
                 continue
-        guard = guard_between(item.frames, None, lambda n, body: is_rank_nonzero(n.test)
-                              if body else is_rank_zero(n.test))
+        guard = guard_between(item.frames, None, lambda n, body: is_rank_nonzero(n.test, resolve)
+                              if body else is_rank_zero(n.test, resolve))
         if guard is not None and not any(f.node is guard for f in frames):
             return True
     return False
@@ -176,8 +212,8 @@ class DdpPrefixedStateDict(LintRule):
     requires = ("DataParallel", "DDP")
     call_names = frozenset({"save"})
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
 
     def visit_call(self, node: ast.Call) -> None:

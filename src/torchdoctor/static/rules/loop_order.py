@@ -137,8 +137,8 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
     @staticmethod
     def _next_step(events: list[Event], index: int, steps: list[Event]) -> Event | None:
         for event in events[index + 1:]:
-            if event.kind is EventKind.BACKWARD:
-                return None  # a new backward refills the gradients before the step
+            if event.kind is EventKind.BACKWARD or _refills(event):
+                return None  # gradients are written again before the step
             if event in steps:
                 return event
         return None
@@ -255,6 +255,14 @@ class GraphRetainedAcrossSteps(LintRule):
             fix=fix,
             confidence=Confidence.HIGH,
         )
+
+
+def _refills(event: Event) -> bool:
+    """``p.grad = g``: gradients set by hand (gradient surgery, PCGrad), not cleared."""
+    node = event.node
+    return event.kind is EventKind.ZERO_GRAD and isinstance(node, (ast.Assign, ast.AnnAssign)) \
+        and node.value is not None \
+        and not (isinstance(node.value, ast.Constant) and node.value.value is None)
 
 
 def _assigned_names(loop: Loop) -> set[str]:

@@ -14,14 +14,9 @@ import ast
 from collections.abc import Callable, Iterator
 
 from torchdoctor.static import torchapi
-from torchdoctor.static.context import FileContext
+from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop
-from torchdoctor.static.training import (
-    EventKind,
-    function_events,
-    is_accumulation_guard,
-    loop_events,
-)
+from torchdoctor.static.training import Event, EventKind, classify, is_accumulation_guard
 
 __all__ = [
     "enclosing_loops",
@@ -31,11 +26,13 @@ __all__ = [
     "local_frames",
     "loop_of",
     "step_functions",
+    "step_events",
     "steps_every_iteration",
     "trains",
 ]
 
 _STEPS = (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
+_STEP_NAMES = frozenset({"backward", "manual_backward", "step"})
 _SCOPE_KINDS = (FrameKind.FUNCTION, FrameKind.CLASS, FrameKind.MODULE)
 
 
@@ -50,10 +47,11 @@ def local_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
 def loop_of(ctx: FileContext, frame: Frame) -> Loop | None:
     """The :class:`Loop` of a loop frame (once the file has been walked)."""
     table = ctx.memo.get(("loops", "by-node"))
-    if table is None or len(table) != len(ctx.module.all_loops):  # type: ignore[arg-type]
-        table = ctx.memo[("loops", "by-node")] = {
-            loop.node: loop for loop in ctx.module.all_loops}
-    return table.get(frame.node)  # type: ignore[union-attr]
+    if not isinstance(table, dict) or len(table) != len(ctx.module.all_loops):
+        table = {id(loop.node): loop for loop in ctx.module.all_loops}
+        ctx.memo[("loops", "by-node")] = table
+    found = table.get(id(frame.node))
+    return found if isinstance(found, Loop) else None
 
 
 def enclosing_loops(ctx: FileContext, frames: tuple[Frame, ...]) -> list[Loop]:
@@ -75,8 +73,20 @@ def steps_every_iteration(ctx: FileContext, loop: Loop) -> bool:
     return bool(cached)
 
 
+def step_events(ctx: FileContext, items: list[Item], scope: Scope) -> Iterator[Event]:
+    """The ``backward`` and optimizer/scheduler ``step`` events among ``items``; cheaper than
+    classifying every call when only steps matter."""
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Call) and _STEP_NAMES.intersection(
+                (getattr(node.func, "attr", None), getattr(node.func, "id", None))):
+            event = classify(ctx, item, scope)
+            if event is not None:
+                yield event
+
+
 def _steps_every_iteration(ctx: FileContext, loop: Loop) -> bool:
-    for event in loop_events(ctx, loop):
+    for event in step_events(ctx, loop.items, loop.function):
         if event.kind in _STEPS and loop.is_direct(event.item):
             return True
     steppers = step_functions(ctx)
@@ -100,7 +110,7 @@ def step_functions(ctx: FileContext) -> set[FunctionScope]:
 
 
 def _steps_per_call(ctx: FileContext, function: FunctionScope) -> bool:
-    for event in function_events(ctx, function):
+    for event in step_events(ctx, function.items, function):
         if event.kind in _STEPS and not any(
                 f.kind is FrameKind.LOOP for f in local_frames(event.item.frames)):
             return True

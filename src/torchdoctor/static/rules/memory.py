@@ -6,9 +6,11 @@ The speed rules of the same topic (TD703, TD704, TD705) live in :mod:`.speed`.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.loops import (
     enclosing_loops,
@@ -34,8 +36,8 @@ class FiguresNeverClosed(LintRule):
     requires = ("pyplot",)
     call_names = frozenset({"figure", "subplots", "subplot_mosaic", "close", "show"})
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._made: list[tuple[ast.Call, tuple[Frame, ...]]] = []
         self._closes: list[tuple[Frame, ...]] = []
         self._shows: list[FunctionScope | None] = []
@@ -129,8 +131,8 @@ class EmptyCacheInLoop(LintRule):
     requires = ("empty_cache",)
     call_names = frozenset({"empty_cache"})
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._calls: list[tuple[ast.Call, tuple[Frame, ...]]] = []
         self._statements: dict[int, ast.Expr] = {}
 
@@ -201,5 +203,5 @@ def _block_of(frames: tuple[Frame, ...], statement: ast.stmt) -> list[ast.stmt]:
     """The statement list holding ``statement`` (empty when the frames do not show it)."""
     frame = frames[-1]
     node = frame.node
-    block = node.orelse if frame.kind is FrameKind.IF_ELSE else getattr(node, "body", [])
+    block = getattr(node, "orelse" if frame.kind is FrameKind.IF_ELSE else "body", [])
     return block if isinstance(block, list) and statement in block else []

@@ -208,16 +208,19 @@ class TrainInEvalMode(LintRule):
 
     def _check(self, loop: Loop, reported: set[int]) -> None:
         ctx = self.ctx
+        if not self._may_train(loop):
+            return
         actions = expand(ctx, loop.items, loop.function)
         if not any(a.kind is EventKind.BACKWARD for a in actions) or \
                 not any(a.kind is EventKind.EVAL for a in actions):
             return
         modes: dict[str, tuple[EventKind, Action]] = {}
         for second_pass in (False, True):
-            for action in actions:
+            for index, action in enumerate(actions):
                 if action.kind in _MODE:
                     modes[action.target] = (action.kind, action)
-                elif action.kind is EventKind.FORWARD and action.grad and second_pass:
+                elif action.kind is EventKind.FORWARD and action.grad and second_pass \
+                        and _trains(actions, index):
                     mode = modes.get(action.target)
                     if mode is not None and mode[0] is EventKind.EVAL and \
                             id(mode[1].origin) not in reported:
@@ -226,6 +229,16 @@ class TrainInEvalMode(LintRule):
                         reported.add(id(mode[1].origin))
                         self._report(loop, mode[1], action)
                         return
+
+    def _may_train(self, loop: Loop) -> bool:
+        """Cheap pre-check: the loop steps or backpropagates itself, or calls a function of
+        this file (which may)."""
+        if any(e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
+               for e in loop_events(self.ctx, loop)):
+            return True
+        return any(isinstance(item.node, ast.Call)
+                   and self.ctx.resolve_local_call(item.node, loop.function) is not None
+                   for item in loop.items)
 
     def _report(self, loop: Loop, eval_action: Action, forward: Action) -> None:
         ctx = self.ctx
@@ -254,6 +267,18 @@ class TrainInEvalMode(LintRule):
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
         return Fix(f"Call `{model}.train()` at the top of the loop", (edit,),
                    Applicability.UNSAFE)
+
+
+def _trains(actions: list[Action], index: int) -> bool:
+    """Whether the forward at ``index`` is a training forward: a backward follows it
+    (going round the loop) before the mode is set again. A forward after ``eval()`` in
+    an evaluation written without ``no_grad`` is not one."""
+    for action in actions[index + 1:] + actions[:index]:
+        if action.kind is EventKind.BACKWARD:
+            return True
+        if action.kind in _MODE:
+            return False
+    return False
 
 
 def _first_target(action: Action) -> ast.expr | None:

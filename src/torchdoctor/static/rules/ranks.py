@@ -2,58 +2,87 @@
 
 Used by the distributed saving rule (TD804) to tell code that runs on one process from
 code that runs on every rank. Names are read as words (:func:`torchapi.name_tokens`), so
-``local_rank``, ``args.global_rank`` and ``dist.get_rank()`` all name a rank.
+``local_rank``, ``args.global_rank`` and ``dist.get_rank()`` all name a rank; so does a
+variable bound to one (``gpu_id = int(os.environ["LOCAL_RANK"])``) when the caller passes a
+``resolve`` function that looks bindings up.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from torchdoctor.static import torchapi
 
-__all__ = ["is_rank_nonzero", "is_rank_zero", "names_rank"]
+__all__ = ["Resolve", "is_rank_nonzero", "is_rank_zero", "names_rank"]
+
+Resolve = Callable[[ast.expr], "ast.expr | None"]
+"""Gives the value a name or ``self.attr`` was bound to, or ``None``."""
 
 _MAIN_WORDS = frozenset({"master", "primary", "leader", "chief"})
+# Per-process indices that equal the rank on one node (mp.spawn's `gpu`, `local_rank`).
+_RANK_WORDS = frozenset({"rank", "gpu"})
 
 
-def is_rank_zero(test: ast.expr) -> bool:
+def _no_binding(expr: ast.expr) -> ast.expr | None:
+    return None
+
+
+def is_rank_zero(test: ast.expr, resolve: Resolve = _no_binding) -> bool:
     """``rank == 0``, ``dist.get_rank() == 0``, ``local_rank in (-1, 0)``,
-    ``is_main_process()``, ``accelerator.is_main_process``, ``trainer.is_global_zero``..."""
+    ``rank % gpus_per_node == 0``, ``is_main_process()``, ``trainer.is_global_zero``..."""
     if isinstance(test, ast.BoolOp):
-        return any(is_rank_zero(value) for value in test.values)
+        return any(is_rank_zero(value, resolve) for value in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return is_rank_nonzero(test.operand)
+        return is_rank_nonzero(test.operand, resolve)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.Eq):
-            return (_is_zero(right) and names_rank(left)) or (
-                _is_zero(left) and names_rank(right))
+            return (_is_zero(right) and names_rank(left, resolve)) or (
+                _is_zero(left) and names_rank(right, resolve))
         if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
-            return names_rank(left) and any(_is_zero(e) for e in right.elts)
+            return names_rank(left, resolve) and any(_is_zero(e) for e in right.elts)
         if isinstance(op, (ast.LtE, ast.Lt)):
-            return names_rank(left) and isinstance(right, ast.Constant) and \
+            return names_rank(left, resolve) and isinstance(right, ast.Constant) and \
                 right.value in ((0,) if isinstance(op, ast.LtE) else (1,))
         return False
     return _names_main_process(test)
 
 
-def is_rank_nonzero(test: ast.expr) -> bool:
+def is_rank_nonzero(test: ast.expr, resolve: Resolve = _no_binding) -> bool:
     """``rank != 0``, ``rank > 0``, ``if rank:``, ``not is_main_process()``."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return is_rank_zero(test.operand)
+        return is_rank_zero(test.operand, resolve)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(is_rank_nonzero(value) for value in test.values)
+        return any(is_rank_nonzero(value, resolve) for value in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.NotEq):
-            return (_is_zero(right) and names_rank(left)) or (
-                _is_zero(left) and names_rank(right))
+            return (_is_zero(right) and names_rank(left, resolve)) or (
+                _is_zero(left) and names_rank(right, resolve))
         if isinstance(op, (ast.Gt, ast.GtE)):
-            return names_rank(left) and isinstance(right, ast.Constant) and \
+            return names_rank(left, resolve) and isinstance(right, ast.Constant) and \
                 right.value in ((0,) if isinstance(op, ast.Gt) else (1,))
         return False
-    return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and names_rank(test) \
-        and not _names_main_process(test)
+    return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and \
+        names_rank(test, resolve) and not _names_main_process(test)
+
+
+def names_rank(expr: ast.expr, resolve: Resolve = _no_binding) -> bool:
+    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``,
+    ``rank % gpus_per_node``, or a variable bound to one of those."""
+    while isinstance(expr, ast.BinOp):  # rank % ngpus_per_node
+        expr = expr.left
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args \
+            and expr.func.id == "int":
+        expr = expr.args[0]
+    if _RANK_WORDS & set(_words(expr)):
+        return True
+    value = resolve(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+    return value is not None and any(
+        _RANK_WORDS & set(_words(node)) or (isinstance(node, ast.Constant) and isinstance(
+            node.value, str) and "rank" in torchapi.name_tokens(node.value))
+        for node in ast.walk(value) if isinstance(node, ast.expr))
 
 
 def _is_zero(expr: ast.expr) -> bool:
@@ -72,14 +101,6 @@ def _words(expr: ast.expr) -> list[str]:
     if isinstance(expr, ast.Attribute):
         return torchapi.name_tokens(expr.attr)
     return []
-
-
-def names_rank(expr: ast.expr) -> bool:
-    """``rank``, ``args.local_rank``, ``dist.get_rank()``, ``int(os.environ["RANK"])``."""
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args \
-            and expr.func.id == "int":
-        expr = expr.args[0]
-    return "rank" in _words(expr)
 
 
 def _names_main_process(expr: ast.expr) -> bool:

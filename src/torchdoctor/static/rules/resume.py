@@ -8,17 +8,17 @@ export of the weights and is left alone.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Depth, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loops import enclosing_loops, trains
-from torchdoctor.static.structure import Frame
-from torchdoctor.static.training import EventKind, loop_events
+from torchdoctor.static.rules.loops import enclosing_loops, step_events, trains
+from torchdoctor.static.structure import Frame, FunctionScope
+from torchdoctor.static.training import EventKind
 
 MODEL, OPTIMIZER, SCHEDULER, COUNTER = "model", "optimizer", "scheduler", "counter"
 _FAMILY_ROLES = {torchapi.MODULE: MODEL, torchapi.OPTIMIZER: OPTIMIZER,
@@ -30,9 +30,11 @@ _KEY_ROLES: tuple[tuple[frozenset[str], str], ...] = (
                 "iters", "it"}), COUNTER),
     (frozenset({"model", "net", "network", "weights", "module", "encoder", "state"}), MODEL),
 )
+_WHAT = {OPTIMIZER: "`optimizer.state_dict()`", SCHEDULER: "`scheduler.state_dict()`",
+         COUNTER: "the epoch (or step) counter"}
 _COST = {
-    OPTIMIZER: "the optimizer state (momentum, Adam's moment estimates restart from zero, "
-               "which typically shows as a loss spike right after the resume)",
+    OPTIMIZER: "the optimizer state (momentum and Adam's moment estimates restart from "
+               "zero, which typically shows as a loss spike right after the resume)",
     SCHEDULER: "the LR scheduler state (the learning rate schedule restarts from its first "
                "step)",
     COUNTER: "the epoch or step counter (the resumed run starts counting at 0 again, so it "
@@ -47,8 +49,8 @@ class IncompleteResumeCheckpoint(LintRule):
     requires = ("save",)
     call_names = frozenset({"save"})
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
 
     def visit_call(self, node: ast.Call) -> None:
@@ -57,9 +59,11 @@ class IncompleteResumeCheckpoint(LintRule):
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
-        kinds = {event.kind for loop in ctx.module.all_loops for event in loop_events(ctx, loop)}
+        kinds = {event.kind for event in step_events(ctx, ctx.module.items, None)}
+        kinds.update(event.kind for function in ctx.module.functions
+                     for event in step_events(ctx, function.items, function))
         expected = {COUNTER}
-        if EventKind.OPTIMIZER_STEP in kinds:
+        if EventKind.OPTIMIZER_STEP in kinds and _optimizer_has_state(ctx):
             expected.add(OPTIMIZER)
         if EventKind.SCHEDULER_STEP in kinds:
             expected.add(SCHEDULER)
@@ -83,11 +87,31 @@ class IncompleteResumeCheckpoint(LintRule):
             call,
             f"The resume checkpoint saved at line {call.lineno} holds the model but not "
             + "; nor ".join(_COST[role] for role in missing),
-            fix_hint="Save everything a resume needs in the checkpoint: "
-                     "`optimizer.state_dict()`, `scheduler.state_dict()` and the epoch, next "
-                     "to the model's `state_dict()`, and restore all of them when resuming.",
+            fix_hint=f"Add {' and '.join(_WHAT[role] for role in missing)} to the checkpoint, "
+                     "next to the model's `state_dict()`, and restore them when resuming.",
             evidence={"missing": missing},
         )
+
+
+def _optimizer_has_state(ctx: FileContext) -> bool:
+    """False only when every optimizer the file builds is plain SGD without momentum, whose
+    state_dict holds nothing to restore."""
+    scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
+    built = [(item.node, scope) for scope in scopes
+             for item in (scope.items if scope is not None else ctx.module.items)
+             if isinstance(item.node, ast.Call)]
+    optimizers = [(call, scope) for call, scope in built
+                  if (name := ctx.instance_type(call, scope)) is not None
+                  and ctx.is_family(name, torchapi.OPTIMIZER)]
+    return not optimizers or not all(
+        ctx.is_call_to(call, "torch.optim.SGD", scope=scope) and _without_momentum(call)
+        for call, scope in optimizers)
+
+
+def _without_momentum(call: ast.Call) -> bool:
+    momentum = next((k.value for k in call.keywords if k.arg == "momentum"),
+                    call.args[2] if len(call.args) > 2 else None)
+    return momentum is None or (isinstance(momentum, ast.Constant) and momentum.value == 0)
 
 
 def _entries(ctx: FileContext, saved: ast.expr, scope: Scope

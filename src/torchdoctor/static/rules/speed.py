@@ -6,23 +6,25 @@ The memory rules of the topic live in :mod:`.memory`, the cuDNN flags rule (TD70
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from torchdoctor.findings import Confidence, Depth, Severity
+from torchdoctor.findings import Confidence, Depth, Finding, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.loops import (
     enclosing_loops,
     guard_between,
     is_periodic_guard,
     local_frames,
+    step_events,
     step_functions,
     steps_every_iteration,
 )
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Loop
-from torchdoctor.static.training import EventKind, function_events, loop_events
+from torchdoctor.static.training import Event, EventKind
 
 _SYNC_METHODS = frozenset({"item", "cpu", "tolist"})
 _SYNC_BUILTINS = frozenset({"print", "float", "int"})
@@ -48,8 +50,8 @@ class HostSyncInHotLoop(LintRule):
     requires = ("backward", "step(")
     call_names = _SYNC_METHODS | _SYNC_BUILTINS | _MODULE_METHODS
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._calls: list[tuple[ast.Call, tuple[Frame, ...]]] = []
         self._module_moves: set[int] = set()
 
@@ -69,8 +71,13 @@ class HostSyncInHotLoop(LintRule):
             self._calls.append((node, self.ctx.frames))
 
     def leave_module(self, module: object) -> None:
+        places: dict[tuple[int, ...], _HotPlace | None] = {}
         for call, frames in self._calls:
-            place = self._hot_place(frames)
+            key = tuple(id(f) for f in local_frames(frames) if f.kind is FrameKind.LOOP) or (
+                id(self.ctx.function_of(frames)),)
+            if key not in places:
+                places[key] = self._hot_place(frames)
+            place = places[key]
             if place is None or _runs_only_sometimes(frames, place.frame):
                 continue
             confidence = self._syncs(call, place, self.ctx.function_of(frames))
@@ -82,7 +89,8 @@ class HostSyncInHotLoop(LintRule):
         for loop in enclosing_loops(ctx, frames):
             if steps_every_iteration(ctx, loop):
                 return _HotPlace(loop.frame, f"the training loop at line {loop.line}",
-                                 self._loss_texts(loop_events(ctx, loop)), loop.line)
+                                 self._loss_texts(step_events(ctx, loop.items, loop.function)),
+                                 loop.line)
         if any(f.kind is FrameKind.LOOP for f in local_frames(frames)):
             return None
         function = ctx.function_of(frames)
@@ -93,7 +101,8 @@ class HostSyncInHotLoop(LintRule):
             return None
         return _HotPlace(function.frame, f"`{function.name}()`, which runs one training step "
                          f"per call from the loop at line {caller.line}",
-                         self._loss_texts(function_events(ctx, function)), caller.line)
+                         self._loss_texts(step_events(ctx, function.items, function)),
+                         caller.line)
 
     def _calling_loop(self, function: FunctionScope) -> Loop | None:
         for loop in self.ctx.module.all_loops:
@@ -103,7 +112,7 @@ class HostSyncInHotLoop(LintRule):
                     return loop
         return None
 
-    def _loss_texts(self, events: list) -> frozenset[str]:  # type: ignore[type-arg]
+    def _loss_texts(self, events: Iterable[Event]) -> frozenset[str]:
         texts = set()
         for event in events:
             target = event.target
@@ -177,8 +186,8 @@ class CompileInLoop(LintRule):
     requires = ("compile",)
     call_names = frozenset({"compile"})
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
         self._calls: list[tuple[ast.Call, tuple[Frame, ...]]] = []
         self._targets: dict[int, ast.expr] = {}
 
@@ -214,10 +223,11 @@ class CompileInLoop(LintRule):
                 return True
             loops.extend(current.children)
         for item in loop.items:
-            node = item.node
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not call \
-                    and item.line <= call.lineno:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            statement = item.node
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and \
+                    statement.value is not call and item.line <= call.lineno:
+                targets = statement.targets if isinstance(statement, ast.Assign) else [
+                    statement.target]
                 if any(text in _target_texts(t) for t in targets):
                     return True
         return False

@@ -1,0 +1,68 @@
+"""The debugging lab at the `run` depth: each lab script runs under the monitor.
+
+Every ``examples/lab/*/`` whose rule is detected at run time is executed with
+:func:`torchdoctor.runtime.run_script` (what ``torchdoctor run`` calls), in this process so
+that torch is imported once, with ``--max-steps`` as a safety cap. ``buggy.py`` must be
+flagged with the rule's code (at a marked line when the finding points into the file);
+``fixed.py`` must not draw it. The process state a script may touch (RNG, default dtype,
+grad and anomaly modes, warning filters, torch.compile caches, the working directory) is
+restored after each script.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.lab import labkit
+from torchdoctor.findings import Depth, Report
+
+pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
+torch = pytest.importorskip("torch")
+
+MAX_STEPS = 400
+
+
+@contextlib.contextmanager
+def isolated(folder: Path) -> Iterator[None]:
+    """Run a lab script without leaking its process-wide settings into the next one."""
+    rng, dtype = torch.get_rng_state(), torch.get_default_dtype()
+    grad, anomaly = torch.is_grad_enabled(), torch.is_anomaly_enabled()
+    threads, cwd = torch.get_num_threads(), os.getcwd()
+    torch.set_num_threads(1)  # several test processes share a few cores
+    os.chdir(folder)
+    try:
+        with warnings.catch_warnings():
+            yield
+    finally:
+        os.chdir(cwd)
+        torch.set_rng_state(rng)
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.autograd.set_detect_anomaly(anomaly)
+        torch.set_num_threads(threads)
+        dynamo = getattr(torch, "_dynamo", None)
+        if dynamo is not None and hasattr(dynamo, "reset"):
+            dynamo.reset()
+
+
+def run_lab(path: Path) -> Report:
+    from torchdoctor.runtime.script import run_script
+
+    with isolated(path.parent):
+        return run_script(str(path), [], max_steps=MAX_STEPS, status=False).report
+
+
+@pytest.mark.parametrize("case", labkit.lab_params(Depth.RUN))
+def test_buggy_is_flagged(case: labkit.LabCase) -> None:
+    labkit.assert_flagged(run_lab(case.buggy), case, Depth.RUN, exact_lines=False)
+
+
+@pytest.mark.parametrize("case", labkit.lab_params(Depth.RUN))
+def test_fixed_is_quiet(case: labkit.LabCase) -> None:
+    labkit.assert_quiet(run_lab(case.fixed), case)
