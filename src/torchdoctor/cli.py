@@ -368,7 +368,25 @@ def env_command(output_format: str, fail_on: str) -> None:
 
 
 # --- demo --------------------------------------------------------------------------------
-# (the `demo` subcommand lives here)
+
+
+@main.command("demo")
+@click.option("--steps", default=40, show_default=True, type=click.IntRange(2, 10_000),
+              help="Optimizer steps the runtime section lets the script take.")
+@format_option("text", ("text", "json"))
+@guarded
+def demo_command(steps: int, output_format: str) -> None:
+    """Run every depth on a bundled buggy training script and show what each finds."""
+    from torchdoctor.demo import run_demo
+    from torchdoctor.demo.view import render_demo
+
+    result = run_demo(run_steps=steps)
+    if output_format == "json":
+        emit(result.combined, "json")
+    else:
+        click.echo(render_demo(result, width=_terminal_width() if sys.stdout.isatty() else 100,
+                               color=sys.stdout.isatty()), nl=False)
+    sys.exit(EXIT_CLEAN)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -258,10 +258,27 @@ class Report:
     )
 
     def add(self, finding: Finding) -> None:
-        """Add one finding, merging it into an equal one already present."""
-        key = finding.merge_key
+        """Add one finding, merging it into an equal one already present.
+
+        Besides an exact match of :attr:`Finding.merge_key`, a finding from another depth
+        at the same rule, file and line merges even when only one of the two names an
+        object: ``lint`` sees the line, ``run`` sees the line *and* the optimizer.
+        """
+        key = self._key_for(finding)
         existing = self._findings.get(key)
         self._findings[key] = finding if existing is None else existing.merged_with(finding)
+
+    def _key_for(self, finding: Finding) -> tuple[str, str | None, int | None, str | None]:
+        key = finding.merge_key
+        if key in self._findings or finding.location.path is None:
+            return key
+        code, path, line, _ = key
+        for other_key, other in self._findings.items():
+            if other_key[:3] == (code, path, line) and not set(other.depths) & set(
+                finding.depths
+            ):
+                return other_key
+        return key
 
     def extend(self, findings: Iterable[Finding]) -> None:
         """Add several findings."""

@@ -137,3 +137,9 @@ def test_debug_shows_the_traceback(setups) -> None:
 def test_missing_file_is_a_usage_error(tmp_path) -> None:
     result = _invoke("check", str(tmp_path / "absent.py"))
     assert result.exit_code == 2 and "no such file" in result.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_unavailable_device_is_a_usage_error(setups) -> None:
+    result = _invoke("check", str(setups), "--device", "cuda")
+    assert result.exit_code == 2 and "cannot move the batch to cuda" in result.stderr

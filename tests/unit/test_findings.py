@@ -68,3 +68,20 @@ def test_location_str() -> None:
     assert str(Location(path="a.py", line=3, column=4)) == "a.py:3:5"
     assert str(Location(object="encoder.0.weight")) == "encoder.0.weight"
     assert str(Location()) == "<unknown>"
+
+
+def test_a_line_from_lint_and_the_same_line_with_an_object_from_run_merge() -> None:
+    report = Report()
+    report.add(_at(7, Depth.LINT))
+    report.add(finding("TD201", "grads grew", Location(path="t.py", line=7, object="SGD"),
+                       Depth.RUN))
+    (merged,) = report.findings
+    assert merged.depths == (Depth.LINT, Depth.RUN)
+
+
+def test_two_objects_at_one_line_from_one_depth_stay_apart() -> None:
+    report = Report()
+    for name in ("fc.weight", "fc.bias"):
+        report.add(finding("TD208", "no grad", Location(path="t.py", line=7, object=name),
+                           Depth.RUN))
+    assert len(report) == 2

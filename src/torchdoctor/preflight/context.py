@@ -121,8 +121,15 @@ class CheckContext:
 
     @functools.cached_property
     def batch(self) -> Batch:
-        """The first batch split into inputs and targets, on :attr:`device`."""
-        return self.batch_as_given.to(self.device)
+        """The first batch split into inputs and targets, on :attr:`device`.
+
+        Raises:
+            UsageError: the device cannot take tensors (no CUDA on this machine, say).
+        """
+        try:
+            return self.batch_as_given.to(self.device)
+        except (RuntimeError, AssertionError) as error:  # torch's "not compiled with CUDA"
+            raise UsageError(f"cannot move the batch to {self.device}: {error}") from None
 
     # --- the loss -----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from torchdoctor.findings import Depth, Finding, Report, Severity
+from torchdoctor.findings import Finding, Report, Severity
 from torchdoctor.report.options import RenderOptions
 from torchdoctor.rules.registry import RULES
 
@@ -56,22 +56,29 @@ def _print_finding(console: Console, finding: Finding, options: RenderOptions) -
     head.append(f" {rule.name if rule else ''}", style="bold")
     head.append(f"  {finding.location}", style="dim")
     console.print(head)
-    console.print(Text(f"    {finding.message}"))
+    _print_indented(console, Text(finding.message))
     if options.show_source and finding.location.snippet:
         _print_snippet(console, finding)
     if options.show_evidence and finding.evidence:
-        console.print(Text(f"    evidence: {_evidence(finding.evidence)}", style="dim"))
+        _print_indented(console, Text(f"evidence: {_evidence(finding.evidence)}", style="dim"))
     if finding.fix_hint:
-        console.print(Text.assemble(("    fix: ", "green"), finding.fix_hint))
+        _print_indented(console, Text.assemble(("fix: ", "green"), finding.fix_hint))
     extra = []
-    if len(finding.depths) > 1 or finding.depth is not Depth.LINT:
+    if len(finding.depths) > 1:
         extra.append("seen by " + ", ".join(d.value for d in finding.depths))
     if finding.occurrences > 1:
         extra.append(f"{finding.occurrences} times")
     if finding.fix is not None:
         extra.append(f"auto-fix: {finding.fix.applicability.value}")
     if extra:
-        console.print(Text(f"    ({'; '.join(extra)})", style="dim"))
+        _print_indented(console, Text(f"({'; '.join(extra)})", style="dim"))
+
+
+def _print_indented(console: Console, text: Text) -> None:
+    """Print ``text`` indented by four spaces, wrapped lines included, with no padding."""
+    for line in text.wrap(console, max(console.width - 4, 20)):
+        line.rstrip()
+        console.print(Text("    ") + line)
 
 
 def _print_snippet(console: Console, finding: Finding) -> None:

@@ -69,7 +69,7 @@ def build():
     result = model.load_state_dict({f"backbone.{k}": v for k, v in state.items()}, strict=False)
     assert not result.unexpected_keys and set(result.missing_keys) == {"fc.weight", "fc.bias"}, result
     model.fc = nn.Linear(model.fc.in_features, 4)
-    model.freeze(model.backbone)
+    model.freeze(model.backbone.stage1, model.backbone.stage2)
     optimizer = torch.optim.SGD(model.fc.parameters(), lr=0.05, momentum=0.9)
     return model, optimizer
 

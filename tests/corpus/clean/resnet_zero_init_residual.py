@@ -50,9 +50,9 @@ def make_dataset(n=256, seed=50):
     generator = torch.Generator().manual_seed(seed)
     labels = torch.randint(0, 4, (n,), generator=generator)
     images = 0.5 * torch.randn(n, 3, 12, 12, generator=generator)
-    quadrant = torch.zeros(4, 1, 12, 12)
-    quadrant[0, :, :6, :6] = quadrant[1, :, :6, 6:] = quadrant[2, :, 6:, :6] = quadrant[3, :, 6:, 6:] = 1.0
-    return TensorDataset(images + quadrant[labels], labels)
+    # Classes 0-2 brighten one colour channel; class 3 darkens all three.
+    tint = torch.tensor([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [-1.0, -1.0, -1.0]])
+    return TensorDataset(images + tint[labels].view(n, 3, 1, 1), labels)
 
 
 def build():
