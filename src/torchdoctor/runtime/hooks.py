@@ -11,6 +11,7 @@ so a missing API only switches off what needs it; :meth:`HookSet.remove` undoes 
 from __future__ import annotations
 
 import importlib
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -18,6 +19,30 @@ from types import ModuleType
 from typing import Any
 
 __all__ = ["HookSet"]
+
+_COMPILE_HOOK_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
+
+
+class _HookAndFilter:
+    """A hook handle that also owns a warnings filter; both go on :meth:`remove`."""
+
+    def __init__(self, handle: Any, message: str) -> None:
+        self._handle = handle
+        self._filter = ("ignore", re.compile(message), Warning, None, 0)
+        warnings.filters.insert(0, self._filter)  # type: ignore[arg-type]
+        _filters_mutated()
+
+    def remove(self) -> None:
+        self._handle.remove()
+        if self._filter in warnings.filters:
+            warnings.filters.remove(self._filter)  # type: ignore[arg-type]
+            _filters_mutated()
+
+
+def _filters_mutated() -> None:
+    mutated = getattr(warnings, "_filters_mutated", None)
+    if mutated is not None:
+        mutated()
 
 
 class HookSet:
@@ -42,13 +67,18 @@ class HookSet:
         self._handles += [register_pre(pre), register_post(post)]
 
     def module_forward_pre_hook(self, hook: Callable[..., None]) -> Any:
-        """Global forward pre-hook on every module call; returns a handle to remove early."""
+        """Global forward pre-hook on every module call; returns a handle to remove early.
+
+        While it is installed, torch.compile warns that global hooks fire an extra time
+        for its wrapper; that warning is about our hook, not the user's code, so a filter
+        hides exactly it for as long as the hook exists.
+        """
         module = importlib.import_module("torch.nn.modules.module")
         register = getattr(module, "register_module_forward_pre_hook", None)
         if register is None:
             self.missing.append("module forward hooks")
             return None
-        handle = register(hook)
+        handle = _HookAndFilter(register(hook), _COMPILE_HOOK_WARNING)
         self._handles.append(handle)
         return handle
 

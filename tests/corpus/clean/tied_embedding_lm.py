@@ -1,7 +1,8 @@
 """A tiny causal Transformer language model with tied input/output embeddings.
 
 The output projection shares its weight with the token embedding (so `parameters()`
-yields it once). The causal mask and the sinusoidal position table are derived constants,
+yields it once); the embedding is initialised with std `DIM ** -0.5` and scaled by
+`sqrt(DIM)` on input, so inputs and initial logits both have unit scale. The causal mask and the sinusoidal position table are derived constants,
 registered as non-persistent buffers: rebuilt in `__init__`, not saved in the state_dict.
 Logits [B, T, V] are flattened to [B*T, V] against next-token targets [B*T].
 """
@@ -29,6 +30,7 @@ class TinyLM(nn.Module):
     def __init__(self):
         super().__init__()
         self.embedding = nn.Embedding(VOCAB, DIM)
+        nn.init.normal_(self.embedding.weight, std=DIM ** -0.5)
         layer = nn.TransformerEncoderLayer(DIM, 4, dim_feedforward=64, dropout=0.0, batch_first=True,
                                            norm_first=True)
         self.blocks = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)

@@ -3,7 +3,9 @@
 The decoder returns logits and the reconstruction term is
 `binary_cross_entropy_with_logits(..., reduction="sum")` per batch, divided by the batch
 size, as in the classic VAE example; `torch.sigmoid` is applied only when sampling.
-The forward returns a tuple `(logits, mu, logvar)` and the loss takes it whole.
+The forward returns a tuple `(logits, mu, logvar)` and the loss takes it whole. The
+latent is sampled only in training mode; in eval mode the forward decodes the mean, so
+evaluation is deterministic, and sampling is an explicit method.
 """
 
 import torch
@@ -26,7 +28,7 @@ class VAE(nn.Module):
     def forward(self, x):
         hidden = self.encoder(x)
         mu, logvar = self.mu(hidden), self.logvar(hidden)
-        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar) if self.training else mu
         return self.decoder(z), mu, logvar
 
     @torch.no_grad()

@@ -186,3 +186,41 @@ def test_tiny_batches_are_not_judged() -> None:
     inputs, targets = class_batch(size=4)
     report = run(_biased(-3.0), (inputs, targets), nn.CrossEntropyLoss(), "TD217")
     assert not report.by_code("TD217")
+
+
+def test_zero_initialised_lora_branch_is_quiet() -> None:
+    class LoRALinear(nn.Module):
+        """A frozen base layer plus a low-rank update whose B starts at zero, as in LoRA."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.base = nn.Linear(8, 4)
+            self.base.requires_grad_(False)
+            self.lora_a = nn.Parameter(torch.randn(2, 8) * 0.1)
+            self.lora_b = nn.Parameter(torch.zeros(4, 2))
+
+        def forward(self, x):
+            return self.base(x) + x @ self.lora_a.T @ self.lora_b.T
+
+    assert not run(LoRALinear(), class_batch(), nn.CrossEntropyLoss(), *FLOW).codes()
+
+
+def test_zero_init_residual_is_quiet_but_round_behind_it_is_not() -> None:
+    class Block(nn.Module):
+        def __init__(self, rounded: bool) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.inner = nn.Linear(8, 8)
+            self.scale = nn.Parameter(torch.zeros(8))  # ReZero-style gate
+            self.head = nn.Linear(8, 4)
+            self.rounded = rounded
+
+        def forward(self, x):
+            inner = self.inner(x)
+            inner = torch.round(inner) if self.rounded else inner
+            return self.head(x + self.scale * inner)
+
+    assert not run(Block(False), class_batch(), nn.CrossEntropyLoss(), *FLOW).codes()
+    assert "`inner.weight`" in messages(
+        run(Block(True), class_batch(), nn.CrossEntropyLoss(), *FLOW), "TD211")

@@ -68,8 +68,38 @@ def _zero_gradients(ctx: CheckContext, grads: dict[str, Any]) -> list[str]:
     """
     zero = {n for n, g in grads.items() if g is not None and not bool(g.any())}
     flowing = {_owner(n) for n, g in grads.items() if g is not None and n not in zero}
-    return [n for n in grads if n in zero and not (
+    found = [n for n in grads if n in zero and not (
         ctx.model.get_parameter(n).dim() < 2 and _owner(n) in flowing)]
+    if not found:
+        return found
+    revived = _revived_without_zero_init(ctx)
+    return [n for n in found if n not in revived]
+
+
+def _revived_without_zero_init(ctx: CheckContext) -> set[str]:
+    """Parameters whose gradient is non-zero once all-zero parameters are perturbed.
+
+    Zero initialisation on purpose (LoRA's B matrix, `zero_init_residual` BatchNorm
+    weights, ReZero gates) blocks the gradient of what lies behind it for the first step
+    only; that is not this bug. Run on a copy of the model.
+    """
+    import torch
+
+    zeros = [p for p in ctx.model.parameters() if p.is_floating_point() and not bool(p.any())]
+    if not zeros:
+        return set()
+    try:
+        model = ctx.copy_model()
+        with torch.no_grad():
+            for param in model.parameters():
+                if param.is_floating_point() and not bool(param.any()):
+                    param.normal_(0.0, 1e-3)
+        loss = ctx.loss_fn(ctx.forward(model), ctx.batch.targets)
+        loss = loss[0] if isinstance(loss, (tuple, list)) else loss
+        (loss if loss.dim() == 0 else loss.float().mean()).backward()
+    except Exception:  # noqa: BLE001 - without the experiment, report what was seen
+        return set()
+    return {n for n, p in model.named_parameters() if p.grad is not None and bool(p.grad.any())}
 
 
 @probe("TD208", "TD211", "TD212")
