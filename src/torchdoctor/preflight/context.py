@@ -1,21 +1,23 @@
 """The shared state every probe reads: the user's objects and work computed once.
 
 Probes never run their own forward and backward passes when the context already has
-them: the whole check stays within a few dozen training steps. Everything here runs on
-the user's own model; the engine restores the model, optimizer and RNGs after every probe
-(:mod:`torchdoctor.preflight.snapshot`), and probes that train use
-:meth:`CheckContext.copy_training_objects`.
+them: the whole check stays within a few dozen training steps. The shared passes here run
+on the user's own model; the engine restores the model (tensors, modes and plain
+attributes), optimizer and RNGs after every probe (:mod:`torchdoctor.preflight.snapshot`).
+Probes that train or experiment work on copies from
+:func:`torchdoctor.preflight.training.copy_for_training`. Batches come from a replay of the
+user's loader (:mod:`torchdoctor.preflight.loading`), never from the loader itself.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Any
 
 from torchdoctor.errors import UsageError, UserCodeError
 from torchdoctor.preflight.batch import Batch, is_batch, split_batch
 from torchdoctor.preflight.failures import call_user
+from torchdoctor.preflight.loading import LoaderState, replay_loader, replayable, shut_down
 from torchdoctor.preflight.losses import LossKind, LossSpec, recognise_loss
 from torchdoctor.preflight.passes import TrainPass, run_train_pass
 from torchdoctor.preflight.tracing import display_name
@@ -50,6 +52,7 @@ class CheckContext:
         self.requested_device = device
         self.loader = None if is_batch(data) else data
         self._iterator: Any = None
+        self._loader_state: LoaderState | None = None
 
     def enabled(self, code: str) -> bool:
         """Whether findings of ``code`` will be reported (skip work for disabled ones)."""
@@ -94,25 +97,51 @@ class CheckContext:
         """The first ``count`` batches of one pass over the loader (fewer if it ends).
 
         With a single batch for ``data`` this is ``[data]``. Every probe sees the same
-        pass: the first batch here is :attr:`raw_batch`.
+        pass: the first batch here is :attr:`raw_batch`. The pass is the one the user's
+        loader would give next, read from a replay of it (see :meth:`_start_pass`).
         """
         if self.loader is None:
             return [self.data]
         cached: list[Any] = self.__dict__.setdefault("_peeked", [])
         if len(cached) < count and self._iterator is None and not cached:
-            self._iterator = call_user("iterating the data loader", iter, self.loader)
+            self._iterator = self._start_pass()
         while len(cached) < count and self._iterator is not None:
             try:
                 cached.append(call_user("loading a batch", next, self._iterator))
             except UserCodeError as error:
                 if not isinstance(error.original, StopIteration):
                     raise
-                self._iterator = None
+                self._end_pass()
         return cached[:count]
 
+    def _start_pass(self) -> Any:
+        """An iterator over the user's data that changes nothing the user holds.
+
+        A DataLoader is replayed from copies of its sampler and generator; one whose class
+        iterates its own way (or whose sampler cannot be copied) is iterated in place, and
+        :class:`LoaderState` rewinds its generators and ends its workers afterwards.
+        """
+        source = self.loader
+        if replayable(source):
+            try:
+                source = replay_loader(source)
+            except Exception:  # noqa: BLE001 - a sampler we cannot copy: iterate in place
+                source = self.loader
+        if source is self.loader and hasattr(source, "__dict__"):
+            self._loader_state = LoaderState(source)
+        return call_user("iterating the data loader", iter, source)
+
+    def _end_pass(self) -> None:
+        iterator, self._iterator = self._iterator, None
+        shut_down(iterator)
+        if self._loader_state is not None:
+            self._loader_state.restore()
+            self._loader_state = None
+
     def close(self) -> None:
-        """Release the loader's iterator (and its worker processes). Called by the engine."""
-        self._iterator = None
+        """End the pass over the loader: its worker processes stop, and a loader iterated
+        in place is put back as it was. Called by the engine."""
+        self._end_pass()
 
     @functools.cached_property
     def batch_as_given(self) -> Batch:
@@ -191,23 +220,3 @@ class CheckContext:
         torch.manual_seed(self.seed)
         with torch.set_grad_enabled(grad):
             return call_user("the model's forward", batch.call, model)
-
-    def copy_model(self) -> Any:
-        """A deep copy of the model, free to train or mutate."""
-        return copy.deepcopy(self.model)
-
-    def copy_training_objects(self) -> tuple[Any, Any | None]:
-        """A deep copy of the model and of the optimizer, bound to the copy's parameters.
-
-        The optimizer copy has the same class, parameter groups (hyper-parameters
-        included) and state as the user's.
-        """
-        model = self.copy_model()
-        if self.optimizer is None:
-            return model, None
-        mapping = dict(zip(self.model.parameters(), model.parameters(), strict=True))
-        groups = [{**group, "params": [mapping.get(p, p) for p in group["params"]]}
-                  for group in self.optimizer.param_groups]
-        optimizer = type(self.optimizer)(groups, **self.optimizer.defaults)
-        optimizer.load_state_dict(copy.deepcopy(self.optimizer.state_dict()))
-        return model, optimizer

@@ -61,13 +61,12 @@ def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
 
 
 def _watched_modules(ctx: CheckContext) -> Any:
-    """The model, plus the loss function when it is a module with state of its own."""
+    """The model, plus the loss function when it is a module (its tensors, its mode and
+    its plain attributes, such as a call counter, are the user's too)."""
     import torch
 
-    loss = ctx.loss_fn
-    if isinstance(loss, torch.nn.Module) and (any(True for _ in loss.parameters())
-                                              or any(True for _ in loss.buffers())):
-        return torch.nn.ModuleList([ctx.model, loss])
+    if isinstance(ctx.loss_fn, torch.nn.Module):
+        return torch.nn.ModuleList([ctx.model, ctx.loss_fn])
     return ctx.model
 
 

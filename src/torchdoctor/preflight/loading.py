@@ -1,9 +1,12 @@
-"""Measurements on a DataLoader for the loader probes: timing, worker draws, label order.
+"""Measurements on a DataLoader for the loader probes, and the batches ``check`` reads.
 
-Nothing here iterates the user's loader or its sampler: every measurement runs on a clone
-built from the same dataset and settings, with its own sampler, so the user's sampler,
-generator and (persistent) workers are left alone. Clones with workers are always shut down,
-and every measurement honours a time budget.
+Nothing here advances the user's loader, its sampler or its generators: batches come
+from a clone built from the same dataset and settings, either reading in order (timing,
+worker draws) or replaying the user's own order with copies of its sampler and generator
+(:func:`replay_loader`, the check's first batches). A loader whose class changes how it
+iterates cannot be cloned; :class:`LoaderState` puts back what iterating it changes.
+Clones' workers are never persistent and are always shut down, and every measurement
+honours a time budget.
 """
 
 from __future__ import annotations
@@ -13,10 +16,35 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LoaderTiming", "WorkerDraws", "clone_loader", "draw_in_workers", "labels_in_order",
-           "time_loader"]
+__all__ = ["LoaderState", "LoaderTiming", "WorkerDraws", "clone_loader", "draw_in_workers",
+           "labels_in_order", "replay_loader", "shut_down", "time_loader"]
 
 SAMPLED_LABELS = 64
+
+
+def _settings(loader: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "batch_size": loader.batch_size, "collate_fn": loader.collate_fn,
+        "num_workers": loader.num_workers, "drop_last": loader.drop_last,
+        "timeout": loader.timeout, "worker_init_fn": loader.worker_init_fn,
+        "multiprocessing_context": loader.multiprocessing_context,
+    }
+    if loader.num_workers > 0:
+        settings["prefetch_factor"] = loader.prefetch_factor
+    return settings
+
+
+def _build(loader: Any, settings: dict[str, Any]) -> Any:
+    from torch.utils.data import DataLoader, IterableDataset
+
+    dataset = loader.dataset
+    if settings["num_workers"] == 0 and isinstance(dataset, IterableDataset):
+        # Read in this process, a stream would advance the user's own object (workers
+        # read copies): read a copy here too. Raises when it cannot be copied.
+        dataset = copy.deepcopy(dataset)
+    if settings["num_workers"] == 0:
+        settings.pop("prefetch_factor", None)
+    return DataLoader(dataset, **settings)
 
 
 def clone_loader(loader: Any, **overrides: Any) -> Any:
@@ -28,28 +56,87 @@ def clone_loader(loader: Any, **overrides: Any) -> Any:
         copy.Error, TypeError, RuntimeError: an iterable dataset read in this process
             cannot be copied.
     """
-    from torch.utils.data import DataLoader, IterableDataset, SequentialSampler
+    from torch.utils.data import IterableDataset, SequentialSampler
 
-    settings: dict[str, Any] = {
-        "batch_size": loader.batch_size, "collate_fn": loader.collate_fn,
-        "num_workers": loader.num_workers, "drop_last": loader.drop_last,
-        "timeout": loader.timeout, "worker_init_fn": loader.worker_init_fn,
-        "multiprocessing_context": loader.multiprocessing_context,
-    }
-    dataset = loader.dataset
-    if not isinstance(dataset, IterableDataset):
-        settings["sampler"] = SequentialSampler(dataset)
+    settings = _settings(loader)
+    if not isinstance(loader.dataset, IterableDataset):
+        settings["sampler"] = SequentialSampler(loader.dataset)
     settings.update(overrides)
     if settings["num_workers"] > 0:
         settings.setdefault("prefetch_factor", loader.prefetch_factor)
-    elif isinstance(dataset, IterableDataset):
-        # Read in this process, a stream would advance the user's own object (workers
-        # read copies): read a copy here too. Raises when it cannot be copied.
-        dataset = copy.deepcopy(dataset)
-    return DataLoader(dataset, **settings)
+    return _build(loader, settings)
 
 
-def _shut_down(iterator: Any) -> None:
+def replayable(loader: Any) -> bool:
+    """Whether ``loader`` is a DataLoader whose class iterates as DataLoader does, so a
+    clone of it yields the same batches."""
+    from torch.utils.data import DataLoader
+
+    kind = type(loader)
+    return (isinstance(loader, DataLoader) and kind.__iter__ is DataLoader.__iter__
+            and kind._get_iterator is DataLoader._get_iterator)
+
+
+def replay_loader(loader: Any) -> Any:
+    """A clone whose first pass yields what the user's loader's next pass would.
+
+    The sampler, batch sampler and generator are deep copies (sharing the dataset), so
+    drawing the order advances none of the user's.
+
+    Raises:
+        copy.Error, TypeError, RuntimeError: the sampler (or an iterable dataset read in
+            this process) cannot be copied.
+    """
+    from torch.utils.data import IterableDataset
+
+    memo: dict[int, Any] = {id(loader.dataset): loader.dataset}
+    settings = _settings(loader)
+    settings["generator"] = copy.deepcopy(loader.generator, memo)
+    if isinstance(loader.dataset, IterableDataset):
+        pass  # no sampler: the stream (or each worker's copy) decides the order
+    elif loader.batch_size is None:  # no automatic batching: the sampler yields samples
+        settings["sampler"] = copy.deepcopy(loader.sampler, memo)
+    else:
+        settings.update(batch_size=1, drop_last=False,
+                        batch_sampler=copy.deepcopy(loader.batch_sampler, memo))
+    return _build(loader, settings)
+
+
+class LoaderState:
+    """What iterating a loader in place changes, saved to be put back: the random
+    generators of the loader, its sampler and batch sampler, and a persistent loader's
+    cached iterator (whose workers :meth:`restore` shuts down)."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+        self._iterator = vars(loader).get("_iterator") if hasattr(loader, "__dict__") else None
+        holders = [loader, getattr(loader, "sampler", None), getattr(loader, "batch_sampler", None),
+                   getattr(getattr(loader, "batch_sampler", None), "sampler", None)]
+        self._generators = [(g, g.get_state()) for g in _generators(holders)]
+
+    def restore(self) -> None:
+        """Shut down workers started since, and rewind the generators."""
+        current = vars(self._loader).get("_iterator") if hasattr(self._loader, "__dict__") else None
+        if current is not None and current is not self._iterator:
+            shut_down(current)
+            self._loader._iterator = self._iterator
+        for generator, state in self._generators:
+            generator.set_state(state)
+
+
+def _generators(holders: list[Any]) -> list[Any]:
+    import torch
+
+    found: dict[int, Any] = {}
+    for holder in holders:
+        for value in (vars(holder).values() if hasattr(holder, "__dict__") else ()):
+            if isinstance(value, torch.Generator):
+                found.setdefault(id(value), value)
+    return list(found.values())
+
+
+def shut_down(iterator: Any) -> None:
+    """End a DataLoader iterator's worker processes now (a no-op for other iterators)."""
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()
@@ -91,7 +178,7 @@ def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | 
                 break
             stamps.append(time.perf_counter())
     finally:
-        _shut_down(iterator)
+        shut_down(iterator)
         del iterator
     timed = len(stamps) - 1
     if timed == 0 or loader.num_workers == 0:
@@ -117,7 +204,7 @@ def draw_in_workers(loader: Any, timeout: float, **overrides: Any) -> WorkerDraw
     try:
         first0, first1, second0, second1 = (next(iterator) for _ in range(4))
     finally:
-        _shut_down(iterator)
+        shut_down(iterator)
         del iterator
     return WorkerDraws((first0, second0), (first1, second1))
 

@@ -1,9 +1,11 @@
 """Save and restore everything ``check`` could disturb, bitwise.
 
 :class:`Snapshot` records the model's parameters and buffers (values and the objects
-themselves), ``requires_grad`` flags, ``.grad`` tensors, every module's train/eval mode,
-the optimizer's state and parameter groups, the random number generators (torch CPU,
-CUDA when initialised, numpy when imported, :mod:`random`) and a few global torch flags.
+themselves), ``requires_grad`` flags, ``.grad`` tensors, every module's train/eval mode and
+plain attributes (:mod:`torchdoctor.preflight.attributes`), the optimizer's state and
+parameter groups, the tensors it holds that are not the model's (a learned temperature),
+the random number generators (torch CPU, CUDA when initialised, numpy when imported,
+:mod:`random`) and a few global torch flags.
 :meth:`Snapshot.restore` puts all of it back, in place where possible, so references the
 user holds (an optimizer's parameter list, a grad tensor) stay valid.
 """
@@ -15,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from torchdoctor.preflight.attributes import AttributeState, attribute_differences
+
 __all__ = ["Snapshot", "state_differences"]
 
 
@@ -22,9 +26,9 @@ __all__ = ["Snapshot", "state_differences"]
 class _TensorSlot:
     """A tensor attribute of one module: the object that was there and a copy of it."""
 
-    module: Any
+    module: Any  # None for a tensor the optimizer holds outside the model
     name: str
-    kind: str  # "_parameters" or "_buffers"
+    kind: str  # "_parameters", "_buffers" or "optimizer"
     original: Any  # the tensor object (or None)
     values: Any  # a detached clone of its data (or None)
     requires_grad: bool
@@ -44,7 +48,9 @@ class Snapshot:
             self._slots = [_save_slot(m, n, kind) for m in model.modules()
                            for kind in ("_parameters", "_buffers")
                            for n in list(getattr(m, kind).keys())]
+            self._slots += _loose_slots(model, optimizer)
         self._modes = [(module, module.training) for module in model.modules()]
+        self._attributes = AttributeState(list(model.modules()))
         self._optimizer_state = _save_optimizer(optimizer) if optimizer is not None else None
         self._rng = _save_rng()
         self._flags = _save_flags()
@@ -58,6 +64,7 @@ class Snapshot:
                 _restore_slot(slot)
         for module, training in self._modes:
             module.training = training
+        self._attributes.restore()
         if self._optimizer is not None:
             _restore_optimizer(self._optimizer, self._optimizer_state)
         _restore_rng(self._rng)
@@ -68,11 +75,28 @@ def _clone(tensor: Any) -> Any:
     return None if tensor is None else tensor.detach().clone()
 
 
-def _save_slot(module: Any, name: str, kind: str) -> _TensorSlot:
-    tensor = getattr(module, kind)[name]
-    grad = getattr(tensor, "grad", None) if kind == "_parameters" and tensor is not None else None
+def _save_slot(module: Any, name: str, kind: str, tensor: Any = None) -> _TensorSlot:
+    if module is not None:
+        tensor = getattr(module, kind)[name]
+    grad = getattr(tensor, "grad", None) if kind != "_buffers" and tensor is not None else None
     return _TensorSlot(module, name, kind, tensor, _clone(tensor),
                        bool(getattr(tensor, "requires_grad", False)), grad, _clone(grad))
+
+
+def _loose_slots(model: Any, optimizer: Any | None) -> list[_TensorSlot]:
+    """Slots for the tensors an optimizer trains that are not the model's parameters.
+
+    The shared training pass writes their ``.grad`` when the loss uses them.
+    """
+    if optimizer is None:
+        return []
+    owned = {id(p) for p in model.parameters()}
+    loose: dict[int, Any] = {}
+    for index, group in enumerate(optimizer.param_groups):
+        for position, tensor in enumerate(group["params"]):
+            if id(tensor) not in owned:
+                loose.setdefault(id(tensor), (f"param_groups[{index}][{position}]", tensor))
+    return [_save_slot(None, name, "optimizer", tensor) for name, tensor in loose.values()]
 
 
 def _copy_into(target: Any, values: Any) -> None:
@@ -85,14 +109,15 @@ def _copy_into(target: Any, values: Any) -> None:
 
 
 def _restore_slot(slot: _TensorSlot) -> None:
-    getattr(slot.module, slot.kind)[slot.name] = slot.original
+    if slot.module is not None:
+        getattr(slot.module, slot.kind)[slot.name] = slot.original
     tensor = slot.original
     if tensor is None:
         return
     _copy_into(tensor, slot.values)
     if tensor.requires_grad != slot.requires_grad and tensor.is_leaf:
         tensor.requires_grad_(slot.requires_grad)
-    if slot.kind != "_parameters":
+    if slot.kind == "_buffers":
         return
     if slot.grad is not None:
         _copy_into(slot.grad, slot.grad_values)
@@ -188,7 +213,8 @@ def state_differences(before: Snapshot, after: Snapshot) -> list[str]:
     """
     problems: list[str] = []
     for old, new in zip(before._slots, after._slots, strict=False):
-        where = f"{type(old.module).__name__}.{old.name}"
+        where = f"{type(old.module).__name__}.{old.name}" if old.module is not None else (
+            f"optimizer {old.name}")
         if old.original is not new.original:
             problems.append(f"{where}: a different tensor object")
         if not _same_bits(old.values, new.values):
@@ -201,6 +227,7 @@ def state_differences(before: Snapshot, after: Snapshot) -> list[str]:
         problems.append("the set of parameters and buffers differs")
     problems += [f"{type(m).__name__}: training={t} then {t2}"
                  for (m, t), (_, t2) in zip(before._modes, after._modes, strict=False) if t != t2]
+    problems += attribute_differences(before._attributes, after._attributes)
     problems += _optimizer_differences(before._optimizer_state, after._optimizer_state)
     problems += _rng_differences(before._rng, after._rng)
     problems += [f"flag {key} differs" for key in before._flags

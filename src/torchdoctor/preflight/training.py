@@ -1,11 +1,17 @@
-"""Training steps on copies: what the probes that train (learning, reproducibility, round
-trip, loader timing) share.
+"""Training steps on copies: what the probes that train or experiment (learning,
+reproducibility, round trip, loader timing, zero-initialisation) share.
 
-:func:`copy_for_training` deep-copies the model, the optimizer and a loss module that has
-state, in one go, so every tensor the optimizer holds maps to the copy's, including tensors
-that are not the model's (a loss module's parameters, another model's). Stepping a copy
-therefore never touches a tensor the user holds, whether or not the engine's snapshot
-covers it. :func:`train_step` runs one seeded step on such a copy.
+:func:`copy_for_training` is the one way ``check`` copies the user's objects. It
+deep-copies the model, the optimizer and a loss module (or a loss that is a method of a
+module) in one go, sharing one memo, so every tensor the optimizer holds maps to the
+copy's, including tensors that are not the model's (a loss module's parameters, a learned
+temperature passed to the optimizer on its own): stepping a copy never touches a tensor
+the user holds. Pruned models and the old ``weight_norm`` keep computed tensors as
+attributes, which torch refuses to deep-copy; the memo hands it detached clones instead.
+A torch optimizer's deep copy keeps its class, groups, hyper-parameters and state but not
+the wrappers a learning-rate scheduler puts on ``step`` nor step hooks, which would reach
+back to the user's optimizer and its callbacks. :func:`train_step` runs one seeded step
+on such a copy.
 """
 
 from __future__ import annotations
@@ -47,33 +53,33 @@ class TrainingCopy:
     loss_fn: Any
 
 
-def _stateful_module(value: Any) -> bool:
+def _loss_to_copy(loss_fn: Any) -> Any | None:
+    """The loss itself when it is a module, or a method of one, that a copy must not share."""
     import torch
 
-    if not isinstance(value, torch.nn.Module):
-        return False
-    return any(True for _ in value.parameters()) or any(True for _ in value.buffers())
+    owner = getattr(loss_fn, "__self__", None)
+    if isinstance(loss_fn, torch.nn.Module) or isinstance(owner, torch.nn.Module):
+        return loss_fn
+    return None
 
 
 def copy_for_training(ctx: CheckContext, *, with_optimizer: bool = True) -> TrainingCopy:
-    """Deep copies of the model, optimizer and stateful loss module, sharing one memo.
-
-    The optimizer copy has the user's class, groups, hyper-parameters and state.
+    """Deep copies of the model, optimizer and loss module, sharing one memo.
 
     Raises:
         CopyUnavailable: the objects cannot be deep-copied.
     """
-    loss_module = ctx.loss_fn if _stateful_module(ctx.loss_fn) else None
+    loss = _loss_to_copy(ctx.loss_fn)
     optimizer = ctx.optimizer if with_optimizer else None
+    memo = _computed_attributes(ctx.model, loss)
     try:
-        model, loss_copy, optimizer_copy = copy.deepcopy((ctx.model, loss_module, optimizer),
-                                                         _computed_attributes(ctx.model))
-    except (RuntimeError, TypeError, copy.Error) as error:
+        model, loss_copy, optimizer_copy = copy.deepcopy((ctx.model, loss, optimizer), memo)
+    except (RuntimeError, TypeError, AttributeError, copy.Error) as error:
         raise CopyUnavailable(f"{type(error).__name__}: {error}") from error
-    return TrainingCopy(model, optimizer_copy, loss_copy if loss_copy is not None else ctx.loss_fn)
+    return TrainingCopy(model, optimizer_copy, loss_copy if loss is not None else ctx.loss_fn)
 
 
-def _computed_attributes(model: Any) -> dict[int, Any]:
+def _computed_attributes(model: Any, loss: Any | None) -> dict[int, Any]:
     """A deepcopy memo replacing computed tensor attributes by detached clones.
 
     Pruning and the old ``weight_norm`` keep ``weight`` as a non-leaf tensor computed from
@@ -83,7 +89,8 @@ def _computed_attributes(model: Any) -> dict[int, Any]:
     import torch
 
     memo: dict[int, Any] = {}
-    for module in model.modules():
+    modules = [*model.modules(), *(loss.modules() if isinstance(loss, torch.nn.Module) else ())]
+    for module in modules:
         for value in vars(module).values():
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
                 # Keep requires_grad: it marks the copy as computed state, not stored state.

@@ -44,6 +44,7 @@ class ModelRegistry:
         self._module_paths: dict[int, tuple[ModelInfo, str]] = {}
         self._param_names: dict[int, tuple[ModelInfo, str]] = {}
         self._optimizer_index: dict[int, OptimizerInfo] = {}
+        self._groups: dict[int, int] = {}
 
     # -- models --------------------------------------------------------------------------
 
@@ -122,7 +123,7 @@ class ModelRegistry:
         info = self._optimizer_index.get(id(optimizer))
         if info is None or info.optimizer is not optimizer:
             return None
-        if sum(len(g["params"]) for g in optimizer.param_groups) != len(info.params):
+        if len(optimizer.param_groups) != self._groups.get(id(optimizer)):
             return None  # add_param_group() was called: re-register
         return info
 
@@ -141,6 +142,7 @@ class ModelRegistry:
         info = OptimizerInfo(optimizer, index, params, names, label)
         self.optimizers.append(info)
         self._optimizer_index[id(optimizer)] = info
+        self._groups[id(optimizer)] = len(optimizer.param_groups)
         return info
 
     def models_of(self, optimizer: OptimizerInfo) -> list[ModelInfo]:
@@ -159,6 +161,7 @@ class ModelRegistry:
         self._module_paths.clear()
         self._param_names.clear()
         self._optimizer_index.clear()
+        self._groups.clear()
 
 
 def _unique(modules: Iterable[torch.nn.Module]) -> list[torch.nn.Module]:

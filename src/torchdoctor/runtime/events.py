@@ -25,6 +25,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     WarningRecord,
 )
+from torchdoctor.runtime.facts import record_facts
 from torchdoctor.runtime.sampling import OptimizerState
 from torchdoctor.runtime.stats import ProbeSet, StepStats
 
@@ -285,26 +286,7 @@ class EventHandlers:
 
     def record_facts(self) -> None:
         """Put the run's counts, timings and loss curves into the monitor's facts."""
-        facts = self.m.facts
-        facts["steps"] = self.global_step
-        facts["backward_calls"] = self.backward_count
-        facts["sampled_steps"] = self.m.sampler.sampled
-        if self.m.sampler.step_time:
-            facts["step_time_ms"] = round(self.m.sampler.step_time * 1e3, 3)
-        facts["optimizers"] = [
-            {"name": s.info.label, "steps": s.steps, "parameters": len(s.info.params)}
-            for s in self._states.values()]
-        facts["models"] = [
-            {"name": m.label, "parameters": sum(p.numel() for p in m.inner.parameters()),
-             "trainable": sum(p.numel() for p in m.inner.parameters() if p.requires_grad)}
-            for m in self.m.registry.models if next(iter(m.inner.parameters()), None) is not None]
-        if self.batches:
-            facts["batches"] = self.batches
-            facts["batch_wait_s"] = round(self.batch_wait_s, 4)
-        several = len(self.loss_series) > 1
-        for site, values in self.loss_series.items():
-            name = f"loss@{site}" if several else "loss"
-            self.m.add_series(name, _downsample(values, 2000))
+        record_facts(self.m, self, list(self._states.values()))
 
     def _guard(self, function: Any, where: str, *args: Any) -> None:
         try:
@@ -322,10 +304,3 @@ def _loader_info(iterator: Any) -> LoaderInfo:
         batch_size=getattr(sampler, "batch_size", None),
         prefetch_factor=getattr(iterator, "_prefetch_factor", None),
     )
-
-
-def _downsample(values: list[float], limit: int) -> list[float]:
-    if len(values) <= limit:
-        return list(values)
-    stride = -(-len(values) // limit)
-    return values[::stride]

@@ -221,7 +221,8 @@ class Monitor:
         except Exception as error:  # noqa: BLE001
             self.dispatch.internal_error(f"the monitor failed while finishing: {error}",
                                          "monitor", error)
-        if exc is not None and not isinstance(exc, (StopTraining, SystemExit)):
+        if exc is not None and not isinstance(exc, (StopTraining, SystemExit,
+                                                    KeyboardInterrupt)):
             self.dispatch.call("on_exception", exc)
         self.events.record_facts()
         # In registration order, each with the findings so far: a detector may build on

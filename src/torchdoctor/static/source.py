@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass
 
 from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 
 __all__ = ["Parsed", "decode", "parse"]
@@ -61,8 +62,12 @@ def decode(data: bytes, path: str) -> tuple[str, str] | Finding:
     return text, encoding
 
 
+@detector(UNPARSABLE, depth=Depth.LINT)
 def parse(data: bytes | str, path: str) -> Parsed | Finding:
-    """Decode and parse a file, or say in a TD002 finding why it cannot be."""
+    """Decode and parse a file, or say in a TD002 finding why it cannot be.
+
+    This is TD002's detector: the parser reports it, before (and instead of) any rule.
+    """
     if isinstance(data, str):
         text, encoding = data.removeprefix("\ufeff"), "utf-8"
         if "\x00" in text:

@@ -57,7 +57,7 @@ def build_loader(size=256):
 def make():
     torch.manual_seed(0)
     model = build_model()
-    return model, build_loader(64), nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=2e-3)
+    return model, build_loader(), nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=2e-3)
 
 
 def main():

@@ -4,13 +4,16 @@ The output projection shares its weight with the token embedding (so `parameters
 yields it once); the embedding is initialised with std `DIM ** -0.5` and scaled by
 `sqrt(DIM)` on input, so inputs and initial logits both have unit scale. The causal mask and the sinusoidal position table are derived constants,
 registered as non-persistent buffers: rebuilt in `__init__`, not saved in the state_dict.
-Logits [B, T, V] are flattened to [B*T, V] against next-token targets [B*T].
+Logits [B, T, V] are flattened to [B*T, V] against next-token targets [B*T]. In training
+each block runs under activation checkpointing (`use_reentrant=False`): its forward is
+recomputed during backward instead of storing activations.
 """
 
 import math
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 VOCAB = 32
 CONTEXT = 16
@@ -44,7 +47,12 @@ class TinyLM(nn.Module):
     def forward(self, tokens):
         length = tokens.shape[1]
         hidden = self.embedding(tokens) * math.sqrt(DIM) + self.positions[:length]
-        hidden = self.blocks(hidden, mask=self.causal_mask[:length, :length], is_causal=True)
+        mask = self.causal_mask[:length, :length]
+        for block in self.blocks.layers:
+            if self.training:
+                hidden = checkpoint(block, hidden, mask, None, True, use_reentrant=False)
+            else:
+                hidden = block(hidden, src_mask=mask, is_causal=True)
         return self.lm_head(self.norm(hidden))
 
 

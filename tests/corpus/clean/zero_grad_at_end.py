@@ -1,7 +1,8 @@
 """Gradients cleared at the END of each iteration, with `model.zero_grad()`.
 
 The model starts with no gradient, so clearing after the step (instead of before the
-forward) is equivalent. Also logs the loss every 10 steps only.
+forward) is equivalent. Also logs the loss every 10 steps only, keeps a history of
+`loss.item()` values, and summarises it in float64 (statistics, not training).
 """
 
 import torch
@@ -35,14 +36,18 @@ def main():
     model = MLP()
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3)
+    history = []
     model.train()
     for step, (x, y) in enumerate(batches(60)):
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
         model.zero_grad()
+        history.append(loss.item())
         if step % 10 == 0:
             print(f"step {step}: loss {loss.item():.4f}")
+    last = torch.tensor(history[-20:], dtype=torch.float64)
+    print(f"last 20 steps: loss {last.mean().item():.4f} +- {last.std().item():.4f}")
 
 
 if __name__ == "__main__":

@@ -331,3 +331,40 @@ def test_td502_quiet_for_an_evaluation_written_without_no_grad() -> None:
             for x, y in val_loader:
                 scores.append(model(x))
     """, "TD502")
+
+
+def test_td502_quiet_for_the_phase_loop_of_the_transfer_learning_tutorial() -> None:
+    assert_marked("""
+    import torch
+    def fit(model, loaders, criterion, optimizer, epochs):
+        for epoch in range(epochs):
+            for phase in ("train", "val"):
+                if phase == "train":
+                    model.train()
+                else:
+                    model.eval()
+                for inputs, labels in loaders[phase]:
+                    optimizer.zero_grad()
+                    with torch.set_grad_enabled(phase == "train"):
+                        loss = criterion(model(inputs), labels)
+                        if phase == "train":
+                            loss.backward()
+                            optimizer.step()
+    """, "TD502")
+
+
+def test_td502_flags_a_conditional_eval_that_is_never_undone() -> None:
+    assert_marked("""
+    import torch
+    def fit(model, loader, val_loader, opt, epochs):
+        model.train()
+        for epoch in range(epochs):
+            for x, y in loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            if epoch % 5 == 0:
+                model.eval()  # expect: TD502
+                with torch.no_grad():
+                    print(sum(model(x).sum() for x, y in val_loader))
+    """, "TD502")

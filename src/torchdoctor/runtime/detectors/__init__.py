@@ -8,7 +8,6 @@ Importing this package registers every runtime detector with
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 # One module per topic, listed by name. Hooks run in this order, and `on_finish` sees the
 # findings of the modules before it: a detector may stay quiet when an earlier one already
@@ -24,14 +23,10 @@ _MODULES = (
     "graph",
     "memory",
     "pipeline",
+    "exceptions",
+    "warnings",
+    "compile",
 )
-
-# The exception explainer, warning capture and torch.compile detectors land in their own
-# modules; each is imported by name as soon as its file exists.
-_OPTIONAL_MODULES = ("exceptions", "warnings", "compile")
 
 for _name in _MODULES:
     importlib.import_module(f"{__name__}.{_name}")
-for _name in _OPTIONAL_MODULES:
-    if importlib.util.find_spec(f"{__name__}.{_name}") is not None:
-        importlib.import_module(f"{__name__}.{_name}")

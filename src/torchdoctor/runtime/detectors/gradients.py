@@ -69,7 +69,7 @@ class GradsNeverCleared(RuntimeDetector):
 
     def on_backward(self, event: BackwardEvent) -> None:
         for window in self._windows.values():
-            if window.cleared or len(window.checks) >= 4:
+            if window.cleared or len(window.checks) >= 2:
                 continue
             grads = [p.grad for p in window.info.params
                      if p.grad is not None and not p.grad.is_sparse]

@@ -10,14 +10,14 @@ up to three deep, mapping parameters to arguments (``evaluate(net)`` calling
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.mode_sensitivity import is_mode_sensitive
-from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, classify, grad_disabled_by, loop_events
 
 _MODE = (EventKind.EVAL, EventKind.TRAIN, EventKind.SET_MODE)
@@ -30,7 +30,7 @@ class Action:
     """A mode change, forward or backward, seen from the scope being analysed.
 
     ``origin`` is the item of the analysed scope it comes from (the call of a helper when
-    the action happens inside it); ``node`` is where it really happens.
+    the action happens inside it); ``node`` is where it really happens, inside ``frames``.
     """
 
     kind: EventKind
@@ -38,6 +38,7 @@ class Action:
     origin: Item
     node: ast.AST
     grad: bool
+    frames: tuple[Frame, ...] = ()
 
 
 def expand(ctx: FileContext, items: list[Item], scope: FunctionScope | None,
@@ -54,7 +55,8 @@ def expand(ctx: FileContext, items: list[Item], scope: FunctionScope | None,
             kind = EventKind.BACKWARD if event.kind is EventKind.OPTIMIZER_STEP else event.kind
             target = _mapped(ctx.segment(event.target) if event.target is not None else "",
                              mapping)
-            actions.append(Action(kind, target, source, item.node, not item_grad_off))
+            actions.append(Action(kind, target, source, item.node, not item_grad_off,
+                                  item.frames))
             continue
         if not isinstance(item.node, ast.Call) or depth >= _MAX_DEPTH:
             continue
@@ -210,7 +212,7 @@ class TrainInEvalMode(LintRule):
         ctx = self.ctx
         if not self._may_train(loop):
             return
-        actions = expand(ctx, loop.items, loop.function)
+        actions = _exclusive_modes(expand(ctx, loop.items, loop.function))
         if not any(a.kind is EventKind.BACKWARD for a in actions) or \
                 not any(a.kind is EventKind.EVAL for a in actions):
             return
@@ -267,6 +269,27 @@ class TrainInEvalMode(LintRule):
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
         return Fix(f"Call `{model}.train()` at the top of the loop", (edit,),
                    Applicability.UNSAFE)
+
+
+def _exclusive_modes(actions: list[Action]) -> list[Action]:
+    """``if phase == "train": model.train() else: model.eval()`` sets the mode by a run-time
+    condition: both branches become :attr:`EventKind.SET_MODE`, not an eval then a train."""
+    branches: dict[tuple[int, str], set[FrameKind]] = {}
+    for action in actions:
+        if action.kind in (EventKind.EVAL, EventKind.TRAIN):
+            for frame in action.frames:
+                if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+                    branches.setdefault((id(frame.node), action.target), set()).add(frame.kind)
+    exclusive = {key for key, kinds in branches.items() if len(kinds) == 2}
+    if not exclusive:
+        return actions
+    out = []
+    for action in actions:
+        if action.kind in (EventKind.EVAL, EventKind.TRAIN) and any(
+                (id(frame.node), action.target) in exclusive for frame in action.frames):
+            action = replace(action, kind=EventKind.SET_MODE)
+        out.append(action)
+    return out
 
 
 def _trains(actions: list[Action], index: int) -> bool:

@@ -1,0 +1,49 @@
+"""The facts a watched run reports about itself: counts, timings, models, loss curves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchdoctor.runtime.events import EventHandlers
+    from torchdoctor.runtime.monitor import Monitor
+    from torchdoctor.runtime.sampling import OptimizerState
+
+__all__ = ["record_facts"]
+
+_SERIES_LIMIT = 2000
+
+
+def record_facts(monitor: Monitor, events: EventHandlers, states: list[OptimizerState]) -> None:
+    """Fill ``monitor.facts`` and its loss series at the end of a run."""
+    facts = monitor.facts
+    facts["steps"] = events.global_step
+    facts["backward_calls"] = events.backward_count
+    facts["sampled_steps"] = monitor.sampler.sampled
+    if monitor.sampler.step_time:
+        facts["step_time_ms"] = round(monitor.sampler.step_time * 1e3, 3)
+    facts["optimizers"] = [
+        {"name": s.info.label, "steps": s.steps, "parameters": len(s.info.params)}
+        for s in states]
+    facts["models"] = [_model_facts(m.label, m.inner) for m in monitor.registry.models
+                       if next(iter(m.inner.parameters()), None) is not None]
+    if events.batches:
+        facts["batches"] = events.batches
+        facts["batch_wait_s"] = round(events.batch_wait_s, 4)
+    several = len(events.loss_series) > 1
+    for site, values in events.loss_series.items():
+        monitor.add_series(f"loss@{site}" if several else "loss",
+                           _downsample(values, _SERIES_LIMIT))
+
+
+def _model_facts(label: str, module: Any) -> dict[str, Any]:
+    params = list(module.parameters())
+    return {"name": label, "parameters": sum(p.numel() for p in params),
+            "trainable": sum(p.numel() for p in params if p.requires_grad)}
+
+
+def _downsample(values: list[float], limit: int) -> list[float]:
+    if len(values) <= limit:
+        return list(values)
+    stride = -(-len(values) // limit)
+    return values[::stride]
