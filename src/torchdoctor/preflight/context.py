@@ -15,7 +15,7 @@ import functools
 from typing import Any
 
 from torchdoctor.errors import UsageError, UserCodeError
-from torchdoctor.preflight.batch import Batch, is_batch, split_batch
+from torchdoctor.preflight.batch import Batch, is_batch, iter_tensors, split_batch
 from torchdoctor.preflight.failures import call_user
 from torchdoctor.preflight.loading import LoaderState, replay_loader, replayable, shut_down
 from torchdoctor.preflight.losses import LossKind, LossSpec, recognise_loss
@@ -159,6 +159,20 @@ class CheckContext:
             return self.batch_as_given.to(self.device)
         except (RuntimeError, AssertionError) as error:  # torch's "not compiled with CUDA"
             raise UsageError(f"cannot move the batch to {self.device}: {error}") from None
+
+    @functools.cached_property
+    def batch_is_finite(self) -> bool:
+        """Whether every floating-point value of the first batch is finite.
+
+        When it is not, TD401 names the values, and the probes whose symptoms they cause
+        (a NaN loss, NaN gradients, a model that cannot fit) stay quiet.
+        """
+        import torch
+
+        batch = self.batch_as_given
+        return all(bool(torch.isfinite(t).all()) for _, t in
+                   (*iter_tensors(batch.inputs, "inputs"), *iter_tensors(batch.targets, "targets"))
+                   if t.is_floating_point() or t.is_complex())
 
     # --- the loss -----------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["describe_optimizer", "format_number", "peak_learning_rate", "summarise_names"]
+__all__ = ["covering_module", "describe_optimizer", "format_number", "peak_learning_rate",
+           "summarise_names"]
 
 
 def format_number(value: Any) -> str:
@@ -55,3 +56,20 @@ def peak_learning_rate(group: dict[str, Any]) -> float | None:
     if len(finite) < len(rates):
         return math.nan
     return max(finite) if finite else None
+
+
+def covering_module(paths: Iterable[str], *, parameters: bool = True) -> str:
+    """The innermost module path that contains every one of ``paths`` ("" for the root).
+
+    With ``parameters``, the paths are parameter names (``features.0.weight``) and their
+    last part is dropped; otherwise they are module paths. ``["features.0.weight",
+    "features.4.bias"]`` -> ``"features"``: one place for a finding about all of them.
+    """
+    parts = [path.split(".")[:-1] if parameters else path.split(".") if path else []
+             for path in paths]
+    common: list[str] = []
+    for level in zip(*parts, strict=False):
+        if len(set(level)) != 1:
+            break
+        common.append(level[0])
+    return ".".join(common)

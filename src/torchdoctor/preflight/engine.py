@@ -19,6 +19,7 @@ from torchdoctor.findings import Depth, Finding, Location, Report
 from torchdoctor.preflight.failures import SharedWorkFailed, is_out_of_memory, user_code_error
 from torchdoctor.preflight.registry import ProbeInfo
 from torchdoctor.preflight.snapshot import Snapshot
+from torchdoctor.preflight.threads import fastest_thread_count
 from torchdoctor.rules.registry import finding
 
 if TYPE_CHECKING:
@@ -72,9 +73,15 @@ def _watched_modules(ctx: CheckContext) -> Any:
 
 def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapshot: Snapshot,
              explained: list[Finding], timings: dict[str, float]) -> None:
+    import torch
+
+    threads = fastest_thread_count(ctx)
+    snapshot.restore()
+    report.facts["threads"] = threads
     for info in probes:
         if not any(ctx.enabled(code) for code in info.codes):
             continue
+        torch.set_num_threads(threads)  # the snapshot puts the user's count back after
         begin = time.perf_counter()
         try:
             report.extend(f for f in _run_one(info, ctx, explained, report)

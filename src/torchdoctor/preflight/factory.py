@@ -3,6 +3,10 @@
 ``TARGET`` is ``pkg.module:factory`` or ``path/to/file.py:factory``; without
 ``:factory`` the function ``make`` is used. What a factory may return is documented in
 :mod:`torchdoctor.preflight` and normalised by :meth:`CheckTarget.from_result`.
+
+:func:`load_factory` is the one importer of user factories: ``torchdoctor ckpt --model``
+(:mod:`torchdoctor.ckpt.target`) uses it too, and words its :class:`TargetNotFound`
+errors its own way. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from torchdoctor.errors import UsageError
 from torchdoctor.findings import Report
 from torchdoctor.preflight.failures import call_user, user_code_error
 
-__all__ = ["DEFAULT_FACTORY", "CheckTarget", "check_factory", "load_factory"]
+__all__ = ["DEFAULT_FACTORY", "CheckTarget", "TargetNotFound", "check_factory", "load_factory"]
 
 DEFAULT_FACTORY = "make"
 _KEYS = ("model", "data", "loss_fn", "optimizer", "device")
@@ -73,6 +77,22 @@ class CheckTarget:
                      select=select, ignore=ignore, seed=seed)
 
 
+class TargetNotFound(UsageError):
+    """The target names something that is not there, or not usable as a factory.
+
+    Attributes:
+        kind: what is wrong: ``"file"`` (no such file), ``"python"`` (not importable as
+            Python), ``"module"`` (no such module), ``"attribute"`` (the module has no
+            such name) or ``"callable"`` (the name is not a function).
+        subject: the file, module or ``module:name`` concerned.
+    """
+
+    def __init__(self, message: str, kind: str, subject: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.subject = subject
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)} items"
@@ -88,11 +108,11 @@ def _split_target(target: str) -> tuple[str, str]:
 
 def _import_file(path: Path) -> Any:
     if not path.is_file():
-        raise UsageError(f"no such file: {path}")
+        raise TargetNotFound(f"no such file: {path}", "file", str(path))
     name = "torchdoctor_target_" + re.sub(r"\W", "_", path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise UsageError(f"cannot import {path}: not a Python file")
+        raise TargetNotFound(f"cannot import {path}: not a Python file", "python", str(path))
     module = importlib.util.module_from_spec(spec)
     # Let the file import its neighbours, as `python file.py` would.
     sys.path.insert(0, str(path.resolve().parent))
@@ -108,7 +128,8 @@ def _import_module(name: str) -> Any:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
         if error.name and (name == error.name or name.startswith(error.name + ".")):
-            raise UsageError(f"cannot find module {name!r} (from {os.getcwd()})") from None
+            raise TargetNotFound(f"cannot find module {name!r} (from {os.getcwd()})",
+                                 "module", name) from None
         raise user_code_error(f"importing {name}", error) from error
     except Exception as error:  # noqa: BLE001 - the user's module raised at import
         raise user_code_error(f"importing {name}", error) from error
@@ -126,10 +147,11 @@ def load_factory(target: str) -> tuple[Callable[[], Any], str]:
     module = _import_file(Path(where)) if is_path else _import_module(where)
     factory = getattr(module, name, None)
     if factory is None:
-        raise UsageError(f"{where} has no attribute {name!r}; name the factory as "
-                         f"{where}:FUNCTION")
+        raise TargetNotFound(f"{where} has no attribute {name!r}; name the factory as "
+                             f"{where}:FUNCTION", "attribute", f"{where}:{name}")
     if not callable(factory):
-        raise UsageError(f"{where}:{name} is a {type(factory).__name__}, not a function")
+        raise TargetNotFound(f"{where}:{name} is a {type(factory).__name__}, not a function",
+                             "callable", f"{where}:{name}")
     return factory, f"{where}:{name}"
 
 

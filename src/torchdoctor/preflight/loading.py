@@ -159,7 +159,11 @@ class LoaderTiming:
 def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | None:
     """Time a clone of ``loader``: up to ``max_batches`` batches within ``budget`` seconds.
 
-    Returns ``None`` when the loader yields nothing.
+    Without workers, batches load one at a time in this process and ``per_batch`` is the
+    fastest of them: other processes on a busy machine only ever add time, so the fastest
+    is the loader's own cost. With workers, ``per_batch`` is the steady rate at which they
+    deliver after the first batch (batches they prefetched arrive at once, so this errs
+    towards a faster loader). Returns ``None`` when the loader yields nothing.
     """
     clone = clone_loader(loader)
     begin = time.perf_counter()
@@ -169,7 +173,6 @@ def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | 
             next(iterator)
         except StopIteration:
             return None
-        first = time.perf_counter() - begin
         stamps = [time.perf_counter()]
         while len(stamps) <= max_batches and stamps[-1] - begin < budget:
             try:
@@ -180,11 +183,13 @@ def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | 
     finally:
         shut_down(iterator)
         del iterator
-    timed = len(stamps) - 1
-    if timed == 0 or loader.num_workers == 0:
-        # In the training process there is no start-up: the first batch is a batch.
-        total = stamps[-1] - begin
-        return LoaderTiming(first, total / (timed + 1), timed + 1)
+    first, timed = stamps[0] - begin, len(stamps) - 1
+    if timed == 0:
+        return LoaderTiming(first, first, 1)
+    if loader.num_workers == 0:
+        # In the training process there is no start-up: the first batch is a batch too.
+        each = [b - a for a, b in zip([begin, *stamps], stamps, strict=False)]
+        return LoaderTiming(first, min(each), timed + 1)
     return LoaderTiming(first, (stamps[-1] - stamps[0]) / timed, timed)
 
 

@@ -8,6 +8,7 @@ opinion that separates "this optimizer is too slow" from "this model cannot fit"
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ class Trajectory:
     updates: tuple[GroupUpdate, ...] = ()
     moved: bool = True
     optimizer: str = ""  # what trained, for messages: "Adam(lr=0.001)"
+    weights_finite: bool = True  # whether every parameter was finite after the last step
 
     @property
     def initial(self) -> float:
@@ -122,7 +124,16 @@ def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = Fals
             break
         if len(losses) >= PATIENT_STEPS and dropped(losses, SOME_DROP):
             break
-    return Trajectory(tuple(losses), updates, _moved(ctx.model, training.model))
+    finite = all(is_finite(loss) for loss in losses) or _finite_weights(training.model)
+    return Trajectory(tuple(losses), updates, _moved(ctx.model, training.model),
+                      weights_finite=finite)
+
+
+def _finite_weights(model: Any) -> bool:
+    import torch
+
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters()
+               if p.is_floating_point())
 
 
 def _moved(original: Any, trained: Any) -> bool:
@@ -146,7 +157,7 @@ def reference_run(ctx: CheckContext) -> Trajectory:
         if isinstance(training.loss_fn, torch.nn.Module) and training.loss_fn is not ctx.loss_fn:
             params += [p for p in training.loss_fn.parameters() if p.requires_grad]
         run = run_steps(ctx, with_optimizer(training, torch.optim.Adam(params, lr=rate)))
-        run = Trajectory(run.losses, run.updates, run.moved, f"Adam(lr={rate:g})")
+        run = dataclasses.replace(run, optimizer=f"Adam(lr={rate:g})")
         if dropped(run.losses, SOME_DROP):
             return run
         if best is None or (run.finite and min(run.losses) < min(best.losses)):

@@ -17,6 +17,7 @@ from torchdoctor.preflight.explain import forward_failure, loss_failure
 from torchdoctor.preflight.failures import SharedWorkFailed, user_code_error
 from torchdoctor.preflight.losses import LossCall, LossRecorder
 from torchdoctor.preflight.tracing import ForwardTrace
+from torchdoctor.preflight.training import is_loss_value, unpack_loss
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
@@ -133,9 +134,8 @@ def _loss(ctx: CheckContext, output: Any) -> tuple[Any, BaseException | None, Lo
                                   else user_code_error("the loss function", error))
         failure.__cause__ = error
         return None, failure, recorder.call
-    if isinstance(loss, (tuple, list)) and loss and isinstance(loss[0], torch.Tensor):
-        loss = loss[0]  # the common `return loss, logs` shape
-    if not isinstance(loss, torch.Tensor):
+    loss = unpack_loss(loss)  # the common `return loss, logs` shape
+    if not is_loss_value(loss):
         raise UsageError(f"loss_fn returned a {type(loss).__name__}; it must return the loss "
                          "as a tensor (or a tuple whose first item is the loss)")
     return loss, None, recorder.call
@@ -145,7 +145,8 @@ def _backward(ctx: CheckContext, loss: Any) -> str | None:
     import torch
 
     if not isinstance(loss, torch.Tensor):
-        return f"the loss is a {type(loss).__name__}, not a tensor"
+        return (f"loss_fn returns a Python {type(loss).__name__} (from `.item()` or "
+                "`float()`), not a tensor, so nothing can be backpropagated")
     if not loss.requires_grad:
         return "the loss does not require grad: no parameter takes part in computing it"
     try:
@@ -176,6 +177,8 @@ def run_train_pass(ctx: CheckContext) -> TrainPass:
         call.input, call.target = _detach(call.input), _detach(call.target)
     backward_error = _backward(ctx, loss) if loss_error is None else "the loss raised"
     gradients = {name: (p.grad.detach() if p.grad is not None else None) for name, p in params}
+    if loss is not None and not isinstance(loss, torch.Tensor):
+        loss = torch.as_tensor(float(loss))
     return TrainPass(
         output=_detach(output), loss=_detach(loss), loss_error=loss_error, loss_call=call,
         loss_input=_detach(scores), loss_target=_detach(target), loss_input_op=op,

@@ -191,6 +191,7 @@ def _save_flags() -> dict[str, Any]:
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "default_dtype": torch.get_default_dtype(),
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -203,6 +204,8 @@ def _restore_flags(saved: dict[str, Any]) -> None:
     torch.backends.cudnn.deterministic = saved["cudnn_deterministic"]
     torch.backends.cudnn.benchmark = saved["cudnn_benchmark"]
     torch.set_default_dtype(saved["default_dtype"])
+    if torch.get_num_threads() != saved["threads"]:
+        torch.set_num_threads(saved["threads"])
 
 
 def state_differences(before: Snapshot, after: Snapshot) -> list[str]:

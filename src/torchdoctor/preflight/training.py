@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from torchdoctor.preflight.batch import Batch
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["CopyUnavailable", "TrainingCopy", "copy_for_training", "is_finite", "reduce_loss",
-           "forward_loss", "train_step", "with_optimizer"]
+__all__ = ["CopyUnavailable", "TrainingCopy", "copy_for_training", "forward_loss", "is_finite",
+           "is_loss_value", "reduce_loss", "train_step", "unpack_loss", "with_optimizer"]
 
 
 class CopyUnavailable(Exception):  # noqa: N818 - a reason to skip, not an error
@@ -106,14 +106,33 @@ def with_optimizer(training: TrainingCopy, optimizer: Any) -> TrainingCopy:
 def reduce_loss(loss: Any) -> Any:
     """The scalar that is backpropagated: the loss itself, or its mean when not scalar.
 
-    A loss that is a plain number (the user returned ``.item()``) becomes a tensor that
-    nothing can backpropagate through, which is what training with it does too.
+    ``(loss, logs)`` gives its first item. A loss that is a plain number (the user
+    returned ``.item()``) becomes a tensor that nothing can backpropagate through, which
+    is what training with it does too.
     """
     import torch
 
+    loss = unpack_loss(loss)
     if not isinstance(loss, torch.Tensor):
         return torch.as_tensor(float(loss))
     return loss if loss.dim() == 0 else loss.float().mean()
+
+
+def unpack_loss(value: Any) -> Any:
+    """What ``loss_fn`` returned, without the logs of a ``(loss, logs)`` pair."""
+    if isinstance(value, (tuple, list)) and value and is_loss_value(value[0]):
+        return value[0]
+    return value
+
+
+def is_loss_value(value: Any) -> bool:
+    """A tensor, or a plain number: a loss returned as ``loss.item()`` trains nothing,
+    which the probes report instead of stopping the check."""
+    import numbers
+
+    import torch
+
+    return isinstance(value, (torch.Tensor, numbers.Real)) and not isinstance(value, bool)
 
 
 def is_finite(value: float) -> bool:

@@ -49,6 +49,7 @@ class EventHandlers:
         self.backward_count = 0
         self.batches = 0
         self.batch_wait_s = 0.0
+        self.busy_s = 0.0  # time spent in our hooks: the monitor's own cost
         self.last_loss: float | None = None
         self._lowest_loss: float | None = None
         self._saw_non_finite = False
@@ -110,8 +111,10 @@ class EventHandlers:
             self._guard(self._end_discovery, "model discovery")
 
     def _root_forward(self, module: Any, args: Any) -> None:
-        if not self.m.enabled:
-            return
+        if self.m.enabled:
+            self._guard(self._forward, "the model forward hook", module)
+
+    def _forward(self, module: Any) -> None:
         torch = self.m.torch
         info = self._roots.get(id(module))
         if info is not None:
@@ -289,10 +292,13 @@ class EventHandlers:
         record_facts(self.m, self, list(self._states.values()))
 
     def _guard(self, function: Any, where: str, *args: Any) -> None:
+        start = time.perf_counter()
         try:
             function(*args)
         except Exception as error:  # noqa: BLE001 - never break the user's program
             self.m.fail(error, where)
+        finally:
+            self.busy_s += time.perf_counter() - start
 
 
 def _loader_info(iterator: Any) -> LoaderInfo:

@@ -22,6 +22,7 @@ def record_facts(monitor: Monitor, events: EventHandlers, states: list[Optimizer
     facts["sampled_steps"] = monitor.sampler.sampled
     if monitor.sampler.step_time:
         facts["step_time_ms"] = round(monitor.sampler.step_time * 1e3, 3)
+    facts["monitor_time_s"] = round(events.busy_s, 4)
     facts["optimizers"] = [
         {"name": s.info.label, "steps": s.steps, "parameters": len(s.info.params)}
         for s in states]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.context
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -11,7 +13,7 @@ from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.context import FileContext
-from torchdoctor.static.engine import lint_tree, rule_specs
+from torchdoctor.static.engine import lint_tree
 from torchdoctor.static.source import UNPARSABLE, parse
 from torchdoctor.static.suppression import filter_suppressed
 
@@ -78,6 +80,15 @@ def _lint_chunk(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]:
     return out
 
 
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """Fresh worker processes, never ``fork``: forking a process that runs threads (an
+    IDE, a test runner such as pytest-xdist, a pre-commit hook) can copy a lock held by
+    another thread and hang the child forever. ``forkserver`` forks from a clean,
+    single-threaded server; ``spawn`` where it does not exist."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
 def lint_files(jobs: Sequence[FileJob], selection: Selection, workers: int | None = None
                ) -> list[Finding]:
     """Lint files, in parallel processes when there are many.
@@ -92,12 +103,11 @@ def lint_files(jobs: Sequence[FileJob], selection: Selection, workers: int | Non
         workers = min(os.cpu_count() or 1, 8) if len(jobs) >= _POOL_THRESHOLD else 1
     if workers <= 1 or len(jobs) < 2:
         return _lint_chunk(jobs, selection)
-    rule_specs()  # build the dispatch table once, before forking
     size = max(1, len(jobs) // (workers * 8))
     chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
     out: list[Finding] = []
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
             for result in pool.map(_lint_chunk, chunks, [selection] * len(chunks)):
                 out.extend(result)
     except (OSError, RuntimeError):  # no processes here (sandbox, broken pool): go serial

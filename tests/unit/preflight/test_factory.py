@@ -100,3 +100,36 @@ def test_result_shapes() -> None:
         CheckTarget.from_result({"model": model, "data": 1})
     with pytest.raises(UsageError, match="a tuple of 2 items"):
         CheckTarget.from_result((model, 1))
+
+
+# --- the one importer: `torchdoctor ckpt --model` uses it too ----------------------------------
+
+
+def test_ckpt_model_option_imports_through_this_loader(target_file, monkeypatch) -> None:
+    from torchdoctor.ckpt import load_model
+    from torchdoctor.preflight import factory
+
+    loaded: list[str] = []
+
+    def spy(target: str):
+        loaded.append(target)
+        return load_factory(target)
+
+    monkeypatch.setattr(factory, "load_factory", spy)
+    assert isinstance(load_model(f"{target_file}:make"), torch.nn.Linear)
+    assert loaded == [f"{target_file}:make"]
+
+
+def test_ckpt_words_a_missing_submodule_as_a_missing_module(tmp_path, monkeypatch) -> None:
+    """A package that exists without the named submodule is the user's typo, not their
+    code failing: both commands say the module is missing."""
+    from torchdoctor.ckpt import load_model
+
+    (tmp_path / "models_pkg").mkdir()
+    (tmp_path / "models_pkg" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with pytest.raises(UsageError, match="--model: no module named 'models_pkg.nets'"):
+        load_model("models_pkg.nets:make")
+    with pytest.raises(UsageError, match="cannot find module 'models_pkg.nets'"):
+        load_factory("models_pkg.nets:make")

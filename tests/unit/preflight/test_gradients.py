@@ -45,8 +45,10 @@ def _flow(mode: str):
 # --- TD208 / TD211 / TD212 ---------------------------------------------------------------
 
 def test_module_that_never_runs_is_named() -> None:
-    found = messages(_flow("unused"), "TD208")
+    report = _flow("unused")
+    found = messages(report, "TD208")
     assert "`aux.weight`, `aux.bias`" in found and "never run in the forward" in found
+    assert [f.location.object for f in report.by_code("TD208")] == ["aux"]
 
 
 def test_detached_module_is_told_apart_from_an_unused_one() -> None:
@@ -156,6 +158,17 @@ def test_negative_bias_kills_most_units() -> None:
     [found] = run(_biased(-3.0), class_batch(), nn.CrossEntropyLoss(), "TD217").by_code(
         "TD217")
     assert found.location.object == "1" and found.evidence["dead"] >= 32
+
+
+def test_dead_units_at_several_sites_are_one_finding() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
+                          nn.Linear(32, 4))
+    nn.init.constant_(model[0].bias, -3.0)
+    nn.init.constant_(model[2].bias, -3.0)
+    [found] = run(model, class_batch(), nn.CrossEntropyLoss(), "TD217").by_code("TD217")
+    assert found.location.object == "Sequential" and "At 2 ReLU sites" in found.message
+    assert set(found.evidence["sites"]) == {"1", "3"}
 
 
 def test_functional_relu_is_located_at_its_module() -> None:

@@ -233,3 +233,62 @@ def test_training_copies_leaves_model_optimizer_and_loss_module_untouched() -> N
     assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
     assert loss_fn.temperature.grad is None
     assert optimizer.state == {} or all(not s for s in optimizer.state.values())
+
+
+# --- TD605: a loss that is or turns non-finite --------------------------------------------------
+
+
+def test_nan_inputs_that_the_loss_hides_are_left_to_td401() -> None:
+    """The first loss is finite (the loss leaves out the NaN example) but the gradients are
+    NaN and the first step ruins the weights: the data is the problem, not the step size."""
+    model = _mlp()
+    inputs, targets = _batch()
+    inputs[3, 2] = float("nan")
+    kept = torch.arange(32) != 3
+    report = check(model, (inputs, targets),
+                   lambda out, y: F.cross_entropy(out[kept], y[kept]),
+                   torch.optim.Adam(model.parameters()), select=["TD401", *CODES])
+    assert report.codes() == {"TD401"}, [f.message for f in report.findings]
+
+
+def test_nan_gradients_from_a_finite_loss_are_left_to_td212() -> None:
+    class Distance(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.encoder = nn.Linear(10, 8)
+
+        def forward(self, first, second):  # sqrt at 0: an infinite slope
+            return torch.sqrt(((self.encoder(first) - self.encoder(second)) ** 2).sum(1))
+
+    inputs = _batch()[0]
+    second = inputs.clone()
+    second[1::2] += 1.0  # half the pairs identical: distance exactly 0
+    model = Distance()
+    report = check(model, (inputs, second, torch.ones(32)), lambda d, y: (d * y).mean(),
+                   torch.optim.Adam(model.parameters()), select=["TD212", *CODES])
+    assert report.codes() == {"TD212"}, [f.message for f in report.findings]
+
+
+def _trajectory(losses, ratio, weights_finite):
+    from torchdoctor.preflight.overfit import GroupUpdate, Trajectory
+
+    return Trajectory(tuple(losses), (GroupUpdate(0, ratio, 0.1, ("w",)),),
+                      weights_finite=weights_finite)
+
+
+@pytest.mark.parametrize("losses, ratio, weights_finite, reason", [
+    ([1.0, 40.0, float("nan")], 3.0, False, "far too large (the first changed the weights"),
+    ([1.0, 1.5, 9.0, float("inf")], 0.01, False, "far too large (the loss rose first)"),
+    ([1.0, 0.99, 0.98, float("nan")], 0.01, False, "a gradient turned NaN/Inf"),
+    ([1.0, 0.99, float("nan")], 0.01, True, "the forward or the loss produces NaN/Inf"),
+])
+def test_a_loss_that_turns_non_finite_is_given_its_measured_cause(
+        losses, ratio, weights_finite, reason) -> None:
+    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.probes.learning import _turned_non_finite
+
+    ctx = CheckContext(_mlp(), _batch(), nn.CrossEntropyLoss())
+    found = _turned_non_finite(ctx, _trajectory(losses, ratio, weights_finite), "SGD(lr=0.1)")
+    assert found.code == "TD605" and reason in found.message, found.message
+    assert ("updates are far too large" in found.message) == ("far too large" in reason)

@@ -63,6 +63,28 @@ def test_an_optimizer_built_for_another_copy_is_reported_once_for_the_whole_mode
     assert "none of the 4 trainable parameters" in found.message
 
 
+def test_parameters_missing_from_several_modules_are_one_finding_at_their_parent() -> None:
+    """The demo's mistake (an optimizer over the head only) is one problem: one finding."""
+    class Small(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.features = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.ReLU(),
+                                          nn.Linear(8, 8), nn.LayerNorm(8))
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.head(self.features(x))
+
+    model = Small()
+    [found] = _run(model, torch.optim.SGD(model.head.parameters(), lr=0.1), "TD601")
+    assert found.location.object == "features"
+    assert "8 trainable parameter(s) in 4 modules" in found.message
+    assert "features.0 (weight, bias), features.1 (weight, bias)" in found.message
+    assert found.evidence["modules"] == ["features.0", "features.1", "features.3",
+                                         "features.4"]
+
+
 def test_a_trainable_loss_module_outside_the_optimizer_is_reported() -> None:
     class Weighted(nn.Module):
         def __init__(self) -> None:

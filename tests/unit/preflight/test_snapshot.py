@@ -124,3 +124,63 @@ def test_memory_error_message_says_out_of_memory() -> None:
     with pytest.raises(UserCodeError, match="ran out of memory"):
         torchdoctor.check(model, (torch.randn(8, 4), torch.randint(0, 2, (8,))),
                           nn.CrossEntropyLoss())
+
+
+class _Annealed(nn.Module):
+    """A forward that changes plain attributes: a temperature, a counter, a history list,
+    a tensor changed in place, and an attribute it creates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = nn.Linear(4, 3)
+        self.temperature = 2.0
+        self.calls = 0
+        self.history: list[float] = []
+        self.ema = torch.zeros(3)
+
+    def forward(self, x):
+        self.temperature *= 0.9
+        self.calls += 1
+        out = self.linear(x) / self.temperature
+        self.history.append(float(out.detach().mean()))
+        self.ema.mul_(0.5).add_(out.detach().mean(0))
+        self.last_input = x
+        return out
+
+
+class _CountingLoss(nn.Module):
+    """A loss module without tensors whose calls change an attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, output, target):
+        self.calls += 1
+        return nn.functional.cross_entropy(output, target)
+
+
+def test_plain_attributes_that_a_forward_changes_are_put_back() -> None:
+    model, loss = _Annealed(), _CountingLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch = (torch.randn(16, 4), torch.arange(16) % 3)
+    history, ema = model.history, model.ema
+    before = Snapshot(nn.ModuleList([model, loss]), optimizer)
+    torchdoctor.check(model, batch, loss, optimizer)
+    assert model.temperature == 2.0 and model.calls == 0 and loss.calls == 0
+    assert model.history is history and history == []
+    assert model.ema is ema and torch.equal(ema, torch.zeros(3))
+    assert not hasattr(model, "last_input")
+    assert state_differences(before, Snapshot(nn.ModuleList([model, loss]), optimizer)) == []
+
+
+def test_attribute_differences_are_detected() -> None:
+    model = _Annealed()
+    before = Snapshot(model)
+    model(torch.randn(2, 4))
+    problems = "\n".join(state_differences(before, Snapshot(model)))
+    for expected in ("_Annealed.temperature: 2.0 then 1.8", "_Annealed.calls: 0 then 1",
+                     "_Annealed.history: contents differ", "_Annealed.ema: contents differ",
+                     "_Annealed.last_input added"):
+        assert expected in problems, problems

@@ -7,8 +7,9 @@ from typing import Any
 
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.context import CheckContext
-from torchdoctor.preflight.probes.loss_value import _batch_finite
+from torchdoctor.preflight.describe import covering_module
 from torchdoctor.preflight.registry import probe
+from torchdoctor.preflight.training import copy_for_training, train_step
 from torchdoctor.rules.registry import finding
 
 __all__ = ["dead_relu_units", "missing_or_broken_gradients", "vanishing_gradients"]
@@ -52,7 +53,7 @@ def _no_gradient(ctx: CheckContext, names: list[str]) -> Iterator[Finding]:
             "TD208", f"{len(group)} parameters require grad but receive no gradient: "
                      f"{_names(group)} (shape {_shape(ctx, group[0])}): {why}. They never "
                      "train, and an optimizer with weight decay still shrinks them.",
-            Location(object=group[0]), Depth.CHECK,
+            Location(object=ctx.name(covering_module(group))), Depth.CHECK,
             fix_hint="Use the module in `forward` without detaching it, or remove it, or "
                      "freeze it on purpose with `requires_grad_(False)`.",
             evidence={"parameters": group[:20], "count": len(group)},
@@ -89,14 +90,13 @@ def _revived_without_zero_init(ctx: CheckContext) -> set[str]:
     if not zeros:
         return set()
     try:
-        model = ctx.copy_model()
+        training = copy_for_training(ctx, with_optimizer=False)
+        model = training.model
         with torch.no_grad():
             for param in model.parameters():
                 if param.is_floating_point() and not bool(param.any()):
                     param.normal_(0.0, 1e-3)
-        loss = ctx.loss_fn(ctx.forward(model), ctx.batch.targets)
-        loss = loss[0] if isinstance(loss, (tuple, list)) else loss
-        (loss if loss.dim() == 0 else loss.float().mean()).backward()
+        train_step(training, ctx.batch, ctx.seed)
     except Exception:  # noqa: BLE001 - without the experiment, report what was seen
         return set()
     return {n for n, p in model.named_parameters() if p.grad is not None and bool(p.grad.any())}
@@ -108,10 +108,10 @@ def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
     import torch
 
     loss = ctx.train_pass.require_loss()
-    if not isinstance(loss, torch.Tensor) or not bool(torch.isfinite(loss).all()):
+    if not bool(torch.isfinite(loss).all()):
         return  # TD213 reports the loss; its gradients say nothing more
-    if not _batch_finite(ctx):
-        return
+    if not ctx.batch_is_finite or ctx.train_pass.backward_error is not None:
+        return  # TD401 reports the data; TD605 why nothing can get a gradient
     grads = ctx.train_pass.gradients
     yield from _no_gradient(ctx, [n for n, g in grads.items() if g is None])
     zero = _zero_gradients(ctx, grads)
@@ -121,7 +121,7 @@ def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
                      f"{_names(zero)}. Something between them and the loss has zero "
                      "derivative (round, sign, argmax, a clamp that always clips, a mask of "
                      "zeros), so they never change.",
-            Location(object=zero[0]), Depth.CHECK,
+            Location(object=ctx.name(covering_module(zero))), Depth.CHECK,
             fix_hint="Replace the non-differentiable op on their path (a straight-through "
                      "estimator, a soft version) or remove the mask that zeroes it.",
             evidence={"parameters": zero[:20], "count": len(zero)},
@@ -166,8 +166,8 @@ def vanishing_gradients(ctx: CheckContext) -> Iterator[Finding]:
     import math
 
     loss = ctx.train_pass.require_loss()
-    if not bool(loss.isfinite().all()):
-        return
+    if not bool(loss.isfinite().all()) or ctx.train_pass.backward_error is not None:
+        return  # no gradients to compare (TD213 and TD605 report why)
     layers = _layer_gradients(ctx)
     if len(layers) < MIN_LAYERS_FOR_VANISHING:
         return
@@ -192,21 +192,33 @@ def vanishing_gradients(ctx: CheckContext) -> Iterator[Finding]:
 
 @probe("TD217")
 def dead_relu_units(ctx: CheckContext) -> Iterator[Finding]:
-    """TD217: ReLU sites where most units output zero for the whole batch."""
-    for site in ctx.train_pass.trace.relu_sites.values():
-        if site.units < MIN_RELU_UNITS or site.observations < MIN_RELU_OBSERVATIONS:
-            continue
-        dead = site.units - int(site.alive.sum())
-        if dead < DEAD_FRACTION * site.units:
-            continue
-        where = ctx.name(site.module)
-        yield finding(
-            "TD217", f"At `{where}`, {dead} of {site.units} ReLU units ({dead / site.units:.0%}) "
-                     f"output zero for every one of {site.observations} values in the batch: "
-                     "they pass no gradient, so they can never recover.",
-            Location(object=where), Depth.CHECK,
-            fix_hint="Check the initialisation of the layer before it (no large negative "
-                     "biases; Kaiming init), normalise the inputs, lower the learning rate, "
-                     "or use LeakyReLU/GELU.",
-            evidence={"dead": dead, "units": site.units, "observations": site.observations},
-        )
+    """TD217: ReLU sites where most units output zero for the whole batch, reported once
+    for all of them (one cause, such as the inputs' scale or the init, usually kills
+    units at every site it reaches)."""
+    sites = [site for site in ctx.train_pass.trace.relu_sites.values()
+             if site.units >= MIN_RELU_UNITS and site.observations >= MIN_RELU_OBSERVATIONS
+             and site.units - int(site.alive.sum()) >= DEAD_FRACTION * site.units]
+    if not sites:
+        return
+    counts = [(ctx.name(site.module), site.units - int(site.alive.sum()), site.units)
+              for site in sites]
+    dead, units = sum(d for _, d, _ in counts), sum(u for _, _, u in counts)
+    listed = ", ".join(f"`{where}` {d} of {u} ({d / u:.0%})" for where, d, u in counts[:_LISTED])
+    more = f" and {len(counts) - _LISTED} more sites" if len(counts) > _LISTED else ""
+    where = ctx.name(covering_module([site.module for site in sites], parameters=False))
+    if len(sites) == 1:
+        what = (f"At `{counts[0][0]}`, {dead} of {units} ReLU units ({dead / units:.0%}) "
+                f"output zero for every one of {sites[0].observations} values in the batch")
+    else:
+        what = (f"At {len(sites)} ReLU sites, {dead} of {units} units output zero for every "
+                f"value in the batch ({listed}{more})")
+    yield finding(
+        "TD217", f"{what}: they pass no gradient, so they can never recover.",
+        Location(object=where), Depth.CHECK,
+        fix_hint="Check the initialisation of the layer before it (no large negative "
+                 "biases; Kaiming init), normalise the inputs, lower the learning rate, "
+                 "or use LeakyReLU/GELU.",
+        evidence={"dead": dead, "units": units,
+                  "observations": min(site.observations for site in sites),
+                  "sites": {where: [d, u] for where, d, u in counts}},
+    )

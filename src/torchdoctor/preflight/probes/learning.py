@@ -43,6 +43,8 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
     start = loss_value(ctx.train_pass.require_loss())
     if start is None or not is_finite(start) or abs(start) < 1e-6:
         return  # a non-finite loss has its own rule; a zero loss has nothing to learn
+    if not ctx.batch_is_finite or not _gradients_finite(ctx):
+        return  # NaN data (TD401) or NaN gradients (TD212) break training, not the fit
     blocked = _no_gradient(ctx)
     if blocked is not None:
         if ctx.enabled("TD605"):
@@ -67,6 +69,13 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
         yield from _update_findings(trajectory.updates, described)
     if ctx.enabled("TD605"):
         yield from _verdict(ctx, trajectory, described)
+
+
+def _gradients_finite(ctx: CheckContext) -> bool:
+    import torch
+
+    return all(bool(torch.isfinite(g).all()) for g in ctx.train_pass.gradients.values()
+               if g is not None)
 
 
 def _location(ctx: CheckContext) -> Location:
@@ -129,12 +138,7 @@ def _verdict(ctx: CheckContext, trajectory: Trajectory, described: str) -> Itera
         return
     steps = len(trajectory.losses) - 1
     if not trajectory.finite:
-        bad = next(i for i, loss in enumerate(trajectory.losses) if not is_finite(loss))
-        yield _found(ctx, f"Training a copy on the one batch with {described}, the loss went "
-                     f"from {trajectory.initial:.4g} to {trajectory.losses[bad]} after {bad} "
-                     "steps: the updates are far too large.",
-                     "Lower the learning rate (try 10x smaller) or clip the gradients.",
-                     _evidence(trajectory, "optimizer"))
+        yield _turned_non_finite(ctx, trajectory, described)
         return
     if not trajectory.moved:
         yield _found(ctx, f"{steps} steps of {described} on one batch changed no parameter "
@@ -163,6 +167,39 @@ def _verdict(ctx: CheckContext, trajectory: Trajectory, described: str) -> Itera
             "Raise the learning rate (try 10x) or check that the loss is not scaled down.",
             {**_evidence(trajectory, "optimizer"), **_evidence(reference, "reference")},
             severity=Severity.INFO)
+
+
+def _turned_non_finite(ctx: CheckContext, trajectory: Trajectory, described: str) -> Finding:
+    """TD605 for a loss that turned NaN/Inf during the run, with the cause measured: steps
+    far too large, a gradient that turned non-finite, or a forward that did."""
+    losses = trajectory.losses
+    bad = next(i for i, loss in enumerate(losses) if not is_finite(loss))
+    largest = max((u.ratio for u in trajectory.updates if is_finite(u.ratio)), default=0.0)
+    rose = bad > 1 and losses[bad - 1] - losses[0] >= CLEAR_DROP * abs(losses[0])
+    went = (f"Training a copy on the one batch with {described}, the loss went from "
+            f"{trajectory.initial:.4g} to {losses[bad]} after {bad} step{'s' * (bad != 1)}")
+    evidence = {**_evidence(trajectory, "optimizer"), "first_update_ratio": largest,
+                "weights_finite": trajectory.weights_finite}
+    if largest > RATIO_HIGH or rose:
+        shown = f" (the first changed the weights by {largest:.3g} of their norm)" if (
+            largest > RATIO_HIGH) else " (the loss rose first)"
+        return _found(ctx, f"{went}: the updates are far too large{shown}.",
+                      "Lower the learning rate (try 10x smaller) or clip the gradients.",
+                      evidence)
+    size = f"updates of {largest:.3g} of the weights' norm" if largest else "moderate updates"
+    if not trajectory.weights_finite:
+        return _found(
+            ctx, f"{went}, with {size}: a gradient turned NaN/Inf at the weights training "
+            "reached, although the loss before it was finite (the backward of a sqrt or "
+            "norm at 0, a log of 0, a division by 0).",
+            "Add an epsilon inside sqrt/log/division on the gradient's path "
+            "(`torch.sqrt(x + 1e-12)`) or clamp their input.", evidence)
+    return _found(
+        ctx, f"{went}, with {size} and weights that are still finite: the forward or the "
+        "loss produces NaN/Inf at the weights training reached (an overflow in exp, a log "
+        "of 0, a division by 0).",
+        "Use numerically stable forms (`log_softmax`, `logsumexp`, `BCEWithLogitsLoss`) and "
+        "add an epsilon to divisions and logs.", evidence)
 
 
 def _why_unmoved(ctx: CheckContext) -> str:

@@ -4,7 +4,10 @@ restarts that cost a noticeable share of an epoch (TD412). Workers that share on
 stream (TD410) are in :mod:`torchdoctor.preflight.probes.augmentations`.
 
 Measurements run on clones of the loader (see :mod:`torchdoctor.preflight.loading`): the
-user's loader, sampler and workers are never touched.
+user's loader, sampler and workers are never touched. The data-bound verdict rests on the
+ratio of the loader's time per batch to the step's, each the fastest of several timings,
+with a margin of 2 (:func:`data_bound`); no absolute time decides it, so a busy machine
+slows both sides without flipping it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
 TIMING_BUDGET = 2.0  # seconds of loading timed, at most
-DATA_BOUND_SHARE = 0.5  # waiting for data at least this share of an iteration is reported
+DATA_BOUND_SHARE = 0.5  # waiting for data at least this share of an iteration is reported,
+MARGIN = 2.0  # when it still holds with the step this many times slower than measured
 RESTART_SHARE = 0.05  # worker start-up at least this share of an epoch is reported
 GROUPED = 0.25  # label changes at most this share of a shuffled order's count: grouped
 LOADER = Location(object="DataLoader")
@@ -128,20 +132,39 @@ def pin_memory_off_with_cuda(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def step_seconds(ctx: CheckContext) -> float | None:
-    """Seconds of one training step on a copy, timed after one warm-up step."""
+    """Seconds of one training step on a copy: the fastest of a few, after a warm-up.
+
+    Steps are timed with the thread count the check runs with and, when that is more
+    than one, single-threaded too: on a machine whose cores are busy, a small model's
+    multi-threaded step can take fifty times longer than the same step alone, which says
+    nothing about the training run. The fastest step is the closest to the step's own
+    cost, as the fastest batch is the loader's (see :func:`time_loader`).
+    """
     import torch
 
     try:
         training = copy_for_training(ctx)
     except CopyUnavailable:
         return None
+    threads = torch.get_num_threads()
+    _timed_step(ctx, training)  # allocates the optimizer state, warms the caches
+    try:
+        times = []
+        for count in (threads, 1, threads) if threads > 1 else (1, 1, 1):
+            torch.set_num_threads(count)
+            times.append(_timed_step(ctx, training))
+    finally:
+        torch.set_num_threads(threads)
+    return min(times)
+
+
+def _timed_step(ctx: CheckContext, training: Any) -> float:
+    import torch
+
     cuda = ctx.device.type == "cuda"
-    train_step(training, ctx.batch, ctx.seed)
-    if cuda:  # kernels run asynchronously: wait for them before reading the clock
-        torch.cuda.synchronize(ctx.device)
     begin = time.perf_counter()
     train_step(training, ctx.batch, ctx.seed)
-    if cuda:
+    if cuda:  # kernels run asynchronously: wait for them before reading the clock
         torch.cuda.synchronize(ctx.device)
     return time.perf_counter() - begin
 
@@ -151,6 +174,12 @@ def waiting_share(timing: LoaderTiming, step: float, workers: int) -> float:
     training take turns; with workers they overlap and only the excess is waited for."""
     wait = timing.per_batch if workers == 0 else max(0.0, timing.per_batch - step)
     return wait / (wait + step) if wait + step > 0 else 0.0
+
+
+def data_bound(timing: LoaderTiming, step: float, workers: int) -> bool:
+    """Whether training would wait for data at least half the time even if the step took
+    :data:`MARGIN` times longer than measured: a verdict that timing noise cannot flip."""
+    return waiting_share(timing, step * MARGIN, workers) >= DATA_BOUND_SHARE
 
 
 @probe("TD409", "TD412")
@@ -171,9 +200,10 @@ def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
     workers = loader.num_workers
     share = waiting_share(timing, step, workers)
     evidence = {"seconds_per_batch": timing.per_batch, "seconds_per_step": step,
+                "batch_to_step_ratio": round(timing.per_batch / step, 3) if step else None,
                 "batches_timed": timing.batches, "num_workers": workers,
                 "waiting_share": round(share, 3)}
-    if ctx.enabled("TD409") and share >= DATA_BOUND_SHARE:
+    if ctx.enabled("TD409") and data_bound(timing, step, workers):
         yield _data_bound(timing, step, workers, share, evidence)
     if ctx.enabled("TD412") and workers > 0 and not loader.persistent_workers:
         restart = _restart(loader, timing, step, evidence)

@@ -22,15 +22,6 @@ __all__ = ["initial_loss", "non_finite_loss"]
 INITIAL_LOSS_FACTOR = 3.0
 
 
-def _batch_finite(ctx: CheckContext) -> bool:
-    import torch
-
-    batch = ctx.batch_as_given
-    return all(bool(torch.isfinite(t).all()) for _, t in
-               (*iter_tensors(batch.inputs, "inputs"), *iter_tensors(batch.targets, "targets"))
-               if t.is_floating_point())
-
-
 def _non_finite_parameters(ctx: CheckContext) -> list[str]:
     import torch
 
@@ -74,7 +65,7 @@ def non_finite_loss(ctx: CheckContext) -> Iterator[Finding]:
     loss = ctx.train_pass.require_loss()
     if not isinstance(loss, torch.Tensor) or bool(torch.isfinite(loss).all()):
         return
-    if not _batch_finite(ctx):
+    if not ctx.batch_is_finite:
         return  # TD401 names the cause
     cause, where = _cause(ctx)
     value = float(loss.float().mean()) if loss.numel() else float("nan")

@@ -12,15 +12,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.findings import Confidence, Depth, Finding, Location, Severity
-from torchdoctor.preflight.describe import format_number, peak_learning_rate, summarise_names
+from torchdoctor.preflight.describe import (
+    covering_module,
+    format_number,
+    peak_learning_rate,
+    summarise_names,
+)
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
-
-MAX_FINDINGS = 6  # past this many modules, one finding lists them all
-
 
 @dataclass(frozen=True, slots=True)
 class LearningRateBand:
@@ -98,15 +100,18 @@ def parameters_missing_from_optimizer(ctx: CheckContext) -> Iterator[Finding]:
             evidence={"missing": len(missing), "trainable": len(trainable)})
         return
     modules = _by_module(missing)
-    if len(modules) > MAX_FINDINGS:
-        modules = {"": missing}
-    for module, names in modules.items():
-        yield finding(
-            "TD601", f"{len(names)} trainable parameter(s) are in no optimizer parameter "
-            f"group: {summarise_names(names, limit=4)}. They get gradients but never change.",
-            Location(object=ctx.name(module)), Depth.CHECK, fix_hint=hint,
-            evidence={"parameters": names, "missing": len(missing),
-                      "trainable": len(trainable)})
+    where = covering_module(missing)
+    yield finding(
+        "TD601", f"{len(missing)} trainable parameter(s) in {_count(len(modules), 'module')} "
+        f"are in no optimizer parameter group: {summarise_names(missing, limit=4)}. They get "
+        "gradients but never change.",
+        Location(object=ctx.name(where)), Depth.CHECK, fix_hint=hint,
+        evidence={"parameters": missing, "modules": list(modules), "missing": len(missing),
+                  "trainable": len(trainable)})
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 @probe("TD602")
@@ -121,7 +126,7 @@ def frozen_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
         return
     moving = [p for p in frozen if p.grad is not None]
     labels = [names.get(id(p), f"<tensor {tuple(p.shape)}>") for p in frozen]
-    common = _common_module(labels)
+    common = covering_module(labels)
     message = (f"{len(frozen)} frozen parameter(s) (requires_grad=False) are in the optimizer: "
                f"{summarise_names(labels, limit=4)}.")
     if moving:
@@ -133,16 +138,6 @@ def frozen_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
         fix_hint="Pass only trainable parameters: "
                  "`[p for p in model.parameters() if p.requires_grad]`.",
         evidence={"frozen": len(frozen), "with_grad": len(moving), "parameters": labels})
-
-
-def _common_module(names: list[str]) -> str:
-    parts = [name.split(".")[:-1] for name in names]
-    common: list[str] = []
-    for level in zip(*parts, strict=False):
-        if len(set(level)) != 1:
-            break
-        common.append(level[0])
-    return ".".join(common)
 
 
 @probe("TD603")

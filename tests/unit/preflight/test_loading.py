@@ -1,0 +1,88 @@
+"""The batches ``check`` reads come from a replay of the user's loader: same batches, same
+order, and nothing of the user's loader advanced or left running."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+from torch.utils.data import DataLoader, RandomSampler, TensorDataset  # noqa: E402
+
+import torchdoctor  # noqa: E402
+from tests.unit.preflight.helpers import class_batch, classifier  # noqa: E402
+from torchdoctor.preflight.context import CheckContext  # noqa: E402
+
+pytestmark = pytest.mark.needs_torch
+
+CODES = ["TD401", "TD403", "TD404"]  # probes that read the first batches, nothing else
+
+
+def _dataset() -> TensorDataset:
+    return TensorDataset(*class_batch(size=64))
+
+
+def _seeded(seed: int = 7) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _loaders(kind: str) -> tuple[DataLoader, DataLoader]:
+    """Two identical loaders: one for the check, one that nothing touches."""
+    def make() -> DataLoader:
+        dataset = _dataset()
+        if kind == "sampler":
+            return DataLoader(dataset, batch_size=16,
+                              sampler=RandomSampler(dataset, generator=_seeded()))
+        return DataLoader(dataset, batch_size=16, shuffle=True, generator=_seeded())
+    return make(), make()
+
+
+def _same(first, second) -> bool:
+    return all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
+
+
+@pytest.mark.parametrize("kind", ["sampler", "loader"])
+def test_the_users_generator_is_not_advanced(kind) -> None:
+    checked, untouched = _loaders(kind)
+    torchdoctor.check(classifier(), checked, nn.CrossEntropyLoss(), select=CODES)
+    assert _same(next(iter(checked)), next(iter(untouched)))
+
+
+@pytest.mark.parametrize("kind", ["sampler", "loader"])
+def test_the_check_reads_the_batch_the_user_would_get_next(kind) -> None:
+    checked, untouched = _loaders(kind)
+    ctx = CheckContext(classifier(), checked, nn.CrossEntropyLoss())
+    first = ctx.raw_batch
+    ctx.close()
+    assert _same(first, next(iter(untouched)))
+
+
+def test_persistent_workers_are_not_left_running() -> None:
+    loader = DataLoader(_dataset(), batch_size=16, num_workers=1, persistent_workers=True)
+    before = set(multiprocessing.active_children())
+    torchdoctor.check(classifier(), loader, nn.CrossEntropyLoss(), select=CODES)
+    assert loader._iterator is None
+    assert set(multiprocessing.active_children()) <= before
+
+
+class _OwnIteration(DataLoader):
+    """A loader whose class iterates its own way: it cannot be replayed from a clone."""
+
+    def __iter__(self):
+        for inputs, targets in super().__iter__():
+            yield inputs * 1.0, targets
+
+
+def test_a_loader_iterated_in_place_is_put_back() -> None:
+    dataset = _dataset()
+    loader = _OwnIteration(dataset, batch_size=16, shuffle=True, generator=_seeded(),
+                           num_workers=1, persistent_workers=True)
+    state = loader.generator.get_state()
+    before = set(multiprocessing.active_children())
+    torchdoctor.check(classifier(), loader, nn.CrossEntropyLoss(), select=CODES)
+    assert torch.equal(loader.generator.get_state(), state)
+    assert loader._iterator is None
+    assert set(multiprocessing.active_children()) <= before
