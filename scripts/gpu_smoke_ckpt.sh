@@ -6,6 +6,12 @@
 #   3. `torchdoctor env` sees the devices, and TD010 speaks of the real effect.
 # Usage: scripts/gpu_smoke_ckpt.sh   (from the repository root, torch with CUDA installed)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+    echo "gpu_smoke_ckpt: no CUDA device; skipped"
+    exit 0
+fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
