@@ -246,6 +246,7 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
     options = dict(select=select or None, ignore=ignore or None, config=settings, jobs=jobs)
     if apply_fix or diff:
         outcome = fix(targets, unsafe=unsafe_fixes, write=not diff, **options)  # type: ignore[arg-type]
+        _show_lint_tracebacks(outcome.report)
         if diff:
             click.echo(outcome.diff(), nl=False)
             sys.exit(EXIT_FINDINGS if outcome.changed else EXIT_CLEAN)
@@ -254,6 +255,7 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
         report = outcome.report
     else:
         report = lint(targets, baseline=baseline, **options)  # type: ignore[arg-type]
+        _show_lint_tracebacks(report)
     if statistics:
         from torchdoctor.static.statistics import render_statistics
 
@@ -265,6 +267,15 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
     else:
         emit(report, output_format, output, title="torchdoctor lint")
     sys.exit(report.exit_code(parse_fail_on(fail_on)))
+
+
+def _show_lint_tracebacks(report: Report) -> None:
+    """Take the tracebacks of failed lint rules out of the report; print them (to standard
+    error) only under ``torchdoctor --debug``."""
+    for trace in report.facts.pop("internal_errors", []):
+        if _debug_requested():
+            click.echo(trace, err=True)
+
 
 # --- run (runtime) -----------------------------------------------------------------------
 

@@ -67,10 +67,6 @@ MAX_STEPS = 400  # a safety cap; no corpus script takes this many optimizer step
 # (depth, test id) -> why the finding is a false alarm. Remove an entry once its
 # detector is fixed (the strict xfail then fails, saying so).
 KNOWN_FALSE_ALARMS: dict[tuple[str, str], str] = {
-    ("lint", "zero_grad_at_end"): (
-        "false alarm TD102: `torch.tensor(history[-20:], dtype=torch.float64)` summarises "
-        "a list of loss.item() floats after training; it never reaches the model, a batch "
-        "or a loss"),
     ("check", "focal_loss_imbalanced"): (
         "false alarm TD305: the focal loss passes `(1 - p) ** gamma * log_softmax(logits)` "
         "to F.nll_loss; every entry is a down-weighted log-probability (<= 0), built by the "

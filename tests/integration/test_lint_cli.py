@@ -173,6 +173,99 @@ def test_internal_error_in_a_rule_exits_2(project: Path, monkeypatch: pytest.Mon
     assert code == 2 and "TD001" in out and "Broken" in out
 
 
+def _broken_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchdoctor.static import engine
+    from torchdoctor.static.rules.base import LintRule
+
+    class Broken(LintRule):
+        def visit_Module(self, node: object) -> None:
+            self.explode()
+
+        def explode(self) -> None:
+            raise RuntimeError("bug in a rule")
+
+    monkeypatch.setattr(engine, "_SPECS", [*engine.rule_specs(),
+                                           engine._spec(Broken, ("TD206",))])
+
+
+def test_debug_prints_the_traceback_of_a_crashed_rule(project: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _broken_rule(monkeypatch)
+    (project / "train.py").write_text(CLEAN, encoding="utf-8")
+    result = CliRunner().invoke(main, ["--debug", "lint", "train.py", "--jobs", "1"])
+    assert result.exit_code == 2 and "TD001" in result.stdout
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "in explode" in result.stderr and "RuntimeError: bug in a rule" in result.stderr
+    assert "Traceback" not in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["concise", "json"])
+def test_traceback_of_a_crashed_rule_only_under_debug(project: Path, fmt: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _broken_rule(monkeypatch)
+    (project / "train.py").write_text(CLEAN, encoding="utf-8")
+    code, out, err = run("train.py", "--jobs", "1", "--format", fmt)
+    assert code == 2 and "TD001" in out
+    assert "Traceback" not in out and "Traceback" not in err and "in explode" not in out
+    if fmt == "json":
+        (found,) = json.loads(out)["findings"]
+        assert found["evidence"]["exception"] == "RuntimeError"
+        assert "traceback" not in found["evidence"]
+
+
+def test_debug_shows_the_traceback_with_diff_too(project: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _broken_rule(monkeypatch)
+    (project / "net.py").write_text(FORWARD, encoding="utf-8")
+    result = CliRunner().invoke(main, ["--debug", "lint", "net.py", "--jobs", "1", "--diff",
+                                       "--unsafe-fixes"])
+    assert "RuntimeError: bug in a rule" in result.stderr
+    assert "+out = model(x)" in result.stdout
+
+
+def _lab_copies(root: Path) -> dict[Path, str]:
+    """Every lab ``buggy.py``, copied to ``root/<lab folder>/buggy.py``."""
+    lab = Path(__file__).resolve().parents[2] / "examples" / "lab"
+    copies = {}
+    for buggy in sorted(lab.glob("*/buggy.py")):
+        copy = root / buggy.parent.name / "buggy.py"
+        copy.parent.mkdir(parents=True)
+        text = buggy.read_text(encoding="utf-8")
+        copy.write_text(text, encoding="utf-8")
+        copies[copy] = text
+    return copies
+
+
+def _parses(text: str) -> bool:
+    try:
+        compile(text, "<fixed>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_every_fix_on_the_lab_is_idempotent_and_keeps_the_code_valid(tmp_path: Path) -> None:
+    copies = _lab_copies(tmp_path / "lab")
+    fix_all = ["lint", "--isolated", "--jobs", "1", "--fix", "--unsafe-fixes",
+               str(tmp_path / "lab")]
+    first = CliRunner().invoke(main, fix_all)
+    assert first.exit_code in (0, 1), first.stderr
+    assert "applied 0 fix(es)" not in first.stderr  # the lab has fixable findings
+    after_first = {path: path.read_text(encoding="utf-8") for path in copies}
+    second = CliRunner().invoke(main, fix_all)
+    assert "applied 0 fix(es) in 0 file(s)" in second.stderr
+    changed = [path.parent.name for path in copies
+               if path.read_text(encoding="utf-8") != after_first[path]]
+    assert not changed, f"a second --fix changed {changed}"
+    broken = [path.parent.name for path, text in after_first.items()
+              if _parses(copies[path]) and not _parses(text)]
+    assert not broken, f"--fix left invalid Python in {broken}"
+    diff = CliRunner().invoke(main, [*fix_all[:4], "--diff", "--unsafe-fixes",
+                                     str(tmp_path / "lab")])
+    assert diff.exit_code == 0 and diff.stdout == ""
+
+
 def test_many_files_in_parallel_give_the_same_report(project: Path) -> None:
     for index in range(60):
         (project / f"m{index:02d}.py").write_text(BUGGY if index % 3 else CLEAN,

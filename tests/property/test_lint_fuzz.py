@@ -55,12 +55,16 @@ _STATEMENTS = [
     "p.grad = None", "scaler.scale(loss).backward()", "scaler.step(optimizer)",
     "evaluate(model, loader)", "helper(model)", "continue", "break", "return loss",
     "optimizer.step(closure)", "self.opt.step()", "self.model(x)", "x = self.forward(x)",
+    "x = x.double()", "stats = torch.tensor(history, dtype=torch.float64)",
+    "print(stats.std().item())", "history.append(stats)", "return stats",
+    "model.train() if phase == 'train' else model.eval()", "counts[y] += 1",
 ]
 _BLOCKS = [
     "for i, (x, y) in enumerate(loader):", "while step < 10:", "with torch.no_grad():",
     "with torch.inference_mode():", "with torch.enable_grad():", "if (i + 1) % k == 0:",
     "if not torch.isfinite(loss):", "try:", "def helper(model):", "def evaluate(model, loader):",
     "class Trainer(nn.Module):", "@torch.no_grad()\ndef step(model, x):",
+    "if phase == 'val':", "for stats in history:",
 ]
 
 

@@ -18,9 +18,13 @@ dict), ``(input_1, ..., input_k, targets)``, or a dict whose targets are under
 must return the loss. The debugging lab's ``make()`` functions follow this contract.
 
 The check leaves the user's objects exactly as it found them: parameters and buffers,
-``requires_grad`` flags, ``.grad``, train/eval modes, optimizer state and the RNGs of
-torch, CUDA, numpy and :mod:`random` are restored bitwise, whether it returns or raises.
-This package imports torch; ``import torchdoctor`` does not import it.
+``requires_grad`` flags, ``.grad``, train/eval modes, the modules' plain attributes (a
+temperature a forward anneals), optimizer state, tensors the optimizer trains outside the
+model, the RNGs of torch, CUDA, numpy and :mod:`random` and torch's thread count are
+restored bitwise, whether it returns or raises. Batches come from a replay of a
+DataLoader, so its sampler and generators are not advanced and no worker outlives the
+check. Everything that trains works on copies. This package imports torch;
+``import torchdoctor`` does not import it.
 """
 
 from __future__ import annotations

@@ -104,6 +104,9 @@ class AttributeState:
 def _same(first: Any, second: Any) -> bool:
     import torch
 
+    if _same_items(first, second):
+        return True  # a container holding the very same objects (no value compared)
+
     if isinstance(first, torch.Tensor) or isinstance(second, torch.Tensor):
         return (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
                 and first.shape == second.shape and first.dtype == second.dtype
@@ -115,6 +118,15 @@ def _same(first: Any, second: Any) -> bool:
         return bool(first == second)
     except Exception:  # noqa: BLE001 - objects that cannot compare (tensors inside a list)
         return first is second
+
+
+def _same_items(first: Any, second: Any) -> bool:
+    if isinstance(first, list) and isinstance(second, list):
+        return len(first) == len(second) and all(
+            a is b for a, b in zip(first, second, strict=True))
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(first[k] is second[k] for k in first)
+    return False
 
 
 def attribute_differences(before: AttributeState, after: AttributeState) -> list[str]:

@@ -38,6 +38,9 @@ class CheckContext:
         seed: seed used before every forward the check runs, so runs are repeatable.
         requested_device: the ``device`` the user asked for, or ``None``.
         loader: ``data`` when it is a loader (not a single batch), else ``None``.
+        step_times: wall seconds of training steps the overfit run timed on its copy (after
+            its first step, at the check's thread count, on the CPU only); the loader
+            probe compares the loader with these instead of timing steps of its own.
     """
 
     def __init__(self, model: Any, data: Any, loss_fn: Any, optimizer: Any | None = None,
@@ -53,6 +56,7 @@ class CheckContext:
         self.loader = None if is_batch(data) else data
         self._iterator: Any = None
         self._loader_state: LoaderState | None = None
+        self.step_times: list[float] = []
 
     def enabled(self, code: str) -> bool:
         """Whether findings of ``code`` will be reported (skip work for disabled ones)."""

@@ -9,6 +9,7 @@ opinion that separates "this optimizer is too slow" from "this model cannot fit"
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -109,15 +110,23 @@ def _updates(optimizer: Any, before: list[list[tuple[Any, Any]]], names: dict[in
 def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = False
               ) -> Trajectory:
     """Train ``training`` on the batch until the loss falls clearly (10%, or a steady 2%
-    after :data:`PATIENT_STEPS`), turns non-finite, or :data:`STEPS` steps have run."""
+    after :data:`PATIENT_STEPS`), turns non-finite, or :data:`STEPS` steps have run.
+
+    With ``measure``, the first update of each group is measured, and the wall time of
+    every later step is added to :attr:`CheckContext.step_times` (on the CPU, where the
+    clock sees the whole step) for the loader probe."""
     names = {id(p): n for n, p in training.model.named_parameters()}
     losses: list[float] = []
     updates: tuple[GroupUpdate, ...] = ()
+    timed = measure and ctx.device.type == "cpu"
     for step in range(STEPS):
         before = _weights(training.optimizer) if measure and step == 0 else None
+        begin = time.perf_counter()
         # One seed for every step: the same dropout masks each time, so the losses
         # measure the updates and not the noise.
         losses.append(train_step(training, ctx.batch, ctx.seed))
+        if timed and step > 0:  # the first step allocates the optimizer's state
+            ctx.step_times.append(time.perf_counter() - begin)
         if before is not None:
             updates = _updates(training.optimizer, before, names)
         if not is_finite(losses[-1]) or dropped(losses, CLEAR_DROP):

@@ -11,7 +11,6 @@ model's device with a CPU tensor of one or more dimensions is exactly what raise
 
 from __future__ import annotations
 
-import copy
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from torchdoctor.findings import Location
 from torchdoctor.preflight.batch import move_to
 from torchdoctor.preflight.failures import user_frame
 from torchdoctor.preflight.tracing import ForwardTrace
+from torchdoctor.preflight.training import deep_copy
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
@@ -51,6 +51,8 @@ class _Found(Exception):  # noqa: N818 - stops the simulated forward at the firs
 
 
 def _meta_copy(model: Any) -> Any:
+    """The model with every tensor on the meta device, copied the way every copy in
+    ``check`` is made (:func:`torchdoctor.preflight.training.deep_copy`)."""
     import torch
 
     memo: dict[int, Any] = {}
@@ -59,7 +61,8 @@ def _meta_copy(model: Any) -> Any:
                                              requires_grad=param.requires_grad)
     for buffer in model.buffers():
         memo[id(buffer)] = torch.empty_like(buffer, device="meta")
-    return copy.deepcopy(model, memo)
+    return deep_copy(model, model.modules(), memo=memo,
+                     computed=lambda tensor: torch.empty_like(tensor, device="meta"))
 
 
 def _plain_attributes(model: Any) -> dict[int, str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
     from torchdoctor.preflight.batch import Batch
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["CopyUnavailable", "TrainingCopy", "copy_for_training", "forward_loss", "is_finite",
+__all__ = ["CopyUnavailable", "TrainingCopy", "copy_for_training", "deep_copy", "forward_loss",
+           "is_finite",
            "is_loss_value", "reduce_loss", "train_step", "unpack_loss", "with_optimizer"]
 
 
@@ -69,33 +71,45 @@ def copy_for_training(ctx: CheckContext, *, with_optimizer: bool = True) -> Trai
     Raises:
         CopyUnavailable: the objects cannot be deep-copied.
     """
+    import torch
+
     loss = _loss_to_copy(ctx.loss_fn)
     optimizer = ctx.optimizer if with_optimizer else None
-    memo = _computed_attributes(ctx.model, loss)
-    try:
-        model, loss_copy, optimizer_copy = copy.deepcopy((ctx.model, loss, optimizer), memo)
-    except (RuntimeError, TypeError, AttributeError, copy.Error) as error:
-        raise CopyUnavailable(f"{type(error).__name__}: {error}") from error
+    owner = loss if isinstance(loss, torch.nn.Module) else getattr(loss, "__self__", None)
+    modules = [*ctx.model.modules(), *(owner.modules() if owner is not None else ())]
+    model, loss_copy, optimizer_copy = deep_copy((ctx.model, loss, optimizer), modules)
     return TrainingCopy(model, optimizer_copy, loss_copy if loss is not None else ctx.loss_fn)
 
 
-def _computed_attributes(model: Any, loss: Any | None) -> dict[int, Any]:
-    """A deepcopy memo replacing computed tensor attributes by detached clones.
+def deep_copy(objects: Any, modules: Iterable[Any], *, memo: dict[int, Any] | None = None,
+              computed: Callable[[Any], Any] | None = None) -> Any:
+    """``copy.deepcopy(objects)`` in one go, as every copy ``check`` makes is made.
 
     Pruning and the old ``weight_norm`` keep ``weight`` as a non-leaf tensor computed from
-    parameters; torch refuses to deep-copy those, and their forward pre-hooks recompute
-    them anyway, so a detached copy of the current value is exact.
+    parameters; torch refuses to deep-copy those. Their forward pre-hooks recompute them
+    anyway, so each such attribute of ``modules`` is replaced by ``computed(tensor)``
+    (default: a detached clone, exact until the next forward). ``memo`` may map other
+    objects to their stand-ins (the meta-device copy does so for every tensor).
+
+    Raises:
+        CopyUnavailable: the objects cannot be deep-copied.
     """
     import torch
 
-    memo: dict[int, Any] = {}
-    modules = [*model.modules(), *(loss.modules() if isinstance(loss, torch.nn.Module) else ())]
+    memo = dict(memo or {})
     for module in modules:
         for value in vars(module).values():
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
-                # Keep requires_grad: it marks the copy as computed state, not stored state.
-                memo[id(value)] = value.detach().clone().requires_grad_(value.requires_grad)
-    return memo
+                memo.setdefault(id(value), (computed or _detached)(value))
+    try:
+        return copy.deepcopy(objects, memo)
+    except (RuntimeError, TypeError, AttributeError, copy.Error) as error:
+        raise CopyUnavailable(f"{type(error).__name__}: {error}") from error
+
+
+def _detached(tensor: Any) -> Any:
+    # Keep requires_grad: it marks the copy as computed state, not stored state.
+    return tensor.detach().clone().requires_grad_(tensor.requires_grad)
 
 
 def with_optimizer(training: TrainingCopy, optimizer: Any) -> TrainingCopy:

@@ -41,15 +41,26 @@ class Dispatcher:
             self.detectors.append(detector)
             self._codes[id(detector)] = info.codes
             for hook in overridden_hooks(info.target):
-                self.hooks.setdefault(hook, []).append((detector, getattr(detector, hook)))
+                method = getattr(detector, hook.split(":")[0])
+                self.hooks.setdefault(hook, []).append((detector, method))
 
     def wants(self, hook: str) -> bool:
-        """Whether any live detector overrides ``hook``."""
-        return bool(self.hooks.get(hook))
+        """Whether any live detector overrides ``hook`` (for every step or sampled ones)."""
+        return bool(self.hooks.get(hook) or self.hooks.get(f"{hook}:sampled"))
+
+    def wants_forward(self) -> str | None:
+        """``"always"``, ``"no_grad"``, or ``None``: which root-model calls to deliver."""
+        wanted = {d.wants_forward for d, _ in self.hooks.get("on_forward", ())}
+        if True in wanted:
+            return "always"
+        return "no_grad" if "no_grad" in wanted else None
 
     def call(self, hook: str, argument: Any) -> None:
         """Call ``hook(argument)`` on every detector that has it."""
-        for detector, method in tuple(self.hooks.get(hook, ())):
+        entries = self.hooks.get(hook)
+        if not entries:
+            return
+        for detector, method in tuple(entries):
             try:
                 method(argument)
             except Exception as error:  # noqa: BLE001 - isolate the detector's bug

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["EventHandlers"]
 
 _UNKNOWN_SITE = CallSite("<unknown>", 0, "?", False)
-_LOSS_BATCH = 16
+_LOSS_BATCH = 8
 _DISCOVERY_CALL_LIMIT = 50_000  # module calls without a step: the script is not training
 
 
@@ -59,7 +59,10 @@ class EventHandlers:
         self._discovery_calls = 0
         self._discovery_handle: Any = None
         self._roots: dict[int, ModelInfo] = {}
+        self._forward_always = False
+        self._sites: dict[tuple[str, int], CallSite] = {}
         self._losses: list[tuple[Any, CallSite, int, int]] = []
+        self._host_losses: list[tuple[CallSite, int, int, float]] = []
         self._loaders: dict[int, LoaderInfo] = {}
         self._hooks: HookSet | None = None
 
@@ -85,9 +88,12 @@ class EventHandlers:
             self.m.set_fact("unavailable_hooks", list(hooks.missing))
 
     def _add_models(self, modules: Any) -> None:
+        wanted = self.m.dispatch.wants_forward()
+        self._forward_always = wanted == "always"
         for info in self.m.registry.add_candidates(modules):
             self.m.dispatch.call("on_model", info)
-            if self.m.dispatch.wants("on_forward") and self._hooks is not None:
+            trainable = next(iter(info.inner.parameters()), None) is not None
+            if wanted and trainable and self._hooks is not None:
                 handle = info.module.register_forward_pre_hook(self._root_forward)
                 self._hooks.module_hook(handle)
                 self._roots[id(info.module)] = info
@@ -111,7 +117,10 @@ class EventHandlers:
             self._guard(self._end_discovery, "model discovery")
 
     def _root_forward(self, module: Any, args: Any) -> None:
-        if self.m.enabled:
+        # Most calls train with gradients on; detectors that only want evaluation-style
+        # calls ("no_grad") cost one flag read for them.
+        if self.m.enabled and (self._forward_always or not self.m.torch.is_grad_enabled()
+                               or self.m.torch.is_inference_mode_enabled()):
             self._guard(self._forward, "the model forward hook", module)
 
     def _forward(self, module: Any) -> None:
@@ -129,21 +138,33 @@ class EventHandlers:
     def _backward(self, tensors: Any, retain_graph: Any) -> None:
         index = self.backward_count
         self.backward_count += 1
-        torch = self.m.torch
         loss = tensors
         if isinstance(tensors, (tuple, list)):
             loss = tensors[0] if len(tensors) == 1 else None
-        if not isinstance(loss, torch.Tensor):
+        if not isinstance(loss, self.m.torch.Tensor):
             return
-        site = self.m.user.caller_outside_torch(sys._getframe(3)) or _UNKNOWN_SITE
+        site = self._caller(sys._getframe(3))
         if loss.numel() == 1 and loss.is_floating_point():
-            if loss.device.type == "cpu":  # already on the host: no reason to wait
-                self._deliver_losses([(site, index, self.global_step)], [float(loss.detach())])
+            if loss.is_cpu:  # already on the host: read it now, deliver with the next batch
+                self._host_losses.append((site, index, self.global_step, loss.item()))
             else:
                 self._losses.append((loss.detach(), site, index, self.global_step))
         self.m.dispatch.call("on_backward", BackwardEvent(
             loss, site, index, self.global_step,
             None if retain_graph is None else bool(retain_graph)))
+
+    def _caller(self, frame: Any) -> CallSite:
+        """Where backward() was called from; one CallSite object per file and line."""
+        outside = self.m.user.outside_torch
+        while frame is not None and not outside(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None:
+            return _UNKNOWN_SITE
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        site = self._sites.get(key)
+        if site is None:
+            site = self._sites[key] = self.m.user.caller_outside_torch(frame) or _UNKNOWN_SITE
+        return site
 
     def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.m.enabled and (self._only is None or id(optimizer) in self._only):
@@ -167,6 +188,8 @@ class EventHandlers:
             state.current.before()
             state.extra["cost"] = time.perf_counter() - start
         self.m.dispatch.call("on_step_begin", event)
+        if sampled:
+            self.m.dispatch.call("on_step_begin:sampled", event)
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self.m.enabled or id(optimizer) not in self._states:
@@ -193,10 +216,12 @@ class EventHandlers:
             self.m.readback.submit(stats.vector(), functools.partial(self._deliver, stats))
             state.last_sampled = state.steps
             self.m.sampler.sample_cost(state.extra.pop("cost", 0.0) + time.perf_counter() - start)
-        elif len(self._losses) >= _LOSS_BATCH:
+        elif len(self._losses) + len(self._host_losses) >= _LOSS_BATCH:
             self._flush_losses()
         self.m.readback.poll()
         self.m.dispatch.call("on_step_end", event)
+        if event.sampled:
+            self.m.dispatch.call("on_step_end:sampled", event)
         if self._discovery_handle is not None and (
                 self.global_step >= self.m.options.discovery_steps):
             self._end_discovery()
@@ -246,6 +271,9 @@ class EventHandlers:
         return state
 
     def _flush_losses(self) -> None:
+        if self._host_losses:
+            host, self._host_losses = self._host_losses, []
+            self._deliver_losses([item[:3] for item in host], [item[3] for item in host])
         if not self._losses:
             return
         pending, self._losses = self._losses, []
@@ -260,11 +288,14 @@ class EventHandlers:
             self.m.readback.submit(vector, functools.partial(self._deliver_losses, metas))
 
     def _deliver_losses(self, metas: list[Any], values: list[float]) -> None:
-        for (site, index, step), value in zip(metas, values, strict=True):
-            self._watch_loss(value)
-            self.last_loss = value
-            self.loss_series.setdefault(site, []).append(value)
-            self.m.dispatch.call("on_loss", LossValue(value, site, index, step))
+        batch = [LossValue(value, site, index, step)
+                 for (site, index, step), value in zip(metas, values, strict=True)]
+        for loss in batch:
+            self._watch_loss(loss.value)
+            self.loss_series.setdefault(loss.site, []).append(loss.value)
+        if batch:
+            self.last_loss = batch[-1].value
+            self.m.dispatch.call("on_losses", batch)
 
     def _watch_loss(self, value: float) -> None:
         """Sample densely while the loss explodes or turns non-finite."""

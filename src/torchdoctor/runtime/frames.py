@@ -72,6 +72,15 @@ class UserCode:
             frame = frame.f_back
         return None
 
+    def outside_torch(self, filename: str) -> bool:
+        """Whether a file is neither torch's nor torchdoctor's (cached)."""
+        inside = self._outside_torch.get(filename)
+        if inside is None:
+            real = os.path.realpath(filename) if not filename.startswith("<") else ""
+            inside = bool(real) and not _in_any(real, (*self._torch_dirs, _TORCHDOCTOR_DIR))
+            self._outside_torch[filename] = inside
+        return inside
+
     def caller_outside_torch(self, frame: FrameType | None) -> CallSite | None:
         """The first frame at or above ``frame`` that is not inside torch or torchdoctor.
 
@@ -80,12 +89,7 @@ class UserCode:
         """
         while frame is not None:
             filename = frame.f_code.co_filename
-            inside = self._outside_torch.get(filename)
-            if inside is None:
-                real = os.path.realpath(filename) if not filename.startswith("<") else ""
-                inside = bool(real) and not _in_any(real, (*self._torch_dirs, _TORCHDOCTOR_DIR))
-                self._outside_torch[filename] = inside
-            if inside:
+            if self.outside_torch(filename):
                 return CallSite(filename, frame.f_lineno, frame.f_code.co_name,
                                 self.is_user_file(filename))
             frame = frame.f_back

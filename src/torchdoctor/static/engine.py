@@ -7,7 +7,8 @@ per process from the registered rule classes; per file, the engine only binds th
 handlers of the rules that are enabled and whose ``requires`` pre-filter matches.
 
 A rule that raises is switched off for the rest of the file and reported as one
-``TD001`` finding naming the rule and the file; the other rules carry on.
+``TD001`` finding naming the rule and the file, its traceback in the evidence under
+:data:`TRACEBACK`; the other rules carry on.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import SCOPE_HOOKS, LintRule
 from torchdoctor.static.walker import Walker
 
-__all__ = ["RuleSpec", "lint_tree", "rule_specs"]
+__all__ = ["TRACEBACK", "RuleSpec", "lint_tree", "rule_specs"]
+
+# The evidence key of a TD001 finding that holds the traceback text. :func:`torchdoctor.lint`
+# moves it out of the report (into ``report.facts["internal_errors"]``) so that only
+# ``torchdoctor --debug lint`` shows it.
+TRACEBACK = "traceback"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +151,7 @@ class _Guard:
     def _internal_error(self, spec: RuleSpec, argument: Any, error: Exception) -> Finding:
         line = getattr(getattr(argument, "node", argument), "lineno", None)
         where = traceback.extract_tb(error.__traceback__)[-1]
+        trace = "".join(traceback.format_exception(error))
         return finding(
             INTERNAL_ERROR_CODE,
             f"lint rule {spec.name} ({', '.join(spec.codes)}) failed on {self.ctx.path}"
@@ -155,5 +162,5 @@ class _Guard:
             fix_hint="This is a bug in torchdoctor: report it with this message. Silence "
                      f"the rule meanwhile with `--ignore {spec.codes[0]}`.",
             evidence={"rule": spec.name, "exception": type(error).__name__,
-                      "at": f"{where.filename}:{where.lineno}"},
+                      "at": f"{where.filename}:{where.lineno}", TRACEBACK: trace},
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.context
 import os
+import traceback
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.context import FileContext
-from torchdoctor.static.engine import lint_tree
+from torchdoctor.static.engine import TRACEBACK, lint_tree
 from torchdoctor.static.source import UNPARSABLE, parse
 from torchdoctor.static.suppression import filter_suppressed
 
@@ -35,7 +36,8 @@ def lint_text(path: str, data: bytes | str, selection: Selection) -> list[Findin
     """Lint one file's content: parse, run the rules, apply ``# noqa``.
 
     Never raises for any input: unparsable input gives a TD002 finding, a failure of
-    ours a TD001 finding.
+    ours a TD001 finding (with its traceback in the evidence, see
+    :data:`~torchdoctor.static.engine.TRACEBACK`).
     """
     try:
         parsed = parse(data, path)
@@ -47,13 +49,15 @@ def lint_text(path: str, data: bytes | str, selection: Selection) -> list[Findin
     except RecursionError:
         return [_internal(path, "the file is nested too deeply for torchdoctor's analysis")]
     except Exception as error:  # noqa: BLE001 - the last line of defence for one file
-        return [_internal(path, f"{type(error).__name__}: {error}")]
+        return [_internal(path, f"{type(error).__name__}: {error}",
+                          "".join(traceback.format_exception(error)))]
 
 
-def _internal(path: str, what: str) -> Finding:
+def _internal(path: str, what: str, trace: str | None = None) -> Finding:
     return finding(INTERNAL_ERROR_CODE, f"lint failed on {path}: {what}",
                    Location(path=path), Depth.LINT,
-                   fix_hint="This is a bug in torchdoctor: report it with this message.")
+                   fix_hint="This is a bug in torchdoctor: report it with this message.",
+                   evidence={TRACEBACK: trace} if trace else None)
 
 
 def lint_path(job: FileJob, selection: Selection) -> list[Finding]:

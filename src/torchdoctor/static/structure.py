@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 __all__ = ["ClassScope", "Frame", "FrameKind", "FunctionScope", "Item", "Loop", "ModuleScope"]
@@ -162,3 +163,9 @@ class ModuleScope:
     functions: list[FunctionScope] = field(default_factory=list)
     classes: list[ClassScope] = field(default_factory=list)
     all_loops: list[Loop] = field(default_factory=list)
+
+    def bodies(self) -> Iterator[tuple[FunctionScope | None, list[Item]]]:
+        """The module's own items (scope ``None``), then each function's, in file order."""
+        yield None, self.items
+        for function in self.functions:
+            yield function, function.items

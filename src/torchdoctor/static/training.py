@@ -3,9 +3,8 @@
 :func:`loop_events` turns a loop's recorded items into ordered :class:`Event`\\ s
 (``backward``, optimizer ``step``, ``zero_grad``, scheduler step, ``eval()``/``train()``,
 a model forward), resolving receivers through :class:`FileContext` (bindings, classes,
-name hints). :func:`grad_disabled_by` says whether a place runs under ``no_grad`` /
-``inference_mode`` / ``set_grad_enabled(False)``; :func:`is_accumulation_guard`
-recognises ``if (i + 1) % k == 0:``.
+name hints); :func:`is_accumulation_guard` recognises ``if (i + 1) % k == 0:``. Whether
+a place runs with autograd off is :func:`torchdoctor.static.grad_mode.grad_disabled_by`.
 """
 
 from __future__ import annotations
@@ -18,14 +17,13 @@ from dataclasses import dataclass
 from torchdoctor.findings import Confidence
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop
+from torchdoctor.static.structure import FunctionScope, Item, Loop
 
 __all__ = [
     "Event",
     "EventKind",
     "classify",
     "function_events",
-    "grad_disabled_by",
     "is_accumulation_guard",
     "loop_events",
     "receiver_text",
@@ -73,11 +71,6 @@ class Event:
     def line(self) -> int:
         """Its line."""
         return self.item.line
-
-
-_GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode"})
-_GRAD_ON = frozenset({"torch.enable_grad"})
-_SET_GRAD = "torch.set_grad_enabled"
 
 
 def loop_events(ctx: FileContext, loop: Loop) -> list[Event]:
@@ -228,67 +221,6 @@ def _looks_like_class(ctx: FileContext, expr: ast.expr) -> bool:
     if isinstance(expr, ast.Name) and ctx.local_class(expr.id) is not None:
         return True
     return name[:1].isupper() and not name.isupper()
-
-
-def grad_disabled_by(ctx: FileContext, frames: tuple[Frame, ...]) -> ast.AST | None:
-    """The ``with`` statement or decorator that disables autograd at a place, if any.
-
-    Looks outward from the innermost block to the enclosing function (whose decorators
-    count) and stops there: a function defined inside a ``no_grad`` block runs whenever
-    it is called. ``enable_grad()``/``set_grad_enabled(True)`` nested inside turns
-    autograd back on; ``set_grad_enabled(flag)`` with a run-time flag is not assumed off.
-    """
-    scope = ctx.function_of(frames)
-    for frame in reversed(frames):
-        if frame.kind is FrameKind.WITH:
-            state = _with_grad_state(ctx, frame.node, scope)  # type: ignore[arg-type]
-            if state is not None:
-                return frame.node if state is False else None
-        elif frame.kind is FrameKind.FUNCTION:
-            node = frame.node
-            function = ctx.scopes.get(node)
-            decorators: list[ast.expr] = getattr(node, "decorator_list", [])
-            for decorator in decorators:
-                if _grad_state(ctx, decorator, function.parent if function else None,
-                               decorator=True) is False:
-                    return decorator
-            return None
-        elif frame.kind in (FrameKind.CLASS, FrameKind.MODULE):
-            return None
-    return None
-
-
-def _with_grad_state(ctx: FileContext, node: ast.With | ast.AsyncWith, scope: Scope
-                     ) -> bool | None:
-    state = None
-    for item in node.items:
-        found = _grad_state(ctx, item.context_expr, scope)
-        if found is not None:
-            state = found
-    return state
-
-
-def _grad_state(ctx: FileContext, expr: ast.expr, scope: Scope, decorator: bool = False
-                ) -> bool | None:
-    """False: disables grad; True: enables it; None: neither or unknown."""
-    call = expr if isinstance(expr, ast.Call) else None
-    name = ctx.qualified_name(call.func if call else expr, scope)
-    if name is None or (call is None and not decorator):
-        return None
-    args = list(call.args) if call else []
-    keywords = {k.arg: k.value for k in call.keywords} if call else {}
-    if name in _GRAD_OFF:
-        flag = args[0] if args else keywords.get("mode")
-        if flag is None:
-            return False
-        return (not flag.value) if isinstance(flag, ast.Constant) else None
-    if name in _GRAD_ON:
-        return True
-    if name == _SET_GRAD:
-        flag = args[0] if args else keywords.get("mode")
-        if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
-            return flag.value
-    return None
 
 
 def is_accumulation_guard(test: ast.expr) -> bool:

@@ -107,3 +107,46 @@ def test_facts_record_timings_device_and_batch() -> None:
     assert report.facts["batch"] == {"inputs": [16, 4], "targets": [16]}
     assert set(report.facts["probe_seconds"]) == {"test_engine.touches_the_train_pass"}
     assert report.command == "check"
+
+
+def test_probes_run_with_the_chosen_thread_count_and_the_users_is_put_back(monkeypatch) -> None:
+    from torchdoctor.preflight import engine
+
+    seen: list[int] = []
+
+    def records(ctx):
+        seen.append(torch.get_num_threads())
+        torch.set_num_threads(3)  # a probe that changes it does not leak
+        return []
+
+    users = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.setattr(engine, "fastest_thread_count", lambda ctx: 1)
+        report = run_probes(_context(), [ProbeInfo(("TD211",), records),
+                                         ProbeInfo(("TD212",), records)])
+        assert seen == [1, 1] and torch.get_num_threads() == 2
+        assert report.facts["threads"] == 1
+    finally:
+        torch.set_num_threads(users)
+
+
+@pytest.mark.parametrize("slowdown, chosen", [(10.0, 1), (0.1, 2)])
+def test_the_thread_count_is_the_faster_of_the_users_and_one(monkeypatch, slowdown,
+                                                             chosen) -> None:
+    """A forward slower with the user's threads (as a busy machine makes a small model's)
+    runs single-threaded; one that threads speed up keeps them."""
+    import time
+
+    from torchdoctor.preflight.threads import fastest_thread_count
+
+    clock = iter(range(1000))
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock) * (
+        slowdown if torch.get_num_threads() > 1 else 1.0))
+    users = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert fastest_thread_count(_context()) == chosen
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(users)

@@ -108,6 +108,28 @@ def test_outputs_squashed_to_nothing_cannot_fit_even_with_adam() -> None:
     assert found.evidence["reference_last_loss"] > 0.98 * found.evidence["reference_first_loss"]
 
 
+def test_a_model_whose_gradients_vanish_is_told_so_not_that_it_is_miswired() -> None:
+    torch.manual_seed(0)
+    layers = [nn.Linear(10, 64), nn.Sigmoid()]
+    for _ in range(10):
+        layers += [nn.Linear(64, 64), nn.Sigmoid()]
+    model = nn.Sequential(*layers, nn.Linear(64, 4))
+    [found], _ = _findings(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    assert "gradients vanish" in found.message and "TD215" in found.message
+    assert "wired" not in found.message and "TD215" in found.fix_hint
+
+
+def test_a_loss_cut_off_from_the_model_is_one_finding_not_one_per_parameter() -> None:
+    model = _mlp()
+    def rebuilt(output, target):  # a leaf made from the value: backward reaches nothing
+        return F.cross_entropy(output, target).detach().requires_grad_()
+
+    report = check(model, _batch(), rebuilt, torch.optim.Adam(model.parameters()),
+                   select=["TD208", *CODES])
+    assert report.codes() == {"TD605"}
+    assert "no parameter received a gradient" in report.findings[0].message
+
+
 def test_a_learning_rate_far_too_small_is_information_with_the_evidence() -> None:
     model = _mlp()
     [found], _ = _findings(model, torch.optim.SGD(model.parameters(), lr=1e-5))

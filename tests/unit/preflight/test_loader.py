@@ -26,6 +26,7 @@ from torchdoctor.preflight import check  # noqa: E402
 from torchdoctor.preflight.context import CheckContext  # noqa: E402
 from torchdoctor.preflight.loading import LoaderTiming  # noqa: E402
 from torchdoctor.preflight.probes.loader import (  # noqa: E402
+    data_bound,
     pin_memory_off_with_cuda,
     restart_share,
     waiting_share,
@@ -148,6 +149,60 @@ def test_the_waiting_share_accounts_for_overlap_with_workers(per_batch, step, wo
                                                              bound) -> None:
     timing = LoaderTiming(first_batch=per_batch, per_batch=per_batch, batches=8)
     assert (waiting_share(timing, step, workers) >= 0.5) is bound
+
+
+@pytest.mark.parametrize(("per_batch", "step", "workers", "bound"), [
+    (0.010, 0.004, 0, True),  # loading takes 2.5 steps: bound even with a step twice as slow
+    (0.010, 0.006, 0, False),  # 62% waiting as measured, but not beyond timing noise
+    (0.010, 0.002, 4, True),  # the workers deliver a batch every 5 steps
+    (0.010, 0.004, 4, False),  # 60% waiting as measured, within the margin
+])
+def test_the_verdict_keeps_a_margin_against_timing_noise(per_batch, step, workers,
+                                                        bound) -> None:
+    timing = LoaderTiming(first_batch=per_batch, per_batch=per_batch, batches=8)
+    assert data_bound(timing, step, workers) is bound
+
+
+class Jittery(nn.Module):
+    """A small model whose every other training step is slowed by unrelated work, as a step
+    is when other processes take the CPU for a while."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _model()
+        self.calls = 0
+
+    def forward(self, x):
+        if self.training and torch.is_grad_enabled():
+            self.calls += 1
+            for _ in range(20 if self.calls % 2 == 0 else 0):
+                torch.linalg.inv(torch.randn(200, 200) + 200 * torch.eye(200))
+        return self.net(x)
+
+
+def test_a_step_slowed_now_and_then_does_not_hide_a_slow_loader() -> None:
+    """The step's fastest timing counts: noise only ever adds time."""
+    model = Jittery()
+    report = check(model, DataLoader(Decoded(), batch_size=16), nn.CrossEntropyLoss(),
+                   torch.optim.Adam(model.parameters()), select=["TD409"])
+    [found] = report.by_code("TD409")
+    assert found.evidence["batch_to_step_ratio"] >= 2  # the margin
+
+
+def test_the_overfit_runs_steps_are_timed_once_for_the_loader_probe(monkeypatch) -> None:
+    """Single-threaded, the loader probe reuses the steps the overfit run timed."""
+    from torchdoctor.preflight.probes import loader as probe
+
+    copies: list[object] = []
+    monkeypatch.setattr(probe, "copy_for_training", lambda ctx: copies.append(ctx))
+    model, users = _model(), torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        report = check(model, DataLoader(Decoded(), batch_size=16), nn.CrossEntropyLoss(),
+                       torch.optim.Adam(model.parameters()), select=["TD409", "TD605"])
+    finally:
+        torch.set_num_threads(users)
+    assert copies == [] and report.by_code("TD409")
 
 
 # --- TD412 -----------------------------------------------------------------------------------

@@ -118,3 +118,16 @@ def test_a_zero_gate_in_a_model_with_computed_weights_is_quiet(make) -> None:
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     report = torchdoctor.check(model, class_batch(), nn.CrossEntropyLoss(), optimizer)
     assert not report.codes(), [f"{f.code} {f.message}" for f in report.findings]
+
+
+def test_the_device_simulation_copies_pruned_models_too() -> None:
+    """The meta-device copy behind TD101 is made the same way: a pruned model whose forward
+    creates a CPU tensor is still checked."""
+    class Stray(Gated):
+        def forward(self, x):
+            return super().forward(x) + torch.ones(x.shape[0], 4)  # no device=
+
+    model = Stray()
+    prune.l1_unstructured(model.inner, "weight", amount=0.3)
+    report = torchdoctor.check(model, class_batch(), nn.CrossEntropyLoss(), select=["TD101"])
+    assert report.codes() == {"TD101"}

@@ -36,7 +36,7 @@ def judge(curves: dict[CallSite, list[float]], lrs: list[float] | None = None,
     for step in range(length):
         for site, values in curves.items():
             if step < len(values):
-                detector.on_loss(LossValue(values[step], site, step, step))
+                detector.on_losses([LossValue(values[step], site, step, step)])
         for info in infos:
             info.optimizer.param_groups[0]["lr"] = lrs[step] if lrs else 0.1
             detector.on_step_end(StepEvent(info, step + 1, step + 1, False))  # type: ignore[arg-type]

@@ -2,8 +2,12 @@
 
 ``lint_codes(source, "TD201") == [("TD201", 7)]``, or, with the expected lines marked in
 the source itself (``optimizer.step()  # expect: TD201``), ``assert_marked(source,
-"TD201")``. Sources are dedented, so tests can indent them with the test body. A rule
-crash (TD001) fails the test loudly instead of hiding among the results.
+"TD201")``. Sources are dedented, so tests can indent them with the test body.
+
+Every rule runs on every test source, whatever codes the test asks about, and the codes
+only filter what comes back: a rule that crashes (``TD001``) on any test's source fails
+that test loudly, with the rule's traceback, instead of hiding among the results or being
+filtered out.
 """
 
 from __future__ import annotations
@@ -11,16 +15,22 @@ from __future__ import annotations
 import re
 import textwrap
 
-from torchdoctor.findings import Finding
+from torchdoctor.findings import INTERNAL_ERROR_CODE, Finding
+from torchdoctor.rules.selection import Selection
 from torchdoctor.static import lint_source
 
 
 def lint_findings(source: str, *codes: str, path: str = "train.py") -> list[Finding]:
-    """Findings of ``codes`` (all codes when none given) for a dedented source."""
-    found = lint_source(textwrap.dedent(source), path, select=codes or None)
-    crashes = [f.message for f in found if f.code == "TD001"]
-    assert not crashes, f"a lint rule crashed: {crashes}"
-    return found
+    """Findings of ``codes`` (codes or prefixes; all codes when none given) for a dedented
+    source. Fails on a crash of any rule."""
+    found = lint_source(textwrap.dedent(source), path)
+    crashes = [f for f in found if f.code == INTERNAL_ERROR_CODE]
+    assert not crashes, "a lint rule crashed:\n" + "\n".join(
+        f"{f.message}\n{f.evidence.get('traceback', '')}" for f in crashes)
+    if not codes:
+        return found
+    wanted = Selection.from_options(codes)
+    return [f for f in found if wanted.is_enabled(f.code)]
 
 
 def lint_codes(source: str, *codes: str, path: str = "train.py") -> list[tuple[str, int]]:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from tests.unit.static.helpers import assert_marked, lint_findings
+import textwrap
+from pathlib import Path
+
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Confidence
+from torchdoctor.rules.selection import Selection
+from torchdoctor.static.fixes import fix_file
+from torchdoctor.static.runner import FileJob
 
 # --- TD501 eval-in-train-mode -----------------------------------------------------------
 
@@ -368,3 +374,113 @@ def test_td502_flags_a_conditional_eval_that_is_never_undone() -> None:
                 with torch.no_grad():
                     print(sum(model(x).sum() for x, y in val_loader))
     """, "TD502")
+
+
+# A phase loop whose mode line is replaced by each test's variant.
+_PHASE_LOOP = """
+import torch
+def fit(model, loaders, criterion, optimizer, epochs):
+    for epoch in range(epochs):
+        for phase in ("train", "val"):
+            MODE
+            for inputs, labels in loaders[phase]:
+                optimizer.zero_grad()
+                with torch.set_grad_enabled(phase == "train"):
+                    loss = criterion(model(inputs), labels)
+                    if phase == "train":
+                        loss.backward()
+                        optimizer.step()
+"""
+
+
+def _phase_loop(mode: str) -> str:
+    indent = " " * 12
+    return _PHASE_LOOP.replace("MODE", mode.replace("\n", "\n" + indent))
+
+
+def test_td502_quiet_for_a_ternary_that_picks_the_mode() -> None:
+    assert_marked(_phase_loop('model.train() if phase == "train" else model.eval()'),
+                  "TD502")
+    assert_marked(_phase_loop('model.eval() if phase != "train" else model.train()'),
+                  "TD502")
+
+
+def test_td502_quiet_for_separate_ifs_on_the_phase() -> None:
+    assert_marked(_phase_loop('if phase == "train":\n    model.train()\n'
+                              'if phase == "val":\n    model.eval()'), "TD502")
+    assert_marked(_phase_loop('if phase in ("val", "test"):\n    model.eval()\n'
+                              'if phase == "train":\n    model.train()'), "TD502")
+
+
+def test_td502_quiet_for_opposite_tests_of_a_flag() -> None:
+    assert_marked("""
+    import torch
+    def fit(model, loader, optimizer, epochs):
+        for epoch in range(epochs):
+            for training in (True, False):
+                if not training:
+                    model.eval()
+                if training:
+                    model.train()
+                for x, y in loader:
+                    with torch.set_grad_enabled(training):
+                        loss = model(x).sum()
+                        if training:
+                            optimizer.zero_grad()
+                            loss.backward()
+                            optimizer.step()
+    """, "TD502")
+
+
+def test_td502_flags_a_one_sided_ternary_eval() -> None:
+    assert_marked("""
+    import torch
+    def fit(model, loader, val_loader, opt, epochs, validate):
+        for epoch in range(epochs):
+            for x, y in loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            model.eval() if validate else None  # expect: TD502
+            with torch.no_grad():
+                print(sum(model(x).sum() for x, y in val_loader))
+    """, "TD502")
+
+
+def test_td502_offers_no_fix_that_the_eval_would_undo() -> None:
+    src = """
+    def fit(model, loader, opt, epochs):
+        for epoch in range(epochs):
+            for x, y in loader:
+                model.eval()  # expect: TD502
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+    """
+    assert_marked(src, "TD502")
+    (found,) = lint_findings(src, "TD502")
+    assert found.fix is None
+
+
+def test_td502_fix_converges(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+    import torch
+    def fit(model, loader, val_loader, opt, epochs):
+        for epoch in range(epochs):
+            for x, y in loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+            model.eval()
+            with torch.no_grad():
+                print(sum(model(x).sum() for x, y in val_loader))
+    """), encoding="utf-8")
+    selection = Selection.from_options(["TD502"], [])
+    result = fix_file(FileJob(str(script)), selection, unsafe=True)
+    assert result is not None and result.applied == 1
+    assert result.fixed.count("model.train()") == 1
+    assert lint_codes(result.fixed, "TD502") == []
+    script.write_text(result.fixed, encoding="utf-8")
+    again = fix_file(FileJob(str(script)), selection, unsafe=True)
+    assert again is None or again.applied == 0

@@ -8,6 +8,7 @@ from typing import Any
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.describe import covering_module
+from torchdoctor.preflight.flow import dead_relu_sites, vanishing
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import copy_for_training, train_step
 from torchdoctor.rules.registry import finding
@@ -15,15 +16,6 @@ from torchdoctor.rules.registry import finding
 __all__ = ["dead_relu_units", "missing_or_broken_gradients", "vanishing_gradients"]
 
 _LISTED = 5
-# Earliest-to-latest gradient ratio below which gradients vanish (a healthy network stays
-# within a factor of about 100 either way at initialisation).
-VANISHING_RATIO = 1e-4
-MIN_LAYERS_FOR_VANISHING = 4
-# A ReLU site is reported when at least this share of its units never fired.
-DEAD_FRACTION = 0.5
-MIN_RELU_UNITS = 4
-MIN_RELU_OBSERVATIONS = 8
-_NO_VANISHING = ("Embedding", "EmbeddingBag")
 
 
 def _owner(name: str) -> str:
@@ -113,7 +105,8 @@ def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.batch_is_finite or ctx.train_pass.backward_error is not None:
         return  # TD401 reports the data; TD605 why nothing can get a gradient
     grads = ctx.train_pass.gradients
-    yield from _no_gradient(ctx, [n for n, g in grads.items() if g is None])
+    if any(g is not None for g in grads.values()):  # else the loss is cut off: TD605's
+        yield from _no_gradient(ctx, [n for n, g in grads.items() if g is None])
     zero = _zero_gradients(ctx, grads)
     if zero:
         yield finding(
@@ -139,54 +132,24 @@ def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-def _rms(tensor: Any) -> float:
-    return float(tensor.detach().float().pow(2).mean().sqrt())
-
-
-def _layer_gradients(ctx: CheckContext) -> list[tuple[str, float]]:
-    """(weight name, gradient RMS) of each layer with a weight matrix, in forward order."""
-    grads = ctx.train_pass.gradients
-    layers = []
-    for path in ctx.train_pass.trace.order:
-        module = ctx.model.get_submodule(path)
-        if type(module).__name__ in _NO_VANISHING:
-            continue  # only the looked-up rows get a gradient
-        for name, param in module.named_parameters(recurse=False):
-            full = f"{path}.{name}" if path else name
-            grad = grads.get(full)
-            if param.dim() >= 2 and grad is not None:
-                layers.append((full, _rms(grad)))
-                break
-    return layers
-
-
 @probe("TD215")
 def vanishing_gradients(ctx: CheckContext) -> Iterator[Finding]:
     """TD215: the earliest layer's gradient is orders of magnitude below the latest's."""
-    import math
-
-    loss = ctx.train_pass.require_loss()
-    if not bool(loss.isfinite().all()) or ctx.train_pass.backward_error is not None:
-        return  # no gradients to compare (TD213 and TD605 report why)
-    layers = _layer_gradients(ctx)
-    if len(layers) < MIN_LAYERS_FOR_VANISHING:
-        return
-    (first, low), (last, high) = layers[0], layers[-1]
-    if not (math.isfinite(low) and math.isfinite(high)) or high == 0 or low == 0:
-        return  # no gradient at all is TD211's
-    ratio = low / high
-    if ratio >= VANISHING_RATIO:
+    ctx.train_pass.require_loss()
+    found = vanishing(ctx)
+    if found is None:
         return
     yield finding(
-        "TD215", f"Gradients vanish through the {len(layers)} layers: the first layer "
-                 f"`{first}` gets a gradient RMS of {low:.3g}, the last `{last}` {high:.3g} "
-                 f"(ratio {ratio:.2g}). The early layers barely train.",
-        Location(object=first), Depth.CHECK,
+        "TD215", f"Gradients vanish through the {found.layers} layers: the first layer "
+                 f"`{found.first}` gets a gradient RMS of {found.first_rms:.3g}, the last "
+                 f"`{found.last}` {found.last_rms:.3g} (ratio {found.ratio:.2g}). The early "
+                 "layers barely train.",
+        Location(object=found.first), Depth.CHECK,
         fix_hint="Use ReLU/GELU instead of sigmoid/tanh between layers, add normalisation "
                  "(BatchNorm/LayerNorm) or residual connections, and a suitable init "
                  "(`nn.init.kaiming_normal_`).",
-        evidence={"first": first, "first_rms": low, "last": last, "last_rms": high,
-                  "ratio": ratio, "layers": len(layers)},
+        evidence={"first": found.first, "first_rms": found.first_rms, "last": found.last,
+                  "last_rms": found.last_rms, "ratio": found.ratio, "layers": found.layers},
     )
 
 
@@ -195,9 +158,7 @@ def dead_relu_units(ctx: CheckContext) -> Iterator[Finding]:
     """TD217: ReLU sites where most units output zero for the whole batch, reported once
     for all of them (one cause, such as the inputs' scale or the init, usually kills
     units at every site it reaches)."""
-    sites = [site for site in ctx.train_pass.trace.relu_sites.values()
-             if site.units >= MIN_RELU_UNITS and site.observations >= MIN_RELU_OBSERVATIONS
-             and site.units - int(site.alive.sum()) >= DEAD_FRACTION * site.units]
+    sites = dead_relu_sites(ctx)
     if not sites:
         return
     counts = [(ctx.name(site.module), site.units - int(site.alive.sum()), site.units)

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.findings import Depth, Finding, Location, Severity
-from torchdoctor.preflight.describe import describe_optimizer, format_number, summarise_names
+from torchdoctor.preflight.describe import describe_optimizer
+from torchdoctor.preflight.flow import dead_relu_sites, vanishing
 from torchdoctor.preflight.overfit import (
     CLEAR_DROP,
     SOME_DROP,
-    GroupUpdate,
     Trajectory,
     dropped,
     reference_run,
@@ -26,15 +26,11 @@ from torchdoctor.preflight.overfit import (
 )
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import CopyUnavailable, copy_for_training, is_finite
+from torchdoctor.preflight.updates import RATIO_HIGH, update_findings
 from torchdoctor.rules.registry import finding
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
-
-# The band of the first update's ||dw|| / ||w|| per group (see the TD606 doc for the
-# measurements behind it).
-RATIO_LOW, RATIO_HIGH = 1e-7, 1.0
-
 
 @probe("TD605", "TD606")
 def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
@@ -66,7 +62,7 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
         described += " (its schedule's peak rate)"
     trajectory = run_steps(ctx, training, measure=True)
     if ctx.enabled("TD606"):
-        yield from _update_findings(trajectory.updates, described)
+        yield from update_findings(trajectory.updates, described)
     if ctx.enabled("TD605"):
         yield from _verdict(ctx, trajectory, described)
 
@@ -225,61 +221,43 @@ def _cannot_fit(ctx: CheckContext, trajectory: Trajectory | None, reference: Tra
     evidence = _evidence(reference, "reference")
     if trajectory is not None:
         evidence.update(_evidence(trajectory, "optimizer"))
+    seen = (f"The model cannot fit the one batch it was given: {tried}{reference.optimizer} "
+            f"on a copy took it from {reference.initial:.4g} to {reference.losses[-1]:.4g} "
+            f"in {len(reference.losses) - 1} steps.")
+    cause = _blocked_flow(ctx)
+    if cause is not None:
+        reason, hint = cause
+        evidence["cause"] = reason
+        return _found(ctx, f"{seen} {reason}: little of the loss's signal reaches the "
+                      "weights, the likely reason.", hint, evidence)
     return _found(
-        ctx, f"The model cannot fit the one batch it was given: {tried}"
-        f"{reference.optimizer} on a copy took it from {reference.initial:.4g} to "
-        f"{reference.losses[-1]:.4g} in {len(reference.losses) - 1} steps. The inputs, "
-        "the targets and the loss are likely wired so that the batch cannot be learned.",
+        ctx, f"{seen} The inputs, the targets and the loss are likely wired so that the "
+        "batch cannot be learned.",
         "Check that the targets line up with the inputs, that the output layer has the "
         "right size and activation for the loss, and that nothing in the forward blocks "
         "the signal (a constant output, a detached branch).", evidence)
+
+
+def _blocked_flow(ctx: CheckContext) -> tuple[str, str] | None:
+    """Gradients that vanish (TD215) or ReLUs that are dead (TD217) in the shared pass:
+    why a correctly wired model cannot fit, with the fix, or ``None``."""
+    faded = vanishing(ctx)
+    if faded is not None:
+        return (f"The gradients vanish on the way down ({faded.layers} layers; the first "
+                f"gets {faded.ratio:.2g} of the last's, see TD215)",
+                "Use ReLU/GELU instead of sigmoid/tanh between layers, add normalisation "
+                "or residual connections (see TD215).")
+    sites = dead_relu_sites(ctx)
+    if sites:
+        dead = sum(site.units - int(site.alive.sum()) for site in sites)
+        units = sum(site.units for site in sites)
+        return (f"{dead} of {units} ReLU units at {len(sites)} site(s) never fire (see "
+                "TD217)", "Revive the dead units: check the initialisation and biases, "
+                "normalise the inputs, or use LeakyReLU/GELU (see TD217).")
+    return None
 
 
 def _found(ctx: CheckContext, message: str, fix_hint: str, evidence: dict[str, Any], *,
            severity: Severity | None = None) -> Finding:
     return finding("TD605", message, _location(ctx), Depth.CHECK, fix_hint=fix_hint,
                    evidence=evidence, severity=severity)
-
-
-def _update_findings(updates: tuple[GroupUpdate, ...], described: str) -> Iterator[Finding]:
-    """TD606 for every group whose first update is outside [RATIO_LOW, RATIO_HIGH]."""
-    for update in updates:
-        if not is_finite(update.ratio) or RATIO_LOW <= update.ratio <= RATIO_HIGH:
-            continue  # NaN gradients have rules of their own
-        if update.ratio == 0.0 and float(update.lr) == 0.0:
-            continue  # a zero learning rate is TD604's
-        yield _update_finding(update, described)
-
-
-def _update_finding(update: GroupUpdate, described: str) -> Finding:
-    rate = format_number(update.lr)
-    if update.ratio > RATIO_HIGH:
-        effect = "above 1 every step overwrites the weights."
-        hint = (f"Lower this group's learning rate (lr={rate}) about "
-                f"{update.ratio / 1e-2:.0f}x, or the loss scale (a `reduction='sum'` loss "
-                "grows with the batch).")
-    elif update.ratio == 0.0:
-        effect = ("the update is below float32 resolution, so the weights do not change at "
-                  "all.")
-        hint = (f"Raise this group's learning rate (lr={rate}), or check that the loss is "
-                "not scaled down.")
-    else:
-        effect = (f"below {RATIO_LOW:g} the weights barely move: ten million steps change "
-                  "them by their own size.")
-        hint = (f"Raise this group's learning rate (lr={rate}) about "
-                f"{1e-3 / update.ratio:.0f}x, or check that the loss is not scaled down.")
-    return finding(
-        "TD606",
-        f"One {described} step changes the weights of param_groups[{update.index}] "
-        f"({summarise_names(update.names)}) by {update.ratio:.3g} of their norm "
-        f"(‖Δw‖/‖w‖); {effect}",
-        Location(object=f"optimizer.param_groups[{update.index}]"), Depth.CHECK,
-        fix_hint=hint,
-        evidence={"update_ratio": update.ratio, "lr": _plain(update.lr),
-                  "group": update.index, "parameters": len(update.names),
-                  "band": [RATIO_LOW, RATIO_HIGH]},
-    )
-
-
-def _plain(value: Any) -> Any:
-    return float(value) if hasattr(value, "item") else value

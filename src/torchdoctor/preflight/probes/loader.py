@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 TIMING_BUDGET = 2.0  # seconds of loading timed, at most
 DATA_BOUND_SHARE = 0.5  # waiting for data at least this share of an iteration is reported,
 MARGIN = 2.0  # when it still holds with the step this many times slower than measured
+SHARED_STEPS = 3  # steps timed by the overfit run that spare the loader probe its own
 RESTART_SHARE = 0.05  # worker start-up at least this share of an epoch is reported
 GROUPED = 0.25  # label changes at most this share of a shuffled order's count: grouped
 LOADER = Location(object="DataLoader")
@@ -138,15 +139,19 @@ def step_seconds(ctx: CheckContext) -> float | None:
     than one, single-threaded too: on a machine whose cores are busy, a small model's
     multi-threaded step can take fifty times longer than the same step alone, which says
     nothing about the training run. The fastest step is the closest to the step's own
-    cost, as the fastest batch is the loader's (see :func:`time_loader`).
+    cost, as the fastest batch is the loader's (see :func:`time_loader`). When the check
+    runs single-threaded, steps the overfit run already timed
+    (:attr:`CheckContext.step_times`) are used if there are enough of them.
     """
     import torch
 
+    threads = torch.get_num_threads()
+    if threads == 1 and len(ctx.step_times) >= SHARED_STEPS:
+        return min(ctx.step_times)
     try:
         training = copy_for_training(ctx)
     except CopyUnavailable:
         return None
-    threads = torch.get_num_threads()
     _timed_step(ctx, training)  # allocates the optimizer state, warms the caches
     try:
         times = []

@@ -24,7 +24,7 @@ Hooks, in the order a training iteration fires them:
 ``on_step_begin``      ``optimizer.step()`` starts (gradients are final)
 ``on_step_end``        ``optimizer.step()`` returned
 ``on_sample``          host numbers of a sampled step (norms, update sizes), read back late
-``on_loss``            loss values read back from the device, in backward order
+``on_losses``          loss values read back from the device, in batches, in order
 ``on_warning``         a Python warning was shown while the run was watched
 ``on_exception``       the watched code raised (zero cost until then)
 ``on_finish``          once, at the end, even after an exception or Ctrl-C: emit what's left
@@ -165,10 +165,14 @@ class RuntimeDetector:
 
     Class attributes:
         wants_forward: receive :meth:`on_forward` for calls of root models (costs one
-            Python call per model call, so only detectors that need it ask).
+            Python call per model call, so only detectors that need it ask): ``True`` for
+            every call, ``"no_grad"`` only for calls made with gradients disabled.
+        sampled_hooks: names of step hooks (``"on_step_begin"``, ``"on_step_end"``) to
+            call on sampled steps only; the others are called at every step.
     """
 
-    wants_forward: ClassVar[bool] = False
+    wants_forward: ClassVar[bool | str] = False
+    sampled_hooks: ClassVar[frozenset[str]] = frozenset()
 
     monitor: MonitorView
 
@@ -226,8 +230,11 @@ class RuntimeDetector:
     def on_sample(self, sample: StepSample) -> None:
         """Statistics of a sampled step, read back from the device (possibly steps later)."""
 
-    def on_loss(self, loss: LossValue) -> None:
-        """A loss value read back from the device (in backward order, possibly late)."""
+    def on_losses(self, losses: Sequence[LossValue]) -> None:
+        """Loss values read back from the device, in backward order, a batch at a time.
+
+        Delivered every few steps, at sampled steps and at the end of the run.
+        """
 
     # -- events outside the loop ---------------------------------------------------------
 
@@ -244,13 +251,17 @@ class RuntimeDetector:
 # Hook names the monitor dispatches; a detector "uses" a hook when it overrides it.
 HOOKS: tuple[str, ...] = (
     "on_model", "on_optimizer", "on_batch", "on_forward", "on_backward", "on_step_begin",
-    "on_step_end", "on_sample", "on_loss", "on_warning", "on_exception", "on_finish",
+    "on_step_end", "on_sample", "on_losses", "on_warning", "on_exception", "on_finish",
 )
 
 
 def overridden_hooks(cls: type[RuntimeDetector]) -> frozenset[str]:
-    """The hooks a detector class overrides (its dispatch entries)."""
+    """The hooks a detector class overrides: its dispatch entries.
+
+    A step hook listed in ``cls.sampled_hooks`` gets the entry ``"<hook>:sampled"``.
+    """
     return frozenset(
-        name for name in HOOKS if getattr(cls, name) is not getattr(RuntimeDetector, name)
+        f"{name}:sampled" if name in cls.sampled_hooks else name
+        for name in HOOKS if getattr(cls, name) is not getattr(RuntimeDetector, name)
     )
 

@@ -59,6 +59,8 @@ def _site_text(site: CallSite | None) -> str:
 class GradsNeverCleared(RuntimeDetector):
     """Flags optimizers whose gradients are not cleared between steps."""
 
+    sampled_hooks = frozenset({"on_step_end"})
+
     def __init__(self) -> None:
         self._windows: dict[int, _Window] = {}
         self._tally: dict[int, _Tally] = {}
@@ -139,6 +141,8 @@ class GradsNeverCleared(RuntimeDetector):
 @detector("TD210", depth=Depth.RUN)
 class StepWithoutGradients(RuntimeDetector):
     """Flags ``optimizer.step()`` calls while no parameter holds a gradient."""
+
+    sampled_hooks = frozenset({"on_step_begin"})
 
     def __init__(self) -> None:
         self._checked: dict[int, int] = {}

@@ -50,6 +50,8 @@ def _tagged_backward(index: int) -> bool:
 class GraphRetained(RuntimeDetector):
     """Finds loss graphs that stay alive steps after their backward pass."""
 
+    sampled_hooks = frozenset({"on_step_end"})
+
     def __init__(self) -> None:
         self._young: list[_Tag] = []
         self._retained: list[_Tag] = []
@@ -57,8 +59,10 @@ class GraphRetained(RuntimeDetector):
         self._emitted = False
 
     def on_backward(self, event: BackwardEvent) -> None:
+        if not _tagged_backward(event.index):
+            return
         node = event.loss.grad_fn
-        if node is None or not _tagged_backward(event.index):
+        if node is None:
             return
         metadata = getattr(node, "metadata", None)
         if not isinstance(metadata, dict) or _KEY in metadata:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from torchdoctor.findings import Depth, Location, Report
@@ -37,16 +38,19 @@ class _Curve:
 class LossDynamics(RuntimeDetector):
     """Judges each loss curve once the run ends."""
 
+    sampled_hooks = frozenset({"on_step_end"})
+
     def __init__(self) -> None:
         self._curves: dict[CallSite, _Curve] = {}
         self._lrs: list[tuple[int, float]] = []  # (global step, lr) of the first optimizer
         self._optimizers: set[int] = set()
 
-    def on_loss(self, loss: LossValue) -> None:
-        if math.isfinite(loss.value):
-            curve = self._curves.setdefault(loss.site, _Curve())
-            curve.values.append(loss.value)
-            curve.steps.append(loss.global_step)
+    def on_losses(self, losses: Sequence[LossValue]) -> None:
+        for loss in losses:
+            if math.isfinite(loss.value):
+                curve = self._curves.setdefault(loss.site, _Curve())
+                curve.values.append(loss.value)
+                curve.steps.append(loss.global_step)
 
     def on_step_end(self, event: StepEvent) -> None:
         self._optimizers.add(id(event.optimizer.optimizer))

@@ -64,6 +64,8 @@ class _Modes:
 class TrainInEvalMode(RuntimeDetector):
     """Optimizer steps taken while the trained model is in eval mode."""
 
+    sampled_hooks = frozenset({"on_step_begin"})
+
     def __init__(self) -> None:
         self._sensitive: dict[int, list[tuple[str, Any]]] = {}
         self._modes: dict[int, _Modes] = {}
@@ -136,7 +138,7 @@ class _Episode:
 class EvalInTrainMode(RuntimeDetector):
     """Evaluation passes (no-grad calls in a row) of a trained model left in train mode."""
 
-    wants_forward = True
+    wants_forward = "no_grad"
 
     def __init__(self) -> None:
         self._sensitive: dict[int, list[tuple[str, Any]]] = {}

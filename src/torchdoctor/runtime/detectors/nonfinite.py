@@ -13,6 +13,7 @@ then says so, and ``localise_non_finite`` (``--localise-nan``) checks from the f
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,8 @@ class _First:
 class NonFinite(RuntimeDetector):
     """Reports the first NaN/Inf in the loss, gradients and parameters, and where it began."""
 
+    sampled_hooks = frozenset({"on_step_begin"})
+
     def __init__(self) -> None:
         self._poisoned: str | None = None  # a module already holding non-finite parameters
         self._loss: dict[CallSite, _First] = {}
@@ -73,16 +76,17 @@ class NonFinite(RuntimeDetector):
         if self.monitor.options.localise_non_finite:
             self._symptom(always=True)
 
-    def on_loss(self, loss: LossValue) -> None:
-        self._losses_seen[loss.site] = self._losses_seen.get(loss.site, 0) + 1
-        if math.isfinite(loss.value):
-            return
-        first = self._loss.get(loss.site)
-        if first is not None:
-            first.count += 1
-            return
-        self._loss[loss.site] = _First(loss.global_step + 1, loss.value, loss.site)
-        self._symptom()
+    def on_losses(self, losses: Sequence[LossValue]) -> None:
+        for loss in losses:
+            self._losses_seen[loss.site] = self._losses_seen.get(loss.site, 0) + 1
+            if math.isfinite(loss.value):
+                continue
+            first = self._loss.get(loss.site)
+            if first is not None:
+                first.count += 1
+                continue
+            self._loss[loss.site] = _First(loss.global_step + 1, loss.value, loss.site)
+            self._symptom()
 
     def on_step_begin(self, event: StepEvent) -> None:
         if event.sampled and self._step_site is None:

@@ -58,6 +58,8 @@ def _weights(info: OptimizerInfo, monitor: Any) -> list[int]:
 class GradientScale(RuntimeDetector):
     """Gradient norms per layer over time: sustained explosion, early layers vanishing."""
 
+    sampled_hooks = frozenset({"on_step_begin"})
+
     def __init__(self) -> None:
         self._history: dict[int, _History] = {}
         self._weights: dict[int, list[int]] = {}
@@ -172,6 +174,8 @@ def _place(history: _History, names: list[str]) -> Location:
 @detector("TD606", depth=Depth.RUN)
 class UpdateRatio(RuntimeDetector):
     """Update-to-weight ratio of each weight matrix, judged at the working learning rate."""
+
+    sampled_hooks = frozenset({"on_step_begin"})
 
     def __init__(self) -> None:
         self._samples: dict[int, list[StepSample]] = {}

@@ -102,13 +102,17 @@ from torchdoctor.static import source as _source  # noqa: F401
 
 # Topic modules, imported by name (nothing is discovered by scanning). One line each.
 from torchdoctor.static.rules import (
+    amp,  # noqa: F401
     autograd,  # noqa: F401
+    batches,  # noqa: F401
     checkpoint,  # noqa: F401
     cudnn,  # noqa: F401
     data,  # noqa: F401
     device,  # noqa: F401
     distributed,  # noqa: F401
     distributed_saving,  # noqa: F401
+    float64,  # noqa: F401
+    graph_retention,  # noqa: F401
     loop_order,  # noqa: F401
     loss,  # noqa: F401
     memory,  # noqa: F401
@@ -117,4 +121,6 @@ from torchdoctor.static.rules import (
     reproducibility,  # noqa: F401
     resume,  # noqa: F401
     speed,  # noqa: F401
+    state_dicts,  # noqa: F401
+    target_dtype,  # noqa: F401
 )

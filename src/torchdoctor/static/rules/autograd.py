@@ -11,9 +11,10 @@ from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
-from torchdoctor.static.training import EventKind, classify, grad_disabled_by
+from torchdoctor.static.training import EventKind, classify
 
 
 @detector("TD202", depth=Depth.LINT)

@@ -20,11 +20,10 @@ from typing import Any, ClassVar
 
 from torchdoctor.findings import Confidence, Depth, Finding, Fix, Location, Severity
 from torchdoctor.rules.registry import finding
+from torchdoctor.static.blocks import SCOPE_HOOKS
 from torchdoctor.static.context import FileContext
 
 __all__ = ["SCOPE_HOOKS", "LintRule"]
-
-SCOPE_HOOKS = ("leave_loop", "leave_function", "leave_class", "leave_module")
 
 
 class LintRule:

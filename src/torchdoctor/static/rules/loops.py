@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from typing import cast
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
@@ -24,7 +25,9 @@ __all__ = [
     "is_periodic_guard",
     "items_of",
     "local_frames",
+    "loop_bound_names",
     "loop_of",
+    "names_bound_in",
     "step_functions",
     "step_events",
     "steps_every_iteration",
@@ -63,6 +66,29 @@ def enclosing_loops(ctx: FileContext, frames: tuple[Frame, ...]) -> list[Loop]:
             if loop is not None:
                 loops.append(loop)
     return loops
+
+
+def loop_bound_names(loop: Loop) -> set[str]:
+    """Names assigned anywhere in a loop, computed once per loop."""
+    cached = loop._cache.get("bound_names")
+    if cached is None:
+        cached = loop._cache["bound_names"] = names_bound_in(loop.node)
+    return cast("set[str]", cached)
+
+
+def names_bound_in(node: ast.AST) -> set[str]:
+    """Names assigned anywhere in a loop (targets, ``+=``, ``with ... as``, ``:=``)."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Name) and isinstance(current.ctx, (ast.Store, ast.Del)):
+            names.add(current.id)
+        elif isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                  ast.Lambda)) and current is not node:
+            continue
+        stack.extend(ast.iter_child_nodes(current))
+    return names
 
 
 def steps_every_iteration(ctx: FileContext, loop: Loop) -> bool:

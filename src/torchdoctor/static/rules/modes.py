@@ -2,96 +2,33 @@
 
 Both run at the end of the module, when every function is known, because the mode is
 often set one or two calls away from where the model runs (``model.eval()`` in ``main``,
-the evaluation loop in ``evaluate``). Calls to functions of the same file are followed
-up to three deep, mapping parameters to arguments (``evaluate(net)`` calling
-``model.eval()`` on its parameter ``model`` puts ``net`` in eval mode).
+the evaluation loop in ``evaluate``): they read each scope as the ordered
+:class:`~torchdoctor.static.rules.mode_actions.Action` s of
+:func:`~torchdoctor.static.rules.mode_actions.expand`.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.context import FileContext
+from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.mode_actions import (
+    MODE,
+    Action,
+    arguments,
+    exclusive_modes,
+    expand,
+    mapped,
+    same_model,
+)
 from torchdoctor.static.rules.mode_sensitivity import is_mode_sensitive
-from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop, ModuleScope
-from torchdoctor.static.training import EventKind, classify, grad_disabled_by, loop_events
+from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
+from torchdoctor.static.training import EventKind, loop_events
 
-_MODE = (EventKind.EVAL, EventKind.TRAIN, EventKind.SET_MODE)
-_TRACKED = (*_MODE, EventKind.FORWARD, EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
 _MAX_DEPTH = 3
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """A mode change, forward or backward, seen from the scope being analysed.
-
-    ``origin`` is the item of the analysed scope it comes from (the call of a helper when
-    the action happens inside it); ``node`` is where it really happens, inside ``frames``.
-    """
-
-    kind: EventKind
-    target: str
-    origin: Item
-    node: ast.AST
-    grad: bool
-    frames: tuple[Frame, ...] = ()
-
-
-def expand(ctx: FileContext, items: list[Item], scope: FunctionScope | None,
-           origin: Item | None = None, mapping: dict[str, str] | None = None,
-           depth: int = 0, grad_off: bool = False,
-           stack: tuple[int, ...] = ()) -> list[Action]:
-    """The actions of ``items`` in order, following calls to functions of this file."""
-    actions: list[Action] = []
-    for item in items:
-        item_grad_off = grad_off or grad_disabled_by(ctx, item.frames) is not None
-        event = classify(ctx, item, scope)
-        source = origin or item
-        if event is not None and event.kind in _TRACKED:
-            kind = EventKind.BACKWARD if event.kind is EventKind.OPTIMIZER_STEP else event.kind
-            target = _mapped(ctx.segment(event.target) if event.target is not None else "",
-                             mapping)
-            actions.append(Action(kind, target, source, item.node, not item_grad_off,
-                                  item.frames))
-            continue
-        if not isinstance(item.node, ast.Call) or depth >= _MAX_DEPTH:
-            continue
-        callee = ctx.resolve_local_call(item.node, scope)
-        if callee is None or id(callee) in stack:
-            continue
-        actions += expand(ctx, callee.items, callee, source,
-                          _arguments(ctx, item.node, callee, mapping), depth + 1,
-                          item_grad_off, (*stack, id(callee)))
-    return actions
-
-
-def _mapped(text: str, mapping: dict[str, str] | None) -> str:
-    if not mapping or not text:
-        return text
-    root, dot, rest = text.partition(".")
-    return mapping[root] + dot + rest if root in mapping else text
-
-
-def _arguments(ctx: FileContext, call: ast.Call, callee: FunctionScope,
-               mapping: dict[str, str] | None) -> dict[str, str]:
-    params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args]
-    if callee.self_name is not None and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    out = {}
-    for param, arg in zip(params, call.args, strict=False):  # *args: extra args unnamed
-        out[param] = _mapped(ctx.segment(arg), mapping)
-    for keyword in call.keywords:
-        if keyword.arg:
-            out[keyword.arg] = _mapped(ctx.segment(keyword.value), mapping)
-    return out
-
-
-def _same_model(first: str, second: str) -> bool:
-    return first == second or not first or not second
 
 
 @detector("TD501", depth=Depth.LINT)
@@ -116,7 +53,7 @@ class EvalInTrainMode(LintRule):
         if forward is None or forward.target is None or \
                 not is_mode_sensitive(ctx, forward.target, loop.function):
             return
-        if any(e.kind in _MODE and e.line <= forward.line for e in events):
+        if any(e.kind in MODE and e.line <= forward.line for e in events):
             return
         model = ctx.segment(forward.target)
         state, where = self._mode_before(loop.function, loop.line, model, 0)
@@ -134,7 +71,7 @@ class EvalInTrainMode(LintRule):
         for action in reversed(expand(ctx, items, scope)):
             if action.kind is EventKind.BACKWARD:
                 trained_since = True
-            elif action.kind in _MODE and _same_model(action.target, model):
+            elif action.kind in MODE and same_model(action.target, model):
                 if action.kind is EventKind.TRAIN and not trained_since:
                     # train() right before a no_grad loop, with no training in between,
                     # is deliberate: BatchNorm recalibration, Monte Carlo dropout.
@@ -143,15 +80,15 @@ class EvalInTrainMode(LintRule):
                 return kind, f"line {action.origin.line}"
         if scope is None:
             return None, "the module"
-        callers = _call_sites(ctx).get(id(scope), [])
+        callers = ctx.callers(scope)
         if not callers:
             return "no callers", f"`{scope.name}()`"
         if depth >= _MAX_DEPTH:
             return "set", ""
         states = []
         for caller, item in callers:
-            mapped = _mapped(model, _arguments(ctx, item.node, scope, None))  # type: ignore[arg-type]
-            states.append(self._mode_before(caller, item.line, mapped, depth + 1))
+            passed = mapped(model, arguments(ctx, item.node, scope, None))  # type: ignore[arg-type]
+            states.append(self._mode_before(caller, item.line, passed, depth + 1))
         if all(state in ("eval", "set") for state, _ in states):
             return "eval", ""
         train = [where for state, where in states if state == "train"]
@@ -179,23 +116,6 @@ class EvalInTrainMode(LintRule):
         )
 
 
-def _call_sites(ctx: FileContext) -> dict[int, list[tuple[FunctionScope | None, Item]]]:
-    """callee id -> [(caller scope, call item)] for every call of a function of this file."""
-    key = ("mode-call-sites",)
-    cached = ctx.memo.get(key)
-    if cached is None:
-        sites: dict[int, list[tuple[FunctionScope | None, Item]]] = {}
-        scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
-        for scope in scopes:
-            for item in (scope.items if scope else ctx.module.items):
-                if isinstance(item.node, ast.Call):
-                    callee = ctx.resolve_local_call(item.node, scope)
-                    if callee is not None:
-                        sites.setdefault(id(callee), []).append((scope, item))
-        cached = ctx.memo[key] = sites
-    return cached  # type: ignore[return-value]
-
-
 @detector("TD502", depth=Depth.LINT)
 class TrainInEvalMode(LintRule):
     """A loop that trains and evaluates, and never puts the model back in ``train()``
@@ -212,25 +132,27 @@ class TrainInEvalMode(LintRule):
         ctx = self.ctx
         if not self._may_train(loop):
             return
-        actions = _exclusive_modes(expand(ctx, loop.items, loop.function))
+        actions = exclusive_modes(ctx, expand(ctx, loop.items, loop.function))
         if not any(a.kind is EventKind.BACKWARD for a in actions) or \
                 not any(a.kind is EventKind.EVAL for a in actions):
             return
-        modes: dict[str, tuple[EventKind, Action]] = {}
+        modes: dict[str, tuple[EventKind, int]] = {}
         for second_pass in (False, True):
             for index, action in enumerate(actions):
-                if action.kind in _MODE:
-                    modes[action.target] = (action.kind, action)
+                if action.kind in MODE:
+                    modes[action.target] = (action.kind, index)
                 elif action.kind is EventKind.FORWARD and action.grad and second_pass \
                         and _trains(actions, index):
                     mode = modes.get(action.target)
-                    if mode is not None and mode[0] is EventKind.EVAL and \
-                            id(mode[1].origin) not in reported:
-                        if not is_mode_sensitive(ctx, _first_target(action), loop.function):
-                            return
-                        reported.add(id(mode[1].origin))
-                        self._report(loop, mode[1], action)
-                        return
+                    if mode is None or mode[0] is not EventKind.EVAL or \
+                            id(actions[mode[1]].origin) in reported:
+                        continue
+                    if is_mode_sensitive(ctx, _first_target(action), loop.function):
+                        reported.add(id(actions[mode[1]].origin))
+                        # train() at the loop's top only helps an eval() the forward
+                        # precedes; one between them would still win.
+                        self._report(loop, actions[mode[1]], action, mode[1] > index)
+                    return
 
     def _may_train(self, loop: Loop) -> bool:
         """Cheap pre-check: the loop steps or backpropagates itself, or calls a function of
@@ -242,7 +164,8 @@ class TrainInEvalMode(LintRule):
                    and self.ctx.resolve_local_call(item.node, loop.function) is not None
                    for item in loop.items)
 
-    def _report(self, loop: Loop, eval_action: Action, forward: Action) -> None:
+    def _report(self, loop: Loop, eval_action: Action, forward: Action, fixable: bool
+                ) -> None:
         ctx = self.ctx
         origin = eval_action.origin
         model = eval_action.target
@@ -258,7 +181,7 @@ class TrainInEvalMode(LintRule):
             "runs with dropout off and BatchNorm statistics frozen",
             fix_hint=f"Call `{model}.train()` at the start of every epoch, before the "
                      "training forward.",
-            fix=self._fix(loop, model),
+            fix=self._fix(loop, model) if fixable else None,
             evidence={"loop_line": loop.line},
         )
 
@@ -271,27 +194,6 @@ class TrainInEvalMode(LintRule):
                    Applicability.UNSAFE)
 
 
-def _exclusive_modes(actions: list[Action]) -> list[Action]:
-    """``if phase == "train": model.train() else: model.eval()`` sets the mode by a run-time
-    condition: both branches become :attr:`EventKind.SET_MODE`, not an eval then a train."""
-    branches: dict[tuple[int, str], set[FrameKind]] = {}
-    for action in actions:
-        if action.kind in (EventKind.EVAL, EventKind.TRAIN):
-            for frame in action.frames:
-                if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
-                    branches.setdefault((id(frame.node), action.target), set()).add(frame.kind)
-    exclusive = {key for key, kinds in branches.items() if len(kinds) == 2}
-    if not exclusive:
-        return actions
-    out = []
-    for action in actions:
-        if action.kind in (EventKind.EVAL, EventKind.TRAIN) and any(
-                (id(frame.node), action.target) in exclusive for frame in action.frames):
-            action = replace(action, kind=EventKind.SET_MODE)
-        out.append(action)
-    return out
-
-
 def _trains(actions: list[Action], index: int) -> bool:
     """Whether the forward at ``index`` is a training forward: a backward follows it
     (going round the loop) before the mode is set again. A forward after ``eval()`` in
@@ -299,7 +201,7 @@ def _trains(actions: list[Action], index: int) -> bool:
     for action in actions[index + 1:] + actions[:index]:
         if action.kind is EventKind.BACKWARD:
             return True
-        if action.kind in _MODE:
+        if action.kind in MODE:
             return False
     return False
 

@@ -1,0 +1,70 @@
+"""Which places of a function can run in the same pass, judged from the ``if`` s around them.
+
+:func:`exclusive` says that two places sit on opposite sides of one test (the usual ``if
+use_amp: ... else: ...`` split); :func:`conditional` that an assignment may not have run
+where its name is used (it sits in a branch or loop body that does not also hold the use).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.structure import Frame, FrameKind, Item
+
+__all__ = ["conditional", "conditions", "exclusive"]
+
+_BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
+
+
+def conditions(ctx: FileContext, frames: tuple[Frame, ...]) -> set[tuple[str, bool]]:
+    """The ``if`` tests around a place, each with the truth value it needs there."""
+    found = set()
+    for frame in frames:
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
+            test = frame.node.test
+            truth = frame.kind is FrameKind.IF_BODY
+            while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, truth = test.operand, not truth
+            text = ctx.segment(test)
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+                    test.ops[0], (ast.IsNot, ast.NotEq)):
+                positive = "is" if isinstance(test.ops[0], ast.IsNot) else "=="
+                text = f"{ctx.segment(test.left)} {positive} {ctx.segment(test.comparators[0])}"
+                truth = not truth
+            found.add((text, truth))
+    return found
+
+
+def exclusive(ctx: FileContext, first: Item, second: Item) -> bool:
+    """Whether two places can never run in the same pass (opposite sides of one test)."""
+    mine = conditions(ctx, first.frames)
+    if not mine:
+        return False
+    theirs = conditions(ctx, second.frames)
+    return any((text, not truth) in theirs for text, truth in mine)
+
+
+def conditional(ctx: FileContext, statement: ast.AST, use: ast.expr, scope: Scope) -> bool:
+    """Whether ``statement`` sits in a branch or loop body that does not also hold ``use``."""
+    root: ast.AST = scope.node if scope is not None else ctx.tree
+    if not isinstance(statement, ast.stmt):
+        return False
+    stack: list[ast.AST] = [root]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.stmt) or not _spans(child, statement):
+                continue
+            if child is statement:
+                return False
+            if isinstance(child, _BRANCHES) and not _spans(child, use):
+                return True
+            stack.append(child)
+    return False
+
+
+def _spans(outer: ast.stmt, inner: ast.AST) -> bool:
+    start = (getattr(inner, "lineno", 0), getattr(inner, "col_offset", 0))
+    return (outer.lineno, outer.col_offset) <= start <= (outer.end_lineno or 0,
+                                                          outer.end_col_offset or 0)

@@ -1,0 +1,289 @@
+"""Names in one file: imports, bindings and the functions and classes they refer to.
+
+:class:`NameResolver` is the middle layer of
+:class:`~torchdoctor.static.context.FileContext`. It resolves a dotted name through the
+file's imports (``import torch as T``, ``from torch import nn``, ``from torch.optim import
+AdamW as Opt``) and local aliases, finds what a name or ``self.attr`` was bound to, and
+which function of the file a call runs. It holds the file's structure, which the walker
+fills while it traverses the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import Binding, BindingKind, attribute_bindings, scope_bindings
+from torchdoctor.static.source_text import SourceText
+from torchdoctor.static.structure import (
+    ClassScope,
+    Frame,
+    FrameKind,
+    FunctionScope,
+    Item,
+    ModuleScope,
+)
+
+__all__ = ["CURRENT", "NameResolver", "Scope", "ScopeArg"]
+
+Scope = FunctionScope | None  # None: module level
+
+
+class _Current:
+    """Default of every ``scope`` argument: the scope the traversal is in now."""
+
+    def __repr__(self) -> str:
+        return "CURRENT"
+
+
+CURRENT = _Current()
+ScopeArg = FunctionScope | None | _Current
+_MAX_DEPTH = 8
+
+
+class NameResolver(SourceText):
+    """Imports, bindings and the file's functions and classes.
+
+    Attributes:
+        module: the file's structure (loops, functions, classes), filled by the traversal.
+        imports: local name -> qualified name, from every import statement in the file.
+        function: the function the traversal is in right now (``None`` at module level).
+        frames: the blocks around the node the traversal is at right now.
+        scopes: ``def`` node -> its :class:`FunctionScope`.
+        function_index: name -> the last function (not method) of that name seen so far.
+        class_index: name -> the last class of that name seen so far.
+        classes: ``class`` node -> its :class:`ClassScope`.
+    """
+
+    def __init__(self, path: str, source: str, tree: ast.Module) -> None:
+        super().__init__(path, source, tree)
+        self.module = ModuleScope(tree, Frame(FrameKind.MODULE, tree))
+        self.imports: dict[str, str] = {}
+        self.function: FunctionScope | None = None
+        self.frames: tuple[Frame, ...] = (self.module.frame,)
+        self.scopes: dict[ast.AST, FunctionScope] = {}
+        self.function_index: dict[str, FunctionScope] = {}
+        self.class_index: dict[str, ClassScope] = {}
+        self.classes: dict[ast.AST, ClassScope] = {}
+        self._tables: dict[ast.AST, dict[str, list[Binding]]] = {}
+        self._attributes: dict[ast.AST, dict[str, list[tuple[Binding, ast.AST]]]] = {}
+        self._aliases: dict[tuple[int, int], str | None] = {}
+        self._callers: dict[int, list[tuple[Scope, Item]]] | None = None
+
+    # --- imports and qualified names ------------------------------------------------------
+
+    def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Record the names an import statement binds (called by the engine)."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports[alias.asname] = alias.name
+                else:
+                    root = alias.name.partition(".")[0]
+                    self.imports[root] = root
+            return
+        if node.level or not node.module:
+            return
+        for alias in node.names:
+            if alias.name != "*":
+                self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def qualified_name(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
+                       ) -> str | None:
+        """The canonical dotted name an expression refers to, through imports.
+
+        ``T.optim.SGD`` after ``import torch as T`` gives ``"torch.optim.SGD"``; a local
+        alias (``Adam = torch.optim.Adam``) is followed. ``None`` when the root is not
+        imported.
+        """
+        parts: list[str] = []
+        node = expr
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        root = self.imports.get(node.id)
+        if root is None:
+            if _depth >= _MAX_DEPTH:
+                return None
+            key = (id(node), id(self._scope(scope)))
+            if key in self._aliases:
+                root = self._aliases[key]
+            else:
+                self._aliases[key] = None  # cycle guard
+                root = self._aliases[key] = self._alias_root(node, scope, _depth)
+            if root is None:
+                return None
+        return torchapi.canonical(".".join([root, *reversed(parts)]))
+
+    def _alias_root(self, name: ast.Name, scope: ScopeArg, depth: int) -> str | None:
+        """The qualified name a local alias stands for (``Adam = torch.optim.Adam``)."""
+        found = self.lookup(name, scope)
+        if found is None:
+            return None
+        binding, owner = found
+        if binding.kind is not BindingKind.ASSIGN or not isinstance(
+                binding.value, (ast.Name, ast.Attribute)):
+            return None
+        return self.qualified_name(binding.value, owner, depth + 1)
+
+    def is_call_to(self, call: ast.AST, *names: str, scope: ScopeArg = CURRENT) -> bool:
+        """Whether ``call`` is a call of one of the qualified ``names`` (any spelling)."""
+        if not isinstance(call, ast.Call):
+            return False
+        qualified = self.qualified_name(call.func, scope)
+        return qualified is not None and qualified in {torchapi.canonical(n) for n in names}
+
+    # --- bindings -----------------------------------------------------------------------
+
+    def binding(self, name: ast.Name, scope: ScopeArg = CURRENT) -> Binding | None:
+        """What ``name`` was bound to: the latest binding before it in its scope.
+
+        Looks in ``scope`` (default: the current function), then the functions around it,
+        then the module. Falls back to the first binding after the use (a loop body that
+        binds a name late). ``None`` when the name is never bound in the file.
+        """
+        found = self.lookup(name, scope)
+        return None if found is None else found[0]
+
+    def lookup(self, name: ast.Name, scope: ScopeArg = CURRENT) -> tuple[Binding, Scope] | None:
+        """Like :meth:`binding`, also giving the scope the binding belongs to."""
+        current = self._scope(scope)
+        position = (name.lineno, name.col_offset)
+        while True:
+            owner: ast.AST = current.node if current is not None else self.tree
+            # In `x = f(x)` the `x` on the right is the previous binding, not this one.
+            bindings = [b for b in self._table(owner).get(name.id, ())
+                        if not _encloses(b, position)]
+            if bindings:
+                before = [b for b in bindings if b.position < position]
+                return (before[-1] if before else bindings[0]), current
+            if current is None:
+                return None
+            current = current.parent
+
+    def attribute_binding(self, attr: ast.Attribute, scope: ScopeArg = CURRENT
+                          ) -> tuple[Binding, Scope] | None:
+        """What ``self.attr`` was bound to in the class of the current method, if anywhere."""
+        method = self._scope(scope)
+        if (method is None or method.owner is None or not isinstance(attr.value, ast.Name)
+                or attr.value.id != method.self_name):
+            return None
+        table = self._attributes.get(method.owner.node)
+        if table is None:
+            table = self._attributes[method.owner.node] = attribute_bindings(method.owner.node)
+        found = table.get(attr.attr)
+        if not found:
+            return None
+        for binding, method_node in found:
+            if binding.value is not None and not _is_none(binding.value):
+                return binding, self.scopes.get(method_node)
+        binding, method_node = found[0]
+        return binding, self.scopes.get(method_node)
+
+    def unpacked_source(self, name: str, binding: Binding, scope: Scope
+                        ) -> tuple[ast.expr, Scope] | None:
+        """Where a name unpacked from a call of a local function gets its value.
+
+        ``model, loader = make()``, with ``make`` a function of this file whose last
+        ``return`` of that length is ``return Net(), DataLoader(...)``, gives ``Net()`` (and
+        ``make``'s scope) for ``model``. ``None`` for any other unpacking.
+        """
+        statement, value = binding.node, binding.value
+        if binding.kind is not BindingKind.UNPACKED or not isinstance(value, ast.Call) or \
+                not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            return None
+        target = statement.targets[0]
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            return None
+        names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+        if name not in names or any(isinstance(e, ast.Starred) for e in target.elts):
+            return None
+        function = self.resolve_local_call(value, scope)
+        if function is None:
+            return None
+        found = None
+        for node in _returns(function.node):
+            if isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) == \
+                    len(names) and not any(isinstance(e, ast.Starred) for e in node.value.elts):
+                found = node.value.elts[names.index(name)]
+        return None if found is None else (found, function)
+
+    def _scope(self, scope: ScopeArg) -> Scope:
+        return self.function if isinstance(scope, _Current) else scope
+
+    def _table(self, owner: ast.AST) -> dict[str, list[Binding]]:
+        table = self._tables.get(owner)
+        if table is None:
+            table = self._tables[owner] = scope_bindings(owner)
+        return table
+
+    # --- functions and classes ----------------------------------------------------------
+
+    def local_class(self, name: str) -> ClassScope | None:
+        """The class of this file called ``name`` (the last one defined), if any."""
+        return self.class_index.get(name)
+
+    def function_of(self, frames: Iterable[Frame]) -> FunctionScope | None:
+        """The innermost function among ``frames`` (an :class:`Item`'s), if any."""
+        found = None
+        for frame in frames:
+            if frame.kind is FrameKind.FUNCTION:
+                found = self.scopes.get(frame.node)
+        return found
+
+    def resolve_local_call(self, call: ast.Call, scope: ScopeArg = CURRENT) -> FunctionScope | None:
+        """The function of this file that ``call`` calls: ``helper(...)`` or
+        ``self.helper(...)`` inside a method; ``None`` when it cannot be seen."""
+        scope = self._scope(scope)
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.function_index.get(func.id)
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and scope is not None and scope.owner is not None
+                and func.value.id == scope.self_name):
+            return scope.owner.methods.get(func.attr)
+        return None
+
+    def callers(self, function: FunctionScope) -> list[tuple[Scope, Item]]:
+        """Every call of ``function`` in this file, with the scope it is made from, in file
+        order. Reads the recorded items: ask once the file has been walked."""
+        if self._callers is None:
+            sites: dict[int, list[tuple[Scope, Item]]] = {}
+            for scope, items in self.module.bodies():
+                for item in items:
+                    if isinstance(item.node, ast.Call):
+                        callee = self.resolve_local_call(item.node, scope)
+                        if callee is not None:
+                            sites.setdefault(id(callee), []).append((scope, item))
+            self._callers = sites
+        return self._callers.get(id(function), [])
+
+
+def _returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:
+    """The ``return`` statements of a function, in source order, nested scopes excluded."""
+    found: list[ast.Return] = []
+    stack: list[ast.AST] = list(reversed(function.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(reversed([c for c in ast.iter_child_nodes(node)
+                                   if isinstance(c, ast.stmt)]))
+    return found
+
+
+def _encloses(binding: Binding, position: tuple[int, int]) -> bool:
+    """Whether a use at ``position`` is inside the assignment that makes ``binding``."""
+    if binding.kind not in (BindingKind.ASSIGN, BindingKind.UNPACKED):
+        return False
+    node = binding.node
+    end = (getattr(node, "end_lineno", None) or 0, getattr(node, "end_col_offset", None) or 0)
+    return binding.position <= position < end
+
+
+def _is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None

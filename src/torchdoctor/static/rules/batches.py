@@ -1,0 +1,264 @@
+"""How training batches are drawn and moved: TD407 train-loader-not-shuffled, TD408
+non-blocking-without-pin-memory.
+
+Both start from a ``DataLoader(...)`` call of the file
+(:mod:`~torchdoctor.static.rules.dataloader`): a training loader that does not shuffle
+(TD407; quiet for one pass over data the program permuted itself), and
+``non_blocking=True`` copies of batches that were never pinned (TD408).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.calls import insert_keywords
+from torchdoctor.static.rules.dataloader import (
+    assigned_name,
+    is_false,
+    iterated,
+    loader_arguments,
+    loader_calls,
+    loader_of,
+)
+from torchdoctor.static.structure import Item, Loop, ModuleScope
+from torchdoctor.static.training import EventKind, loop_events
+
+# --- TD407 -------------------------------------------------------------------------------
+
+_EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation",
+                         "dev", "holdout", "pred", "predict", "prediction", "inference", "infer",
+                         "calib", "calibration", "score", "scoring", "query", "gallery",
+                         "bench", "benchmark", "export", "probe", "unlabeled", "gen"})
+_ORDERED_WORDS = frozenset({"stream", "streaming", "iterable", "iter", "shard", "shards",
+                            "webdataset", "wds", "sequential", "sequence", "ordered"})
+
+
+@detector("TD407", depth=Depth.LINT)
+class TrainLoaderNotShuffled(LintRule):
+    """A DataLoader used for training with neither ``shuffle=True`` nor a sampler."""
+
+    requires = ("DataLoader",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        scopes: list[tuple[Scope, list[Item]]] = [(None, module.items)]
+        scopes += [(f, f.items) for f in module.functions]
+        for scope, items in scopes:
+            for call in loader_calls(ctx, items, scope):
+                arguments = loader_arguments(call)
+                if any(not is_false(arguments.get(k)) for k in ("sampler", "batch_sampler")):
+                    continue
+                shuffle = arguments.get("shuffle")
+                if shuffle is not None and not is_false(shuffle):
+                    continue  # shuffle=True, or decided at run time
+                target = assigned_name(items, call)
+                confidence = self._training(call, arguments, target, scope)
+                if confidence is not None and not self._shuffled_by_hand(
+                        call, arguments.get("dataset"), target, scope):
+                    self._report(call, arguments, target, confidence)
+
+    def _training(self, call: ast.Call, arguments: dict[str, ast.expr],
+                  target: ast.expr | None, scope: Scope) -> Confidence | None:
+        """How sure we are that this loader feeds training (``None``: it does not)."""
+        words = set(_words(target)) | set(_words(arguments.get("dataset")))
+        if words & (_EVAL_WORDS | _ORDERED_WORDS) or self._iterable(arguments.get("dataset"),
+                                                                    scope):
+            return None
+        if "train" in words or "training" in words:
+            return Confidence.HIGH
+        for loop in self._feeding_loops(call, target, scope):
+            if any(e.kind is EventKind.BACKWARD for e in loop_events(self.ctx, loop)):
+                return Confidence.MEDIUM
+        return None
+
+    def _feeding_loops(self, call: ast.Call, target: ast.expr | None, scope: Scope
+                       ) -> list[Loop]:
+        """The ``for`` loops (of the loader's own function) that iterate the loader."""
+        loops = []
+        for loop in self.ctx.module.all_loops:
+            node = loop.node
+            if not isinstance(node, (ast.For, ast.AsyncFor)):
+                continue
+            source = iterated(self.ctx, node.iter, loop.function)
+            if source is call or (isinstance(target, ast.Name) and isinstance(
+                    source, ast.Name) and source.id == target.id and loop.function is scope):
+                loops.append(loop)
+        return loops
+
+    def _shuffled_by_hand(self, call: ast.Call, dataset: ast.expr | None,
+                          target: ast.expr | None, scope: Scope) -> bool:
+        """One pass over data the program already put in random order:
+        ``TensorDataset(x[perm], y[perm])`` with ``perm = torch.randperm(n)``, read by
+        loops that no other loop of the function repeats (no epochs to reorder)."""
+        loops = self._feeding_loops(call, target, scope)
+        if not loops or any(loop.parent is not None for loop in loops):
+            return False
+        if isinstance(dataset, ast.Name):
+            dataset = self._assigned(dataset, scope)
+        return isinstance(dataset, ast.Call) and bool(dataset.args) and self.ctx.is_call_to(
+            dataset, "torch.utils.data.TensorDataset", scope=scope) and all(
+            self._permuted(tensor, scope) for tensor in dataset.args)
+
+    def _permuted(self, expr: ast.expr, scope: Scope, depth: int = 0) -> bool:
+        """``x[perm]`` for a random permutation ``perm`` (directly or through names)."""
+        if isinstance(expr, ast.Name) and depth < 4:
+            value = self._assigned(expr, scope)
+            return value is not None and self._permuted(value, scope, depth + 1)
+        if not isinstance(expr, ast.Subscript):
+            return False
+        index: ast.expr | None = expr.slice
+        if isinstance(index, ast.Name):
+            index = self._assigned(index, scope)
+        return isinstance(index, ast.Call) and getattr(
+            index.func, "attr", getattr(index.func, "id", None)) in ("randperm", "permutation")
+
+    def _assigned(self, name: ast.Name, scope: Scope) -> ast.expr | None:
+        found = self.ctx.lookup(name, scope)
+        if found is None or found[0].kind is not BindingKind.ASSIGN:
+            return None
+        return found[0].value
+
+    def _iterable(self, dataset: ast.expr | None, scope: Scope) -> bool:
+        """An ``IterableDataset`` (which cannot be shuffled by the loader)."""
+        if dataset is None:
+            return False
+        type_name = self.ctx.instance_type(dataset, scope)
+        if type_name is None:
+            return False
+        if "Iterable" in type_name or "datapipes" in type_name:
+            return True
+        return type_name.startswith("<local>.") and self.ctx.is_family(
+            type_name, "torch.utils.data.IterableDataset")
+
+    def _report(self, call: ast.Call, arguments: dict[str, ast.expr], target: ast.expr | None,
+                confidence: Confidence) -> None:
+        ctx = self.ctx
+        name = ctx.segment(target) if target is not None else "DataLoader(...)"
+        shuffle = arguments.get("shuffle")
+        if shuffle is not None:
+            edit: Edit = ctx.replace(shuffle, "True")
+            said = "`shuffle=False`"
+        else:
+            edit = insert_keywords(ctx, call, "shuffle=True")
+            said = "no `shuffle=True`"
+        self.report(
+            call,
+            f"`{name}` at line {call.lineno} feeds training but has {said} and no sampler: "
+            "every epoch visits the examples in the same order, so batches are correlated "
+            "(often sorted by class or source) and the model learns the order",
+            fix_hint="Pass `shuffle=True` to the training DataLoader (keep validation and test "
+                     "loaders unshuffled), or a sampler such as `DistributedSampler`.",
+            confidence=confidence,
+            fix=Fix("Shuffle the training loader", (edit,), Applicability.UNSAFE),
+        )
+
+
+def _words(expr: ast.expr | None) -> list[str]:
+    """Words of the names in an expression (``self.train_loader`` -> train, loader)."""
+    if expr is None:
+        return []
+    words: list[str] = []
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name):
+            words += torchapi.name_tokens(node.id)
+        elif isinstance(node, ast.Attribute):
+            words += torchapi.name_tokens(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words += torchapi.name_tokens(node.value)
+    return words
+
+
+# --- TD408 -------------------------------------------------------------------------------
+
+
+@detector("TD408", depth=Depth.LINT)
+class NonBlockingWithoutPinMemory(LintRule):
+    """``batch.to(device, non_blocking=True)`` in a loop over a loader that does not pin."""
+
+    requires = ("non_blocking",)
+
+    def leave_loop(self, loop: Loop) -> None:
+        node = loop.node
+        if not isinstance(node, (ast.For, ast.AsyncFor)):
+            return
+        ctx = self.ctx
+        loader = loader_of(ctx, node.iter, loop.function)
+        if loader is None:
+            return
+        pin = loader_arguments(loader).get("pin_memory")
+        if not is_false(pin):
+            return
+        derived = _batch_names(loop)
+        fix = self._fix(loader, pin)
+        for item in loop.items:
+            call = item.node
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                    _non_blocking(call) and _from_batch(call.func.value, derived):
+                self._report(call, loader, fix)
+
+    def _fix(self, loader: ast.Call, pin: ast.expr | None) -> Fix:
+        ctx = self.ctx
+        edit = ctx.replace(pin, "True") if pin is not None else insert_keywords(
+            ctx, loader, "pin_memory=True")
+        return Fix("Pin the loader's batches: `pin_memory=True`", (edit,), Applicability.UNSAFE)
+
+    def _report(self, call: ast.Call, loader: ast.Call, fix: Fix) -> None:
+        moved = self.ctx.segment(call)
+        moved = moved if len(moved) <= 60 and "\n" not in moved else "the batch"
+        self.report(
+            call,
+            f"`{moved}` at line {call.lineno} asks for an asynchronous copy, but the batch "
+            f"comes from the DataLoader at line {loader.lineno}, which does not pin memory: "
+            "from pageable memory the copy is staged through a pinned buffer by the CPU and "
+            "does not overlap with compute",
+            fix_hint="Pass `pin_memory=True` to the DataLoader, or drop `non_blocking=True`.",
+            fix=fix,
+        )
+
+
+def _non_blocking(call: ast.Call) -> bool:
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in ("to", "cuda"):
+        return False
+    flag = next((k.value for k in call.keywords if k.arg == "non_blocking"), None)
+    if flag is None and func.attr == "cuda" and len(call.args) == 2:
+        flag = call.args[1]
+    return isinstance(flag, ast.Constant) and flag.value is True
+
+
+def _from_batch(receiver: ast.expr, derived: set[str]) -> bool:
+    """Whether a moved value comes from the batch (and was not pinned by hand)."""
+    node = receiver
+    while True:
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "pin_memory":
+                return False
+            node = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+        elif isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        else:
+            return isinstance(node, ast.Name) and node.id in derived
+
+
+def _batch_names(loop: Loop) -> set[str]:
+    """Names holding the batch or parts of it: the loop target and what is unpacked from it."""
+    assert isinstance(loop.node, (ast.For, ast.AsyncFor))
+    derived = {n.id for n in ast.walk(loop.node.target) if isinstance(n, ast.Name)}
+    for item in loop.items:
+        node = item.node
+        if isinstance(node, ast.Assign) and any(
+                isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.value)):
+            for target in node.targets:
+                derived |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    for node in ast.walk(loop.node):
+        if isinstance(node, ast.comprehension) and any(
+                isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.iter)):
+            derived |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return derived

@@ -1,0 +1,58 @@
+"""Reading a call's parts and editing its arguments, for rules and their fixes.
+
+``f(x, key=value)``: :func:`keyword` finds a keyword argument, :func:`method_call` and
+:func:`receiver` read ``opt.step()`` as a method and the object it is called on;
+:func:`insert_keywords` adds arguments at the end of a call, and :func:`torch_alias` spells
+``torch`` the way the file imports it, so that a fix's new text runs in that file.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TypeGuard
+
+from torchdoctor.findings import Edit
+from torchdoctor.static.context import FileContext
+
+__all__ = ["insert_keywords", "keyword", "method_call", "receiver", "torch_alias"]
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    """The keyword argument ``name`` of a call, if given."""
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def method_call(call: ast.AST, *names: str) -> TypeGuard[ast.Call]:
+    """``<receiver>.<name>(...)`` for one of ``names``."""
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+        call.func.attr in names
+
+
+def receiver(call: ast.Call) -> ast.expr:
+    """The receiver of a method call (``opt`` of ``opt.step()``)."""
+    assert isinstance(call.func, ast.Attribute)
+    return call.func.value
+
+
+def torch_alias(ctx: FileContext, near: ast.expr | None = None) -> str | None:
+    """The local name bound to the ``torch`` module (``torch``, ``T``), if the file has one."""
+    root = near
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and ctx.imports.get(root.id) == "torch":
+        return root.id
+    if ctx.imports.get("torch") == "torch":
+        return "torch"
+    return next((name for name, target in ctx.imports.items() if target == "torch"), None)
+
+
+def insert_keywords(ctx: FileContext, call: ast.Call, text: str) -> Edit:
+    """An edit adding ``text`` (``"dtype=torch.float32"``) as the last argument of ``call``."""
+    location = ctx.location(call)
+    line = location.end_line or location.line or 1
+    column = (location.end_column or 1) - 1  # the closing parenthesis
+    inside = ctx.segment(call)[:-1].rstrip()
+    separator = ", " if call.args or call.keywords else ""
+    if separator and inside.endswith(","):
+        separator = " "
+    return Edit(line, column, line, column, separator + text)

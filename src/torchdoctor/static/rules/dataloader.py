@@ -1,0 +1,109 @@
+"""What a ``DataLoader(...)`` call of the file says, for the data rules (TD405-TD408).
+
+:func:`loader_arguments` reads a call's arguments by parameter name, positional or keyword;
+:func:`worker_count` reads ``num_workers`` as a number when the file shows it;
+:func:`loader_of` finds the loader a ``for`` loop iterates (through ``enumerate``,
+``tqdm``, a variable or ``self.loader``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.structure import Item
+
+__all__ = ["assigned_name", "is_false", "iterated", "loader_arguments", "loader_calls",
+           "loader_of", "loads", "worker_count"]
+
+_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
+               "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn",
+               "multiprocessing_context", "generator")
+_DATALOADER = "torch.utils.data.DataLoader"
+_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm",
+                       "tqdm.notebook.tqdm", "rich.progress.track"})
+
+
+def loader_arguments(call: ast.Call) -> dict[str, ast.expr]:
+    """A ``DataLoader(...)`` call's arguments by parameter name."""
+    found: dict[str, ast.expr] = {}
+    for name, value in zip(_POSITIONAL, call.args, strict=False):
+        if isinstance(value, ast.Starred):
+            break
+        found[name] = value
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            found[keyword.arg] = keyword.value
+    return found
+
+
+def worker_count(ctx: FileContext, value: ast.expr | None, scope: Scope) -> int | None:
+    """``num_workers`` as a number: 0 when absent, ``None`` when only known at run time."""
+    if value is None:
+        return 0
+    if isinstance(value, ast.Name):
+        found = ctx.lookup(value, scope)
+        if found is not None and found[0].kind is BindingKind.ASSIGN and isinstance(
+                found[0].value, ast.Constant):
+            value = found[0].value
+    if isinstance(value, ast.Constant) and isinstance(value.value, int):
+        return int(value.value)
+    return None
+
+
+def is_false(value: ast.expr | None) -> bool:
+    """An argument left out, or given as ``False``/``None``."""
+    return value is None or isinstance(value, ast.Constant) and value.value in (False, None)
+
+
+def loader_calls(ctx: FileContext, items: list[Item], scope: Scope) -> Iterator[ast.Call]:
+    """The ``DataLoader(...)`` calls among recorded items."""
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Call) and ctx.is_call_to(node, _DATALOADER, scope=scope):
+            yield node
+
+
+def iterated(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.expr:
+    """``x`` of ``enumerate(x)``, ``tqdm(x)``, ``iter(x)``; else ``expr`` itself."""
+    while isinstance(expr, ast.Call) and expr.args:
+        func = expr.func
+        name = func.id if isinstance(func, ast.Name) and func.id in ("enumerate", "iter") \
+            else ctx.qualified_name(func, scope)
+        if name not in _WRAPPERS:
+            break
+        expr = expr.args[0]
+    return expr
+
+
+def loader_of(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.Call | None:
+    """The ``DataLoader(...)`` call a loop's iterable comes from, when the file shows it."""
+    expr = iterated(ctx, expr, scope)
+    if isinstance(expr, ast.Name):
+        found = ctx.lookup(expr, scope)
+        expr = found[0].value if found is not None and found[0].value is not None else expr
+        scope = found[1] if found is not None else scope
+    elif isinstance(expr, ast.Attribute):
+        attribute = ctx.attribute_binding(expr, scope)
+        if attribute is not None and attribute[0].value is not None:
+            expr, scope = attribute[0].value, attribute[1]
+    if isinstance(expr, ast.Call) and ctx.is_call_to(expr, _DATALOADER, scope=scope):
+        return expr
+    return None
+
+
+def assigned_name(items: list[Item], call: ast.Call) -> ast.expr | None:
+    """The target of ``name = DataLoader(...)`` for a loader call, if it is assigned."""
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1:
+            return node.targets[0]
+    return None
+
+
+def loads(node: ast.AST, name: str) -> bool:
+    """Whether ``name`` is read anywhere inside ``node``."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+               for n in ast.walk(node))

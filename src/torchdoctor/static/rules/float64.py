@@ -1,0 +1,167 @@
+"""TD102 float64-in-training: float64 models or data in a program that trains.
+
+In a file that trains (a ``backward()`` somewhere), every ``.double()``, ``.to(float64)``,
+``dtype=torch.float64`` and ``set_default_dtype(torch.float64)`` is judged by where its
+value goes (:func:`~torchdoctor.static.rules.destinations.destination`), not by the name it
+is given: a model, or a value that reaches a model call, a loss, a parameter or an
+optimizer, is flagged; a statistic that only ends in ``.item()``, ``print``, a log or an
+accumulator stays quiet. A value whose way the file does not show is flagged unless it is
+a 0-d tensor (a counter or a running total, which never promotes a float32 tensor). Test
+code, gradient checks and code under ``no_grad`` may use float64 freely.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import Scope
+from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.destinations import Destination, Reach, destination
+from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.training import EventKind, classify
+
+_FLOAT64 = frozenset({"torch.float64", "torch.double"})
+_GLOBAL = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
+_GRADCHECK = frozenset({"torch.autograd.gradcheck", "torch.autograd.gradgradcheck",
+                        "torch.autograd.gradcheck.gradcheck",
+                        "torch.autograd.gradcheck.gradgradcheck"})
+_SCALAR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+_SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
+
+
+@detector("TD102", depth=Depth.LINT)
+class Float64InTraining(LintRule):
+    """``.double()``, ``dtype=torch.float64`` and friends whose value goes into training."""
+
+    requires = ("float64", "double", "DoubleTensor")
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        if _is_test_path(ctx.path):
+            return
+        scopes = list(module.bodies())
+        if not any(self._trains(scope, items) for scope, items in scopes):
+            return
+        for scope, items in scopes:
+            if scope is not None and (scope.name.startswith("test") or any(
+                    ctx.is_call_to(i.node, *_GRADCHECK, scope=scope) for i in items)):
+                continue
+            self._scan(scope, items)
+
+    def _trains(self, scope: Scope, items: list[Item]) -> bool:
+        for item in items:
+            node = item.node
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "backward":
+                event = classify(self.ctx, item, scope)
+                if event is not None and event.kind is EventKind.BACKWARD:
+                    return True
+        return False
+
+    def _scan(self, scope: Scope, items: list[Item]) -> None:
+        for item in items:
+            node = item.node
+            if not isinstance(node, ast.Call):
+                continue
+            hit = self._float64(node, scope)
+            if hit is None or grad_disabled_by(self.ctx, item.frames) is not None:
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Compare):
+                continue  # (pred == y).double(): an accuracy, never an input
+            reach = self._reach(node, scope)
+            if reach is not None:
+                self._report(node, hit, reach)
+
+    def _reach(self, call: ast.Call, scope: Scope) -> Reach | None:
+        """Where the float64 value goes when that makes it a finding; ``None`` if quiet."""
+        ctx = self.ctx
+        qualified = ctx.qualified_name(call.func, scope)
+        if qualified in _GLOBAL:
+            return Destination.TRAINING, None  # every tensor created from here on
+        func = call.func
+        if isinstance(func, ast.Attribute) and qualified is None and \
+                ctx.is_in_family(func.value, torchapi.MODULE, scope):
+            return Destination.TRAINING, None  # the model itself
+        reach = destination(ctx, call, scope)
+        if reach[0] is Destination.SUMMARY or (
+                reach[0] is not Destination.TRAINING and self._zero_dim(call, scope)):
+            return None
+        return reach
+
+    def _float64(self, call: ast.Call, scope: Scope) -> ast.AST | None:
+        """The node that asks for float64 in ``call``, if any."""
+        ctx = self.ctx
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "double" and not call.args \
+                and ctx.qualified_name(func, scope) is None:
+            return call
+        for keyword in call.keywords:
+            if keyword.arg == "dtype" and ctx.qualified_name(keyword.value, scope) in _FLOAT64:
+                return keyword.value
+        if not call.args:
+            return None
+        first = call.args[0]
+        qualified = ctx.qualified_name(func, scope)
+        to_method = isinstance(func, ast.Attribute) and func.attr in ("to", "type") and \
+            qualified is None
+        if (to_method or qualified == "torch.set_default_dtype") and \
+                ctx.qualified_name(first, scope) in _FLOAT64:
+            return first
+        if qualified == "torch.set_default_tensor_type" and (
+                ctx.qualified_name(first, scope) == "torch.DoubleTensor" or
+                isinstance(first, ast.Constant) and first.value == "torch.DoubleTensor"):
+            return first
+        return None
+
+    def _zero_dim(self, call: ast.Call, scope: Scope) -> bool:
+        """A 0-d tensor: ``torch.tensor(0.0)``, ``torch.zeros(())`` (or one converted)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
+                self.ctx.qualified_name(func, scope) is None:
+            return self._zero_dim(func.value, scope)
+        qualified = self.ctx.qualified_name(func, scope)
+        if not call.args:
+            return qualified == "torch.scalar_tensor"
+        first = call.args[0]
+        if qualified in _SCALAR_FACTORIES:
+            while isinstance(first, ast.UnaryOp):
+                first = first.operand
+            return isinstance(first, ast.Constant) and isinstance(first.value, (int, float))
+        if qualified in _SHAPED_FACTORIES:
+            return isinstance(first, (ast.Tuple, ast.List)) and not first.elts
+        return False
+
+    def _report(self, call: ast.Call, hit: ast.AST, reach: Reach) -> None:
+        ctx = self.ctx
+        text = ctx.segment(call)
+        text = text if len(text) <= 60 and "\n" not in text else ctx.segment(hit)
+        line = getattr(hit, "lineno", call.lineno)
+        sink = reach[1]
+        where = ""
+        if reach[0] is Destination.TRAINING and isinstance(sink, ast.Call) and sink is not call:
+            reached = ctx.segment(sink.func)
+            if reached and len(reached) <= 40 and "\n" not in reached:
+                where = f" (the value reaches `{reached}(...)` at line {sink.lineno})"
+        self.report(
+            hit,
+            f"`{text}` at line {line} puts float64 into a program that trains with "
+            f"backward(){where}: float64 takes twice the memory of float32 and runs many "
+            "times slower on most GPUs, for no gain in accuracy",
+            fix_hint="Use float32 (`.float()`, `dtype=torch.float32`); keep float64 only for "
+                     "numerical checks and statistics, and convert data from NumPy with "
+                     "`.float()`.",
+            evidence={"reaches": reach[0].name.lower()},
+        )
+
+
+def _is_test_path(path: str) -> bool:
+    """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
+    *folders, name = path.replace("\\", "/").split("/")
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
+        or any(folder in ("test", "tests", "testing") for folder in folders)

@@ -1,0 +1,131 @@
+"""TD205 graph-retained-across-steps: a loss tensor kept beyond its iteration.
+
+``total += loss`` or ``history.append(loss)`` in a training loop keeps each step's loss
+with its whole autograd graph, so memory grows every step. Deferred to the end of each
+loop, when the losses its ``backward()`` calls run on are known.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import Item, Loop
+from torchdoctor.static.training import EventKind, loop_events
+
+
+@detector("TD205", depth=Depth.LINT)
+class GraphRetainedAcrossSteps(LintRule):
+    """A loss tensor added to a total or list that outlives the iteration."""
+
+    requires = ("backward",)
+
+    def leave_loop(self, loop: Loop) -> None:
+        ctx = self.ctx
+        events = loop_events(ctx, loop)
+        losses = {e.target.id for e in events
+                  if e.kind is EventKind.BACKWARD and isinstance(e.target, ast.Name)}
+        if not losses:
+            return
+        assigned = _assigned_names(loop)
+        for item in loop.items:
+            if not loop.is_direct(item) or grad_disabled_by(ctx, item.frames) is not None:
+                continue
+            found = _accumulation(item.node, losses)
+            if found is None:
+                continue
+            holder, loss = found
+            if _root_name(holder) in assigned:
+                continue  # reset inside the loop: it lives for one iteration only
+            self._report(loop, item, holder, loss)
+
+    def _report(self, loop: Loop, item: Item, holder: ast.expr, loss: ast.Name) -> None:
+        ctx = self.ctx
+        fix = Fix(f"Use `{loss.id}.item()`", (ctx.replace(loss, f"{loss.id}.item()"),),
+                  Applicability.UNSAFE)
+        self.report(
+            item.node,
+            f"`{ctx.segment(item.node)}` at line {item.line} keeps `{loss.id}` with its "
+            f"autograd graph in `{ctx.segment(holder)}`, which outlives the iteration of the "
+            f"loop at line {loop.line}: each step's graph stays referenced and memory grows "
+            "every step",
+            fix_hint=f"Accumulate a number: `{loss.id}.item()` (or `{loss.id}.detach()` to "
+                     "keep a tensor).",
+            fix=fix,
+            confidence=Confidence.HIGH,
+        )
+
+
+def _assigned_names(loop: Loop) -> set[str]:
+    """Names (re)bound by a plain assignment in the loop, self-accumulations excepted."""
+    names: set[str] = set()
+    for item in loop.items:
+        node = item.node
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        value = getattr(node, "value", None)
+        used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value else set()
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in used:
+                continue  # total = total + x accumulates, it does not reset
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    names.add(sub.id)
+    return names
+
+
+def _accumulation(node: ast.AST, losses: set[str]) -> tuple[ast.expr, ast.Name] | None:
+    """``(holder, loss)`` when ``node`` adds a graph-carrying loss to a longer-lived
+    holder: ``total += loss``, ``total = total + loss``, ``history.append(loss)``."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+        loss = _carried_loss(node.value, losses)
+        return (node.target, loss) if loss is not None else None
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+            isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id not in losses and any(
+                isinstance(side, ast.Name) and side.id == target.id
+                for side in (node.value.left, node.value.right)):
+            loss = _carried_loss(node.value, losses)
+            return (target, loss) if loss is not None else None
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("append", "extend", "insert", "add") and node.args:
+        loss = _carried_loss(node.args[-1], losses)
+        return (node.func.value, loss) if loss is not None else None
+    return None
+
+
+_DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data", "detach_", "cpu_item"})
+
+
+def _carried_loss(expr: ast.expr, losses: set[str]) -> ast.Name | None:
+    """A bare loss name inside ``expr`` that is not detached on the way."""
+    stack: list[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and node.id in losses:
+            return node
+        if isinstance(node, ast.Attribute) and node.attr in _DETACHING:
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _DETACHING:
+                continue
+            if isinstance(func, ast.Name) and func.id in ("float", "int", "str", "round",
+                                                          "len", "print", "bool"):
+                continue
+            stack.extend(node.args)
+            continue
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.List, ast.Tuple, ast.Starred)):
+            stack.extend(ast.iter_child_nodes(node))
+    return None
+
+
+def _root_name(expr: ast.expr) -> str | None:
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None

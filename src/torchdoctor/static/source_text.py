@@ -1,0 +1,114 @@
+"""One file's text: lines, node positions as locations, and text edits at those positions.
+
+:class:`SourceText` is the bottom layer of :class:`~torchdoctor.static.context.FileContext`:
+it knows nothing of names or types, only where a node is and what text it covers. ``ast``
+columns count UTF-8 bytes; everything here speaks characters, as editors and reports do.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchdoctor.findings import Edit, Location
+
+__all__ = ["SourceText"]
+
+# Lines with their ends, split the way ``ast`` counts lines (not on form feeds).
+_SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+class SourceText:
+    """The text of one parsed file and the places in it.
+
+    Attributes:
+        path: the path as given by the user (used in every location).
+        source: the decoded text.
+        lines: the text split into lines (without line ends).
+        tree: the parsed module.
+    """
+
+    def __init__(self, path: str, source: str, tree: ast.Module) -> None:
+        self.path = path
+        self.source = source
+        self.lines = source.splitlines()
+        self.tree = tree
+        self._source_lines: list[str] | None = None
+
+    def line_text(self, line: int) -> str:
+        """The text of a 1-based line, ``""`` past the end."""
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+
+    def column(self, line: int, byte_offset: int) -> int:
+        """Convert an ``ast`` column (UTF-8 bytes) to characters."""
+        text = self.line_text(line)
+        if text.isascii():
+            return byte_offset
+        return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
+
+    def location(self, node: ast.AST) -> Location:
+        """The location of a node: path, line, column, end and the line's text."""
+        line = getattr(node, "lineno", 1)
+        end_line = getattr(node, "end_lineno", None)
+        end_offset = getattr(node, "end_col_offset", None)
+        return Location(
+            path=self.path,
+            line=line,
+            column=self.column(line, getattr(node, "col_offset", 0)),
+            end_line=end_line,
+            end_column=None if end_line is None or end_offset is None
+            else self.column(end_line, end_offset),
+            snippet=self.line_text(line),
+        )
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of a node (``""`` when it has no position).
+
+        Same result as ``ast.get_source_segment``, which splits the whole file on every
+        call (quadratic when rules ask often on large files); the split is done once here.
+        """
+        positions = [getattr(node, name, None) for name in
+                     ("lineno", "end_lineno", "col_offset", "end_col_offset")]
+        if any(value is None for value in positions):
+            return ""
+        first, last, start, end = (int(value) for value in positions)  # type: ignore[arg-type]
+        first, last = first - 1, last - 1
+        lines = self._source_lines
+        if lines is None:
+            found: list[str] = _SOURCE_LINE.findall(self.source)
+            lines = self._source_lines = found
+        if not 0 <= first <= last < len(lines):
+            return ""
+        if first == last:
+            return lines[first].encode()[start:end].decode(errors="replace")
+        head = lines[first].encode()[start:].decode(errors="replace")
+        tail = lines[last].encode()[:end].decode(errors="replace")
+        return "".join([head, *lines[first + 1:last], tail])
+
+    def replace(self, node: ast.AST, text: str) -> Edit:
+        """An edit that replaces the node's text with ``text``."""
+        loc = self.location(node)
+        return Edit(loc.line or 1, loc.column or 0, loc.end_line or loc.line or 1,
+                    loc.end_column if loc.end_column is not None else loc.column or 0, text)
+
+    def insert_before_statement(self, statement: ast.stmt, text: str) -> Edit:
+        """An edit that inserts ``text`` as a new line above ``statement``, same indent."""
+        line = statement.lineno
+        column = self.column(line, statement.col_offset)
+        indent = self.line_text(line)[:column]
+        return Edit(line, column, line, column, f"{text}\n{indent}")
+
+    def delete_statement(self, statement: ast.AST) -> Edit | None:
+        """An edit that removes a statement (or an expression statement's call) and its
+        whole lines, when it has them to itself; ``None`` otherwise."""
+        first = getattr(statement, "lineno", 1)
+        last = getattr(statement, "end_lineno", None) or first
+        start_col = self.column(first, getattr(statement, "col_offset", 0))
+        end_col = self.column(last, getattr(statement, "end_col_offset", None) or 0)
+        if self.line_text(first)[:start_col].strip():
+            return None
+        rest = self.line_text(last)[end_col:].strip()
+        if rest and not rest.startswith("#"):
+            return None
+        return Edit(first, 0, last + 1, 0, "") if last < len(self.lines) else \
+            Edit(first, 0, last, len(self.line_text(last)), "")

@@ -1,0 +1,172 @@
+"""TD102 float64-in-training: judged by where the float64 value goes, not by its name.
+
+The first TD102 tests (models, data, metric accumulators, no_grad, tests, comparisons) are
+in ``test_device.py``, where the rule used to live; these cover the data flow.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.static.helpers import assert_marked, lint_findings
+
+# --- flagged: the value reaches a model, a loss, a parameter or an optimizer ---------------
+
+
+def test_a_statistic_looking_name_does_not_hide_model_input() -> None:
+    assert_marked("""
+    import torch
+    def main(model, data, optimizer):
+        stats = torch.tensor(data, dtype=torch.float64)  # expect: TD102
+        out = model(stats)
+        out.sum().backward()
+        optimizer.step()
+    """, "TD102")
+
+
+def test_the_message_says_where_the_value_goes() -> None:
+    (found,) = lint_findings("""
+    import torch
+    def main(model, data, optimizer):
+        total = torch.tensor(data, dtype=torch.float64)
+        model(total).sum().backward()
+        optimizer.step()
+    """, "TD102")
+    assert "reaches `model(...)` at line 5" in found.message
+    assert found.evidence["reaches"] == "training"
+
+
+def test_value_passed_to_a_helper_that_calls_the_model() -> None:
+    assert_marked("""
+    import torch
+    def forward_pass(net, batch):
+        return net(batch)
+    def main(model, data, optimizer):
+        values = torch.as_tensor(data, dtype=torch.float64)  # expect: TD102
+        forward_pass(model, values).sum().backward()
+        optimizer.step()
+    """, "TD102")
+
+
+def test_value_returned_into_a_dataset_loader_and_batches() -> None:
+    assert_marked("""
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+    def load():
+        arr = np.load("x.npy")
+        return torch.tensor(arr, dtype=torch.float64)  # expect: TD102
+    def main(model, optimizer):
+        features = load()
+        loader = DataLoader(TensorDataset(features), batch_size=4)
+        for (xb,) in loader:
+            model(xb).sum().backward()
+            optimizer.step()
+    """, "TD102")
+
+
+def test_value_into_a_loss_or_a_parameter() -> None:
+    assert_marked("""
+    import torch
+    from torch import nn
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(3, dtype=torch.float64))  # expect: TD102
+    def main(model, x, target, optimizer):
+        loss = nn.functional.mse_loss(model(x), target.double())  # expect: TD102
+        loss.backward()
+        optimizer.step()
+    """, "TD102")
+
+
+def test_value_into_an_optimizer_and_a_called_model() -> None:
+    assert_marked("""
+    import torch
+    def main(make_model, x):
+        weights = torch.zeros(3, requires_grad=True, dtype=torch.float64)  # expect: TD102
+        optimizer = torch.optim.SGD([weights], lr=0.1)
+        net = make_model().double()  # expect: TD102
+        net(x).sum().backward()
+        optimizer.step()
+    """, "TD102")
+
+
+# --- quiet: summaries of the training, whatever they are called ----------------------------
+
+
+TRAIN = """
+import torch
+def main(model, loader, optimizer, criterion):
+    history = []
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        history.append(loss.item())
+"""
+
+
+@pytest.mark.parametrize("summary", [
+    # the clean corpus's zero_grad_at_end.py
+    "last = torch.tensor(history[-20:], dtype=torch.float64)\n"
+    "print(f'loss {last.mean().item():.4f} +- {last.std().item():.4f}')",
+    "print(torch.tensor(history, dtype=torch.float64).std())",
+    "spread = torch.tensor(history).double().std().item()",
+    "logger.info('loss %s', torch.tensor(history, dtype=torch.float64).mean())",
+    "summary = {'mean': torch.tensor(history, dtype=torch.float64).mean()}\nprint(summary)",
+    "curve = torch.tensor(history, dtype=torch.float64)\n"
+    "if curve[-1] > curve[0]:\n    print('diverged')",
+    "curve = torch.tensor(history, dtype=torch.float64)\nreturn float(curve.min())",
+    "window = []\nwindow.append(torch.tensor(history, dtype=torch.float64).mean())\n"
+    "print(window)",
+    "writer.add_scalar('loss/std', torch.tensor(history, dtype=torch.float64).std(), 0)",
+])
+def test_summaries_after_training_stay_quiet(summary: str) -> None:
+    body = "\n".join("    " + line for line in summary.splitlines())
+    assert_marked(TRAIN + body + "\n", "TD102")
+
+
+def test_accumulators_and_confusion_matrices_stay_quiet() -> None:
+    assert_marked("""
+    import torch
+    def main(model, loader, optimizer, num_classes):
+        confusion = torch.zeros(num_classes, num_classes, dtype=torch.float64)
+        seen = torch.zeros(num_classes, dtype=torch.float64)
+        for x, y in loader:
+            out = model(x)
+            out.sum().backward()
+            optimizer.step()
+            confusion[y, out.argmax(1)] += 1
+            seen += torch.bincount(y, minlength=num_classes).double()
+        print(confusion / seen)
+    """, "TD102")
+
+
+def test_summary_computed_by_a_helper_stays_quiet() -> None:
+    assert_marked("""
+    import torch
+    def spread(values):
+        return torch.tensor(values, dtype=torch.float64).std()
+    def main(model, loader, optimizer):
+        losses = []
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        print(f"spread {spread(losses).item():.3f}")
+    """, "TD102")
+
+
+def test_precise_ema_copied_back_into_float32_stays_quiet() -> None:
+    assert_marked("""
+    import torch
+    def main(model, loader, optimizer, decay=0.999):
+        shadow = [p.detach().double() for p in model.parameters()]
+        for x, y in loader:
+            model(x).sum().backward()
+            optimizer.step()
+        for s, p in zip(shadow, model.parameters()):
+            p.data.copy_(s)
+    """, "TD102")
