@@ -312,8 +312,9 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
     """Run a training script under the monitor: `torchdoctor run train.py [ARGS]...`.
 
     The script runs as `python train.py ARGS` would (every argument after TARGET is its
-    own, `--help` included). The report is printed when it ends, however it ends; the
-    script's exit status is passed through.
+    own, `--help` included). The report is printed to standard output when it ends,
+    however it ends (the script shares that output: use --report for a JSON file of its
+    own); the script's exit status is passed through.
     """
     from torchdoctor.rules.selection import Selection
     from torchdoctor.runtime.script import run_script

@@ -12,7 +12,7 @@ def main() -> None:
     model = nn.Sequential(nn.Linear(FEATURES, 128), nn.ReLU(), nn.Linear(128, CLASSES))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     correct = seen = 0
-    for step in range(160):
+    for _ in range(160):
         x = torch.randn(256, FEATURES)
         y = (x @ weights).argmax(dim=1)
         optimizer.zero_grad()

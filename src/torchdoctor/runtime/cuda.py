@@ -11,6 +11,7 @@ left exactly as they were.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 from typing import Any
@@ -56,7 +57,7 @@ class SyncCounter:
         self.count = 0
         self._previous_mode = torch.cuda.get_sync_debug_mode()
         self._filter = ("always", re.compile(re.escape(_SYNC_MESSAGE)), Warning, None, 0)
-        warnings.filters.insert(0, self._filter)  # type: ignore[arg-type]
+        warnings.filters.insert(0, self._filter)  # type: ignore[attr-defined]
         _filters_mutated()
         previous = self._previous_show = warnings.showwarning
 
@@ -76,10 +77,8 @@ class SyncCounter:
         if self._filter is None:
             return
         self._torch.cuda.set_sync_debug_mode(self._previous_mode)
-        try:
-            warnings.filters.remove(self._filter)  # type: ignore[arg-type]
-        except ValueError:  # the user reset the filters meanwhile
-            pass
+        with contextlib.suppress(ValueError):  # the user reset the filters meanwhile
+            warnings.filters.remove(self._filter)  # type: ignore[attr-defined]
         _filters_mutated()
         if warnings.showwarning is self._ours:
             warnings.showwarning = self._previous_show

@@ -9,7 +9,6 @@ attribute reads and list appends; losses are kept on the device and read back in
 from __future__ import annotations
 
 import functools
-import math
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -20,12 +19,12 @@ from torchdoctor.runtime.detectors.base import (
     CallSite,
     ForwardEvent,
     LoaderInfo,
-    LossValue,
     ModelInfo,
     StepEvent,
     WarningRecord,
 )
 from torchdoctor.runtime.facts import record_facts
+from torchdoctor.runtime.losses import LossStream
 from torchdoctor.runtime.sampling import OptimizerState
 from torchdoctor.runtime.stats import ProbeSet, StepStats
 
@@ -50,10 +49,7 @@ class EventHandlers:
         self.batches = 0
         self.batch_wait_s = 0.0
         self.busy_s = 0.0  # time spent in our hooks: the monitor's own cost
-        self.last_loss: float | None = None
-        self._lowest_loss: float | None = None
-        self._saw_non_finite = False
-        self.loss_series: dict[CallSite, list[float]] = {}
+        self.losses = LossStream(monitor)
         self._states: dict[int, OptimizerState] = {}
         self._only: set[int] | None = None
         self._discovery_calls = 0
@@ -61,8 +57,6 @@ class EventHandlers:
         self._roots: dict[int, ModelInfo] = {}
         self._forward_always = False
         self._sites: dict[tuple[str, int], CallSite] = {}
-        self._losses: list[tuple[Any, CallSite, int, int]] = []
-        self._host_losses: list[tuple[CallSite, int, int, float]] = []
         self._loaders: dict[int, LoaderInfo] = {}
         self._hooks: HookSet | None = None
 
@@ -143,21 +137,29 @@ class EventHandlers:
             loss = tensors[0] if len(tensors) == 1 else None
         if not isinstance(loss, self.m.torch.Tensor):
             return
-        site = self._caller(sys._getframe(3))
+        site = self._caller()
         if loss.numel() == 1 and loss.is_floating_point():
-            if loss.is_cpu:  # already on the host: read it now, deliver with the next batch
-                self._host_losses.append((site, index, self.global_step, loss.item()))
-            else:
-                self._losses.append((loss.detach(), site, index, self.global_step))
+            self.losses.add(loss, site, index, self.global_step)
         self.m.dispatch.call("on_backward", BackwardEvent(
             loss, site, index, self.global_step,
             None if retain_graph is None else bool(retain_graph)))
 
-    def _caller(self, frame: Any) -> CallSite:
-        """Where backward() was called from; one CallSite object per file and line."""
+    def _caller(self) -> CallSite:
+        """Where backward() was called from; one CallSite object per file and line.
+
+        Frames: 0 here, 1 _backward, 2 _guard, 3 _before_backward, 4 our wrapper of
+        torch.autograd.backward, 5 its caller (Tensor.backward, or the user's own call).
+        The user is at depth 5 or 6 almost always; deeper stacks are walked.
+        """
         outside = self.m.user.outside_torch
-        while frame is not None and not outside(frame.f_code.co_filename):
+        frame: Any = sys._getframe(5)
+        for _ in range(2):
+            if frame is None or outside(frame.f_code.co_filename):
+                break
             frame = frame.f_back
+        else:
+            while frame is not None and not outside(frame.f_code.co_filename):
+                frame = frame.f_back
         if frame is None:
             return _UNKNOWN_SITE
         key = (frame.f_code.co_filename, frame.f_lineno)
@@ -212,12 +214,12 @@ class EventHandlers:
             start = time.perf_counter()
             stats, state.current = state.current, None
             stats.after()
-            self._flush_losses()
+            self.losses.flush(self.global_step)
             self.m.readback.submit(stats.vector(), functools.partial(self._deliver, stats))
             state.last_sampled = state.steps
             self.m.sampler.sample_cost(state.extra.pop("cost", 0.0) + time.perf_counter() - start)
-        elif len(self._losses) + len(self._host_losses) >= _LOSS_BATCH:
-            self._flush_losses()
+        elif self.losses.pending >= _LOSS_BATCH:
+            self.losses.flush(self.global_step)
         self.m.readback.poll()
         self.m.dispatch.call("on_step_end", event)
         if event.sampled:
@@ -227,7 +229,7 @@ class EventHandlers:
             self._end_discovery()
         now = time.perf_counter()
         self.m.sampler.step_finished(now)
-        self.m.status.update(now, self.global_step, self.last_loss,
+        self.m.status.update(now, self.global_step, self.losses.last,
                              len(self.m.dispatch.findings))
 
     def _batch(self, iterator: Any, wait: float, first: bool) -> None:
@@ -260,53 +262,17 @@ class EventHandlers:
 
     def _state_for(self, optimizer: Any) -> OptimizerState:
         state = self._states.get(id(optimizer))
-        if state is not None and self.m.registry.optimizer(optimizer) is not None:
+        if (state is not None and state.info.optimizer is optimizer
+                and len(optimizer.param_groups) == state.groups):
             return state
         info = self.m.registry.add_optimizer(optimizer)
         if state is None:
             state = self._states[id(optimizer)] = OptimizerState(info)
         else:
             state.info, state.probes = info, None
+        state.groups = len(optimizer.param_groups)
         self.m.dispatch.call("on_optimizer", info)
         return state
-
-    def _flush_losses(self) -> None:
-        if self._host_losses:
-            host, self._host_losses = self._host_losses, []
-            self._deliver_losses([item[:3] for item in host], [item[3] for item in host])
-        if not self._losses:
-            return
-        pending, self._losses = self._losses, []
-        by_device: dict[Any, list[tuple[Any, CallSite, int, int]]] = {}
-        for item in pending:
-            by_device.setdefault(item[0].device, []).append(item)
-        torch = self.m.torch
-        for items in by_device.values():
-            with torch.no_grad():
-                vector = torch.stack([t.reshape(()).float() for t, *_ in items])
-            metas = [meta for _, *meta in items]
-            self.m.readback.submit(vector, functools.partial(self._deliver_losses, metas))
-
-    def _deliver_losses(self, metas: list[Any], values: list[float]) -> None:
-        batch = [LossValue(value, site, index, step)
-                 for (site, index, step), value in zip(metas, values, strict=True)]
-        for loss in batch:
-            self._watch_loss(loss.value)
-            self.loss_series.setdefault(loss.site, []).append(loss.value)
-        if batch:
-            self.last_loss = batch[-1].value
-            self.m.dispatch.call("on_losses", batch)
-
-    def _watch_loss(self, value: float) -> None:
-        """Sample densely while the loss explodes or turns non-finite."""
-        if not math.isfinite(value):
-            if not self._saw_non_finite:
-                self._saw_non_finite = True
-                self.m.sampler.boost(self.global_step)
-        elif self._lowest_loss is None or abs(value) < self._lowest_loss:
-            self._lowest_loss = abs(value)
-        elif abs(value) > 10 * self._lowest_loss + 1e-3:
-            self.m.sampler.boost(self.global_step)
 
     def _deliver(self, stats: StepStats, values: list[float]) -> None:
         self.m.dispatch.call("on_sample", stats.decode(values))
@@ -316,7 +282,7 @@ class EventHandlers:
         self._end_discovery()
         for state in self._states.values():
             state.current = None  # a step that raised never reached its post-hook
-        self._flush_losses()
+        self.losses.flush(self.global_step)
 
     def record_facts(self) -> None:
         """Put the run's counts, timings and loss curves into the monitor's facts."""

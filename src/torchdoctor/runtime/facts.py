@@ -31,8 +31,8 @@ def record_facts(monitor: Monitor, events: EventHandlers, states: list[Optimizer
     if events.batches:
         facts["batches"] = events.batches
         facts["batch_wait_s"] = round(events.batch_wait_s, 4)
-    several = len(events.loss_series) > 1
-    for site, values in events.loss_series.items():
+    several = len(events.losses.series) > 1
+    for site, values in events.losses.series.items():
         monitor.add_series(f"loss@{site}" if several else "loss",
                            _downsample(values, _SERIES_LIMIT))
 

@@ -28,9 +28,9 @@ def _library_dirs() -> tuple[str, ...]:
         path = sysconfig.get_paths().get(key)
         if path:
             dirs.add(os.path.realpath(path))
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch, "__file__", None):
-        dirs.add(str(Path(torch.__file__).resolve().parent))
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if torch_file:
+        dirs.add(str(Path(torch_file).resolve().parent))
     return tuple(sorted(dirs))
 
 

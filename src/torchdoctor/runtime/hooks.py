@@ -29,13 +29,13 @@ class _HookAndFilter:
     def __init__(self, handle: Any, message: str) -> None:
         self._handle = handle
         self._filter = ("ignore", re.compile(message), Warning, None, 0)
-        warnings.filters.insert(0, self._filter)  # type: ignore[arg-type]
+        warnings.filters.insert(0, self._filter)  # type: ignore[attr-defined]
         _filters_mutated()
 
     def remove(self) -> None:
         self._handle.remove()
         if self._filter in warnings.filters:
-            warnings.filters.remove(self._filter)  # type: ignore[arg-type]
+            warnings.filters.remove(self._filter)  # type: ignore[attr-defined]
             _filters_mutated()
 
 
@@ -113,7 +113,7 @@ class HookSet:
         clock = time.perf_counter
 
         def __next__(iterator: Any) -> Any:
-            first = iterator._num_yielded == 0
+            first = getattr(iterator, "_num_yielded", 1) == 0
             start = clock()
             batch = original(iterator)
             after(iterator, clock() - start, first)

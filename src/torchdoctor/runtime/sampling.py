@@ -35,6 +35,7 @@ class OptimizerState:
 
     info: OptimizerInfo
     steps: int = 0
+    groups: int = 0
     last_sampled: int = 0
     probes: ProbeSet | None = None
     current: StepStats | None = None
@@ -46,7 +47,7 @@ class Sampler:
 
     def __init__(self, every: int | None = None) -> None:
         self.every = every
-        self._cost_interval = 1
+        self._cost_interval: int = 1
         self._step_time = 0.0  # exponential moving average, seconds
         self._last_step_end: float | None = None
         self._boost_until = 0
@@ -63,7 +64,7 @@ class Sampler:
         scheduled = min(MAX_INTERVAL, 2 ** int(math.log2(step / DENSE_STEPS)))
         ceiling = EARLY_INTERVAL if step <= EARLY_STEPS else MAX_INTERVAL
         interval = min(ceiling, max(scheduled, self._cost_interval))
-        return step - state.last_sampled >= interval
+        return bool(step - state.last_sampled >= interval)
 
     def boost(self, step: int) -> None:
         """Sample every step for the next :data:`BOOST_STEPS` (a few times per run)."""

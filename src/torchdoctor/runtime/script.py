@@ -97,7 +97,8 @@ def _run(target: str, script: Path | None, module: bool, options: MonitorOptions
          ) -> ScriptResult:
     monitor = Monitor(options)
     monitor.attach()
-    exit_status, stopped, error = 0, False, None
+    exit_status, stopped = 0, False
+    error: BaseException | None = None
     try:
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)

@@ -100,7 +100,7 @@ class StepStats:
         with torch.no_grad():
             self._parts.append(norms(torch, grads))
             if self.probes is not None and self.probes.views:
-                torch._foreach_copy_(self.probes.buffers, self.probes.views)
+                _copy_all(torch, self.probes.buffers, self.probes.views)
 
     def after(self) -> None:
         """Parameter norms and probe update norms (after ``step()``)."""
@@ -112,7 +112,7 @@ class StepStats:
                 self._parts.append(norms(torch, deltas))
                 self._parts.append(norms(torch, self.probes.buffers))
 
-    def vector(self) -> torch.Tensor:
+    def vector(self) -> Any:
         """Everything measured, as one float32 vector on one device."""
         torch = self._torch
         parts = [p for p in self._parts if p is not None]
@@ -165,6 +165,15 @@ def norms(torch: ModuleType, tensors: list[Any]) -> Any:
         return torch.stack(_foreach_norm(torch, tensors)).to(device)
     # Model parallel: norms per device, gathered on the first one, order kept.
     return torch.stack([_foreach_norm(torch, [t])[0].to(device) for t in tensors])
+
+
+def _copy_all(torch: ModuleType, targets: list[Any], sources: list[Any]) -> None:
+    copy = getattr(torch, "_foreach_copy_", None)
+    if copy is not None:
+        copy(targets, sources)
+        return
+    for target, source in zip(targets, sources, strict=True):  # torch without foreach copy
+        target.copy_(source)
 
 
 _FOREACH_DTYPE: list[bool] = []

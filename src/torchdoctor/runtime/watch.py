@@ -21,7 +21,7 @@ from typing import Any
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import Report
 from torchdoctor.rules.selection import Selection
-from torchdoctor.runtime.monitor import Monitor, MonitorOptions, StopTraining
+from torchdoctor.runtime.monitor import Monitor, MonitorOptions, StopTraining, active_monitor
 
 __all__ = ["Watch", "watch"]
 
@@ -44,17 +44,27 @@ class Watch:
         self._models = models
         self._optimizers = optimizers
         self._monitor: Monitor | None = None
+        self._outer: Monitor | None = None
         self._report: Report | None = None
 
     def start(self) -> Watch:
         """Attach the monitor.
 
+        Under ``torchdoctor run`` the run's monitor already watches the process; the
+        block then reads its findings instead of attaching a second monitor.
+
         Raises:
-            UsageError: already started, or another watch is active in this process.
+            UsageError: already started, or another watch() is active in this process.
             TorchMissingError: torch is not installed.
         """
         if self._monitor is not None or self._report is not None:
             raise UsageError("this watch() was already started; make a new one")
+        outer = active_monitor()
+        if outer is not None and outer.options.command == "run":
+            # A script that uses watch() itself, run by `torchdoctor run`: the run's
+            # monitor already sees everything, so this block only reads its findings.
+            self._outer = outer
+            return self
         monitor = Monitor(self._options, self._models, self._optimizers)
         monitor.attach()
         self._monitor = monitor
@@ -62,6 +72,9 @@ class Watch:
 
     def stop(self, exc: BaseException | None = None) -> Report:
         """Detach the monitor and build the report (idempotent)."""
+        if self._report is None and self._outer is not None:
+            self._report = self.report
+            self._outer = None
         if self._report is None:
             if self._monitor is None:
                 raise UsageError("this watch() was never started")
@@ -82,17 +95,19 @@ class Watch:
         """The report: final after the block, the findings so far while it runs."""
         if self._report is not None:
             return self._report
-        if self._monitor is None:
+        monitor = self._monitor or self._outer
+        if monitor is None:
             raise UsageError("this watch() was never started")
         report = Report(command=self._options.command)
-        report.extend(self._monitor.dispatch.findings.values())
+        report.extend(monitor.dispatch.findings.values())
         return report
 
     @property
     def step(self) -> int:
         """Optimizer steps seen so far."""
-        if self._monitor is not None:
-            return self._monitor.global_step
+        monitor = self._monitor or self._outer
+        if monitor is not None:
+            return monitor.global_step
         return int(self._report.facts.get("steps", 0)) if self._report is not None else 0
 
 

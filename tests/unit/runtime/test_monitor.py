@@ -40,7 +40,7 @@ def training_run(watched: bool, **options: object) -> tuple[list[float], dict, o
     losses: list[float] = []
 
     def train() -> None:
-        for epoch in range(3):
+        for _ in range(3):
             model.train()
             for x, y in loader:
                 optimizer.zero_grad()
@@ -205,3 +205,19 @@ def test_forked_dataloader_workers_run_under_the_monitor() -> None:
             optimizer.step()
     assert w.report.facts["steps"] == 4 and w.report.facts["batches"] == 4
     assert not w.report.by_code("TD001")
+
+
+def test_each_backward_line_gets_its_own_loss_curve() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as w:
+        for _ in range(5):
+            x, y = batch()
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            torch.autograd.backward([model(x).pow(2).mean() * 1e-3])
+            optimizer.step()
+    curves = {name: len(values) for name, values in w.report.series.items()}
+    assert len(curves) == 2 and set(curves.values()) == {5}
+    assert all(name.startswith("loss@test_monitor.py:") for name in curves)

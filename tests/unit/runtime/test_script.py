@@ -95,6 +95,25 @@ def test_max_steps_stops_early(tmp_path: Path) -> None:
     assert result.report.facts["steps"] == 4
 
 
+def test_a_script_using_watch_itself_runs_under_torchdoctor_run(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import torchdoctor
+
+        model = torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        with torchdoctor.watch() as w:     # the run's monitor is already active
+            for _ in range(5):
+                model(torch.randn(8, 4)).pow(2).mean().backward()  # never cleared
+                optimizer.step()
+        print("inner report", sorted(w.report.codes()))
+    """), encoding="utf-8")
+    result = run_script(str(script))
+    assert result.exit_status == 0 and result.report.facts["steps"] == 5
+    assert result.report.by_code("TD201")
+
+
 def test_module_runs_like_python_dash_m(tmp_path: Path, monkeypatch) -> None:
     package = tmp_path / "project"
     package.mkdir()

@@ -162,6 +162,28 @@ def test_local_call_resolution_for_functions_and_methods() -> None:
     assert [r.name if r else None for r in resolved] == ["go", "helper"]
 
 
+def test_callers_of_a_function_in_file_order() -> None:
+    ctx = context("""
+    def helper(x):
+        return x
+    def main():
+        helper(1)
+        for _ in range(3):
+            helper(2)
+    class A:
+        def run(self):
+            return helper(3)
+    helper(4)
+    """)
+    helper = ctx.function_index["helper"]
+    calls = [(scope.name if scope else None, item.line) for scope, item in ctx.callers(helper)]
+    assert calls == [(None, 11), ("main", 5), ("main", 7), ("run", 10)]
+    assert ctx.callers(ctx.function_index["main"]) == []
+    bodies = [(scope.name if scope else None, len(items)) for scope, items in
+              ctx.module.bodies()]
+    assert [name for name, _ in bodies] == [None, "helper", "main", "run"]
+
+
 def test_columns_are_characters_on_non_ascii_lines() -> None:
     ctx = context('label = "é"; x = f(1)\n')
     loc = ctx.location(last_call(ctx))

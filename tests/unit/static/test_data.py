@@ -245,6 +245,45 @@ def test_training_loaders_that_shuffle_some_other_way_stay_quiet() -> None:
     assert lint_codes(source, "TD407") == []
 
 
+# One pass over data that the program permuted itself (the TD612 lab's fixed.py).
+PERMUTED_ONCE = """
+    import torch
+
+    def main(model, optimizer, features, labels):
+        order = torch.randperm(len(features))
+        features, labels = features[order], labels[order]
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(features, labels), batch_size=32)
+        for step, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+    """
+
+
+def test_one_pass_over_data_permuted_by_hand_stays_quiet() -> None:
+    assert lint_codes(PERMUTED_ONCE, "TD407") == []
+    inline = PERMUTED_ONCE.replace("features[order], labels[order]",
+                                   "features[torch.randperm(8)], labels[np_perm]").replace(
+        "order = torch.randperm(len(features))", "np_perm = rng.permutation(8)")
+    assert lint_codes(inline, "TD407") == []
+
+
+def test_permuted_data_read_again_every_epoch_is_flagged() -> None:
+    source = PERMUTED_ONCE.replace(
+        "        for step, (x, y) in enumerate(loader):",
+        "        for epoch in range(10):\n            for step, (x, y) in enumerate(loader):",
+    ).replace("            optimizer.", "                optimizer.").replace(
+        "            model(x)", "                model(x)")
+    assert lint_codes(source, "TD407") == [("TD407", 7)]
+
+
+def test_inputs_permuted_without_their_labels_are_still_flagged() -> None:
+    source = PERMUTED_ONCE.replace("features, labels = features[order], labels[order]",
+                                   "features = features[order]")
+    assert lint_codes(source, "TD407") == [("TD407", 7)]
+
+
 def test_neutral_loaders_that_never_feed_a_backward_stay_quiet() -> None:
     source = """
         import torch

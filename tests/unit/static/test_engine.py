@@ -76,6 +76,34 @@ def test_internal_errors_pass_any_selection(extra_rule) -> None:
     assert [f.code for f in found] == ["TD001"]
 
 
+def test_td001_carries_the_traceback_in_lint_source_and_apart_in_lint(
+        extra_rule, tmp_path) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    extra_rule(_Crashing, "TD206")
+    (found,) = [f for f in lint_source(BUGGY, "train.py") if f.code == "TD001"]
+    assert "Traceback (most recent call last)" in found.evidence["traceback"]
+    assert "ZeroDivisionError: boom" in found.evidence["traceback"]
+    path = tmp_path / "train.py"
+    path.write_text(BUGGY, encoding="utf-8")
+    report = lint(path, config=LintConfig(), jobs=1)
+    (found,) = report.by_code("TD001")
+    assert "traceback" not in found.evidence and found.evidence["exception"] == \
+        "ZeroDivisionError"
+    (trace,) = report.facts["internal_errors"]
+    assert "visit_Call" in trace and "ZeroDivisionError: boom" in trace
+
+
+def test_the_test_helper_fails_on_a_crash_of_a_rule_it_was_not_asked_about(
+        extra_rule) -> None:
+    from tests.unit.static.helpers import lint_codes
+
+    assert lint_codes(BUGGY, "TD201") == [("TD201", 5)]
+    extra_rule(_Crashing, "TD206")
+    with pytest.raises(AssertionError, match="(?s)a lint rule crashed.*ZeroDivisionError"):
+        lint_codes(BUGGY, "TD201")
+
+
 def test_frames_record_the_blocks_around_calls() -> None:
     source = """\
 import torch

@@ -2,9 +2,13 @@
 the weights, per parameter group (TD606).
 
 Both come from one run on a copy of the model and optimizer: a few seeded steps on the one
-batch, the first of them measured. When the loss does not fall clearly, the probe names
-the cause it measured (no gradient, a constant loss, a loss that rose or turned NaN, an
-optimizer that is merely too slow next to ``Adam(lr=1e-3)``) instead of a bare verdict.
+batch, the first of them measured (TD606's findings are worded in
+:mod:`torchdoctor.preflight.updates`). When the loss does not fall clearly, the probe names
+the cause it measured (no gradient, a constant loss, a loss that rose, a loss that turned
+NaN and why, gradients that vanish or dead ReLUs, an optimizer that is merely too slow
+next to ``Adam(lr=1e-3)``) instead of a bare verdict. Problems that have rules of their own
+and make the run meaningless (NaN in the batch, a NaN first loss, NaN gradients) leave
+TD605 quiet.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from torchdoctor.rules.registry import finding
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
+
 
 @probe("TD605", "TD606")
 def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:

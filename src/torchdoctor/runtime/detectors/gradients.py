@@ -17,7 +17,6 @@ from typing import Any
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.stats import norms
 from torchdoctor.runtime.detectors.base import (
     BackwardEvent,
     CallSite,
@@ -26,6 +25,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.stats import norms
 
 __all__ = ["GradsNeverCleared", "StepWithoutGradients"]
 

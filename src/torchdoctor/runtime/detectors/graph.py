@@ -142,7 +142,8 @@ def _reaches_tag(value: Any) -> bool:
 
 
 def _graph_has_tag(node: Any) -> bool:
-    stack, seen = [node], set()
+    stack: list[Any] = [node]
+    seen: set[int] = set()
     while stack and len(seen) < _WALK_LIMIT:
         current = stack.pop()
         if current is None or id(current) in seen:
@@ -168,7 +169,7 @@ def _growing_line(path: str, first_line: int, name: str) -> int | None:
                 [d.lineno for d in node.decorator_list]):
             scope = node
             break
-    lines = [n.lineno for n in ast.walk(scope) if _grows(n, name)]
+    lines = [getattr(n, "lineno", 0) for n in ast.walk(scope) if _grows(n, name)]
     return min(lines) if lines else None
 
 

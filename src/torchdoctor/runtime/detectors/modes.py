@@ -11,7 +11,9 @@ evaluation loop does and a GAN's ``with torch.no_grad(): fake = G(z)`` does not.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from torchdoctor.findings import Confidence, Depth, Location, Report
@@ -212,9 +214,7 @@ def _recalibrating(sensitive: list[tuple[str, Any]]) -> bool:
 
 
 def _inside_update_bn() -> bool:
-    import sys
-
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "update_bn" and "swa_utils" in frame.f_code.co_filename:
             return True

@@ -68,9 +68,18 @@ Asking questions (``self.ctx``, a :class:`~torchdoctor.static.context.FileContex
   the variable's name (``optimizer``, ``sched``) with ``Confidence.MEDIUM``.
 * :mod:`torchdoctor.static.training`: ``loop_events(ctx, loop)`` (ordered ``backward``,
   optimizer step, ``zero_grad``, scheduler step, ``eval``/``train``, forward),
-  ``grad_disabled_by(ctx, item.frames)``, ``is_accumulation_guard(if_test)``.
+  ``is_accumulation_guard(if_test)``; :mod:`torchdoctor.static.grad_mode`:
+  ``grad_disabled_by(ctx, item.frames)``.
 * ``resolve_local_call(call)``: the function of this file a call runs (``helper()``,
-  ``self.helper()``), to follow one or two calls deep.
+  ``self.helper()``), to follow one or two calls deep; ``callers(function)`` the other way.
+* :mod:`torchdoctor.static.branches`: ``exclusive(ctx, a, b)`` (two places on opposite
+  sides of one ``if``), ``conditional(ctx, statement, use, scope)`` (an assignment that
+  may not have run); :mod:`torchdoctor.static.values`: ``constructor_of(ctx, expr,
+  scope)`` (the call a value was built from).
+* Shared by several rules: :mod:`.calls` (keyword arguments, method calls, edits that add
+  arguments), :mod:`.loops` (step loops, periodic guards, names bound in a loop),
+  :mod:`.dataloader`, :mod:`.loss_inputs` (what produced a loss input),
+  :mod:`.destinations` (where a value goes: training or a summary), :mod:`.mode_actions`.
 
 Reporting: ``self.report(node, message, fix_hint=..., evidence=..., confidence=...,
 fix=...)``; a rule registered for several codes passes ``code=``. Messages name the thing

@@ -15,9 +15,8 @@ Every place it ends is one of:
   of another module, a ``return`` nobody here calls);
 * :attr:`Destination.UNUSED`: nowhere: the value is never read.
 
-The answer for a value is the strongest of its places, in that order (one path into
-training is enough). The float64 rule (TD102) uses it to tell float64 data and models
-from float64 statistics.
+A value's answer is its strongest place (one path into training is enough). TD102 uses it
+to tell float64 data and models from float64 statistics.
 """
 
 from __future__ import annotations
@@ -41,7 +40,6 @@ from torchdoctor.static.rules.sinks import (
 from torchdoctor.static.structure import FunctionScope
 
 __all__ = ["Destination", "Reach", "destination"]
-
 
 _UNUSED: Reach = (Destination.UNUSED, None)
 _MAX_HOPS = 8

@@ -1,11 +1,13 @@
-"""What a loop does for the memory, distributed and checkpoint rules (TD7xx, TD8xx, TD9xx).
+"""What a loop does, for the rules that care where code runs in a training loop.
 
 A *step loop* runs a training step (``backward()`` or an optimizer step) on each of its own
 iterations, itself or through a helper of the same file that steps once per call: it is
 the hot loop, where anything that runs every iteration runs every step. A *training loop*
 runs a step somewhere inside it (an epoch loop around a step loop is one). A *periodic
 guard* is an ``if`` that lets its body run only now and then (``step % 50 == 0``,
-``i == 0``). Rules call these from their scope-end hooks, once the file has been walked.
+``i == 0``). :func:`loop_bound_names` gives the names a loop assigns (what may change from
+one iteration to the next). Rules call these from their scope-end hooks, once the file
+has been walked.
 """
 
 from __future__ import annotations
