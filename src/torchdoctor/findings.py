@@ -20,6 +20,7 @@ __all__ = [
     "Edit",
     "Finding",
     "Fix",
+    "INTERNAL_ERROR_CODE",
     "Location",
     "Report",
     "Severity",

@@ -24,13 +24,15 @@ from types import ModuleType
 
 import pytest
 
-from torchdoctor.findings import Depth, Report
+from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Report
 from torchdoctor.rules.registry import RULES, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "examples" / "lab"
 
-_MARKER = re.compile(r"#\s*expect(?:\[(?P<depths>[a-z, ]+)\])?:\s*(?P<codes>TD\d{3}(?:\s*,\s*TD\d{3})*)")
+_MARKER = re.compile(
+    r"#\s*expect(?:\[(?P<depths>[a-z, ]+)\])?:\s*(?P<codes>TD\d{3}(?:\s*,\s*TD\d{3})*)"
+)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def assert_flagged(report: Report, case: LabCase, depth: Depth, *, exact_lines: 
     the rule's code must be present, and any finding of it that points into the file must
     point at a marked line.
     """
+    _assert_no_internal_error(report)
     path = case.buggy.resolve()
     marks = expected_marks(path, depth)
     codes = {code for code, _ in marks} | {case.rule.code}
@@ -105,9 +108,16 @@ def assert_flagged(report: Report, case: LabCase, depth: Depth, *, exact_lines: 
 
 
 def assert_quiet(report: Report, case: LabCase) -> None:
-    """The fixed file draws no finding of the rule's code."""
+    """The fixed file draws no finding of the rule's code (and no internal error)."""
+    _assert_no_internal_error(report)
     hits = report.by_code(case.rule.code)
     assert not hits, f"fixed file flagged:\n{_describe(report)}"
+
+
+def _assert_no_internal_error(report: Report) -> None:
+    """A lab file must never make torchdoctor itself fail (TD001)."""
+    errors = report.by_code(INTERNAL_ERROR_CODE)
+    assert not errors, f"internal error on a lab file:\n{_describe(report)}"
 
 
 def load_module(path: Path) -> ModuleType:

@@ -71,7 +71,7 @@ class Rule:
         return f"{self.code}-{self.name}"
 
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 LINT, CHECK, RUN, CKPT, ENV = Depth.LINT, Depth.CHECK, Depth.RUN, Depth.CKPT, Depth.ENV
 
 
@@ -109,7 +109,7 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD105", "legacy-tensor-constructor", W, (LINT,),
        "Legacy constructor (torch.Tensor(shape), torch.FloatTensor) builds uninitialised "
        "or CPU-only tensors"),
-    _r("TD106", "constant-tensor-moved-in-loop", I, (LINT,),
+    _r("TD106", "constant-tensor-moved-in-loop", INFO, (LINT,),
        "A constant tensor is built on the CPU and copied to the device every iteration"),
     _r("TD107", "dtype-mismatch", E, (RUN,),
        "An operation received tensors of different dtypes"),
@@ -159,7 +159,7 @@ _TABLE: tuple[Rule, ...] = (
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK),
        "Probabilities (softmax output) are fed to a loss that applies log_softmax itself"),
-    _r("TD302", "log-softmax-before-cross-entropy", I, (LINT, CHECK),
+    _r("TD302", "log-softmax-before-cross-entropy", INFO, (LINT, CHECK),
        "log_softmax output is fed to CrossEntropyLoss, which applies log_softmax again"),
     _r("TD303", "sigmoid-before-bce-with-logits", E, (LINT, CHECK),
        "sigmoid output is fed to BCEWithLogitsLoss, which applies sigmoid itself"),
@@ -186,15 +186,15 @@ _TABLE: tuple[Rule, ...] = (
        "A DataLoader is built inside the epoch loop, restarting its workers every epoch"),
     _r("TD407", "train-loader-not-shuffled", W, (LINT, CHECK),
        "The training DataLoader does not shuffle"),
-    _r("TD408", "non-blocking-without-pin-memory", I, (LINT,),
+    _r("TD408", "non-blocking-without-pin-memory", INFO, (LINT,),
        "non_blocking=True copies from a DataLoader without pin_memory=True"),
     _r("TD409", "input-pipeline-bound", W, (CHECK, RUN),
        "Training waits on the input pipeline for a large share of its time"),
     _r("TD410", "identical-worker-augmentations", E, (CHECK,),
        "DataLoader workers draw identical random augmentations"),
-    _r("TD411", "pin-memory-off-with-cuda", I, (CHECK,),
+    _r("TD411", "pin-memory-off-with-cuda", INFO, (CHECK,),
        "Training on CUDA from a DataLoader without pin_memory=True"),
-    _r("TD412", "workers-not-persistent", I, (CHECK,),
+    _r("TD412", "workers-not-persistent", INFO, (CHECK,),
        "DataLoader workers are restarted every epoch (persistent_workers=False)"),
     _r("TD413", "dataloader-worker-died", E, (RUN,),
        "A DataLoader worker process died"),
@@ -210,7 +210,7 @@ _TABLE: tuple[Rule, ...] = (
     # 6xx: optimizer, schedules and AMP
     _r("TD601", "parameters-missing-from-optimizer", E, (CHECK,),
        "Trainable parameters are not in the optimizer"),
-    _r("TD602", "frozen-parameters-in-optimizer", I, (CHECK,),
+    _r("TD602", "frozen-parameters-in-optimizer", INFO, (CHECK,),
        "Parameters with requires_grad=False are in the optimizer"),
     _r("TD603", "duplicate-parameters-in-optimizer", E, (CHECK,),
        "The same parameter appears more than once in the optimizer"),
@@ -241,7 +241,7 @@ _TABLE: tuple[Rule, ...] = (
        "matplotlib figures are created in a loop and never closed"),
     _r("TD702", "empty-cache-in-loop", W, (LINT,),
        "torch.cuda.empty_cache() is called inside the training loop"),
-    _r("TD703", "host-sync-in-hot-loop", I, (LINT,),
+    _r("TD703", "host-sync-in-hot-loop", INFO, (LINT,),
        "A host-device synchronisation (.item(), .cpu(), print(tensor)) runs every iteration"),
     _r("TD704", "compile-in-loop", E, (LINT,),
        "torch.compile is called inside a loop"),
@@ -260,7 +260,7 @@ _TABLE: tuple[Rule, ...] = (
        "DistributedSampler.set_epoch() is never called, so every epoch has the same order"),
     _r("TD802", "shuffle-with-sampler", E, (LINT,),
        "DataLoader gets both shuffle=True and a sampler"),
-    _r("TD803", "find-unused-parameters-cost", I, (LINT,),
+    _r("TD803", "find-unused-parameters-cost", INFO, (LINT,),
        "DDP(find_unused_parameters=True) walks the graph every step"),
     _r("TD804", "checkpoint-saved-on-every-rank", W, (LINT,),
        "Every rank writes the same checkpoint"),
@@ -277,7 +277,7 @@ _TABLE: tuple[Rule, ...] = (
        "load_state_dict(strict=False) result is ignored, so missing keys pass silently"),
     _r("TD905", "incomplete-resume-checkpoint", W, (LINT, CKPT),
        "A resume checkpoint holds the model but not the optimizer, scheduler or epoch"),
-    _r("TD906", "never-seeded", I, (LINT,),
+    _r("TD906", "never-seeded", INFO, (LINT,),
        "The training script never seeds its random number generators"),
     _r("TD907", "nondeterministic-step", W, (CHECK,),
        "Two identically seeded training steps give different losses"),
