@@ -22,12 +22,17 @@ if TYPE_CHECKING:
 __all__ = ["fastest_thread_count"]
 
 TRIALS = 2  # forwards timed per setting; the fastest of each counts
+# The user's threads must make the forward at least this much faster to be used. The
+# risks are lopsided: one thread where several would help costs at most their speed-up,
+# while several threads meeting busy cores later in the check cost ten to fifty times.
+THREADS_GAIN = 1.5
 
 
 def fastest_thread_count(ctx: CheckContext) -> int:
-    """1 or the user's ``torch.get_num_threads()``, whichever runs an eval forward of the
-    first batch faster now (the user's count when the model does not run on the CPU, or
-    when the forward fails: the probes then report why)."""
+    """1 or the user's ``torch.get_num_threads()``: the user's when they run an eval
+    forward of the first batch :data:`THREADS_GAIN` times faster than one thread does now,
+    when the model does not run on the CPU, or when the forward fails (the probes then
+    report why); else 1."""
     import torch
 
     user = torch.get_num_threads()
@@ -47,4 +52,4 @@ def fastest_thread_count(ctx: CheckContext) -> int:
         return user
     finally:
         torch.set_num_threads(user)
-    return 1 if best[1] <= best[user] else user
+    return user if best[user] * THREADS_GAIN <= best[1] else 1
