@@ -171,7 +171,7 @@ def explain_command(code: str) -> None:
 
 @main.command("check")
 @click.argument("target")
-@format_option("text", ("text", "concise", "json"))
+@format_option("text", ("text", "concise", "json", "junit"))
 @fail_on_option
 @output_option
 @click.option("--select", multiple=True, help="Only these codes or prefixes (TD1, TD301).")
@@ -206,7 +206,7 @@ def check_command(target: str, output_format: str, fail_on: str, output: Path | 
 
 @main.command("lint")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@format_option("concise", ("concise", "text", "json", "sarif", "github"))
+@format_option("concise", ("concise", "text", "json", "sarif", "github", "junit"))
 @fail_on_option
 @output_option
 @click.option("--select", multiple=True, help="Only these codes or prefixes (TD2, TD201).")

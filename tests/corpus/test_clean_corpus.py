@@ -67,10 +67,6 @@ MAX_STEPS = 400  # a safety cap; no corpus script takes this many optimizer step
 # (depth, test id) -> why the finding is a false alarm. Remove an entry once its
 # detector is fixed (the strict xfail then fails, saying so).
 KNOWN_FALSE_ALARMS: dict[tuple[str, str], str] = {
-    ("check", "focal_loss_imbalanced"): (
-        "false alarm TD305: the focal loss passes `(1 - p) ** gamma * log_softmax(logits)` "
-        "to F.nll_loss; every entry is a down-weighted log-probability (<= 0), built by the "
-        "loss from log_softmax (not the model's raw scores), so the loss is bounded"),
     ("run", "phase_loop_tutorial"): (
         "false alarm TD218: the bias of a Conv2d followed by BatchNorm2d is cancelled by the "
         "normalisation (gradient ~1e-8, rounding noise, not exactly 0), reported as a "

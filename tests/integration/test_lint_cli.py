@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
@@ -82,13 +83,16 @@ def test_select_ignore_and_noqa(project: Path) -> None:
     assert run("train.py")[0] == 0
 
 
-@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "text", "concise"])
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "text", "concise", "junit"])
 def test_every_format_renders(project: Path, fmt: str) -> None:
     (project / "train.py").write_text(BUGGY, encoding="utf-8")
     code, out, _ = run("train.py", "--format", fmt)
     assert code == 1 and "TD201" in out
     if fmt in ("json", "sarif"):
         json.loads(out)
+    if fmt == "junit":
+        [case] = ElementTree.fromstring(out).iter("testcase")
+        assert case.get("file", "").endswith("train.py") and case.find("failure") is not None
 
 
 def test_sarif_paths_are_repo_relative(project: Path) -> None:

@@ -22,7 +22,7 @@ from torchdoctor.preflight.training import is_loss_value, unpack_loss
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["TrainPass", "producing_op", "run_train_pass"]
+__all__ = ["TrainPass", "normalisations_upstream", "producing_op", "run_train_pass"]
 
 # Ops that only move or reshape values: look through them to the op that computed them.
 _PASS_THROUGH = frozenset({
@@ -30,6 +30,14 @@ _PASS_THROUGH = frozenset({
     "Transpose", "T", "Clone", "ToCopy", "Slice", "Select", "Expand", "Alias", "Contiguous",
 })
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+# Elementwise arithmetic a loss applies to normalised scores (a focal loss's
+# `(1 - p) ** gamma * log_p`, a mask, a temperature): it keeps what the scores are.
+_ELEMENTWISE = frozenset({
+    "Mul", "Div", "Pow", "Add", "Sub", "Rsub", "Neg", "Exp", "Clamp", "ClampMin",
+    "ClampMax", "MaskedFill", "Where", "Index", "Gather",
+})
+_NORMALISATIONS = frozenset({"Softmax", "LogSoftmax", "Sigmoid"})
+_UPSTREAM_LIMIT = 64  # graph nodes visited; the arithmetic after a normalisation is short
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +53,8 @@ class TrainPass:
         loss_target: the target the loss functional received (or the batch's).
         loss_input_op: op that computed ``loss_input`` (``"Softmax"``, ``"Sigmoid"``...).
         loss_input_module: module path whose output is ``loss_input``, if any.
+        loss_input_sources: normalisations ``loss_input`` derives from through
+            elementwise arithmetic (see :func:`normalisations_upstream`).
         gradients: parameter name -> gradient (``None``: no gradient reached it), for
             every parameter that requires grad.
         backward_error: why the backward pass could not run, if it did not.
@@ -59,6 +69,7 @@ class TrainPass:
     loss_target: Any
     loss_input_op: str | None
     loss_input_module: str | None
+    loss_input_sources: frozenset[str]
     gradients: dict[str, Any]
     backward_error: str | None
     trace: ForwardTrace
@@ -92,6 +103,25 @@ def producing_op(tensor: Any) -> str | None:
         inputs = [edge[0] for edge in node.next_functions if edge[0] is not None]
         node = inputs[0] if len(inputs) == 1 else None
     return None
+
+
+def normalisations_upstream(tensor: Any) -> frozenset[str]:
+    """The normalisations (softmax, log_softmax, sigmoid) that ``tensor`` was computed
+    from through elementwise arithmetic only; a layer with weights in between hides them."""
+    found: set[str] = set()
+    pending = [getattr(tensor, "grad_fn", None)]
+    visited = 0
+    while pending and visited < _UPSTREAM_LIMIT:
+        node = pending.pop()
+        if node is None:
+            continue
+        visited += 1
+        name = _BACKWARD_SUFFIX.sub("", node.name())
+        if name in _NORMALISATIONS:
+            found.add(name)
+        elif name in _ELEMENTWISE or name in _PASS_THROUGH:
+            pending.extend(edge[0] for edge in node.next_functions)
+    return frozenset(found)
 
 
 def _check_materialised(ctx: CheckContext) -> None:
@@ -172,6 +202,7 @@ def run_train_pass(ctx: CheckContext) -> TrainPass:
     scores = call.input if call is not None else output
     target = call.target if call is not None else ctx.batch.targets
     op = producing_op(scores) if isinstance(scores, torch.Tensor) else None
+    sources = normalisations_upstream(scores)
     module = trace.producer_of(scores)
     if call is not None:  # keep the values, drop the graph
         call.input, call.target = _detach(call.input), _detach(call.target)
@@ -182,6 +213,6 @@ def run_train_pass(ctx: CheckContext) -> TrainPass:
     return TrainPass(
         output=_detach(output), loss=_detach(loss), loss_error=loss_error, loss_call=call,
         loss_input=_detach(scores), loss_target=_detach(target), loss_input_op=op,
-        loss_input_module=module, gradients=gradients, backward_error=backward_error,
-        trace=trace,
+        loss_input_module=module, loss_input_sources=sources, gradients=gradients,
+        backward_error=backward_error, trace=trace,
     )

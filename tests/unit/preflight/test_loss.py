@@ -106,6 +106,47 @@ def test_hand_written_log_softmax_with_nll_is_quiet() -> None:
     assert _codes(model, nn.NLLLoss()) == set()
 
 
+def test_focal_weighted_log_softmax_with_nll_is_quiet() -> None:
+    # (1 - p) ** gamma * log_p: down-weighted log-probabilities, all <= 0, built from
+    # log_softmax inside the loss (tests/corpus/clean/focal_loss_imbalanced.py).
+    def focal(logits, target):
+        log_prob = F.log_softmax(logits, dim=1)
+        return F.nll_loss((1 - log_prob.exp()) ** 2.0 * log_prob, target)
+
+    assert _codes(classifier(), focal) == set()
+
+
+def test_log_softmax_through_a_temperature_and_mask_with_nll_is_quiet() -> None:
+    # The last op is a Mul, but the graph leads back to log_softmax through arithmetic.
+    def masked(logits, target):
+        log_prob = F.log_softmax(logits / 2.0, dim=1) * 3.0
+        return F.nll_loss(log_prob.masked_fill(torch.zeros_like(log_prob).bool(), 0.0), target)
+
+    assert _codes(classifier(), masked) == set()
+
+
+def test_non_positive_scores_with_nll_are_quiet() -> None:
+    # Log-probabilities scaled by per-class weights in [0, 1], with no log_softmax in view.
+    weights = torch.tensor([0.25, 0.5, 1.0, 1.0])
+    model = Ending(lambda z: (z - z.logsumexp(1, keepdim=True)) * weights)
+    assert _codes(model, nn.NLLLoss()) == set()
+
+
+def test_raw_scores_scaled_inside_the_loss_to_nll_are_found() -> None:
+    # Arithmetic on raw logits does not make them log-probabilities.
+    def scaled(logits, target):
+        return F.nll_loss(logits * 0.5 + 0.1, target)
+
+    report = run(classifier(), class_batch(), scaled, *WIRING)
+    assert "receives raw scores" in messages(report, "TD305")
+
+
+def test_log_softmax_before_a_linear_layer_does_not_excuse_raw_scores() -> None:
+    # A layer with weights after log_softmax produces raw scores again.
+    model = nn.Sequential(classifier(), nn.LogSoftmax(dim=1), nn.Linear(4, 4))
+    assert _codes(model, nn.NLLLoss()) == {"TD305"}
+
+
 def test_sigmoid_with_bce_is_not_this_rule() -> None:
     inputs, _ = class_batch()
     targets = torch.randint(0, 2, (32, 4)).float()

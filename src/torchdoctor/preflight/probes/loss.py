@@ -92,6 +92,15 @@ _NLL_EFFECT = {
 }
 
 
+def _nll_gets_log_probabilities(ctx: CheckContext, scores: Any) -> bool:
+    """NLL inputs built from log_softmax (then masked, scaled or focal-weighted), or <= 0
+    everywhere: log-probabilities scaled by weights in [0, 1]. Either way the loss is
+    bounded below, which raw scores never are."""
+    if "LogSoftmax" in ctx.train_pass.loss_input_sources:
+        return True
+    return ctx.train_pass.loss_input_op != "Softmax" and bool((scores <= _TOLERANCE).all())
+
+
 def _wiring(kind: LossKind, op: str | None, scores: Any) -> tuple[str, str, str] | None:
     """(code, effect, fix) for a loss of ``kind`` fed scores that went through ``op``."""
     if kind is LossKind.NLL and op != "LogSoftmax":
@@ -110,6 +119,8 @@ def activation_before_loss(ctx: CheckContext) -> Iterator[Finding]:
     """TD301/302/303/305: the loss receives scores of the wrong kind."""
     scores = _scores(ctx)
     if scores is None:
+        return
+    if ctx.loss_kind is LossKind.NLL and _nll_gets_log_probabilities(ctx, scores):
         return
     op, confidence = _applied(ctx, scores)
     wiring = _wiring(ctx.loss_kind, op, scores)
