@@ -169,7 +169,9 @@ def reference_run(ctx: CheckContext) -> Trajectory:
         run = dataclasses.replace(run, optimizer=f"Adam(lr={rate:g})")
         if dropped(run.losses, SOME_DROP):
             return run
-        if best is None or (run.finite and min(run.losses) < min(best.losses)):
+        # A finite run is the better witness: min() over NaN losses means nothing.
+        if best is None or (run.finite and (not best.finite
+                                            or min(run.losses) < min(best.losses))):
             best = run
     assert best is not None
     return best

@@ -23,4 +23,5 @@ def _line(finding: Finding) -> str:
     else:
         place = f"{loc.object or '<run>'}:"
     fixable = " [*]" if finding.fix is not None else ""
-    return f"{place} {finding.code}{fixable} {finding.message}"
+    message = " ".join(finding.message.split())  # one line per finding, whatever the message
+    return f"{place} {finding.code}{fixable} {message}"

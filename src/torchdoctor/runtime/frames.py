@@ -1,13 +1,19 @@
 """Finding the user's own code on the stack, cheaply and only when asked.
 
 A file is *user code* unless it lives in the standard library, in an installed package
-(site-packages), in torch or in torchdoctor. The answer is cached per file name, so a
-stack walk costs a dictionary lookup per frame.
+(site-packages), in torch, in torchdoctor, or among the environment's console-script
+launchers (``.venv/bin/torchdoctor``). The script that ``torchdoctor run`` executes is
+always the user's, even when it lives inside one of those directories (the bundled demo
+lives in torchdoctor's own package). A stack walk stops at :mod:`runpy`: whatever called
+runpy (``torchdoctor run``'s command line, click, the entry point) launched the user's
+code and is never part of it, so no location can point there. The answer is cached per
+file name, so a stack walk costs a dictionary lookup per frame.
 """
 
 from __future__ import annotations
 
 import os
+import runpy
 import sys
 import sysconfig
 from collections.abc import Sequence
@@ -19,15 +25,23 @@ from torchdoctor.runtime.detectors.base import CallSite
 __all__ = ["UserCode"]
 
 _TORCHDOCTOR_DIR = str(Path(__file__).resolve().parents[1])
+# Frames of runpy mark the launcher boundary; it is frozen on Python >= 3.11.
+_RUNPY_FILES = frozenset({runpy.__file__, "<frozen runpy>"})
 
 
 def _library_dirs() -> tuple[str, ...]:
-    """Directories whose files are never the user's: stdlib, site-packages, torch, us."""
+    """Directories whose files are never the user's: stdlib, site-packages, torch, us,
+    and the directories of console-script launchers (``bin/``)."""
     dirs = {_TORCHDOCTOR_DIR}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            dirs.add(os.path.realpath(path))
+    schemes = [sysconfig.get_paths()]
+    user_scheme = f"{os.name}_user"
+    if user_scheme in sysconfig.get_scheme_names():
+        schemes.append(sysconfig.get_paths(user_scheme))
+    for paths in schemes:
+        for key in ("stdlib", "platstdlib", "purelib", "platlib", "scripts"):
+            path = paths.get(key)
+            if path:
+                dirs.add(os.path.realpath(path))
     torch_file = getattr(sys.modules.get("torch"), "__file__", None)
     if torch_file:
         dirs.add(str(Path(torch_file).resolve().parent))
@@ -41,10 +55,13 @@ class UserCode:
         roots: directories of the user's code (the script's folder), for the report. Any
             file outside the library directories counts as the user's, so a project's own
             packages next to the script are recognised too.
+        scripts: files that are the user's wherever they live: the script that
+            ``torchdoctor run`` executes.
     """
 
-    def __init__(self, roots: Sequence[Path] = ()) -> None:
+    def __init__(self, roots: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> None:
         self.roots: tuple[Path, ...] = tuple(Path(r).resolve() for r in roots)
+        self.scripts = frozenset(os.path.realpath(s) for s in scripts)
         self._library = _library_dirs()
         self._torch_dirs = tuple(d for d in self._library if d.endswith("torch"))
         self._cache: dict[str, bool] = {}
@@ -61,46 +78,58 @@ class UserCode:
     def _classify(self, filename: str) -> bool:
         if not filename or filename.startswith("<"):
             return False
-        return not _in_any(os.path.realpath(filename), self._library)
+        real = os.path.realpath(filename)
+        return real in self.scripts or not _in_any(real, self._library)
 
     def site(self, frame: FrameType | None) -> CallSite | None:
-        """The innermost user frame at or above ``frame``."""
+        """The innermost user frame at or above ``frame``, below any runpy launcher."""
         while frame is not None:
             filename = frame.f_code.co_filename
+            if filename in _RUNPY_FILES:
+                return None
             if self.is_user_file(filename):
                 return CallSite(filename, frame.f_lineno, frame.f_code.co_name, True)
             frame = frame.f_back
         return None
 
     def outside_torch(self, filename: str) -> bool:
-        """Whether a file is neither torch's nor torchdoctor's (cached)."""
-        inside = self._outside_torch.get(filename)
-        if inside is None:
+        """Whether a file is neither torch's nor torchdoctor's (cached); the run script is
+        always outside."""
+        outside = self._outside_torch.get(filename)
+        if outside is None:
             real = os.path.realpath(filename) if not filename.startswith("<") else ""
-            inside = bool(real) and not _in_any(real, (*self._torch_dirs, _TORCHDOCTOR_DIR))
-            self._outside_torch[filename] = inside
-        return inside
+            outside = bool(real) and (real in self.scripts or not _in_any(
+                real, (*self._torch_dirs, _TORCHDOCTOR_DIR)))
+            self._outside_torch[filename] = outside
+        return outside
 
     def caller_outside_torch(self, frame: FrameType | None) -> CallSite | None:
-        """The first frame at or above ``frame`` that is not inside torch or torchdoctor.
+        """Where torch was called from: the first frame at or above ``frame`` that is not
+        inside torch or torchdoctor.
 
-        Used as a cheap key for "where was this called from" on every backward call; it
-        may be a library frame (Lightning's loop), flagged by ``CallSite.user``.
+        Used as a cheap key for "where was this called from" on every backward call. When
+        that frame is a library's (Lightning's loop), the innermost user frame above it is
+        returned instead when there is one; otherwise the library frame, flagged by
+        ``CallSite.user`` being false, so that callers can leave its path out.
         """
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            if self.outside_torch(filename):
-                return CallSite(filename, frame.f_lineno, frame.f_code.co_name,
-                                self.is_user_file(filename))
+        while frame is not None and not self.outside_torch(frame.f_code.co_filename):
             frame = frame.f_back
-        return None
+        if frame is None or frame.f_code.co_filename in _RUNPY_FILES:
+            return None
+        filename = frame.f_code.co_filename
+        if self.is_user_file(filename):
+            return CallSite(filename, frame.f_lineno, frame.f_code.co_name, True)
+        return self.site(frame) or CallSite(filename, frame.f_lineno, frame.f_code.co_name,
+                                            False)
 
     def site_from_traceback(self, tb: TracebackType | None) -> CallSite | None:
         """The deepest user frame of a traceback (where the user's code called in)."""
         found: CallSite | None = None
         while tb is not None:
             code = tb.tb_frame.f_code
-            if self.is_user_file(code.co_filename):
+            if code.co_filename in _RUNPY_FILES:
+                found = None  # what came before launched the user's code
+            elif self.is_user_file(code.co_filename):
                 found = CallSite(code.co_filename, tb.tb_lineno, code.co_name, True)
             tb = tb.tb_next
         return found

@@ -59,7 +59,8 @@ class MonitorOptions:
         discovery_steps: how many optimizer steps the global module hook looks for models.
         localise_non_finite: check every module's output for NaN/Inf from the first step
             (the default waits for a first symptom, which is cheap but may come too late).
-        script: the script run by ``torchdoctor run``.
+        script: the script run by ``torchdoctor run``; its frames are always user code,
+            even inside an installed package or torchdoctor itself (the demo).
         roots: directories of the user's code.
     """
 
@@ -101,7 +102,8 @@ class Monitor:
         self.torch = require_torch(f"torchdoctor {self.options.command}")
         self.enabled = False
         self.registry = ModelRegistry()
-        self.user = UserCode(self.options.roots)
+        script = self.options.script
+        self.user = UserCode(self.options.roots, scripts=(script,) if script else ())
         self.sampler = Sampler(self.options.sample_every)
         self.facts: dict[str, Any] = {}
         self.series: dict[str, list[float]] = {}

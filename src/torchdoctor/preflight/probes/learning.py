@@ -55,7 +55,7 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
         if ctx.enabled("TD605"):
             reference = reference_run(ctx)
             if not dropped(reference.losses, SOME_DROP):
-                yield _cannot_fit(ctx, None, reference)
+                yield _second_opinion_failed(ctx, None, reference)
         return
     try:
         training = copy_for_training(ctx)
@@ -158,7 +158,7 @@ def _verdict(ctx: CheckContext, trajectory: Trajectory, described: str) -> Itera
         return  # slower than an early stop, but the whole chain learns
     reference = reference_run(ctx)
     if not dropped(reference.losses, SOME_DROP):
-        yield _cannot_fit(ctx, trajectory, reference, described)
+        yield _second_opinion_failed(ctx, trajectory, reference, described)
     else:
         yield _found(
             ctx, f"{described} barely moves the loss on one batch ({trajectory.initial:.4g} "
@@ -216,6 +216,15 @@ def _why_unmoved(ctx: CheckContext) -> str:
     if lrs and all(float(lr) == 0.0 for lr in lrs):
         return "the learning rate is 0"
     return "no update changes the model (check the learning rate and the optimizer)"
+
+
+def _second_opinion_failed(ctx: CheckContext, trajectory: Trajectory | None,
+                           reference: Trajectory, described: str = "") -> Finding:
+    """TD605 when Adam made no progress either: a loss that turned NaN/Inf under Adam is
+    that numerical problem, not proof that the model cannot fit the batch."""
+    if not reference.finite:
+        return _turned_non_finite(ctx, reference, reference.optimizer)
+    return _cannot_fit(ctx, trajectory, reference, described)
 
 
 def _cannot_fit(ctx: CheckContext, trajectory: Trajectory | None, reference: Trajectory,
