@@ -1,17 +1,30 @@
 """CPU training with one intra-op thread per CPU the process may run on.
 
 `os.sched_getaffinity(0)` counts the CPUs this process is allowed to use (a taskset or a
-pinned container shrinks it), unlike `os.cpu_count()`, which counts the whole machine.
+pinned container shrinks it), unlike `os.cpu_count()`, which counts the whole machine. A
+container CPU limit (`docker --cpus`, a Kubernetes limit) is a cgroup quota instead, which
+the affinity does not show: it is read from `/sys/fs/cgroup/cpu.max`.
 """
 
+import math
 import os
+from pathlib import Path
 
 import torch
 from torch import nn
 
 
+def usable_cpus() -> int:
+    cpus = len(os.sched_getaffinity(0))
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+    except (OSError, ValueError):
+        return cpus
+    return cpus if quota == "max" else max(1, min(cpus, math.ceil(int(quota) / int(period))))
+
+
 def configure() -> None:
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
+    torch.set_num_threads(usable_cpus())
     torch.manual_seed(0)
 
 

@@ -191,6 +191,38 @@ def test_a_loss_that_is_already_nan_is_left_to_the_non_finite_rules() -> None:
     assert learning == [] and update == []
 
 
+def _log_of_a_shrinking_output():
+    """A loss that falls slowly and turns NaN once the output crosses 0 (log of < 0)."""
+    torch.manual_seed(0)
+    model = nn.Linear(1, 1)
+    with torch.no_grad():
+        model.weight.zero_()
+        model.bias.fill_(0.004)
+    return model, (torch.ones(8, 1), torch.zeros(8)), lambda out, y: out.log().mean() + 100
+
+
+@pytest.mark.parametrize("slow_optimizer", [False, True])
+def test_a_reference_run_that_turns_nan_is_that_problem_not_cannot_fit(
+        slow_optimizer) -> None:
+    model, batch, loss_fn = _log_of_a_shrinking_output()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-10) if slow_optimizer else None
+    learning, _ = _findings(model, optimizer, loss_fn, batch)
+    [found] = learning
+    assert "cannot fit" not in found.message and "nan" in found.message, found.message
+    assert "the loss produces NaN/Inf" in found.message
+
+
+def test_a_nan_second_opinion_never_reads_as_cannot_fit() -> None:
+    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.overfit import Trajectory
+    from torchdoctor.preflight.probes.learning import _second_opinion_failed
+
+    ctx = CheckContext(_mlp(), _batch(), nn.CrossEntropyLoss())
+    reference = Trajectory((1.4, 1.39, float("inf")), optimizer="Adam(lr=0.001)")
+    found = _second_opinion_failed(ctx, None, reference)
+    assert "cannot fit" not in found.message and "inf" in found.message
+
+
 def test_a_fully_frozen_model_is_not_a_learning_problem() -> None:
     model = _mlp().requires_grad_(False)
     assert _findings(model, None) == ([], [])
