@@ -14,6 +14,7 @@ from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.distributed import DDP, DISTRIBUTED_SAMPLER
 from torchdoctor.static.rules.loops import guard_between
 from torchdoctor.static.rules.ranks import Resolve, is_rank_nonzero, is_rank_zero, names_rank
+from torchdoctor.static.rules.resume import item_assignments
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
 # Calls that show the program runs as several processes (importing torch.distributed
@@ -276,17 +277,5 @@ def _state_dict_calls(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int
             binding = ctx.binding(node, scope)
             if binding is not None and binding.kind is BindingKind.ASSIGN and binding.value:
                 yield from _state_dict_calls(ctx, binding.value, scope, depth + 1)
-            for value in _item_assignments(ctx, node.id, scope):
+            for _, value in item_assignments(ctx, node.id, scope):
                 yield from _state_dict_calls(ctx, value, scope, depth + 1)
-
-
-def _item_assignments(ctx: FileContext, name: str, scope: Scope) -> Iterator[ast.expr]:
-    """Values of ``name[...] = value`` statements in the scope."""
-    items = scope.items if scope is not None else ctx.module.items
-    for item in items:
-        node = item.node
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                        and target.value.id == name:
-                    yield node.value

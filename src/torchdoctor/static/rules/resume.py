@@ -125,7 +125,7 @@ def _entries(ctx: FileContext, saved: ast.expr, scope: Scope
         entries = _literal_entries(binding.value)
         if entries is None:
             return None
-        return entries + list(_item_assignments(ctx, saved.id, scope))
+        return entries + list(item_assignments(ctx, saved.id, scope))
     return _literal_entries(saved)
 
 
@@ -144,8 +144,9 @@ def _key_text(key: ast.expr | None) -> str | None:
     return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
-def _item_assignments(ctx: FileContext, name: str, scope: Scope
-                      ) -> Iterator[tuple[str | None, ast.expr]]:
+def item_assignments(ctx: FileContext, name: str, scope: Scope
+                     ) -> Iterator[tuple[str | None, ast.expr]]:
+    """``(key text, value)`` of each ``name[key] = value`` statement in the scope."""
     items = scope.items if scope is not None else ctx.module.items
     for item in items:
         node = item.node
