@@ -6,21 +6,22 @@ import runpy
 import sys
 import sysconfig
 from pathlib import Path
-from types import FrameType
+import textwrap
 
 import click
 import pytest
 
 from torchdoctor.demo import SCRIPT as DEMO_SCRIPT
 from torchdoctor.runtime import frames as frames_module
+from torchdoctor.runtime.detectors.base import CallSite
 from torchdoctor.runtime.frames import UserCode
 
 
-def run_capturing(tmp_path: Path, body: str) -> dict[str, object]:
-    """Run a script through runpy, as `torchdoctor run` does; return its globals."""
+def run_script(tmp_path: Path, body: str, user: UserCode) -> dict[str, object]:
+    """Run ``body`` as ``train.py`` through runpy, as `torchdoctor run` does; its globals."""
     script = tmp_path / "train.py"
     script.write_text(body, encoding="utf-8")
-    return runpy.run_path(str(script), init_globals={"sys": sys}, run_name="__main__")
+    return runpy.run_path(str(script), init_globals={"sys": sys, "user": user})
 
 
 def test_the_run_script_is_user_code_even_inside_torchdoctor() -> None:
@@ -52,26 +53,36 @@ def test_launchers_and_libraries_are_never_user_code(filename: str) -> None:
 
 
 def test_a_stack_walk_stops_at_runpy(tmp_path: Path) -> None:
-    # Above runpy sits whoever launched the script (here this test file, which would count
-    # as user code; under `torchdoctor run`, click and the entry point): never a location.
-    user = UserCode()
-    found = run_capturing(tmp_path, "inner = user.site(sys._getframe())\n"
-                                    "outer = user.site(sys._getframe().f_back)\n"
-                                    "key = user.caller_outside_torch(sys._getframe().f_back)\n"
-                          .replace("user.", "USER."))  if False else None
-    del found
-    namespace = runpy.run_path(
-        str(_write(tmp_path, "inner = user.site(sys._getframe())\n"
-                             "outer = user.site(sys._getframe().f_back)\n"
-                             "key = user.caller_outside_torch(sys._getframe().f_back)\n")),
-        init_globals={"sys": sys, "user": user})
-    inner = namespace["inner"]
-    assert inner is not None and Path(inner.path).name == "train.py" and inner.line == 1
-    assert namespace["outer"] is None
-    assert namespace["key"] is None
+    # Above runpy sits whoever launched the script: here this test file, which would count
+    # as user code; under `torchdoctor run`, click and the entry point. Never a location.
+    found = run_script(tmp_path, "inner = user.site(sys._getframe())\n"
+                                 "outer = user.site(sys._getframe().f_back)\n"
+                                 "key = user.caller_outside_torch(sys._getframe().f_back)\n",
+                       UserCode())
+    inner = found["inner"]
+    assert isinstance(inner, CallSite) and Path(inner.path).name == "train.py"
+    assert (inner.line, inner.user) == (1, True)
+    assert found["outer"] is None
+    assert found["key"] is None
 
 
-def _write(tmp_path: Path, body: str) -> Path:
-    script = tmp_path / "train.py"
-    script.write_text(body, encoding="utf-8")
-    return script
+def test_a_library_caller_gives_way_to_the_users_line(tmp_path: Path) -> None:
+    # copy.deepcopy (a library frame) calls back into the script, like Lightning's loop
+    # calling backward(): the location is the user's line that called the library.
+    found = run_script(tmp_path, textwrap.dedent("""\
+        import copy
+        class Probe:
+            def __deepcopy__(self, memo):
+                return user.caller_outside_torch(sys._getframe(1))
+        site = copy.deepcopy(Probe())
+    """), UserCode())
+    site = found["site"]
+    assert isinstance(site, CallSite) and Path(site.path).name == "train.py"
+    assert (site.line, site.user) == (5, True)
+
+
+def test_a_traceback_never_ends_in_the_launcher(tmp_path: Path) -> None:
+    # runpy fails before any script frame exists: this test's own frame sits above runpy.
+    with pytest.raises(OSError) as raised:
+        runpy.run_path(str(tmp_path / "missing.py"))
+    assert UserCode().site_from_traceback(raised.value.__traceback__) is None
