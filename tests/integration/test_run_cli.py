@@ -130,3 +130,29 @@ def test_module_runs_with_dash_m(tmp_path) -> None:
 def test_missing_script_is_a_usage_error(tmp_path) -> None:
     result = torchdoctor("run", "nope.py", cwd=tmp_path)
     assert result.returncode == 2 and "no such script" in result.stderr
+
+
+def step_line(path: Path) -> int:
+    """The line of the script's `optimizer.step()` call (not its mention in a docstring)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(n for n, text in enumerate(lines, 1)
+                if text.strip().startswith("optimizer.step()"))
+
+
+def test_findings_point_at_the_scripts_line_from_another_folder(tmp_path) -> None:
+    # Through the console script when installed: its `sys.exit(main())`, click and runpy
+    # sit above the script on the stack and must never be the location.
+    lab = Path(__file__).resolve().parents[2] / "examples/lab/TD201-grads-never-cleared"
+    target = os.path.relpath(lab / "buggy.py", tmp_path)
+    launcher = Path(sys.executable).with_name("torchdoctor")
+    command = [str(launcher)] if launcher.exists() else [sys.executable, "-m", "torchdoctor.cli"]
+    result = subprocess.run([*command, "run", "--max-steps", "6", "--report", "r.json", target],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    findings = json.loads((tmp_path / "r.json").read_text())["findings"]
+    [grads] = [f for f in findings if f["code"] == "TD201"]
+    location = grads["location"]
+    script = lab / "buggy.py"
+    assert (location["path"], location["line"]) == (str(script), step_line(script))
+    assert "optimizer.step()" in location["snippet"]

@@ -91,6 +91,13 @@ def check(
 def _validate(torch: Any, model: Any, loss_fn: Any, optimizer: Any) -> None:
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    lazy = [name for name, tensor in (*model.named_parameters(), *model.named_buffers())
+            if torch.nn.parameter.is_lazy(tensor)]
+    if lazy:
+        raise UsageError(
+            f"`{lazy[0]}` is an uninitialised parameter of a lazy module ({len(lazy)} in all), "
+            "so its shape is not known yet; run one forward first (`model(inputs)`) to "
+            "materialise it, as the first training step would, then check")
     if not callable(loss_fn):
         raise UsageError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):

@@ -1,12 +1,12 @@
-"""Measurements on a DataLoader for the loader probes, and the batches ``check`` reads.
+"""Clones of a DataLoader: the batches ``check`` reads, and what the loader probes read.
 
 Nothing here advances the user's loader, its sampler or its generators: batches come
 from a clone built from the same dataset and settings, either reading in order (timing,
 worker draws) or replaying the user's own order with copies of its sampler and generator
 (:func:`replay_loader`, the check's first batches). A loader whose class changes how it
 iterates cannot be cloned; :class:`LoaderState` puts back what iterating it changes.
-Clones' workers are never persistent and are always shut down, and every measurement
-honours a time budget.
+Clones' workers are never persistent and are always shut down, and every read honours a
+time budget. Timing a loader is :mod:`torchdoctor.preflight.loader_timing`'s.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LoaderState", "LoaderTiming", "WorkerDraws", "clone_loader", "draw_in_workers",
-           "labels_in_order", "replay_loader", "shut_down", "time_loader"]
+__all__ = ["LoaderState", "WorkerDraws", "clone_loader", "draw_in_workers", "labels_in_order",
+           "replay_loader", "shut_down"]
 
 SAMPLED_LABELS = 64
 
@@ -140,57 +140,6 @@ def shut_down(iterator: Any) -> None:
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()
-
-
-@dataclass(frozen=True, slots=True)
-class LoaderTiming:
-    """How long a loader takes: to its first batch, and per batch after that."""
-
-    first_batch: float  # seconds from creating the iterator to the first batch
-    per_batch: float  # seconds per batch in steady state
-    batches: int  # batches timed
-
-    @property
-    def startup(self) -> float:
-        """Seconds the first batch took beyond a steady one (worker start-up)."""
-        return max(0.0, self.first_batch - self.per_batch)
-
-
-def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | None:
-    """Time a clone of ``loader``: up to ``max_batches`` batches within ``budget`` seconds.
-
-    Without workers, batches load one at a time in this process and ``per_batch`` is the
-    fastest of them: other processes on a busy machine only ever add time, so the fastest
-    is the loader's own cost. With workers, ``per_batch`` is the steady rate at which they
-    deliver after the first batch (batches they prefetched arrive at once, so this errs
-    towards a faster loader). Returns ``None`` when the loader yields nothing.
-    """
-    clone = clone_loader(loader)
-    begin = time.perf_counter()
-    iterator = iter(clone)
-    try:
-        try:
-            next(iterator)
-        except StopIteration:
-            return None
-        stamps = [time.perf_counter()]
-        while len(stamps) <= max_batches and stamps[-1] - begin < budget:
-            try:
-                next(iterator)
-            except StopIteration:
-                break
-            stamps.append(time.perf_counter())
-    finally:
-        shut_down(iterator)
-        del iterator
-    first, timed = stamps[0] - begin, len(stamps) - 1
-    if timed == 0:
-        return LoaderTiming(first, first, 1)
-    if loader.num_workers == 0:
-        # In the training process there is no start-up: the first batch is a batch too.
-        each = [b - a for a, b in zip([begin, *stamps], stamps, strict=False)]
-        return LoaderTiming(first, min(each), timed + 1)
-    return LoaderTiming(first, (stamps[-1] - stamps[0]) / timed, timed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,16 +115,20 @@ def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = Fals
     With ``measure``, the first update of each group is measured, and the wall time of
     every later step is added to :attr:`CheckContext.step_times` (on the CPU, where the
     clock sees the whole step) for the loader probe."""
+    import torch
+
     names = {id(p): n for n, p in training.model.named_parameters()}
     losses: list[float] = []
     updates: tuple[GroupUpdate, ...] = ()
     timed = measure and ctx.device.type == "cpu"
     for step in range(STEPS):
         before = _weights(training.optimizer) if measure and step == 0 else None
-        begin = time.perf_counter()
         # One seed for every step: the same dropout masks each time, so the losses
-        # measure the updates and not the noise.
-        losses.append(train_step(training, ctx.batch, ctx.seed))
+        # measure the updates and not the noise. Seeding is the check's cost, not the
+        # step's (torch.manual_seed formats a stack for CUDA's lazy seeding): untimed.
+        torch.manual_seed(ctx.seed)
+        begin = time.perf_counter()
+        losses.append(train_step(training, ctx.batch, None))
         if timed and step > 0:  # the first step allocates the optimizer's state
             ctx.step_times.append(time.perf_counter() - begin)
         if before is not None:

@@ -4,20 +4,20 @@
 themselves), ``requires_grad`` flags, ``.grad`` tensors, every module's train/eval mode and
 plain attributes (:mod:`torchdoctor.preflight.attributes`), the optimizer's state and
 parameter groups, the tensors it holds that are not the model's (a learned temperature),
-the random number generators (torch CPU, CUDA when initialised, numpy when imported,
-:mod:`random`) and a few global torch flags.
+every hook registry (:mod:`torchdoctor.preflight.hooks`), and the process's random number
+generators and global torch modes and flags (:mod:`torchdoctor.preflight.process`).
 :meth:`Snapshot.restore` puts all of it back, in place where possible, so references the
 user holds (an optimizer's parameter list, a grad tensor) stay valid.
 """
 
 from __future__ import annotations
 
-import random
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 from torchdoctor.preflight.attributes import AttributeState, attribute_differences
+from torchdoctor.preflight.hooks import HookState, hook_differences
+from torchdoctor.preflight.process import ProcessState, process_differences
 
 __all__ = ["Snapshot", "state_differences"]
 
@@ -52,8 +52,11 @@ class Snapshot:
         self._modes = [(module, module.training) for module in model.modules()]
         self._attributes = AttributeState(list(model.modules()))
         self._optimizer_state = _save_optimizer(optimizer) if optimizer is not None else None
-        self._rng = _save_rng()
-        self._flags = _save_flags()
+        self._hooks = HookState(list(model.modules()),
+                                [slot.original for slot in self._slots
+                                 if slot.kind != "_buffers" and slot.original is not None],
+                                optimizer)
+        self._process = ProcessState()
 
     def restore(self) -> None:
         """Put every recorded value back. Safe to call more than once."""
@@ -67,8 +70,8 @@ class Snapshot:
         self._attributes.restore()
         if self._optimizer is not None:
             _restore_optimizer(self._optimizer, self._optimizer_state)
-        _restore_rng(self._rng)
-        _restore_flags(self._flags)
+        self._hooks.restore()
+        self._process.restore()
 
 
 def _clone(tensor: Any) -> Any:
@@ -157,57 +160,6 @@ def _is_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor)
 
 
-def _save_rng() -> dict[str, Any]:
-    import torch
-
-    saved: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        saved["cuda"] = torch.cuda.get_rng_state_all()
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        saved["numpy"] = numpy.random.get_state()
-    return saved
-
-
-def _restore_rng(saved: dict[str, Any]) -> None:
-    import torch
-
-    torch.set_rng_state(saved["torch"])
-    random.setstate(saved["random"])
-    if "cuda" in saved:
-        torch.cuda.set_rng_state_all(saved["cuda"])
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and "numpy" in saved:
-        numpy.random.set_state(saved["numpy"])
-
-
-def _save_flags() -> dict[str, Any]:
-    import torch
-
-    return {
-        "grad": torch.is_grad_enabled(),
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
-        "cudnn_deterministic": torch.backends.cudnn.deterministic,
-        "cudnn_benchmark": torch.backends.cudnn.benchmark,
-        "default_dtype": torch.get_default_dtype(),
-        "threads": torch.get_num_threads(),
-    }
-
-
-def _restore_flags(saved: dict[str, Any]) -> None:
-    import torch
-
-    torch.set_grad_enabled(saved["grad"])
-    torch.use_deterministic_algorithms(saved["deterministic"],
-                                       warn_only=saved["deterministic_warn_only"])
-    torch.backends.cudnn.deterministic = saved["cudnn_deterministic"]
-    torch.backends.cudnn.benchmark = saved["cudnn_benchmark"]
-    torch.set_default_dtype(saved["default_dtype"])
-    if torch.get_num_threads() != saved["threads"]:
-        torch.set_num_threads(saved["threads"])
-
-
 def state_differences(before: Snapshot, after: Snapshot) -> list[str]:
     """What differs, bitwise, between two snapshots of the same objects (for tests).
 
@@ -232,9 +184,8 @@ def state_differences(before: Snapshot, after: Snapshot) -> list[str]:
                  for (m, t), (_, t2) in zip(before._modes, after._modes, strict=False) if t != t2]
     problems += attribute_differences(before._attributes, after._attributes)
     problems += _optimizer_differences(before._optimizer_state, after._optimizer_state)
-    problems += _rng_differences(before._rng, after._rng)
-    problems += [f"flag {key} differs" for key in before._flags
-                 if before._flags[key] != after._flags[key]]
+    problems += hook_differences(before._hooks, after._hooks)
+    problems += process_differences(before._process, after._process)
     return problems
 
 
@@ -275,22 +226,4 @@ def _optimizer_differences(first: Any, second: Any) -> list[str]:
         if {k: v for k, v in contents.items() if k != "params"} != {
                 k: v for k, v in contents2.items() if k != "params"} or params != params2:
             problems.append("optimizer param_groups differ")
-    return problems
-
-
-def _rng_differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
-    import torch
-
-    problems = []
-    if not torch.equal(first["torch"], second["torch"]):
-        problems.append("torch RNG state differs")
-    if first["random"] != second["random"]:
-        problems.append("random RNG state differs")
-    if "numpy" in first and "numpy" in second:
-        a, b = first["numpy"], second["numpy"]
-        if a[0] != b[0] or (a[1] != b[1]).any() or a[2:] != b[2:]:
-            problems.append("numpy RNG state differs")
-    if "cuda" in first and "cuda" in second and not all(
-            torch.equal(x, y) for x, y in zip(first["cuda"], second["cuda"], strict=False)):
-        problems.append("CUDA RNG state differs")
     return problems

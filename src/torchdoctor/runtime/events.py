@@ -149,17 +149,10 @@ class EventHandlers:
 
         Frames: 0 here, 1 _backward, 2 _guard, 3 _before_backward, 4 our wrapper of
         torch.autograd.backward, 5 its caller (Tensor.backward, or the user's own call).
-        The user is at depth 5 or 6 almost always; deeper stacks are walked.
+        Only the first frame outside torch is read on every call; the user's frame
+        behind it is looked up once per file and line.
         """
-        outside = self.m.user.outside_torch
-        frame: Any = sys._getframe(5)
-        for _ in range(2):
-            if frame is None or outside(frame.f_code.co_filename):
-                break
-            frame = frame.f_back
-        else:
-            while frame is not None and not outside(frame.f_code.co_filename):
-                frame = frame.f_back
+        frame = self.m.user.first_outside_torch(sys._getframe(5))
         if frame is None:
             return _UNKNOWN_SITE
         key = (frame.f_code.co_filename, frame.f_lineno)

@@ -13,35 +13,22 @@ file name, so a stack walk costs a dictionary lookup per frame.
 from __future__ import annotations
 
 import os
-import runpy
 import sys
-import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 
 from torchdoctor.runtime.detectors.base import CallSite
+from torchdoctor.runtime.exceptions.frames import RUNPY_FILES, library_dirs
 
 __all__ = ["UserCode"]
 
 _TORCHDOCTOR_DIR = str(Path(__file__).resolve().parents[1])
-# Frames of runpy mark the launcher boundary; it is frozen on Python >= 3.11.
-_RUNPY_FILES = frozenset({runpy.__file__, "<frozen runpy>"})
 
 
 def _library_dirs() -> tuple[str, ...]:
-    """Directories whose files are never the user's: stdlib, site-packages, torch, us,
-    and the directories of console-script launchers (``bin/``)."""
-    dirs = {_TORCHDOCTOR_DIR}
-    schemes = [sysconfig.get_paths()]
-    user_scheme = f"{os.name}_user"
-    if user_scheme in sysconfig.get_scheme_names():
-        schemes.append(sysconfig.get_paths(user_scheme))
-    for paths in schemes:
-        for key in ("stdlib", "platstdlib", "purelib", "platlib", "scripts"):
-            path = paths.get(key)
-            if path:
-                dirs.add(os.path.realpath(path))
+    """Directories whose files are never the user's (see :func:`library_dirs`), and torch."""
+    dirs = set(library_dirs())
     torch_file = getattr(sys.modules.get("torch"), "__file__", None)
     if torch_file:
         dirs.add(str(Path(torch_file).resolve().parent))
@@ -85,7 +72,7 @@ class UserCode:
         """The innermost user frame at or above ``frame``, below any runpy launcher."""
         while frame is not None:
             filename = frame.f_code.co_filename
-            if filename in _RUNPY_FILES:
+            if filename in RUNPY_FILES:
                 return None
             if self.is_user_file(filename):
                 return CallSite(filename, frame.f_lineno, frame.f_code.co_name, True)
@@ -103,23 +90,33 @@ class UserCode:
             self._outside_torch[filename] = outside
         return outside
 
+    def first_outside_torch(self, frame: FrameType | None) -> FrameType | None:
+        """The first frame at or above ``frame`` that is not inside torch or torchdoctor,
+        below any runpy launcher."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename in RUNPY_FILES:
+                return None
+            if self.outside_torch(filename):
+                return frame
+            frame = frame.f_back
+        return None
+
     def caller_outside_torch(self, frame: FrameType | None) -> CallSite | None:
-        """Where torch was called from: the first frame at or above ``frame`` that is not
-        inside torch or torchdoctor.
+        """Where torch was called from: :meth:`first_outside_torch` as a call site.
 
         Used as a cheap key for "where was this called from" on every backward call. When
         that frame is a library's (Lightning's loop), the innermost user frame above it is
         returned instead when there is one; otherwise the library frame, flagged by
         ``CallSite.user`` being false, so that callers can leave its path out.
         """
-        while frame is not None and not self.outside_torch(frame.f_code.co_filename):
-            frame = frame.f_back
-        if frame is None or frame.f_code.co_filename in _RUNPY_FILES:
+        frame = self.first_outside_torch(frame)
+        if frame is None:
             return None
-        filename = frame.f_code.co_filename
-        if self.is_user_file(filename):
-            return CallSite(filename, frame.f_lineno, frame.f_code.co_name, True)
-        return self.site(frame) or CallSite(filename, frame.f_lineno, frame.f_code.co_name,
+        code = frame.f_code
+        if self.is_user_file(code.co_filename):
+            return CallSite(code.co_filename, frame.f_lineno, code.co_name, True)
+        return self.site(frame) or CallSite(code.co_filename, frame.f_lineno, code.co_name,
                                             False)
 
     def site_from_traceback(self, tb: TracebackType | None) -> CallSite | None:
@@ -127,7 +124,7 @@ class UserCode:
         found: CallSite | None = None
         while tb is not None:
             code = tb.tb_frame.f_code
-            if code.co_filename in _RUNPY_FILES:
+            if code.co_filename in RUNPY_FILES:
                 found = None  # what came before launched the user's code
             elif self.is_user_file(code.co_filename):
                 found = CallSite(code.co_filename, tb.tb_lineno, code.co_name, True)

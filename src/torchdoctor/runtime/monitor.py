@@ -29,6 +29,7 @@ from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, OptimizerInf
 from torchdoctor.runtime.discovery import ModelRegistry
 from torchdoctor.runtime.dispatch import Dispatcher
 from torchdoctor.runtime.events import EventHandlers
+from torchdoctor.runtime.exceptions.frames import add_run_script, remove_run_script
 from torchdoctor.runtime.frames import UserCode
 from torchdoctor.runtime.hooks import HookSet
 from torchdoctor.runtime.readback import Readback
@@ -198,6 +199,8 @@ class Monitor:
             raise UsageError("torchdoctor is already watching this process; nested "
                              "watch() blocks are not supported")
         _ACTIVE.append(self)
+        if self.options.script is not None:  # errors and warnings it raises are the user's
+            add_run_script(str(self.options.script))
         self._started = time.perf_counter()
         self._started_clock = datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds")
@@ -233,6 +236,8 @@ class Monitor:
             self.dispatch.guarded(detector, method, self._report())
         report = self._report()
         self.registry.clear()
+        if self.options.script is not None:
+            remove_run_script(str(self.options.script))
         return report
 
     def _report(self) -> Report:

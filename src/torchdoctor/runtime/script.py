@@ -110,10 +110,10 @@ def _run(target: str, script: Path | None, module: bool, options: MonitorOptions
         exit_status = _exit_status(exit_)
     except KeyboardInterrupt as interrupt:
         error, exit_status = interrupt, 130
-        _print_traceback(interrupt)
+        _print_traceback(interrupt, script)
     except BaseException as raised:  # noqa: BLE001 - the script's failure is data
         error, exit_status = raised, 1
-        _print_traceback(raised)
+        _print_traceback(raised, script)
     finally:
         sys.stdout.flush()
         report = monitor.finish(error)
@@ -159,10 +159,13 @@ def _exit_status(exit_: SystemExit) -> int:
     return 1
 
 
-def _print_traceback(error: BaseException) -> None:
-    """Print the traceback as Python would, without torchdoctor's and runpy's frames."""
+def _print_traceback(error: BaseException, script: Path | None) -> None:
+    """Print the traceback as Python would, without torchdoctor's and runpy's frames
+    (the script's own frames stay, even when it lives inside torchdoctor: the demo)."""
     tb = error.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES):
+    own = str(script) if script is not None else None
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES) and (
+            tb.tb_frame.f_code.co_filename != own):
         tb = tb.tb_next
     traceback.print_exception(type(error), error, tb, file=sys.stderr)
     sys.stderr.flush()

@@ -24,7 +24,7 @@ from torch.utils.data.distributed import DistributedSampler  # noqa: E402
 from torchdoctor.findings import Severity  # noqa: E402
 from torchdoctor.preflight import check  # noqa: E402
 from torchdoctor.preflight.context import CheckContext  # noqa: E402
-from torchdoctor.preflight.loading import LoaderTiming  # noqa: E402
+from torchdoctor.preflight.loader_timing import LoaderTiming  # noqa: E402
 from torchdoctor.preflight.probes.loader import (  # noqa: E402
     data_bound,
     pin_memory_off_with_cuda,
@@ -161,6 +161,47 @@ def test_the_verdict_keeps_a_margin_against_timing_noise(per_batch, step, worker
                                                         bound) -> None:
     timing = LoaderTiming(first_batch=per_batch, per_batch=per_batch, batches=8)
     assert data_bound(timing, step, workers) is bound
+
+
+@pytest.mark.parametrize(("rate", "shared", "bound"), [
+    (0.010, 0.002, False),  # starved workers deliver slowly; alone they would keep up
+    (0.010, 0.020, True),  # loading in this process is no faster: the rate stands
+    (0.010, None, True),  # no in-process timing (a stream that cannot be copied)
+])
+def test_workers_starved_of_cpu_are_judged_by_their_own_cost(rate, shared, bound) -> None:
+    timing = LoaderTiming(first_batch=0.1, per_batch=rate, batches=8, shared_in_process=shared)
+    assert timing.delivered == min(rate, shared or rate)
+    assert data_bound(timing, 0.002, 2) is bound
+
+
+class StarvedInWorkers(Dataset):
+    """Cheap samples that take long only inside worker processes, as when other processes
+    take the CPU from the workers while they load."""
+
+    def __init__(self) -> None:
+        self.inputs = _data(64)[0]
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index):
+        if torch.utils.data.get_worker_info() is not None:
+            Decoded()[index]  # the unrelated work that delays the worker
+        return self.inputs[index], index % CLASSES
+
+
+@pytest.mark.slow
+def test_a_loader_whose_workers_are_starved_is_not_called_data_bound() -> None:
+    assert _run(DataLoader(StarvedInWorkers(), batch_size=16, num_workers=2), "TD409") == []
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.slow
+def test_decoding_in_workers_that_cannot_keep_up_is_reported() -> None:
+    [found] = _run(DataLoader(Decoded(), batch_size=32, num_workers=2), "TD409")
+    assert found.evidence["num_workers"] == 2
+    assert found.evidence["batch_to_step_ratio"] >= 4  # the margin, with workers
+    assert multiprocessing.active_children() == []
 
 
 class Jittery(nn.Module):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import runpy
 import sys
 import sysconfig
-from pathlib import Path
 import textwrap
+from pathlib import Path
 
 import click
 import pytest
@@ -86,3 +86,29 @@ def test_a_traceback_never_ends_in_the_launcher(tmp_path: Path) -> None:
     with pytest.raises(OSError) as raised:
         runpy.run_path(str(tmp_path / "missing.py"))
     assert UserCode().site_from_traceback(raised.value.__traceback__) is None
+
+
+def test_errors_and_warnings_place_the_run_script_as_user_code(tmp_path: Path) -> None:
+    """The exception explainer and the warning capture use the same notion of user code:
+    the script being run is the user's while it runs, and launchers never are."""
+    from torchdoctor.runtime.exceptions.frames import (
+        FrameRef,
+        add_run_script,
+        is_library_file,
+        remove_run_script,
+        user_frame,
+    )
+
+    script = str(DEMO_SCRIPT)
+    launcher = str(tmp_path / "launch.py")  # outside every library: user-like on its own
+    stack = [FrameRef(launcher, 3, "main"), FrameRef("<frozen runpy>", 88, "_run_code"),
+             FrameRef(script, 77, "train"), FrameRef(frames_module.__file__, 10, "hook")]
+    assert is_library_file(script) and user_frame(stack) is None
+    add_run_script(script)
+    try:
+        assert not is_library_file(script)
+        assert user_frame(stack) == stack[2]
+    finally:
+        remove_run_script(script)
+    assert is_library_file(script)
+    assert is_library_file(str(Path(sysconfig.get_paths()["scripts"]) / "torchdoctor"))

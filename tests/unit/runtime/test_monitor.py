@@ -221,3 +221,12 @@ def test_each_backward_line_gets_its_own_loss_curve() -> None:
     curves = {name: len(values) for name, values in w.report.series.items()}
     assert len(curves) == 2 and set(curves.values()) == {5}
     assert all(name.startswith("loss@test_monitor.py:") for name in curves)
+
+
+def test_the_run_script_is_user_code_even_inside_torchdoctor() -> None:
+    from torchdoctor.demo import SCRIPT
+
+    run = monitor_module.Monitor(monitor_module.MonitorOptions(command="run", script=SCRIPT))
+    assert run.is_user_file(str(SCRIPT))
+    assert not run.is_user_file(monitor_module.__file__)
+    assert not monitor_module.Monitor().is_user_file(str(SCRIPT))

@@ -145,6 +145,33 @@ def test_findings_change_the_exit_code_only_with_fail_on(tmp_path: Path) -> None
     assert failing.exit_code(Severity.INFO) == 4  # the script's own failure wins
 
 
+def test_findings_point_at_the_scripts_line_given_a_relative_path(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    uncleared = TRAIN.replace("        optimizer.zero_grad()\n", "")
+    script = tmp_path / "project" / "train.py"
+    script.parent.mkdir()
+    script.write_text(uncleared.replace("STEPS", "20").replace("END", "pass"),
+                      encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    location = run_script("../project/train.py").report.by_code("TD201")[0].location
+    step_line = uncleared.splitlines().index("        optimizer.step()") + 1
+    assert (location.path, location.line) == (str(script.resolve()), step_line)
+    assert location.snippet == "        optimizer.step()"
+
+
+def test_the_traceback_keeps_a_script_that_lives_among_our_files(tmp_path: Path, capsys,
+                                                                   monkeypatch) -> None:
+    # The demo script lives inside torchdoctor, whose frames the traceback leaves out.
+    from torchdoctor.runtime import script as script_module
+
+    monkeypatch.setattr(script_module, "_OWN_FILES",
+                        (*script_module._OWN_FILES, str(tmp_path)))
+    result = run_script(str(write(tmp_path, end="raise ValueError('bad batch')")))
+    assert result.exit_status == 1
+    assert 'train.py", line' in capsys.readouterr().err
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -3,11 +3,12 @@
 restarts that cost a noticeable share of an epoch (TD412). Workers that share one random
 stream (TD410) are in :mod:`torchdoctor.preflight.probes.augmentations`.
 
-Measurements run on clones of the loader (see :mod:`torchdoctor.preflight.loading`): the
-user's loader, sampler and workers are never touched. The data-bound verdict rests on the
-ratio of the loader's time per batch to the step's, each the fastest of several timings,
-with a margin of 2 (:func:`data_bound`); no absolute time decides it, so a busy machine
-slows both sides without flipping it.
+Measurements run on clones of the loader (see :mod:`torchdoctor.preflight.loader_timing`):
+the user's loader, sampler and workers are never touched. The data-bound verdict rests on
+the ratio of the loader's time per batch to the step's, each the fastest of several
+timings (with workers, the in-process cost shared among them when workers starved of CPU
+deliver slower), with a margin of 2 (:func:`data_bound`); no absolute time decides it, so
+a busy machine slows both sides without flipping it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.batch import iter_tensors
-from torchdoctor.preflight.loading import LoaderTiming, labels_in_order, time_loader
+from torchdoctor.preflight.loader_timing import LoaderTiming, time_loader
+from torchdoctor.preflight.loading import labels_in_order
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import CopyUnavailable, copy_for_training, train_step
 from torchdoctor.rules.registry import finding
@@ -167,8 +169,9 @@ def _timed_step(ctx: CheckContext, training: Any) -> float:
     import torch
 
     cuda = ctx.device.type == "cuda"
+    torch.manual_seed(ctx.seed)  # before the clock: seeding is the check's cost, not the step's
     begin = time.perf_counter()
-    train_step(training, ctx.batch, ctx.seed)
+    train_step(training, ctx.batch, None)
     if cuda:  # kernels run asynchronously: wait for them before reading the clock
         torch.cuda.synchronize(ctx.device)
     return time.perf_counter() - begin
@@ -177,7 +180,7 @@ def _timed_step(ctx: CheckContext, training: Any) -> float:
 def waiting_share(timing: LoaderTiming, step: float, workers: int) -> float:
     """The share of each iteration spent waiting for data. Without workers loading and
     training take turns; with workers they overlap and only the excess is waited for."""
-    wait = timing.per_batch if workers == 0 else max(0.0, timing.per_batch - step)
+    wait = timing.delivered if workers == 0 else max(0.0, timing.delivered - step)
     return wait / (wait + step) if wait + step > 0 else 0.0
 
 
@@ -204,10 +207,12 @@ def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
         return
     workers = loader.num_workers
     share = waiting_share(timing, step, workers)
-    evidence = {"seconds_per_batch": timing.per_batch, "seconds_per_step": step,
-                "batch_to_step_ratio": round(timing.per_batch / step, 3) if step else None,
+    evidence = {"seconds_per_batch": timing.delivered, "seconds_per_step": step,
+                "batch_to_step_ratio": round(timing.delivered / step, 3) if step else None,
                 "batches_timed": timing.batches, "num_workers": workers,
                 "waiting_share": round(share, 3)}
+    if timing.shared_in_process is not None:
+        evidence["seconds_per_batch_from_workers"] = timing.per_batch
     if ctx.enabled("TD409") and data_bound(timing, step, workers):
         yield _data_bound(timing, step, workers, share, evidence)
     if ctx.enabled("TD412") and workers > 0 and not loader.persistent_workers:
@@ -225,7 +230,7 @@ def _data_bound(timing: LoaderTiming, step: float, workers: int, share: float,
             f"Make `__getitem__` cheaper (decode once and cache, augment on the GPU), or "
             f"add workers if CPU cores are free (now {workers}).")
     return finding(
-        "TD409", f"Loading one batch takes {timing.per_batch * 1e3:.1f} ms {how} and a "
+        "TD409", f"Loading one batch takes {timing.delivered * 1e3:.1f} ms {how} and a "
         f"training step {step * 1e3:.1f} ms: training would wait for data {share:.0%} of "
         "the time.", LOADER, Depth.CHECK, fix_hint=hint, evidence=evidence)
 

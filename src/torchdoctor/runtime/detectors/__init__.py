@@ -17,6 +17,7 @@ _MODULES = (
     "gradients",
     "nonfinite",
     "scale",
+    "updates",
     "coverage",
     "loss",
     "modes",

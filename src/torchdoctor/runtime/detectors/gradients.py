@@ -1,16 +1,20 @@
 """Gradients that are never cleared (TD201) and steps taken without gradients (TD210).
 
-TD201 asks one precise question after a sampled step of an optimizer: between this step
-and the next, did any ``backward()`` start from cleared gradients (every ``.grad`` of the
-optimizer's parameters ``None`` or exactly zero)? ``zero_grad()`` with either
-``set_to_none``, ``model.zero_grad()``, ``p.grad = None`` and in-place zeroing all answer
-yes. Gradient accumulation answers yes too (it clears once per step, before its first
-micro-batch), and so does a GAN, whose generator's backward passes through the
-discriminator before the discriminator's next ``zero_grad()``.
+TD201 asks one precise question about each sampled step of an optimizer: does the next
+``step()`` of that same optimizer consume gradients that were already in ``.grad`` at
+this step? Only the optimizer's own parameters matter, and only those whose gradient
+changed between the two steps (a backward pass reached them). Such a gradient is fresh
+when it was seen cleared (``None``, or exactly zero) before one of the backward passes in
+between; ``zero_grad()`` with either ``set_to_none``, ``model.zero_grad()``,
+``p.grad = None`` and in-place zeroing all count. Backward passes that do not reach the
+parameters change nothing, so a WGAN's critic steps between two generator steps, a GAN's
+generator backward through the discriminator, and gradient accumulation (cleared once per
+step, before its first micro-batch) are all judged correctly.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,21 +29,42 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.places import param_name
 from torchdoctor.runtime.stats import norms
 
 __all__ = ["GradsNeverCleared", "StepWithoutGradients"]
 
 _MIN_WINDOWS = 2  # a verdict needs at least this many uncleared step pairs
+# Gradient norms taken per window (one per backward pass until every gradient was seen
+# cleared): steps further apart than this many backward passes are not judged.
+_MAX_CHECKS = 16
+
+# The gradient tensor a parameter held, and its version counter: a backward pass that adds
+# into it, in-place zeroing and replacing it all change one or the other.
+_Mark = tuple["weakref.ref[Any]", int]
+
+
+def _mark(grad: Any) -> _Mark | None:
+    return None if grad is None else (weakref.ref(grad), grad._version)
+
+
+def _unchanged(mark: _Mark | None, grad: Any) -> bool:
+    if mark is None or grad is None:
+        return mark is None and grad is None
+    return mark[0]() is grad and mark[1] == grad._version
 
 
 @dataclass(slots=True)
 class _Window:
-    """From a sampled step of an optimizer to its next step."""
+    """From a sampled step of an optimizer to its next step, per parameter of it."""
 
     info: OptimizerInfo
-    after_step: int
-    cleared: bool = False
-    checks: list[Any] = field(default_factory=list)  # device scalars: grad norm at backward
+    marks: list[_Mark | None]    # each gradient right after the step
+    cleared: list[bool]          # seen None before a backward pass since the step
+    backwards: int = 0
+    settled: bool = False        # every gradient was seen cleared: nothing left to check
+    overflow: bool = False
+    checks: list[tuple[list[int], Any]] = field(default_factory=list)  # (params, norms)
 
 
 @dataclass(slots=True)
@@ -47,6 +72,7 @@ class _Tally:
     checked: int = 0
     uncleared: int = 0
     first_uncleared: int | None = None
+    stale: list[str] = field(default_factory=list)
     site: CallSite | None = None
     norms: list[tuple[int, float]] = field(default_factory=list)
 
@@ -57,7 +83,7 @@ def _site_text(site: CallSite | None) -> str:
 
 @detector("TD201", depth=Depth.RUN)
 class GradsNeverCleared(RuntimeDetector):
-    """Flags optimizers whose gradients are not cleared between steps."""
+    """Flags optimizers whose steps consume gradients left over from their previous step."""
 
     sampled_hooks = frozenset({"on_step_end"})
 
@@ -67,42 +93,76 @@ class GradsNeverCleared(RuntimeDetector):
 
     def on_step_end(self, event: StepEvent) -> None:
         if event.sampled and not event.closure:
-            self._windows[id(event.optimizer)] = _Window(event.optimizer, event.step)
+            params = event.optimizer.params
+            self._windows[id(event.optimizer)] = _Window(
+                event.optimizer, [_mark(p.grad) for p in params], [False] * len(params))
 
     def on_backward(self, event: BackwardEvent) -> None:
         for window in self._windows.values():
-            if window.cleared or len(window.checks) >= 2:
+            window.backwards += 1
+            self._observe(window)
+
+    def _observe(self, window: _Window) -> None:
+        """Before a backward pass: which gradients are cleared, and the norms of the rest."""
+        if window.settled:
+            return
+        indices, grads = [], []
+        for index, param in enumerate(window.info.params):
+            if window.cleared[index]:
                 continue
-            grads = [p.grad for p in window.info.params
-                     if p.grad is not None and not p.grad.is_sparse]
-            if not grads:
-                window.cleared = True
-                continue
-            torch = _torch()
-            with torch.no_grad():
-                window.checks.append(norms(torch, grads).sum())
+            grad = param.grad
+            if grad is None:
+                window.cleared[index] = True
+            elif not grad.is_sparse and grad.numel():
+                indices.append(index)
+                grads.append(grad)
+        window.settled = not grads
+        if not grads or window.overflow:
+            return
+        if len(window.checks) >= _MAX_CHECKS:
+            window.overflow = True
+            return
+        torch = _torch()
+        with torch.no_grad():
+            window.checks.append((indices, norms(torch, grads)))
 
     def on_step_begin(self, event: StepEvent) -> None:
         window = self._windows.pop(id(event.optimizer), None)
-        if window is None or (not window.checks and not window.cleared):
+        if window is None or not window.backwards:
             return  # no backward since the last step: TD210's business
+        params = window.info.params
+        touched = [i for i, p in enumerate(params) if not _unchanged(window.marks[i], p.grad)]
+        if not touched:
+            return  # no backward pass reached this optimizer's parameters
         tally = self._tally.setdefault(id(event.optimizer), _Tally())
         if tally.site is None:
             tally.site = self.monitor.user_site()
-        if window.cleared:
+        checked = {i for indices, _ in window.checks for i in indices}
+        suspects = [i for i in touched if not window.cleared[i] and i in checked]
+        if not suspects:
             tally.checked += 1
             return
-        info, step = event.optimizer, event.step
+        if window.overflow:
+            return  # too many backward passes apart to tell
+        info, step, checks = event.optimizer, event.step, window.checks
+        vector = _torch().cat([n.to(checks[0][1].device) for _, n in checks])
 
         def verdict(values: list[float]) -> None:
+            zeroed, cursor = set(), 0
+            for indices, _ in checks:
+                zeroed.update(i for i, v in zip(indices, values[cursor:], strict=False)
+                              if v == 0.0)
+                cursor += len(indices)
+            stale = [i for i in suspects if i not in zeroed]
             tally.checked += 1
-            if all(v != 0.0 for v in values):
+            if stale:
                 tally.uncleared += 1
                 if tally.first_uncleared is None:
                     tally.first_uncleared = step
+                    tally.stale = [param_name(self.monitor, info, i) for i in stale[:4]]
                 self._maybe_emit(info, tally)
 
-        self.monitor.defer(window.checks, verdict)
+        self.monitor.defer(vector, verdict)
 
     def on_sample(self, sample: StepSample) -> None:
         tally = self._tally.setdefault(id(sample.optimizer), _Tally())
@@ -117,6 +177,7 @@ class GradsNeverCleared(RuntimeDetector):
         evidence: dict[str, Any] = {
             "optimizer": info.label, "uncleared_step_pairs": tally.uncleared,
             "checked_step_pairs": tally.checked, "first_uncleared_step": tally.first_uncleared,
+            "stale_parameters": tally.stale,
         }
         if len(tally.norms) >= 2 and tally.norms[0][1] > 0:
             (first_step, first), (last_step, last) = tally.norms[0], tally.norms[-1]

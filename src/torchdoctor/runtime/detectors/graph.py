@@ -1,17 +1,23 @@
-"""Autograd graphs kept alive across steps (TD205), found precisely.
+"""Autograd graphs kept alive across steps, in growing numbers (TD205), found precisely.
 
 At some ``backward()`` calls the loss's ``grad_fn`` node gets a tiny sentinel object in its
 ``metadata`` dict; the node owns the dict, so the sentinel lives exactly as long as the
 node, and a weak reference to it tells whether the node (and the graph behind it) is still
-alive. A loss graph that outlives three more optimizer steps is held by the user's code:
-``running_loss += loss``, ``losses.append(loss)``. The holder is then found by walking the
-graphs of the tensors in the user's frames, and the line that grows it by reading the
-function's source. Memory totals are never used to guess.
+alive. One loss kept for a few steps is normal (``loss_g`` of a GAN lives until the next
+generator step, ``best_loss`` until the next improvement); the leak is a *growing* number
+of graphs alive at once, held by ``running_loss += loss`` or ``losses.append(loss)``. So
+the detector counts, at sampled steps, the tagged graphs alive at the same time that are
+older than a few steps, and reports when that count keeps rising. The holder is then found
+by walking the graphs of the tensors in the user's frames (and one level into their
+objects' attributes), and the line that grows it by reading the function's source. Memory
+totals are never used to guess.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
+import itertools
 import sys
 import weakref
 from dataclasses import dataclass
@@ -22,13 +28,18 @@ from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import BackwardEvent, CallSite, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.scopes import local_items
 
 __all__ = ["GraphRetained"]
 
 _KEY = "torchdoctor_sentinel"
 _AGE = 3             # optimizer steps a loss graph may outlive its step
-_MIN_RETAINED = 3    # retained graphs needed: one kept "best loss" is not a leak
+# A few loss variables each holding the last loss of their own loop (a GAN's loss_g and
+# loss_d) keep a bounded number of graphs alive; a leak keeps adding to it.
+_MIN_HELD = 4        # old graphs alive at the same time
+_MIN_RISES = 3       # checks at which that number rose, with no fall in between
 _WALK_LIMIT = 20_000
+_ATTRIBUTE_LIMIT = 64
 
 
 class _Sentinel:
@@ -43,20 +54,21 @@ class _Tag:
 
 
 def _tagged_backward(index: int) -> bool:
-    return index < 64 and index % 4 == 0 or index % 16 == 0
+    # Every loss early on, so that a leak shows in a short first epoch; sparser later.
+    return index < 64 or index % 16 == 0
 
 
 @detector("TD205", depth=Depth.RUN)
 class GraphRetained(RuntimeDetector):
-    """Finds loss graphs that stay alive steps after their backward pass."""
+    """Finds loss graphs that pile up: more of them alive at once as training goes on."""
 
     sampled_hooks = frozenset({"on_step_end"})
 
     def __init__(self) -> None:
-        self._young: list[_Tag] = []
-        self._retained: list[_Tag] = []
+        self._tags: list[_Tag] = []
+        self._counts: list[tuple[int, int]] = []  # (step, old graphs alive) while rising
         self._holder: tuple[str, Location] | None = None
-        self._emitted = False
+        self._emitted = 0
 
     def on_backward(self, event: BackwardEvent) -> None:
         if not _tagged_backward(event.index):
@@ -69,47 +81,51 @@ class GraphRetained(RuntimeDetector):
             return
         sentinel = _Sentinel()
         metadata[_KEY] = sentinel
-        self._young.append(_Tag(weakref.ref(sentinel), event.global_step, event.site))
+        self._tags.append(_Tag(weakref.ref(sentinel), event.global_step, event.site))
 
     def on_step_end(self, event: StepEvent) -> None:
         now = event.global_step
-        young = []
-        for tag in self._young:
-            if now - tag.step <= _AGE:
-                young.append(tag)
-            elif tag.ref() is not None:
-                self._retained.append(tag)
-        self._young = young
-        if len(self._retained) >= _MIN_RETAINED and not self._emitted:
-            self._emitted = True
+        self._tags = [t for t in self._tags if t.ref() is not None]
+        held = [t for t in self._tags if now - t.step > _AGE]
+        if self._counts and len(held) < self._counts[-1][1]:
+            self._counts.clear()  # some were freed (a new epoch's running total)
+        if not self._counts or len(held) > self._counts[-1][1]:
+            self._counts.append((now, len(held)))
+        rises = len(self._counts) - 1
+        if len(held) >= _MIN_HELD and rises >= _MIN_RISES and not self._emitted:
             self._holder = _find_holder(sys._getframe(1), self.monitor)
-            self._emit(now)
+            self._emit(now, held)
 
     def on_finish(self, report: Report) -> None:
         if self._emitted:
-            alive = [t for t in self._retained if t.ref() is not None]
-            if alive:
-                self._emit(self.monitor.global_step, alive)
+            now = self.monitor.global_step
+            held = [t for t in self._tags if t.ref() is not None and now - t.step > _AGE]
+            if len(held) > self._emitted:
+                self._emit(now, held)
 
-    def _emit(self, now: int, tags: list[_Tag] | None = None) -> None:
-        tags = tags if tags is not None else self._retained
-        first, site = tags[0].step + 1, tags[0].site
-        span = f"{len(tags)} sampled losses from step {first} on are still alive at step {now}"
+    def _emit(self, now: int, held: list[_Tag]) -> None:
+        self._emitted = len(held)
+        first, site = held[0].step + 1, held[0].site
+        trend = " -> ".join(str(count) for _, count in self._counts[-4:])
+        span = (f"{len(held)} sampled loss graphs from step {first} on are alive at once at "
+                f"step {now}, and their number kept rising ({trend})")
+        evidence: dict[str, Any] = {"live_graphs": len(held), "first_step": first,
+                                    "at_step": now, "live_graphs_rising": trend}
         if self._holder is not None:
             name, location = self._holder
-            message = (f"`{name}` holds the autograd graph of past losses: {span}, so memory "
-                       "grows every step (a running total or list of loss tensors)")
+            evidence["holder"] = name
+            message = (f"`{name}` holds the autograd graphs of past losses: {span}, so "
+                       "memory grows every step (a running total or list of loss tensors)")
         else:
             location = site.location(object="loss")
-            message = (f"The loss of `backward()` at {site} stays alive with its autograd "
-                       f"graph: {span}; something keeps the tensor (a running total, a "
-                       "list), so memory grows every step")
+            message = (f"The losses of `backward()` at {site} stay alive with their "
+                       f"autograd graphs: {span}; something keeps the tensors (a running "
+                       "total, a list), so memory grows every step")
         self.emit(finding(
             "TD205", message, location, Depth.RUN,
             fix_hint="Accumulate `loss.item()` (or `loss.detach()`) instead of the loss "
                      "tensor itself.",
-            evidence={"retained_graphs": len(tags), "first_step": first, "at_step": now,
-                      "holder": self._holder[0] if self._holder else None},
+            evidence=evidence,
         ))
 
 
@@ -118,26 +134,41 @@ def _find_holder(frame: FrameType | None, monitor: Any) -> tuple[str, Location] 
     while frame is not None:
         code = frame.f_code
         if monitor.is_user_file(code.co_filename):
-            for name, value in list(frame.f_locals.items()):
-                if _reaches_tag(value):
-                    line = _growing_line(code.co_filename, code.co_firstlineno, name)
-                    site = CallSite(code.co_filename, line or frame.f_lineno, code.co_name, True)
-                    return name, site.location(object=name)
+            found = _holder_in(local_items(frame))
+            if found is not None:
+                line = _growing_line(code.co_filename, code.co_firstlineno, found)
+                site = CallSite(code.co_filename, line or frame.f_lineno, code.co_name, True)
+                return found, site.location(object=found)
         frame = frame.f_back
     return None
 
 
-def _reaches_tag(value: Any) -> bool:
+def _holder_in(variables: list[tuple[str, Any]]) -> str | None:
+    """``name`` or ``name.attribute`` of the first variable that reaches a tagged graph."""
+    for name, value in variables:
+        if _reaches_tag(value):
+            return name
+    for name, value in variables:  # a trainer object's `self.losses`
+        attributes = getattr(value, "__dict__", None)
+        if isinstance(attributes, dict) and not isinstance(value, type):
+            for attribute, inner in list(attributes.items())[:_ATTRIBUTE_LIMIT]:
+                if _reaches_tag(inner):
+                    return f"{name}.{attribute}"
+    return None
+
+
+def _reaches_tag(value: Any, depth: int = 2) -> bool:
+    """Whether a tensor, or a container of them (nested twice), reaches a tagged graph."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return _graph_has_tag(value.grad_fn)
-    if isinstance(value, (list, tuple)):
-        return any(isinstance(v, torch.Tensor) and _graph_has_tag(v.grad_fn)
-                   for v in value[:1000])
+        return value.grad_fn is not None and _graph_has_tag(value.grad_fn)
+    if depth == 0 or isinstance(value, (str, bytes)):
+        return False
     if isinstance(value, dict):
-        return any(isinstance(v, torch.Tensor) and _graph_has_tag(v.grad_fn)
-                   for v in list(value.values())[:1000])
+        value = value.values()
+    if isinstance(value, (list, tuple, set, frozenset, collections.deque, type({}.values()))):
+        return any(_reaches_tag(v, depth - 1) for v in itertools.islice(value, 1000))
     return False
 
 
@@ -186,4 +217,8 @@ def _grows(node: ast.AST, name: str) -> bool:
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` is the variable ``name`` (or the attribute ``self.history``)."""
+    if isinstance(node, ast.Attribute) and "." in name:
+        owner, _, attribute = name.rpartition(".")
+        return node.attr == attribute and _is_name(node.value, owner)
     return isinstance(node, ast.Name) and node.id == name

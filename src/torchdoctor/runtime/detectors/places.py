@@ -15,9 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from torchdoctor.findings import Location
-from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, MonitorView
+from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, MonitorView, OptimizerInfo
 
-__all__ = ["assignment_location", "describe_params", "display_path", "group_by_module"]
+__all__ = [
+    "assignment_location", "describe_params", "display_path", "group_by_module", "param_name",
+]
+
+
+def param_name(monitor: MonitorView, info: OptimizerInfo, index: int) -> str:
+    """The display name of an optimizer's ``index``-th parameter (``encoder.0.weight``).
+
+    ``info.names`` is fixed when the optimizer is first seen, which can be before its
+    model is (L-BFGS runs the model's first forward inside ``step()``): the model known
+    now is asked first, and ``param[7]`` remains only for parameters of no known model.
+    """
+    return monitor.param_name(info.params[index]) or info.names[index]
 
 
 def group_by_module(model: Any, params: Iterable[Any]) -> list[tuple[str, list[str]]]:

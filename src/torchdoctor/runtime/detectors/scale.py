@@ -1,7 +1,6 @@
-"""Gradient and update sizes over time: vanishing (TD215), exploding (TD216) gradients,
-and update-to-weight ratios out of band (TD606).
+"""Gradient sizes over time: vanishing (TD215) and exploding (TD216) gradients.
 
-All three read the per-parameter numbers of sampled steps (:class:`StepSample`); none
+Both read the per-parameter numbers of sampled steps (:class:`StepSample`); none
 computes anything on the device itself. Verdicts use medians over several samples, so a
 single spike or a warm-up never decides alone.
 """
@@ -23,14 +22,12 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.places import param_name
 
-__all__ = ["GradientScale", "UpdateRatio"]
+__all__ = ["GradientScale", "weight_matrices"]
 
 EXPLODE_FACTOR = 100.0      # sustained growth of the total gradient norm
 VANISH_RATIO = 1e-4         # RMS gradient of the earliest layers vs the latest
-UPDATE_TOO_LARGE = 0.3      # a step replacing this fraction of a weight matrix
-UPDATE_TOO_SMALL = 1e-6     # a step moving the weights by less than this fraction
-STEP_JUMP = 1.0             # one step larger than the weights themselves
 _MIN_SAMPLES = 6
 _SKIPPED_MODULES = ("Embedding", "EmbeddingBag")  # sparse-by-nature gradients
 
@@ -44,7 +41,7 @@ class _History:
     site: CallSite | None = None
 
 
-def _weights(info: OptimizerInfo, monitor: Any) -> list[int]:
+def weight_matrices(info: OptimizerInfo, monitor: Any) -> list[int]:
     """Indices of the optimizer's weight matrices (2-D and up), embeddings excluded."""
     skipped: set[int] = set()
     for model in monitor.models:
@@ -80,7 +77,7 @@ class GradientScale(RuntimeDetector):
         history.per_param.append((sample.step, list(norms)))
         weights = self._weights.get(id(info))
         if weights is None:
-            weights = self._weights[id(info)] = _weights(info, self.monitor)
+            weights = self._weights[id(info)] = weight_matrices(info, self.monitor)
         ratio = _depth_ratio(info, norms, weights)
         if ratio is not None:
             history.depth_ratio.append(ratio)
@@ -101,7 +98,7 @@ class GradientScale(RuntimeDetector):
         if base <= 0 or now < EXPLODE_FACTOR * base:
             return False
         first_step, last_step = history.totals[0][0], history.totals[-1][0]
-        layers = _fastest_growing(history)
+        layers = _fastest_growing(history, self.monitor)
         self.emit(finding(
             "TD216",
             f"The gradient norm of {history.info.label} grew x{now / base:.3g}, from "
@@ -122,8 +119,9 @@ class GradientScale(RuntimeDetector):
         if ratio >= VANISH_RATIO:
             return
         weights = self._weights[id(history.info)]
-        names = history.info.names
-        early, late = names[weights[0]], names[weights[-1]]
+        info = history.info
+        early = param_name(self.monitor, info, weights[0])
+        late = param_name(self.monitor, info, weights[-1])
         self.emit(finding(
             "TD215",
             f"Gradients vanish towards the input: per element, `{early}` gets {ratio:.1e} "
@@ -150,12 +148,12 @@ def _depth_ratio(info: OptimizerInfo, norms: tuple[float | None, ...],
     return statistics.median(rms[:quarter]) / late if late > 0 else None
 
 
-def _fastest_growing(history: _History) -> list[str]:
+def _fastest_growing(history: _History, monitor: Any) -> list[str]:
     first, last = history.per_param[0][1], history.per_param[-1][1]
     growth = []
     for index, (a, b) in enumerate(zip(first, last, strict=True)):
         if a and b and a > 0:
-            growth.append((b / a, history.info.names[index]))
+            growth.append((b / a, param_name(monitor, history.info, index)))
     growth.sort(reverse=True)
     return [name for _, name in growth[:3]]
 
@@ -169,90 +167,3 @@ def _place(history: _History, names: list[str]) -> Location:
     if history.site is not None:
         return history.site.location(object=obj)
     return Location(object=obj)
-
-
-@detector("TD606", depth=Depth.RUN)
-class UpdateRatio(RuntimeDetector):
-    """Update-to-weight ratio of each weight matrix, judged at the working learning rate."""
-
-    sampled_hooks = frozenset({"on_step_begin"})
-
-    def __init__(self) -> None:
-        self._samples: dict[int, list[StepSample]] = {}
-        self._site: dict[int, CallSite | None] = {}
-
-    def on_step_begin(self, event: StepEvent) -> None:
-        if event.sampled and id(event.optimizer) not in self._site:
-            self._site[id(event.optimizer)] = self.monitor.user_site()
-
-    def on_sample(self, sample: StepSample) -> None:
-        if sample.update_ratios is not None:
-            self._samples.setdefault(id(sample.optimizer), []).append(sample)
-
-    def on_finish(self, report: Report) -> None:
-        vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
-        for key, samples in self._samples.items():
-            info = samples[0].optimizer
-            weights = _weights(info, self.monitor)
-            if self._jump(info, samples, weights, self._site.get(key)):
-                continue
-            medians = _median_ratios(samples, weights)
-            if medians:
-                self._judge(info, medians, self._site.get(key), info.label in vanishing)
-
-    def _jump(self, info: OptimizerInfo, samples: list[StepSample], weights: list[int],
-              site: CallSite | None) -> bool:
-        """A single step that moved a weight matrix by more than its own size."""
-        for sample in samples:
-            ratios = sample.update_ratios or ()
-            jumps = [(r, i) for i in weights if i < len(ratios)
-                     and (r := ratios[i]) is not None and math.isfinite(r) and r > STEP_JUMP]
-            if jumps:
-                ratio, index = max(jumps)
-                self._emit(info, site, info.names[index], ratio, "large",
-                           f"at step {sample.step} a single update was {ratio:.3g} times the "
-                           "size of the weights, so training is thrown off and usually "
-                           "diverges", "Lower the learning rate, or use a mean (not summed) "
-                           "loss so that gradients do not scale with the batch.")
-                return True
-        return False
-
-    def _judge(self, info: OptimizerInfo, medians: dict[int, float],
-               site: CallSite | None, vanishing: bool) -> None:
-        worst = max(medians, key=lambda i: medians[i])
-        overall = statistics.median(medians.values())
-        if medians[worst] > UPDATE_TOO_LARGE:
-            self._emit(info, site, info.names[worst], medians[worst], "large",
-                       "each step replaces a large part of the weights, so training is "
-                       "unstable or diverges", "Lower the learning rate (by 10x to start with).")
-        elif 0 < overall < UPDATE_TOO_SMALL and not vanishing:  # TD215 says why
-            self._emit(info, site, info.label, overall, "small",
-                       "the weights barely move, so the model learns nothing in a useful time",
-                       "Raise the learning rate (check it for a typo such as 1e-9).")
-
-    def _emit(self, info: OptimizerInfo, site: CallSite | None, obj: str, ratio: float,
-              kind: str, why: str, fix: str) -> None:
-        lr = ", ".join(f"{g.get('lr')}" for g in info.optimizer.param_groups)
-        subject = f"`{obj}`" if kind == "large" else f"the weights of {info.label}"
-        self.emit(finding(
-            "TD606",
-            f"Updates of {subject} are too {kind}: {info.label} steps change them by "
-            f"{ratio:.2e} of their size (healthy training is near 1e-3) at lr {lr}: {why}",
-            site.location(object=obj) if site is not None else Location(object=obj),
-            Depth.RUN, fix_hint=fix,
-            evidence={"optimizer": info.label, "update_ratio": ratio, "lr": lr},
-        ))
-
-
-def _median_ratios(samples: list[StepSample], weights: list[int]) -> dict[int, float]:
-    """Per weight matrix, the median ratio over samples taken at >= half the peak lr."""
-    peak = [max(s.lrs[g] for s in samples) for g in range(len(samples[0].lrs))]
-    working = [s for s in samples[1:] if all(
-        s.lrs[g] >= 0.5 * peak[g] for g in range(len(peak)) if peak[g] > 0)]
-    medians: dict[int, float] = {}
-    for index in weights:
-        values = [r for s in working if s.update_ratios is not None
-                  and (r := s.update_ratios[index]) is not None and math.isfinite(r)]
-        if len(values) >= 3:
-            medians[index] = statistics.median(values)
-    return medians

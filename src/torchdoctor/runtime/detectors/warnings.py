@@ -20,6 +20,7 @@ from torchdoctor.findings import Confidence, Depth, Finding, Location, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import RuntimeDetector, WarningRecord
+from torchdoctor.runtime.detectors.scopes import local_items
 from torchdoctor.runtime.exceptions.frames import (
     FrameRef,
     frames_of_stack,
@@ -207,12 +208,9 @@ def _grad_scaler_in_scope(user: FrameRef | None) -> bool:
     """Whether the user's frame sees an enabled ``GradScaler`` (locals or globals)."""
     if user is None or user.frame is None:
         return False
-    for scope in (user.frame.f_locals, user.frame.f_globals):
-        for value in list(scope.values()):
-            if type(value).__name__ == "GradScaler" and type(value).__module__.startswith(
-                    "torch") and getattr(value, "_enabled", True):
-                return True
-    return False
+    values = [v for _, v in local_items(user.frame)] + list(user.frame.f_globals.values())
+    return any(type(value).__name__ == "GradScaler" and type(value).__module__.startswith(
+        "torch") and getattr(value, "_enabled", True) for value in values)
 
 
 def _skipped_by_scaler(classified: Classified) -> Classified:

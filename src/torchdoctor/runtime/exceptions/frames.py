@@ -14,6 +14,7 @@ import functools
 import linecache
 import os
 import re
+import runpy
 import sys
 import sysconfig
 from collections.abc import Iterable, Iterator, Sequence
@@ -23,19 +24,25 @@ from types import FrameType, TracebackType
 from typing import Any
 
 __all__ = [
+    "RUNPY_FILES",
     "FrameRef",
     "ModuleRef",
+    "add_run_script",
     "embedded_traceback_frames",
     "frames_of_stack",
     "frames_of_traceback",
     "is_library_file",
     "is_torch_file",
     "is_torchdoctor_file",
+    "library_dirs",
+    "remove_run_script",
     "running_module",
     "user_frame",
 ]
 
 _TORCHDOCTOR_DIR = os.path.realpath(str(Path(__file__).resolve().parents[2]))
+# Frames of runpy mark where a launcher started the user's code (frozen on Python >= 3.11).
+RUNPY_FILES = frozenset({runpy.__file__, "<frozen runpy>"})
 _WORKER_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$',
                            re.MULTILINE)
 
@@ -124,32 +131,58 @@ def _short(path: str) -> str:
 
 
 @functools.cache
-def _library_roots() -> tuple[str, ...]:
-    roots: set[str] = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        value = sysconfig.get_paths().get(key)
-        if value:
-            roots.add(os.path.realpath(value))
-    roots.add(os.path.realpath(os.path.dirname(os.__file__)))
-    roots.add(_TORCHDOCTOR_DIR)
+def library_dirs() -> tuple[str, ...]:
+    """Directories whose files are never the user's: the standard library, installed
+    packages (the user scheme's too), console-script launchers (``.venv/bin``) and
+    torchdoctor. torch is added by the callers, once it is imported."""
+    roots = {os.path.realpath(os.path.dirname(os.__file__)), _TORCHDOCTOR_DIR}
+    schemes = [sysconfig.get_paths()]
+    user_scheme = f"{os.name}_user"
+    if user_scheme in sysconfig.get_scheme_names():
+        schemes.append(sysconfig.get_paths(user_scheme))
+    for paths in schemes:
+        for key in ("stdlib", "platstdlib", "purelib", "platlib", "scripts"):
+            value = paths.get(key)
+            if value:
+                roots.add(os.path.realpath(value))
     return tuple(sorted(roots))
 
 
-@functools.cache
+# Scripts that `torchdoctor run` is executing: the user's even where they live among
+# library files (the bundled demo lives in torchdoctor's own package).
+_RUN_SCRIPTS: set[str] = set()
+
+
+def add_run_script(path: str) -> None:
+    """Count ``path`` as user code until :func:`remove_run_script`."""
+    _RUN_SCRIPTS.add(os.path.realpath(path))
+
+
+def remove_run_script(path: str) -> None:
+    _RUN_SCRIPTS.discard(os.path.realpath(path))
+
+
 def is_library_file(path: str) -> bool:
-    """True for files that are not the user's: torch, torchdoctor, stdlib, installed packages.
+    """True for files that are not the user's: torch, torchdoctor, stdlib, installed
+    packages, console-script launchers; never for a script ``torchdoctor run`` executes.
 
     Pseudo-files such as ``<frozen runpy>`` or ``<string>`` count as library code.
     """
+    if _RUN_SCRIPTS and path and os.path.realpath(path) in _RUN_SCRIPTS:
+        return False
+    return _is_library_path(path)
+
+
+@functools.cache
+def _is_library_path(path: str) -> bool:
     if not path or path.startswith("<"):
         return True
     real = os.path.realpath(path)
     parts = Path(real).parts
     if "site-packages" in parts or "dist-packages" in parts:
         return True
-    torch = sys.modules.get("torch")
-    torch_file = getattr(torch, "__file__", None)
-    roots = _library_roots()
+    roots = library_dirs()
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
     if torch_file:
         roots = (*roots, os.path.realpath(os.path.dirname(torch_file)))
     return any(real == root or real.startswith(root + os.sep) for root in roots)
@@ -190,6 +223,11 @@ def user_frame(frames: Sequence[FrameRef], roots: Sequence[str] = ()) -> FrameRe
     With ``roots`` (the directories of the user's script), a frame under a root wins over
     other non-library frames, so code of a second project on ``sys.path`` is skipped.
     """
+    # Whatever called runpy (`torchdoctor run`, click, an entry point) launched the user's
+    # code and is never part of it.
+    launchers = [i for i, f in enumerate(frames) if f.path in RUNPY_FILES]
+    if launchers:
+        frames = frames[launchers[-1] + 1:]
     candidates = [f for f in frames if not is_library_file(f.path)]
     if roots:
         preferred = [f for f in candidates if _under(f.path, roots)]
