@@ -19,8 +19,9 @@ must return the loss. The debugging lab's ``make()`` functions follow this contr
 
 The check leaves the user's objects exactly as it found them: parameters and buffers,
 ``requires_grad`` flags, ``.grad``, train/eval modes, the modules' plain attributes (a
-temperature a forward anneals), optimizer state, tensors the optimizer trains outside the
-model, the RNGs of torch, CUDA, numpy and :mod:`random` and torch's thread count are
+temperature a forward anneals), hooks (a probe's trace hooks never stay behind), optimizer
+state, tensors the optimizer trains outside the model, the RNGs of torch, CUDA, numpy and
+:mod:`random`, and torch's grad and anomaly modes, backend flags and thread count are
 restored bitwise, whether it returns or raises. Batches come from a replay of a
 DataLoader, so its sampler and generators are not advanced and no worker outlives the
 check. Everything that trains works on copies. This package imports torch;

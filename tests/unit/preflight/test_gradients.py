@@ -129,6 +129,19 @@ def test_deep_sigmoid_network_vanishes() -> None:
     assert "`20.weight`" in found.message
 
 
+@pytest.mark.parametrize("cut", [
+    lambda loss: loss.item(),  # a Python float
+    lambda loss: loss.detach(),  # a 0-dim tensor without grad
+    lambda loss: torch.tensor(loss.item()),
+], ids=["float", "detached", "rebuilt"])
+def test_a_loss_without_a_graph_on_a_vanishing_network_does_not_fail(cut) -> None:
+    """No gradient reaches any layer: nothing to compare, and no internal error."""
+    report = run(_deep(nn.Sigmoid), class_batch(),
+                 lambda out, y: cut(nn.functional.cross_entropy(out, y)), "TD215", "TD605")
+    assert not report.by_code("TD001") and not report.by_code("TD215")
+    assert "cannot be backpropagated" in messages(report, "TD605")
+
+
 def test_deep_relu_network_with_batchnorm_is_quiet() -> None:
     report = run(_deep(nn.ReLU, norm=True), class_batch(), nn.CrossEntropyLoss(), "TD215")
     assert not report.by_code("TD215"), messages(report, "TD215")

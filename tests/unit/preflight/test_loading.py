@@ -86,3 +86,37 @@ def test_a_loader_iterated_in_place_is_put_back() -> None:
     assert torch.equal(loader.generator.get_state(), state)
     assert loader._iterator is None
     assert set(multiprocessing.active_children()) <= before
+
+
+def _persistent_with_own_generator() -> DataLoader:
+    dataset = _dataset()
+    return DataLoader(dataset, batch_size=16, sampler=RandomSampler(dataset, generator=_seeded()),
+                      num_workers=2, persistent_workers=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mid_training", [False, True], ids=["fresh", "workers-running"])
+def test_a_full_check_leaves_a_persistent_loader_and_its_sampler_as_found(mid_training) -> None:
+    """Every probe (the loader timings and worker draws included) reads clones: the
+    sampler's generator is not advanced, the user's running workers are neither ended
+    nor joined by others, and the next epoch is the one an untouched twin gives."""
+    checked, twin = _persistent_with_own_generator(), _persistent_with_own_generator()
+    if mid_training:
+        for loader in (checked, twin):
+            list(loader)  # one epoch: the persistent workers stay up
+    iterator, state = checked._iterator, checked.sampler.generator.get_state()
+    before = set(multiprocessing.active_children())
+    model = classifier()
+    try:
+        report = torchdoctor.check(model, checked, nn.CrossEntropyLoss(),
+                                   torch.optim.Adam(model.parameters()))
+        assert not report.by_code("TD001")
+        assert torch.equal(checked.sampler.generator.get_state(), state)
+        assert checked._iterator is iterator
+        assert set(multiprocessing.active_children()) == before
+        for ours, theirs in zip(checked, twin, strict=True):
+            assert _same(ours, theirs)
+    finally:  # end this test's own workers, so no later test sees them
+        for loader in (checked, twin):
+            if loader._iterator is not None:
+                loader._iterator._shutdown_workers()

@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 import torchdoctor  # noqa: E402
 
-pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
+pytestmark = pytest.mark.needs_torch
 
 
 def _no_op_hook(*args: Any, **kwargs: Any) -> None:
@@ -155,6 +155,7 @@ def _unusual_settings() -> Iterator[None]:
         torch.backends.cudnn.benchmark = saved[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", [contextlib.nullcontext, _unusual_settings],
                          ids=["defaults", "no-grad-anomaly-one-thread"])
 def test_a_full_check_leaves_everything_as_it_found_it(settings) -> None:
@@ -167,5 +168,50 @@ def test_a_full_check_leaves_everything_as_it_found_it(settings) -> None:
         report = torchdoctor.check(model, loader, loss_fn, optimizer)
         after = _state(model, loss_fn, optimizer)
     assert not report.by_code("TD001"), [f.message for f in report.by_code("TD001")]
+    changed = sorted(key for key in before if not _same(before[key], after[key]))
+    assert changed == [], {key: (before[key], after[key]) for key in changed}
+
+
+def _sloppy(ctx) -> list[Any]:
+    """A probe that changes everything it can reach and cleans up nothing."""
+    import torch.nn.modules.module as module_globals
+
+    model, optimizer = ctx.model, ctx.optimizer
+    model.head.register_forward_hook(_no_op_hook)
+    model.body.register_full_backward_pre_hook(_no_op_hook)
+    model.head.weight.register_hook(_no_op_hook)
+    model.body[0].weight.register_post_accumulate_grad_hook(_no_op_hook)
+    module_globals.register_module_forward_hook(_no_op_hook)
+    optimizer.register_step_pre_hook(_no_op_hook)
+    model.scale, model.probe_note = 2.0, "left behind"
+    model.eval()
+    model.head.weight.requires_grad_(False)
+    with torch.no_grad():
+        model.head.bias.add_(1.0)
+    optimizer.param_groups[0]["lr"] = 0.5
+    torch.rand(3)
+    numpy.random.rand(3)
+    random.random()
+    torch.set_grad_enabled(False)
+    torch.set_anomaly_enabled(True, False)
+    torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
+    torch.set_num_threads(3)
+    if ctx.seed == 1:
+        raise RuntimeError("a probe's bug, half-way")
+    return []
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["returns", "raises"])
+def test_a_probe_that_changes_everything_leaves_nothing_behind(fails) -> None:
+    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.engine import run_probes
+    from torchdoctor.preflight.registry import ProbeInfo
+
+    model, loader, loss_fn, optimizer = _setup()
+    before = _state(model, loss_fn, optimizer)
+    ctx = CheckContext(model, loader, loss_fn, optimizer, seed=int(fails))
+    report = run_probes(ctx, [ProbeInfo(("TD605",), _sloppy)])
+    after = _state(model, loss_fn, optimizer)
+    assert bool(report.by_code("TD001")) is fails
     changed = sorted(key for key in before if not _same(before[key], after[key]))
     assert changed == [], {key: (before[key], after[key]) for key in changed}

@@ -13,7 +13,7 @@ from torch import nn  # noqa: E402
 
 import torchdoctor  # noqa: E402
 from tests.integration.realistic_models import SETUPS  # noqa: E402
-from torchdoctor.errors import UserCodeError  # noqa: E402
+from torchdoctor.errors import UsageError, UserCodeError  # noqa: E402
 from torchdoctor.preflight.snapshot import Snapshot, state_differences  # noqa: E402
 
 pytestmark = pytest.mark.needs_torch
@@ -124,6 +124,16 @@ def test_memory_error_message_says_out_of_memory() -> None:
     with pytest.raises(UserCodeError, match="ran out of memory"):
         torchdoctor.check(model, (torch.randn(8, 4), torch.randint(0, 2, (8,))),
                           nn.CrossEntropyLoss())
+
+
+def test_a_lazy_module_not_yet_materialised_is_a_clear_usage_error() -> None:
+    """Its parameters have no shape to save or copy; the user's model stays lazy."""
+    model = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 2))
+    with pytest.raises(UsageError, match=r"`0.weight` is an uninitialised parameter.*"
+                                         r"run one forward first"):
+        torchdoctor.check(model, (torch.randn(8, 4), torch.randint(0, 2, (8,))),
+                          nn.CrossEntropyLoss())
+    assert isinstance(model[0], nn.LazyLinear) and model(torch.randn(3, 4)).shape == (3, 2)
 
 
 class _Annealed(nn.Module):

@@ -4,6 +4,7 @@ probes that rely on it: nothing the user holds is shared with a copy or moved by
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -11,11 +12,12 @@ torch = pytest.importorskip("torch")
 
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
-from torch.nn.utils import prune  # noqa: E402
+from torch.nn.utils import parametrizations, parametrize, prune  # noqa: E402
 
 import torchdoctor  # noqa: E402
 from tests.unit.preflight.helpers import class_batch, classifier  # noqa: E402
 from torchdoctor.preflight.context import CheckContext  # noqa: E402
+from torchdoctor.preflight.snapshot import Snapshot, state_differences  # noqa: E402
 from torchdoctor.preflight.training import copy_for_training, train_step  # noqa: E402
 
 pytestmark = pytest.mark.needs_torch
@@ -47,6 +49,32 @@ def _weight_normed() -> nn.Module:
         warnings.simplefilter("ignore")  # the old API is deprecated, and still in use
         model.inner = nn.utils.weight_norm(model.inner)
     return model
+
+
+def _parametrized(apply) -> Any:
+    def make() -> nn.Module:
+        model = Gated()
+        apply(model.inner)
+        return model
+    return make
+
+
+def _symmetric(module: nn.Module) -> None:
+    class Symmetric(nn.Module):
+        def forward(self, weight):
+            return weight.triu() + weight.triu(1).T
+
+    parametrize.register_parametrization(module, "weight", Symmetric())
+
+
+COMPUTED_WEIGHTS = {
+    "pruned": _pruned,
+    "weight_norm": _weight_normed,
+    "parametrized-weight_norm": _parametrized(parametrizations.weight_norm),
+    "spectral_norm": _parametrized(parametrizations.spectral_norm),
+    "orthogonal": _parametrized(parametrizations.orthogonal),
+    "custom-parametrization": _parametrized(_symmetric),
+}
 
 
 def _tensors(optimizer) -> list:
@@ -101,23 +129,27 @@ def test_a_scheduled_optimizer_steps_the_copy_not_the_users() -> None:
                    zip(training.model.parameters(), before, strict=True))
 
 
-@pytest.mark.parametrize("make", [_pruned, _weight_normed], ids=["pruned", "weight_norm"])
+@pytest.mark.parametrize("make", COMPUTED_WEIGHTS.values(), ids=COMPUTED_WEIGHTS.keys())
 def test_models_with_computed_weights_are_copied(make) -> None:
     model = make()
     ctx = CheckContext(model, class_batch(), nn.CrossEntropyLoss())
     training = copy_for_training(ctx)
     train_step(training, ctx.batch, 0)
     assert all(p.grad is None for p in model.parameters())
+    assert not {id(p) for p in model.parameters()} & {id(p) for p in training.model.parameters()}
 
 
-@pytest.mark.parametrize("make", [_pruned, _weight_normed], ids=["pruned", "weight_norm"])
+@pytest.mark.parametrize("make", COMPUTED_WEIGHTS.values(), ids=COMPUTED_WEIGHTS.keys())
 def test_a_zero_gate_in_a_model_with_computed_weights_is_quiet(make) -> None:
     """The zero-initialisation experiment runs on a copy; copying must not fail on these
-    models, or the gate's blocked gradient would be reported as a bug (TD211)."""
+    models, or the gate's blocked gradient would be reported as a bug (TD211). The whole
+    check runs (no TD001) and leaves the model as it was."""
     model = make()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    before = Snapshot(model, optimizer)
     report = torchdoctor.check(model, class_batch(), nn.CrossEntropyLoss(), optimizer)
     assert not report.codes(), [f"{f.code} {f.message}" for f in report.findings]
+    assert state_differences(before, Snapshot(model, optimizer)) == []
 
 
 def test_the_device_simulation_copies_pruned_models_too() -> None:

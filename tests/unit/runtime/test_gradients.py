@@ -135,6 +135,73 @@ def test_lbfgs_with_a_closure_is_quiet() -> None:
     assert not w.report.codes() & {"TD201", "TD210"}
 
 
+def wgan(n_critic: int, clear_generator: str = "optimizer-none",
+         clear_critic: bool = True) -> torchdoctor.Report:
+    """WGAN-style training: ``n_critic`` critic steps, then one generator step.
+
+    The critic's backward passes never reach the generator (its samples are made under
+    ``no_grad``), so the generator's ``.grad`` keeps its last step's values through them.
+    """
+    torch.manual_seed(0)
+    generator = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    critic = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt_g = torch.optim.RMSprop(generator.parameters(), lr=5e-4)
+    opt_c = torch.optim.RMSprop(critic.parameters(), lr=5e-4)
+    with torchdoctor.watch(sample_every=1) as w:
+        for _ in range(12):
+            critic.requires_grad_(True)
+            for _ in range(n_critic):
+                real = torch.randn(32, 2) + 1
+                with torch.no_grad():
+                    fake = generator(torch.randn(32, 4))
+                if clear_critic:
+                    opt_c.zero_grad()
+                (critic(fake).mean() - critic(real).mean()).backward()
+                opt_c.step()
+            critic.requires_grad_(False)
+            if clear_generator == "optimizer-none":
+                opt_g.zero_grad()
+            elif clear_generator == "optimizer-zero":
+                opt_g.zero_grad(set_to_none=False)
+            elif clear_generator == "data-zero":
+                for p in generator.parameters():
+                    if p.grad is not None:
+                        p.grad.data.zero_()  # invisible to version counters
+            (-critic(generator(torch.randn(32, 4))).mean()).backward()
+            opt_g.step()
+    return w.report
+
+
+@pytest.mark.parametrize("n_critic", [2, 4, 5])
+@pytest.mark.parametrize("how", ["optimizer-none", "optimizer-zero", "data-zero"])
+def test_critic_steps_between_generator_steps_are_quiet(n_critic: int, how: str) -> None:
+    assert not wgan(n_critic, how).by_code("TD201")
+
+
+def test_generator_never_cleared_between_critic_steps_is_found() -> None:
+    [found] = wgan(5, clear_generator="never").by_code("TD201")
+    assert found.evidence["optimizer"] == "RMSprop #2"  # the generator's, not the critic's
+    assert found.evidence["stale_parameters"]
+
+
+def test_critic_never_cleared_is_found() -> None:
+    [found] = wgan(3, clear_critic=False).by_code("TD201")
+    assert found.evidence["optimizer"] == "RMSprop"
+
+
+def test_accumulation_cleared_in_place_before_the_first_micro_batch_is_quiet() -> None:
+    model, optimizer = seeded()
+    with torchdoctor.watch(sample_every=1) as w:
+        for index in range(64):
+            if index % 8 == 0:
+                optimizer.zero_grad(set_to_none=False)
+            x, y = batch()
+            (nn.functional.cross_entropy(model(x), y) / 8).backward()
+            if index % 8 == 7:
+                optimizer.step()
+    assert not w.report.by_code("TD201")
+
+
 # -- TD210 -----------------------------------------------------------------------------------
 
 

@@ -6,6 +6,12 @@ teacher or EMA model without gradients are left alone. "Received a gradient" is 
 every step on the shrinking set of parameters not seen with one yet, so a branch used once
 in a while is not missed. "Never changed" compares each parameter's version counter and
 norm at the end with those at discovery.
+
+Why a parameter in an optimizer never changed is judged against the other parameters of
+that optimizer, not absolutely: a gradient whose size per element is rounding noise next
+to theirs (the bias of a layer followed by BatchNorm, which subtracts each channel's batch
+mean and so cancels any bias) is a structural zero, reported at info; a gradient of normal
+size that still moves nothing means the learning rate is too small (a warning).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from torchdoctor.runtime.detectors.base import (
 from torchdoctor.runtime.detectors.places import (
     assignment_location,
     describe_params,
+    display_path,
     group_by_module,
 )
 from torchdoctor.runtime.stats import norms
@@ -31,6 +38,9 @@ from torchdoctor.runtime.stats import norms
 __all__ = ["ParameterCoverage"]
 
 _MIN_STEPS = 3
+# A gradient this small per element, next to the median of the optimizer's other
+# parameters, is float32 rounding noise around an exact zero.
+_NOISE_RATIO = 1e-4
 
 
 @detector("TD208", "TD218", depth=Depth.RUN)
@@ -99,7 +109,25 @@ class ParameterCoverage(RuntimeDetector):
         moving = [p for p in stuck if self._lr.get(id(p)) != 0.0]
         self._report("TD218", [p for p in moving if not self._grad_norm.get(id(p))],
                      _ZERO_GRADIENT, Severity.INFO)
-        self._report("TD218", [p for p in moving if self._grad_norm.get(id(p))], _TINY_UPDATE)
+        small = [p for p in moving if self._grad_norm.get(id(p))]
+        noise = [p for p in small if self._is_noise(p, owners[id(p)].params)]
+        noisy = {id(p) for p in noise}
+        cancelled = {id(p): norm for p in noise
+                     if (norm := _normalisation_after(self._model[id(p)].inner, p))}
+        self._report("TD218", [p for p in noise if id(p) in cancelled], _CANCELLED,
+                     Severity.INFO, normalisations=cancelled)
+        self._report("TD218", [p for p in noise if id(p) not in cancelled], _NOISE,
+                     Severity.INFO)
+        self._report("TD218", [p for p in small if id(p) not in noisy], _TINY_UPDATE)
+
+    def _is_noise(self, param: Any, neighbours: tuple[Any, ...]) -> bool:
+        """Whether ``param``'s gradient per element is noise next to its optimizer's others."""
+        others = [_per_element(self._grad_norm[id(p)], p) for p in neighbours
+                  if p is not param and self._grad_norm.get(id(p))]
+        if not others:
+            return False
+        reference = sorted(others)[len(others) // 2]
+        return _per_element(self._grad_norm[id(param)], param) < _NOISE_RATIO * reference
 
     def _unchanged(self) -> list[Any]:
         candidates = [p for p in self._seen.values() if p.requires_grad]
@@ -115,7 +143,8 @@ class ParameterCoverage(RuntimeDetector):
                 or current.get(id(p), float("nan")) == self._initial_norm.get(id(p))]
 
     def _report(self, code: str, params: list[Any], story: tuple[str, str],
-                severity: Severity | None = None) -> None:
+                severity: Severity | None = None,
+                normalisations: dict[int, str] | None = None) -> None:
         """One finding per model, naming the modules (or parameters) concerned."""
         by_model: dict[int, list[Any]] = {}
         for param in params:
@@ -127,16 +156,43 @@ class ParameterCoverage(RuntimeDetector):
             location = assignment_location(self.monitor, model, groups[0][0],
                                            prefer_script=story is _NO_OPTIMIZER)
             location = location or Location(object=names[0])
-            largest = max((self._grad_norm.get(id(p), 0.0) for p in group), default=0.0)
+            measured = [self._grad_norm[id(p)] for p in group if id(p) in self._grad_norm]
+            largest = max(measured, default=0.0)
             lrs = sorted({self._lr[id(p)] for p in group if id(p) in self._lr})
+            norm_paths = list(dict.fromkeys(
+                display_path(self.monitor, model, normalisations[id(p)])
+                for p in group if normalisations and id(p) in normalisations))
             message, fix = story
+            evidence: dict[str, Any] = {"parameters": [n for _, ns in groups for n in ns],
+                                        "steps": self._steps}
+            if measured:  # params in no optimizer are never sampled: no norm to show
+                evidence["max_grad_norm"] = largest
+            if norm_paths:
+                evidence["normalisations"] = norm_paths
             self.emit(finding(
                 code, message.format(what=text, steps=self._steps, grad=largest,
-                                     lr=", ".join(f"{lr:g}" for lr in lrs) or "?"),
-                location, Depth.RUN, fix_hint=fix, severity=severity,
-                evidence={"parameters": [n for _, ns in groups for n in ns],
-                          "steps": self._steps, "max_grad_norm": largest},
+                                     lr=", ".join(f"{lr:g}" for lr in lrs) or "?",
+                                     norms=", ".join(f"`{n}`" for n in norm_paths)),
+                location, Depth.RUN, fix_hint=fix, severity=severity, evidence=evidence,
             ))
+
+
+def _per_element(norm: float, param: Any) -> float:
+    return float(norm) / max(1, param.numel()) ** 0.5
+
+
+def _normalisation_after(model: Any, param: Any) -> str | None:
+    """Path of the BatchNorm/InstanceNorm registered right after the layer whose bias is
+    ``param`` (with one feature per bias entry): a normalisation that cancels that bias."""
+    from torch.nn.modules.batchnorm import _NormBase
+
+    for parent_path, parent in model.named_modules():
+        children = list(parent.named_children())
+        for (_, layer), (name, following) in zip(children, children[1:], strict=False):
+            if (layer._parameters.get("bias") is param and isinstance(following, _NormBase)
+                    and following.num_features == param.numel()):
+                return f"{parent_path}.{name}" if parent_path else name
+    return None
 
 
 _NO_GRADIENT = (
@@ -146,9 +202,10 @@ _NO_GRADIENT = (
     "`requires_grad_(False)` if they are unused on purpose.")
 _NO_OPTIMIZER = (
     "{what} received gradients but never changed in {steps} steps: they are in no "
-    "optimizer (was the optimizer built before this layer was created or replaced?)",
-    "Create the optimizer after the model is final, or add these parameters with "
-    "`optimizer.add_param_group({{'params': ...}})`.")
+    "optimizer (it was built from part of the model, such as `model.head.parameters()`, "
+    "or before this layer was created or replaced)",
+    "Build the optimizer from `model.parameters()` after the model is final, or add these "
+    "parameters with `optimizer.add_param_group({'params': ...})`.")
 _ZERO_LR = (
     "{what} kept their initial values over {steps} steps although their optimizer holds "
     "them: the learning rate of their parameter group is 0",
@@ -160,6 +217,19 @@ _ZERO_GRADIENT = (
     "bias cancelled by a difference of two outputs, or by a following normalisation)",
     "Remove them (`bias=False`) if that is by design, or find what cuts them off from "
     "the loss.")
+_CANCELLED = (
+    "{what} kept their initial values over {steps} steps: each is the bias of a layer "
+    "followed by a normalisation ({norms}) that subtracts the batch mean of every channel, "
+    "which cancels the bias, so its gradient is rounding noise (norms up to {grad:.2g}) "
+    "and it cannot influence the loss; training is not affected",
+    "Build those layers with `bias=False`; the normalisation's own shift does the bias's "
+    "job.")
+_NOISE = (
+    "{what} kept their initial values over {steps} steps: their gradient is rounding noise "
+    "(norms up to {grad:.2g}, less than 1e-4 of the other parameters' per element), so "
+    "something cancels them, such as a following normalisation, and they cannot "
+    "influence the loss",
+    "Remove them (`bias=False`) if that is by design, or find what cancels them.")
 _TINY_UPDATE = (
     "{what} kept their initial values over {steps} steps: the updates (lr {lr}, gradient "
     "norms up to {grad:.2g}) are below float32 resolution",

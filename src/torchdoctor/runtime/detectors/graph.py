@@ -93,7 +93,7 @@ class GraphRetained(RuntimeDetector):
             self._counts.append((now, len(held)))
         rises = len(self._counts) - 1
         if len(held) >= _MIN_HELD and rises >= _MIN_RISES and not self._emitted:
-            self._holder = _find_holder(sys._getframe(1), self.monitor)
+            self._holder = _find_holder(sys._getframe(1), self.monitor, held[0])
             self._emit(now, held)
 
     def on_finish(self, report: Report) -> None:
@@ -129,12 +129,17 @@ class GraphRetained(RuntimeDetector):
         ))
 
 
-def _find_holder(frame: FrameType | None, monitor: Any) -> tuple[str, Location] | None:
-    """The user variable whose tensor graph reaches a tagged loss, and the line that grows it."""
+def _find_holder(frame: FrameType | None, monitor: Any, oldest: _Tag
+                 ) -> tuple[str, Location] | None:
+    """The user variable whose tensors reach the oldest held loss graph, and the line that
+    grows it (the newest loss reaches its own graph, but holds nothing old)."""
+    sentinel = oldest.ref()
+    if sentinel is None:
+        return None
     while frame is not None:
         code = frame.f_code
         if monitor.is_user_file(code.co_filename):
-            found = _holder_in(local_items(frame))
+            found = _holder_in(local_items(frame), sentinel)
             if found is not None:
                 line = _growing_line(code.co_filename, code.co_firstlineno, found)
                 site = CallSite(code.co_filename, line or frame.f_lineno, code.co_name, True)
@@ -143,36 +148,36 @@ def _find_holder(frame: FrameType | None, monitor: Any) -> tuple[str, Location] 
     return None
 
 
-def _holder_in(variables: list[tuple[str, Any]]) -> str | None:
-    """``name`` or ``name.attribute`` of the first variable that reaches a tagged graph."""
+def _holder_in(variables: list[tuple[str, Any]], sentinel: _Sentinel) -> str | None:
+    """``name`` or ``name.attribute`` of the first variable that reaches ``sentinel``."""
     for name, value in variables:
-        if _reaches_tag(value):
+        if _reaches(value, sentinel):
             return name
     for name, value in variables:  # a trainer object's `self.losses`
         attributes = getattr(value, "__dict__", None)
         if isinstance(attributes, dict) and not isinstance(value, type):
             for attribute, inner in list(attributes.items())[:_ATTRIBUTE_LIMIT]:
-                if _reaches_tag(inner):
+                if _reaches(inner, sentinel):
                     return f"{name}.{attribute}"
     return None
 
 
-def _reaches_tag(value: Any, depth: int = 2) -> bool:
-    """Whether a tensor, or a container of them (nested twice), reaches a tagged graph."""
+def _reaches(value: Any, sentinel: _Sentinel, depth: int = 2) -> bool:
+    """Whether a tensor, or a container of them (nested twice), reaches the tagged graph."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.grad_fn is not None and _graph_has_tag(value.grad_fn)
+        return value.grad_fn is not None and _graph_has(value.grad_fn, sentinel)
     if depth == 0 or isinstance(value, (str, bytes)):
         return False
     if isinstance(value, dict):
         value = value.values()
     if isinstance(value, (list, tuple, set, frozenset, collections.deque, type({}.values()))):
-        return any(_reaches_tag(v, depth - 1) for v in itertools.islice(value, 1000))
+        return any(_reaches(v, sentinel, depth - 1) for v in itertools.islice(value, 1000))
     return False
 
 
-def _graph_has_tag(node: Any) -> bool:
+def _graph_has(node: Any, sentinel: _Sentinel) -> bool:
     stack: list[Any] = [node]
     seen: set[int] = set()
     while stack and len(seen) < _WALK_LIMIT:
@@ -180,7 +185,7 @@ def _graph_has_tag(node: Any) -> bool:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if _KEY in getattr(current, "metadata", {}):
+        if getattr(current, "metadata", {}).get(_KEY) is sentinel:
             return True
         stack.extend(edge[0] for edge in getattr(current, "next_functions", ()))
     return False

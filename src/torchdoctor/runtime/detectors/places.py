@@ -39,6 +39,7 @@ def group_by_module(model: Any, params: Iterable[Any]) -> list[tuple[str, list[s
     ``params``; parameters not covered by such a module form groups of their own.
     Paths are relative to ``model``; the root itself is the path ``""``.
     """
+    params = list(params)
     chosen = {id(p) for p in params}
     names = {id(p): name for name, p in model.named_parameters()}
     groups: list[tuple[str, list[str]]] = []
@@ -50,8 +51,10 @@ def group_by_module(model: Any, params: Iterable[Any]) -> list[tuple[str, list[s
         if own and all(id(p) in chosen for p in own):
             groups.append((path, [names[id(p)] for p in own if id(p) in names]))
             covered.update(id(p) for p in own)
-    for key in chosen - covered:
-        if key in names:
+    for param in params:  # in the caller's order, so reports read in model order
+        key = id(param)
+        if key not in covered and key in names:
+            covered.add(key)
             groups.append((names[key], [names[key]]))
     return groups
 

@@ -1,0 +1,119 @@
+"""Update-to-weight ratios out of band (TD606), and the optimizers that pick their own step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+pytestmark = pytest.mark.needs_torch
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+import torchdoctor  # noqa: E402
+from tests.unit.runtime.training import mlp, step  # noqa: E402
+
+Closure = Callable[[], torch.Tensor]
+
+
+def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> torchdoctor.Report:
+    with torchdoctor.watch(sample_every=2) as w:
+        for _ in range(steps):
+            step(model, optimizer)
+    return w.report
+
+
+def curve_fit(make_optimizer: Callable[[nn.Module], torch.optim.Optimizer],
+              steps: int = 8) -> tuple[torchdoctor.Report, list[float]]:
+    """Full-batch regression of sin(2x) driven by ``optimizer.step(closure)``."""
+    torch.manual_seed(0)
+    x = torch.linspace(-2, 2, 128).unsqueeze(1)
+    y = torch.sin(2 * x)
+    model = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1))
+    optimizer = make_optimizer(model)
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    with torchdoctor.watch(sample_every=1) as w:
+        losses = [float(optimizer.step(closure)) for _ in range(steps)]
+    return w.report, losses
+
+
+class BacktrackingSGD(torch.optim.Optimizer):
+    """Gradient descent with a backtracking line search: the closure runs several times."""
+
+    def __init__(self, params: object, lr: float) -> None:
+        super().__init__(params, {"lr": lr})  # type: ignore[arg-type]
+
+    @torch.no_grad()
+    def step(self, closure: Closure | None = None) -> torch.Tensor:  # type: ignore[override]
+        assert closure is not None
+        with torch.enable_grad():
+            start = closure()
+        params = [p for group in self.param_groups for p in group["params"]]
+        grads = [p.grad.clone() for p in params]
+        rate = self.param_groups[0]["lr"]
+        for _ in range(20):
+            for p, g in zip(params, grads, strict=True):
+                p.add_(g, alpha=-rate)
+            with torch.enable_grad():
+                if closure() < start:
+                    break
+            for p, g in zip(params, grads, strict=True):
+                p.add_(g, alpha=rate)
+            rate /= 2
+        return start
+
+
+# -- found -----------------------------------------------------------------------------------
+
+
+def test_update_larger_than_the_weights_is_found_by_parameter_name() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    [found] = train(model, torch.optim.SGD(model.parameters(), lr=200.0), 8).by_code("TD606")
+    assert found.evidence["update_ratio"] > 1
+    assert found.location.object in {"0.weight", "2.weight"}
+
+
+def test_learning_rate_typo_is_found() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    [found] = train(model, torch.optim.Adam(model.parameters(), lr=1e-7), 30).by_code("TD606")
+    assert "too small" in found.message
+
+
+def test_lbfgs_overshooting_with_the_loss_rising_is_found_by_parameter_name() -> None:
+    report, losses = curve_fit(lambda m: torch.optim.LBFGS(m.parameters(), lr=10.0, max_iter=4))
+    assert losses[1] > losses[0]  # the fixture really diverges
+    [found] = report.by_code("TD606")
+    assert found.location.object.endswith(".weight")
+    assert "param[" not in found.message and "loss rose" in found.message
+
+
+# -- quiet -----------------------------------------------------------------------------------
+
+
+def test_lbfgs_first_step_larger_than_a_small_layer_is_quiet() -> None:
+    report, losses = curve_fit(lambda m: torch.optim.LBFGS(
+        m.parameters(), lr=1.0, max_iter=20, history_size=10, line_search_fn="strong_wolfe"))
+    assert losses[-1] < 0.1 * losses[0]
+    assert not report.by_code("TD606")
+
+
+def test_lbfgs_converged_to_tiny_steps_is_quiet() -> None:
+    report, losses = curve_fit(lambda m: torch.optim.LBFGS(
+        m.parameters(), lr=1.0, max_iter=20, line_search_fn="strong_wolfe"), steps=20)
+    assert losses[-1] < 0.1 * losses[0]
+    assert not report.by_code("TD606")
+
+
+def test_any_line_search_optimizer_is_judged_by_the_loss() -> None:
+    # A first step 100x a weight's size that the line search accepted: the loss fell.
+    report, losses = curve_fit(lambda m: BacktrackingSGD(m.parameters(), lr=1e3))
+    assert losses[-1] < losses[0]
+    assert not report.by_code("TD606")
