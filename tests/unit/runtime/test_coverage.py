@@ -57,6 +57,8 @@ def test_layer_replaced_after_the_optimizer_never_changes() -> None:
         train(model, optimizer)
     [found] = w.report.by_code("TD218")
     assert "in no optimizer" in found.message and "`2`" in found.message
+    assert "add_param_group({'params': ...})" in found.fix_hint  # not doubled braces
+    assert "max_grad_norm" not in found.evidence  # never sampled: no made-up zero
     assert not w.report.by_code("TD208")
 
 
@@ -70,6 +72,17 @@ def test_parameter_group_with_zero_lr_never_changes() -> None:
     [found] = w.report.by_code("TD218")
     assert "learning rate of their parameter group is 0" in found.message
     assert "`2`" in found.message
+
+
+def test_learning_rate_too_small_is_a_warning_next_to_a_cancelled_bias() -> None:
+    torch.manual_seed(0)
+    model = mlp(batchnorm=True)
+    with torchdoctor.watch() as w:
+        train(model, torch.optim.SGD(model.parameters(), lr=1e-9))
+    found = {f.severity.name: f for f in w.report.by_code("TD218")}
+    assert "float32 resolution" in found["WARNING"].message
+    assert "0.bias" not in found["WARNING"].evidence["parameters"]
+    assert found["INFO"].evidence["parameters"] == ["0.bias"]
 
 
 # -- quiet -----------------------------------------------------------------------------------
@@ -134,3 +147,35 @@ def test_too_short_runs_are_not_judged() -> None:
     with torchdoctor.watch() as w:
         train(model, torch.optim.Adam(model.parameters()), steps=2)
     assert not w.report.by_code("TD208")
+
+
+class ConvBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.bn(self.conv(x))).mean(dim=(2, 3)))
+
+
+@pytest.mark.parametrize("kind", ["linear", "conv"])
+def test_bias_cancelled_by_a_following_batchnorm_is_info(kind: str) -> None:
+    # Its gradient is rounding noise (~1e-8), not exactly zero, and SGD's updates of it
+    # are below float32 resolution: a structural zero, not a learning-rate problem.
+    torch.manual_seed(0)
+    model = mlp(batchnorm=True) if kind == "linear" else ConvBlock()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    with torchdoctor.watch() as w:
+        for _ in range(20):
+            x, y = batch()
+            if kind == "conv":
+                x = x.view(32, 1, 2, 4).expand(32, 3, 2, 4).contiguous()
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    [found] = w.report.by_code("TD218")
+    assert found.severity.name == "INFO"
+    assert "normalisation" in found.message and "learning rate" not in found.fix_hint
+    assert found.evidence["normalisations"] == (["1"] if kind == "linear" else ["bn"])

@@ -228,6 +228,7 @@ def test_zero_grad_between_backward_and_step_is_found() -> None:
             optimizer.step()
     [found] = w.report.by_code("TD210")
     assert "exactly zero" in found.message
+    assert not w.report.by_code("TD201")  # cleared too early, not never
 
 
 def test_one_step_before_training_is_not_flagged() -> None:

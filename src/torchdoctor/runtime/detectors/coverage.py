@@ -16,6 +16,7 @@ size that still moves nothing means the learning rate is too small (a warning).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report, Severity
@@ -178,7 +179,7 @@ class ParameterCoverage(RuntimeDetector):
 
 
 def _per_element(norm: float, param: Any) -> float:
-    return float(norm) / max(1, param.numel()) ** 0.5
+    return float(norm) / math.sqrt(max(1, int(param.numel())))
 
 
 def _normalisation_after(model: Any, param: Any) -> str | None:

@@ -45,13 +45,20 @@ _Mark = tuple["weakref.ref[Any]", int]
 
 
 def _mark(grad: Any) -> _Mark | None:
-    return None if grad is None else (weakref.ref(grad), grad._version)
+    return None if grad is None else (weakref.ref(grad), _version(grad))
 
 
 def _unchanged(mark: _Mark | None, grad: Any) -> bool:
     if mark is None or grad is None:
         return mark is None and grad is None
-    return mark[0]() is grad and mark[1] == grad._version
+    return mark[0]() is grad and mark[1] == _version(grad)
+
+
+def _version(grad: Any) -> int:
+    try:
+        return int(grad._version)
+    except RuntimeError:  # inference tensors keep no version counter: identity only
+        return -1
 
 
 @dataclass(slots=True)
@@ -148,7 +155,8 @@ class GradsNeverCleared(RuntimeDetector):
         vector = _torch().cat([n.to(checks[0][1].device) for _, n in checks])
 
         def verdict(values: list[float]) -> None:
-            zeroed, cursor = set(), 0
+            zeroed: set[int] = set()
+            cursor = 0
             for indices, _ in checks:
                 zeroed.update(i for i, v in zip(indices, values[cursor:], strict=False)
                               if v == 0.0)

@@ -21,7 +21,7 @@ import itertools
 import sys
 import weakref
 from dataclasses import dataclass
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
@@ -155,7 +155,7 @@ def _holder_in(variables: list[tuple[str, Any]], sentinel: _Sentinel) -> str | N
             return name
     for name, value in variables:  # a trainer object's `self.losses`
         attributes = getattr(value, "__dict__", None)
-        if isinstance(attributes, dict) and not isinstance(value, type):
+        if isinstance(attributes, dict) and not isinstance(value, (type, ModuleType)):
             for attribute, inner in list(attributes.items())[:_ATTRIBUTE_LIMIT]:
                 if _reaches(inner, sentinel):
                     return f"{name}.{attribute}"
