@@ -13,7 +13,9 @@ import pytest
 from tests.lab import labkit
 from torchdoctor.findings import Depth, Report
 
-pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
+# Buggy setups make torch warn on purpose (duplicate parameters in a group, TD603).
+pytestmark = [pytest.mark.needs_torch, pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore::UserWarning")]
 
 
 def _check(path: Path) -> Report:

@@ -22,7 +22,10 @@ import pytest
 from tests.lab import labkit
 from torchdoctor.findings import Depth, Report
 
-pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
+# The buggy programs make torch warn on purpose (TD003, TD306, TD607 are about those
+# warnings): they are what the monitor reads, not noise for the test log.
+pytestmark = [pytest.mark.needs_torch, pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore::UserWarning")]
 torch = pytest.importorskip("torch")
 
 MAX_STEPS = 400

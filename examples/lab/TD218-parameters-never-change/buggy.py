@@ -1,21 +1,23 @@
-"""Fine-tuning a pretrained feature extractor on a new task with 5 classes.
+"""Fine-tuning a pretrained feature extractor with discriminative learning rates.
 
-The optimizer is built from the model's parameters, and *then* the old 10-class head is
-swapped for a new 5-class one. The new head's parameters are in no optimizer: they get
-gradients at every step and never change, so the classifier stays at its random
-initialisation while the backbone contorts itself to fit it.
+The usual recipe gives the backbone a tenth of the head's learning rate, so the pretrained
+features move gently while the new head learns fast. Here "a tenth" is written with floor
+division: `LR // 10` is `1e-3 // 10`, which is 0.0, not 1e-4. The backbone's parameters
+are in the optimizer and get gradients every step, but its group's learning rate is 0:
+they never change, and the model only ever trains its last layer.
 """
 
 import torch
 from torch import nn
 
 FEATURES = 32
+LR = 1e-3
 
 
 class Classifier(nn.Module):
     def __init__(self, classes: int) -> None:
         super().__init__()
-        self.backbone = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(),
+        self.backbone = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(),  # expect[run]: TD218
                                       nn.Linear(64, 64), nn.ReLU())
         self.head = nn.Linear(64, classes)
 
@@ -31,9 +33,11 @@ def make_data(count: int = 2048, classes: int = 5) -> tuple[torch.Tensor, torch.
 
 def main() -> None:
     torch.manual_seed(0)
-    model = Classifier(classes=10)  # stands for a checkpoint trained on the old task
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    model.head = nn.Linear(64, 5)  # expect: TD218
+    model = Classifier(classes=5)  # stands for a checkpoint pretrained on a related task
+    optimizer = torch.optim.Adam([
+        {"params": model.backbone.parameters(), "lr": LR // 10},  # 0.0: floor division
+        {"params": model.head.parameters(), "lr": LR},
+    ])
     x, y = make_data()
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
                                          batch_size=64, shuffle=True)

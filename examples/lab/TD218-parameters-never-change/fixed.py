@@ -1,9 +1,13 @@
-"""Fixed: the head is replaced first, and the optimizer is built from the final model."""
+"""Fixed: the backbone's learning rate is a tenth of the head's, with true division.
+
+`LR / 10` is 1e-4; `LR // 10` (floor division) was 0.0 and froze the backbone in place.
+"""
 
 import torch
 from torch import nn
 
 FEATURES = 32
+LR = 1e-3
 
 
 class Classifier(nn.Module):
@@ -25,9 +29,11 @@ def make_data(count: int = 2048, classes: int = 5) -> tuple[torch.Tensor, torch.
 
 def main() -> None:
     torch.manual_seed(0)
-    model = Classifier(classes=10)  # stands for a checkpoint trained on the old task
-    model.head = nn.Linear(64, 5)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model = Classifier(classes=5)  # stands for a checkpoint pretrained on a related task
+    optimizer = torch.optim.Adam([
+        {"params": model.backbone.parameters(), "lr": LR / 10},
+        {"params": model.head.parameters(), "lr": LR},
+    ])
     x, y = make_data()
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
                                          batch_size=64, shuffle=True)

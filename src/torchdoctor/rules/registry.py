@@ -208,7 +208,7 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD504", "eval-forward-nondeterministic", E, (CHECK,),
        "The model in eval mode gives different outputs for the same input"),
     # 6xx: optimizer, schedules and AMP
-    _r("TD601", "parameters-missing-from-optimizer", E, (CHECK,),
+    _r("TD601", "parameters-missing-from-optimizer", E, (CHECK, RUN),
        "Trainable parameters are not in the optimizer"),
     _r("TD602", "frozen-parameters-in-optimizer", INFO, (CHECK,),
        "Parameters with requires_grad=False are in the optimizer"),

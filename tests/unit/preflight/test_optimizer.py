@@ -151,6 +151,7 @@ def test_only_trainable_parameters_in_the_optimizer_is_quiet() -> None:
 # --- TD603 -----------------------------------------------------------------------------------
 
 
+@pytest.mark.filterwarnings("ignore:optimizer contains a parameter group with duplicate")
 def test_a_module_listed_twice_in_one_group_is_one_finding() -> None:
     model = _net()
     params = list(model.parameters()) + list(model.head.parameters())

@@ -1,4 +1,5 @@
-"""Parameters that never get a gradient (TD208) or never change (TD218)."""
+"""Parameters that never get a gradient (TD208), are in no optimizer (TD601, at run time) or
+never change (TD218)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ nn = torch.nn
 
 import torchdoctor  # noqa: E402
 from tests.unit.runtime.training import batch, mlp, step  # noqa: E402
+from torchdoctor.findings import Depth, Severity  # noqa: E402
 
 HERE = str(Path(__file__).resolve())
 
@@ -26,7 +28,7 @@ class WithAuxiliaryHead(nn.Module):
         super().__init__()
         self.body = nn.Linear(8, 32)
         self.aux = nn.Linear(32, 4)  # marker: aux-head
-        self.head = nn.Linear(32, 3)
+        self.head = nn.Linear(32, 3)  # marker: head
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(torch.relu(self.body(x)))  # `aux` is never used
@@ -48,18 +50,51 @@ def test_unused_layer_is_named_at_its_definition() -> None:
     assert "`aux` (2 parameters)" in found.message
 
 
-def test_layer_replaced_after_the_optimizer_never_changes() -> None:
+def test_layer_replaced_after_the_optimizer_is_missing_from_it() -> None:
     torch.manual_seed(0)
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     model[2] = nn.Linear(32, 3)  # a new head, unknown to the optimizer
     with torchdoctor.watch() as w:
         train(model, optimizer)
-    [found] = w.report.by_code("TD218")
+    [found] = w.report.by_code("TD601")
+    assert found.depth is Depth.RUN and found.severity is Severity.ERROR
     assert "in no optimizer" in found.message and "`2`" in found.message
+    assert found.location.object == "2"
+    assert found.evidence["parameters"] == ["2.weight", "2.bias"]
     assert "add_param_group({'params': ...})" in found.fix_hint  # not doubled braces
     assert "max_grad_norm" not in found.evidence  # never sampled: no made-up zero
-    assert not w.report.by_code("TD208")
+    assert not w.report.by_code("TD218") and not w.report.by_code("TD208")
+
+
+def test_parameters_missing_from_the_optimizer_point_at_their_assignment() -> None:
+    torch.manual_seed(0)
+    model = WithAuxiliaryHead()
+    model.aux = nn.Identity()  # out of the way: only the head is in question here
+    optimizer = torch.optim.Adam(model.body.parameters(), lr=1e-3)
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    [found] = w.report.by_code("TD601")
+    assert found.location.object == "head"
+    assert (found.location.path, found.location.line) == (HERE, line_of("marker: head"))
+    assert "`head` (2 parameters)" in found.message
+    assert not w.report.by_code("TD218")
+
+
+def test_groups_chosen_by_name_that_miss_parameters_are_missing_from_the_optimizer() -> None:
+    torch.manual_seed(0)
+    model = mlp(batchnorm=True)
+    named = list(model.named_parameters())
+    optimizer = torch.optim.AdamW(  # "1.weight" (the BatchNorm scale) fits neither filter
+        [{"params": [p for n, p in named if n in {"0.weight", "3.weight"}]},
+         {"params": [p for n, p in named if n.endswith("bias")], "weight_decay": 0.0}],
+        lr=1e-3)
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    [found] = w.report.by_code("TD601")
+    assert found.evidence["parameters"] == ["1.weight"]
+    assert "`1.weight`" in found.message
+    assert not w.report.by_code("TD218")
 
 
 def test_parameter_group_with_zero_lr_never_changes() -> None:
@@ -72,6 +107,23 @@ def test_parameter_group_with_zero_lr_never_changes() -> None:
     [found] = w.report.by_code("TD218")
     assert "learning rate of their parameter group is 0" in found.message
     assert "`2`" in found.message
+    assert not w.report.by_code("TD601")  # the optimizer holds them
+
+
+def test_learning_rate_floored_to_zero_never_changes() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    lr = 1e-3
+    optimizer = torch.optim.Adam([{"params": model[0].parameters(), "lr": lr // 10},
+                                  {"params": model[2].parameters(), "lr": lr}])
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    [found] = w.report.by_code("TD218")
+    assert found.depth is Depth.RUN and found.severity is Severity.WARNING
+    assert "learning rate of their parameter group is 0" in found.message
+    assert found.evidence["parameters"] == ["0.weight", "0.bias"]
+    assert "`lr // 10`" in found.fix_hint
+    assert not w.report.by_code("TD601")
 
 
 def test_learning_rate_too_small_is_a_warning_next_to_a_cancelled_bias() -> None:
@@ -83,6 +135,7 @@ def test_learning_rate_too_small_is_a_warning_next_to_a_cancelled_bias() -> None
     assert "float32 resolution" in found["WARNING"].message
     assert "0.bias" not in found["WARNING"].evidence["parameters"]
     assert found["INFO"].evidence["parameters"] == ["0.bias"]
+    assert not w.report.by_code("TD601")
 
 
 # -- quiet -----------------------------------------------------------------------------------
@@ -95,7 +148,7 @@ def test_frozen_backbone_on_purpose_is_quiet() -> None:
         p.requires_grad_(False)
     with torchdoctor.watch() as w:
         train(model, torch.optim.Adam([p for p in model.parameters() if p.requires_grad]))
-    assert not w.report.codes() & {"TD208", "TD218"}
+    assert not w.report.codes() & {"TD208", "TD218", "TD601"}
 
 
 def test_teacher_model_without_gradients_is_quiet() -> None:
@@ -111,7 +164,7 @@ def test_teacher_model_without_gradients_is_quiet() -> None:
             loss = nn.functional.cross_entropy(student(x), target)
             loss.backward()
             optimizer.step()
-    assert not w.report.codes() & {"TD208", "TD218"}
+    assert not w.report.codes() & {"TD208", "TD218", "TD601"}
 
 
 def test_branch_used_now_and_then_is_quiet() -> None:
@@ -126,7 +179,7 @@ def test_branch_used_now_and_then_is_quiet() -> None:
             out = body(x) + (rare(x) if index % 7 == 3 else 0)
             nn.functional.cross_entropy(out, y).backward()
             optimizer.step()
-    assert not w.report.codes() & {"TD208", "TD218"}
+    assert not w.report.codes() & {"TD208", "TD218", "TD601"}
 
 
 def test_linear_warmup_from_zero_is_quiet() -> None:
@@ -138,7 +191,48 @@ def test_linear_warmup_from_zero_is_quiet() -> None:
         for _ in range(12):
             step(model, optimizer)
             scheduler.step()
-    assert not w.report.codes() & {"TD208", "TD218"}
+    assert not w.report.codes() & {"TD208", "TD218", "TD601"}
+
+
+def test_part_of_the_model_in_the_optimizer_with_the_rest_frozen_is_quiet() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    model[0].requires_grad_(False)  # linear probing: only the head trains, on purpose
+    with torchdoctor.watch() as w:
+        train(model, torch.optim.SGD(model[2].parameters(), lr=0.1))
+    assert not w.report.codes() & {"TD208", "TD218", "TD601"}
+
+
+def test_two_optimizers_sharing_the_model_are_quiet() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    body = torch.optim.SGD(model[0].parameters(), lr=0.1)
+    head = torch.optim.Adam(model[2].parameters(), lr=1e-3)
+    with torchdoctor.watch() as w:
+        for _ in range(12):
+            x, y = batch()
+            body.zero_grad()
+            head.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            body.step()
+            head.step()
+    assert not w.report.codes() & {"TD208", "TD218", "TD601"}
+
+
+def test_layer_updated_by_hand_outside_any_optimizer_is_quiet() -> None:
+    # A layer trained by a hand-written SGD step (as in meta-learning inner loops) is in
+    # no optimizer but changes every step: nothing is missing.
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1)
+    with torchdoctor.watch() as w:
+        for _ in range(12):
+            step(model, optimizer)
+            with torch.no_grad():
+                for param in model[2].parameters():
+                    param.sub_(0.1 * param.grad)
+                    param.grad = None
+    assert not w.report.codes() & {"TD208", "TD218", "TD601"}
 
 
 def test_too_short_runs_are_not_judged() -> None:
@@ -147,6 +241,15 @@ def test_too_short_runs_are_not_judged() -> None:
     with torchdoctor.watch() as w:
         train(model, torch.optim.Adam(model.parameters()), steps=2)
     assert not w.report.by_code("TD208")
+
+
+def test_too_short_runs_are_not_judged_for_missing_parameters() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model[2].parameters(), lr=0.1)
+    with torchdoctor.watch() as w:
+        train(model, optimizer, steps=2)
+    assert not w.report.by_code("TD601")
 
 
 class ConvBlock(nn.Module):

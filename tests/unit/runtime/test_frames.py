@@ -12,6 +12,7 @@ import click
 import pytest
 
 from torchdoctor.demo import SCRIPT as DEMO_SCRIPT
+from torchdoctor.findings import Location
 from torchdoctor.runtime import frames as frames_module
 from torchdoctor.runtime.detectors.base import CallSite
 from torchdoctor.runtime.frames import UserCode
@@ -112,3 +113,12 @@ def test_errors_and_warnings_place_the_run_script_as_user_code(tmp_path: Path) -
         remove_run_script(script)
     assert is_library_file(script)
     assert is_library_file(str(Path(sysconfig.get_paths()["scripts"]) / "torchdoctor"))
+
+
+def test_a_library_call_site_gives_no_path_only_the_object() -> None:
+    library = CallSite(click.core.__file__, 911, "invoke", False)
+    assert library.location(object="loss") == Location(object="loss")
+    user = CallSite(str(DEMO_SCRIPT), 3, "<module>", True)
+    found = user.location(object="loss")
+    assert (found.path, found.line, found.object) == (str(DEMO_SCRIPT), 3, "loss")
+    assert found.snippet

@@ -1,11 +1,14 @@
-"""Parameters that never get a gradient (TD208) or never change (TD218).
+"""Parameters that never get a gradient (TD208), are in no optimizer (TD601) or never
+change (TD218).
 
 Only models that train (at least one parameter gets a gradient) are judged, and only
 parameters that require grad: a backbone frozen on purpose (``requires_grad=False``) and a
 teacher or EMA model without gradients are left alone. "Received a gradient" is checked at
 every step on the shrinking set of parameters not seen with one yet, so a branch used once
 in a while is not missed. "Never changed" compares each parameter's version counter and
-norm at the end with those at discovery.
+norm at the end with those at discovery. A parameter that never changed and is held by no
+optimizer the monitor saw is the run-time view of TD601 (the problem ``check`` finds before
+training); one that an optimizer holds is TD218, with the reason it did not move.
 
 Why a parameter in an optimizer never changed is judged against the other parameters of
 that optimizer, not absolutely: a gradient whose size per element is rounding noise next
@@ -44,9 +47,10 @@ _MIN_STEPS = 3
 _NOISE_RATIO = 1e-4
 
 
-@detector("TD208", "TD218", depth=Depth.RUN)
+@detector("TD208", "TD218", "TD601", depth=Depth.RUN)
 class ParameterCoverage(RuntimeDetector):
-    """Names trainable parameters that get no gradient, or that no step ever changes."""
+    """Names trainable parameters that get no gradient, are in no optimizer, or that no
+    step ever changes."""
 
     def __init__(self) -> None:
         self._unseen: dict[int, Any] = {}      # requires grad, no gradient seen yet
@@ -101,7 +105,7 @@ class ParameterCoverage(RuntimeDetector):
         self._report("TD208", never, _NO_GRADIENT)
         unchanged = self._unchanged()
         owners = {id(p): info for info in self.monitor.optimizers for p in info.params}
-        self._report("TD218", [p for p in unchanged if id(p) not in owners], _NO_OPTIMIZER)
+        self._report("TD601", [p for p in unchanged if id(p) not in owners], _NO_OPTIMIZER)
         vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
         stuck = [p for p in unchanged
                  if id(p) in owners and owners[id(p)].label not in vanishing]
@@ -204,14 +208,17 @@ _NO_GRADIENT = (
 _NO_OPTIMIZER = (
     "{what} received gradients but never changed in {steps} steps: they are in no "
     "optimizer (it was built from part of the model, such as `model.head.parameters()`, "
-    "or before this layer was created or replaced)",
-    "Build the optimizer from `model.parameters()` after the model is final, or add these "
-    "parameters with `optimizer.add_param_group({'params': ...})`.")
+    "from parameter groups chosen by name that miss them, or before this layer was "
+    "created or replaced)",
+    "Build the optimizer from `model.parameters()` after the model is final (groups chosen "
+    "by name must cover every parameter), or add these parameters with "
+    "`optimizer.add_param_group({'params': ...})`.")
 _ZERO_LR = (
     "{what} kept their initial values over {steps} steps although their optimizer holds "
     "them: the learning rate of their parameter group is 0",
-    "Give their parameter group a non-zero learning rate (a 0 often comes from "
-    "`int()` of a small rate, or a scheduler that ends at 0).")
+    "Give their parameter group a non-zero learning rate (a 0 often comes from floor "
+    "division such as `lr // 10`, `int()` of a small rate, or a scheduler that ends at "
+    "0); freeze parameters meant to stay fixed with `requires_grad_(False)` instead.")
 _ZERO_GRADIENT = (
     "{what} kept their initial values over {steps} steps: their gradient was exactly zero "
     "at every sampled step (lr {lr}), so they cannot influence the loss (for example a "

@@ -190,4 +190,4 @@ def _where(site: CallSite) -> str:
 
 
 def _location(site: CallSite) -> Location:
-    return site.location(object="loss") if site.user else Location(object="loss")
+    return site.location(object="loss")

@@ -48,9 +48,15 @@ class CallSite:
     user: bool
 
     def location(self, **extra: Any) -> Location:
-        """This site as a :class:`Location`, with the source line as snippet when readable."""
+        """This site as a :class:`Location`, with the source line as snippet when readable.
+
+        A library's frame (a trainer's loop calling ``backward()``) is not a place the user
+        can fix: the location then carries only ``extra`` (the object).
+        """
         import linecache
 
+        if not self.user:
+            return Location(**extra)
         snippet = linecache.getline(self.path, self.line).rstrip("\n") or None
         return Location(path=self.path, line=self.line, snippet=snippet, **extra)
 
