@@ -49,8 +49,7 @@ _NOISE_RATIO = 1e-4
 
 @detector("TD208", "TD218", "TD601", depth=Depth.RUN)
 class ParameterCoverage(RuntimeDetector):
-    """Names trainable parameters that get no gradient, are in no optimizer, or that no
-    step ever changes."""
+    """Names trainable parameters that get no gradient, sit in no optimizer, or never move."""
 
     def __init__(self) -> None:
         self._unseen: dict[int, Any] = {}      # requires grad, no gradient seen yet
