@@ -115,12 +115,22 @@ def assignment_location(monitor: MonitorView, model: ModelInfo, path: str, *,
 
     Looks for ``self.<name> =`` in the parent module's class and for ``.<name> =`` in the
     script; ``prefer_script`` tries the script first (a layer replaced after the model
-    was built). ``None`` when neither is found in user code.
+    was built). A parameter of a library layer (``norm.weight`` of a ``LayerNorm``) is
+    placed where that layer is assigned. ``None`` when nothing is found in user code.
     """
+    shown = display_path(monitor, model, path)
+    for candidate in (path, path.rpartition(".")[0]):
+        site = _assignment_site(monitor, model, candidate, prefer_script)
+        if site is not None:
+            return site.location(object=shown)
+    return None
+
+
+def _assignment_site(monitor: MonitorView, model: ModelInfo, path: str,
+                     prefer_script: bool) -> CallSite | None:
     owner_path, _, attribute = path.rpartition(".")
     if not attribute or not attribute.isidentifier():
         return None
-    shown = display_path(monitor, model, path)
     try:
         owner = model.inner.get_submodule(owner_path) if owner_path else model.inner
     except AttributeError:
@@ -130,22 +140,29 @@ def assignment_location(monitor: MonitorView, model: ModelInfo, path: str, *,
         searches.reverse()
     for site in searches:
         if site is not None and monitor.is_user_file(site.path):
-            return site.location(object=shown)
+            return site
     return None
 
 
 def _in_class(cls: type, attribute: str) -> CallSite | None:
-    try:
-        lines, first = inspect.getsourcelines(cls)
-        path = inspect.getsourcefile(cls)
-    except (OSError, TypeError):
-        return None
-    if path is None:
-        return None
+    """The ``self.<attribute> = ...`` line in the methods of ``cls`` (``__init__`` first).
+
+    Methods are read through their code objects, which keep their file: a class defined in
+    a script run by ``torchdoctor run`` cannot be found through ``sys.modules["__main__"]``
+    once runpy has put the original ``__main__`` back.
+    """
+    methods = [value for value in vars(cls).values() if inspect.isfunction(value)]
+    methods.sort(key=lambda method: method.__name__ != "__init__")
     pattern = re.compile(rf"\bself\.{re.escape(attribute)}\s*(:[^=]+)?=(?!=)")
-    for offset, text in enumerate(lines):
-        if pattern.search(text):
-            return CallSite(str(Path(path).resolve()), first + offset, cls.__name__, True)
+    for method in methods:
+        try:
+            lines, first = inspect.getsourcelines(method)
+        except (OSError, TypeError):
+            continue
+        path = method.__code__.co_filename
+        for offset, text in enumerate(lines):
+            if pattern.search(text):
+                return CallSite(str(Path(path).resolve()), first + offset, cls.__name__, True)
     return None
 
 
