@@ -221,13 +221,18 @@ class Finding:
 
 
 def _richer_location(first: Location, second: Location) -> Location:
-    """Fill the gaps of one location from another that points at the same place."""
+    """Fill the gaps of one location from another that points at the same place (a
+    module named by ``check`` gains the line where ``run`` saw it assigned)."""
+    sourced = first.path is not None
     return replace(
         first,
+        path=first.path if sourced else second.path,
+        line=first.line if sourced else second.line,
         column=first.column if first.column is not None else second.column,
         end_line=first.end_line if first.end_line is not None else second.end_line,
         end_column=first.end_column if first.end_column is not None else second.end_column,
         snippet=first.snippet if first.snippet is not None else second.snippet,
+        object=first.object if first.object is not None else second.object,
     )
 
 
@@ -262,22 +267,30 @@ class Report:
         """Add one finding, merging it into an equal one already present.
 
         Besides an exact match of :attr:`Finding.merge_key`, a finding from another depth
-        at the same rule, file and line merges even when only one of the two names an
-        object: ``lint`` sees the line, ``run`` sees the line *and* the optimizer.
+        merges when it has the same rule and either the same file and line (``lint`` sees
+        the line, ``run`` sees the line *and* the optimizer) or the same object where one
+        of the two has no file (``check`` names the module, ``run`` also the line that
+        assigns it).
         """
         key = self._key_for(finding)
-        existing = self._findings.get(key)
-        self._findings[key] = finding if existing is None else existing.merged_with(finding)
+        existing = self._findings.pop(key, None)
+        merged = finding if existing is None else existing.merged_with(finding)
+        new_key = merged.merge_key
+        if new_key != key and new_key in self._findings:
+            merged = self._findings[new_key].merged_with(merged)
+        self._findings[new_key] = merged
 
     def _key_for(self, finding: Finding) -> tuple[str, str | None, int | None, str | None]:
         key = finding.merge_key
-        if key in self._findings or finding.location.path is None:
+        if key in self._findings:
             return key
-        code, path, line, _ = key
+        code, path, line, name = key
         for other_key, other in self._findings.items():
-            if other_key[:3] == (code, path, line) and not set(other.depths) & set(
-                finding.depths
-            ):
+            if other_key[0] != code or set(other.depths) & set(finding.depths):
+                continue
+            if path is not None and other_key[1:3] == (path, line):
+                return other_key
+            if name is not None and other_key[3] == name and None in (path, other_key[1]):
                 return other_key
         return key
 

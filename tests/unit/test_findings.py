@@ -85,3 +85,27 @@ def test_two_objects_at_one_line_from_one_depth_stay_apart() -> None:
         report.add(finding("TD208", "no grad", Location(path="t.py", line=7, object=name),
                            Depth.RUN))
     assert len(report) == 2
+
+
+def test_a_module_named_by_check_and_placed_by_run_merge_either_way_round() -> None:
+    check = finding("TD601", "in no group", Location(object="features"), Depth.CHECK)
+    run = finding("TD601", "never changed", Location(path="t.py", line=26, object="features"),
+                  Depth.RUN)
+    for first, second in ((check, run), (run, check)):
+        report = Report()
+        report.add(first)
+        report.add(second)
+        (merged,) = report.findings
+        assert merged.depths == (Depth.CHECK, Depth.RUN)
+        assert (merged.location.path, merged.location.line) == ("t.py", 26)
+        assert merged.location.object == "features" and merged.message == first.message
+        report.add(finding("TD601", "again", Location(path="t.py", line=26), Depth.LINT))
+        assert len(report) == 1  # the merged finding is found again by its file and line
+
+
+def test_the_same_object_in_two_files_stays_apart() -> None:
+    report = Report()
+    for path in ("a.py", "b.py"):
+        report.add(finding("TD601", "m", Location(path=path, line=3, object="head"),
+                           Depth.RUN if path == "a.py" else Depth.CHECK))
+    assert len(report) == 2
