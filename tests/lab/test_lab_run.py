@@ -23,9 +23,8 @@ from tests.lab import labkit
 from torchdoctor.findings import Depth, Report
 
 # The buggy programs make torch warn on purpose (TD003, TD306, TD607 are about those
-# warnings): they are what the monitor reads, not noise for the test log.
-pytestmark = [pytest.mark.needs_torch, pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore::UserWarning")]
+# warnings). They are not filtered here: the monitor reads the warnings that are shown.
+pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
 torch = pytest.importorskip("torch")
 
 MAX_STEPS = 400

@@ -45,6 +45,26 @@ def _filters_mutated() -> None:
         mutated()
 
 
+class _Relay:
+    """The callback a wrapper calls, dropped on :meth:`HookSet.remove`.
+
+    A wrapper can outlive its patch: whoever looked ``torch.autograd.backward`` up while
+    it was installed may keep it (torch._dynamo caches its rules per function object). It
+    must then call straight through, and must not keep the monitor, and with it the user's
+    models, alive.
+    """
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callable[..., None]) -> None:
+        self.callback: Callable[..., None] | None = callback
+
+    def __call__(self, *args: Any) -> None:
+        callback = self.callback
+        if callback is not None:
+            callback(*args)
+
+
 class HookSet:
     """The monitor's installed hooks and patches; everything is removable."""
 
@@ -52,6 +72,7 @@ class HookSet:
         self._torch = torch
         self._handles: list[Any] = []
         self._patches: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, ours)
+        self._relays: list[_Relay] = []
         self.missing: list[str] = []
 
     # -- global hooks --------------------------------------------------------------------
@@ -92,6 +113,7 @@ class HookSet:
         """Call ``before(tensors, retain_graph)`` ahead of every ``torch.autograd.backward``."""
         autograd = self._torch.autograd
         original = autograd.backward
+        before = self._relay(before)
 
         def backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None,
                      *args: Any, **kwargs: Any) -> Any:
@@ -111,6 +133,7 @@ class HookSet:
             self.missing.append("DataLoader timing")
             return
         clock = time.perf_counter
+        after = self._relay(after)
 
         def __next__(iterator: Any) -> Any:
             first = getattr(iterator, "_num_yielded", 1) == 0
@@ -124,6 +147,7 @@ class HookSet:
     def wrap_showwarning(self, seen: Callable[[Any, Any, str, int], None]) -> None:
         """Call ``seen(message, category, filename, lineno)`` for every warning shown."""
         original = warnings.showwarning
+        seen = self._relay(seen)
 
         def showwarning(message: Any, category: Any, filename: str, lineno: int,
                         file: Any = None, line: Any = None) -> None:
@@ -131,6 +155,11 @@ class HookSet:
             original(message, category, filename, lineno, file, line)
 
         self._patch(warnings, "showwarning", original, showwarning)
+
+    def _relay(self, callback: Callable[..., None]) -> _Relay:
+        relay = _Relay(callback)
+        self._relays.append(relay)
+        return relay
 
     def _patch(self, owner: Any, name: str, original: Any, ours: Any) -> None:
         setattr(owner, name, ours)
@@ -148,3 +177,6 @@ class HookSet:
             if getattr(owner, name, None) is ours:
                 setattr(owner, name, original)
         self._patches.clear()
+        for relay in self._relays:
+            relay.callback = None
+        self._relays.clear()

@@ -235,10 +235,25 @@ class Monitor:
         for detector, method in tuple(self.dispatch.hooks.get("on_finish", ())):
             self.dispatch.guarded(detector, method, self._report())
         report = self._report()
-        self.registry.clear()
+        self._release()
         if self.options.script is not None:
             remove_run_script(str(self.options.script))
         return report
+
+    def _release(self) -> None:
+        """Drop every reference to the user's objects now that the report is built.
+
+        The monitor, its event handlers and its detectors refer to each other, so what
+        they hold (models, optimizers, tensors) would otherwise wait for Python's cycle
+        collector, which may run at a bad time: in a forked DataLoader worker, where
+        destroying a DDP model's process group hangs.
+        """
+        self.registry.clear()
+        self._given_models.clear()
+        self._given_optimizers.clear()
+        self.events = EventHandlers(self)
+        self.dispatch.detectors.clear()
+        self.dispatch.hooks.clear()
 
     def _report(self) -> Report:
         elapsed = time.perf_counter() - self._started if self._started else 0.0

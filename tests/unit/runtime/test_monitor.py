@@ -230,3 +230,30 @@ def test_the_run_script_is_user_code_even_inside_torchdoctor() -> None:
     assert run.is_user_file(str(SCRIPT))
     assert not run.is_user_file(monitor_module.__file__)
     assert not monitor_module.Monitor().is_user_file(str(SCRIPT))
+
+
+def test_the_users_model_is_freed_when_the_watch_ends_without_waiting_for_gc() -> None:
+    """Nothing of the monitor keeps the model: not its own reference cycles (collected late,
+    perhaps inside a forked DataLoader worker, where a DDP process group's destructor
+    hangs), nor a wrapper that someone looked up while it was installed."""
+    import gc
+    import weakref
+
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    gc.disable()
+    try:
+        with torchdoctor.watch() as watched:
+            for _ in range(12):
+                step(model, optimizer)
+            kept_wrapper = torch.autograd.backward  # as torch._dynamo's rule cache keeps it
+        assert watched.report.facts.get("steps")
+        gone = weakref.ref(model)
+        del model, optimizer, watched
+        assert gone() is None
+    finally:
+        gc.enable()
+    assert kept_wrapper is not torch.autograd.backward
+    x = torch.ones(2, requires_grad=True)
+    kept_wrapper([(x * 3).sum()])  # the stale wrapper still calls straight through
+    assert x.grad.tolist() == [3.0, 3.0]
