@@ -91,9 +91,10 @@ def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | 
     Without workers, batches load one at a time in this process and ``per_batch`` is the
     fastest of them: other processes on a busy machine only ever add time, so the fastest
     is the loader's own cost. With workers, ``per_batch`` is the steady rate at which they
-    deliver after the first batch (batches they prefetched arrive at once, so this errs
-    towards a faster loader), and a few batches are also loaded in this process (within
-    half the budget again) for :attr:`LoaderTiming.delivered`. Returns ``None`` when the
+    deliver after their first round of batches (see :func:`_steady_rate`), and a few
+    batches are also loaded in this process (within half the budget again) for
+    :attr:`LoaderTiming.delivered`; that shared cost stands for the rate when the epoch
+    is too short to measure one. Returns ``None`` when the
     loader yields nothing.
     """
     measured = _stamps(clone_loader(loader), budget, max_batches)
@@ -104,7 +105,21 @@ def time_loader(loader: Any, budget: float, max_batches: int) -> LoaderTiming | 
     if loader.num_workers == 0:
         # In the training process there is no start-up: the first batch is a batch too.
         return LoaderTiming(first, _fastest(begin, stamps), timed + 1)
-    rate = (stamps[-1] - stamps[0]) / timed if timed else first
     alone = _fastest_in_process(loader, budget / 2)
-    return LoaderTiming(first, rate, max(timed, 1),
-                        alone / loader.num_workers if alone is not None else None)
+    shared = alone / loader.num_workers if alone is not None else None
+    rate = _steady_rate(stamps, loader.num_workers)
+    if rate is None:  # too few batches to see the workers' pace: their shared cost stands
+        rate = shared if shared is not None else first
+    return LoaderTiming(first, rate, max(timed, 1), shared)
+
+
+def _steady_rate(stamps: list[float], workers: int) -> float | None:
+    """Seconds per batch the workers deliver, from the batches after the first round.
+
+    Each worker loads its first batch at the same time, so the first ``workers`` batches
+    arrive together; only the batches after them show the pace. ``None`` when the loader
+    yielded too few batches for that (a short epoch).
+    """
+    if len(stamps) <= workers:
+        return None
+    return (stamps[-1] - stamps[workers - 1]) / (len(stamps) - workers)

@@ -367,3 +367,14 @@ def test_an_unpinned_loader_feeding_cuda_is_information() -> None:
 def test_pinned_memory_or_cpu_training_is_quiet(pin, device) -> None:
     loader = DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True, pin_memory=pin)
     assert list(pin_memory_off_with_cuda(_context(loader, device))) == []
+
+
+@pytest.mark.parametrize(("stamps", "workers", "rate"), [
+    ([1.0, 1.0, 1.5, 2.0, 2.5], 2, 0.5),  # two workers: the first two batches arrive together
+    ([1.0, 1.5, 2.0, 2.5], 1, 0.5),
+    ([1.0, 1.0], 2, None),  # a two-batch epoch: the workers' pace cannot be seen
+])
+def test_the_workers_pace_is_read_after_their_first_round(stamps, workers, rate) -> None:
+    from torchdoctor.preflight.loader_timing import _steady_rate
+
+    assert _steady_rate(stamps, workers) == rate
