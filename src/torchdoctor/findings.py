@@ -262,6 +262,7 @@ class Report:
     _findings: dict[tuple[str, str | None, int | None, str | None], Finding] = field(
         default_factory=dict, repr=False
     )
+    _depths: set[Depth] = field(default_factory=set, repr=False)  # of every finding so far
 
     def add(self, finding: Finding) -> None:
         """Add one finding, merging it into an equal one already present.
@@ -273,6 +274,7 @@ class Report:
         assigns it).
         """
         key = self._key_for(finding)
+        self._depths.update(finding.depths)
         existing = self._findings.pop(key, None)
         merged = finding if existing is None else existing.merged_with(finding)
         new_key = merged.merge_key
@@ -282,7 +284,9 @@ class Report:
 
     def _key_for(self, finding: Finding) -> tuple[str, str | None, int | None, str | None]:
         key = finding.merge_key
-        if key in self._findings:
+        # Only a finding from another depth can merge across depths: a one-depth report
+        # (lint over a large code base) never scans.
+        if key in self._findings or not self._depths - set(finding.depths):
             return key
         code, path, line, name = key
         for other_key, other in self._findings.items():
