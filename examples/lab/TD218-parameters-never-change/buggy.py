@@ -17,7 +17,7 @@ LR = 1e-3
 class Classifier(nn.Module):
     def __init__(self, classes: int) -> None:
         super().__init__()
-        self.backbone = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(),  # expect[run]: TD218
+        self.backbone = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(),
                                       nn.Linear(64, 64), nn.ReLU())
         self.head = nn.Linear(64, classes)
 
@@ -34,7 +34,7 @@ def make_data(count: int = 2048, classes: int = 5) -> tuple[torch.Tensor, torch.
 def main() -> None:
     torch.manual_seed(0)
     model = Classifier(classes=5)  # stands for a checkpoint pretrained on a related task
-    optimizer = torch.optim.Adam([
+    optimizer = torch.optim.Adam([  # expect[run]: TD218
         {"params": model.backbone.parameters(), "lr": LR // 10},  # 0.0: floor division
         {"params": model.head.parameters(), "lr": LR},
     ])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.runtime.detectors.base import (
@@ -23,6 +24,8 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     WarningRecord,
 )
+from torchdoctor.runtime.detectors.scopes import local_items
+from torchdoctor.runtime.exceptions.frames import RUNPY_FILES
 from torchdoctor.runtime.facts import record_facts
 from torchdoctor.runtime.losses import LossStream
 from torchdoctor.runtime.sampling import OptimizerState
@@ -75,6 +78,7 @@ class EventHandlers:
                 self._state_for(optimizer)
         hooks.optimizer_hooks(self._step_pre, self._step_post)
         hooks.wrap_backward(self._before_backward)
+        hooks.wrap_optimizer_init(self._optimizer_built)
         hooks.wrap_loader_next(self._batch)
         if self.m.dispatch.wants("on_warning"):
             hooks.wrap_showwarning(self._warning)
@@ -91,6 +95,25 @@ class EventHandlers:
                 handle = info.module.register_forward_pre_hook(self._root_forward)
                 self._hooks.module_hook(handle)
                 self._roots[id(info.module)] = info
+
+    def _optimizer_built(self, optimizer: Any) -> None:
+        if self.m.enabled:
+            self._guard(self._remember_site, "the optimizer construction hook", optimizer)
+
+    def _remember_site(self, optimizer: Any) -> None:
+        """Remember the user's line that built ``optimizer``: the innermost user frame
+        that is not the ``__init__`` of the optimizer itself (a user-defined optimizer)."""
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename in RUNPY_FILES:
+                return
+            if self.m.user.is_user_file(code.co_filename) and not (
+                    code.co_name == "__init__" and _initialises(frame, optimizer)):
+                self.m.optimizer_sites[optimizer] = CallSite(
+                    code.co_filename, frame.f_lineno, code.co_name, True)
+                return
+            frame = frame.f_back
 
     def _end_discovery(self) -> None:
         if self._discovery_handle is not None:
@@ -300,3 +323,12 @@ def _loader_info(iterator: Any) -> LoaderInfo:
         batch_size=getattr(sampler, "batch_size", None),
         prefetch_factor=getattr(iterator, "_prefetch_factor", None),
     )
+
+
+def _initialises(frame: FrameType, obj: Any) -> bool:
+    """Whether ``frame`` runs ``obj.__init__`` (its first argument is ``obj``)."""
+    code = frame.f_code
+    if not code.co_argcount:
+        return False
+    first = code.co_varnames[0]
+    return any(value is obj for name, value in local_items(frame) if name == first)

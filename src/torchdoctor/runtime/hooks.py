@@ -2,9 +2,10 @@
 
 Where PyTorch has a global hook, it is used: ``register_optimizer_step_pre_hook`` /
 ``post_hook`` (torch >= 2.0) and ``register_module_forward_pre_hook`` (discovery only).
-Three things have no hook and are wrapped instead, restored on exit only if still ours:
+Four things have no hook and are wrapped instead, restored on exit only if still ours:
 ``torch.autograd.backward`` (every ``loss.backward()`` goes through it), the ``__next__`` of
-DataLoader iterators, and ``warnings.showwarning``. Every installation is feature-checked,
+DataLoader iterators, ``warnings.showwarning``, and ``Optimizer.__init__`` (to know where
+each optimizer was built). Every installation is feature-checked,
 so a missing API only switches off what needs it; :meth:`HookSet.remove` undoes all of it.
 """
 
@@ -123,6 +124,24 @@ class HookSet:
         backward.__wrapped__ = original  # type: ignore[attr-defined]
         backward.__doc__ = original.__doc__
         self._patch(autograd, "backward", original, backward)
+
+    def wrap_optimizer_init(self, created: Callable[[Any], None]) -> None:
+        """Call ``created(optimizer)`` when an optimizer is built (``Optimizer.__init__``,
+        which every torch optimizer and most others call), to learn where that was."""
+        base = self._torch.optim.Optimizer
+        original = base.__dict__.get("__init__")
+        if original is None:
+            self.missing.append("optimizer construction sites")
+            return
+        created = self._relay(created)
+
+        def __init__(optimizer: Any, *args: Any, **kwargs: Any) -> None:
+            original(optimizer, *args, **kwargs)
+            created(optimizer)
+
+        __init__.__wrapped__ = original  # type: ignore[attr-defined]
+        __init__.__doc__ = original.__doc__
+        self._patch(base, "__init__", original, __init__)
 
     def wrap_loader_next(self, after: Callable[[Any, float, bool], None]) -> None:
         """Call ``after(iterator, seconds_waited, first)`` after each DataLoader batch."""

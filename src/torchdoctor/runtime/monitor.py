@@ -14,6 +14,7 @@ import datetime
 import os
 import sys
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,9 @@ class Monitor:
         self.sampler = Sampler(self.options.sample_every)
         self.facts: dict[str, Any] = {}
         self.series: dict[str, list[float]] = {}
+        # Where each optimizer built during the run was built (weak: never keeps one alive).
+        self.optimizer_sites: weakref.WeakKeyDictionary[Any, CallSite] = (
+            weakref.WeakKeyDictionary())
         self.status = StatusLine(enabled=self.options.status)
         self._given_models = list(models)
         self._given_optimizers = list(optimizers)
@@ -162,6 +166,12 @@ class Monitor:
 
     def user_site_from_traceback(self, tb: TracebackType | None) -> CallSite | None:
         return self.user.site_from_traceback(tb)
+
+    def optimizer_site(self, optimizer: Any) -> CallSite | None:
+        try:
+            return self.optimizer_sites.get(optimizer)
+        except TypeError:  # an optimizer that cannot be weakly referenced
+            return None
 
     def is_user_file(self, path: str) -> bool:
         return self.user.is_user_file(path)
@@ -249,6 +259,7 @@ class Monitor:
         destroying a DDP model's process group hangs.
         """
         self.registry.clear()
+        self.optimizer_sites.clear()
         self._given_models.clear()
         self._given_optimizers.clear()
         self.events = EventHandlers(self)

@@ -58,6 +58,9 @@ class FakeMonitor:
     def user_site_from_traceback(self, tb: Any) -> CallSite | None:
         return self.site
 
+    def optimizer_site(self, optimizer: Any) -> CallSite | None:
+        return None
+
     def is_user_file(self, path: str) -> bool:
         return True
 

@@ -282,3 +282,47 @@ def test_bias_cancelled_by_a_following_batchnorm_is_info(kind: str) -> None:
     assert found.severity.name == "INFO"
     assert "normalisation" in found.message and "learning rate" not in found.fix_hint
     assert found.evidence["normalisations"] == (["1"] if kind == "linear" else ["bn"])
+
+
+class ClippedSGD(torch.optim.SGD):
+    """A user-defined optimizer: its own ``__init__`` is not where it was built."""
+
+    def __init__(self, params, lr: float) -> None:
+        super().__init__(params, lr=lr)
+
+
+@pytest.mark.parametrize(("make", "marker"), [
+    (lambda model: torch.optim.SGD(model[2].parameters(), lr=0.1),  # built: torch
+     "built: torch"),
+    (lambda model: ClippedSGD(model[2].parameters(), lr=0.1),  # built: subclass
+     "built: subclass"),
+], ids=["torch-optimizer", "user-subclass"])
+def test_parameters_in_no_optimizer_point_at_the_line_that_built_it(make, marker) -> None:
+    """Built while watched, the optimizer's construction line is where the fix goes; the
+    monitor remembers it without keeping the optimizer alive."""
+    import weakref
+
+    torch.manual_seed(0)
+    model = mlp()
+    with torchdoctor.watch() as w:
+        optimizer = make(model)
+        train(model, optimizer)
+    [found] = w.report.by_code("TD601")
+    assert (found.location.path, found.location.line) == (HERE, line_of(marker))
+    assert found.location.object == "0"
+    gone = weakref.ref(optimizer)
+    del optimizer
+    assert gone() is None
+
+
+def test_a_zero_learning_rate_points_at_the_line_that_built_the_optimizer() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    with torchdoctor.watch() as w:
+        optimizer = torch.optim.SGD([  # marker: groups
+            {"params": model[0].parameters(), "lr": 0.1 // 10},
+            {"params": model[2].parameters()}], lr=0.1)
+        train(model, optimizer)
+    [found] = w.report.by_code("TD218")
+    assert (found.location.path, found.location.line) == (HERE, line_of("marker: groups"))
+    assert not w.report.by_code("TD601")

@@ -139,6 +139,9 @@ class MonitorView(Protocol):
     def user_site_from_traceback(self, tb: TracebackType | None) -> CallSite | None:
         """The deepest frame of the user's code in a traceback."""
 
+    def optimizer_site(self, optimizer: torch.optim.Optimizer) -> CallSite | None:
+        """The user's line that built ``optimizer``, when it was built while watched."""
+
     def is_user_file(self, path: str) -> bool:
         """Whether a file belongs to the user's code (not torch, torchdoctor or stdlib)."""
 

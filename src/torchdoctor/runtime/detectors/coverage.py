@@ -20,13 +20,16 @@ size that still moves nothing means the learning rate is too small (a warning).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import (
+    CallSite,
     ModelInfo,
+    OptimizerInfo,
     RuntimeDetector,
     StepEvent,
     StepSample,
@@ -36,6 +39,7 @@ from torchdoctor.runtime.detectors.places import (
     describe_params,
     display_path,
     group_by_module,
+    script_assignment_location,
 )
 from torchdoctor.runtime.stats import norms
 
@@ -157,9 +161,8 @@ class ParameterCoverage(RuntimeDetector):
             model = self._model[id(group[0])]
             groups = group_by_module(model.inner, group)
             text, names = describe_params(self.monitor, group)
-            location = assignment_location(self.monitor, model, groups[0][0],
-                                           prefer_script=story is _NO_OPTIMIZER)
-            location = location or Location(object=names[0])
+            location = self._place(story, model, groups[0][0], group) or Location(
+                object=names[0])
             measured = [self._grad_norm[id(p)] for p in group if id(p) in self._grad_norm]
             largest = max(measured, default=0.0)
             lrs = sorted({self._lr[id(p)] for p in group if id(p) in self._lr})
@@ -179,6 +182,35 @@ class ParameterCoverage(RuntimeDetector):
                                      norms=", ".join(f"`{n}`" for n in norm_paths)),
                 location, Depth.RUN, fix_hint=fix, severity=severity, evidence=evidence,
             ))
+
+
+    def _place(self, story: tuple[str, str], model: ModelInfo, path: str,
+               params: list[Any]) -> Location | None:
+        """Where the fix goes. A layer replaced in the script after the optimizer was built
+        (``model.head = ...``) is placed there; parameters in no optimizer, or in a group
+        whose learning rate is 0, at the line that built the optimizer; otherwise where
+        the module is assigned."""
+        if story is _NO_OPTIMIZER:
+            replaced = script_assignment_location(self.monitor, model, path)
+            built = self._built(self.monitor.optimizers) if replaced is None else None
+            return replaced or _at(built, display_path(self.monitor, model, path)) or \
+                assignment_location(self.monitor, model, path)
+        if story is _ZERO_LR:
+            owners = [info for info in self.monitor.optimizers
+                      if any(p is q for p in params for q in info.params)]
+            at_optimizer = _at(self._built(owners), display_path(self.monitor, model, path))
+            return at_optimizer or assignment_location(self.monitor, model, path)
+        return assignment_location(self.monitor, model, path)
+
+    def _built(self, optimizers: Sequence[OptimizerInfo]) -> CallSite | None:
+        """The line that built the optimizer, when exactly one is concerned."""
+        if len(optimizers) != 1:
+            return None
+        return self.monitor.optimizer_site(optimizers[0].optimizer)
+
+
+def _at(site: CallSite | None, shown: str) -> Location | None:
+    return site.location(object=shown) if site is not None else None
 
 
 def _per_element(norm: float, param: Any) -> float:

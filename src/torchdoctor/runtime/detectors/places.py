@@ -19,6 +19,7 @@ from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, MonitorView,
 
 __all__ = [
     "assignment_location", "describe_params", "display_path", "group_by_module", "param_name",
+    "script_assignment_location",
 ]
 
 
@@ -124,6 +125,19 @@ def assignment_location(monitor: MonitorView, model: ModelInfo, path: str, *,
         if site is not None:
             return site.location(object=shown)
     return None
+
+
+def script_assignment_location(monitor: MonitorView, model: ModelInfo, path: str
+                               ) -> Location | None:
+    """Where the script itself assigns the module at ``path`` (``model.head = ...``, a
+    layer replaced after the model was built), or ``None``."""
+    attribute = path.rpartition(".")[2]
+    if not attribute.isidentifier():
+        return None
+    site = _in_script(monitor.script, attribute)
+    if site is None or not monitor.is_user_file(site.path):
+        return None
+    return site.location(object=display_path(monitor, model, path))
 
 
 def _assignment_site(monitor: MonitorView, model: ModelInfo, path: str,
