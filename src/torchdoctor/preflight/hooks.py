@@ -55,12 +55,12 @@ class HookState:
         """Put back every registry's entries; drop hooks registered since."""
         for _, registry, entries in self._registries:
             _refill(registry, entries)
-        for (tensor, name, registry), entries in zip(self._tensors, self._tensor_entries,
-                                                     strict=True):
-            if getattr(tensor, name, None) is not registry:
-                setattr(tensor, name, registry)
-            if registry is not None and entries is not None:
-                _refill(registry, entries)
+        for (tensor, name, saved), saved_entries in zip(self._tensors, self._tensor_entries,
+                                                        strict=True):
+            if getattr(tensor, name, None) is not saved:
+                setattr(tensor, name, saved)
+            if saved is not None and saved_entries is not None:
+                _refill(saved, saved_entries)
 
     def summary(self) -> dict[str, list[Any]]:
         """Every registry's keys as recorded, by a readable label (for tests)."""
