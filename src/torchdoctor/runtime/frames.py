@@ -7,32 +7,27 @@ always the user's, even when it lives inside one of those directories (the bundl
 lives in torchdoctor's own package). A stack walk stops at :mod:`runpy`: whatever called
 runpy (``torchdoctor run``'s command line, click, the entry point) launched the user's
 code and is never part of it, so no location can point there. The answer is cached per
-file name, so a stack walk costs a dictionary lookup per frame.
+file name, so a stack walk costs a dictionary lookup per frame. Which files are libraries
+is decided once, in :mod:`torchdoctor.runtime.exceptions.frames`, for the exception and
+warning explainers too.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 
 from torchdoctor.runtime.detectors.base import CallSite
-from torchdoctor.runtime.exceptions.frames import RUNPY_FILES, library_dirs
+from torchdoctor.runtime.exceptions.frames import (
+    RUNPY_FILES,
+    is_library_file,
+    is_torch_file,
+    is_torchdoctor_file,
+)
 
 __all__ = ["UserCode"]
-
-_TORCHDOCTOR_DIR = str(Path(__file__).resolve().parents[1])
-
-
-def _library_dirs() -> tuple[str, ...]:
-    """Directories whose files are never the user's (see :func:`library_dirs`), and torch."""
-    dirs = set(library_dirs())
-    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
-    if torch_file:
-        dirs.add(str(Path(torch_file).resolve().parent))
-    return tuple(sorted(dirs))
 
 
 class UserCode:
@@ -49,8 +44,6 @@ class UserCode:
     def __init__(self, roots: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> None:
         self.roots: tuple[Path, ...] = tuple(Path(r).resolve() for r in roots)
         self.scripts = frozenset(os.path.realpath(s) for s in scripts)
-        self._library = _library_dirs()
-        self._torch_dirs = tuple(d for d in self._library if d.endswith("torch"))
         self._cache: dict[str, bool] = {}
         self._outside_torch: dict[str, bool] = {}
 
@@ -65,8 +58,7 @@ class UserCode:
     def _classify(self, filename: str) -> bool:
         if not filename or filename.startswith("<"):
             return False
-        real = os.path.realpath(filename)
-        return real in self.scripts or not _in_any(real, self._library)
+        return os.path.realpath(filename) in self.scripts or not is_library_file(filename)
 
     def site(self, frame: FrameType | None) -> CallSite | None:
         """The innermost user frame at or above ``frame``, below any runpy launcher."""
@@ -84,9 +76,9 @@ class UserCode:
         always outside."""
         outside = self._outside_torch.get(filename)
         if outside is None:
-            real = os.path.realpath(filename) if not filename.startswith("<") else ""
-            outside = bool(real) and (real in self.scripts or not _in_any(
-                real, (*self._torch_dirs, _TORCHDOCTOR_DIR)))
+            outside = bool(filename) and not filename.startswith("<") and (
+                os.path.realpath(filename) in self.scripts
+                or not (is_torch_file(filename) or is_torchdoctor_file(filename)))
             self._outside_torch[filename] = outside
         return outside
 
@@ -130,7 +122,3 @@ class UserCode:
                 found = CallSite(code.co_filename, tb.tb_lineno, code.co_name, True)
             tb = tb.tb_next
         return found
-
-
-def _in_any(path: str, dirs: Sequence[str]) -> bool:
-    return any(path == d or path.startswith(d + os.sep) for d in dirs)
