@@ -25,7 +25,6 @@ from torchdoctor.runtime.detectors.base import (
     WarningRecord,
 )
 from torchdoctor.runtime.detectors.scopes import local_items
-from torchdoctor.runtime.exceptions.frames import RUNPY_FILES
 from torchdoctor.runtime.facts import record_facts
 from torchdoctor.runtime.losses import LossStream
 from torchdoctor.runtime.sampling import OptimizerState
@@ -103,17 +102,10 @@ class EventHandlers:
     def _remember_site(self, optimizer: Any) -> None:
         """Remember the user's line that built ``optimizer``: the innermost user frame
         that is not the ``__init__`` of the optimizer itself (a user-defined optimizer)."""
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None:
-            code = frame.f_code
-            if code.co_filename in RUNPY_FILES:
-                return
-            if self.m.user.is_user_file(code.co_filename) and not (
-                    code.co_name == "__init__" and _initialises(frame, optimizer)):
-                self.m.optimizer_sites[optimizer] = CallSite(
-                    code.co_filename, frame.f_lineno, code.co_name, True)
-                return
-            frame = frame.f_back
+        site = self.m.user.site(sys._getframe(1), skip=lambda frame: (
+            frame.f_code.co_name == "__init__" and _initialises(frame, optimizer)))
+        if site is not None:
+            self.m.optimizer_sites[optimizer] = site
 
     def _end_discovery(self) -> None:
         if self._discovery_handle is not None:

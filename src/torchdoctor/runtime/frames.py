@@ -15,7 +15,7 @@ warning explainers too.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -60,13 +60,15 @@ class UserCode:
             return False
         return os.path.realpath(filename) in self.scripts or not is_library_file(filename)
 
-    def site(self, frame: FrameType | None) -> CallSite | None:
-        """The innermost user frame at or above ``frame``, below any runpy launcher."""
+    def site(self, frame: FrameType | None,
+             skip: Callable[[FrameType], bool] | None = None) -> CallSite | None:
+        """The innermost user frame at or above ``frame``, below any runpy launcher, that
+        ``skip`` (if given) does not pass over."""
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename in RUNPY_FILES:
                 return None
-            if self.is_user_file(filename):
+            if self.is_user_file(filename) and not (skip is not None and skip(frame)):
                 return CallSite(filename, frame.f_lineno, frame.f_code.co_name, True)
             frame = frame.f_back
         return None
