@@ -110,18 +110,18 @@ def display_path(monitor: MonitorView, model: ModelInfo, path: str) -> str:
     return base or model.label
 
 
-def assignment_location(monitor: MonitorView, model: ModelInfo, path: str, *,
-                        prefer_script: bool = False) -> Location | None:
+def assignment_location(monitor: MonitorView, model: ModelInfo, path: str
+                        ) -> Location | None:
     """Where the module at ``path`` is assigned, in the user's code, with its display path.
 
-    Looks for ``self.<name> =`` in the parent module's class and for ``.<name> =`` in the
-    script; ``prefer_script`` tries the script first (a layer replaced after the model
-    was built). A parameter of a library layer (``norm.weight`` of a ``LayerNorm``) is
-    placed where that layer is assigned. ``None`` when nothing is found in user code.
+    Looks for ``self.<name> =`` in the parent module's class, then for ``.<name> =`` in
+    the script (:func:`script_assignment_location` looks there alone). A parameter of a
+    library layer (``norm.weight`` of a ``LayerNorm``) is placed where that layer is
+    assigned. ``None`` when nothing is found in user code.
     """
     shown = display_path(monitor, model, path)
     for candidate in (path, path.rpartition(".")[0]):
-        site = _assignment_site(monitor, model, candidate, prefer_script)
+        site = _assignment_site(monitor, model, candidate)
         if site is not None:
             return site.location(object=shown)
     return None
@@ -140,8 +140,7 @@ def script_assignment_location(monitor: MonitorView, model: ModelInfo, path: str
     return site.location(object=display_path(monitor, model, path))
 
 
-def _assignment_site(monitor: MonitorView, model: ModelInfo, path: str,
-                     prefer_script: bool) -> CallSite | None:
+def _assignment_site(monitor: MonitorView, model: ModelInfo, path: str) -> CallSite | None:
     owner_path, _, attribute = path.rpartition(".")
     if not attribute or not attribute.isidentifier():
         return None
@@ -149,10 +148,7 @@ def _assignment_site(monitor: MonitorView, model: ModelInfo, path: str,
         owner = model.inner.get_submodule(owner_path) if owner_path else model.inner
     except AttributeError:
         return None
-    searches = [_in_class(type(owner), attribute), _in_script(monitor.script, attribute)]
-    if prefer_script:
-        searches.reverse()
-    for site in searches:
+    for site in (_in_class(type(owner), attribute), _in_script(monitor.script, attribute)):
         if site is not None and monitor.is_user_file(site.path):
             return site
     return None
