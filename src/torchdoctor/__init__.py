@@ -7,15 +7,26 @@ Three depths over one catalogue of problems and one report:
 * :func:`watch` monitors a real training run.
 
 Everything not listed in ``__all__`` is internal and may change. Importing this package
-does not import torch; the functions that need it import it when called.
+does not import torch; the functions that need it import it when called. Every error
+torchdoctor raises on purpose is a :class:`TorchDoctorError`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor.__about__ import __version__
-from torchdoctor.errors import TorchDoctorError, TorchMissingError, UsageError, UserCodeError
+from torchdoctor.errors import (
+    TorchDoctorError,
+    TorchMissingError,
+    UnknownFormatError,
+    UnknownRuleError,
+    UsageError,
+    UserCodeError,
+)
 from torchdoctor.findings import (
     Applicability,
     Confidence,
@@ -28,6 +39,10 @@ from torchdoctor.findings import (
     Severity,
 )
 from torchdoctor.rules.registry import RULES, Rule, get_rule
+
+if TYPE_CHECKING:
+    from torchdoctor.runtime.watch import Watch
+    from torchdoctor.static.config import LintConfig
 
 __all__ = [
     "RULES",
@@ -43,6 +58,8 @@ __all__ = [
     "Severity",
     "TorchDoctorError",
     "TorchMissingError",
+    "UnknownFormatError",
+    "UnknownRuleError",
     "UsageError",
     "UserCodeError",
     "__version__",
@@ -52,24 +69,138 @@ __all__ = [
     "watch",
 ]
 
-# Public functions whose modules load on first use (they may need torch).
-_LAZY = {
-    "check": "torchdoctor.preflight:check",
-    "lint": "torchdoctor.static:lint",
-    "watch": "torchdoctor.runtime:watch",
-}
+PathArg = str | os.PathLike[str]
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'torchdoctor' has no attribute {name!r}")
-    import importlib
+def lint(
+    paths: PathArg | Iterable[PathArg],
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    config: PathArg | LintConfig | None = None,
+    baseline: PathArg | None = None,
+    jobs: int | None = None,
+) -> Report:
+    """Read Python files and folders for training bugs; nothing is imported or run.
 
-    module_name, attribute = target.split(":")
-    value = getattr(importlib.import_module(module_name), attribute)
-    globals()[name] = value
-    return value
+    Needs no torch. Folders are searched for ``*.py`` files, skipping excluded paths; a
+    file named explicitly is always read.
+
+    Args:
+        paths: files and folders.
+        select: codes or prefixes to report (``["TD2", "TD301"]``); default: the
+            config's, else all.
+        ignore: codes or prefixes not to report, on top of the config's; the longest
+            match wins.
+        config: a ``pyproject.toml`` (or TOML file) to read, a
+            :class:`~torchdoctor.static.LintConfig`, or ``None`` for the closest
+            ``pyproject.toml`` with ``[tool.torchdoctor]``.
+        baseline: a JSON report (``--format json``) of known findings; only new ones
+            are returned.
+        jobs: worker processes (``None``: automatic, ``1``: none).
+
+    Returns:
+        The :class:`Report`; a rule that failed is a ``TD001`` finding, its traceback in
+        ``report.facts["internal_errors"]``.
+
+    Raises:
+        UsageError: a path does not exist, or the config or baseline is unreadable.
+    """
+    from torchdoctor.static import lint as lint_paths
+
+    return lint_paths(paths, select=select, ignore=ignore, config=config,
+                      baseline=baseline, jobs=jobs)
+
+
+def check(
+    model: Any,
+    data: Any,
+    loss_fn: Callable[..., Any],
+    optimizer: Any | None = None,
+    *,
+    device: Any | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    seed: int = 0,
+) -> Report:
+    """Pre-flight a training setup (a few probe steps on copies) and report what is wrong.
+
+    The user's model, optimizer, RNGs, flags and modes are left exactly as they were.
+
+    Args:
+        model: the ``torch.nn.Module`` to train.
+        data: one batch (``(inputs, targets)``, ``(x1, ..., xk, targets)`` or a dict) or a
+            DataLoader.
+        loss_fn: ``loss_fn(output, targets) -> loss``: an ``nn`` loss module, a
+            functional such as ``F.cross_entropy`` or any callable.
+        optimizer: the optimizer that will train ``model``, if already built.
+        device: where training sends the batches (``"cuda"``); default: the model's.
+        select: codes or prefixes to report; default all.
+        ignore: codes or prefixes not to report.
+        seed: seed for every random draw of the check, so two runs agree.
+
+    Returns:
+        The :class:`Report` of ``check`` findings, with facts (timings, device, batch).
+
+    Raises:
+        UsageError: the arguments cannot be checked.
+        UserCodeError: the user's forward, loss or loader raised for a reason no rule
+            explains, or memory ran out.
+        TorchMissingError: PyTorch is not installed.
+    """
+    from torchdoctor.preflight import check as check_setup
+
+    return check_setup(model, data, loss_fn, optimizer, device=device, select=select,
+                       ignore=ignore, seed=seed)
+
+
+def watch(
+    model: Any = None,
+    optimizer: Any = None,
+    *,
+    max_steps: int | None = None,
+    sample_every: int | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    status_line: bool | None = False,
+    localise_non_finite: bool = False,
+    status: bool | None = None,
+) -> Watch:
+    """Watch the training that runs inside the returned context manager::
+
+        with torchdoctor.watch() as w:
+            train(model, loader, optimizer)
+        print(w.report.findings)
+
+    Args:
+        model: a module, or several; ``None`` finds them from the first steps.
+        optimizer: an optimizer, or several; ``None`` watches every optimizer.
+        max_steps: stop cleanly after this many optimizer steps (the block swallows the
+            ``StopTraining`` raised by ``step()``).
+        sample_every: full statistics every N steps; ``None``: dense at first, then cheap.
+        select: codes or prefixes to report; default all.
+        ignore: codes or prefixes not to report.
+        status_line: a live status line on standard error: ``True`` always, ``None``
+            only on a terminal, ``False`` never.
+        localise_non_finite: check every module's output for NaN/Inf from the first
+            step (slower) to name the module where it starts.
+        status: the former name of ``status_line``; ``True`` means "only on a terminal".
+
+    Returns:
+        A :class:`~torchdoctor.runtime.watch.Watch`; after the block, ``w.report`` is the
+        :class:`Report`.
+
+    Raises:
+        UsageError: another watch is already active in this process.
+        TorchMissingError: PyTorch is not installed (raised when the block starts).
+    """
+    from torchdoctor.runtime.watch import watch as watch_training
+
+    return watch_training(
+        model, optimizer, max_steps=max_steps, sample_every=sample_every, select=select,
+        ignore=ignore, status_line=status_line, localise_non_finite=localise_non_finite,
+        status=status, _caller=sys._getframe(1).f_code.co_filename,
+    )
 
 
 def __dir__() -> list[str]:

@@ -20,10 +20,12 @@ __all__ = [
     "Edit",
     "Finding",
     "Fix",
+    "INTERNAL_ERRORS",
     "INTERNAL_ERROR_CODE",
     "Location",
     "Report",
     "Severity",
+    "TRACEBACK",
 ]
 
 
@@ -167,6 +169,8 @@ class Finding:
         fix: automatic edits, for findings from source.
         depths: every depth that reported it (more than one after merging).
         occurrences: how many times the same rule fired at the same place.
+        ranks: the ranks (processes) of a multi-process job that showed it; empty for a
+            single process.
     """
 
     code: str
@@ -180,6 +184,7 @@ class Finding:
     fix: Fix | None = None
     depths: tuple[Depth, ...] = ()
     occurrences: int = 1
+    ranks: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.depths:
@@ -217,6 +222,7 @@ class Finding:
             location=_richer_location(self.location, other.location),
             depths=depths,
             occurrences=self.occurrences + other.occurrences if same_depth else self.occurrences,
+            ranks=tuple(sorted(set(self.ranks) | set(other.ranks))),
         )
 
 
@@ -242,7 +248,8 @@ class Report:
 
     Adding a finding that matches an existing one (same rule and place, see
     :attr:`Finding.merge_key`) merges them, so a problem seen by ``lint`` and by ``run``
-    shows once, with both depths.
+    shows once, with both depths. A ``TD001`` (internal error) finding's traceback is
+    taken out of its evidence into ``facts["internal_errors"]``, whatever the depth.
 
     Attributes:
         tool_version: torchdoctor's version.
@@ -260,9 +267,14 @@ class Report:
     series: dict[str, list[float]] = field(default_factory=dict)
     exit_status: int | None = None
     _findings: dict[tuple[str, str | None, int | None, str | None], Finding] = field(
-        default_factory=dict, repr=False
+        default_factory=dict, init=False, repr=False
     )
-    _depths: set[Depth] = field(default_factory=set, repr=False)  # of every finding so far
+    _depths: set[Depth] = field(  # of every finding so far
+        default_factory=set, init=False, repr=False, compare=False
+    )
+    _ordered: list[Finding] | None = field(  # findings in report order, until the next add
+        default=None, init=False, repr=False, compare=False
+    )
 
     def add(self, finding: Finding) -> None:
         """Add one finding, merging it into an equal one already present.
@@ -273,7 +285,10 @@ class Report:
         of the two has no file (``check`` names the module, ``run`` also the line that
         assigns it).
         """
+        if finding.code == INTERNAL_ERROR_CODE and TRACEBACK in finding.evidence:
+            finding = self._keep_traceback_apart(finding)
         key = self._key_for(finding)
+        self._ordered = None
         self._depths.update(finding.depths)
         existing = self._findings.pop(key, None)
         merged = finding if existing is None else existing.merged_with(finding)
@@ -281,6 +296,13 @@ class Report:
         if new_key != key and new_key in self._findings:
             merged = self._findings[new_key].merged_with(merged)
         self._findings[new_key] = merged
+
+    def _keep_traceback_apart(self, finding: Finding) -> Finding:
+        """A ``TD001`` finding's traceback goes to ``facts["internal_errors"]``: the one
+        place every command keeps them (``torchdoctor --debug`` prints them)."""
+        evidence = dict(finding.evidence)
+        self.facts.setdefault(INTERNAL_ERRORS, []).append(str(evidence.pop(TRACEBACK)))
+        return replace(finding, evidence=evidence)
 
     def _key_for(self, finding: Finding) -> tuple[str, str | None, int | None, str | None]:
         key = finding.merge_key
@@ -306,16 +328,26 @@ class Report:
     def merge(self, other: Report) -> None:
         """Take in another report's findings, facts and series."""
         self.extend(other.findings)
+        traces = [*self.facts.get(INTERNAL_ERRORS, ()), *other.facts.get(INTERNAL_ERRORS, ())]
         self.facts.update(other.facts)
+        if traces:
+            self.facts[INTERNAL_ERRORS] = traces
         self.series.update(other.series)
 
     @property
     def findings(self) -> list[Finding]:
-        """All findings, in deterministic order (file, line, column, object, code)."""
-        return sorted(self._findings.values(), key=lambda f: f.sort_key)
+        """All findings, in deterministic order (file, line, column, object, code).
+
+        Sorted once after the last :meth:`add`; each access returns a new list.
+        """
+        if self._ordered is None:
+            self._ordered = sorted(self._findings.values(), key=lambda f: f.sort_key)
+        return list(self._ordered)
 
     def __iter__(self) -> Iterator[Finding]:
-        return iter(self.findings)
+        if self._ordered is None:
+            self._ordered = sorted(self._findings.values(), key=lambda f: f.sort_key)
+        return iter(tuple(self._ordered))
 
     def __len__(self) -> int:
         return len(self._findings)
@@ -326,7 +358,7 @@ class Report:
 
     def by_code(self, code: str) -> list[Finding]:
         """Findings with exactly this code, in report order."""
-        return [f for f in self.findings if f.code == code]
+        return [f for f in self if f.code == code]
 
     def worst_severity(self) -> Severity | None:
         """The highest severity present, or ``None`` for an empty report."""
@@ -354,3 +386,8 @@ class Report:
 
 
 INTERNAL_ERROR_CODE = "TD001"
+
+# The evidence key under which a ``TD001`` finding arrives with its traceback text, and
+# the fact under which a :class:`Report` keeps those texts instead.
+TRACEBACK = "traceback"
+INTERNAL_ERRORS = "internal_errors"

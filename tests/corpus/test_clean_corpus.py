@@ -106,7 +106,7 @@ def test_lint_is_quiet(path: Path) -> None:
     from torchdoctor.static import lint_source
 
     findings = lint_source(path.read_text(encoding="utf-8"),
-                           path=_ISOLATED_LINT_PATH.format(name=path.name))
+                           path=_ISOLATED_LINT_PATH.format(name=path.name)).findings
     _assert_quiet(findings, f"lint of {path}")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from torchdoctor.errors import UnknownFormatError
 from torchdoctor.findings import Report
 from torchdoctor.report.options import RenderOptions
 
@@ -25,11 +26,8 @@ FORMATS: dict[str, str] = {
     "sarif": "torchdoctor.report.sarif:render_sarif",
     "github": "torchdoctor.report.github:render_github",
     "junit": "torchdoctor.report.junit:render_junit",
+    "html": "torchdoctor.report.html:render_html",
 }
-
-
-class UnknownFormatError(ValueError):
-    """The requested output format does not exist."""
 
 
 def render(report: Report, format: str = "text", options: RenderOptions | None = None) -> str:

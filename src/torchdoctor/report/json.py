@@ -1,8 +1,22 @@
-"""JSON output: one object, ``{"version": 1, "findings": [...], ...}``.
+"""JSON output: one object, ``{"version": 2, "findings": [...], ...}``.
 
 The schema is versioned by :data:`SCHEMA_VERSION`; a field is only ever added within a
-version. :func:`report_from_json` reads it back (baselines, reports gathered from ranks or
-subprocesses).
+version, and a renamed or removed field bumps it. :func:`report_from_json` reads it back
+(baselines, reports gathered from ranks or subprocesses), every version listed in
+:data:`READABLE_VERSIONS`.
+
+A finding's fields carry the names of :class:`~torchdoctor.findings.Finding`'s attributes:
+
+* ``fix_hint``: the imperative advice, a string (``""`` when there is none);
+* ``fix``: the automatic fix, present only when there is one:
+  ``{"description", "applicability": "safe" | "unsafe", "edits": [{"start": [line, col],
+  "end": [line, col], "replacement"}]}`` (1-based lines and columns).
+
+Versions:
+
+* 1: the advice was ``fix`` and the automatic fix ``autofix``.
+* 2: renamed to match the data model: ``fix`` became ``fix_hint``, ``autofix`` became
+  ``fix``. Everything else is as in 1.
 """
 
 from __future__ import annotations
@@ -26,10 +40,11 @@ from torchdoctor.findings import (
 from torchdoctor.report.options import RenderOptions
 from torchdoctor.rules.registry import RULES
 
-__all__ = ["SCHEMA_VERSION", "finding_to_dict", "render_json", "report_from_json",
-           "report_to_dict"]
+__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "finding_to_dict", "render_json",
+           "report_from_json", "report_to_dict"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 def render_json(report: Report, options: RenderOptions) -> str:
@@ -75,14 +90,16 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "severity": finding.severity.value,
         "message": finding.message,
         "location": location,
-        "fix": finding.fix_hint,
+        "fix_hint": finding.fix_hint,
         "evidence": _jsonable(finding.evidence),
         "confidence": finding.confidence.value,
         "depths": [d.value for d in finding.depths],
         "occurrences": finding.occurrences,
     }
+    if finding.ranks:
+        out["ranks"] = list(finding.ranks)
     if finding.fix is not None:
-        out["autofix"] = {
+        out["fix"] = {
             "description": finding.fix.description,
             "applicability": finding.fix.applicability.value,
             "edits": [
@@ -104,8 +121,10 @@ def report_from_json(text: str) -> Report:
         ValueError: not JSON, or not a torchdoctor report of a known schema version.
     """
     data = json.loads(text)
-    if not isinstance(data, dict) or data.get("version") != SCHEMA_VERSION:
-        raise ValueError("not a torchdoctor JSON report of schema version 1")
+    version = data.get("version") if isinstance(data, dict) else None
+    if version not in READABLE_VERSIONS:
+        known = ", ".join(str(v) for v in READABLE_VERSIONS)
+        raise ValueError(f"not a torchdoctor JSON report of schema version {known}")
     report = Report(
         tool_version=str(data.get("tool", {}).get("version", "")),
         command=str(data.get("command", "")),
@@ -115,8 +134,17 @@ def report_from_json(text: str) -> Report:
         exit_status=data.get("exit_status"),
     )
     for item in data.get("findings", []):
-        report.add(_finding_from_dict(item))
+        report.add(_finding_from_dict(item if version == SCHEMA_VERSION else _upgraded(item)))
     return report
+
+
+def _upgraded(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-1 finding with version-2 names."""
+    out = {k: v for k, v in item.items() if k not in ("fix", "autofix")}
+    out["fix_hint"] = item.get("fix", "")
+    if "autofix" in item:
+        out["fix"] = item["autofix"]
+    return out
 
 
 def _finding_from_dict(item: Mapping[str, Any]) -> Finding:
@@ -134,8 +162,8 @@ def _finding_from_dict(item: Mapping[str, Any]) -> Finding:
     )
     depths = tuple(Depth(d) for d in item.get("depths", [])) or (Depth.LINT,)
     fix = None
-    if "autofix" in item:
-        auto = item["autofix"]
+    auto = item.get("fix")
+    if auto is not None:
         fix = Fix(
             description=auto["description"],
             applicability=Applicability(auto["applicability"]),
@@ -151,12 +179,13 @@ def _finding_from_dict(item: Mapping[str, Any]) -> Finding:
         location=location,
         severity=Severity(item["severity"]),
         depth=depths[0],
-        fix_hint=item.get("fix", ""),
+        fix_hint=item.get("fix_hint", ""),
         evidence=dict(item.get("evidence") or {}),
         confidence=Confidence(item.get("confidence", "high")),
         fix=fix,
         depths=depths,
         occurrences=int(item.get("occurrences", 1)),
+        ranks=tuple(int(r) for r in item.get("ranks", ())),
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from torchdoctor.errors import UnknownRuleError
 from torchdoctor.findings import Confidence, Depth, Finding, Fix, Location, Severity
 
 __all__ = ["RULES", "Rule", "Topic", "UnknownRuleError", "finding", "get_rule"]
@@ -156,6 +157,17 @@ _TABLE: tuple[Rule, ...] = (
        "backward() went through a graph whose buffers were already freed"),
     _r("TD220", "inplace-modified-saved-tensor", E, (RUN,),
        "A tensor needed for backward was modified in place"),
+    _r("TD221", "requires-grad-set-on-module", E, (LINT,),
+       "module.requires_grad = False sets a plain attribute and freezes nothing"),
+    _r("TD222", "target-network-not-detached", W, (LINT,),
+       "A target/teacher/EMA network's output reaches the loss with its graph"),
+    _r("TD223", "layers-in-plain-container", E, (LINT,),
+       "Layers kept in a plain list/dict/tuple attribute of an nn.Module are never "
+       "registered"),
+    _r("TD224", "tensor-result-discarded", E, (LINT,),
+       "A tensor's .to()/.cuda()/.detach()/.float() result is thrown away"),
+    _r("TD225", "grad-mode-call-without-with", E, (LINT,),
+       "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK),
        "Probabilities (softmax output) are fed to a loss that applies log_softmax itself"),
@@ -207,6 +219,8 @@ _TABLE: tuple[Rule, ...] = (
        "BatchNorm in training mode receives a batch of one example"),
     _r("TD504", "eval-forward-nondeterministic", E, (CHECK,),
        "The model in eval mode gives different outputs for the same input"),
+    _r("TD506", "functional-dropout-ignores-training", E, (LINT,),
+       "F.dropout in a module without training=self.training stays on in eval mode"),
     # 6xx: optimizer, schedules and AMP
     _r("TD601", "parameters-missing-from-optimizer", E, (CHECK, RUN),
        "Trainable parameters are not in the optimizer"),
@@ -236,6 +250,15 @@ _TABLE: tuple[Rule, ...] = (
        "The loss grows steadily"),
     _r("TD614", "loss-constant", E, (RUN,),
        "The loss is exactly constant from step to step"),
+    _r("TD615", "epoch-scheduler-stepped-per-batch", W, (LINT,),
+       "An epoch-based LR scheduler is stepped every batch"),
+    _r("TD616", "clip-after-step", E, (LINT,),
+       "Gradients are clipped after optimizer.step(), when they were already applied"),
+    _r("TD617", "parameter-generator-exhausted", E, (LINT,),
+       "A parameters() generator is stored once and consumed twice; the second user sees "
+       "nothing"),
+    _r("TD618", "accumulated-loss-not-scaled", W, (LINT,),
+       "Gradient accumulation sums k losses without dividing by k"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),
@@ -266,6 +289,13 @@ _TABLE: tuple[Rule, ...] = (
        "Every rank writes the same checkpoint"),
     _r("TD805", "ddp-prefixed-state-dict", W, (LINT, CKPT),
        "The DDP wrapper's state_dict is saved, so keys start with 'module.'"),
+    _r("TD806", "loader-without-distributed-sampler", E, (LINT,),
+       "A DDP training script's DataLoader has no DistributedSampler: every rank sees the "
+       "same data"),
+    _r("TD807", "forward-bypasses-ddp-wrapper", E, (LINT,),
+       "The model is called around its DDP wrapper, so gradients are not synchronised"),
+    _r("TD808", "parameters-cast-after-ddp-wrap", E, (LINT,),
+       "The model's parameters are cast after the DDP wrap"),
     # 9xx: checkpoints and reproducibility
     _r("TD901", "load-without-map-location", W, (LINT, CKPT),
        "A checkpoint holding CUDA tensors is loaded without map_location"),
@@ -295,16 +325,13 @@ _TABLE: tuple[Rule, ...] = (
 RULES: Mapping[str, Rule] = {rule.code: rule for rule in _TABLE}
 
 
-class UnknownRuleError(KeyError):
-    """Raised for a code that is not in the catalogue."""
-
-
 def get_rule(code: str) -> Rule:
     """Return the rule for ``code`` (case-insensitive), or raise :class:`UnknownRuleError`."""
     try:
         return RULES[code.upper()]
     except KeyError:
-        raise UnknownRuleError(code) from None
+        raise UnknownRuleError(
+            f"unknown rule code {code!r}; `torchdoctor rules` lists them") from None
 
 
 def finding(

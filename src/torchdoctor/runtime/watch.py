@@ -119,8 +119,10 @@ def watch(
     sample_every: int | None = None,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
-    status: bool = False,
+    status_line: bool | None = False,
     localise_non_finite: bool = False,
+    status: bool | None = None,
+    _caller: str | None = None,
 ) -> Watch:
     """Watch the training that runs inside the returned context manager.
 
@@ -135,21 +137,26 @@ def watch(
             is dense at the start and then keeps the monitor's cost near 1% of step time.
         select: rule codes or prefixes to report (``"TD2"``); default all.
         ignore: rule codes or prefixes not to report.
-        status: show a live status line on standard error when it is a terminal.
+        status_line: show a live status line on standard error: ``True`` always,
+            ``None`` only when standard error is a terminal, ``False`` never.
         localise_non_finite: check every module's output for NaN/Inf from the first step
             (slower), to name the module where NaN/Inf starts even when the very first
             bad step already poisons every parameter. By default the check starts after
             the first symptom and costs nothing before.
+        status: the former name of ``status_line``, kept for old callers: ``True`` means
+            ``status_line=None`` (only on a terminal).
 
     Returns:
         A :class:`Watch`; after the block, ``w.report`` is the
         :class:`~torchdoctor.findings.Report`.
     """
-    caller = sys._getframe(1).f_code.co_filename
+    caller = _caller if _caller is not None else sys._getframe(1).f_code.co_filename
     roots = (Path(caller).resolve().parent,) if not caller.startswith("<") else ()
+    if status is not None:
+        status_line = None if status else False
     options = MonitorOptions(
         command="watch", max_steps=max_steps, sample_every=sample_every,
-        selection=Selection.from_options(select, ignore), status=None if status else False,
+        selection=Selection.from_options(select, ignore), status=status_line,
         roots=roots, localise_non_finite=localise_non_finite,
     )
     return Watch(options, _as_list(model), _as_list(optimizer))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchdoctor.__about__ import __version__
-from torchdoctor.findings import INTERNAL_ERROR_CODE, Finding, Report
+from torchdoctor.findings import Report
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.config import LintConfig, find_config, load_config
 
@@ -56,7 +56,7 @@ def lint(
         UsageError: a path does not exist, or the config or baseline is unreadable.
 
     A rule that fails is a ``TD001`` finding; its traceback is kept out of the findings,
-    in ``report.facts["internal_errors"]``.
+    in ``report.facts["internal_errors"]`` (printed by ``torchdoctor --debug``).
     """
     from torchdoctor.static.files import collect_files, per_file_ignored
     from torchdoctor.static.runner import FileJob, lint_files
@@ -70,9 +70,7 @@ def lint(
     jobs_list = [FileJob(path, per_file_ignored(path, settings, root)) for path in files]
     report = Report(tool_version=__version__, command="lint",
                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    findings, traces = _tracebacks_apart(lint_files(jobs_list, selection, jobs))
-    if traces:
-        report.facts["internal_errors"] = traces
+    findings = lint_files(jobs_list, selection, jobs)
     if baseline is not None:
         from torchdoctor.static.baseline import filter_baseline, load_baseline
 
@@ -83,25 +81,6 @@ def lint(
     if settings.source is not None:
         report.facts["config"] = str(settings.source)
     return report
-
-
-def _tracebacks_apart(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
-    """TD001 findings without the traceback text in their evidence, and those texts.
-
-    A report shows what failed and where; the stack of our own frames is for
-    ``torchdoctor --debug`` (the CLI prints ``report.facts["internal_errors"]`` then).
-    """
-    from torchdoctor.static.engine import TRACEBACK
-
-    traces: list[str] = []
-    out: list[Finding] = []
-    for found in findings:
-        if found.code == INTERNAL_ERROR_CODE and TRACEBACK in found.evidence:
-            traces.append(str(found.evidence[TRACEBACK]))
-            found = replace(found, evidence={k: v for k, v in found.evidence.items()
-                                             if k != TRACEBACK})
-        out.append(found)
-    return out, traces
 
 
 def resolve_config(config: PathArg | LintConfig | None, paths: list[PathArg]) -> LintConfig:
@@ -121,18 +100,18 @@ def lint_source(
     *,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
-) -> list[Finding]:
-    """Lint one module's source text; findings in report order.
+) -> Report:
+    """Lint one module's source text.
 
-    ``# noqa`` comments apply; no config file is read. A ``TD001`` finding (a rule that
-    failed) carries the traceback in its evidence, under ``"traceback"``.
+    ``# noqa`` comments apply; no config file is read. As with :func:`lint`, a rule that
+    fails is a ``TD001`` finding and its traceback is in ``report.facts["internal_errors"]``.
     """
     from torchdoctor.static.runner import lint_text
 
     selection = Selection.from_options(select, ignore)
-    report = Report()
+    report = Report(tool_version=__version__, command="lint")
     report.extend(lint_text(path, source, selection))
-    return report.findings
+    return report
 
 
 @dataclass(frozen=True, slots=True)

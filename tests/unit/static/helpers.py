@@ -23,10 +23,11 @@ from torchdoctor.static import lint_source
 def lint_findings(source: str, *codes: str, path: str = "train.py") -> list[Finding]:
     """Findings of ``codes`` (codes or prefixes; all codes when none given) for a dedented
     source. Fails on a crash of any rule."""
-    found = lint_source(textwrap.dedent(source), path)
-    crashes = [f for f in found if f.code == INTERNAL_ERROR_CODE]
+    report = lint_source(textwrap.dedent(source), path)
+    found = report.findings
+    crashes = [f.message for f in found if f.code == INTERNAL_ERROR_CODE]
     assert not crashes, "a lint rule crashed:\n" + "\n".join(
-        f"{f.message}\n{f.evidence.get('traceback', '')}" for f in crashes)
+        [*crashes, *report.facts.get("internal_errors", [])])
     if not codes:
         return found
     wanted = Selection.from_options(codes)
