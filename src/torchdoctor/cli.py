@@ -115,6 +115,11 @@ def emit(report: Report, output_format: str, output: Path | None = None,
         output.write_text(text, encoding="utf-8")
 
 
+def _report_file_format(path: Path) -> str:
+    """``run --report``: HTML for a ``.html``/``.htm`` file, JSON otherwise."""
+    return "html" if path.suffix.lower() in (".html", ".htm") else "json"
+
+
 def _terminal_width() -> int:
     import shutil
 
@@ -171,7 +176,7 @@ def explain_command(code: str) -> None:
 
 @main.command("check")
 @click.argument("target")
-@format_option("text", ("text", "concise", "json", "junit"))
+@format_option("text", ("text", "concise", "json", "junit", "html"))
 @fail_on_option
 @output_option
 @click.option("--select", multiple=True, help="Only these codes or prefixes (TD1, TD301).")
@@ -206,7 +211,7 @@ def check_command(target: str, output_format: str, fail_on: str, output: Path | 
 
 @main.command("lint")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@format_option("concise", ("concise", "text", "json", "sarif", "github", "junit"))
+@format_option("concise", ("concise", "text", "json", "sarif", "github", "junit", "html"))
 @fail_on_option
 @output_option
 @click.option("--select", multiple=True, help="Only these codes or prefixes (TD2, TD201).")
@@ -287,8 +292,9 @@ def _show_lint_tracebacks(report: Report) -> None:
 @click.option("--max-steps", type=click.IntRange(min=1), default=None,
               help="Stop cleanly after this many optimizer steps, then report.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Also write the report as JSON to this file.")
-@format_option("text", ("text", "concise", "json"))
+              default=None, help="Also write the report to this file: HTML when its name "
+              "ends in .html or .htm, JSON otherwise.")
+@format_option("text", ("text", "concise", "json", "html"))
 @click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default="never",
               show_default=True,
               help="Exit with 1 when the script succeeded but a finding has this severity "
@@ -324,7 +330,8 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
                         localise_non_finite=localise_nan,
                         selection=Selection.from_options(select or None, ignore or None))
     if report_path is not None:
-        emit(result.report, "json", report_path)
+        emit(result.report, _report_file_format(report_path), report_path,
+             title=f"torchdoctor run {target}")
     emit(result.report, output_format, title=f"torchdoctor run {target}")
     sys.exit(result.exit_code(parse_fail_on(fail_on)))
 
@@ -345,7 +352,7 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
 @click.option("--trust", is_flag=True,
               help="Load with weights_only=False. Unpickling runs whatever code the file "
                    "names: use it only for files from a source you trust.")
-@format_option("text", ("text", "json"))
+@format_option("text", ("text", "json", "html"))
 @fail_on_option
 @guarded
 def ckpt_command(file: Path, model_spec: str | None, write_remapped: Path | None,
@@ -364,7 +371,7 @@ def ckpt_command(file: Path, model_spec: str | None, write_remapped: Path | None
 
 
 @main.command("env")
-@format_option("text", ("text", "json"))
+@format_option("text", ("text", "json", "html"))
 @fail_on_option
 @guarded
 def env_command(output_format: str, fail_on: str) -> None:
@@ -386,13 +393,17 @@ def env_command(output_format: str, fail_on: str) -> None:
 @click.option("--steps", default=40, show_default=True, type=click.IntRange(2, 10_000),
               help="Optimizer steps the runtime section lets the script take.")
 @format_option("text", ("text", "json"))
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Also write the combined report as one HTML page.")
 @guarded
-def demo_command(steps: int, output_format: str) -> None:
+def demo_command(steps: int, output_format: str, html_path: Path | None) -> None:
     """Run every depth on a bundled buggy training script and show what each finds."""
     from torchdoctor.demo import run_demo
     from torchdoctor.demo.view import render_demo
 
     result = run_demo(run_steps=steps)
+    if html_path is not None:
+        emit(result.combined, "html", html_path, title="torchdoctor demo")
     if output_format == "json":
         emit(result.combined, "json")
     else:
