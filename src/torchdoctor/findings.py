@@ -384,6 +384,12 @@ class Report:
             counts[finding.severity.value] += 1
         return counts
 
+    def _repr_html_(self) -> str:
+        """The self-contained HTML report, for Jupyter and other notebooks."""
+        from torchdoctor.report import RenderOptions, render
+
+        return render(self, "html", RenderOptions(title=f"torchdoctor {self.command}".strip()))
+
 
 INTERNAL_ERROR_CODE = "TD001"
 

@@ -25,25 +25,23 @@ _COMPILE_HOOK_WARNING = r"Using `torch\.compile\(module\)` when there are global
 
 
 class _HookAndFilter:
-    """A hook handle that also owns a warnings filter; both go on :meth:`remove`."""
+    """A hook handle that also owns a warnings filter; both go on :meth:`remove`.
+
+    The filter list is changed without telling the warnings machinery that filters
+    changed: that would clear every module's record of the warnings already shown, and
+    each warning of the user's script would be shown again. An "ignore" filter needs no
+    such reset (ignored warnings are never recorded), so the user's output is unchanged.
+    """
 
     def __init__(self, handle: Any, message: str) -> None:
         self._handle = handle
         self._filter = ("ignore", re.compile(message), Warning, None, 0)
         warnings.filters.insert(0, self._filter)  # type: ignore[attr-defined]
-        _filters_mutated()
 
     def remove(self) -> None:
         self._handle.remove()
         if self._filter in warnings.filters:
             warnings.filters.remove(self._filter)  # type: ignore[attr-defined]
-            _filters_mutated()
-
-
-def _filters_mutated() -> None:
-    mutated = getattr(warnings, "_filters_mutated", None)
-    if mutated is not None:
-        mutated()
 
 
 class _Relay:

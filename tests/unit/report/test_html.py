@@ -314,3 +314,10 @@ def test_html_renders_without_torch() -> None:
         cwd=Path(__file__).resolve().parents[3],
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_a_report_shows_itself_as_html_in_a_notebook() -> None:
+    report = rich_report()
+    page = report._repr_html_()
+    assert page == render(report, "html", RenderOptions(title="torchdoctor lint"))
+    assert "<title>torchdoctor lint</title>" in page and 'id="rule-TD203"' in page
