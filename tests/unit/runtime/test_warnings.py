@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,9 +121,76 @@ def test_scheduler_warning_with_a_grad_scaler_in_scope_is_low_confidence_info() 
 # -- classification -------------------------------------------------------------------------
 
 
-def test_torch_warning_without_an_entry_is_td003_warning() -> None:
+def test_torch_warning_without_an_entry_is_td003_info() -> None:
     found = classify_warning("something odd happened", UserWarning, Origin.TORCH, "fn")
-    assert found is not None and (found.code, found.severity) == ("TD003", Severity.WARNING)
+    assert found is not None and (found.code, found.severity) == ("TD003", Severity.INFO)
+
+
+@pytest.mark.parametrize("text", [
+    "Sparse invariant checks are implicitly disabled. Memory errors (e.g. SEGFAULT) will "
+    "occur when operating on a sparse tensor which violates the invariants.",
+    "The PyTorch API of nested tensors is in prototype stage and will change in the near "
+    "future.",
+    "enable_nested_tensor is True, but self.use_nested_tensor is False because "
+    "encoder_layer.self_attn.batch_first was not True",
+])
+def test_torch_information_notices_are_dropped(text: str) -> None:
+    assert classify_warning(text, UserWarning, Origin.TORCH, "fn") is None
+
+
+def test_dropout2d_on_a_flat_input_is_a_warning_that_says_whole_rows_are_zeroed() -> None:
+    found = classify_warning("dropout2d: Received a 2-D input to dropout2d, which is "
+                             "deprecated and will result in an error in a future release.",
+                             UserWarning, Origin.TORCH, "dropout2d")
+    assert found is not None and found.severity is Severity.WARNING
+    assert "whole rows" in found.meaning and "nn.Dropout" in found.fix
+
+
+def _scaler_run(autocast_dtype: Any) -> torchdoctor.Report:
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with warnings.catch_warnings(record=True), torchdoctor.watch() as session:
+        warnings.simplefilter("always")
+        scaler = torch.amp.GradScaler("cuda")  # no CUDA here: torch switches it off
+        for _ in range(3):
+            context = (torch.autocast("cpu", dtype=autocast_dtype) if autocast_dtype
+                       else contextlib.nullcontext())
+            with context:
+                loss = model(torch.randn(8, 4)).float().pow(2).mean()
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    return session.report
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_grad_scaler_switched_off_is_quiet_when_no_float16_autocast_ran() -> None:
+    assert not _scaler_run(None).by_code("TD003")
+    assert not _scaler_run(torch.bfloat16).by_code("TD003")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_grad_scaler_switched_off_is_a_warning_when_float16_autocast_ran() -> None:
+    [found] = _scaler_run(torch.float16).by_code("TD003")
+    assert found.severity is Severity.WARNING and "float16" in found.message
+    assert found.evidence["known_warning"] == "grad-scaler-disabled"
+
+
+def test_a_warning_of_the_script_is_shown_once_however_long_the_watch() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout2d(0.2), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        with torchdoctor.watch() as session:
+            for _ in range(6):  # past the end of model discovery, which removes a hook
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    assert sum("dropout2d" in str(w.message) for w in shown) == 1
+    [found] = session.report.by_code("TD003")
+    assert found.evidence["warning"].endswith("future release.")
 
 
 def test_torch_deprecation_is_td003_info() -> None:

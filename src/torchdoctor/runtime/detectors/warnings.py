@@ -3,9 +3,12 @@
 The monitor wraps ``warnings.showwarning``, so a warning arrives here only after the
 user's filters let it through, and it is still shown exactly as Python would show it.
 Known warnings map to their own rule (a loss broadcasting its target -> TD306, a scheduler
-stepped before the optimizer -> TD607) or to TD003 with an explanation; unknown ones from
-torch become TD003, from other libraries TD003 info, and the user's own warnings nothing.
-Each is located at the user's line and reported once per rule and place.
+stepped before the optimizer -> TD607) or to TD003 with an explanation; PyTorch's
+information notices are dropped, and a warning whose meaning depends on the run (a
+GradScaler switched off matters only if float16 autocast ran) waits for the end of the
+run and stands only if the run showed it. Unknown and deprecation warnings are TD003
+info; the user's own warnings are nothing. Each is located at the user's line, reported
+once per rule and place, with the warning's first line as evidence.
 """
 
 from __future__ import annotations
@@ -31,13 +34,16 @@ from torchdoctor.runtime.exceptions.frames import (
 )
 from torchdoctor.runtime.exceptions.known_warnings import (
     CAUSED_BY_TORCHDOCTOR,
+    FP16_AUTOCAST,
     KNOWN_WARNINGS,
     TD003,
 )
 
 __all__ = ["Classified", "Origin", "TorchWarnings", "classify_warning"]
 
-_MAX_TEXT = 200
+_MAX_TEXT = 160
+_AUTOCAST_DENSE_CALLS = 2_000  # module calls checked one by one for float16 autocast
+_AUTOCAST_STRIDE = 64
 _DEPRECATIONS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
 
 
@@ -61,6 +67,7 @@ class Classified:
     key: str
     source: str = "PyTorch"
     confidence: Confidence = Confidence.HIGH
+    condition: str | None = None
 
 
 def classify_warning(text: str, category: type[Warning], origin: Origin,
@@ -81,11 +88,14 @@ def classify_warning(text: str, category: type[Warning], origin: Origin,
     for known in KNOWN_WARNINGS:
         match = known.pattern.search(text)
         if match is not None:
+            if known.dropped:
+                return None
             values = {**match.groupdict(), "function": function or "the loss",
                       "broadcast": _broadcast(match.groupdict())}
             severity = known.severity or _rule_severity(known.code)
             return Classified(known.code, severity, known.meaning.format(**values),
-                              known.fix.format(**values), known.key)
+                              known.fix.format(**values), known.key,
+                              condition=known.condition)
     confidence = Confidence.HIGH
     if origin is Origin.USER:
         from_torch_cpp = category is UserWarning and "warn" not in issuing_line
@@ -94,7 +104,8 @@ def classify_warning(text: str, category: type[Warning], origin: Origin,
         confidence = Confidence.MEDIUM
     deprecated = issubclass(category, _DEPRECATIONS)
     third_party = origin is Origin.THIRD_PARTY
-    severity = Severity.INFO if deprecated or third_party else Severity.WARNING
+    # Without an entry saying what it means for the run, a warning is information only.
+    severity = Severity.INFO
     meaning = "a deprecated API was used; it will change or go away in a later release" \
         if deprecated else ""
     fix = ("Replace the deprecated call as the warning says." if deprecated else
@@ -157,6 +168,8 @@ class TorchWarnings(RuntimeDetector):
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str | None, int | None], dict[str, int]] = {}
+        self._pending: list[tuple[WarningRecord, Classified, FrameRef | None]] = []
+        self._autocast: _AutocastWatch | None = None
 
     def on_warning(self, record: WarningRecord) -> None:
         """Classify one shown warning and emit (or refresh) its finding."""
@@ -171,7 +184,21 @@ class TorchWarnings(RuntimeDetector):
         user = user_frame(stack, [str(r) for r in self.monitor.user_roots])
         if classified.key == "scheduler-before-optimizer" and _grad_scaler_in_scope(user):
             classified = _skipped_by_scaler(classified)
+        if classified.condition is not None:
+            self._pending.append((record, classified, _detached(user)))
+            if classified.condition == FP16_AUTOCAST and self._autocast is None:
+                self._autocast = _AutocastWatch()
+            return
         self.emit(self._finding(record, classified, user))
+
+    def on_finish(self, report: Any) -> None:
+        """Emit the conditional warnings whose condition the run showed."""
+        watch, self._autocast = self._autocast, None
+        seen = watch.stop() if watch is not None else False
+        for record, classified, user in self._pending:
+            if classified.condition == FP16_AUTOCAST and seen:
+                self.emit(self._finding(record, classified, user))
+        self._pending.clear()
 
     def _finding(self, record: WarningRecord, classified: Classified,
                  user: FrameRef | None) -> Finding:
@@ -195,8 +222,56 @@ class TorchWarnings(RuntimeDetector):
 
 
 def _first_line(text: str) -> str:
+    """The warning's first line; a long one is cut at its first sentence, then shortened."""
     line = text.strip().splitlines()[0] if text.strip() else ""
+    if len(line) > _MAX_TEXT and ". " in line[:_MAX_TEXT]:
+        line = line[:line.index(". ") + 1]
     return line if len(line) <= _MAX_TEXT else line[:_MAX_TEXT - 3] + "..."
+
+
+def _detached(user: FrameRef | None) -> FrameRef | None:
+    """``user`` without its live frame (kept until the end of the run, it must not keep the
+    frame's locals alive)."""
+    if user is None or user.frame is None:
+        return user
+    import dataclasses
+
+    return dataclasses.replace(user, frame=None)
+
+
+class _AutocastWatch:
+    """Whether float16 autocast is on during any module call, from a global forward
+    pre-hook installed only once a warning needs the answer, and removed once it is known."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+        self.seen = False
+        self._calls = 0
+        register = getattr(torch.nn.modules.module, "register_module_forward_pre_hook", None)
+        self._handle: Any = register(self._check) if register is not None else None
+
+    def _check(self, module: Any, args: Any) -> None:
+        self._calls += 1
+        if self._calls > _AUTOCAST_DENSE_CALLS and self._calls % _AUTOCAST_STRIDE:
+            return  # a long run without autocast: look at one call in a stride
+        torch = self._torch
+        for device in ("cpu", "cuda", "xpu", "mps"):
+            try:
+                if (torch.is_autocast_enabled(device)
+                        and torch.get_autocast_dtype(device) == torch.float16):
+                    self.seen = True
+            except (RuntimeError, TypeError, AttributeError):  # no such device type here
+                continue
+        if self.seen:
+            self.stop()
+
+    def stop(self) -> bool:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+        return self.seen
 
 
 def _sentence(text: str) -> str:

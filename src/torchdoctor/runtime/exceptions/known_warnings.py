@@ -3,6 +3,11 @@
 A warning that matches an entry is explained with the entry's sentence and mapped to the
 entry's rule (TD306 for a loss that broadcasts its target, TD607 for a scheduler stepped
 before its optimizer, TD003 otherwise). Patterns follow the wording of torch 2.2 to 2.13.
+
+A warning becomes a finding only when it signals a problem for the run that showed it:
+information notices (``dropped``) never do, and an entry with a ``condition`` does only
+when the run shows that condition (a GradScaler switched off matters only if float16
+autocast actually ran). Conditions are named here and measured by the warnings detector.
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ from dataclasses import dataclass
 
 from torchdoctor.findings import Severity
 
-__all__ = ["CAUSED_BY_TORCHDOCTOR", "KNOWN_WARNINGS", "KnownWarning", "TD003"]
+__all__ = ["CAUSED_BY_TORCHDOCTOR", "FP16_AUTOCAST", "KNOWN_WARNINGS", "KnownWarning", "TD003"]
 
 TD003 = "TD003"
+# Condition: float16 autocast was active during a forward pass of the run.
+FP16_AUTOCAST = "fp16-autocast-ran"
 
 # Warnings that the monitor's own hooks provoke: reporting them would blame the user.
 CAUSED_BY_TORCHDOCTOR: tuple[re.Pattern[str], ...] = (
@@ -27,7 +34,8 @@ class KnownWarning:
     """A recognisable PyTorch warning: what it means and what to do.
 
     ``meaning`` and ``fix`` may name the pattern's groups (``{target}``) and ``{function}``,
-    the torch function that warned.
+    the torch function that warned. ``dropped``: an information notice that is never a
+    finding. ``condition``: the finding stands only if the run shows it (``FP16_AUTOCAST``).
     """
 
     key: str
@@ -36,11 +44,18 @@ class KnownWarning:
     meaning: str
     fix: str
     severity: Severity | None = None
+    condition: str | None = None
+    dropped: bool = False
 
 
 def _w(key: str, code: str, pattern: str, meaning: str, fix: str,
-       severity: Severity | None = None) -> KnownWarning:
-    return KnownWarning(key, code, re.compile(pattern), meaning, fix, severity)
+       severity: Severity | None = None, condition: str | None = None) -> KnownWarning:
+    return KnownWarning(key, code, re.compile(pattern), meaning, fix, severity, condition)
+
+
+def _notice(key: str, pattern: str) -> KnownWarning:
+    """A PyTorch information notice: shown to the user, never a finding."""
+    return KnownWarning(key, TD003, re.compile(pattern), "", "", dropped=True)
 
 
 _INFO, _WARN = Severity.INFO, Severity.WARNING
@@ -103,12 +118,27 @@ KNOWN_WARNINGS: tuple[KnownWarning, ...] = (
        r"User provided device_type of '(?P<device>\w+)', but CUDA is not available\. Disabling",
        "`torch.autocast(device_type='{device}')` was switched off because there is no such "
        "device: the run trains in full precision, not the mixed precision it asks for",
-       "Take `device_type` from the device you actually train on (`x.device.type`)."),
+       "Take `device_type` from the device you actually train on (`x.device.type`).", _INFO),
     _w("grad-scaler-disabled", TD003,
        r"GradScaler is enabled, but CUDA is not available\.\s+Disabling",
-       "GradScaler was switched off because CUDA is not available: the loss is not scaled",
-       "Build it with `enabled=torch.cuda.is_available()` or for the device you train on "
-       "(`torch.amp.GradScaler(device)`)."),
+       "GradScaler was switched off because CUDA is not available, yet float16 autocast ran: "
+       "the float16 loss is not scaled, so small gradients underflow to zero",
+       "Build it for the device you train on (`torch.amp.GradScaler(device)`), or autocast "
+       "to bfloat16, which needs no scaler.", _WARN, FP16_AUTOCAST),
+    _w("dropout2d-flat-input", TD003,
+       r"dropout2d: Received a 2-D input to dropout2d",
+       "`Dropout2d` received a 2-D input, which it reads as one unbatched [channels, length] "
+       "sample: it zeroes whole rows (every feature of a sample at once), not single "
+       "features",
+       "Use `nn.Dropout` on [batch, features] inputs; `Dropout2d` is for [N, C, H, W] "
+       "feature maps.", _WARN),
+    _notice("sparse-invariants-notice", r"Sparse invariant checks are implicitly disabled"),
+    _notice("nested-tensor-prototype",
+            r"The PyTorch API of nested tensors is in prototype stage"),
+    _notice("nested-tensor-unused",
+            r"enable_nested_tensor is True, but self\.use_nested_tensor is False"),
+    _notice("tf32-notice", r"TensorFloat32 tensor cores for float32 matrix multiplication "
+            r"available but not enabled"),
     _w("meta-load-no-op", TD003,
        r"copying from a non-meta parameter in the checkpoint to a meta parameter in the "
        r"current model, which is a no-op",
