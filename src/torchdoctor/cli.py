@@ -308,13 +308,21 @@ def _show_lint_tracebacks(report: Report) -> None:
 @click.option("--localise-nan", is_flag=True,
               help="Check every module's output for NaN/Inf from the first step (slower), "
                    "to name the module where NaN/Inf starts.")
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
+              help="Launch N ranks through torch.distributed.run (torchrun), each running "
+                   "the script watched; one report for the whole job.")
+@click.option("--follow-children/--no-follow-children", default=True, show_default=True,
+              help="Also watch the processes the script starts to train "
+                   "(torch.multiprocessing.spawn, multiprocessing, Python subprocesses; "
+                   "never DataLoader workers).")
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @guarded
 def run_command(as_module: bool, max_steps: int | None, report_path: Path | None,
                 output_format: str, fail_on: str, select: tuple[str, ...],
                 ignore: tuple[str, ...], sample_every: int | None, status: bool | None,
-                localise_nan: bool, target: str, script_args: tuple[str, ...]) -> None:
+                localise_nan: bool, nproc_per_node: int | None, follow_children: bool,
+                target: str, script_args: tuple[str, ...]) -> None:
     """Run a training script under the monitor: `torchdoctor run train.py [ARGS]...`.
 
     The script runs as `python train.py ARGS` would (every argument after TARGET is its
@@ -322,13 +330,16 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
     however it ends (the script shares that output: use --report for a JSON file of its
     own); the script's exit status is passed through.
     """
+    from torchdoctor.distributed.job import run_job
     from torchdoctor.rules.selection import Selection
-    from torchdoctor.runtime.script import run_script
 
-    result = run_script(target, list(script_args), module=as_module, max_steps=max_steps,
-                        sample_every=sample_every, status=status,
-                        localise_non_finite=localise_nan,
-                        selection=Selection.from_options(select or None, ignore or None))
+    result = run_job(target, list(script_args), nproc_per_node=nproc_per_node,
+                     follow=follow_children, module=as_module, max_steps=max_steps,
+                     sample_every=sample_every, status=status,
+                     localise_non_finite=localise_nan,
+                     selection=Selection.from_options(select or None, ignore or None))
+    if isinstance(result, int):  # a torchrun rank other than 0: rank 0 reports the job
+        sys.exit(result)
     if report_path is not None:
         emit(result.report, _report_file_format(report_path), report_path,
              title=f"torchdoctor run {target}")

@@ -16,6 +16,7 @@ from torchdoctor.findings import Confidence
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import Binding, BindingKind
 from torchdoctor.static.names import CURRENT, NameResolver, Scope, ScopeArg
+from torchdoctor.static.project import ClassInfo, ProjectIndex, single_file_index
 
 __all__ = ["CURRENT", "FileContext", "Scope"]
 
@@ -37,12 +38,41 @@ class FileContext(NameResolver):
 
     Attributes:
         memo: a per-file cache rules and helpers may use (key by a tuple naming the owner).
+        project: the :class:`~torchdoctor.static.project.ProjectIndex` of every file
+            linted with this one (built lazily from this file alone when none is given).
     """
 
-    def __init__(self, path: str, source: str, tree: ast.Module) -> None:
+    def __init__(self, path: str, source: str, tree: ast.Module,
+                 project: ProjectIndex | None = None) -> None:
         super().__init__(path, source, tree)
         self._types: dict[tuple[int, int], str | None] = {}
         self.memo: dict[object, object] = {}
+        self._project = project
+
+    @property
+    def project(self) -> ProjectIndex:
+        """The project index (see :mod:`torchdoctor.static.project`)."""
+        if self._project is None or self._project.facts_for(self.path) is None:
+            own = single_file_index(self.path, self.tree)
+            if self._project is None:
+                self._project = own
+            else:  # a file linted with an index built without it (lint_text callers)
+                facts = own.facts_for(self.path)
+                if facts is not None:
+                    self._project.add(facts)
+        return self._project
+
+    def project_class_of(self, expr: ast.AST, scope: ScopeArg = CURRENT) -> ClassInfo | None:
+        """The project class (any linted file) of the value ``expr`` evaluates to, when
+        the code shows it (see :meth:`instance_type`); ``None`` otherwise."""
+        type_name = self.instance_type(expr, scope)
+        if type_name is None:
+            return None
+        return self.project.module_class(type_name, near=self.path)
+
+    def project_class_named(self, type_name: str) -> ClassInfo | None:
+        """The project class for a name :meth:`instance_type` gave, if it is one."""
+        return self.project.module_class(type_name, near=self.path)
 
     def instance_type(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
                       ) -> str | None:
@@ -84,6 +114,9 @@ class FileContext(NameResolver):
             local = self.local_class(func.id)
             if local is not None:
                 return f"<local>.{local.name}"
+            relative = self.relative_imports.get(func.id)
+            if relative is not None:
+                return relative
         if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
             return self.instance_type(func.value, scope, depth)
         return None
@@ -107,7 +140,9 @@ class FileContext(NameResolver):
                   ) -> bool:
         """Whether the class ``type_name`` (from :meth:`instance_type`) is in ``family``."""
         if not type_name.startswith("<local>."):
-            return torchapi.in_family(type_name, family)
+            if torchapi.in_family(type_name, family):
+                return True
+            return self._project_in_family(type_name, family)
         cls = self.local_class(type_name[len("<local>."):])
         if cls is None or type_name in _seen or len(_seen) > _MAX_DEPTH:
             return False
@@ -116,6 +151,17 @@ class FileContext(NameResolver):
             if base_name and self.is_family(base_name, family, _seen | {type_name}):
                 return True
         return False
+
+    def _project_in_family(self, type_name: str, family: str, depth: int = 0) -> bool:
+        """A class of another linted file is in ``family`` when one of its bases is."""
+        if depth > _MAX_DEPTH or type_name.partition(".")[0] == "torch":
+            return False
+        info = self.project.module_class(type_name, near=self.path)
+        if info is None:
+            return False
+        return any(torchapi.in_family(base, family)
+                   or (base != type_name and self._project_in_family(base, family, depth + 1))
+                   for base in info.bases)
 
     def family_of(self, expr: ast.AST, scope: ScopeArg = CURRENT) -> tuple[str, Confidence] | None:
         """Which family (:mod:`torchapi` constant) ``expr``'s value belongs to.

@@ -60,6 +60,7 @@ class NameResolver(SourceText):
         super().__init__(path, source, tree)
         self.module = ModuleScope(tree, Frame(FrameKind.MODULE, tree))
         self.imports: dict[str, str] = {}
+        self.relative_imports: dict[str, str] = {}
         self.function: FunctionScope | None = None
         self.frames: tuple[Frame, ...] = (self.module.frame,)
         self.scopes: dict[ast.AST, FunctionScope] = {}
@@ -83,11 +84,28 @@ class NameResolver(SourceText):
                     root = alias.name.partition(".")[0]
                     self.imports[root] = root
             return
-        if node.level or not node.module:
+        if node.level:
+            self._add_relative_import(node)
+            return
+        if not node.module:
             return
         for alias in node.names:
             if alias.name != "*":
                 self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def _add_relative_import(self, node: ast.ImportFrom) -> None:
+        """``from .net import Net``: recorded apart (for the project index), so that
+        :meth:`qualified_name` keeps answering only for absolute imports."""
+        from torchdoctor.static.project_facts import module_name
+
+        own = module_name(self.path).split(".")
+        package = own if self.path.endswith("__init__.py") else own[:-1]
+        package = package[:len(package) - node.level + 1] if node.level > 1 else package
+        base = ".".join([*package, *([node.module] if node.module else [])])
+        for alias in node.names:
+            if alias.name != "*":
+                self.relative_imports[alias.asname or alias.name] = \
+                    f"{base}.{alias.name}" if base else alias.name
 
     def qualified_name(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
                        ) -> str | None:

@@ -1,27 +1,41 @@
-"""Linting many files: the per-file pipeline and the process pool around it."""
+"""Linting many files: the per-file pipeline and the process pool around it.
+
+Many files are linted in two phases. First every file is read and parsed once, and its
+facts (:mod:`~torchdoctor.static.project_facts`) go into one
+:class:`~torchdoctor.static.project.ProjectIndex`; then each file's rules run with that
+index, so that a rule can ask about a class defined in another file. In one process the
+parsed trees are kept between the phases (up to :data:`_TREE_CACHE_BYTES` of source, then
+the rest is parsed again in the second phase); with a process pool, the workers build
+the facts in the first phase and parse again in the second (the index itself crosses
+to each worker once, through the pool's initializer).
+"""
 
 from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
 import os
-import traceback
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+from torchdoctor._kernel import internal_error
 from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.context import FileContext
-from torchdoctor.static.engine import TRACEBACK, lint_tree
-from torchdoctor.static.source import UNPARSABLE, parse
+from torchdoctor.static.engine import lint_tree
+from torchdoctor.static.project import ProjectIndex
+from torchdoctor.static.project_facts import ModuleFacts, summarise
+from torchdoctor.static.source import UNPARSABLE, Parsed, parse
 from torchdoctor.static.suppression import filter_suppressed
 
 __all__ = ["FileJob", "lint_files", "lint_text"]
 
 # Below this many files a process pool costs more than it saves.
 _POOL_THRESHOLD = 48
+# Parsed trees kept between the two phases of one process, in bytes of source text.
+_TREE_CACHE_BYTES = 48_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,55 +46,121 @@ class FileJob:
     ignored: tuple[str, ...] = ()
 
 
-def lint_text(path: str, data: bytes | str, selection: Selection) -> list[Finding]:
+def lint_text(path: str, data: bytes | str, selection: Selection,
+              project: ProjectIndex | None = None, parsed: Parsed | Finding | None = None
+              ) -> list[Finding]:
     """Lint one file's content: parse, run the rules, apply ``# noqa``.
 
+    ``project`` is the index of the files linted together (this file alone when
+    ``None``); ``parsed`` is the file already parsed (phase one kept it).
+
     Never raises for any input: unparsable input gives a TD002 finding, a failure of
-    ours a TD001 finding (with its traceback in the evidence, see
-    :data:`~torchdoctor.static.engine.TRACEBACK`).
+    ours a TD001 finding (see :func:`torchdoctor._kernel.internal_error`).
     """
     try:
-        parsed = parse(data, path)
+        if parsed is None:
+            parsed = parse(data, path)
         if isinstance(parsed, Finding):
             return [parsed] if selection.is_enabled(UNPARSABLE) else []
-        ctx = FileContext(path, parsed.text, parsed.tree)
+        ctx = FileContext(path, parsed.text, parsed.tree, project)
         found = lint_tree(ctx, selection)
         return filter_suppressed(found, parsed.text, ctx.lines)
     except RecursionError:
-        return [_internal(path, "the file is nested too deeply for torchdoctor's analysis")]
+        return [internal_error(
+            "lint", None, Depth.LINT, Location(path=path),
+            message=f"lint failed on {path}: the file is nested too deeply for "
+                    "torchdoctor's analysis")]
     except Exception as error:  # noqa: BLE001 - the last line of defence for one file
-        return [_internal(path, f"{type(error).__name__}: {error}",
-                          "".join(traceback.format_exception(error)))]
+        return [internal_error(
+            "lint", error, Depth.LINT, Location(path=path),
+            message=f"lint failed on {path}: {type(error).__name__}: {error}")]
 
 
-def _internal(path: str, what: str, trace: str | None = None) -> Finding:
-    return finding(INTERNAL_ERROR_CODE, f"lint failed on {path}: {what}",
-                   Location(path=path), Depth.LINT,
-                   fix_hint="This is a bug in torchdoctor: report it with this message.",
-                   evidence={TRACEBACK: trace} if trace else None)
-
-
-def lint_path(job: FileJob, selection: Selection) -> list[Finding]:
-    """Read and lint one file; an unreadable file is a TD002 finding."""
+def _read(path: str) -> bytes | Finding:
     try:
-        with open(job.path, "rb") as handle:
-            data = handle.read()
+        with open(path, "rb") as handle:
+            return handle.read()
     except OSError as error:
-        found = [finding(UNPARSABLE, f"{job.path} cannot be read: "
-                         f"{error.strerror or error}", Location(path=job.path), Depth.LINT,
-                         fix_hint="Check the path and its permissions.")]
+        return finding(UNPARSABLE, f"{path} cannot be read: {error.strerror or error}",
+                       Location(path=path), Depth.LINT,
+                       fix_hint="Check the path and its permissions.")
+
+
+def _parse_job(job: FileJob) -> Parsed | Finding | None:
+    """Phase one for one file: read and parse it. ``None`` when that failed in a way
+    phase two must report (it reads and parses again, inside its own guard)."""
+    data = _read(job.path)
+    if isinstance(data, Finding):
+        return None
+    try:
+        return parse(data, job.path)
+    except Exception:  # noqa: BLE001 - phase two reports it as TD001 with its traceback
+        return None
+
+
+def _facts(job: FileJob, parsed: Parsed | Finding | None) -> ModuleFacts | None:
+    if not isinstance(parsed, Parsed):
+        return None
+    try:
+        return summarise(job.path, parsed.tree)
+    except Exception:  # noqa: BLE001 - a file without facts is linted all the same
+        return None
+
+
+def lint_path(job: FileJob, selection: Selection, project: ProjectIndex | None = None,
+              parsed: Parsed | Finding | None = None) -> list[Finding]:
+    """Read and lint one file; an unreadable file is a TD002 finding."""
+    data: bytes | Finding = b"" if parsed is not None else _read(job.path)
+    if isinstance(data, Finding):
+        found = [data]
     else:
-        found = lint_text(job.path, data, selection)
+        found = lint_text(job.path, data, selection, project, parsed)
     if job.ignored:
         found = [f for f in found if f.code == INTERNAL_ERROR_CODE
                  or not any(f.code.startswith(p) for p in job.ignored)]
     return found
 
 
+def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]:
+    """Both phases in this process, keeping the parsed trees in between."""
+    project = ProjectIndex()
+    kept: list[Parsed | Finding | None] = []
+    budget = _TREE_CACHE_BYTES
+    for job in jobs:
+        parsed = _parse_job(job)
+        facts = _facts(job, parsed)
+        if facts is not None:
+            project.add(facts)
+        size = len(parsed.text) if isinstance(parsed, Parsed) else 0
+        budget -= size
+        kept.append(parsed if budget >= 0 or not size else None)
+    out: list[Finding] = []
+    for job, parsed in zip(jobs, kept, strict=True):
+        out.extend(lint_path(job, selection, project, parsed))
+    return out
+
+
+def _facts_chunk(jobs: Sequence[FileJob]) -> list[ModuleFacts]:
+    out = []
+    for job in jobs:
+        facts = _facts(job, _parse_job(job))
+        if facts is not None:
+            out.append(facts)
+    return out
+
+
+_WORKER_PROJECT: ProjectIndex | None = None
+
+
+def _set_worker_project(project: ProjectIndex) -> None:
+    global _WORKER_PROJECT
+    _WORKER_PROJECT = project
+
+
 def _lint_chunk(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]:
     out: list[Finding] = []
     for job in jobs:
-        out.extend(lint_path(job, selection))
+        out.extend(lint_path(job, selection, _WORKER_PROJECT))
     return out
 
 
@@ -106,14 +186,19 @@ def lint_files(jobs: Sequence[FileJob], selection: Selection, workers: int | Non
     if workers is None:
         workers = min(os.cpu_count() or 1, 8) if len(jobs) >= _POOL_THRESHOLD else 1
     if workers <= 1 or len(jobs) < 2:
-        return _lint_chunk(jobs, selection)
+        return _lint_serial(jobs, selection)
     size = max(1, len(jobs) // (workers * 8))
     chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
     out: list[Finding] = []
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+            project = ProjectIndex(f for facts in pool.map(_facts_chunk, chunks)
+                                   for f in facts)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
+                                 initializer=_set_worker_project,
+                                 initargs=(project,)) as pool:
             for result in pool.map(_lint_chunk, chunks, [selection] * len(chunks)):
                 out.extend(result)
     except (OSError, RuntimeError):  # no processes here (sandbox, broken pool): go serial
-        return _lint_chunk(jobs, selection)
+        return _lint_serial(jobs, selection)
     return out

@@ -17,12 +17,63 @@ from torchdoctor.static.runner import FileJob
 def test_td501_flags_an_evaluation_loop_without_eval() -> None:
     assert_marked("""
     import torch
+    from torch import nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 2))
+        def forward(self, x):
+            return self.body(x)
     def evaluate(model, loader):
         correct = 0
         with torch.no_grad():
             for x, y in loader:
                 correct += (model(x).argmax(1) == y).sum().item()  # expect: TD501
         return correct
+    def main(loader):
+        evaluate(Net(), loader)
+    """, "TD501")
+
+
+def test_td501_quiet_when_the_model_is_not_shown() -> None:
+    # Whether `model` has dropout or BatchNorm cannot be told: an error needs evidence.
+    assert_marked("""
+    import torch
+    def evaluate(model, loader):
+        correct = 0
+        with torch.no_grad():
+            for x, y in loader:
+                correct += (model(x).argmax(1) == y).sum().item()
+        return correct
+    """, "TD501")
+
+
+def test_td501_quiet_for_a_sequential_without_dropout_or_batchnorm() -> None:
+    assert_marked("""
+    import torch
+    from torch import nn
+    def evaluate(model, loader):
+        with torch.no_grad():
+            for x, y in loader:
+                model(x)
+    def main(loader):
+        evaluate(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), loader)
+    """, "TD501")
+
+
+def test_td501_quiet_on_a_loss_and_a_generator_under_no_grad() -> None:
+    assert_marked("""
+    import torch
+    from torch import nn
+    def evaluate(model, loader, seed):
+        model.eval()
+        criterion = nn.CrossEntropyLoss()
+        total = 0.0
+        with torch.no_grad():
+            for x, y in loader:
+                noise = torch.Generator(device=x.device)
+                total += criterion(model(x), y).item()
+        return total
     """, "TD501")
 
 
@@ -33,7 +84,8 @@ def test_td501_flags_when_the_caller_left_the_model_training() -> None:
         with torch.inference_mode():
             for x, y in loader:
                 net(x)  # expect: TD501
-    def main(net, loader, opt):
+    def main(loader, opt):
+        net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
         net.train()
         for x, y in loader:
             opt.zero_grad()
@@ -43,14 +95,15 @@ def test_td501_flags_when_the_caller_left_the_model_training() -> None:
     """
     assert_marked(src, "TD501")
     (found,) = lint_findings(src, "TD501")
-    assert "training mode at line 8" in found.message
+    assert "training mode at line 9" in found.message
     assert found.confidence is Confidence.HIGH
 
 
 def test_td501_flags_test_loop_after_training_in_the_same_function() -> None:
     assert_marked("""
     import torch
-    def main(model, train_loader, test_loader, opt):
+    def main(train_loader, test_loader, opt):
+        model = torch.nn.LSTM(8, 8)
         for x, y in train_loader:
             opt.zero_grad()
             model(x).sum().backward()
@@ -64,10 +117,11 @@ def test_td501_flags_test_loop_after_training_in_the_same_function() -> None:
 def test_td501_without_visible_callers_has_medium_confidence() -> None:
     (found,) = lint_findings("""
     import torch
+    model = torch.nn.Dropout(0.5)
     @torch.no_grad()
-    def predict(model, batches):
+    def predict(batches):
         return [model(b) for b in batches] + [model(b) for b in range(3) for _ in [0]]
-    def score(model, batches):
+    def score(batches):
         with torch.no_grad():
             for b in batches:
                 model(b)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ast
 
+from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.names import _returns
+from torchdoctor.static.structure import FunctionScope
 
-__all__ = ["is_mode_sensitive"]
+__all__ = ["is_mode_sensitive", "proven_mode_sensitive"]
 
 _SENSITIVE_WORDS = ("Dropout", "BatchNorm", "InstanceNorm", "Transformer", "MultiheadAttention",
                     "LSTM", "GRU", "RNN")
@@ -34,6 +37,83 @@ def is_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) ->
     if type_name is None or not type_name.startswith("<local>."):
         return True
     return _class_sensitive(ctx, type_name[len("<local>."):], set())
+
+
+def proven_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) -> bool:
+    """``True`` only when the code shows that ``model`` has dropout, batch/instance norm
+    (or a layer with them built in, or branches on ``self.training``): a class of the
+    project whose layers say so (through the project index), such a torch layer, or a
+    ``Sequential`` holding one; followed through assignments, ``.to()`` chains, the
+    values local functions return and, for a parameter, what this file's callers pass.
+    A loss, a generator, a callable of unknown kind: ``False``."""
+    return model is not None and _value_sensitive(ctx, model, scope, 0)
+
+
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "train", "float", "half", "bfloat16",
+                             "double", "requires_grad_"})
+
+
+def _value_sensitive(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int) -> bool:
+    if depth > 6:
+        return False
+    if isinstance(expr, ast.Call):
+        return _call_value_sensitive(ctx, expr, scope, depth)
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return any(_value_sensitive(ctx, e, scope, depth + 1) for e in expr.elts)
+    found = None
+    if isinstance(expr, ast.Name):
+        found = ctx.lookup(expr, scope)
+    elif isinstance(expr, ast.Attribute):
+        found = ctx.attribute_binding(expr, scope)
+    if found is None:
+        return False
+    binding, owner = found
+    if binding.kind is BindingKind.PARAMETER and isinstance(expr, ast.Name) and owner:
+        return _passed_sensitive(ctx, expr.id, owner, depth)
+    if binding.kind in (BindingKind.ASSIGN, BindingKind.WITH_TARGET) and binding.value:
+        return _value_sensitive(ctx, binding.value, owner, depth + 1)
+    return False
+
+
+def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -> bool:
+    func = call.func
+    qualified = ctx.qualified_name(func, scope)
+    if qualified in _CONTAINERS or qualified in ("torch.compile", "torch.jit.script"):
+        return any(_value_sensitive(ctx, a, scope, depth + 1) for a in call.args)
+    if qualified is None and isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
+        return _value_sensitive(ctx, func.value, scope, depth + 1)
+    local = ctx.resolve_local_call(call, scope)
+    if local is not None:
+        return any(_value_sensitive(ctx, r.value, local, depth + 1)
+                   for r in _returns(local.node) if r.value is not None)
+    type_name = ctx.instance_type(call, scope)
+    if type_name is None:
+        return False
+    info = ctx.project.module_class(type_name, near=ctx.path)
+    if info is not None:
+        return bool(info.has_dropout_or_batchnorm)
+    last = type_name.rpartition(".")[2]
+    return type_name.startswith("torch.nn.") and not type_name.startswith(
+        "torch.nn.functional") and any(word in last for word in _SENSITIVE_WORDS)
+
+
+def _passed_sensitive(ctx: FileContext, name: str, function: FunctionScope, depth: int
+                      ) -> bool:
+    """Whether a caller of ``function`` in this file passes a sensitive model as ``name``."""
+    params = [a.arg for a in function.node.args.posonlyargs + function.node.args.args]
+    for caller, item in ctx.callers(function):
+        call = item.node
+        if not isinstance(call, ast.Call):
+            continue
+        given = params[1:] if function.self_name is not None and isinstance(
+            call.func, ast.Attribute) else params
+        passed = dict(zip(given, call.args, strict=False))
+        passed.update({k.arg: k.value for k in call.keywords if k.arg})
+        value = passed.get(name)
+        if value is not None and _value_sensitive(ctx, value, caller, depth + 1):
+            return True
+    return False
 
 
 def _class_sensitive(ctx: FileContext, name: str, seen: set[str]) -> bool:

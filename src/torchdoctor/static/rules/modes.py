@@ -24,7 +24,7 @@ from torchdoctor.static.rules.mode_actions import (
     mapped,
     same_model,
 )
-from torchdoctor.static.rules.mode_sensitivity import is_mode_sensitive
+from torchdoctor.static.rules.mode_sensitivity import is_mode_sensitive, proven_mode_sensitive
 from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, loop_events
 
@@ -47,11 +47,14 @@ class EvalInTrainMode(LintRule):
         events = loop_events(ctx, loop)
         if any(e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP) for e in events):
             return
+        # Only a model the code shows to have dropout or BatchNorm: a loss, a generator
+        # or a callable of unknown kind called under no_grad is no evaluation to judge.
         forward = next((e for e in events if e.kind is EventKind.FORWARD
                         and loop.is_direct(e.item)
-                        and grad_disabled_by(ctx, e.item.frames) is not None), None)
-        if forward is None or forward.target is None or \
-                not is_mode_sensitive(ctx, forward.target, loop.function):
+                        and grad_disabled_by(ctx, e.item.frames) is not None
+                        and e.target is not None
+                        and proven_mode_sensitive(ctx, e.target, loop.function)), None)
+        if forward is None or forward.target is None:
             return
         if any(e.kind in MODE and e.line <= forward.line for e in events):
             return

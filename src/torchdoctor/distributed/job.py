@@ -1,0 +1,301 @@
+"""Running a multi-process job watched, with one report at the end.
+
+Three ways a job comes to torchdoctor, one report each:
+
+* :func:`run_followed`: ``torchdoctor run script.py`` runs the script in this process and
+  follows the processes it starts (``torch.multiprocessing.spawn``, ``multiprocessing``,
+  Python subprocesses; never DataLoader workers); their parts are merged here.
+* :func:`launch`: ``torchdoctor run --nproc-per-node N script.py`` starts torch's own
+  launcher (``python -m torch.distributed.run``), each rank running the script watched
+  (:mod:`torchdoctor.distributed.rank`); this process merges the ranks' parts.
+* :func:`gather_on_rank_zero`: ``torchrun ... torchdoctor run script.py``: every rank is a
+  ``torchdoctor run``; the ranks other than 0 leave their part in a folder of the node
+  (``TORCHDOCTOR_PARTS_DIR`` names a shared one across nodes) and rank 0 merges them,
+  waiting for each at most ``TORCHDOCTOR_GATHER_TIMEOUT`` seconds (default 60).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from torchdoctor.distributed.merge import Part, merge_parts, read_parts
+from torchdoctor.findings import Report
+
+__all__ = [
+    "RANK_ENV",
+    "free_port",
+    "gather_on_rank_zero",
+    "launch",
+    "rank_of_launcher",
+    "run_followed",
+    "run_job",
+]
+
+RANK_ENV = "TORCHDOCTOR_RANK"  # set by launch(): the options of every rank, as JSON
+
+
+def run_followed(target: str, args: list[str], *, follow: bool = True, **options: Any) -> Any:
+    """:func:`~torchdoctor.runtime.script.run_script`, following the script's children.
+
+    Returns the :class:`~torchdoctor.runtime.script.ScriptResult` with one report: the
+    script's own findings plus those of every child that trained, each with its ranks.
+    """
+    from torchdoctor.runtime.children import ChildConfig, Following
+    from torchdoctor.runtime.script import ScriptResult, run_script
+
+    if not follow:
+        return run_script(target, args, **options)
+    selection = options.get("selection")
+    script = None if options.get("module") else Path(target).resolve()
+    config = ChildConfig(
+        parts="",
+        max_steps=options.get("max_steps"),
+        sample_every=options.get("sample_every"),
+        select=tuple(selection.select) if selection else ("TD",),
+        ignore=tuple(selection.ignore) if selection else (),
+        localise_non_finite=bool(options.get("localise_non_finite")),
+        roots=(str(script.parent),) if script else (str(Path.cwd()),),
+        script=str(script) if script else None,
+    )
+    following = Following(config)
+    try:
+        with following:
+            result = run_script(target, args, **options)
+        report = merge_parts(result.report, read_parts(following.parts()))
+    finally:
+        following.cleanup()
+    return ScriptResult(report, result.exit_status, result.stopped_early)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def launch(
+    target: str,
+    args: list[str],
+    nproc: int,
+    *,
+    module: bool = False,
+    follow: bool = True,
+    config: Any = None,
+    timeout: float | None = None,
+) -> Any:
+    """Run ``target`` on ``nproc`` local ranks through ``torch.distributed.run``.
+
+    Args:
+        target: the script (or module, with ``module``) every rank runs.
+        args: the script's arguments, untouched.
+        nproc: processes on this node.
+        module: run ``target`` as ``python -m target``.
+        follow: each rank also follows the processes it starts.
+        config: a :class:`~torchdoctor.runtime.children.ChildConfig` with the run's options.
+        timeout: kill the job after this many seconds (``None``: never).
+
+    Returns:
+        A :class:`~torchdoctor.runtime.script.ScriptResult`: the merged report and the
+        launcher's exit status (non-zero when a rank failed).
+    """
+    import json
+    from dataclasses import asdict
+
+    from torchdoctor.__about__ import __version__
+    from torchdoctor.runtime.children import ChildConfig
+    from torchdoctor.runtime.script import ScriptResult
+
+    folder = Path(tempfile.mkdtemp(prefix="torchdoctor-job-"))
+    base_config = config or ChildConfig(parts="")
+    settings = {**asdict(base_config), "parts": str(folder), "module": module, "follow": follow}
+    env = {**os.environ, RANK_ENV: json.dumps(settings), "MASTER_ADDR": "127.0.0.1"}
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={nproc}",
+        "--nnodes=1",
+        "--master-addr=127.0.0.1",
+        f"--master-port={free_port()}",
+        "-m",
+        "torchdoctor.distributed.rank",
+        target,
+        *args,
+    ]
+    started = time.time()
+    status = _run_group(command, env, timeout)
+    parts = read_parts(sorted(folder.glob("part-*.json")))
+    for path in folder.iterdir():
+        with contextlib.suppress(OSError):
+            path.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+    base = Report(
+        tool_version=__version__,
+        command="run",
+        created=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started)),
+        facts={"launcher": "torch.distributed.run", "nproc_per_node": nproc},
+    )
+    report = merge_parts(base, parts)
+    report.facts.setdefault("world_size", nproc)
+    _note_missing(report, nproc, parts)
+    report.exit_status = status
+    return ScriptResult(report, status, False)
+
+
+def _run_group(command: list[str], env: dict[str, str], timeout: float | None) -> int:
+    """Run ``command`` in its own process group; the whole group goes on timeout/Ctrl-C."""
+    process = subprocess.Popen(command, env=env, start_new_session=True)
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        return 124
+    except KeyboardInterrupt:
+        _kill_group(process, signal.SIGINT)
+        return 130
+
+
+def _kill_group(process: subprocess.Popen[Any], sig: int = signal.SIGTERM) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _note_missing(report: Report, world: int, parts: list[Part]) -> None:
+    seen = {p.rank for p in parts}
+    missing = sorted(set(range(world)) - seen)
+    if missing:
+        report.facts["missing_ranks"] = missing
+
+
+# -- torchrun ... torchdoctor run script.py ----------------------------------------------
+
+
+def rank_of_launcher() -> tuple[int, int] | None:
+    """``(rank, world_size)`` when this process is a rank started by torchrun (or any
+    launcher that sets ``RANK`` and ``WORLD_SIZE``) without :func:`launch`; else ``None``."""
+    if RANK_ENV in os.environ:
+        return None
+    try:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    except (KeyError, ValueError):
+        return None
+    return (rank, world) if world > 1 else None
+
+
+def _job_folder() -> Path:
+    shared = os.environ.get("TORCHDOCTOR_PARTS_DIR")
+    job = "-".join(
+        os.environ.get(k, "x") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
+    )
+    base = Path(shared) if shared else Path(tempfile.gettempdir())
+    return base / f"torchdoctor-job-{''.join(c if c.isalnum() else '_' for c in job)}"
+
+
+def gather_on_rank_zero(report: Report, rank: int, world: int, started: float) -> Report | None:
+    """Hand a rank's report to rank 0; on rank 0, return the job's merged report.
+
+    Ranks other than 0 write their part and get ``None``. Rank 0 waits for every other
+    rank's part (at most ``TORCHDOCTOR_GATHER_TIMEOUT`` seconds in all), merges what came,
+    and lists the ranks that sent nothing in ``facts["missing_ranks"]``.
+    """
+    from torchdoctor.runtime.children import write_part
+
+    folder = _job_folder()
+    if rank != 0:
+        write_part(folder, report, rank)
+        return None
+    limit = float(os.environ.get("TORCHDOCTOR_GATHER_TIMEOUT", "60"))
+    deadline = time.monotonic() + limit
+    while True:
+        fresh = [p for p in folder.glob("part-*.json") if _newer(p, started)]
+        if len(fresh) >= world - 1 or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)  # waiting on other processes' files: nothing to block on
+    parts = [p for p in read_parts(sorted(fresh)) if p.rank not in (None, 0)]
+    for path in fresh:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    own = Part(report, 0, world, os.getpid())
+    base = Report(
+        tool_version=report.tool_version,
+        command=report.command,
+        created=report.created,
+        exit_status=report.exit_status,
+        facts={"launcher": "torchrun"},
+    )
+    merged = merge_parts(base, [own, *parts])
+    merged.facts["world_size"] = max(world, int(merged.facts.get("world_size", 0)))
+    _note_missing(merged, world, [own, *parts])
+    return merged
+
+
+def _newer(path: Path, started: float) -> bool:
+    try:
+        return path.stat().st_mtime >= started - 1.0
+    except OSError:
+        return False
+
+
+def run_job(
+    target: str,
+    args: list[str],
+    *,
+    nproc_per_node: int | None = None,
+    follow: bool = True,
+    **options: Any,
+) -> Any:
+    """What ``torchdoctor run`` does: one process, a launched job, or one torchrun rank.
+
+    Returns a :class:`~torchdoctor.runtime.script.ScriptResult` whose report is the whole
+    job's; on a torchrun rank other than 0, the script's exit status alone (its findings
+    went to rank 0's report, it has nothing to print).
+    """
+    from torchdoctor.runtime.children import ChildConfig
+    from torchdoctor.runtime.script import ScriptResult
+
+    if nproc_per_node is not None:
+        selection = options.get("selection")
+        config = ChildConfig(
+            parts="",
+            max_steps=options.get("max_steps"),
+            sample_every=options.get("sample_every"),
+            select=tuple(selection.select) if selection else ("TD",),
+            ignore=tuple(selection.ignore) if selection else (),
+            localise_non_finite=bool(options.get("localise_non_finite")),
+        )
+        return launch(
+            target,
+            args,
+            nproc_per_node,
+            module=bool(options.get("module")),
+            follow=follow,
+            config=config,
+        )
+    launched = rank_of_launcher()
+    started = time.time()
+    result = run_followed(target, args, follow=follow, **options)
+    if launched is None:
+        return result
+    rank, world = launched
+    result.report.facts.setdefault("rank", rank)
+    merged = gather_on_rank_zero(result.report, rank, world, started)
+    if merged is None:
+        return int(result.exit_status)
+    return ScriptResult(merged, result.exit_status, result.stopped_early)

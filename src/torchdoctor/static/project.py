@@ -1,0 +1,333 @@
+"""The project index: what every linted file defines, for questions across files.
+
+``lint`` over a folder parses every file once, and from each parsed tree takes the
+facts of :mod:`torchdoctor.static.project_facts` (classes, their bases, what ``__init__``
+assigns to ``self``, what ``forward`` ends in, module-level functions and what they return
+and call). The index joins them, so that a rule looking at ``train.py`` can ask about the
+model class defined in ``models/net.py``. Nothing is imported: the index only reads the
+syntax trees lint parses anyway.
+
+How a rule gets it
+------------------
+``self.ctx.project`` is the :class:`ProjectIndex` of the run (for ``lint_source`` and for
+a single file, the index of that one file). The usual entry point is the context::
+
+    info = self.ctx.project_class_of(model_expr)   # ClassInfo | None, through bindings
+    if info is not None and info.has_dropout_or_batchnorm:
+        ...
+
+Query API
+---------
+* ``project.module_class(name, near=path) -> ClassInfo | None``: a class by qualified
+  name (``"models.net.Net"``, ``"<local>.Net"`` for the asking file with ``near=``), or by
+  bare name when exactly one class of the project has it. ``near`` picks, among modules of
+  the same name (many example folders have a ``model.py``), the one closest to ``path``.
+* ``project.function(qualname, near=path) -> FunctionInfo | None``: a module-level
+  function; ``FunctionInfo.returns`` (qualified names of what it returns: constructor
+  calls, or ``"<call>"``), ``FunctionInfo.calls``.
+* ``ClassInfo``: ``name``, ``qualname``, ``path``, ``line``, ``bases``, ``attributes``
+  (``self.x = Ctor(...)`` in ``__init__``: ``x`` -> qualified ``Ctor``), ``methods``; and
+  transitive answers (through project base classes and the project classes it builds):
+
+  - ``is_module -> bool | None``: an ``nn.Module`` subclass (``None``: a base from
+    outside the project and outside torch, so unknown);
+  - ``has_dropout_or_batchnorm -> bool | None``: builds dropout, batch/instance norm, a
+    layer with built-in dropout (RNNs, transformers, attention) or reads
+    ``self.training``; ``False`` only when everything it builds is known;
+  - ``forward_ends_in -> "sigmoid" | "softmax" | "log_softmax" | None``: the last
+    operation of every ``return`` of ``forward`` (``torch.sigmoid(x)``, ``x.softmax(-1)``,
+    a ``self.head`` that is ``nn.Sigmoid()`` or a ``Sequential`` ending in one, or a
+    project class whose own forward ends so); inherited ``forward`` followed;
+  - ``subclasses(qualified_base) -> bool``: whether any base, transitively, is it.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from torchdoctor.static.project_facts import ClassFacts, FunctionFacts, ModuleFacts, summarise
+
+__all__ = ["ClassInfo", "FunctionInfo", "ProjectIndex", "single_file_index"]
+
+_MAX_DEPTH = 12
+# torch.nn layers whose train and eval behaviour differ (words in the class name).
+_SENSITIVE_WORDS = ("Dropout", "BatchNorm", "InstanceNorm", "Transformer", "MultiheadAttention",
+                    "LSTM", "GRU", "RNN", "SyncBatchNorm")
+_SENSITIVE_FUNCTIONS = frozenset({
+    "torch.nn.functional.dropout", "torch.nn.functional.dropout1d",
+    "torch.nn.functional.dropout2d", "torch.nn.functional.dropout3d",
+    "torch.nn.functional.alpha_dropout", "torch.nn.functional.feature_alpha_dropout",
+    "torch.nn.functional.batch_norm", "torch.nn.functional.instance_norm", "torch.dropout",
+})
+_MODULE_BASES = ("torch.nn.", "lightning.pytorch.LightningModule",
+                 "pytorch_lightning.LightningModule", "lightning.LightningModule",
+                 "pl.LightningModule")
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionInfo:
+    """A module-level function of the project (see :class:`FunctionFacts`)."""
+
+    name: str
+    qualname: str
+    path: str
+    line: int
+    returns: tuple[str, ...]
+    calls: frozenset[str]
+
+
+class ClassInfo:
+    """A class of the project, with answers that follow the whole project."""
+
+    __slots__ = ("_facts", "_project")
+
+    def __init__(self, facts: ClassFacts, project: ProjectIndex) -> None:
+        self._facts = facts
+        self._project = project
+
+    def __repr__(self) -> str:
+        return f"ClassInfo({self.qualname!r})"
+
+    name = property(lambda self: self._facts.name)
+    qualname = property(lambda self: self._facts.qualname)
+    path = property(lambda self: self._facts.path)
+    line = property(lambda self: self._facts.line)
+    bases = property(lambda self: self._facts.bases)
+    attributes = property(lambda self: dict(self._facts.attributes))
+    methods = property(lambda self: self._facts.methods)
+
+    @property
+    def is_module(self) -> bool | None:
+        """Whether the class is an ``nn.Module`` (``None`` when it cannot be told)."""
+        return self._project._is_module(self._facts, 0)
+
+    @property
+    def has_dropout_or_batchnorm(self) -> bool | None:
+        """Whether the class behaves differently in train and eval mode (``None``:
+        it builds something from outside the project that cannot be judged)."""
+        return self._project._sensitive(self._facts, 0)
+
+    @property
+    def forward_ends_in(self) -> str | None:
+        """``"sigmoid"``, ``"softmax"`` or ``"log_softmax"`` when ``forward`` always
+        ends in it; ``None`` otherwise or when it cannot be told."""
+        return self._project._ending(self._facts, 0)
+
+    def subclasses(self, base: str) -> bool:
+        """Whether ``base`` (a qualified name) is among the class's bases, transitively."""
+        return self._project._inherits(self._facts, base, 0)
+
+
+class ProjectIndex:
+    """Classes and functions of every linted file, by module (see the module docstring)."""
+
+    def __init__(self, modules: Iterable[ModuleFacts] = ()) -> None:
+        self._modules: dict[str, list[ModuleFacts]] = {}
+        self._by_name: dict[str, list[ClassFacts]] = {}
+        self._paths: dict[str, ModuleFacts] = {}
+        self._memo: dict[tuple[str, str], object] = {}
+        for facts in modules:
+            self.add(facts)
+
+    def add(self, facts: ModuleFacts) -> None:
+        """Add one file's facts (a file added twice replaces its earlier facts)."""
+        self._modules.setdefault(facts.name, []).append(facts)
+        self._paths[os.path.abspath(facts.path)] = facts
+        for cls in facts.classes.values():
+            self._by_name.setdefault(cls.name, []).append(cls)
+        self._memo.clear()
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def facts_for(self, path: str) -> ModuleFacts | None:
+        """The facts recorded for the file at ``path``."""
+        return self._paths.get(os.path.abspath(path))
+
+    # --- lookups ------------------------------------------------------------------------
+
+    def module_class(self, name: str, near: str | None = None) -> ClassInfo | None:
+        """A class by qualified name, ``<local>.Name`` (with ``near``) or unique bare name."""
+        facts = self._class_facts(name, near)
+        return None if facts is None else ClassInfo(facts, self)
+
+    def function(self, qualname: str, near: str | None = None) -> FunctionInfo | None:
+        """A module-level function by qualified name (``"train.make_model"``)."""
+        module, _, name = qualname.rpartition(".")
+        owner = self._module(module, near)
+        found = None if owner is None else owner.functions.get(name)
+        if found is None:
+            return None
+        return FunctionInfo(found.name, found.qualname, found.path, found.line, found.returns,
+                            found.calls)
+
+    def _class_facts(self, name: str, near: str | None) -> ClassFacts | None:
+        if name.startswith("<local>."):
+            own = self.facts_for(near) if near else None
+            return None if own is None else own.classes.get(name[len("<local>."):])
+        module, _, bare = name.rpartition(".")
+        if module:
+            owner = self._module(module, near)
+            if owner is not None:
+                found = owner.classes.get(bare)
+                if found is not None:
+                    return found
+                target = owner.imports.get(bare)  # re-exported: from .net import Net
+                if target is not None and target != name:
+                    key = ("reexport", target)
+                    if key not in self._memo:
+                        self._memo[key] = None
+                        self._memo[key] = self._class_facts(target, owner.path)
+                    return self._memo[key]  # type: ignore[return-value]
+            return None
+        candidates = self._by_name.get(bare, [])
+        return candidates[0] if len(candidates) == 1 else None
+
+    def _module(self, name: str, near: str | None) -> ModuleFacts | None:
+        candidates = self._modules.get(name)
+        if not candidates:
+            return None
+        if len(candidates) == 1 or near is None:
+            return candidates[0]
+        here = os.path.dirname(os.path.abspath(near))
+        return max(candidates, key=lambda m: len(os.path.commonpath(
+            [here, os.path.dirname(os.path.abspath(m.path))])))
+
+    # --- transitive answers (memoised per class) ----------------------------------------
+
+    def _cached(self, kind: str, facts: ClassFacts, compute: object) -> object:
+        key = (kind, f"{facts.path}:{facts.qualname}")
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # cycle guard: a class that reaches itself adds nothing
+        value = compute() if callable(compute) else compute
+        self._memo[key] = value
+        return value
+
+    def _base_facts(self, facts: ClassFacts) -> list[ClassFacts | str]:
+        out: list[ClassFacts | str] = []
+        for base in facts.bases:
+            found = self._class_facts(base, facts.path)
+            out.append(found if found is not None else base)
+        return out
+
+    def _is_module(self, facts: ClassFacts, depth: int) -> bool | None:
+        def compute() -> bool | None:
+            unknown = False
+            for base in self._base_facts(facts):
+                if isinstance(base, str):
+                    if base.startswith(_MODULE_BASES):
+                        return True
+                    unknown = unknown or not base.startswith(("torch.", "builtins", "object"))
+                elif depth < _MAX_DEPTH:
+                    answer = self._is_module(base, depth + 1)
+                    if answer:
+                        return True
+                    unknown = unknown or answer is None
+            return None if unknown else False
+        return self._cached("module", facts, compute)  # type: ignore[return-value]
+
+    def _inherits(self, facts: ClassFacts, wanted: str, depth: int) -> bool:
+        for base in self._base_facts(facts):
+            if isinstance(base, str):
+                if base == wanted:
+                    return True
+            elif base.qualname == wanted or (depth < _MAX_DEPTH
+                                              and self._inherits(base, wanted, depth + 1)):
+                return True
+        return False
+
+    def _sensitive(self, facts: ClassFacts, depth: int) -> bool | None:
+        def compute() -> bool | None:
+            if facts.reads_training:
+                return True
+            unknown = False
+            for base in self._base_facts(facts):
+                answer = _name_sensitive(base) if isinstance(base, str) else (
+                    self._sensitive(base, depth + 1) if depth < _MAX_DEPTH else None)
+                if answer:
+                    return True
+                unknown = unknown or answer is None
+            for called in facts.constructs:
+                answer = self._call_sensitive(called, facts.path, depth)
+                if answer:
+                    return True
+                unknown = unknown or answer is None
+            return None if unknown else False
+        return self._cached("sensitive", facts, compute)  # type: ignore[return-value]
+
+    def _call_sensitive(self, called: str, near: str, depth: int) -> bool | None:
+        found = self._class_facts(called, near)
+        if found is not None:
+            return self._sensitive(found, depth + 1) if depth < _MAX_DEPTH else None
+        module, _, name = called.rpartition(".")
+        owner = self._module(module, near) if module else None
+        helper = None if owner is None else owner.functions.get(name)
+        if helper is not None:  # a helper of the project: what it builds decides
+            return self._function_sensitive(helper, depth)
+        return _name_sensitive(called)
+
+    def _function_sensitive(self, helper: FunctionFacts, depth: int) -> bool | None:
+        key = ("function-sensitive", f"{helper.path}:{helper.qualname}")
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[return-value]
+        self._memo[key] = False  # cycle guard
+        unknown = False
+        for called in helper.calls:
+            answer = self._call_sensitive(called, helper.path, depth + 1) \
+                if depth < _MAX_DEPTH else None
+            if answer:
+                self._memo[key] = True
+                return True
+            unknown = unknown or answer is None
+        self._memo[key] = None if unknown else False
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _ending(self, facts: ClassFacts, depth: int) -> str | None:
+        def compute() -> str | None:
+            if "forward" not in facts.methods:
+                for base in self._base_facts(facts):
+                    if not isinstance(base, str) and depth < _MAX_DEPTH:
+                        return self._ending(base, depth + 1)
+                return None
+            ending = facts.forward_ends_in
+            if ending is None or not ending.startswith("<attr>"):
+                return ending
+            attribute = ending[len("<attr>"):]
+            if attribute in facts.sequential_last:
+                return facts.sequential_last[attribute]
+            built = facts.attributes.get(attribute)
+            if built is None:
+                return None
+            from torchdoctor.static.project_facts import _ENDINGS
+
+            if built in _ENDINGS and "." in built:
+                return _ENDINGS[built]
+            layer = self._class_facts(built, facts.path)
+            if layer is not None and depth < _MAX_DEPTH:
+                return self._ending(layer, depth + 1)
+            return None
+        return self._cached("ending", facts, compute)  # type: ignore[return-value]
+
+
+def _name_sensitive(qualified: str) -> bool | None:
+    """Whether a class or function from outside the project is mode-sensitive: ``True``
+    / ``False`` for torch's own, ``None`` (unknown) for anything else."""
+    if qualified in _SENSITIVE_FUNCTIONS:
+        return True
+    last = qualified.rpartition(".")[2]
+    if qualified.startswith("torch.nn.") and last[:1].isupper():
+        return any(word in last for word in _SENSITIVE_WORDS)
+    if qualified.startswith(("torch.", "numpy.")) or \
+            qualified.partition(".")[0] in sys.stdlib_module_names:
+        return False
+    return None
+
+
+def single_file_index(path: str, tree: ast.Module) -> ProjectIndex:
+    """The index of one file alone (``lint_source``, or a file linted by itself)."""
+    return ProjectIndex([summarise(path, tree)])

@@ -1,0 +1,298 @@
+"""What one parsed file contributes to the project index: plain, picklable facts.
+
+:func:`summarise` reads a module's classes and functions (not every node: class and
+function bodies only) and records, with every name already qualified through the file's
+imports, what :mod:`torchdoctor.static.project` needs to answer questions across files.
+Nothing here imports torch or the code it reads.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+
+from torchdoctor.static import torchapi
+
+__all__ = ["ClassFacts", "FunctionFacts", "ModuleFacts", "module_name", "summarise"]
+
+_ENDINGS: dict[str, str] = {
+    "torch.sigmoid": "sigmoid", "torch.nn.functional.sigmoid": "sigmoid",
+    "torch.nn.Sigmoid": "sigmoid", "sigmoid": "sigmoid",
+    "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
+    "torch.nn.Softmax": "softmax", "softmax": "softmax",
+    "torch.log_softmax": "log_softmax", "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.nn.LogSoftmax": "log_softmax", "log_softmax": "log_softmax",
+}
+
+
+@dataclass(slots=True)
+class ClassFacts:
+    """One class as its file shows it.
+
+    Attributes:
+        name: the class's own name; ``qualname`` is ``module.Name``.
+        bases: qualified names of the bases (a class of the same file as ``module.Name``).
+        attributes: ``self.x = Ctor(...)`` in ``__init__``: ``x`` -> qualified ``Ctor``.
+        constructs: qualified names of every call in the class's body (layers it builds,
+            functions it calls), including methods other than ``__init__``.
+        reads_training: the class branches on ``self.training``.
+        forward_ends_in: ``"sigmoid"``, ``"softmax"``, ``"log_softmax"`` when every
+            ``return`` of ``forward`` applies it last (``None`` otherwise or unknown);
+            ``"<attr>"`` strings name a layer attribute to look up (``self.head(x)``).
+        methods: the names of the methods it defines.
+    """
+
+    name: str
+    qualname: str
+    path: str
+    line: int
+    bases: tuple[str, ...]
+    attributes: dict[str, str] = field(default_factory=dict)
+    constructs: frozenset[str] = frozenset()
+    reads_training: bool = False
+    forward_ends_in: str | None = None
+    methods: frozenset[str] = frozenset()
+    sequential_last: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionFacts:
+    """One module-level function: what it returns and calls (qualified names)."""
+
+    name: str
+    qualname: str
+    path: str
+    line: int
+    returns: tuple[str, ...]
+    calls: frozenset[str]
+
+
+@dataclass(slots=True)
+class ModuleFacts:
+    """Everything :func:`summarise` found in one file."""
+
+    name: str
+    path: str
+    imports: dict[str, str]
+    classes: dict[str, ClassFacts]
+    functions: dict[str, FunctionFacts]
+
+
+_PACKAGE_CACHE: dict[str, bool] = {}
+
+
+def module_name(path: str) -> str:
+    """The dotted module name of a file: its stem, prefixed by the packages (folders with
+    an ``__init__.py``) that contain it. ``"<string>"`` and the like keep their name."""
+    if not path.endswith(".py"):
+        return path
+    directory, file_name = os.path.split(os.path.abspath(path))
+    parts = [] if file_name == "__init__.py" else [file_name[:-3]]
+    for _ in range(32):
+        is_package = _PACKAGE_CACHE.get(directory)
+        if is_package is None:
+            is_package = _PACKAGE_CACHE[directory] = os.path.isfile(
+                os.path.join(directory, "__init__.py"))
+        if not is_package:
+            break
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    return ".".join(parts) or file_name[:-3]
+
+
+def summarise(path: str, tree: ast.Module, name: str | None = None) -> ModuleFacts:
+    """The facts of one parsed module (see :class:`ModuleFacts`)."""
+    module = name or module_name(path)
+    is_package = path.endswith("__init__.py")
+    imports: dict[str, str] = {}
+    classes: list[ast.ClassDef] = []
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            _add_import(imports, node, module, is_package)
+        elif isinstance(node, ast.ClassDef):
+            classes.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append(node)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            stack.extend(node.body)
+            stack.extend(getattr(node, "orelse", ()))
+            for handler in getattr(node, "handlers", ()):
+                stack.extend(handler.body)
+    local = {c.name for c in classes} | {f.name for f in functions}
+    namer = _Namer(imports, local, module)
+    facts = ModuleFacts(module, path, imports, {}, {})
+    for cls in classes:
+        facts.classes[cls.name] = _class_facts(cls, namer, path)
+    for function in functions:
+        facts.functions[function.name] = _function_facts(function, namer, path)
+    return facts
+
+
+def _add_import(imports: dict[str, str], node: ast.Import | ast.ImportFrom, module: str,
+                is_package: bool) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                imports[alias.asname] = alias.name
+            else:
+                root = alias.name.partition(".")[0]
+                imports[root] = root
+        return
+    base = node.module or ""
+    if node.level:
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        package = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+        base = ".".join([*package, *([node.module] if node.module else [])])
+    for alias in node.names:
+        if alias.name != "*":
+            imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+
+
+class _Namer:
+    """Qualified names through one file's imports (module-level, shallow)."""
+
+    def __init__(self, imports: dict[str, str], local: set[str], module: str) -> None:
+        self.imports = imports
+        self.local = local
+        self.module = module
+
+    def name(self, expr: ast.AST) -> str | None:
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        root = self.imports.get(expr.id)
+        if root is None:
+            if expr.id not in self.local:
+                return None
+            root = f"{self.module}.{expr.id}"
+        return torchapi.canonical(".".join([root, *reversed(parts)]))
+
+
+def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
+    # A base the file does not show (a name never imported, a call) stays unknown: "?".
+    bases = tuple(namer.name(base) or f"?{getattr(base, 'id', '')}" for base in cls.bases)
+    constructs: set[str] = set()
+    reads_training = False
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for statement in cls.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            methods[statement.name] = statement
+    for node in ast.walk(cls):
+        if node.__class__ is ast.Call:
+            called = namer.name(node.func)
+            if called is not None:
+                constructs.add(called)
+        elif node.__class__ is ast.Attribute and node.attr == "training":
+            reads_training = True
+    facts = ClassFacts(cls.name, f"{namer.module}.{cls.name}", path, cls.lineno, bases,
+                       constructs=frozenset(constructs), reads_training=reads_training,
+                       methods=frozenset(methods))
+    init = methods.get("__init__")
+    if init is not None:
+        _init_attributes(init, namer, facts)
+    forward = methods.get("forward")
+    if forward is not None:
+        facts.forward_ends_in = _forward_ending(forward, namer)
+    return facts
+
+
+def _init_attributes(init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer,
+                     facts: ClassFacts) -> None:
+    self_name = init.args.args[0].arg if init.args.args else "self"
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == self_name:
+                called = namer.name(node.value.func)
+                if called is not None:
+                    facts.attributes[target.attr] = called
+                    if called == "torch.nn.Sequential" and node.value.args:
+                        last = node.value.args[-1]
+                        ending = _ending_of_call(last, namer) if isinstance(
+                            last, ast.Call) else None
+                        if ending:
+                            facts.sequential_last[target.attr] = ending
+
+
+def _forward_ending(forward: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer
+                    ) -> str | None:
+    """What every ``return`` of ``forward`` applies last, if they all agree."""
+    endings: set[str | None] = set()
+    assigned: dict[str, ast.expr] = {}
+    for statement in forward.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and \
+                isinstance(statement.targets[0], ast.Name):
+            assigned[statement.targets[0].id] = statement.value
+        elif isinstance(statement, ast.Return) and statement.value is not None:
+            value = statement.value
+            if isinstance(value, ast.Name) and value.id in assigned:
+                value = assigned[value.id]
+            endings.add(_ending_of_value(value, namer))
+    returns = [n for n in ast.walk(forward) if isinstance(n, ast.Return)]
+    if len(endings) != 1 or len(returns) != sum(
+            1 for s in forward.body if isinstance(s, ast.Return)):
+        return None
+    return endings.pop()
+
+
+def _ending_of_value(value: ast.expr, namer: _Namer) -> str | None:
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id == "self":
+        return f"<attr>{func.attr}"
+    return _ending_of_call(value, namer)
+
+
+def _ending_of_call(call: ast.Call, namer: _Namer) -> str | None:
+    qualified = namer.name(call.func)
+    if qualified is not None:
+        return _ENDINGS.get(qualified)
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in ("sigmoid", "softmax", "log_softmax"):
+        return _ENDINGS[func.attr]  # x.sigmoid(), x.softmax(dim=-1): a tensor method
+    return None
+
+
+def _function_facts(function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer,
+                    path: str) -> FunctionFacts:
+    calls: set[str] = set()
+    returns: list[str] = []
+    assigned: dict[str, str] = {}
+    return_nodes: list[ast.Return] = []
+    for node in ast.walk(function):
+        cls = node.__class__
+        if cls is ast.Call:
+            called = namer.name(node.func)  # type: ignore[attr-defined]
+            if called is not None:
+                calls.add(called)
+        elif cls is ast.Return:
+            return_nodes.append(node)  # type: ignore[arg-type]
+        elif cls is ast.Assign:
+            assign: ast.Assign = node  # type: ignore[assignment]
+            target = assign.targets[0]
+            if isinstance(assign.value, ast.Call) and len(assign.targets) == 1 and \
+                    isinstance(target, ast.Name):
+                called = namer.name(assign.value.func)
+                if called is not None:
+                    assigned[target.id] = called
+    for ret in return_nodes:
+        value = ret.value
+        if isinstance(value, ast.Call):
+            returns.append(namer.name(value.func) or "<call>")
+        elif isinstance(value, ast.Name) and value.id in assigned:
+            returns.append(assigned[value.id])
+        elif value is not None:
+            returns.append("<value>")
+    return FunctionFacts(function.name, f"{namer.module}.{function.name}", path,
+                         function.lineno, tuple(returns), frozenset(calls))

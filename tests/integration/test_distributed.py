@@ -1,0 +1,171 @@
+"""``torchdoctor run`` follows the processes a script starts to train (real processes).
+
+Every job runs as a subprocess with a timeout, in its own process group that is killed
+whatever happens, so a hang fails its test and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.needs_torch]
+
+JOB_TIMEOUT = 240  # seconds: generous for a loaded 2-core machine; a job takes a few
+
+
+def run_cli(
+    args: list[str], cwd: Path, timeout: float = JOB_TIMEOUT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``torchdoctor ARGS`` in ``cwd``; the process group is killed on timeout or error."""
+    command = [sys.executable, "-c", "from torchdoctor.cli import main; main()", *args]
+    full_env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": "1", **(env or {})}
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        if process.returncode is None:
+            process.communicate()
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def run_json(args: list[str], cwd: Path, **kwargs: Any) -> tuple[dict[str, Any], str]:
+    """Run with ``--format json``; returns the report and the standard error."""
+    result = run_cli(["run", "--format", "json", *args], cwd, **kwargs)
+    assert result.stdout.strip(), f"no report (exit {result.returncode}):\n{result.stderr}"
+    return json.loads(result.stdout[result.stdout.index("{") :]), result.stderr
+
+
+def write(folder: Path, name: str, source: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+TRAIN_NO_ZERO_GRAD = """
+    import torch
+    from torch import nn
+
+
+    def train(rank=0, world=1):
+        torch.manual_seed(rank)
+        model = nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(4):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def _codes(report: dict[str, Any]) -> dict[str, list[int]]:
+    return {f["code"]: f.get("ranks", []) for f in report["findings"]}
+
+
+def test_spawned_workers_are_watched_and_merged(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "job.py",
+        TRAIN_NO_ZERO_GRAD
+        + """
+    if __name__ == "__main__":
+        import torch.multiprocessing as mp
+        mp.spawn(train, args=(2,), nprocs=2)
+    """,
+    )
+    report, err = run_json(["job.py"], tmp_path)
+    assert _codes(report).get("TD201") == [0, 1], err
+    assert report["facts"]["world_size"] == 2
+    assert report["facts"]["steps"] == 4
+
+
+def test_forked_process_is_watched_and_no_follow_children_opts_out(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "job.py",
+        TRAIN_NO_ZERO_GRAD
+        + """
+    if __name__ == "__main__":
+        import multiprocessing
+        process = multiprocessing.get_context("fork").Process(target=train)
+        process.start()
+        process.join()
+        raise SystemExit(process.exitcode)
+    """,
+    )
+    report, err = run_json(["job.py"], tmp_path)
+    assert "TD201" in _codes(report), err
+    quiet, err = run_json(["--no-follow-children", "job.py"], tmp_path)
+    assert "TD201" not in _codes(quiet), err
+    assert not quiet["facts"].get("steps")
+
+
+def test_python_subprocess_is_watched(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "worker.py",
+        TRAIN_NO_ZERO_GRAD
+        + """
+    if __name__ == "__main__":
+        train()
+    """,
+    )
+    write(
+        tmp_path,
+        "job.py",
+        """
+    import subprocess
+    import sys
+
+    if __name__ == "__main__":
+        subprocess.run([sys.executable, "worker.py"], check=True)
+    """,
+    )
+    report, err = run_json(["job.py"], tmp_path)
+    assert "TD201" in _codes(report), err
+
+
+def test_dataloader_workers_are_not_followed(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "job.py",
+        """
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    if __name__ == "__main__":
+        torch.manual_seed(0)
+        data = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+        loader = DataLoader(data, batch_size=8, num_workers=2)
+        model = nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+    """,
+    )
+    report, err = run_json(["job.py"], tmp_path)
+    assert report["facts"]["steps"] == 4, err
+    assert "world_size" not in report["facts"]
+    assert "ranks" not in report["facts"]

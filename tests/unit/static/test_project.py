@@ -1,0 +1,193 @@
+"""The project index: classes and functions across files, without importing anything."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from torchdoctor.static import LintConfig, lint
+from torchdoctor.static.project import ProjectIndex
+from torchdoctor.static.project_facts import module_name, summarise
+
+
+def index(**files: str) -> ProjectIndex:
+    return ProjectIndex(summarise(f"/p/{name}.py", ast.parse(textwrap.dedent(text)), name)
+                        for name, text in files.items())
+
+
+NETS = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(8)
+    def forward(self, x):
+        return self.norm(x)
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x))
+
+class Wrapped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = nn.Sequential(nn.Linear(8, 2), nn.Softmax(dim=-1))
+    def forward(self, x):
+        return self.head(self.block(x))
+
+class Branching(Plain):
+    def forward(self, x):
+        if self.training:
+            return x
+        return F.log_softmax(x, dim=-1)
+
+class Unknown(SomeBase):
+    pass
+
+def make():
+    model = Wrapped()
+    return model
+"""
+
+
+def test_classes_answer_across_the_project() -> None:
+    project = index(nets=NETS)
+    block = project.module_class("nets.Block")
+    plain = project.module_class("nets.Plain")
+    wrapped = project.module_class("nets.Wrapped")
+    assert block is not None and plain is not None and wrapped is not None
+    assert block.has_dropout_or_batchnorm is True
+    assert plain.has_dropout_or_batchnorm is False
+    assert wrapped.has_dropout_or_batchnorm is True  # through Block, built in __init__
+    assert plain.forward_ends_in == "sigmoid"
+    assert wrapped.forward_ends_in == "softmax"  # its head is a Sequential ending in one
+    assert block.forward_ends_in is None
+    assert wrapped.attributes["block"] == "nets.Block"
+    assert block.is_module is True
+
+
+def test_inheritance_and_unknowns() -> None:
+    project = index(nets=NETS)
+    branching = project.module_class("nets.Branching")
+    unknown = project.module_class("nets.Unknown")
+    assert branching is not None and unknown is not None
+    assert branching.has_dropout_or_batchnorm is True  # reads self.training
+    assert branching.forward_ends_in is None  # not every return ends the same way
+    assert branching.subclasses("nets.Plain") and branching.subclasses("torch.nn.Module")
+    assert branching.is_module is True
+    assert unknown.is_module is None  # a base from nowhere: cannot be told
+    assert project.module_class("Block") is not None  # a unique bare name
+    assert project.module_class("nets.Missing") is None
+
+
+def test_functions_and_what_they_return() -> None:
+    project = index(nets=NETS)
+    make = project.function("nets.make")
+    assert make is not None
+    assert make.returns == ("nets.Wrapped",)
+    assert "nets.Wrapped" in make.calls
+    assert project.function("nets.nothing") is None
+
+
+def test_relative_imports_and_reexports_resolve() -> None:
+    files = {"/p/pkg/models.py": "from .layers import Head\nclass M(Head):\n    pass\n",
+             "/p/pkg/layers.py": "import torch\nclass Head(torch.nn.Dropout):\n    pass\n",
+             "/p/pkg/__init__.py": "from .models import M\n"}
+    project = ProjectIndex(summarise(path, ast.parse(text), name) for (path, text), name in
+                           zip(files.items(), ["pkg.models", "pkg.layers", "pkg"], strict=True))
+    model = project.module_class("pkg.M")
+    assert model is not None and model.qualname == "pkg.models.M"
+    assert model.has_dropout_or_batchnorm is True
+
+
+def test_module_names_follow_packages(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    assert module_name(str(tmp_path / "pkg" / "sub" / "net.py")) == "pkg.sub.net"
+    assert module_name(str(tmp_path / "pkg" / "__init__.py")) == "pkg"
+    assert module_name(str(tmp_path / "script.py")) == "script"
+
+
+def _write(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (folder / name).write_text(textwrap.dedent(text))
+
+
+_EVAL = """
+import torch
+import model as models
+
+def evaluate(net, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            net(x)
+
+def main(loader):
+    net = models.Net()
+    evaluate(net, loader)
+"""
+
+
+def test_a_model_class_of_another_file_decides_td501(tmp_path: Path) -> None:
+    _write(tmp_path, {"train.py": _EVAL, "model.py": """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.5)
+            def forward(self, x):
+                return self.drop(x)
+        """})
+    found = [(Path(f.location.path).name, f.location.line) for f in
+             lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings]
+    assert found == [("train.py", 8)]
+
+
+def test_a_model_class_of_another_file_without_dropout_keeps_td501_quiet(tmp_path: Path
+                                                                          ) -> None:
+    _write(tmp_path, {"train.py": _EVAL, "model.py": """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+            def forward(self, x):
+                return self.fc(x)
+        """})
+    assert lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings == []
+
+
+def test_td501_quiet_when_eval_ran_first_and_the_loop_calls_a_loss(tmp_path: Path) -> None:
+    # The shape of a language-model evaluation: eval() at the top, a criterion in the loop.
+    _write(tmp_path, {"main.py": """
+        import torch
+        import torch.nn as nn
+        import model
+        net = model.RNN()
+        criterion = nn.NLLLoss()
+        def evaluate(source):
+            net.eval()
+            total = 0.0
+            with torch.no_grad():
+                for i in range(0, 10):
+                    output = net(source[i])
+                    total += criterion(output, source[i + 1]).item()
+            return total
+        """, "model.py": """
+        import torch.nn as nn
+        class RNN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.2)
+                self.rnn = nn.LSTM(4, 4)
+        """})
+    assert lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings == []
