@@ -171,8 +171,6 @@ class Finding:
         occurrences: how many times the same rule fired at the same place.
         ranks: the ranks (processes) of a multi-process job that showed it; empty for a
             single process.
-        ranks: the ranks (processes) of a multi-process job that showed it; empty for a
-            single process.
     """
 
     code: str
@@ -186,7 +184,6 @@ class Finding:
     fix: Fix | None = None
     depths: tuple[Depth, ...] = ()
     occurrences: int = 1
-    ranks: tuple[int, ...] = ()
     ranks: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -225,7 +222,6 @@ class Finding:
             location=_richer_location(self.location, other.location),
             depths=depths,
             occurrences=self.occurrences + other.occurrences if same_depth else self.occurrences,
-            ranks=tuple(sorted(set(self.ranks) | set(other.ranks))),
             ranks=tuple(sorted(set(self.ranks) | set(other.ranks))),
         )
 

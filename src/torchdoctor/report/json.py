@@ -98,8 +98,6 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     }
     if finding.ranks:
         out["ranks"] = list(finding.ranks)
-    if finding.ranks:
-        out["ranks"] = list(finding.ranks)
     if finding.fix is not None:
         out["fix"] = {
             "description": finding.fix.description,
@@ -187,7 +185,6 @@ def _finding_from_dict(item: Mapping[str, Any]) -> Finding:
         fix=fix,
         depths=depths,
         occurrences=int(item.get("occurrences", 1)),
-        ranks=tuple(int(r) for r in item.get("ranks", ())),
         ranks=tuple(int(r) for r in item.get("ranks", ())),
     )
 
