@@ -91,8 +91,10 @@ class EventHandlers:
             self.m.dispatch.call("on_model", info)
             trainable = next(iter(info.inner.parameters()), None) is not None
             if wanted and trainable and self._hooks is not None:
-                handle = info.module.register_forward_pre_hook(self._root_forward)
-                self._hooks.module_hook(handle)
+                # One global pre-hook filtered by identity, never a hook on the model: a
+                # model must stay picklable, deep-copyable and scriptable while watched.
+                if not self._roots:
+                    self._hooks.module_forward_pre_hook(self._root_forward)
                 self._roots[id(info.module)] = info
 
     def _optimizer_built(self, optimizer: Any) -> None:
@@ -126,10 +128,12 @@ class EventHandlers:
             self._guard(self._end_discovery, "model discovery")
 
     def _root_forward(self, module: Any, args: Any) -> None:
-        # Most calls train with gradients on; detectors that only want evaluation-style
-        # calls ("no_grad") cost one flag read for them.
-        if self.m.enabled and (self._forward_always or not self.m.torch.is_grad_enabled()
-                               or self.m.torch.is_inference_mode_enabled()):
+        # Called for every module: one dict lookup for the ones that are not roots. Most
+        # calls train with gradients on; detectors that only want evaluation-style calls
+        # ("no_grad") cost one flag read for them.
+        if id(module) in self._roots and self.m.enabled and (
+                self._forward_always or not self.m.torch.is_grad_enabled()
+                or self.m.torch.is_inference_mode_enabled()):
             self._guard(self._forward, "the model forward hook", module)
 
     def _forward(self, module: Any) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["HookSet"]
+__all__ = ["HookSet", "global_forward_hook"]
 
 _COMPILE_HOOK_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
 
@@ -42,6 +42,18 @@ class _HookAndFilter:
         self._handle.remove()
         if self._filter in warnings.filters:
             warnings.filters.remove(self._filter)  # type: ignore[attr-defined]
+
+
+def global_forward_hook(hook: Callable[..., None]) -> Any:
+    """A global forward hook (``hook(module, args, output)`` after every module call),
+    with torch.compile's warning about global hooks hidden while it exists; ``None``
+    when torch has no global hooks. Detectors use it instead of a hook on each module:
+    a hook object left on a model makes it unpicklable and unscriptable."""
+    module = importlib.import_module("torch.nn.modules.module")
+    register = getattr(module, "register_module_forward_hook", None)
+    if register is None:
+        return None
+    return _HookAndFilter(register(hook), _COMPILE_HOOK_WARNING)
 
 
 class _Relay:

@@ -14,10 +14,10 @@ import math
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.runtime.detectors.base import OptimizerInfo, StepSample
-
 if TYPE_CHECKING:
     import torch
+
+    from torchdoctor.runtime.detectors.base import OptimizerInfo, StepSample
 
 __all__ = ["PROBE_ELEMENTS", "ProbeSet", "StepStats", "norms"]
 
@@ -123,6 +123,9 @@ class StepStats:
 
     def decode(self, values: list[float]) -> StepSample:
         """Turn the read-back vector into a :class:`StepSample`."""
+        # Imported here: the detectors package imports this module (no import cycle).
+        from torchdoctor.runtime.detectors.base import StepSample
+
         count = len(self.info.params)
         cursor = 0
         grad_norms: list[float | None] = [None] * count
@@ -180,7 +183,36 @@ _FOREACH_DTYPE: list[bool] = []
 
 
 def _foreach_norm(torch: ModuleType, tensors: list[Any]) -> list[Any]:
-    # float32 accumulation and result, so half-precision norms cannot overflow.
+    """float32 norms of tensors of any dtype, in order.
+
+    float32, float16 and bfloat16 accumulate in float32 (half-precision norms cannot
+    overflow); float64 and complex tensors take their own norm, then float32 (a float32
+    accumulation would narrow them, which torch refuses); integer and bool tensors (buffers,
+    frozen parameters) are converted to float32 first.
+    """
+    narrow = (torch.float32, torch.float16, torch.bfloat16)
+    if all(t.dtype in narrow for t in tensors):
+        return _foreach_norm_narrow(torch, tensors)
+    result: list[Any] = [None] * len(tensors)
+    low = [i for i, t in enumerate(tensors) if t.dtype in narrow]
+    for index, value in zip(low, _foreach_norm_narrow(torch, [tensors[i] for i in low]),
+                            strict=True):
+        result[index] = value
+    wide = [i for i, t in enumerate(tensors)
+            if t.dtype not in narrow and (t.is_floating_point() or t.is_complex())]
+    if wide:
+        values = torch._foreach_norm([tensors[i] for i in wide], 2)
+        for index, value in zip(wide, values, strict=True):
+            result[index] = value.float()
+    for index, tensor in enumerate(tensors):
+        if result[index] is None:  # integer or bool
+            result[index] = torch.linalg.vector_norm(tensor.float())
+    return result
+
+
+def _foreach_norm_narrow(torch: ModuleType, tensors: list[Any]) -> list[Any]:
+    if not tensors:
+        return []
     if not _FOREACH_DTYPE:
         try:
             torch._foreach_norm([torch.zeros(1)], 2, dtype=torch.float32)

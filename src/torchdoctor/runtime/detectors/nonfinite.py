@@ -29,6 +29,7 @@ from torchdoctor.runtime.detectors.base import (
     StepSample,
 )
 from torchdoctor.runtime.detectors.places import describe_params
+from torchdoctor.runtime.hooks import global_forward_hook
 
 __all__ = ["NonFinite"]
 
@@ -66,7 +67,7 @@ class NonFinite(RuntimeDetector):
         self._step_site: CallSite | None = None
         self._origin: tuple[str, int, bool] | None = None  # module path, step, bad params
         self._handles: list[Any] = []
-        self._hooked: list[Any] = []
+        self._hooked: dict[int, Any] = {}  # modules checked while localising, by id
         self._localise_left = 0
         self._localised = False
 
@@ -121,16 +122,17 @@ class NonFinite(RuntimeDetector):
             return
         self._localised = True
         self._localise_left = 10**9 if always else _LOCALISE_STEPS
-        seen = {id(h) for h in self._hooked}
         for model in self.monitor.models:
             for module in model.inner.modules():
-                if id(module) not in seen:
-                    seen.add(id(module))
-                    self._hooked.append(module)
-                    self._handles.append(module.register_forward_hook(self._check))
+                if id(module) not in self._hooked:
+                    self._hooked[id(module)] = module
+        if not self._handles:  # one global hook, none on the model: it stays picklable
+            handle = global_forward_hook(self._check)
+            if handle is not None:
+                self._handles.append(handle)
 
     def _check(self, module: Any, args: Any, output: Any) -> None:
-        if self._origin is not None or self._localise_left <= 0:
+        if self._origin is not None or self._localise_left <= 0 or not self._known(module):
             return
         if _all_finite(output) or not _all_finite(args):
             return
@@ -139,6 +141,9 @@ class NonFinite(RuntimeDetector):
             self._poisoned = self._poisoned or path  # an effect of an earlier step
             return
         self._origin = (path, self.monitor.global_step + 1, False)
+
+    def _known(self, module: Any) -> bool:
+        return self._hooked.get(id(module)) is module
 
     def on_step_end(self, event: StepEvent) -> None:
         if self._handles and (self._origin is not None or self._localise_left <= 1):
