@@ -199,9 +199,7 @@ def check_command(target: str, output_format: str, fail_on: str, output: Path | 
 
     report = check_factory(target, select=select or None, ignore=ignore or None,
                            device=device, seed=seed)
-    for trace in report.facts.pop("internal_errors", []):
-        if _debug_requested():
-            click.echo(trace, err=True)
+    _show_internal_errors(report)
     emit(report, output_format, output, title=f"torchdoctor check {target}")
     sys.exit(report.exit_code(parse_fail_on(fail_on)))
 
@@ -251,7 +249,7 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
     options = dict(select=select or None, ignore=ignore or None, config=settings, jobs=jobs)
     if apply_fix or diff:
         outcome = fix(targets, unsafe=unsafe_fixes, write=not diff, **options)  # type: ignore[arg-type]
-        _show_lint_tracebacks(outcome.report)
+        _show_internal_errors(outcome.report)
         if diff:
             click.echo(outcome.diff(), nl=False)
             sys.exit(EXIT_FINDINGS if outcome.changed else EXIT_CLEAN)
@@ -260,7 +258,7 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
         report = outcome.report
     else:
         report = lint(targets, baseline=baseline, **options)  # type: ignore[arg-type]
-        _show_lint_tracebacks(report)
+        _show_internal_errors(report)
     if statistics:
         from torchdoctor.static.statistics import render_statistics
 
@@ -274,9 +272,10 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
     sys.exit(report.exit_code(parse_fail_on(fail_on)))
 
 
-def _show_lint_tracebacks(report: Report) -> None:
-    """Take the tracebacks of failed lint rules out of the report; print them (to standard
-    error) only under ``torchdoctor --debug``."""
+def _show_internal_errors(report: Report) -> None:
+    """Take the tracebacks of torchdoctor's own failures (``TD001``) out of the report;
+    print them (to standard error) only under ``torchdoctor --debug``. Every command that
+    reports findings calls it, so ``--debug`` works the same everywhere."""
     for trace in report.facts.pop("internal_errors", []):
         if _debug_requested():
             click.echo(trace, err=True)
@@ -308,21 +307,13 @@ def _show_lint_tracebacks(report: Report) -> None:
 @click.option("--localise-nan", is_flag=True,
               help="Check every module's output for NaN/Inf from the first step (slower), "
                    "to name the module where NaN/Inf starts.")
-@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
-              help="Launch N ranks through torch.distributed.run (torchrun), each running "
-                   "the script watched; one report for the whole job.")
-@click.option("--follow-children/--no-follow-children", default=True, show_default=True,
-              help="Also watch the processes the script starts to train "
-                   "(torch.multiprocessing.spawn, multiprocessing, Python subprocesses; "
-                   "never DataLoader workers).")
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @guarded
 def run_command(as_module: bool, max_steps: int | None, report_path: Path | None,
                 output_format: str, fail_on: str, select: tuple[str, ...],
                 ignore: tuple[str, ...], sample_every: int | None, status: bool | None,
-                localise_nan: bool, nproc_per_node: int | None, follow_children: bool,
-                target: str, script_args: tuple[str, ...]) -> None:
+                localise_nan: bool, target: str, script_args: tuple[str, ...]) -> None:
     """Run a training script under the monitor: `torchdoctor run train.py [ARGS]...`.
 
     The script runs as `python train.py ARGS` would (every argument after TARGET is its
@@ -330,16 +321,14 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
     however it ends (the script shares that output: use --report for a JSON file of its
     own); the script's exit status is passed through.
     """
-    from torchdoctor.distributed.job import run_job
     from torchdoctor.rules.selection import Selection
+    from torchdoctor.runtime.script import run_script
 
-    result = run_job(target, list(script_args), nproc_per_node=nproc_per_node,
-                     follow=follow_children, module=as_module, max_steps=max_steps,
-                     sample_every=sample_every, status=status,
-                     localise_non_finite=localise_nan,
-                     selection=Selection.from_options(select or None, ignore or None))
-    if isinstance(result, int):  # a torchrun rank other than 0: rank 0 reports the job
-        sys.exit(result)
+    result = run_script(target, list(script_args), module=as_module, max_steps=max_steps,
+                        sample_every=sample_every, status=status,
+                        localise_non_finite=localise_nan,
+                        selection=Selection.from_options(select or None, ignore or None))
+    _show_internal_errors(result.report)
     if report_path is not None:
         emit(result.report, _report_file_format(report_path), report_path,
              title=f"torchdoctor run {target}")
@@ -365,16 +354,20 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
                    "names: use it only for files from a source you trust.")
 @format_option("text", ("text", "json", "html"))
 @fail_on_option
+@click.option("--select", multiple=True, help="Only these codes or prefixes (TD9, TD910).")
+@click.option("--ignore", multiple=True, help="Skip these codes or prefixes.")
 @guarded
 def ckpt_command(file: Path, model_spec: str | None, write_remapped: Path | None,
-                 other: Path | None, trust: bool, output_format: str, fail_on: str) -> None:
+                 other: Path | None, trust: bool, output_format: str, fail_on: str,
+                 select: tuple[str, ...], ignore: tuple[str, ...]) -> None:
     """Inspect a checkpoint safely; compare it with a model, remap its keys, diff it."""
     from torchdoctor.ckpt import diagnose, load_model
     from torchdoctor.ckpt.summary import render_ckpt_summary
 
     model = load_model(model_spec) if model_spec else None
     report = diagnose(file, model=model, trust=trust, write_remapped=write_remapped,
-                      diff=other)
+                      diff=other, select=select or None, ignore=ignore or None)
+    _show_internal_errors(report)
     if output_format == "text":
         click.echo(render_ckpt_summary(report.facts), nl=False)
     emit(report, output_format)
@@ -384,13 +377,17 @@ def ckpt_command(file: Path, model_spec: str | None, write_remapped: Path | None
 @main.command("env")
 @format_option("text", ("text", "json", "html"))
 @fail_on_option
+@click.option("--select", multiple=True, help="Only these codes or prefixes (TD01, TD705).")
+@click.option("--ignore", multiple=True, help="Skip these codes or prefixes.")
 @guarded
-def env_command(output_format: str, fail_on: str) -> None:
+def env_command(output_format: str, fail_on: str, select: tuple[str, ...],
+                ignore: tuple[str, ...]) -> None:
     """Print the environment facts that change training (versions, devices, threads, flags)."""
     from torchdoctor.env import diagnose
     from torchdoctor.env.summary import render_env_summary
 
-    report = diagnose()
+    report = diagnose(select=select or None, ignore=ignore or None)
+    _show_internal_errors(report)
     if output_format == "text":
         click.echo(render_env_summary(report.facts), nl=False)
     emit(report, output_format)

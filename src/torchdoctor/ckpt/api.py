@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from torchdoctor.__about__ import __version__
+from torchdoctor._kernel import run_detector
 from torchdoctor.ckpt.compare import Comparison, compare, model_entries
 from torchdoctor.ckpt.contents import CheckpointContents, LiveTensors, describe_live
 from torchdoctor.ckpt.detectors import CheckpointContext
@@ -17,7 +20,7 @@ from torchdoctor.ckpt.loading import LoadedCheckpoint, load_checkpoint
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import Depth, Finding, Report
 from torchdoctor.rules.detectors import registered_detectors
-from torchdoctor.rules.registry import finding
+from torchdoctor.rules.selection import Selection
 
 __all__ = ["diagnose", "inspect_checkpoint"]
 
@@ -45,7 +48,8 @@ def inspect_checkpoint(path: str | Path, *, trust: bool = False) -> CheckpointCo
 
 
 def diagnose(path: str | Path, *, model: Any = None, trust: bool = False,
-             write_remapped: str | Path | None = None, diff: str | Path | None = None
+             write_remapped: str | Path | None = None, diff: str | Path | None = None,
+             select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
              ) -> Report:
     """Inspect a checkpoint and report its problems; optionally compare, remap and diff.
 
@@ -57,6 +61,8 @@ def diagnose(path: str | Path, *, model: Any = None, trust: bool = False,
         write_remapped: write a copy whose keys are renamed to fit ``model`` here; needs
             ``model``. Written only when the copy loads with ``strict=True``.
         diff: a second checkpoint to compare with, key by key.
+        select: rule codes or prefixes to report (``["TD91"]``); default all.
+        ignore: rule codes or prefixes not to report; the longest match wins.
 
     Returns:
         The report; ``facts["checkpoint"]`` describes the file, ``facts["comparison"]``,
@@ -68,6 +74,7 @@ def diagnose(path: str | Path, *, model: Any = None, trust: bool = False,
     """
     if write_remapped is not None and model is None:
         raise UsageError("--write-remapped needs --model: the mapping is proposed against it")
+    selection = Selection.from_options(select, ignore)
     opened = _open(path, trust)
     report = Report(tool_version=__version__, command="ckpt",
                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -77,9 +84,9 @@ def diagnose(path: str | Path, *, model: Any = None, trust: bool = False,
     comparison = _compare(opened, model) if comparable else None
     if comparison is not None:
         report.facts["comparison"] = comparison_facts(comparison)
-    report.extend(_run_detectors(CheckpointContext(opened.contents, comparison)))
+    report.extend(_run_detectors(CheckpointContext(opened.contents, comparison), selection))
     if diff is not None:
-        _add_diff(report, opened, _open(diff, trust))
+        _add_diff(report, opened, _open(diff, trust), selection)
     if write_remapped is not None:
         from torchdoctor.ckpt.remap import write_remapped as write
 
@@ -111,7 +118,7 @@ def _compare(opened: _Opened, model: Any) -> Comparison:
     return comparison
 
 
-def _add_diff(report: Report, first: _Opened, second: _Opened) -> None:
+def _add_diff(report: Report, first: _Opened, second: _Opened, selection: Selection) -> None:
     for side in (first, second):
         if side.contents.kind == "refused":
             raise UsageError(f"cannot diff: {side.loaded.path} was not loaded (it needs "
@@ -120,17 +127,14 @@ def _add_diff(report: Report, first: _Opened, second: _Opened) -> None:
     difference = diff_contents(first.contents, first.live, second.contents, second.live)
     report.facts["diff"] = diff_facts(first.contents.path, second.contents.path, difference)
     report.facts["other_checkpoint"] = contents_facts(second.contents)
-    report.extend(_run_detectors(CheckpointContext(second.contents)))
+    report.extend(_run_detectors(CheckpointContext(second.contents), selection))
 
 
-def _run_detectors(context: CheckpointContext) -> list[Finding]:
+def _run_detectors(context: CheckpointContext, selection: Selection) -> list[Finding]:
     found: list[Finding] = []
     for info in registered_detectors(Depth.CKPT):
-        try:
-            found.extend(info.target(context))  # type: ignore[operator]
-        except Exception as error:  # noqa: BLE001 - one broken detector must not hide the rest
-            found.append(finding(
-                "TD001", f"ckpt detector {info.name} failed: {type(error).__name__}: {error}",
-                context.at(), Depth.CKPT,
-                fix_hint="Report this bug; the other detectors' findings are complete."))
+        function = cast(Callable[[Any], Iterable[Finding]], info.target)
+        found.extend(run_detector(
+            f"ckpt detector {info.name}", info.codes, functools.partial(function, context),
+            Depth.CKPT, context.at(), selection))
     return found

@@ -1,26 +1,25 @@
 """Runs the probes: selection, isolation, state restore, timings.
 
-Each probe runs on its own: a probe that raises (a bug of ours) becomes one ``TD001``
-finding naming it, and the others carry on. The user's model, optimizer and RNGs are
-restored after every probe and once more at the end, whether the check returns or raises.
+Each probe runs through :func:`torchdoctor._kernel.run_detector`: a probe that raises (a
+bug of ours) becomes one ``TD001`` finding naming it, and the others carry on. The user's
+model, optimizer and RNGs are restored after every probe and once more at the end, whether
+the check returns or raises.
 """
 
 from __future__ import annotations
 
 import time
-import traceback
 import warnings
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.__about__ import __version__
-from torchdoctor.errors import TorchDoctorError
+from torchdoctor._kernel import run_detector, wanted
 from torchdoctor.findings import Depth, Finding, Location, Report
 from torchdoctor.preflight.failures import SharedWorkFailed, is_out_of_memory, user_code_error
 from torchdoctor.preflight.registry import ProbeInfo
 from torchdoctor.preflight.snapshot import Snapshot
 from torchdoctor.preflight.threads import fastest_thread_count
-from torchdoctor.rules.registry import finding
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
@@ -79,44 +78,31 @@ def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapsho
     snapshot.restore()
     report.facts["threads"] = threads
     for info in probes:
-        if not any(ctx.enabled(code) for code in info.codes):
+        if not wanted(info.codes, ctx.selection):
             continue
         torch.set_num_threads(threads)  # the snapshot puts the user's count back after
         begin = time.perf_counter()
         try:
-            report.extend(f for f in _run_one(info, ctx, explained, report)
-                          if ctx.enabled(f.code))
+            report.extend(_run_one(info, ctx, explained))
         finally:
             snapshot.restore()
             timings[info.name] = round(time.perf_counter() - begin, 4)
 
 
-def _run_one(info: ProbeInfo, ctx: CheckContext, explained: list[Finding],
-             report: Report) -> list[Finding]:
-    try:
-        return list(info.function(ctx))
-    except SharedWorkFailed as failure:
-        explained.append(failure.finding)
-    except TorchDoctorError:
-        raise
-    except Exception as error:  # noqa: BLE001 - a probe's bug must not end the check
+def _run_one(info: ProbeInfo, ctx: CheckContext, explained: list[Finding]) -> list[Finding]:
+    def on_error(error: Exception) -> list[Finding] | None:
+        if isinstance(error, SharedWorkFailed):
+            # Shared work (the forward every probe needs) failed for a reason a rule
+            # explains: the explanation is reported once, after every probe ran.
+            explained.append(error.finding)
+            return []
         if is_out_of_memory(error):
             raise user_code_error(f"probe {info.name}", error) from error
-        report.add(_internal_error(info, error))
-        report.facts.setdefault("internal_errors", []).append(traceback.format_exc())
-    return []
+        return None
 
-
-def _internal_error(info: ProbeInfo, error: BaseException) -> Finding:
-    return finding(
-        "TD001",
-        f"probe {info.name} failed with {type(error).__name__}: {error}; its checks "
-        f"({', '.join(info.codes)}) did not run",
-        Location(object=f"probe {info.name}"), Depth.CHECK,
-        fix_hint="Report this torchdoctor bug with the output of `torchdoctor --debug check ...`;"
-                 " the other probes' findings are complete.",
-        evidence={"probe": info.name, "error": f"{type(error).__name__}: {error}"},
-    )
+    return run_detector(f"probe {info.name}", info.codes, lambda: list(info.function(ctx)),
+                        Depth.CHECK, Location(object=f"probe {info.name}"), ctx.selection,
+                        on_error=on_error)
 
 
 def _facts(ctx: CheckContext, timings: dict[str, float], seconds: float) -> dict[str, object]:

@@ -1,19 +1,19 @@
 """Calling detectors: one dispatch list per hook, failures isolated, findings collected.
 
 The dispatch lists are built once from the hooks each detector class overrides. A detector
-that raises is reported once as ``TD001`` (naming it and the rules it could no longer
-check) and removed from every list; the run and the other detectors carry on.
+that raises is reported once as ``TD001`` (built by :mod:`torchdoctor._kernel`, naming it
+and the rules it could no longer check) and removed from every list; the run and the other
+detectors carry on.
 """
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import internal_error, wanted
+from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.rules.detectors import DetectorInfo
-from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 from torchdoctor.runtime.detectors.base import RuntimeDetector, overridden_hooks
 
@@ -34,7 +34,7 @@ class Dispatcher:
         for info in infos:
             if not isinstance(info.target, type) or not issubclass(info.target, RuntimeDetector):
                 continue
-            if not any(selection.is_enabled(code) for code in info.codes):
+            if not wanted(info.codes, selection):
                 continue
             detector = info.target()
             detector._sink = self.emit
@@ -88,25 +88,21 @@ class Dispatcher:
         self.detectors.remove(detector)
         for entries in self.hooks.values():
             entries[:] = [e for e in entries if e[0] is not detector]
-        codes = ", ".join(self._codes.get(id(detector), ()))
-        self.internal_error(
-            f"runtime detector `{detector.name}` failed in `{hook}` "
-            f"({type(error).__name__}: {error}) and was switched off; rules {codes} were "
-            "not checked for the rest of the run",
-            obj=f"detector {detector.name}", error=error,
-        )
+        codes = self._codes.get(id(detector), ())
+        self._record(f"detector {detector.name}", internal_error(
+            f"runtime detector `{detector.name}`", error, Depth.RUN,
+            Location(object=f"detector {detector.name}"), codes=codes,
+            during=f" in `{hook}`",
+            consequence=f"it was switched off; rules {', '.join(codes)} were not checked "
+                        "for the rest of the run",
+        ))
 
     def internal_error(self, message: str, obj: str, error: BaseException | None = None
                        ) -> None:
-        """Record a ``TD001`` finding about torchdoctor itself."""
-        evidence: dict[str, Any] = {}
-        if error is not None:
-            frames = traceback.extract_tb(error.__traceback__)[-3:]
-            evidence["where"] = [f"{f.filename}:{f.lineno} in {f.name}" for f in frames]
-            evidence["error"] = f"{type(error).__name__}: {error}"
-        self.findings[("TD001", None, None, obj)] = finding(
-            "TD001", message, Location(object=obj), Depth.RUN,
-            fix_hint="Report this torchdoctor bug with the evidence below; the other "
-                     "findings of the run are still valid.",
-            evidence=evidence,
-        )
+        """Record a ``TD001`` finding about torchdoctor itself (the monitor, not one
+        detector)."""
+        self._record(obj, internal_error(obj, error, Depth.RUN, Location(object=obj),
+                                         message=message))
+
+    def _record(self, obj: str, item: Finding) -> None:
+        self.findings[(INTERNAL_ERROR_CODE, None, None, obj)] = item

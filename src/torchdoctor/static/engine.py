@@ -7,31 +7,25 @@ per process from the registered rule classes; per file, the engine only binds th
 handlers of the rules that are enabled and whose ``requires`` pre-filter matches.
 
 A rule that raises is switched off for the rest of the file and reported as one
-``TD001`` finding naming the rule and the file, its traceback in the evidence under
-:data:`TRACEBACK`; the other rules carry on.
+``TD001`` finding naming the rule and the file (built by :mod:`torchdoctor._kernel`, its
+traceback under :data:`TRACEBACK` until a report keeps it apart); the other rules carry on.
 """
 
 from __future__ import annotations
 
 import ast
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
-from torchdoctor.rules.registry import finding
+from torchdoctor._kernel import internal_error, selected, wanted
+from torchdoctor.findings import TRACEBACK, Depth, Finding, Location
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import SCOPE_HOOKS, LintRule
 from torchdoctor.static.walker import Walker
 
 __all__ = ["TRACEBACK", "RuleSpec", "lint_tree", "rule_specs"]
-
-# The evidence key of a TD001 finding that holds the traceback text. :func:`torchdoctor.lint`
-# moves it out of the report (into ``report.facts["internal_errors"]``) so that only
-# ``torchdoctor --debug lint`` shows it.
-TRACEBACK = "traceback"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +87,7 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
     present: dict[str, bool] = {}
     active: list[tuple[RuleSpec, LintRule]] = []
     for spec in rule_specs():
-        if not any(selection.is_enabled(code) for code in spec.codes):
+        if not wanted(spec.codes, selection):
             continue
         requires = spec.cls.requires
         if requires and not any(_contains(ctx.source, token, present) for token in requires):
@@ -113,8 +107,7 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
         for hook in spec.leaves:
             walker.subscribe_leave(hook, guard.wrap(spec, rule, getattr(rule, hook)))
     walker.walk()
-    return [f for f in findings
-            if f.code == INTERNAL_ERROR_CODE or selection.is_enabled(f.code)]
+    return selected(findings, selection)
 
 
 def _contains(source: str, token: str, memo: dict[str, bool]) -> bool:
@@ -150,17 +143,9 @@ class _Guard:
 
     def _internal_error(self, spec: RuleSpec, argument: Any, error: Exception) -> Finding:
         line = getattr(getattr(argument, "node", argument), "lineno", None)
-        where = traceback.extract_tb(error.__traceback__)[-1]
-        trace = "".join(traceback.format_exception(error))
-        return finding(
-            INTERNAL_ERROR_CODE,
-            f"lint rule {spec.name} ({', '.join(spec.codes)}) failed on {self.ctx.path}"
-            f"{f' near line {line}' if line else ''}: {type(error).__name__}: {error}; "
-            "its findings for this file are missing, the other rules ran",
-            Location(path=self.ctx.path, line=line),
-            Depth.LINT,
-            fix_hint="This is a bug in torchdoctor: report it with this message. Silence "
-                     f"the rule meanwhile with `--ignore {spec.codes[0]}`.",
-            evidence={"rule": spec.name, "exception": type(error).__name__,
-                      "at": f"{where.filename}:{where.lineno}", TRACEBACK: trace},
+        return internal_error(
+            f"lint rule {spec.name}", error, Depth.LINT,
+            Location(path=self.ctx.path, line=line), codes=spec.codes,
+            during=f" on {self.ctx.path}{f' near line {line}' if line else ''}",
+            consequence="its findings for this file are missing, the other rules ran",
         )

@@ -1,0 +1,137 @@
+"""The detector-execution kernel: how every depth runs a detector and survives its bugs.
+
+``lint``, ``check``, ``run``, ``ckpt`` and ``env`` each have their own detectors and their
+own way of feeding them (an AST walk, probe steps, training hooks, a checkpoint, the
+environment), but they share what happens around a detector:
+
+* **selection**: a detector runs only when one of its codes is selected
+  (:func:`wanted`), and only findings of selected codes are kept (:func:`selected`);
+  ``TD001`` always passes, so a failure of ours is never hidden by ``--select``;
+* **isolation**: a detector that raises becomes one ``TD001`` finding built by
+  :func:`internal_error` (the only place that builds one), and the others carry on;
+  :func:`run_detector` does both for a detector that is one call;
+* **one evidence shape**: every ``TD001`` names the detector, its codes, the exception and
+  the line that raised it; its traceback travels under
+  :data:`~torchdoctor.findings.TRACEBACK` and a :class:`~torchdoctor.findings.Report` keeps
+  it in ``report.facts["internal_errors"]``, which ``torchdoctor --debug`` prints for
+  every command.
+
+This module imports neither torch nor any depth, so ``lint`` can use it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from torchdoctor.errors import TorchDoctorError
+from torchdoctor.findings import INTERNAL_ERROR_CODE, TRACEBACK, Depth, Finding, Location
+from torchdoctor.rules.registry import finding
+from torchdoctor.rules.selection import Selection
+
+__all__ = ["internal_error", "run_detector", "selected", "wanted"]
+
+
+def wanted(codes: Iterable[str], selection: Selection) -> bool:
+    """Whether a detector of ``codes`` should run: one of its codes is selected."""
+    return any(selection.is_enabled(code) for code in codes)
+
+
+def selected(findings: Iterable[Finding], selection: Selection) -> list[Finding]:
+    """The findings of selected codes; ``TD001`` always passes."""
+    return [f for f in findings
+            if f.code == INTERNAL_ERROR_CODE or selection.is_enabled(f.code)]
+
+
+def internal_error(
+    detector: str,
+    error: BaseException | None,
+    depth: Depth,
+    location: Location,
+    *,
+    codes: Sequence[str] = (),
+    during: str = "",
+    consequence: str | None = None,
+    message: str | None = None,
+) -> Finding:
+    """The ``TD001`` finding for a failure of torchdoctor's own code.
+
+    Args:
+        detector: what failed, with its kind: ``"lint rule Foo"``, ``"probe loss.bar"``,
+            ``"runtime detector `Baz`"``, ``"the monitor"``.
+        error: the exception, when there is one.
+        depth: the depth it ran at.
+        location: where the finding points (the file, or the detector as an object).
+        codes: the rules the detector checks (so the user knows what is missing).
+        during: where it failed, appended to the message (``" in `on_step_end`"``).
+        consequence: what the failure means for the report; by default, that the
+            detector's rules were not checked and the other findings are complete.
+        message: a complete message instead of the one built from the above.
+    """
+    listed = ", ".join(codes)
+    evidence: dict[str, Any] = {"detector": detector, "codes": list(codes)}
+    if error is not None:
+        evidence["exception"] = type(error).__name__
+        evidence["error"] = f"{type(error).__name__}: {error}"
+        frames = traceback.extract_tb(error.__traceback__)
+        if frames:
+            evidence["at"] = f"{frames[-1].filename}:{frames[-1].lineno}"
+        evidence[TRACEBACK] = "".join(traceback.format_exception(error))
+    if consequence is None:
+        consequence = (f"its rules ({listed}) were not checked; " if listed else "") + \
+            "the other findings are complete"
+    if message is None:
+        failed = f"{type(error).__name__}: {error}" if error is not None else "failed"
+        message = (f"{detector}{f' ({listed})' if listed else ''} failed{during}: "
+                   f"{failed}; {consequence}")
+    ignore = f" Meanwhile `--ignore {codes[0]}` skips it." if codes else ""
+    return finding(
+        INTERNAL_ERROR_CODE, message, location, depth,
+        fix_hint="This is a bug in torchdoctor: rerun with `torchdoctor --debug ...` for "
+                 f"the traceback and report it with this message.{ignore}",
+        evidence=evidence,
+    )
+
+
+def run_detector(
+    detector: str,
+    codes: Sequence[str],
+    call: Callable[[], Iterable[Finding]],
+    depth: Depth,
+    location: Location,
+    selection: Selection,
+    *,
+    on_error: Callable[[Exception], list[Finding] | None] | None = None,
+) -> list[Finding]:
+    """Run one detector that is a single call, isolated and selected.
+
+    Args:
+        detector: its kind and name, for a ``TD001`` (see :func:`internal_error`).
+        codes: the rules it checks; it does not run when none is selected.
+        call: runs it and returns its findings.
+        depth: the depth.
+        location: where a ``TD001`` points.
+        selection: the user's ``--select``/``--ignore``.
+        on_error: consulted first when ``call`` raises: it may re-raise (a user error
+            the depth explains itself), return findings to use instead, or return
+            ``None`` for the usual ``TD001``.
+
+    Returns:
+        The findings of selected codes, or one ``TD001`` finding.
+
+    Raises:
+        TorchDoctorError: raised by the detector on purpose (bad input, the user's code
+            failed); it is the user's to see, not a bug of ours.
+    """
+    if not wanted(codes, selection):
+        return []
+    try:
+        return selected(call(), selection)
+    except TorchDoctorError:
+        raise
+    except Exception as error:  # noqa: BLE001 - one detector's bug must not hide the rest
+        instead = on_error(error) if on_error is not None else None
+        if instead is not None:
+            return selected(instead, selection)
+        return [internal_error(detector, error, depth, location, codes=codes)]
