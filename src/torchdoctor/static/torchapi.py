@@ -121,8 +121,8 @@ def _is_module(name: str, last: str, capital: bool) -> bool:
                                     "torch.nn.init.", "torch.nn.parameter."))
     if name.startswith(("torchvision.models.", "timm.create_model", "timm.models.")):
         return True
-    if name.startswith("torch.distributed.fsdp.") and "FullyShardedDataParallel" in name:
-        return True
+    if name.startswith("torch.distributed.fsdp.") and last == "FullyShardedDataParallel":
+        return True  # not its methods: FSDP.full_optim_state_dict(...) returns a dict
     return name.startswith("transformers.") and "Model" in name and \
         last in ("from_pretrained", "from_config")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.unit.static.helpers import lint_codes, lint_findings
 from tests.unit.static.test_loss import applied
-from torchdoctor.findings import Applicability, Confidence
+from torchdoctor.findings import Applicability, Confidence, Severity
 
 # --- TD405 dataloader-workers-without-main-guard ---------------------------------------------
 
@@ -243,6 +243,72 @@ def test_training_loaders_that_shuffle_some_other_way_stay_quiet() -> None:
         train_e = DataLoader(train_set, batch_sampler=bucket_sampler)
         """
     assert lint_codes(source, "TD407") == []
+
+
+def test_shuffle_that_may_arrive_through_a_kwargs_dict_stays_quiet() -> None:
+    # The options dict is built elsewhere (updated with shuffle=True, or a sampler).
+    source = """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def main(args, train_set, test_set, options):
+            train_kwargs = {"batch_size": args.batch_size}
+            if args.cuda:
+                train_kwargs.update({"num_workers": 1, "shuffle": True})
+            train_loader = torch.utils.data.DataLoader(train_set, **train_kwargs)
+            other_train_loader = DataLoader(train_set, *options)
+            return train_loader, other_train_loader
+        """
+    assert lint_codes(source, "TD407") == []
+
+
+def test_random_and_stream_datasets_have_no_order_to_shuffle() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+
+        train_loader = DataLoader(RandomTokenDataset(1000, 128), batch_size=8)
+        train_data = DataLoader(SyntheticImages(64), batch_size=8)
+        train_dataloader = DataLoader(train_iterator, batch_size=8)
+        """
+    assert lint_codes(source, "TD407") == []
+
+
+def test_severity_follows_what_the_code_shows_about_the_order() -> None:
+    source = """
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        from torchvision import datasets
+
+        def sorted_split(n):
+            labels = torch.randint(0, 4, (n,)).sort().values
+            return TensorDataset(torch.randn(n, 8), labels)
+
+        folder = datasets.ImageFolder("data/train")
+        train_a = DataLoader(folder, batch_size=64)
+        train_b = DataLoader(sorted_split(256), batch_size=64)
+        train_c = DataLoader(train_set, batch_size=64)
+        """
+    found = lint_findings(source, "TD407")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (11, Severity.WARNING), (12, Severity.WARNING), (13, Severity.INFO)]
+    assert "stored sorted" in found[0].message
+
+
+def test_a_class_ordered_folder_whose_labels_are_thrown_away_is_information() -> None:
+    source = """
+        from torch.utils.data import DataLoader
+        from torchvision import datasets
+
+        def train(model, optimizer, root):
+            train_loader = DataLoader(datasets.ImageFolder(root), batch_size=4)
+            for epoch in range(2):
+                for batch_id, (x, _) in enumerate(train_loader):
+                    optimizer.zero_grad()
+                    model(x).mean().backward()
+                    optimizer.step()
+        """
+    [found] = lint_findings(source, "TD407")
+    assert found.severity is Severity.INFO
 
 
 # One pass over data that the program permuted itself (the TD612 lab's fixed.py).

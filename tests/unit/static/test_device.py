@@ -277,6 +277,57 @@ def test_shape_constructor_filled_right_away_is_only_info() -> None:
     assert "only the spelling is legacy" in found[0].message
 
 
+def test_shape_constructor_initialised_by_the_next_statements_is_only_info() -> None:
+    source = """
+        import torch
+        from torch import nn
+        from torch.nn import init
+
+        class GraphLayer(nn.Module):
+            def __init__(self, n, m):
+                super().__init__()
+                self.kernel = nn.Parameter(torch.Tensor(n, m))
+                nn.init.xavier_normal_(self.kernel)
+                self.bias = nn.Parameter(torch.FloatTensor(m))
+                self.scale = nn.Parameter(torch.Tensor(m))
+                self.scale.data.uniform_(0.5, 1.5)
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                if self.bias is not None:
+                    init.zeros_(self.bias)
+
+        def buffer(n):
+            out = torch.Tensor(n, 2)
+            init.normal_(out)
+            return out
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (9, Severity.INFO), (11, Severity.INFO), (12, Severity.INFO), (21, Severity.INFO)]
+
+
+def test_shape_constructor_initialised_elsewhere_or_only_read_stays_a_warning() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.weight = nn.Parameter(torch.Tensor(n, n))
+                nn.init.xavier_normal_(self.other)
+
+        def indices(batch, n):
+            data = torch.LongTensor(batch, n) % n
+            print(data)
+            return data
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.WARNING), (12, Severity.WARNING)]
+
+
 def test_ambiguous_arguments_are_reported_without_a_fix() -> None:
     source = """
         from torch import Tensor

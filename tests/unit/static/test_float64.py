@@ -170,3 +170,44 @@ def test_precise_ema_copied_back_into_float32_stays_quiet() -> None:
         for s, p in zip(shadow, model.parameters()):
             p.data.copy_(s)
     """, "TD102")
+
+
+def test_a_float64_model_is_one_finding_not_one_per_input_it_is_fed() -> None:
+    # Hidden states built in float64 inside forward follow from the model's conversion.
+    assert_marked("""
+    import torch
+    from torch import nn
+    class Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.LSTMCell(1, 8)
+        def forward(self, x):
+            h = torch.zeros(x.size(0), 8, dtype=torch.double)
+            c = torch.zeros(x.size(0), 8, dtype=torch.double)
+            return self.cell(x, (h, c))
+    def main(x, y):
+        seq = Seq()
+        seq.double()  # expect: TD102
+        optimizer = torch.optim.LBFGS(seq.parameters())
+        loss = nn.functional.mse_loss(seq(x)[0], y)
+        loss.backward()
+        optimizer.step()
+    """, "TD102")
+
+
+def test_float64_inputs_of_a_float32_model_are_each_reported() -> None:
+    assert_marked("""
+    import torch
+    from torch import nn
+    class Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.LSTMCell(1, 8)
+        def forward(self, x):
+            h = torch.zeros(x.size(0), 8, dtype=torch.double)  # expect: TD102
+            return self.cell(x, (h, h))
+    def main(x, y, optimizer):
+        loss = nn.functional.mse_loss(Seq()(x)[0], y)
+        loss.backward()
+        optimizer.step()
+    """, "TD102")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
@@ -35,8 +35,14 @@ _EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval"
                          "dev", "holdout", "pred", "predict", "prediction", "inference", "infer",
                          "calib", "calibration", "score", "scoring", "query", "gallery",
                          "bench", "benchmark", "export", "probe", "unlabeled", "gen"})
-_ORDERED_WORDS = frozenset({"stream", "streaming", "iterable", "iter", "shard", "shards",
-                            "webdataset", "wds", "sequential", "sequence", "ordered"})
+_ORDERED_WORDS = frozenset({"stream", "streaming", "iterable", "iter", "iterator", "shard",
+                            "shards", "webdataset", "wds", "sequential", "sequence", "ordered",
+                            # data drawn at random on every access: no order to shuffle
+                            "random", "synthetic", "fake", "dummy", "noise"})
+# Datasets whose order the code shows to be by class: what makes an unshuffled loader a
+# real problem (a warning), not just a fixed order (information).
+_CLASS_ORDERED = ("ImageFolder", "DatasetFolder")
+_SORTS = frozenset({"sort", "sorted", "argsort"})
 
 
 @detector("TD407", depth=Depth.LINT)
@@ -52,6 +58,9 @@ class TrainLoaderNotShuffled(LintRule):
         scopes += [(f, f.items) for f in module.functions]
         for scope, items in scopes:
             for call in loader_calls(ctx, items, scope):
+                if any(k.arg is None for k in call.keywords) or any(
+                        isinstance(a, ast.Starred) for a in call.args):
+                    continue  # DataLoader(ds, **kwargs): shuffle or a sampler may be in it
                 arguments = loader_arguments(call)
                 if any(not is_false(arguments.get(k)) for k in ("sampler", "batch_sampler")):
                     continue
@@ -62,7 +71,7 @@ class TrainLoaderNotShuffled(LintRule):
                 confidence = self._training(call, arguments, target, scope)
                 if confidence is not None and not self._shuffled_by_hand(
                         call, arguments.get("dataset"), target, scope):
-                    self._report(call, arguments, target, confidence)
+                    self._report(call, arguments, target, confidence, scope)
 
     def _training(self, call: ast.Call, arguments: dict[str, ast.expr],
                   target: ast.expr | None, scope: Scope) -> Confidence | None:
@@ -138,7 +147,7 @@ class TrainLoaderNotShuffled(LintRule):
             type_name, "torch.utils.data.IterableDataset")
 
     def _report(self, call: ast.Call, arguments: dict[str, ast.expr], target: ast.expr | None,
-                confidence: Confidence) -> None:
+                confidence: Confidence, scope: Scope) -> None:
         ctx = self.ctx
         name = ctx.segment(target) if target is not None else "DataLoader(...)"
         shuffle = arguments.get("shuffle")
@@ -148,16 +157,60 @@ class TrainLoaderNotShuffled(LintRule):
         else:
             edit = insert_keywords(ctx, call, "shuffle=True")
             said = "no `shuffle=True`"
+        ordered = self._ordered(arguments.get("dataset"), scope, 0) and \
+            not self._labels_unused(call, target, scope)
         self.report(
             call,
             f"`{name}` at line {call.lineno} feeds training but has {said} and no sampler: "
-            "every epoch visits the examples in the same order, so batches are correlated "
-            "(often sorted by class or source) and the model learns the order",
+            "every epoch visits the examples in the same order" + (
+                ", and the dataset is stored sorted (by class or key), so every batch holds "
+                "one class and the model learns the order" if ordered else
+                ", so batches are correlated when the data is stored sorted (by class or "
+                "source)"),
+            severity=None if ordered else Severity.INFO,
             fix_hint="Pass `shuffle=True` to the training DataLoader (keep validation and test "
                      "loaders unshuffled), or a sampler such as `DistributedSampler`.",
             confidence=confidence,
             fix=Fix("Shuffle the training loader", (edit,), Applicability.UNSAFE),
         )
+
+
+    def _labels_unused(self, call: ast.Call, target: ast.expr | None, scope: Scope) -> bool:
+        """Every loop over the loader throws the labels away (``for x, _ in loader``):
+        an order by class cannot make a batch one-sided."""
+        loops = self._feeding_loops(call, target, scope)
+        return bool(loops) and all(_discards_labels(loop.node) for loop in loops)
+
+    def _ordered(self, dataset: ast.expr | None, scope: Scope, depth: int) -> bool:
+        """Whether the code shows the dataset stored in a sorted order: an
+        ``ImageFolder`` (one folder per class, read class by class), or data built with a
+        ``sort`` (directly, or inside the local function that builds the dataset)."""
+        if dataset is None or depth > 3:
+            return False
+        if isinstance(dataset, ast.Name):
+            value = self._assigned(dataset, scope)
+            return value is not None and self._ordered(value, scope, depth + 1)
+        if not isinstance(dataset, ast.Call):
+            return False
+        qualified = self.ctx.qualified_name(dataset.func, scope) or ""
+        if qualified.endswith(_CLASS_ORDERED):
+            return True
+        local = self.ctx.resolve_local_call(dataset, scope)
+        where: ast.AST = local.node if local is not None else dataset
+        return any(isinstance(n, ast.Call) and (getattr(n.func, "attr", None) in _SORTS
+                                                or getattr(n.func, "id", None) in _SORTS
+                                                or (self.ctx.qualified_name(n.func, scope)
+                                                    or "").endswith(_CLASS_ORDERED))
+                   for n in ast.walk(where))
+
+
+def _discards_labels(loop: ast.AST) -> bool:
+    target = getattr(loop, "target", None)
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(
+            target.elts[1], ast.Tuple):  # for i, (x, _) in enumerate(loader)
+        target = target.elts[1]
+    return isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(
+        target.elts[1], ast.Name) and target.elts[1].id == "_"
 
 
 def _words(expr: ast.expr | None) -> list[str]:

@@ -18,6 +18,8 @@ from torchdoctor.static.rules.calls import keyword
 from torchdoctor.static.structure import FunctionScope
 
 _GPU_WORDS = ("cuda", "nccl")
+_MULTI_PROCESS_WORDS = ("DistributedDataParallel", "init_process_group", "LOCAL_RANK",
+                        "local_rank", "mp.spawn", "multiprocessing.spawn")
 
 
 def has_star_kwargs(call: ast.Call) -> bool:
@@ -125,17 +127,24 @@ class LoadWithoutMapLocation(LintRule):
         edit = append_argument(ctx, node, 'map_location="cpu"')
         fix = Fix('Load onto the CPU: add `map_location="cpu"`', (edit,),
                   Applicability.UNSAFE) if edit else None
+        # Several processes on one machine make the silent failure (every rank's copy on
+        # cuda:0) a warning; otherwise the load can only fail loudly on another machine.
+        ranks = any(word in ctx.source for word in _MULTI_PROCESS_WORDS)
         self.report(
             node,
             f"`torch.load({ctx.segment(node.args[0])})` at line {node.lineno} has no "
             "`map_location`: tensors saved from a GPU come back on the device they were "
-            "saved from, so the load fails on a machine without that GPU (\"Attempting to "
-            "deserialize object on a CUDA device\") and, under DDP, every rank loads its "
-            "copy onto cuda:0",
+            "saved from" + (
+                ", so under DDP every rank loads its copy onto cuda:0 (memory runs out "
+                "there, the other GPUs wait), and the load fails on a machine without "
+                "that GPU" if ranks else
+                ", so the load fails on a machine without that GPU (\"Attempting to "
+                "deserialize object on a CUDA device\")"),
             fix_hint='Pass `map_location="cpu"` (then move the model with `.to(device)`), '
                      "or `map_location=device` for the process's own device.",
             confidence=Confidence.MEDIUM,
             fix=fix,
+            severity=None if ranks else Severity.INFO,
         )
 
 
@@ -193,17 +202,20 @@ class UnsafeCheckpointLoad(LintRule):
                                  Confidence.MEDIUM)
 
     def _explicit(self, call: ast.Call, value: ast.expr) -> None:
+        # Written out, False is a decision the author took (often for a file the program
+        # wrote itself): information stating the risk, not an error about a mistake.
         fix = Fix("Load with `weights_only=True`", (self.ctx.replace(value, "True"),),
                   Applicability.UNSAFE)
         self.report(
             call,
-            f"`torch.load(...)` at line {call.lineno} passes `weights_only=False`: the file "
-            "is unpickled without restriction, so a crafted or tampered checkpoint runs "
-            "arbitrary code as soon as it is loaded",
-            fix_hint="Load with `weights_only=True` (the default since torch 2.6); allow "
-                     "your own classes with `torch.serialization.add_safe_globals([...])`, "
-                     "and keep `weights_only=False` only for files you created yourself.",
+            f"`torch.load(...)` at line {call.lineno} passes `weights_only=False` on "
+            "purpose: the file is unpickled without restriction, so loading a checkpoint "
+            "that anyone else could have written or altered runs whatever code it carries",
+            fix_hint="Keep `weights_only=False` only for files this program wrote itself; "
+                     "otherwise load with `weights_only=True` and allow your own classes "
+                     "with `torch.serialization.add_safe_globals([...])`.",
             fix=fix,
+            severity=Severity.INFO,
         )
 
     def _unsafe_default(self, call: ast.Call, why: str, severity: Severity,

@@ -43,6 +43,30 @@ class LegacyConstructor(LintRule):
         super().__init__(ctx, sink)
         self._filled: set[int] = set()
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1:
+            self._initialised_later(node, node.targets[0], node.value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._initialised_later(node, node.target, node.value)
+
+    def _initialised_later(self, statement: ast.stmt, target: ast.expr, value: ast.expr
+                           ) -> None:
+        """``w = nn.Parameter(torch.Tensor(n, m))`` followed, in the same block, by
+        ``nn.init.xavier_normal_(w)`` (or ``w.data.uniform_()``, or a method of the class
+        that does so): the memory is initialised before anyone reads it."""
+        if not isinstance(target, (ast.Name, ast.Attribute)) or "Tensor" not in \
+                self.ctx.segment(value):
+            return
+        calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+        if not calls:
+            return
+        text = self.ctx.segment(target)
+        later = _following(self.ctx, statement)[:12]
+        if any(_initialises(self.ctx, s, text, 0) for s in later):
+            self._filled.update(id(c) for c in calls)
+
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
         func = node.func
@@ -106,6 +130,41 @@ class LegacyConstructor(LintRule):
             edits.append(insert_keywords(ctx, call, ", ".join(extra)))
         return Fix(f"Use `{torch}.{factory}(...)`", tuple(edits),
                    Applicability.SAFE if safe else Applicability.UNSAFE)
+
+
+def _following(ctx: FileContext, statement: ast.stmt) -> list[ast.stmt]:
+    """The statements after ``statement`` in its own block."""
+    owner = ctx.frames[-1].node if ctx.frames else ctx.tree
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(owner, field, None)
+        if isinstance(block, list):
+            for index, child in enumerate(block):
+                if child is statement:
+                    return block[index + 1:]
+    return []
+
+
+def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int) -> bool:
+    """Whether ``statement`` writes every element of ``target`` in place."""
+    for node in ast.walk(statement):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        qualified = ctx.qualified_name(func)
+        if qualified is not None and qualified.startswith("torch.nn.init.") and \
+                qualified.endswith("_") and node.args and \
+                ctx.segment(node.args[0]).removesuffix(".data") == target:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in _FILLS and \
+                ctx.segment(func.value).removesuffix(".data") == target:
+            return True
+        if depth == 0 and isinstance(func, ast.Attribute) and target.startswith("self.") \
+                and isinstance(func.value, ast.Name) and func.value.id == "self":
+            method = ctx.resolve_local_call(node)
+            if method is not None and any(_initialises(ctx, s, target, 1)
+                                          for s in method.node.body):
+                return True
+    return False
 
 
 def _legacy_hint(kind: str, dtype: str | None, cuda: bool) -> str:

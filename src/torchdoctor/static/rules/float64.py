@@ -31,6 +31,8 @@ _GRADCHECK = frozenset({"torch.autograd.gradcheck", "torch.autograd.gradgradchec
                         "torch.autograd.gradcheck.gradgradcheck"})
 _SCALAR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
 _SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
+# The sink of a finding about the model itself (``model.double()``).
+_MODEL = ast.Name(id="<model>")
 
 
 @detector("TD102", depth=Depth.LINT)
@@ -47,11 +49,20 @@ class Float64InTraining(LintRule):
         scopes = list(module.bodies())
         if not any(self._trains(scope, items) for scope, items in scopes):
             return
+        hits: list[tuple[ast.Call, ast.AST, Reach, Scope]] = []
         for scope, items in scopes:
             if scope is not None and (scope.name.startswith("test") or any(
                     ctx.is_call_to(i.node, *_GRADCHECK, scope=scope) for i in items)):
                 continue
-            self._scan(scope, items)
+            hits += self._scan(scope, items)
+        converted = any(hit[2][1] is _MODEL for hit in hits)
+        for call, hit, reach, scope in hits:
+            # Once the model itself is made float64, the float64 inputs it is then fed
+            # (states, masks built in forward) follow from that one cause: one finding, at
+            # the conversion.
+            if converted and self._feeds_a_module(reach, scope):
+                continue
+            self._report(call, hit, reach)
 
     def _trains(self, scope: Scope, items: list[Item]) -> bool:
         for item in items:
@@ -63,7 +74,9 @@ class Float64InTraining(LintRule):
                     return True
         return False
 
-    def _scan(self, scope: Scope, items: list[Item]) -> None:
+    def _scan(self, scope: Scope, items: list[Item]
+              ) -> list[tuple[ast.Call, ast.AST, Reach, Scope]]:
+        found = []
         for item in items:
             node = item.node
             if not isinstance(node, ast.Call):
@@ -76,7 +89,13 @@ class Float64InTraining(LintRule):
                 continue  # (pred == y).double(): an accuracy, never an input
             reach = self._reach(node, scope)
             if reach is not None:
-                self._report(node, hit, reach)
+                found.append((node, hit, reach, scope))
+        return found
+
+    def _feeds_a_module(self, reach: Reach, scope: Scope) -> bool:
+        sink = reach[1]
+        return isinstance(sink, ast.Call) and self.ctx.is_in_family(
+            sink.func, torchapi.MODULE, scope)
 
     def _reach(self, call: ast.Call, scope: Scope) -> Reach | None:
         """Where the float64 value goes when that makes it a finding; ``None`` if quiet."""
@@ -87,7 +106,7 @@ class Float64InTraining(LintRule):
         func = call.func
         if isinstance(func, ast.Attribute) and qualified is None and \
                 ctx.is_in_family(func.value, torchapi.MODULE, scope):
-            return Destination.TRAINING, None  # the model itself
+            return Destination.TRAINING, _MODEL  # the model itself
         reach = destination(ctx, call, scope)
         if reach[0] is Destination.SUMMARY or (
                 reach[0] is not Destination.TRAINING and self._zero_dim(call, scope)):
