@@ -2,9 +2,9 @@
 
 The factory is the user's code, run on the user's request. It may return the model itself,
 or what ``torchdoctor check`` takes (a tuple whose first element is the model, or a dict
-with a ``"model"`` entry). Importing it is :func:`torchdoctor.preflight.factory.load_factory`'s
-job, the one importer of user factories; this module only words its errors for ``--model``
-and picks the model out of what the factory returns.
+with a ``"model"`` entry). Importing it is :func:`torchdoctor._usercode.load_factory`'s
+job, the one importer of user factories (``check`` uses it too); this module only words
+its errors for ``--model`` and picks the model out of what the factory returns.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ def load_model(spec: str) -> Any:
             no ``nn.Module``.
         UserCodeError: importing the module or calling the factory raised.
     """
-    from torchdoctor.preflight.factory import TargetNotFound, load_factory
-    from torchdoctor.preflight.failures import call_user
+    from torchdoctor._usercode import TargetNotFound, call_user, load_factory
 
     location, _, name = spec.rpartition(":")
     if not location or not name.isidentifier():

@@ -4,30 +4,24 @@
 ``:factory`` the function ``make`` is used. What a factory may return is documented in
 :mod:`torchdoctor.preflight` and normalised by :meth:`CheckTarget.from_result`.
 
-:func:`load_factory` is the one importer of user factories: ``torchdoctor ckpt --model``
-(:mod:`torchdoctor.ckpt.target`) uses it too, and words its :class:`TargetNotFound`
-errors its own way. Nothing here imports torch.
+:func:`load_factory` is the one importer of user factories; it lives in
+:mod:`torchdoctor._usercode` (``torchdoctor ckpt --model`` uses it from there too, and
+words its :class:`TargetNotFound` errors its own way) and is re-exported here. Nothing
+here imports torch.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import os
-import re
-import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from torchdoctor._usercode import DEFAULT_FACTORY, TargetNotFound, call_user, load_factory
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import Report
-from torchdoctor.preflight.failures import call_user, user_code_error
 
 __all__ = ["DEFAULT_FACTORY", "CheckTarget", "TargetNotFound", "check_factory", "load_factory"]
 
-DEFAULT_FACTORY = "make"
 _KEYS = ("model", "data", "loss_fn", "optimizer", "device")
 
 
@@ -77,82 +71,10 @@ class CheckTarget:
                      select=select, ignore=ignore, seed=seed)
 
 
-class TargetNotFound(UsageError):
-    """The target names something that is not there, or not usable as a factory.
-
-    Attributes:
-        kind: what is wrong: ``"file"`` (no such file), ``"python"`` (not importable as
-            Python), ``"module"`` (no such module), ``"attribute"`` (the module has no
-            such name) or ``"callable"`` (the name is not a function).
-        subject: the file, module or ``module:name`` concerned.
-    """
-
-    def __init__(self, message: str, kind: str, subject: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.subject = subject
-
-
 def _describe(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)} items"
     return f"a {type(value).__name__}"
-
-
-def _split_target(target: str) -> tuple[str, str]:
-    where, sep, name = target.rpartition(":")
-    if sep and name.isidentifier() and where:
-        return where, name
-    return target, DEFAULT_FACTORY
-
-
-def _import_file(path: Path) -> Any:
-    if not path.is_file():
-        raise TargetNotFound(f"no such file: {path}", "file", str(path))
-    name = "torchdoctor_target_" + re.sub(r"\W", "_", path.stem)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise TargetNotFound(f"cannot import {path}: not a Python file", "python", str(path))
-    module = importlib.util.module_from_spec(spec)
-    # Let the file import its neighbours, as `python file.py` would.
-    sys.path.insert(0, str(path.resolve().parent))
-    sys.modules[name] = module
-    call_user(f"importing {path}", spec.loader.exec_module, module)
-    return module
-
-
-def _import_module(name: str) -> Any:
-    if os.getcwd() not in sys.path:  # as `python -m` does
-        sys.path.insert(0, os.getcwd())
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        if error.name and (name == error.name or name.startswith(error.name + ".")):
-            raise TargetNotFound(f"cannot find module {name!r} (from {os.getcwd()})",
-                                 "module", name) from None
-        raise user_code_error(f"importing {name}", error) from error
-    except Exception as error:  # noqa: BLE001 - the user's module raised at import
-        raise user_code_error(f"importing {name}", error) from error
-
-
-def load_factory(target: str) -> tuple[Callable[[], Any], str]:
-    """Import the factory named by ``target``; return it and a display name.
-
-    Raises:
-        UsageError: the file, module or function does not exist, or is not callable.
-        UserCodeError: importing the user's module raised.
-    """
-    where, name = _split_target(target)
-    is_path = where.endswith(".py") or os.sep in where or "/" in where
-    module = _import_file(Path(where)) if is_path else _import_module(where)
-    factory = getattr(module, name, None)
-    if factory is None:
-        raise TargetNotFound(f"{where} has no attribute {name!r}; name the factory as "
-                             f"{where}:FUNCTION", "attribute", f"{where}:{name}")
-    if not callable(factory):
-        raise TargetNotFound(f"{where}:{name} is a {type(factory).__name__}, not a function",
-                             "callable", f"{where}:{name}")
-    return factory, f"{where}:{name}"
 
 
 def check_factory(target: str, *, select: Iterable[str] | None = None,

@@ -7,9 +7,9 @@ always the user's, even when it lives inside one of those directories (the bundl
 lives in torchdoctor's own package). A stack walk stops at :mod:`runpy`: whatever called
 runpy (``torchdoctor run``'s command line, click, the entry point) launched the user's
 code and is never part of it, so no location can point there. The answer is cached per
-file name, so a stack walk costs a dictionary lookup per frame. Which files are libraries
-is decided once, in :mod:`torchdoctor.runtime.exceptions.frames`, for the exception and
-warning explainers too.
+file name, so a stack walk costs a dictionary lookup per frame. Which files are the user's
+is decided once, in :mod:`torchdoctor._usercode`, for ``check``, the exception and warning
+explainers and ``ckpt`` too; it also keeps the one registry of run scripts.
 """
 
 from __future__ import annotations
@@ -19,13 +19,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 
-from torchdoctor.runtime.detectors.base import CallSite
-from torchdoctor.runtime.exceptions.frames import (
+from torchdoctor._usercode import (
     RUNPY_FILES,
-    is_library_file,
+    add_run_script,
+    is_run_script,
     is_torch_file,
     is_torchdoctor_file,
+    is_user_file,
+    remove_run_script,
 )
+from torchdoctor.runtime.detectors.base import CallSite
 
 __all__ = ["UserCode"]
 
@@ -37,15 +40,23 @@ class UserCode:
         roots: directories of the user's code (the script's folder), for the report. Any
             file outside the library directories counts as the user's, so a project's own
             packages next to the script are recognised too.
-        scripts: files that are the user's wherever they live: the script that
-            ``torchdoctor run`` executes.
+        scripts: files that are the user's wherever they live (the script that
+            ``torchdoctor run`` executes): recorded in the one registry of run scripts
+            (:func:`torchdoctor._usercode.add_run_script`) until :meth:`release`.
     """
 
     def __init__(self, roots: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> None:
         self.roots: tuple[Path, ...] = tuple(Path(r).resolve() for r in roots)
-        self.scripts = frozenset(os.path.realpath(s) for s in scripts)
+        self._scripts = tuple(os.path.realpath(s) for s in scripts)
+        for script in self._scripts:
+            add_run_script(script)
         self._cache: dict[str, bool] = {}
         self._outside_torch: dict[str, bool] = {}
+
+    def release(self) -> None:
+        """Stop counting this run's scripts as user code."""
+        for script in self._scripts:
+            remove_run_script(script)
 
     def is_user_file(self, filename: str) -> bool:
         """Whether ``filename`` (as in ``code.co_filename``) is the user's code."""
@@ -56,9 +67,7 @@ class UserCode:
         return cached
 
     def _classify(self, filename: str) -> bool:
-        if not filename or filename.startswith("<"):
-            return False
-        return os.path.realpath(filename) in self.scripts or not is_library_file(filename)
+        return is_user_file(filename)
 
     def site(self, frame: FrameType | None,
              skip: Callable[[FrameType], bool] | None = None) -> CallSite | None:
@@ -79,7 +88,7 @@ class UserCode:
         outside = self._outside_torch.get(filename)
         if outside is None:
             outside = bool(filename) and not filename.startswith("<") and (
-                os.path.realpath(filename) in self.scripts
+                is_run_script(filename)
                 or not (is_torch_file(filename) or is_torchdoctor_file(filename)))
             self._outside_torch[filename] = outside
         return outside

@@ -106,16 +106,18 @@ def test_result_shapes() -> None:
 
 
 def test_ckpt_model_option_imports_through_this_loader(target_file, monkeypatch) -> None:
+    from torchdoctor import _usercode
     from torchdoctor.ckpt import load_model
     from torchdoctor.preflight import factory
 
+    assert factory.load_factory is _usercode.load_factory  # one loader, in the user-code layer
     loaded: list[str] = []
 
     def spy(target: str):
         loaded.append(target)
         return load_factory(target)
 
-    monkeypatch.setattr(factory, "load_factory", spy)
+    monkeypatch.setattr(_usercode, "load_factory", spy)
     assert isinstance(load_model(f"{target_file}:make"), torch.nn.Linear)
     assert loaded == [f"{target_file}:make"]
 

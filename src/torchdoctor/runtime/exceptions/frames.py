@@ -1,7 +1,8 @@
 """Where an error or a warning happened: the user's own line and the model's module path.
 
 The user's frame is the innermost frame of their own code: not torch, not torchdoctor, not
-the standard library and not an installed package. The running module is found from the
+the standard library and not an installed package (one classifier for every depth:
+:func:`torchdoctor._usercode.is_user_file`). The running module is found from the
 ``self`` of the frames in a traceback (``nn.Module.__call__`` and every ``forward`` have
 one), matched against the known models' ``named_modules()`` so it can be named by its path
 (``encoder.layers.3.attn``). Nothing here imports torch: it is looked up in ``sys.modules``,
@@ -10,18 +11,27 @@ where it always is once a training run has raised or warned.
 
 from __future__ import annotations
 
-import functools
 import linecache
 import os
 import re
-import runpy
 import sys
-import sysconfig
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
+
+# Which files are the user's is decided in one place, for every depth; these names are
+# re-exported for the runtime's modules.
+from torchdoctor._usercode import (
+    RUNPY_FILES,
+    add_run_script,
+    is_library_file,
+    is_torch_file,
+    is_torchdoctor_file,
+    library_dirs,
+    remove_run_script,
+    under,
+)
 
 __all__ = [
     "RUNPY_FILES",
@@ -40,9 +50,6 @@ __all__ = [
     "user_frame",
 ]
 
-_TORCHDOCTOR_DIR = os.path.realpath(str(Path(__file__).resolve().parents[2]))
-# Frames of runpy mark where a launcher started the user's code (frozen on Python >= 3.11).
-RUNPY_FILES = frozenset({runpy.__file__, "<frozen runpy>"})
 _WORKER_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$',
                            re.MULTILINE)
 
@@ -130,83 +137,6 @@ def _short(path: str) -> str:
         return path
 
 
-@functools.cache
-def library_dirs() -> tuple[str, ...]:
-    """Directories whose files are never the user's: the standard library, installed
-    packages (the user scheme's too), console-script launchers (``.venv/bin``) and
-    torchdoctor. torch is added by the callers, once it is imported."""
-    roots = {os.path.realpath(os.path.dirname(os.__file__)), _TORCHDOCTOR_DIR}
-    schemes = [sysconfig.get_paths()]
-    user_scheme = f"{os.name}_user"
-    if user_scheme in sysconfig.get_scheme_names():
-        schemes.append(sysconfig.get_paths(user_scheme))
-    for paths in schemes:
-        for key in ("stdlib", "platstdlib", "purelib", "platlib", "scripts"):
-            value = paths.get(key)
-            if value:
-                roots.add(os.path.realpath(value))
-    return tuple(sorted(roots))
-
-
-# Scripts that `torchdoctor run` is executing: the user's even where they live among
-# library files (the bundled demo lives in torchdoctor's own package).
-_RUN_SCRIPTS: set[str] = set()
-
-
-def add_run_script(path: str) -> None:
-    """Count ``path`` as user code until :func:`remove_run_script`."""
-    _RUN_SCRIPTS.add(os.path.realpath(path))
-
-
-def remove_run_script(path: str) -> None:
-    _RUN_SCRIPTS.discard(os.path.realpath(path))
-
-
-def is_library_file(path: str) -> bool:
-    """True for files that are not the user's: torch, torchdoctor, stdlib, installed
-    packages, console-script launchers; never for a script ``torchdoctor run`` executes.
-
-    Pseudo-files such as ``<frozen runpy>`` or ``<string>`` count as library code.
-    """
-    if _RUN_SCRIPTS and path and os.path.realpath(path) in _RUN_SCRIPTS:
-        return False
-    return _is_library_path(path)
-
-
-@functools.cache
-def _is_library_path(path: str) -> bool:
-    if not path or path.startswith("<"):
-        return True
-    real = os.path.realpath(path)
-    parts = Path(real).parts
-    if "site-packages" in parts or "dist-packages" in parts:
-        return True
-    roots = library_dirs()
-    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
-    if torch_file:
-        roots = (*roots, os.path.realpath(os.path.dirname(torch_file)))
-    return any(real == root or real.startswith(root + os.sep) for root in roots)
-
-
-def is_torch_file(path: str) -> bool:
-    """True for a file inside the imported torch package."""
-    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
-    if not torch_file or not path or path.startswith("<"):
-        return False
-    return _under(path, [os.path.dirname(torch_file)])
-
-
-def is_torchdoctor_file(path: str) -> bool:
-    """True for a file of torchdoctor itself."""
-    return bool(path) and _under(path, [_TORCHDOCTOR_DIR])
-
-
-def _under(path: str, roots: Sequence[str]) -> bool:
-    real = os.path.realpath(path)
-    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep)
-               for r in (os.path.realpath(root) for root in roots))
-
-
 def frames_of_traceback(tb: TracebackType | None) -> list[FrameRef]:
     """The frames of a traceback, outermost first (the raising frame last)."""
     frames: list[FrameRef] = []
@@ -230,7 +160,7 @@ def user_frame(frames: Sequence[FrameRef], roots: Sequence[str] = ()) -> FrameRe
         frames = frames[launchers[-1] + 1:]
     candidates = [f for f in frames if not is_library_file(f.path)]
     if roots:
-        preferred = [f for f in candidates if _under(f.path, roots)]
+        preferred = [f for f in candidates if under(f.path, roots)]
         candidates = preferred or candidates
     return candidates[-1] if candidates else None
 
