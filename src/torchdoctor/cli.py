@@ -112,7 +112,9 @@ def emit(report: Report, output_format: str, output: Path | None = None,
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        from torchdoctor.outputs import write_atomic
+
+        write_atomic(output, text)
 
 
 def _report_file_format(path: Path) -> str:
@@ -195,8 +197,10 @@ def check_command(target: str, output_format: str, fail_on: str, output: Path | 
     `make`). The factory takes no arguments and returns (model, data, loss_fn[, optimizer])
     or a dict with those keys (plus an optional device); data is one batch or a DataLoader.
     """
+    from torchdoctor.outputs import checked_output, target_file
     from torchdoctor.preflight.factory import check_factory
 
+    output = checked_output(output, "--output", inputs=(target_file(target),))
     report = check_factory(target, select=select or None, ignore=ignore or None,
                            device=device, seed=seed)
     _show_internal_errors(report)
@@ -246,6 +250,10 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
         raise UsageError("--unsafe-fixes applies with --fix or --diff")
     settings = LintConfig() if isolated else config
     targets = paths or (Path("."),)
+    from torchdoctor.outputs import checked_output
+
+    output = checked_output(output, "--output", inputs=(*targets, config, baseline),
+                            input_dirs=[t for t in targets if t.is_dir()])
     options = dict(select=select or None, ignore=ignore or None, config=settings, jobs=jobs)
     if apply_fix or diff:
         outcome = fix(targets, unsafe=unsafe_fixes, write=not diff, **options)  # type: ignore[arg-type]
@@ -266,7 +274,9 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
         if output is None:
             click.echo(text, nl=False)
         else:
-            output.write_text(text, encoding="utf-8")
+            from torchdoctor.outputs import write_atomic
+
+            write_atomic(output, text)
     else:
         emit(report, output_format, output, title="torchdoctor lint")
     sys.exit(report.exit_code(parse_fail_on(fail_on)))
@@ -321,18 +331,40 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
     however it ends (the script shares that output: use --report for a JSON file of its
     own); the script's exit status is passed through.
     """
+    from torchdoctor.outputs import checked_output
     from torchdoctor.rules.selection import Selection
-    from torchdoctor.runtime.script import run_script
+    from torchdoctor.runtime.script import ScriptResult, die_by, run_script
+
+    # Checked and made absolute before the script starts: a missing directory is an error
+    # now, not after the run, and the script's os.chdir cannot move the file.
+    report_path = checked_output(report_path, "--report",
+                                 inputs=() if as_module else (target,))
+    title = f"torchdoctor run {target}"
+
+    def write_report(report: Report) -> None:
+        if report_path is not None:
+            emit(report, _report_file_format(report_path), report_path, title=title)
+
+    def signalled(ended: ScriptResult) -> None:  # SIGTERM/SIGHUP: report, then end by it
+        _show_internal_errors(ended.report)
+        write_report(ended.report)
+        emit(ended.report, output_format, title=title)
 
     result = run_script(target, list(script_args), module=as_module, max_steps=max_steps,
                         sample_every=sample_every, status=status,
                         localise_non_finite=localise_nan,
-                        selection=Selection.from_options(select or None, ignore or None))
+                        selection=Selection.from_options(select or None, ignore or None),
+                        progress=write_report if report_path is not None else None,
+                        on_signal=signalled)
     _show_internal_errors(result.report)
-    if report_path is not None:
-        emit(result.report, _report_file_format(report_path), report_path,
-             title=f"torchdoctor run {target}")
-    emit(result.report, output_format, title=f"torchdoctor run {target}")
+    write_report(result.report)
+    emit(result.report, output_format, title=title)
+    ended_by = result.report.facts.get("ended_by_signal")
+    if ended_by is not None:  # Ctrl-C: end by SIGINT, as python would
+        import signal
+
+        sys.stdout.flush()
+        die_by(int(signal.Signals[ended_by]))
     sys.exit(result.exit_code(parse_fail_on(fail_on)))
 
 
@@ -352,18 +384,23 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
 @click.option("--trust", is_flag=True,
               help="Load with weights_only=False. Unpickling runs whatever code the file "
                    "names: use it only for files from a source you trust.")
+@click.option("--force", is_flag=True, help="With --write-remapped: replace an existing file.")
 @format_option("text", ("text", "json", "html"))
 @fail_on_option
 @click.option("--select", multiple=True, help="Only these codes or prefixes (TD9, TD910).")
 @click.option("--ignore", multiple=True, help="Skip these codes or prefixes.")
 @guarded
 def ckpt_command(file: Path, model_spec: str | None, write_remapped: Path | None,
-                 other: Path | None, trust: bool, output_format: str, fail_on: str,
-                 select: tuple[str, ...], ignore: tuple[str, ...]) -> None:
+                 other: Path | None, trust: bool, force: bool, output_format: str,
+                 fail_on: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> None:
     """Inspect a checkpoint safely; compare it with a model, remap its keys, diff it."""
     from torchdoctor.ckpt import diagnose, load_model
     from torchdoctor.ckpt.summary import render_ckpt_summary
+    from torchdoctor.outputs import checked_output, target_file
 
+    write_remapped = checked_output(
+        write_remapped, "--write-remapped", refuse_existing=True, force=force,
+        inputs=(file, other, target_file(model_spec) if model_spec else None))
     model = load_model(model_spec) if model_spec else None
     report = diagnose(file, model=model, trust=trust, write_remapped=write_remapped,
                       diff=other, select=select or None, ignore=ignore or None)

@@ -236,6 +236,7 @@ class EventHandlers:
         self.m.dispatch.call("on_step_end", event)
         if event.sampled:
             self.m.dispatch.call("on_step_end:sampled", event)
+            self.m.progress()
         if self._discovery_handle is not None and (
                 self.global_step >= self.m.options.discovery_steps):
             self._end_discovery()

@@ -10,6 +10,7 @@ failure of the monitor itself switches the whole monitor off (``TD001``). Only
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sys
@@ -64,6 +65,9 @@ class MonitorOptions:
         script: the script run by ``torchdoctor run``; its frames are always user code,
             even inside an installed package or torchdoctor itself (the demo).
         roots: directories of the user's code.
+        progress: called with the report so far at sampled steps when findings changed
+            (``torchdoctor run --report`` keeps its file current, so that a run that ends
+            by ``os._exit`` or a kill still leaves its findings); its failures are ignored.
     """
 
     command: str = "watch"
@@ -75,6 +79,7 @@ class MonitorOptions:
     localise_non_finite: bool = False
     script: Path | None = None
     roots: tuple[Path, ...] = ()
+    progress: Callable[[Report], None] | None = None
 
 
 _ACTIVE: list[Monitor] = []
@@ -118,6 +123,11 @@ class Monitor:
         self._hooks = HookSet(self.torch)
         self._started = 0.0
         self._started_clock = ""
+        self._pid = os.getpid()
+        self.final_report: Report | None = None
+        self.detachable = False  # started by watch().start(): a later watch may end it
+        self._progress_count = -1
+        self._progress_off = False
         load_detector_modules((Depth.RUN,))
         self.dispatch = Dispatcher(registered_detectors(Depth.RUN), self.options.selection)
         self.readback = Readback(self.torch, self._readback_failed)
@@ -199,6 +209,21 @@ class Monitor:
     def add_series(self, name: str, values: Sequence[float]) -> None:
         self.series[name] = list(values)
 
+    def progress(self) -> None:
+        """Hand the report so far to ``options.progress`` if findings changed since the
+        last time (called at sampled steps; never raises, a failing callback is dropped)."""
+        callback = self.options.progress
+        count = len(self.dispatch.findings)
+        if callback is None or self._progress_off or count == self._progress_count:
+            return
+        if self._pid != os.getpid():  # a forked child: the file is the parent's
+            return
+        self._progress_count = count
+        try:
+            callback(self._report())
+        except Exception:  # noqa: BLE001 - the report file is a convenience, the run is not
+            self._progress_off = True
+
     # -- lifecycle -----------------------------------------------------------------------
 
     def attach(self) -> None:
@@ -224,7 +249,31 @@ class Monitor:
             self.fail(error, "attach")
 
     def finish(self, exc: BaseException | None = None) -> Report:
-        """Remove the hooks, let detectors conclude, and build the report."""
+        """Remove the hooks, let detectors conclude, and build the report.
+
+        Idempotent (a second call returns the same report), and it never raises: whatever
+        fails in here becomes a ``TD001`` finding, and the process is left unwatched
+        (hooks removed, the run script unregistered) in every case.
+        """
+        if self.final_report is not None:
+            return self.final_report
+        try:
+            report = self._finish(exc)
+        except Exception as error:  # noqa: BLE001 - never into the user's code
+            self.fail(error, "finish")
+            report = self._report()
+        finally:
+            self.enabled = False
+            with contextlib.suppress(Exception):
+                self._hooks.remove()  # a no-op when _finish got that far
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+            if self.options.script is not None:
+                remove_run_script(str(self.options.script))
+        self.final_report = report
+        return report
+
+    def _finish(self, exc: BaseException | None) -> Report:
         self.enabled = False
         self._hooks.remove()
         if self in _ACTIVE:
@@ -246,8 +295,6 @@ class Monitor:
             self.dispatch.guarded(detector, method, self._report())
         report = self._report()
         self._release()
-        if self.options.script is not None:
-            remove_run_script(str(self.options.script))
         return report
 
     def _release(self) -> None:

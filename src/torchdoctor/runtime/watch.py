@@ -65,8 +65,13 @@ class Watch:
             # monitor already sees everything, so this block only reads its findings.
             self._outer = outer
             return self
+        if outer is not None and outer.detachable:
+            # An earlier watch().start() never stopped (a notebook cell run again): it
+            # ends here, and its stop() returns what it saw.
+            outer.finish()
         monitor = Monitor(self._options, self._models, self._optimizers)
         monitor.attach()
+        monitor.detachable = True
         self._monitor = monitor
         return self
 
@@ -83,7 +88,10 @@ class Watch:
         return self._report
 
     def __enter__(self) -> Watch:
-        return self.start()
+        self.start()
+        if self._monitor is not None:
+            self._monitor.detachable = False  # a with block ends where it ends
+        return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> bool:
@@ -98,6 +106,8 @@ class Watch:
         monitor = self._monitor or self._outer
         if monitor is None:
             raise UsageError("this watch() was never started")
+        if monitor.final_report is not None:  # ended by a later watch().start()
+            return monitor.final_report
         report = Report(command=self._options.command)
         report.extend(monitor.dispatch.findings.values())
         return report
@@ -106,6 +116,8 @@ class Watch:
     def step(self) -> int:
         """Optimizer steps seen so far."""
         monitor = self._monitor or self._outer
+        if monitor is not None and monitor.final_report is not None:
+            return int(monitor.final_report.facts.get("steps", 0))
         if monitor is not None:
             return monitor.global_step
         return int(self._report.facts.get("steps", 0)) if self._report is not None else 0

@@ -94,3 +94,41 @@ def test_a_watched_model_can_be_scripted_and_traced() -> None:
         x = torch.randn(2, 8)
         assert torch.equal(scripted(x), model(x)) and torch.equal(traced(x), model(x))
     assert not [f for f in w.report.findings if f.code == INTERNAL_ERROR_CODE]
+
+
+def test_a_watch_started_and_never_stopped_does_not_block_the_next() -> None:
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    first = torchdoctor.watch().start()
+    step(model, optimizer)
+    second = torchdoctor.watch().start()  # a notebook cell run again
+    step(model, optimizer)
+    assert first.step == 1 and first.report.facts["steps"] == 1
+    assert second.stop().facts["steps"] == 1
+    assert first.stop() is first.report
+
+
+def test_a_with_block_still_refuses_a_nested_watch() -> None:
+    with torchdoctor.watch(), pytest.raises(torchdoctor.UsageError):
+        torchdoctor.watch().start()
+
+
+def test_a_failure_inside_finish_is_a_finding_and_leaves_nothing_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchdoctor.runtime import monitor as monitor_module
+
+    def broken(self: object, exc: object) -> None:
+        raise RuntimeError("broken finish")
+
+    before = torch.autograd.backward
+    monitor = monitor_module.Monitor()
+    monitor.attach()
+    assert torch.autograd.backward is not before
+    monkeypatch.setattr(monitor_module.Monitor, "_finish", broken)
+    report = monitor.finish()
+    assert [f.code for f in report.findings] == [INTERNAL_ERROR_CODE]
+    assert "broken finish" in report.findings[0].message
+    assert monitor_module.active_monitor() is None and torch.autograd.backward is before
+    assert monitor.finish() is report
+    with torchdoctor.watch():  # the process can be watched again
+        pass
