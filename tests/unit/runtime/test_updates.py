@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,62 @@ def test_any_line_search_optimizer_is_judged_by_the_loss() -> None:
                                head_std=1e-4)
     assert losses[-1] < losses[0]
     assert not report.by_code("TD606")
+
+
+# -- judged by outcome: large steps of a run that learns -------------------------------------
+
+
+class LocalLayer(nn.Linear):
+    """A forward-forward layer: its own optimizer and a loss of its own activations."""
+
+    def __init__(self, n_in: int, n_out: int, lr: float) -> None:
+        super().__init__(n_in, n_out)
+        nn.init.normal_(self.weight, std=1e-3)  # tiny weights: Adam's first steps dwarf them
+        self.opt = torch.optim.Adam(self.parameters(), lr=lr)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+        return torch.relu(torch.mm(x, self.weight.T) + self.bias.unsqueeze(0))
+
+    def fit(self, pos: torch.Tensor, neg: torch.Tensor, epochs: int) -> tuple[Any, Any]:
+        for _ in range(epochs):
+            goodness = torch.cat([2.0 - self.forward(pos).pow(2).mean(1),
+                                  self.forward(neg).pow(2).mean(1) - 2.0])
+            loss = torch.log1p(torch.exp(goodness)).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+        return self.forward(pos).detach(), self.forward(neg).detach()
+
+
+def forward_forward(lr: float) -> torchdoctor.Report:
+    torch.manual_seed(0)
+    prototypes = torch.rand(4, 24)
+    labels = torch.randint(0, 4, (64,))
+    pos = prototypes[labels] + 0.1 * torch.rand(64, 24)
+    neg = prototypes[(labels + 1) % 4] + 0.1 * torch.rand(64, 24)
+    layers = [LocalLayer(24, 16, lr), LocalLayer(16, 16, lr)]  # a plain list: no model
+    with torchdoctor.watch(sample_every=1) as w:
+        for layer in layers:
+            pos, neg = layer.fit(pos, neg, 40)
+    return w.report
+
+
+def test_forward_forward_layers_with_large_steps_that_learn_are_quiet() -> None:
+    report = forward_forward(lr=0.03)  # steps of 30x the weights at first, yet it learns
+    assert not report.by_code("TD606")
+
+
+def test_forward_forward_layers_whose_loss_does_not_fall_are_named_by_their_module() -> None:
+    [found] = forward_forward(lr=1.0).by_code("TD606")
+    assert found.location.object in {"LocalLayer.weight", "LocalLayer.bias"}
+    assert "param[" not in found.message
+
+
+def test_a_parameter_group_is_named_when_the_optimizer_has_several() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD([{"params": model[0].parameters()},
+                                 {"params": model[2].parameters(), "lr": 200.0}], lr=0.01)
+    [found] = train(model, optimizer, 8).by_code("TD606")
+    assert found.location.object == "2.weight" and "(parameter group 1)" in found.message

@@ -18,7 +18,8 @@ from torchdoctor.findings import Location
 from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, MonitorView, OptimizerInfo
 
 __all__ = [
-    "assignment_location", "describe_params", "display_path", "group_by_module", "param_name",
+    "assignment_location", "describe_params", "display_path", "group_by_module", "owner_name",
+    "param_name",
     "script_assignment_location",
 ]
 
@@ -30,7 +31,26 @@ def param_name(monitor: MonitorView, info: OptimizerInfo, index: int) -> str:
     model is (L-BFGS runs the model's first forward inside ``step()``): the model known
     now is asked first, and ``param[7]`` remains only for parameters of no known model.
     """
-    return monitor.param_name(info.params[index]) or info.names[index]
+    name = monitor.param_name(info.params[index]) or info.names[index]
+    if name.startswith("param["):
+        name = owner_name(info.params[index]) or name
+    return name
+
+
+def owner_name(param: Any) -> str | None:
+    """``Layer.weight``: the class and attribute of the module holding ``param``, for a
+    module no model known to the monitor contains (layers kept in a plain list and called
+    through their ``forward``). One pass over the live objects: for reports only."""
+    import gc
+
+    import torch
+
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.nn.Module):
+            for name, value in obj._parameters.items():
+                if value is param:
+                    return f"{type(obj).__name__}.{name}"
+    return None
 
 
 def group_by_module(model: Any, params: Iterable[Any]) -> list[tuple[str, list[str]]]:

@@ -9,10 +9,16 @@ Quasi-Newton and line-search optimizers (``torch.optim.LBFGS``, or any optimizer
 first L-BFGS step several times the size of a small weight matrix is normal, and so are
 tiny steps once it has converged. They are judged by one rule only: a step far larger than
 the weights *after which the loss was worse*.
+
+Every verdict of "too large" is judged by its outcome: the losses whose gradients an
+optimizer consumed are its curve, and a run whose curve fell clearly (layer-local losses
+of forward-forward training, fast fine-tuning) is learning, however large its steps look.
+Messages name the parameter by its module path and the optimizer's parameter group.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Sequence
@@ -38,13 +44,16 @@ UPDATE_TOO_LARGE = 0.3      # a step replacing this fraction of a weight matrix
 UPDATE_TOO_SMALL = 1e-6     # a step moving the weights by less than this fraction
 STEP_JUMP = 1.0             # one step larger than the weights themselves
 LINE_SEARCH_JUMP = 100.0    # the same, for optimizers that pick their own step length
+CONVERGING = 0.9            # last window median below this share of the first: learning
+_MIN_CURVE = 10             # losses an optimizer's curve needs before it can clear a verdict
+_MAX_RUNS = 10_000          # runs of one optimizer's steps remembered (alternating GANs)
 
 
 @detector("TD606", depth=Depth.RUN)
 class UpdateRatio(RuntimeDetector):
     """Update-to-weight ratio of each weight matrix, judged at the working learning rate."""
 
-    sampled_hooks = frozenset({"on_step_begin", "on_step_end"})
+    sampled_hooks = frozenset({"on_step_end"})
 
     def __init__(self) -> None:
         self._samples: dict[int, list[StepSample]] = {}
@@ -52,8 +61,15 @@ class UpdateRatio(RuntimeDetector):
         self._line_search: set[int] = set()
         self._closure_backwards: int | None = None  # counting inside a sampled closure step
         self._first_loss: dict[int, float] = {}     # global step -> its first loss
+        self._last_backward = -1
+        self._step_backward = -1                     # the last backward before the last step
+        self._owner: list[tuple[int, int]] = []     # (first backward index, optimizer key)
+        self._losses: list[tuple[int, float]] = []  # (backward index, finite loss)
 
     def on_step_begin(self, event: StepEvent) -> None:
+        self._own_backwards(id(event.optimizer))
+        if not event.sampled:
+            return
         if id(event.optimizer) not in self._site:
             self._site[id(event.optimizer)] = self.monitor.user_site()
         if _is_quasi_newton(event.optimizer):
@@ -61,8 +77,16 @@ class UpdateRatio(RuntimeDetector):
         self._closure_backwards = 0 if event.closure else None
 
     def on_backward(self, event: BackwardEvent) -> None:
+        self._last_backward = event.index
         if self._closure_backwards is not None:
             self._closure_backwards += 1
+
+    def _own_backwards(self, key: int) -> None:
+        """The backward passes since the previous step belong to the optimizer stepping now
+        (kept as the first index of each run of one optimizer's steps)."""
+        if (not self._owner or self._owner[-1][1] != key) and len(self._owner) < _MAX_RUNS:
+            self._owner.append((self._step_backward + 1, key))
+        self._step_backward = self._last_backward
 
     def on_step_end(self, event: StepEvent) -> None:
         if (self._closure_backwards or 0) > 1:  # the closure was evaluated several times
@@ -72,6 +96,22 @@ class UpdateRatio(RuntimeDetector):
     def on_losses(self, losses: Sequence[LossValue]) -> None:
         for loss in losses:
             self._first_loss.setdefault(loss.global_step, loss.value)
+            if math.isfinite(loss.value):
+                self._losses.append((loss.index, loss.value))
+
+    def _owner_of(self, index: int) -> int | None:
+        """The optimizer whose step consumed the gradients of backward pass ``index``."""
+        at = bisect.bisect_right(self._owner, (index, math.inf)) - 1
+        return self._owner[at][1] if at >= 0 else None
+
+    def _converging(self, key: int) -> bool:
+        """Whether the optimizer's loss curve fell clearly from its start to its end."""
+        curve = [value for index, value in self._losses if self._owner_of(index) == key]
+        if len(curve) < _MIN_CURVE:
+            return False
+        width = max(3, len(curve) // 5)
+        first, last = statistics.median(curve[:width]), statistics.median(curve[-width:])
+        return last < CONVERGING * first if first > 0 else last < first
 
     def on_sample(self, sample: StepSample) -> None:
         if sample.update_ratios is not None:
@@ -85,6 +125,8 @@ class UpdateRatio(RuntimeDetector):
             if key in self._line_search:
                 self._line_search_jump(info, samples, weights, self._site.get(key))
                 continue
+            if self._converging(key):
+                continue  # judged by its outcome: this optimizer's loss fell, it learns
             if self._jump(info, samples, weights, self._site.get(key)):
                 continue
             medians = _median_ratios(samples, weights)
@@ -93,18 +135,19 @@ class UpdateRatio(RuntimeDetector):
 
     def _jump(self, info: OptimizerInfo, samples: list[StepSample], weights: list[int],
               site: CallSite | None) -> bool:
-        """A single step that moved a weight matrix by more than its own size."""
-        for sample in samples:
-            found = _largest_ratio(sample, weights, STEP_JUMP)
-            if found is not None:
-                ratio, index = found
-                self._emit(info, site, self._name(info, index), ratio, "large",
-                           f"at step {sample.step} a single update was {ratio:.3g} times the "
-                           "size of the weights, so training is thrown off and usually "
-                           "diverges", "Lower the learning rate, or use a mean (not summed) "
-                           "loss so that gradients do not scale with the batch.")
-                return True
-        return False
+        """Steps that moved a weight matrix by more than its own size, more than once."""
+        jumps = [(sample, found) for sample in samples
+                 if (found := _largest_ratio(sample, weights, STEP_JUMP)) is not None]
+        if len(jumps) < 2:
+            return False  # one outlier step does not persist
+        sample, (ratio, index) = jumps[0]
+        self._emit(info, site, self._name(info, index), ratio, "large",
+                   f"at step {sample.step} a single update was {ratio:.3g} times the size of "
+                   f"the weights ({len(jumps)} of {len(samples)} sampled steps were), and "
+                   "the loss did not fall: training is thrown off and usually diverges",
+                   "Lower the learning rate, or use a mean (not summed) loss so that "
+                   "gradients do not scale with the batch.")
+        return True
 
     def _line_search_jump(self, info: OptimizerInfo, samples: list[StepSample],
                           weights: list[int], site: CallSite | None) -> None:
@@ -130,20 +173,33 @@ class UpdateRatio(RuntimeDetector):
         overall = statistics.median(medians.values())
         if medians[worst] > UPDATE_TOO_LARGE:
             self._emit(info, site, self._name(info, worst), medians[worst], "large",
-                       "each step replaces a large part of the weights, so training is "
-                       "unstable or diverges", "Lower the learning rate (by 10x to start with).")
+                       "each step replaces a large part of the weights, and the loss did not "
+                       "fall: training is unstable or diverges",
+                       "Lower the learning rate (by 10x to start with).")
         elif 0 < overall < UPDATE_TOO_SMALL and not vanishing:  # TD215 says why
             self._emit(info, site, info.label, overall, "small",
                        "the weights barely move, so the model learns nothing in a useful time",
                        "Raise the learning rate (check it for a typo such as 1e-9).")
 
     def _name(self, info: OptimizerInfo, index: int) -> str:
+        """``encoder.0.weight``: the parameter's path in its model."""
         return param_name(self.monitor, info, index)
+
+    def _group_text(self, info: OptimizerInfo, name: str) -> str:
+        """`` (parameter group 1)`` when the optimizer has several groups."""
+        groups = info.optimizer.param_groups
+        if len(groups) < 2:
+            return ""
+        for g, group in enumerate(groups):
+            if any(self.monitor.param_name(p) == name for p in group["params"]):
+                return f" (parameter group {g})"
+        return ""
 
     def _emit(self, info: OptimizerInfo, site: CallSite | None, obj: str, ratio: float,
               kind: str, why: str, fix: str) -> None:
         lr = ", ".join(f"{g.get('lr')}" for g in info.optimizer.param_groups)
-        subject = f"`{obj}`" if kind == "large" else f"the weights of {info.label}"
+        subject = f"`{obj}`{self._group_text(info, obj)}" if kind == "large" else \
+            f"the weights of {info.label}"
         self.emit(finding(
             "TD606",
             f"Updates of {subject} are too {kind}: {info.label} steps change them by "
