@@ -11,6 +11,7 @@ fills while it traverses the tree.
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterable
 
 from torchdoctor.static import torchapi
@@ -68,6 +69,8 @@ class NameResolver(SourceText):
         self.class_index: dict[str, ClassScope] = {}
         self.classes: dict[ast.AST, ClassScope] = {}
         self._tables: dict[ast.AST, dict[str, list[Binding]]] = {}
+        self._sorted: dict[tuple[ast.AST, str],
+                           tuple[list[tuple[int, int]], list[Binding]]] = {}
         self._attributes: dict[ast.AST, dict[str, list[tuple[Binding, ast.AST]]]] = {}
         self._aliases: dict[tuple[int, int], str | None] = {}
         self._callers: dict[int, list[tuple[Scope, Item]]] | None = None
@@ -172,12 +175,9 @@ class NameResolver(SourceText):
         position = (name.lineno, name.col_offset)
         while True:
             owner: ast.AST = current.node if current is not None else self.tree
-            # In `x = f(x)` the `x` on the right is the previous binding, not this one.
-            bindings = [b for b in self._table(owner).get(name.id, ())
-                        if not _encloses(b, position)]
-            if bindings:
-                before = [b for b in bindings if b.position < position]
-                return (before[-1] if before else bindings[0]), current
+            found = self._nearest(owner, name.id, position)
+            if found is not None:
+                return found, current
             if current is None:
                 return None
             current = current.parent
@@ -231,6 +231,30 @@ class NameResolver(SourceText):
 
     def _scope(self, scope: ScopeArg) -> Scope:
         return self.function if isinstance(scope, _Current) else scope
+
+    def _nearest(self, owner: ast.AST, name: str, position: tuple[int, int]
+                  ) -> Binding | None:
+        """The last binding of ``name`` in ``owner`` before ``position``, else its first
+        one; bindings whose statement contains ``position`` do not count (in
+        ``x = f(x)`` the ``x`` on the right is the previous binding). A binary search
+        over the bindings sorted once per name: a name bound thousands of times in one
+        long function costs a few steps per lookup, not a scan."""
+        key = (owner, name)
+        ordered = self._sorted.get(key)
+        if ordered is None:
+            bindings = sorted(self._table(owner).get(name, ()), key=_position_of)
+            ordered = self._sorted[key] = ([b.position for b in bindings], bindings)
+        positions, bindings = ordered
+        if not bindings:
+            return None
+        index = bisect.bisect_left(positions, position)
+        for candidate in range(index - 1, -1, -1):
+            if not _encloses(bindings[candidate], position):
+                return bindings[candidate]
+        for candidate in range(index, len(bindings)):
+            if not _encloses(bindings[candidate], position):
+                return bindings[candidate]
+        return None
 
     def _table(self, owner: ast.AST) -> dict[str, list[Binding]]:
         table = self._tables.get(owner)
@@ -292,6 +316,10 @@ def _returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Retur
             stack.extend(reversed([c for c in ast.iter_child_nodes(node)
                                    if isinstance(c, ast.stmt)]))
     return found
+
+
+def _position_of(binding: Binding) -> tuple[int, int]:
+    return binding.position
 
 
 def _encloses(binding: Binding, position: tuple[int, int]) -> bool:
