@@ -11,7 +11,12 @@ pytestmark = pytest.mark.needs_torch
 pytest.importorskip("torch")  # the detectors package imports torch-using modules
 
 from tests.unit.runtime.fakes import SITE, FakeMonitor, attach, codes, finish  # noqa: E402
-from torchdoctor.runtime.detectors.base import CallSite, LossValue, StepEvent  # noqa: E402
+from torchdoctor.runtime.detectors.base import (  # noqa: E402
+    BackwardEvent,
+    CallSite,
+    LossValue,
+    StepEvent,
+)
 from torchdoctor.runtime.detectors.loss import LossDynamics, spearman  # noqa: E402
 
 
@@ -116,3 +121,44 @@ def test_diverging_loss_is_found() -> None:
 def test_stall_after_warmup_is_found() -> None:
     lrs = [0.1 * min(1.0, (s + 1) / 50) for s in range(250)]
     assert "TD612" in judge({SITE: noisy([2.3] * 250, 0.05, seed=5)}, lrs)
+
+
+# -- losses summed over episodes of varying length (policy gradient, actor-critic) ---------
+
+
+def _episodes(lengths: list[int]) -> set[str]:
+    """An actor-critic-shaped loop: one backward per episode of the summed step losses."""
+    import torch
+
+    import torchdoctor
+
+    torch.manual_seed(0)
+    policy = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    with torchdoctor.watch() as session:
+        for length in lengths:
+            terms = [policy(torch.randn(1, 4)).pow(2).sum() for _ in range(length)]
+            loss = torch.stack(terms).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return session.report.codes()
+
+
+def test_a_loss_over_longer_and_longer_episodes_is_not_diverging() -> None:
+    lengths = [max(2, 40 - s) for s in range(40)] + [2 + 2 * s for s in range(60)]
+    assert "TD613" not in _episodes(lengths)
+
+
+def test_a_summed_loss_of_fixed_length_that_rises_is_still_judged() -> None:
+    curve = noisy([1.0 * math.exp(-s / 20) + 0.3 for s in range(60)]
+                  + [0.3 * math.exp(s / 12) for s in range(60)], 0.05)
+    monitor = FakeMonitor()
+    detector = attach(LossDynamics(), monitor)
+    import torch
+
+    for step, value in enumerate(curve):
+        loss = torch.stack([torch.tensor(value / 4, requires_grad=True)] * 4).sum()
+        detector.on_backward(BackwardEvent(loss, SITE, step, step, None))
+        detector.on_losses([LossValue(value, SITE, step, step)])
+    assert "TD613" in codes(finish(detector, monitor))

@@ -5,7 +5,10 @@ a multi-task model's separate backward calls are judged separately. Every verdic
 medians of windows of the curve, never single values, so mini-batch noise does not
 decide; "not decreasing" only looks at the part of the run where the learning rate is at
 least half its peak, so a warm-up never looks like a stall. Adversarial set-ups (several
-optimizers *and* several backward sites) are not judged on trends at all.
+optimizers *and* several backward sites) are not judged on trends at all, and neither is
+a loss summed over a variable number of terms (the returns of episodes of different
+lengths in policy-gradient and actor-critic training): its size follows the episode's
+length, and rises as the agent gets better.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ from dataclasses import dataclass, field
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import CallSite, LossValue, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import (
+    BackwardEvent,
+    CallSite,
+    LossValue,
+    RuntimeDetector,
+    StepEvent,
+)
 
 __all__ = ["LossDynamics", "spearman"]
 
@@ -26,6 +35,9 @@ CONSTANT_RUN = 20        # identical consecutive losses that make "constant"
 STALL_MIN_VALUES = 100   # losses at the working learning rate needed to call a stall
 STALL_MAX_GAIN = 0.05    # a stall improved on its first window by less than this
 DIVERGE_MIN_VALUES = 30
+_TERM_CHECKS = 64        # backward passes per site whose graph is read for a variable sum
+_GRAPH_NODES = 12        # autograd nodes read from the loss down, at most
+_JOINS = frozenset({"StackBackward0", "CatBackward0"})
 
 
 @dataclass(slots=True)
@@ -44,6 +56,17 @@ class LossDynamics(RuntimeDetector):
         self._curves: dict[CallSite, _Curve] = {}
         self._lrs: list[tuple[int, float]] = []  # (global step, lr) of the first optimizer
         self._optimizers: set[int] = set()
+        self._terms: dict[CallSite, set[int]] = {}  # site -> term counts of its summed loss
+        self._checked: dict[CallSite, int] = {}
+
+    def on_backward(self, event: BackwardEvent) -> None:
+        checked = self._checked.get(event.site, 0)
+        if checked >= _TERM_CHECKS:
+            return
+        self._checked[event.site] = checked + 1
+        count = _joined_terms(event.loss)
+        if count is not None:
+            self._terms.setdefault(event.site, set()).add(count)
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
         for loss in losses:
@@ -65,7 +88,7 @@ class LossDynamics(RuntimeDetector):
         for site, curve in self._curves.items():
             if self._constant(site, curve):
                 continue
-            if adversarial:
+            if adversarial or len(self._terms.get(site, ())) > 1:
                 continue
             if not self._diverging(site, curve):
                 self._stalled(site, curve)
@@ -162,6 +185,22 @@ class LossDynamics(RuntimeDetector):
             end = next(step for step, lr in reversed(self._lrs) if lr >= 0.5 * peak)
             kept = [(v, s) for v, s in kept if s <= end + 1]
         return [v for v, _ in kept], [s for _, s in kept]
+
+
+def _joined_terms(loss: object) -> int | None:
+    """How many tensors the first ``stack``/``cat`` under the loss joins, if any: a loss
+    summed over an episode's steps joins as many terms as the episode was long."""
+    frontier = [getattr(loss, "grad_fn", None)]
+    seen = 0
+    while frontier and seen < _GRAPH_NODES:
+        node = frontier.pop(0)
+        if node is None:
+            continue
+        seen += 1
+        if type(node).__name__ in _JOINS or node.name() in _JOINS:
+            return len(node.next_functions)
+        frontier.extend(next_node for next_node, _ in node.next_functions)
+    return None
 
 
 def _window_medians(values: list[float], width: int) -> list[float]:
