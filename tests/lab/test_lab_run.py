@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,11 +54,31 @@ def isolated(folder: Path) -> Iterator[None]:
             dynamo.reset()
 
 
+# A lab whose file says `# lab: nproc-per-node=N` is a multi-process job: it runs as
+# `torchdoctor run --nproc-per-node N` would (N gloo ranks on 127.0.0.1, one report).
+_NPROC = re.compile(r"^# lab: nproc-per-node=(\d+)$", re.MULTILINE)
+JOB_MAX_STEPS, JOB_TIMEOUT_S = 12, 240
+
+
 def run_lab(path: Path) -> Report:
     from torchdoctor.runtime.script import run_script
 
+    nproc = _NPROC.search(path.read_text(encoding="utf-8"))
+    if nproc is not None:
+        return run_job_lab(path, int(nproc.group(1)))
     with isolated(path.parent):
         return run_script(str(path), [], max_steps=MAX_STEPS, status=False).report
+
+
+def run_job_lab(path: Path, nproc: int) -> Report:
+    from torchdoctor.distributed.job import launch
+    from torchdoctor.runtime.children import ChildConfig
+
+    with isolated(path.parent):
+        result = launch(str(path), [], nproc, timeout=JOB_TIMEOUT_S,
+                        config=ChildConfig(parts="", max_steps=JOB_MAX_STEPS))
+    assert result.exit_status != 124, f"{path} did not finish in {JOB_TIMEOUT_S} s"
+    return result.report
 
 
 @pytest.mark.parametrize("case", labkit.lab_params(Depth.RUN))

@@ -35,7 +35,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     criterion = nn.CrossEntropyLoss()
     for epoch in range(3):
-        for step, (idx, xb, yb) in enumerate(loader):
+        for step, (idx, xb, yb) in enumerate(loader):  # expect[run]: TD801
             if step == 0:
                 print(f"rank {dist.get_rank()} epoch {epoch}: first indices {idx[:5].tolist()}")
             optimizer.zero_grad()

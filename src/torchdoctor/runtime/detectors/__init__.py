@@ -31,3 +31,4 @@ _MODULES = (
 
 for _name in _MODULES:
     importlib.import_module(f"{__name__}.{_name}")
+importlib.import_module("torchdoctor.distributed.detectors")  # cross-rank checks (TD8xx)

@@ -1,0 +1,62 @@
+"""DDP training with BatchNorm whose buffers DDP keeps in step across ranks.
+
+With the default `broadcast_buffers=True`, DDP copies rank 0's buffers (BatchNorm's
+running mean and variance) to every rank at the start of each forward, so all ranks
+evaluate one model. (On GPUs, `nn.SyncBatchNorm.convert_sync_batchnorm(net)` goes further
+and computes the batch statistics over all ranks.) Runs as 2 gloo processes on
+127.0.0.1: `python fixed.py` spawns them, `torchrun --nproc-per-node 2 fixed.py` launches
+them.
+"""
+# lab: nproc-per-node=2
+
+import os
+import socket
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def train() -> None:
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = (x[:, 0] > 0).long()
+    dataset = TensorDataset(x, y)
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+    net = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 2))
+    model = DDP(net)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+    dist.destroy_process_group()
+
+
+def spawned(rank: int, world_size: int, port: int) -> None:
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size)
+    )
+    train()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+if __name__ == "__main__":
+    if "RANK" in os.environ:  # started by torchrun
+        train()
+    else:
+        mp.spawn(spawned, args=(2, free_port()), nprocs=2)
