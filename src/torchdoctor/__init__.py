@@ -122,6 +122,7 @@ def check(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     seed: int = 0,
+    forecast: Any | None = None,
 ) -> Report:
     """Pre-flight a training setup (a few probe steps on copies) and report what is wrong.
 
@@ -138,6 +139,8 @@ def check(
         select: codes or prefixes to report; default all.
         ignore: codes or prefixes not to report.
         seed: seed for every random draw of the check, so two runs agree.
+        forecast: ``torchdoctor.preflight.forecast.ForecastOptions`` to add the
+            peak-memory forecast to the facts; the model summary is always there.
 
     Returns:
         The :class:`Report` of ``check`` findings, with facts (timings, device, batch).
@@ -151,7 +154,7 @@ def check(
     from torchdoctor.preflight import check as check_setup
 
     return check_setup(model, data, loss_fn, optimizer, device=device, select=select,
-                       ignore=ignore, seed=seed)
+                       ignore=ignore, seed=seed, forecast=forecast)
 
 
 def watch(

@@ -187,10 +187,21 @@ def explain_command(code: str) -> None:
               "default: the device the factory names, else the model's.")
 @click.option("--seed", default=0, show_default=True, type=int,
               help="Seed for every random draw of the check.")
+@click.option("--forecast", "forecast_device", type=click.Choice(("cuda", "cpu")),
+              default=None, help="Forecast the peak memory of a training step on this device.")
+@click.option("--batch-sizes", default=None, metavar="B1,B2,...",
+              help="With --forecast: the batch sizes to forecast (default: the probe batch's).")
+@click.option("--device-memory", default=None, metavar="SIZE",
+              help="With --forecast: the device's memory (80GiB, 24GB); default: detected.")
+@click.option("--amp", type=click.Choice(("bf16", "fp16")), default=None,
+              help="With --forecast: training runs under autocast with this dtype.")
+@click.option("--summary-depth", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Depth of modules shown in the model summary of the text report.")
 @guarded
 def check_command(target: str, output_format: str, fail_on: str, output: Path | None,
                   select: tuple[str, ...], ignore: tuple[str, ...], device: str | None,
-                  seed: int) -> None:
+                  seed: int, forecast_device: str | None, batch_sizes: str | None,
+                  device_memory: str | None, amp: str | None, summary_depth: int) -> None:
     """Pre-flight the model, data, loss and optimizer that a factory returns.
 
     TARGET is pkg.module:factory or path/to/file.py:factory (the factory defaults to
@@ -201,11 +212,54 @@ def check_command(target: str, output_format: str, fail_on: str, output: Path | 
     from torchdoctor.preflight.factory import check_factory
 
     output = checked_output(output, "--output", inputs=(target_file(target),))
+    forecast = _forecast_options(forecast_device, batch_sizes, device_memory, amp)
     report = check_factory(target, select=select or None, ignore=ignore or None,
-                           device=device, seed=seed)
+                           device=device, seed=seed, forecast=forecast)
+    report.facts["summary_depth"] = summary_depth
     _show_internal_errors(report)
     emit(report, output_format, output, title=f"torchdoctor check {target}")
     sys.exit(report.exit_code(parse_fail_on(fail_on)))
+
+
+def _forecast_options(device: str | None, batch_sizes: str | None, memory: str | None,
+                      amp: str | None) -> Any:
+    """``--forecast`` and its options as ``ForecastOptions`` (``None`` without it)."""
+    from torchdoctor.errors import UsageError
+
+    if device is None:
+        if batch_sizes or memory or amp:
+            raise UsageError("--batch-sizes, --device-memory and --amp go with --forecast")
+        return None
+    from torchdoctor.preflight.forecast import ForecastOptions, parse_bytes
+
+    try:
+        sizes = tuple(int(part) for part in (batch_sizes or "").split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"--batch-sizes takes numbers like 8,16,32, not {batch_sizes!r}"
+                         ) from None
+    return ForecastOptions(device, sizes, parse_bytes(memory) if memory else None, amp)
+
+
+@main.command("summary")
+@click.argument("target")
+@format_option("text", ("text", "json"))
+@click.option("--depth", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Depth of modules shown in the text table (JSON has every module).")
+@guarded
+def summary_command(target: str, output_format: str, depth: int) -> None:
+    """Summarise the model a factory returns: parameters, buffers, dtypes, output shapes
+    and activation memory per module (measured on fake tensors; the model is not run)."""
+    from torchdoctor.preflight.memory_facts import summary_factory
+
+    report = summary_factory(target)
+    report.facts["summary_depth"] = depth
+    if output_format == "text":
+        from torchdoctor.report.memory_text import render_summary_text
+
+        click.echo(render_summary_text(report.facts), nl=False)
+    else:
+        emit(report, output_format)
+    sys.exit(EXIT_CLEAN)
 
 
 # --- lint (static) -----------------------------------------------------------------------

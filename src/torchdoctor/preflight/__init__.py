@@ -51,6 +51,7 @@ def check(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     seed: int = 0,
+    forecast: Any | None = None,
 ) -> Report:
     """Pre-flight a training setup and report what is wired wrong.
 
@@ -65,6 +66,9 @@ def check(
         select: rule codes or prefixes to report (``["TD2", "TD301"]``); default all.
         ignore: rule codes or prefixes not to report; the longest match wins.
         seed: seed for every random draw of the check, so two runs agree.
+        forecast: a :class:`~torchdoctor.preflight.forecast.ForecastOptions` to add the
+            peak-memory forecast (``facts["forecast"]``); the model summary
+            (``facts["summary"]``) is always added.
 
     Returns:
         A :class:`~torchdoctor.findings.Report` of ``check`` findings, with run facts
@@ -86,7 +90,11 @@ def check(
     _validate(torch, model, loss_fn, optimizer)
     context = CheckContext(model, data, loss_fn, optimizer, device=device,
                            selection=Selection.from_options(select, ignore), seed=seed)
-    return run_probes(context, registered_probes())
+    report = run_probes(context, registered_probes())
+    from torchdoctor.preflight.memory_facts import add_memory_facts
+
+    add_memory_facts(report, context, forecast)
+    return report
 
 
 def _validate(torch: Any, model: Any, loss_fn: Any, optimizer: Any) -> None:

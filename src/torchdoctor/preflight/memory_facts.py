@@ -1,0 +1,69 @@
+"""The model summary and the memory forecast as facts of a ``check`` report.
+
+:func:`add_memory_facts` runs after the probes, on fake copies only: the user's model,
+optimizer and RNGs are not touched (the RNGs and torch's global modes are saved and put
+back around each measurement all the same).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchdoctor.findings import Report
+    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.forecast import ForecastOptions
+
+__all__ = ["add_memory_facts", "summary_factory"]
+
+
+def add_memory_facts(report: Report, ctx: CheckContext,
+                     forecast: ForecastOptions | None = None) -> None:
+    """Add ``summary`` (always) and ``forecast`` (when asked) to ``report.facts``."""
+    from torchdoctor.preflight.summary import summarise
+
+    batch = _probe_batch(ctx)
+    report.facts.update(summarise(ctx.model, batch).to_facts())
+    if forecast is None:
+        return
+    if batch is None:
+        report.facts["forecast"] = []
+        report.facts["forecast_detail"] = {"error": "no batch to measure a step with"}
+        return
+    from torchdoctor.preflight.forecast import forecast_memory
+
+    report.facts.update(forecast_memory(ctx.model, ctx.optimizer, ctx.loss_fn, batch,
+                                        forecast).to_facts())
+
+
+def _probe_batch(ctx: CheckContext) -> Any:
+    """The first batch as the data gave it (``None`` when there is none)."""
+    try:
+        return ctx.batch_as_given
+    except Exception:  # noqa: BLE001 - the probes already reported a bad batch
+        return None
+    finally:
+        ctx.close()
+
+
+def summary_factory(target: str) -> Report:
+    """``torchdoctor summary TARGET``: the model summary of what ``target``'s factory
+    returns, as a report whose facts hold ``summary`` (no probe runs)."""
+    from datetime import datetime, timezone
+
+    from torchdoctor.__about__ import __version__
+    from torchdoctor.findings import Report
+    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.factory import CheckTarget, load_factory
+    from torchdoctor.preflight.failures import call_user
+    from torchdoctor.preflight.summary import summarise
+
+    factory, label = load_factory(target)
+    made = CheckTarget.from_result(call_user(f"the factory {label}", factory),
+                                   f"the factory {label}")
+    report = Report(tool_version=__version__, command="summary",
+                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    ctx = CheckContext(made.model, made.data, made.loss_fn, made.optimizer)
+    report.facts.update(summarise(made.model, _probe_batch(ctx)).to_facts())
+    report.facts["target"] = label
+    return report

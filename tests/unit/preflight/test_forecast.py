@@ -1,0 +1,264 @@
+"""The peak-memory forecast: breakdown, batch-size scaling, fit, remedies, guarantees."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")
+numpy = pytest.importorskip("numpy")
+
+from torch import nn  # noqa: E402
+
+import torchdoctor  # noqa: E402
+from torchdoctor.errors import UsageError  # noqa: E402
+from torchdoctor.preflight.batch import split_batch  # noqa: E402
+from torchdoctor.preflight.forecast import (  # noqa: E402
+    ForecastOptions,
+    forecast_memory,
+    parse_bytes,
+    usable_memory,
+)
+from torchdoctor.preflight.memory import LiveBytes  # noqa: E402
+from torchdoctor.preflight.memory_step import measure_step, real_copy, resize_batch  # noqa: E402
+from torchdoctor.report import RenderOptions, render  # noqa: E402
+
+pytestmark = pytest.mark.needs_torch
+
+FEATURES, HIDDEN, CLASSES = 64, 256, 10
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(HIDDEN, HIDDEN)
+        self.act = nn.GELU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.act(self.linear(x))
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem = nn.Linear(FEATURES, HIDDEN)
+        self.blocks = nn.Sequential(Block(), Block(), Block())
+        self.head = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.stem(x)))
+
+
+def _setup(size: int = 8, optimizer: type = torch.optim.Adam) -> tuple:
+    model = Net()
+    batch = (torch.randn(size, FEATURES), torch.randint(0, CLASSES, (size,)))
+    return model, optimizer(model.parameters(), lr=1e-3), nn.CrossEntropyLoss(), batch
+
+
+def _forecast(options: ForecastOptions, size: int = 8, optimizer: type = torch.optim.Adam):
+    model, opt, loss, batch = _setup(size, optimizer)
+    return forecast_memory(model, opt, loss, split_batch(batch), options)
+
+
+def _param_bytes() -> int:
+    return sum(p.numel() * 4 for p in Net().parameters())
+
+
+def test_the_breakdown_holds_parameters_and_adam_state_exactly() -> None:
+    forecast = _forecast(ForecastOptions("cpu", (8,), remedies=False))
+    assert forecast.error is None
+    point = forecast.points[0]
+    params = len(list(Net().parameters()))
+    assert point.breakdown["parameters"] == _param_bytes()
+    # exp_avg and exp_avg_sq per parameter, plus a float32 step counter each
+    assert point.breakdown["optimizer_state"] == 2 * _param_bytes() + 4 * params
+    assert point.peak_bytes == sum(point.breakdown.values())
+    assert point.fits is not None  # the CPU's memory is detected
+
+
+def test_the_fake_step_predicts_the_same_step_on_real_tensors() -> None:
+    model, opt, loss, batch = _setup(16)
+    predicted = forecast_memory(model, opt, loss, split_batch(batch),
+                                ForecastOptions("cpu", (16,), remedies=False)).points[0]
+    copy = real_copy(model, opt, loss, split_batch(batch))
+    tracker = LiveBytes()
+    measure_step(copy, tracker, copy.batch)
+    real = measure_step(copy, tracker, copy.batch)
+    assert real.peak == predicted.peak_bytes and real.breakdown == predicted.breakdown
+
+
+def test_only_activations_temporaries_and_the_batch_grow_with_the_batch_size() -> None:
+    points = _forecast(ForecastOptions("cpu", (8, 16, 32), remedies=False)).points
+    assert [p.batch_size for p in points] == [8, 16, 32]
+    for key in ("parameters", "optimizer_state"):
+        assert len({p.breakdown[key] for p in points}) == 1
+    assert points[0].peak_bytes < points[1].peak_bytes < points[2].peak_bytes
+    growth = [b.peak_bytes - a.peak_bytes for a, b in zip(points, points[1:], strict=False)]
+    assert growth[1] == 2 * growth[0]  # linear in the batch size
+
+
+def test_cuda_sizes_are_rounded_to_the_allocators_blocks() -> None:
+    point = _forecast(ForecastOptions("cuda", (8,), device_memory=2**30, remedies=False)
+                      ).points[0]
+    cpu = _forecast(ForecastOptions("cpu", (8,), remedies=False)).points[0]
+    assert point.peak_bytes % 512 == 0 and point.peak_bytes > cpu.peak_bytes
+
+
+def test_the_largest_batch_size_that_fits_is_measured_at_the_boundary() -> None:
+    memory = 8 * 2**20
+    forecast = _forecast(ForecastOptions("cpu", (8, 16), device_memory=memory, remedies=False))
+    largest = forecast.largest_batch_size
+    assert largest is not None and largest > 16
+    usable = usable_memory("cpu", memory)
+    assert forecast.usable_bytes == usable
+    model, opt, loss, batch = _setup(8)
+    at = forecast_memory(model, opt, loss, split_batch(batch),
+                         ForecastOptions("cpu", (largest, largest + 1), device_memory=memory,
+                                         remedies=False)).points
+    assert at[0].fits and not at[1].fits
+
+
+def test_a_batch_size_too_large_does_not_fit() -> None:
+    forecast = _forecast(ForecastOptions("cpu", (8, 4096), device_memory=8 * 2**20,
+                                         remedies=False))
+    assert [p.fits for p in forecast.points] == [True, False]
+    assert forecast.largest_batch_size is not None and 8 <= forecast.largest_batch_size < 4096
+
+
+def test_unknown_memory_leaves_fits_open() -> None:
+    forecast = _forecast(ForecastOptions("cuda", (8,), remedies=False))
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: its memory is detected")
+    assert forecast.points[0].fits is None and forecast.largest_batch_size is None
+
+
+def test_remedies_are_measured_and_save_what_they_should() -> None:
+    forecast = _forecast(ForecastOptions("cpu", (512,), device_memory=2**30))
+
+    def remedy(prefix: str):
+        return next(r for r in forecast.remedies if r.name.startswith(prefix))
+
+    base = forecast.points[0].peak_bytes
+    assert remedy("autocast bf16").peak_bytes < base
+    assert remedy("activation checkpointing").saving_bytes > 0
+    assert remedy("activation checkpointing").name.endswith("3 blocks (blocks.0 .. blocks.2)")
+    assert remedy("SGD with momentum instead of Adam").saving_bytes >= _param_bytes() - 1024
+    assert remedy("zero_grad(set_to_none=False)").saving_bytes <= 0
+    accumulation = [r for r in forecast.remedies if r.name.startswith("gradient accumulation")]
+    assert [r.name for r in accumulation] == ["gradient accumulation 2 x 256",
+                                              "gradient accumulation 4 x 128"]
+    assert base > accumulation[0].peak_bytes > accumulation[1].peak_bytes
+
+
+def test_sgd_has_no_sgd_remedy_and_no_optimizer_means_no_state() -> None:
+    forecast = _forecast(ForecastOptions("cpu", (8,)), optimizer=torch.optim.SGD)
+    assert not any(r.name.startswith("SGD") for r in forecast.remedies)
+    model, _, loss, batch = _setup()
+    alone = forecast_memory(model, None, loss, split_batch(batch),
+                            ForecastOptions("cpu", (8,), remedies=False)).points[0]
+    assert alone.breakdown["optimizer_state"] == 0
+
+
+def test_a_model_built_on_the_meta_device_is_forecast() -> None:
+    with torch.device("meta"):
+        model = Net()
+    batch = split_batch((torch.randn(8, FEATURES), torch.randint(0, CLASSES, (8,))))
+    forecast = forecast_memory(model, torch.optim.Adam(model.parameters()),
+                               nn.CrossEntropyLoss(), batch,
+                               ForecastOptions("cpu", (8,), remedies=False))
+    assert forecast.error is None
+    assert forecast.points[0].breakdown["parameters"] == _param_bytes()
+
+
+class Masked(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x).squeeze(1)
+        return y * (y[y > 0].numel() + 1)
+
+
+def test_a_step_that_reads_values_says_it_cannot_be_measured() -> None:
+    model = Masked()
+    forecast = forecast_memory(model, None, nn.MSELoss(),
+                               split_batch((torch.randn(8, 4), torch.randn(8))),
+                               ForecastOptions("cpu", (8,)))
+    assert forecast.points == () and forecast.error
+    assert "cannot be measured on fake tensors" in forecast.error
+    facts = forecast.to_facts()
+    assert facts["forecast"] == [] and "error" in facts["forecast_detail"]
+
+
+def test_batches_are_resized_along_the_first_dimension_only() -> None:
+    batch = split_batch(((torch.randn(4, 3), torch.randn(7)), torch.arange(4)))
+    bigger = resize_batch(batch, 10, None)
+    assert bigger.inputs[0].shape == (10, 3) and bigger.inputs[1].shape == (7,)
+    assert bigger.targets.tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+
+
+@pytest.mark.parametrize(("text", "size"), [("80GiB", 80 * 2**30), ("24GB", 24 * 10**9),
+                                            ("512 MiB", 512 * 2**20), ("1000", 1000),
+                                            ("1.5GiB", 3 * 2**29)])
+def test_memory_sizes_are_read(text: str, size: int) -> None:
+    assert parse_bytes(text) == size
+
+
+@pytest.mark.parametrize("text", ["lots", "80XB", "-1GiB", ""])
+def test_bad_memory_sizes_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_bytes(text)
+
+
+def test_bad_options_are_usage_errors() -> None:
+    for options in ({"device": "tpu"}, {"amp": "fp8"}, {"batch_sizes": (0,)}):
+        with pytest.raises(UsageError):
+            ForecastOptions(**options)
+
+
+def test_check_with_a_forecast_renders_it_and_leaves_the_user_state_alone() -> None:
+    model, opt, loss, batch = _setup()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(5)
+    numpy.random.seed(5)
+    random.seed(5)
+    rng = (torch.get_rng_state(), numpy.random.get_state()[1].copy(), random.getstate())
+    report = torchdoctor.check(model, batch, loss, opt, select=["TD3"],
+                               forecast=ForecastOptions("cuda", (8, 16), device_memory=2**30))
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert not opt.state and all(p.grad is None for p in model.parameters())
+    assert torch.equal(rng[0], torch.get_rng_state())
+    assert (rng[1] == numpy.random.get_state()[1]).all() and rng[2] == random.getstate()
+    assert [p["batch_size"] for p in report.facts["forecast"]] == [8, 16]
+    assert set(report.facts["forecast"][0]["breakdown"]) >= {
+        "parameters", "gradients", "optimizer_state", "activations", "temporaries"}
+    text = render(report, "text", RenderOptions(width=100))
+    assert "Memory forecast of one training step (cuda, 1.0 GiB" in text
+    assert "largest batch size that fits" in text and "remedies" in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+
+
+@pytest.mark.slow
+def test_check_with_summary_and_forecast_leaves_everything_as_it_found_it() -> None:
+    """The whole-state comparison of ``test_nothing_lost``, with the forecast on, under
+    no_grad, anomaly mode and one thread (settings the forecast must neither need nor
+    change)."""
+    from tests.unit.preflight.test_nothing_lost import _same, _setup, _state, _unusual_settings
+
+    model, loader, loss_fn, optimizer = _setup()
+    with _unusual_settings():
+        torch.manual_seed(123)
+        numpy.random.seed(123)
+        random.seed(123)
+        before = _state(model, loss_fn, optimizer)
+        report = torchdoctor.check(model, loader, loss_fn, optimizer, select=["TD3"],
+                                   forecast=ForecastOptions("cuda", (16, 32),
+                                                            device_memory=2**30))
+        after = _state(model, loss_fn, optimizer)
+    assert report.facts["summary"] and len(report.facts["forecast"]) == 2
+    assert "error" not in report.facts["forecast_detail"]
+    changed = sorted(key for key in before if not _same(before[key], after[key]))
+    assert changed == [], {key: (before[key], after[key]) for key in changed}
