@@ -48,5 +48,36 @@ def main() -> None:
         print(f"epoch {epoch}: loss {loss.item():.3f}")
 
 
+LOSS = nn.CrossEntropyLoss()
+
+
+def compute_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The loss helper: the model's output reaches the loss through a parameter."""
+    return LOSS(outputs, targets)
+
+
+def train_epoch(model: nn.Module, loader: DataLoader, optimizer: torch.optim.Optimizer) -> None:
+    for images, labels in loader:
+        optimizer.zero_grad()
+        loss = compute_loss(model(images), labels)  # expect[lint]: TD301
+        loss.backward()
+        optimizer.step()
+
+
+def run_step(model: nn.Module, loss_fn: nn.Module, images: torch.Tensor,
+             labels: torch.Tensor) -> torch.Tensor:
+    return loss_fn(model(images), labels)  # expect[lint]: TD301
+
+
+def train_with_helpers() -> None:
+    """The same training, split into a loss helper, an epoch function and a step."""
+    model = Classifier()
+    loader = DataLoader(make_dataset(), batch_size=64, shuffle=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    train_epoch(model, loader, optimizer)
+    images, labels = next(iter(loader))
+    run_step(model, nn.CrossEntropyLoss(), images, labels).backward()
+
+
 if __name__ == "__main__":
     main()

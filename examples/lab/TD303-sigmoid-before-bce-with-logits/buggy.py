@@ -48,5 +48,36 @@ def main() -> None:
         print(f"epoch {epoch}: loss {loss.item():.3f}")
 
 
+LOSS = nn.BCEWithLogitsLoss()
+
+
+def compute_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The loss helper: the model's output reaches the loss through a parameter."""
+    return LOSS(outputs, targets)
+
+
+def train_epoch(model: nn.Module, loader: DataLoader, optimizer: torch.optim.Optimizer) -> None:
+    for features, tags in loader:
+        optimizer.zero_grad()
+        loss = compute_loss(model(features), tags)  # expect[lint]: TD303
+        loss.backward()
+        optimizer.step()
+
+
+def run_step(model: nn.Module, loss_fn: nn.Module, features: torch.Tensor,
+             tags: torch.Tensor) -> torch.Tensor:
+    return loss_fn(model(features), tags)  # expect[lint]: TD303
+
+
+def train_with_helpers() -> None:
+    """The same training, split into a loss helper, an epoch function and a step."""
+    model = Tagger()
+    loader = DataLoader(make_dataset(), batch_size=64, shuffle=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    train_epoch(model, loader, optimizer)
+    features, tags = next(iter(loader))
+    run_step(model, nn.BCEWithLogitsLoss(), features, tags).backward()
+
+
 if __name__ == "__main__":
     main()

@@ -111,25 +111,34 @@ from torchdoctor.static import source as _source  # noqa: F401
 
 # Topic modules, imported by name (nothing is discovered by scanning). One line each.
 from torchdoctor.static.rules import (
+    accumulation,  # noqa: F401
     amp,  # noqa: F401
     autograd,  # noqa: F401
     batches,  # noqa: F401
     checkpoint,  # noqa: F401
     cudnn,  # noqa: F401
     data,  # noqa: F401
+    ddp_wrapping,  # noqa: F401
     device,  # noqa: F401
+    discarded,  # noqa: F401
     distributed,  # noqa: F401
     distributed_saving,  # noqa: F401
     float64,  # noqa: F401
+    gradient_order,  # noqa: F401
     graph_retention,  # noqa: F401
     loop_order,  # noqa: F401
     loss,  # noqa: F401
     memory,  # noqa: F401
+    model_outputs,  # noqa: F401
+    module_definitions,  # noqa: F401
     modes,  # noqa: F401
     optimizer,  # noqa: F401
+    parameter_generators,  # noqa: F401
     reproducibility,  # noqa: F401
+    schedules,  # noqa: F401
     resume,  # noqa: F401
     speed,  # noqa: F401
     state_dicts,  # noqa: F401
+    target_networks,  # noqa: F401
     target_dtype,  # noqa: F401
 )

@@ -1,0 +1,61 @@
+"""Data-parallel training whose loaders hand every rank the whole dataset.
+
+Without a `DistributedSampler`, each rank iterates all the data in its own shuffled order:
+N ranks do the work of one. The second style builds the loader in a helper and trains in
+a `train_epoch()` function. Runs as one process (world size 1) on the gloo backend.
+"""
+
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def make_dataset() -> TensorDataset:
+    return TensorDataset(torch.randn(256, 12), torch.randint(0, 3, (256,)))
+
+
+def train_plain(model: nn.Module) -> float:
+    dataset = make_dataset()
+    loader = DataLoader(dataset, batch_size=32, shuffle=True)  # expect: TD806
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = torch.zeros(())
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+
+def make_train_loader() -> DataLoader:
+    train_loader = DataLoader(make_dataset(), batch_size=32, shuffle=True)  # expect: TD806
+    return train_loader
+
+
+def train_epoch(model: nn.Module, loader: DataLoader, optimizer: torch.optim.Optimizer) -> None:
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as folder:
+        dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'rdv')}",
+                                rank=0, world_size=1)
+        ddp_model = DDP(nn.Linear(12, 3))
+        print(f"plain: {train_plain(ddp_model):.3f}")
+        train_epoch(ddp_model, make_train_loader(),
+                    torch.optim.SGD(ddp_model.parameters(), lr=0.1))
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

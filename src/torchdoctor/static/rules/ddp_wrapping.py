@@ -1,0 +1,279 @@
+"""What goes wrong around a ``DistributedDataParallel`` wrap, seen in one file.
+
+TD806 loader-without-distributed-sampler (every rank trains on the same batches), TD807
+forward-bypasses-ddp-wrapper (``ddp_model.module(x)`` or the unwrapped model called in
+training: no gradient all-reduce, the ranks drift apart), TD808
+parameters-cast-after-ddp-wrap (``model.half()`` after the wrap: DDP's buckets still point
+at the old parameters).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.dataloader import assigned_name, loader_calls, loader_of
+from torchdoctor.static.rules.step_sequences import Kind, sequences
+from torchdoctor.static.structure import Item, ModuleScope
+
+_DDP = "torch.nn.parallel.DistributedDataParallel"
+_CASTS = frozenset({"half", "double", "float", "bfloat16"})
+_DTYPES = frozenset(f"torch.{name}" for name in (
+    "float16", "half", "bfloat16", "float64", "double", "float32", "float"))
+_SHARDED = ("rank", "world", "shard", "split_dataset_by_node", "num_replicas")
+
+
+@dataclass(frozen=True, slots=True)
+class Wrap:
+    """One ``wrapper = DDP(model, ...)`` (``wrapped`` is empty when the model is built in
+    the call itself)."""
+
+    item: Item
+    scope: Scope
+    wrapped: str
+    wrapper: str
+
+    @property
+    def line(self) -> int:
+        """The line of the wrap."""
+        return self.item.line
+
+
+def wraps(ctx: FileContext) -> list[Wrap]:
+    """Every ``x = DistributedDataParallel(model, ...)`` of the file. Cached."""
+    key = ("ddp", "wraps")
+    cached = ctx.memo.get(key)
+    if cached is None:
+        found = []
+        for scope, items in ctx.module.bodies():
+            for item in items:
+                node = item.node
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                        node.value, ast.Call) and ctx.is_call_to(node.value, _DDP, scope=scope):
+                    call = node.value
+                    module = call.args[0] if call.args else next(
+                        (k.value for k in call.keywords if k.arg == "module"), None)
+                    module = None if module is None else _unchained(module)
+                    wrapped = ctx.segment(module) if isinstance(
+                        module, (ast.Name, ast.Attribute)) else ""
+                    found.append(Wrap(item, scope, wrapped, ctx.segment(node.targets[0])))
+        cached = ctx.memo[key] = found
+    return cached  # type: ignore[return-value]
+
+
+def _unchained(expr: ast.expr) -> ast.expr:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+            expr.func.attr in ("to", "cuda"):
+        expr = expr.func.value
+    return expr
+
+
+def _training_after(ctx: FileContext, scope: Scope, line: int) -> bool:
+    """Whether a backward() runs after ``line`` in ``scope`` (directly or in a helper)."""
+    for body in sequences(ctx):
+        if body.scope is scope and any(
+                a.kind is Kind.BACKWARD and a.site.line > line for a in body.actions):
+            return True
+    return False
+
+
+@detector("TD808", depth=Depth.LINT)
+class CastAfterWrap(LintRule):
+    """``model.half()`` / ``model.to(torch.float16)`` after the DDP wrap, before training."""
+
+    requires = ("DistributedDataParallel",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        for wrap in wraps(ctx):
+            items = wrap.scope.items if wrap.scope is not None else module.items
+            names = {wrap.wrapped, wrap.wrapper, f"{wrap.wrapper}.module"} - {""}
+            for item in items:
+                node = item.node
+                if item.line <= wrap.line or not isinstance(node, ast.Call) or not isinstance(
+                        node.func, ast.Attribute):
+                    continue
+                if ctx.segment(node.func.value) not in names or not self._casts(node):
+                    continue
+                if _training_after(ctx, wrap.scope, item.line):
+                    self._report(node, wrap)
+
+    def _casts(self, call: ast.Call) -> bool:
+        func = call.func
+        assert isinstance(func, ast.Attribute)
+        if func.attr in _CASTS:
+            return not call.args and not call.keywords
+        if func.attr != "to":
+            return False
+        values = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
+        return any(self.ctx.qualified_name(v) in _DTYPES for v in values)
+
+    def _report(self, call: ast.Call, wrap: Wrap) -> None:
+        ctx = self.ctx
+        self.report(
+            call,
+            f"`{ctx.segment(call)}` at line {call.lineno} casts the model after it was "
+            f"wrapped in DistributedDataParallel at line {wrap.line}: DDP registered its "
+            "gradient hooks and buckets on the parameters as they were, so gradients of the "
+            "cast parameters are not all-reduced as expected (errors, or ranks that drift "
+            "apart)",
+            fix_hint=f"Cast `{wrap.wrapped}` before wrapping it: `{wrap.wrapped}` = "
+                     f"`{wrap.wrapped}.half()` (or use autocast), then `DDP({wrap.wrapped})`.",
+            evidence={"wrap_line": wrap.line},
+        )
+
+
+@detector("TD807", depth=Depth.LINT)
+class ForwardBypassesWrapper(LintRule):
+    """The training forward goes through ``ddp.module`` or the unwrapped model."""
+
+    requires = ("DistributedDataParallel",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        all_wraps = wraps(ctx)
+        if not all_wraps:
+            return
+        reported: set[int] = set()
+        for body in sequences(ctx):
+            backwards = [a.site.line for a in body.actions if a.kind is Kind.BACKWARD]
+            if not backwards:
+                continue
+            for item in body.items:
+                node = item.node
+                if not isinstance(node, ast.Call) or id(node) in reported:
+                    continue
+                if body.loop is None and item.line > max(backwards):
+                    continue
+                wrap = self._bypass(node, item, body.scope, all_wraps)
+                if wrap is not None and grad_disabled_by(ctx, item.frames) is None:
+                    reported.add(id(node))
+                    self._report(node, wrap)
+
+    def _bypass(self, call: ast.Call, item: Item, scope: Scope, all_wraps: list[Wrap]
+                ) -> Wrap | None:
+        ctx = self.ctx
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value
+        if not isinstance(func, (ast.Name, ast.Attribute)):
+            return None
+        text = ctx.segment(func)
+        for wrap in all_wraps:
+            if text == f"{wrap.wrapper}.module":
+                return wrap
+            if not wrap.wrapped or text != wrap.wrapped or wrap.wrapped == wrap.wrapper:
+                continue
+            if self._after(wrap, item, scope):
+                return wrap
+        return None
+
+    @staticmethod
+    def _after(wrap: Wrap, item: Item, scope: Scope) -> bool:
+        """The call runs after the wrap: later in the same function, or (for ``self.x``
+        wrapped in ``__init__``) in another method of the class."""
+        if scope is wrap.scope:
+            return item.line > wrap.line
+        return wrap.scope is not None and wrap.scope.name == "__init__" and \
+            scope is not None and scope.owner is wrap.scope.owner and \
+            wrap.wrapped.startswith(f"{scope.self_name}.")
+
+    def _report(self, call: ast.Call, wrap: Wrap) -> None:
+        ctx = self.ctx
+        self.report(
+            call,
+            f"`{ctx.segment(call)[:60]}` at line {call.lineno} runs the model around its "
+            f"DistributedDataParallel wrapper `{wrap.wrapper}` (line {wrap.line}): DDP "
+            "all-reduces gradients only for forwards that go through the wrapper, so each "
+            "rank applies its own gradients and the replicas drift apart",
+            fix_hint=f"Call the wrapper: `{wrap.wrapper}(...)` in training; keep "
+                     f"`{wrap.wrapper}.module` for saving and evaluation.",
+            evidence={"wrap_line": wrap.line},
+        )
+
+
+@detector("TD806", depth=Depth.LINT)
+class LoaderWithoutDistributedSampler(LintRule):
+    """A training ``DataLoader`` without a sampler in a script that trains with DDP."""
+
+    requires = ("DistributedDataParallel",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        if not wraps(ctx) or not any(name.startswith("torch.distributed")
+                                     for name in ctx.imports.values()):
+            return
+        training = self._training_loaders(module)
+        for scope, items in module.bodies():
+            for call in loader_calls(ctx, items, scope):
+                if id(call) not in training and not self._named_for_training(items, call):
+                    continue
+                if self._has_sampler(call) or self._sharded(call, scope):
+                    continue
+                self._report(call)
+
+    def _training_loaders(self, module: ModuleScope) -> set[int]:
+        ctx = self.ctx
+        found = set()
+        for body in sequences(ctx):
+            loop = body.loop
+            if loop is None or not isinstance(loop.node, (ast.For, ast.AsyncFor)):
+                continue
+            if any(a.kind is Kind.BACKWARD for a in body.actions):
+                made = loader_of(ctx, loop.node.iter, loop.function)
+                if made is not None:
+                    found.add(id(made))
+        return found
+
+    @staticmethod
+    def _named_for_training(items: list[Item], call: ast.Call) -> bool:
+        target = assigned_name(items, call)
+        name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+        return "train" in torchapi.name_tokens(name)
+
+    @staticmethod
+    def _has_sampler(call: ast.Call) -> bool:
+        if len(call.args) > 3 or any(isinstance(a, ast.Starred) for a in call.args):
+            return True
+        return any(k.arg in (None, "sampler", "batch_sampler") for k in call.keywords)
+
+    def _sharded(self, call: ast.Call, scope: Scope) -> bool:
+        """An iterable dataset, or one the code splits by rank itself."""
+        ctx = self.ctx
+        dataset = call.args[0] if call.args else next(
+            (k.value for k in call.keywords if k.arg == "dataset"), None)
+        if dataset is None:
+            return True
+        texts = [ctx.segment(dataset)]
+        if isinstance(dataset, ast.Name):
+            found = ctx.lookup(dataset, scope)
+            if found is None or found[0].value is None:
+                return True  # a parameter or an unknown: the caller may have sharded it
+            texts.append(ctx.segment(found[0].value))
+        if any(word in text.lower() for text in texts for word in _SHARDED):
+            return True
+        type_name = ctx.instance_type(dataset, scope)
+        if type_name is not None and type_name.startswith("<local>."):
+            cls = ctx.local_class(type_name[len("<local>."):])
+            return cls is None or any("Iterable" in ctx.segment(b) for b in cls.node.bases)
+        return type_name is not None and "Iterable" in type_name
+
+    def _report(self, call: ast.Call) -> None:
+        ctx = self.ctx
+        self.report(
+            call,
+            f"`{ctx.segment(call.func)}(...)` at line {call.lineno} feeds DDP training but "
+            "has no `DistributedSampler`: every rank iterates the whole dataset in the same "
+            "order, so the ranks train on identical batches and N GPUs do the work of one",
+            fix_hint="Pass `sampler=DistributedSampler(dataset)` (and call "
+                     "`sampler.set_epoch(epoch)` every epoch), without `shuffle=True`.",
+        )

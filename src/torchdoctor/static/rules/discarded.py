@@ -1,0 +1,136 @@
+"""Results thrown away: a tensor method whose result is dropped, a grad-mode call without
+``with``.
+
+TD224 tensor-result-discarded: ``x.to(device)``, ``x.cuda()``, ``x.detach()``, ``x.float()``
+as a bare statement on a *tensor* (a module's ``.to()`` works in place and stays quiet);
+TD225 grad-mode-call-without-with: ``torch.no_grad()`` as a bare statement.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.dataloader import iterated, loader_of
+
+__all__ = ["is_tensor"]
+
+# Tensor methods that return a new tensor and leave their receiver unchanged.
+_NOT_IN_PLACE = frozenset({
+    "to", "cuda", "cpu", "detach", "float", "half", "double", "bfloat16", "long", "int",
+    "bool", "contiguous", "clone", "pin_memory", "type", "view", "reshape", "squeeze",
+    "unsqueeze", "permute", "transpose", "t", "flatten", "add", "sub", "mul", "div", "clamp",
+    "abs", "sqrt", "exp", "log", "neg", "fill", "requires_grad",
+})
+# A fix that only rebinds the name keeps what the line meant to do.
+_SAFE_REBIND = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "long",
+                          "int", "bool", "contiguous", "pin_memory"})
+# torch functions whose result is always a tensor.
+_TENSOR_FACTORIES = frozenset(f"torch.{name}" for name in (
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "rand", "randn",
+    "randint", "randperm", "arange", "linspace", "logspace", "eye", "zeros_like",
+    "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+    "cat", "concat", "stack", "where", "matmul", "bmm", "mm", "einsum", "Tensor",
+    "FloatTensor", "LongTensor"))
+_GRAD_SCOPES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode")
+
+
+def is_tensor(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
+    """Whether the file shows that ``expr`` is a tensor: built by a torch tensor factory,
+    annotated ``torch.Tensor``, or unpacked from the batches of a ``DataLoader``."""
+    type_name = ctx.instance_type(expr, scope)
+    if type_name is not None:
+        return type_name in _TENSOR_FACTORIES
+    if not isinstance(expr, ast.Name):
+        return False
+    found = ctx.lookup(expr, scope)
+    if found is None or found[0].kind is not BindingKind.LOOP_TARGET:
+        return False
+    loop = found[0].node
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _unpacked(loop.target, expr.id):
+        return False
+    scope = found[1]
+    if loader_of(ctx, loop.iter, scope) is not None:
+        return True
+    source = iterated(ctx, loop.iter, scope)
+    if isinstance(source, ast.Call):
+        function = ctx.resolve_local_call(source, scope)
+        returns = function.node.returns if function is not None else None
+        name = None if returns is None else ctx.qualified_name(returns)
+        return name is not None and torchapi.in_family(name, torchapi.DATALOADER)
+    return ctx.is_in_family(source, torchapi.DATALOADER, scope)
+
+
+def _unpacked(target: ast.expr, name: str) -> bool:
+    """``x`` in ``for x, y in ...`` or ``for i, (x, y) in ...`` (not a whole batch)."""
+    if not isinstance(target, (ast.Tuple, ast.List)):
+        return False
+    for element in target.elts:
+        if isinstance(element, ast.Name) and element.id == name:
+            return True
+        if isinstance(element, (ast.Tuple, ast.List)) and _unpacked(element, name):
+            return True
+    return False
+
+
+@detector("TD224", depth=Depth.LINT)
+class TensorResultDiscarded(LintRule):
+    """``x.to(device)`` as a statement, with ``x`` a tensor: the copy is dropped."""
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        call = node.value
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            return
+        method = call.func.attr
+        if method not in _NOT_IN_PLACE:
+            return
+        receiver = call.func.value
+        if not isinstance(receiver, (ast.Name, ast.Attribute)):
+            return
+        ctx = self.ctx
+        if ctx.qualified_name(call.func) is not None or ctx.is_in_family(
+                receiver, torchapi.MODULE):
+            return
+        if not is_tensor(ctx, receiver, ctx.function):
+            return
+        name = ctx.segment(receiver)
+        text = ctx.segment(call)
+        fix = None
+        if isinstance(receiver, ast.Name) and "\n" not in text:
+            fix = Fix(f"Assign the result: `{name} = {text}`",
+                      (ctx.replace(node, f"{name} = {text}"),),
+                      Applicability.SAFE if method in _SAFE_REBIND else Applicability.UNSAFE)
+        self.report(
+            node,
+            f"`{text}` at line {node.lineno} returns a new tensor and the result is thrown "
+            f"away: `{name}` itself is unchanged (a tensor's `.{method}()` is not in place, "
+            "unlike a module's `.to()`)",
+            fix_hint=f"Assign the result: `{name} = {text}`.",
+            fix=fix,
+        )
+
+
+@detector("TD225", depth=Depth.LINT)
+class GradModeCallWithoutWith(LintRule):
+    """``torch.no_grad()`` as a bare statement: it builds a context manager and drops it."""
+
+    requires = ("no_grad", "enable_grad", "inference_mode")
+
+    def visit_Expr(self, statement: ast.Expr) -> None:
+        node = statement.value
+        if not isinstance(node, ast.Call) or not self.ctx.is_call_to(node, *_GRAD_SCOPES):
+            return
+        text = self.ctx.segment(node)
+        self.report(
+            node,
+            f"`{text}` at line {node.lineno} is called as a statement: it only builds a "
+            "context manager, so autograd stays exactly as it was and the code below still "
+            "records a graph",
+            fix_hint=f"Use it as a block: `with {text}:` around the code it should cover (or "
+                     "as a decorator on the function).",
+        )

@@ -1,0 +1,315 @@
+"""Mistakes in how an ``nn.Module`` is defined or frozen, visible in its own source.
+
+TD221 requires-grad-set-on-module (``module.requires_grad = False`` sets a plain
+attribute), TD223 layers-in-plain-container (layers in a ``list``/``dict``/``tuple``
+attribute are never registered), TD506 functional-dropout-ignores-training (``F.dropout``
+in a module without ``training=self.training`` stays on in eval mode).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.calls import insert_keywords, keyword
+from torchdoctor.static.structure import ClassScope, FrameKind, FunctionScope
+
+__all__ = ["is_module_class", "nn_alias"]
+
+_CHILD_ITERATORS = frozenset({"children", "modules"})
+_NAMED_CHILD_ITERATORS = frozenset({"named_children", "named_modules"})
+# torch.nn classes that hold no parameters: a list of them loses nothing.
+_PARAMETER_FREE = frozenset(f"torch.nn.{name}" for name in (
+    "ReLU", "ReLU6", "LeakyReLU", "PReLU_", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
+    "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softplus", "Hardswish", "Hardsigmoid",
+    "Hardtanh", "Identity", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d",
+    "Dropout3d", "AlphaDropout", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
+    "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "ZeroPad2d"))
+_REGISTERING = frozenset({"add_module", "register_module", "setattr"})
+_DROPOUTS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                       "feature_alpha_dropout"})
+
+
+def is_module_class(ctx: FileContext, cls: ClassScope) -> bool:
+    """Whether a class of the file derives (through the file's classes) from ``nn.Module``."""
+    return ctx.is_family(f"<local>.{cls.name}", torchapi.MODULE)
+
+
+def nn_alias(ctx: FileContext) -> str | None:
+    """How the file spells ``torch.nn`` (``nn``, ``torch.nn``), if it imports either."""
+    for local, target in ctx.imports.items():
+        if target == "torch.nn":
+            return local
+    for local, target in ctx.imports.items():
+        if target == "torch":
+            return f"{local}.nn"
+    return None
+
+
+def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confidence | None:
+    """How sure the file makes us that ``expr`` is an ``nn.Module`` (``None``: not sure)."""
+    found = ctx.family_of(expr, scope)
+    if found is not None:
+        return found[1] if found[0] == torchapi.MODULE else None
+    if not isinstance(expr, ast.Name):
+        return None
+    binding = ctx.lookup(expr, scope)
+    if binding is None or binding[0].kind is not BindingKind.LOOP_TARGET:
+        return None
+    loop = binding[0].node
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+        return None
+    func = loop.iter.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    target = loop.target
+    if func.attr in _CHILD_ITERATORS and isinstance(target, ast.Name):
+        return Confidence.HIGH
+    if func.attr in _NAMED_CHILD_ITERATORS and isinstance(target, ast.Tuple) and \
+            len(target.elts) == 2 and isinstance(target.elts[1], ast.Name) and \
+            target.elts[1].id == expr.id:
+        return Confidence.HIGH
+    return None
+
+
+def _defines_requires_grad(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
+    """Whether the value's class (of this file) defines its own ``requires_grad``."""
+    type_name = ctx.instance_type(expr, scope)
+    if type_name is None or not type_name.startswith("<local>."):
+        return False
+    cls = ctx.local_class(type_name[len("<local>."):])
+    if cls is None:
+        return False
+    if "requires_grad" in cls.methods:
+        return True
+    for statement in cls.node.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        if any(isinstance(t, ast.Name) and t.id == "requires_grad" for t in targets):
+            return True
+    init = cls.methods.get("__init__")
+    return init is not None and any(
+        isinstance(i.node, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr == "requires_grad" and
+            isinstance(t.value, ast.Name) and t.value.id == init.self_name
+            for t in i.node.targets) for i in init.items)
+
+
+@detector("TD221", depth=Depth.LINT)
+class RequiresGradSetOnModule(LintRule):
+    """``module.requires_grad = False``: a new attribute on the module, no parameter frozen."""
+
+    requires = ("requires_grad",)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0]
+        if not isinstance(target, ast.Attribute) or target.attr != "requires_grad":
+            return
+        if not isinstance(node.value, ast.Constant) or not isinstance(node.value.value, bool):
+            return
+        ctx, scope = self.ctx, self.ctx.function
+        confidence = _module_evidence(ctx, target.value, scope)
+        if confidence is None or _defines_requires_grad(ctx, target.value, scope):
+            return
+        name = ctx.segment(target.value)
+        flag = node.value.value
+        replacement = f"{name}.requires_grad_({flag})"
+        self.report(
+            node,
+            f"`{name}` is a module: `{name}.requires_grad = {flag}` at line {node.lineno} "
+            "only sets a new attribute on it; every parameter keeps its own flag, so "
+            f"nothing is {'frozen' if not flag else 'unfrozen'} and the optimizer still "
+            "updates them",
+            fix_hint=f"Call `{replacement}`, which sets the flag of every parameter.",
+            confidence=confidence,
+            fix=Fix(f"Call `{replacement}`", (ctx.replace(node, replacement),),
+                    Applicability.UNSAFE),
+        )
+
+
+@detector("TD223", depth=Depth.LINT)
+class LayersInPlainContainer(LintRule):
+    """Layers kept in a plain ``list``/``dict``/``tuple`` attribute of an ``nn.Module``."""
+
+    needs_structure = True
+
+    def leave_class(self, cls: ClassScope) -> None:
+        ctx = self.ctx
+        if not cls.methods or not is_module_class(ctx, cls):
+            return
+        calls = [(m, i.node) for m in cls.methods.values() for i in m.items
+                 if isinstance(i.node, ast.Call)]
+        if any(_callee(call) in _REGISTERING for _, call in calls):
+            return
+        for method in cls.methods.values():
+            for item in method.items:
+                node = item.node
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    self._check(cls, method, node, node.targets[0], calls)
+
+    def _check(self, cls: ClassScope, method: FunctionScope, node: ast.Assign,
+               target: ast.expr, calls: list[tuple[FunctionScope, ast.Call]]) -> None:
+        ctx = self.ctx
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == method.self_name):
+            return
+        value = node.value
+        elements = _elements(value)
+        if elements is None:
+            return
+        if not elements:  # self.layers = [] then self.layers.append(Linear(...))
+            elements = _added_later(target.attr, calls) + _stored_later(cls, target.attr)
+        layers = [e for e in elements if _holds_parameters(ctx, e[1], e[0] or method)]
+        if not layers or _passed_on(target.attr, calls):
+            return
+        kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) else (
+            "tuple" if isinstance(value, ast.Tuple) else "list")
+        container = "ModuleDict" if kind == "dict" else "ModuleList"
+        first = ctx.segment(layers[0][1])
+        first = first if len(first) <= 40 and "\n" not in first else "the layers"
+        self.report(
+            node,
+            f"`self.{target.attr}` of `{cls.name}` (line {node.lineno}) is a plain {kind} "
+            f"holding modules such as `{first}`: PyTorch does not register them, so their "
+            "parameters are missing from `parameters()` (never trained), from "
+            "`state_dict()` (never saved) and from `.to(device)`",
+            fix_hint=f"Wrap it: `self.{target.attr} = nn.{container}(...)`.",
+            fix=self._fix(value, container),
+        )
+
+    def _fix(self, value: ast.expr, container: str) -> Fix | None:
+        alias = nn_alias(self.ctx)
+        if alias is None:
+            return None
+        if isinstance(value, ast.Dict) and not all(
+                isinstance(k, (ast.Constant, ast.JoinedStr)) and
+                (not isinstance(k, ast.Constant) or isinstance(k.value, str))
+                for k in value.keys):
+            return None
+        if isinstance(value, ast.DictComp):
+            return None
+        text = f"{alias}.{container}({self.ctx.segment(value)})"
+        return Fix(f"Use `{alias}.{container}`", (self.ctx.replace(value, text),),
+                   Applicability.UNSAFE)
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+Element = tuple[FunctionScope | None, ast.expr]
+
+
+def _elements(value: ast.expr) -> list[Element] | None:
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return [(None, e) for e in value.elts if not isinstance(e, ast.Starred)]
+    if isinstance(value, ast.Dict):
+        return [(None, v) for v in value.values]
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+        return [(None, value.elt)]
+    if isinstance(value, ast.DictComp):
+        return [(None, value.value)]
+    return None
+
+
+def _added_later(attr: str, calls: list[tuple[FunctionScope, ast.Call]]) -> list[Element]:
+    """Arguments of ``self.<attr>.append(...)`` / ``.extend([...])`` anywhere in the class."""
+    found: list[Element] = []
+    for method, call in calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in ("append", "extend")
+                and _is_self_attr(func.value, attr, method) and call.args):
+            continue
+        argument = call.args[0]
+        if func.attr == "append":
+            found.append((method, argument))
+        else:
+            found += [(method, e) for _, e in (_elements(argument) or [])]
+    return found
+
+
+def _stored_later(cls: ClassScope, attr: str) -> list[Element]:
+    """Values of ``self.<attr>[key] = ...`` anywhere in the class."""
+    found: list[Element] = []
+    for method in cls.methods.values():
+        for item in method.items:
+            node = item.node
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                    node.targets[0], ast.Subscript) and _is_self_attr(
+                        node.targets[0].value, attr, method):
+                found.append((method, node.value))
+    return found
+
+
+def _is_self_attr(expr: ast.expr, attr: str, method: FunctionScope) -> bool:
+    return isinstance(expr, ast.Attribute) and expr.attr == attr and \
+        isinstance(expr.value, ast.Name) and expr.value.id == method.self_name
+
+
+def _passed_on(attr: str, calls: list[tuple[FunctionScope, ast.Call]]) -> bool:
+    """Whether ``self.<attr>`` is handed to a call (``nn.Sequential(*self.layers)``)."""
+    for method, call in calls:
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            for node in ast.walk(argument):
+                if _is_self_attr(node, attr, method):  # type: ignore[arg-type]
+                    return True
+    return False
+
+
+def _holds_parameters(ctx: FileContext, expr: ast.expr, scope: FunctionScope) -> bool:
+    """A freshly built layer that (as far as the file shows) has parameters."""
+    if not isinstance(expr, ast.Call):
+        return False
+    type_name = ctx.instance_type(expr, scope)
+    if type_name is None or not ctx.is_family(type_name, torchapi.MODULE):
+        return False
+    return type_name not in _PARAMETER_FREE and not ctx.is_family(type_name, torchapi.LOSS)
+
+
+@detector("TD506", depth=Depth.LINT)
+class FunctionalDropoutIgnoresTraining(LintRule):
+    """``F.dropout(x, p)`` in a module's method, without ``training=self.training``."""
+
+    requires = ("dropout",)
+    call_names = _DROPOUTS
+
+    def visit_call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        method = ctx.function
+        if method is None or method.owner is None or method.self_name is None:
+            return
+        qualified = ctx.qualified_name(node.func)
+        if qualified is None or qualified.rpartition(".")[0] != "torch.nn.functional":
+            return
+        if len(node.args) > 2 or keyword(node, "training") is not None or any(
+                k.arg is None for k in node.keywords) or any(
+                isinstance(a, ast.Starred) for a in node.args):
+            return
+        if any(f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and "training" in
+               ctx.segment(f.node.test) for f in ctx.frames
+               if isinstance(f.node, ast.If)):
+            return
+        if not is_module_class(ctx, method.owner):
+            return
+        flag = f"training={method.self_name}.training"
+        text = ctx.segment(node.func)
+        self.report(
+            node,
+            f"`{text}(...)` at line {node.lineno} in `{method.owner.name}.{method.name}` "
+            "does not pass `training`: functional dropout defaults to `training=True`, so "
+            "it keeps dropping activations after `model.eval()` and evaluation is noisy "
+            "and worse",
+            fix_hint=f"Pass `{flag}` (or use an `nn.Dropout` layer, which follows the "
+                     "module's mode).",
+            fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),),
+                    Applicability.UNSAFE),
+        )

@@ -1,0 +1,166 @@
+"""TD615 epoch-scheduler-stepped-per-batch: an epoch-based schedule stepped every batch.
+
+``StepLR``, ``MultiStepLR``, ``ExponentialLR``, ``ReduceLROnPlateau`` and
+``CosineAnnealingLR(T_max=epochs)`` count epochs; stepped inside the loop over a
+``DataLoader`` (or from an event handler that runs every iteration) they decay the
+learning rate hundreds of times too fast. Schedules built for steps (``OneCycleLR``,
+warm-ups, ``StepLR(step_size=30000)``) stay quiet.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.dataloader import iterated, loader_of
+from torchdoctor.static.rules.loops import guard_between, is_periodic_guard
+from torchdoctor.static.rules.step_sequences import Action, Kind, sequences
+from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
+from torchdoctor.static.values import constructor_of
+
+_PREFIX = "torch.optim.lr_scheduler."
+# Schedule -> the argument that says how long it is (position, keyword), or None.
+_EPOCH_SCHEDULES: dict[str, tuple[int, str] | None] = {
+    "StepLR": (1, "step_size"), "MultiStepLR": (1, "milestones"),
+    "ExponentialLR": (1, "gamma"), "ReduceLROnPlateau": None,
+    "CosineAnnealingLR": (1, "T_max"),
+}
+_LARGEST_EPOCH_COUNT = 1000  # a step size or milestone above this counts iterations
+_ITERATION_EVENTS = ("ITERATION_COMPLETED", "ITERATION_STARTED")
+
+
+@detector("TD615", depth=Depth.LINT)
+class EpochSchedulerSteppedPerBatch(LintRule):
+    """An epoch-based LR scheduler stepped inside the per-batch loop or handler."""
+
+    requires = ("lr_scheduler",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        reported: set[int] = set()
+        for body in sequences(ctx):
+            for action in body.actions:
+                if action.kind is not Kind.SCHEDULER or id(action.node) in reported:
+                    continue
+                where = self._per_batch(body.loop, body.scope, action)
+                if where is None:
+                    continue
+                schedule = self._epoch_schedule(action)
+                if schedule is not None:
+                    reported.add(id(action.node))
+                    self._report(action, schedule, where)
+
+    def _per_batch(self, loop: Loop | None, scope: Scope, action: Action) -> str | None:
+        """Where the step runs once per batch: the loop over a loader, or a handler."""
+        ctx = self.ctx
+        if loop is not None:
+            if guard_between(action.site.frames, loop.frame,
+                             lambda node, _body: is_periodic_guard(node.test)) is not None:
+                return None
+            if not isinstance(loop.node, (ast.For, ast.AsyncFor)):
+                return None
+            source = iterated(ctx, loop.node.iter, loop.function)
+            if loader_of(ctx, source, loop.function) is None and not ctx.is_in_family(
+                    source, torchapi.DATALOADER, loop.function):
+                return None
+            return f"inside the loop over batches at line {loop.line}"
+        if isinstance(scope, FunctionScope) and guard_between(
+                action.site.frames, None, lambda node, _body: True) is None:
+            for decorator in scope.node.decorator_list:
+                text = ctx.segment(decorator)
+                if any(event in text for event in _ITERATION_EVENTS):
+                    return f"from the handler `{scope.name}`, which runs every iteration"
+        return None
+
+    def _epoch_schedule(self, action: Action) -> str | None:
+        """The schedule's class name when it counts epochs, as far as its arguments show."""
+        ctx = self.ctx
+        target = action.target
+        if target is None:
+            return None
+        built = constructor_of(ctx, target, action.scope)
+        scope = action.scope
+        if built is None:
+            built, scope = self._passed_in(target, action.scope)
+        if built is None:
+            return None
+        qualified = ctx.qualified_name(built.func, scope) or ""
+        if not qualified.startswith(_PREFIX):
+            return None
+        name = qualified[len(_PREFIX):]
+        if name not in _EPOCH_SCHEDULES:
+            return None
+        where = _EPOCH_SCHEDULES[name]
+        if where is None:
+            return name
+        argument = _argument(built, *where)
+        return name if argument is not None and _counts_epochs(name, argument) else None
+
+    def _passed_in(self, target: ast.expr, scope: Scope) -> tuple[ast.Call | None, Scope]:
+        """The schedule a parameter receives from the file's callers, when they agree."""
+        ctx = self.ctx
+        if not isinstance(target, ast.Name) or scope is None:
+            return None, scope
+        found = ctx.lookup(target, scope)
+        if found is None or found[0].kind is not BindingKind.PARAMETER:
+            return None, scope
+        args = scope.node.args
+        names = [a.arg for a in args.posonlyargs + args.args]
+        position = names.index(target.id) if target.id in names else None
+        if position is not None and scope.self_name is not None:
+            position -= 1
+        built: list[tuple[ast.Call, Scope]] = []
+        for caller, item in ctx.callers(scope):
+            call = item.node
+            assert isinstance(call, ast.Call)
+            argument = next((k.value for k in call.keywords if k.arg == target.id), None)
+            if argument is None and position is not None and 0 <= position < len(call.args):
+                argument = call.args[position]
+            made = None if argument is None else constructor_of(ctx, argument, caller)
+            if made is None:
+                return None, scope
+            built.append((made, caller))
+        return built[0] if len(built) == 1 else (None, scope)
+
+    def _report(self, action: Action, schedule: str, where: str) -> None:
+        ctx = self.ctx
+        self.report(
+            action.node,
+            f"`{ctx.segment(action.node)}` at line {action.line} steps a `{schedule}` "
+            f"{where}: `{schedule}` counts epochs, so the learning rate decays once per "
+            "batch instead of once per epoch (hundreds of times too fast) and training "
+            "stalls at a tiny learning rate",
+            fix_hint="Step it once per epoch, after the loop over batches (or use a "
+                     "per-step schedule such as `OneCycleLR` and size it in batches).",
+            evidence={"schedule": schedule},
+        )
+
+
+def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
+    found = next((k.value for k in call.keywords if k.arg == name), None)
+    if found is None and len(call.args) > position and not any(
+            isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+        found = call.args[position]
+    return found
+
+
+def _counts_epochs(schedule: str, value: ast.expr) -> bool:
+    """Whether a schedule's length argument reads as epochs (small numbers, ``epochs``)."""
+    if schedule == "ExponentialLR":
+        return isinstance(value, ast.Constant) and isinstance(value.value, float) and \
+            value.value <= 0.99
+    if "epoch" in ast.unparse(value).lower():
+        return True
+    if schedule == "CosineAnnealingLR":
+        return False  # T_max=200 may count epochs or steps: only a name says which
+    elements = getattr(value, "elts", [value])
+    numbers = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(
+        e.value, int) and not isinstance(e.value, bool)]
+    return bool(numbers) and len(numbers) == len(elements) and \
+        max(numbers) <= _LARGEST_EPOCH_COUNT

@@ -1,0 +1,155 @@
+"""What one training iteration does, in order, however the step is split into helpers.
+
+A *body* is the direct items of a loop (nested loops excluded) or the items of a function
+outside its loops (a ``train_step()`` method that runs once per call). :func:`sequences`
+gives, for each body of the file, its :class:`Action`\\ s in source order —
+``backward()``, an optimizer step, ``zero_grad()``, gradient clipping, a scheduler step —
+with calls of the file's own functions (``self.optimizer_step()``, ``clip(model)``)
+replaced by what those functions do, two calls deep. Each action keeps the item of the
+body it happens through (``site``), so that order and branches are judged in the body.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import cast
+
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.structure import FrameKind, Item, Loop
+from torchdoctor.static.training import EventKind, classify
+
+__all__ = ["Action", "Body", "Kind", "sequences"]
+
+_CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_",
+          "torch.nn.utils.clip_grad_norm", "torch.nn.utils.clip_grad.clip_grad_norm_",
+          "torch.nn.utils.clip_grad.clip_grad_value_")
+_EVENT_KINDS = {EventKind.BACKWARD: "backward", EventKind.OPTIMIZER_STEP: "step",
+                EventKind.ZERO_GRAD: "zero_grad", EventKind.SCHEDULER_STEP: "scheduler"}
+_WORDS = frozenset({"backward", "manual_backward", "step", "zero_grad", "zero_", "detach_",
+                    "clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "grad"})
+_MAX_DEPTH = 2
+
+
+class Kind(enum.Enum):
+    """What an action does to gradients."""
+
+    BACKWARD = "backward"
+    STEP = "step"
+    ZERO_GRAD = "zero_grad"
+    CLIP = "clip"
+    SCHEDULER = "scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One action of a body.
+
+    Attributes:
+        kind: what it does.
+        node: the call (or ``p.grad = None`` statement) itself, maybe inside a helper.
+        site: the item of the analysed body it runs through (the helper call, or itself).
+        target: the optimizer stepped or cleared, the loss ``backward()`` runs on.
+        scope: the function ``node`` is in.
+    """
+
+    kind: Kind
+    node: ast.AST
+    site: Item
+    target: ast.expr | None
+    scope: Scope
+
+    @property
+    def line(self) -> int:
+        """The line of the action itself."""
+        return getattr(self.node, "lineno", 0)
+
+    @property
+    def through_helper(self) -> bool:
+        """Whether the action happens inside a function called from the body."""
+        return self.site.node is not self.node
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """A loop body or a function body (outside its loops) and its actions."""
+
+    loop: Loop | None
+    scope: Scope
+    items: tuple[Item, ...]
+    actions: tuple[Action, ...]
+
+
+def sequences(ctx: FileContext) -> list[Body]:
+    """Every body of the file with at least one action, loops first. Cached per file."""
+    key = ("step-sequences", "bodies")
+    cached = ctx.memo.get(key)
+    if cached is None:
+        bodies = []
+        for loop in ctx.module.all_loops:
+            items = tuple(i for i in loop.items if loop.is_direct(i))
+            bodies.append(_body(ctx, loop, loop.function, items))
+        for function in ctx.module.functions:
+            items = tuple(i for i in function.items if not _in_loop(i))
+            bodies.append(_body(ctx, None, function, items))
+        cached = ctx.memo[key] = [b for b in bodies if b.actions]
+    return cast("list[Body]", cached)
+
+
+def _in_loop(item: Item) -> bool:
+    for frame in reversed(item.frames):
+        if frame.kind is FrameKind.LOOP:
+            return True
+        if frame.kind is FrameKind.FUNCTION:
+            return False
+    return False
+
+
+def _body(ctx: FileContext, loop: Loop | None, scope: Scope, items: tuple[Item, ...]) -> Body:
+    actions: list[Action] = []
+    for item in items:
+        actions += _actions_of(ctx, item, item, scope, 0, set())
+    return Body(loop, scope, items, tuple(actions))
+
+
+def _actions_of(ctx: FileContext, item: Item, site: Item, scope: Scope, depth: int,
+                seen: set[int]) -> list[Action]:
+    node = item.node
+    if isinstance(node, ast.Call):
+        if ctx.is_call_to(node, *_CLIPS, scope=scope):
+            return [Action(Kind.CLIP, node, site, node.args[0] if node.args else None, scope)]
+        callee = ctx.resolve_local_call(node, scope)
+        if callee is not None and depth < _MAX_DEPTH and id(callee) not in seen:
+            seen = seen | {id(callee)}
+            inner: list[Action] = []
+            for sub in callee.items:
+                inner += _actions_of(ctx, sub, site, callee, depth + 1, seen)
+            return inner
+    if not _mentions_a_word(node):
+        return []
+    event = classify(ctx, item, scope)
+    if event is None or event.kind not in _EVENT_KINDS:
+        return []
+    return [Action(Kind(_EVENT_KINDS[event.kind]), node, site, event.target, scope)]
+
+
+def _mentions_a_word(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in _WORDS or name.endswith("backward")
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets: Iterable[ast.expr] = node.targets if isinstance(node, ast.Assign) \
+            else [node.target]
+        return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
+    return False
+
+
+def text_of(ctx: FileContext, expr: ast.expr | None) -> str:
+    """A short source text for an action's target (``""`` when there is none)."""
+    if expr is None:
+        return ""
+    text = ctx.segment(expr)
+    return text if len(text) <= 40 and "\n" not in text else ""

@@ -1,0 +1,185 @@
+"""TD222 target-network-not-detached: a target/teacher/EMA network's output with its graph.
+
+A second copy of the model (``copy.deepcopy(model)``, ``AveragedModel(model)``, or a module
+named ``target``/``teacher``/``ema``/``momentum``...) that no optimizer trains and whose
+parameters still require grad. Called in a training step outside ``torch.no_grad()`` and
+never detached, its output carries a graph into the loss: ``backward()`` walks and fills
+``.grad`` of the target network (memory and time for nothing) and, in bootstrapped losses
+(DQN, BYOL, distillation), the student chases a target that moves with it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.step_sequences import Body, Kind, sequences
+from torchdoctor.static.structure import Item, ModuleScope
+
+_COPIES = ("copy.deepcopy", "torch.optim.swa_utils.AveragedModel")
+_TARGET_WORDS = frozenset({"target", "teacher", "ema", "momentum", "shadow", "averaged",
+                           "frozen"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    text: str
+    node: ast.Assign
+    how: str
+
+
+@detector("TD222", depth=Depth.LINT)
+class TargetNetworkNotDetached(LintRule):
+    """The output of a target network flows into a backward() with its graph."""
+
+    requires = ("backward",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        targets = {id(t.node): t for t in self._targets(module)
+                   if not self._frozen_or_trained(module, t.text)}
+        if not targets:
+            return
+        reported: set[int] = set()
+        for body in sequences(ctx):
+            backwards = [a for a in body.actions if a.kind is Kind.BACKWARD]
+            if not backwards:
+                continue
+            for item in body.items:
+                node = item.node
+                if not isinstance(node, ast.Call) or id(node) in reported:
+                    continue
+                target = targets.get(_binding_of(ctx, node, body.scope))
+                if target is None or not self._live(body, item, backwards[-1].line):
+                    continue
+                reported.add(id(node))
+                self._report(node, target)
+
+    def _targets(self, module: ModuleScope) -> list[_Target]:
+        ctx = self.ctx
+        found = []
+        for scope, items in module.bodies():
+            for item in items:
+                node = item.node
+                if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                    continue
+                target = node.targets[0]
+                if not isinstance(target, (ast.Name, ast.Attribute)):
+                    continue
+                how = self._made_as_target(node.value, target, scope)
+                if how is not None:
+                    found.append(_Target(ctx.segment(target), node, how))
+        return found
+
+    def _made_as_target(self, value: ast.expr, target: ast.expr, scope: Scope) -> str | None:
+        ctx = self.ctx
+        if isinstance(value, ast.Call) and ctx.is_call_to(value, *_COPIES, scope=scope):
+            if value.args and ctx.is_in_family(value.args[0], torchapi.MODULE, scope):
+                return f"a copy of `{ctx.segment(value.args[0])}`"
+            return None
+        name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+        words = set(torchapi.name_tokens(name))
+        if words & _TARGET_WORDS and isinstance(value, ast.Call):
+            type_name = ctx.instance_type(value, scope)
+            if type_name is not None and ctx.is_family(type_name, torchapi.MODULE):
+                return "a second network, named as a target"
+        return None
+
+    def _frozen_or_trained(self, module: ModuleScope, text: str) -> bool:
+        """``requires_grad_(False)``, a loop clearing ``requires_grad`` over its parameters,
+        or its parameters handed to an optimizer."""
+        ctx = self.ctx
+        for scope, items in module.bodies():
+            for item in items:
+                node = item.node
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr == "requires_grad_" and \
+                        _root_text(ctx, func.value) == text and node.args and isinstance(
+                            node.args[0], ast.Constant) and node.args[0].value is False:
+                    return True
+                if _is_optimizer(ctx, node, scope) and _mentions(ctx.segment(node), text):
+                    return True
+        for loop in module.all_loops:
+            iterable = loop.node.iter if not isinstance(loop.node, ast.While) else None
+            if iterable is not None and _mentions(ctx.segment(iterable), text) and \
+                    "requires_grad" in ctx.segment(loop.node):
+                return True
+        return False
+
+    def _live(self, body: Body, item: Item, last_backward: int) -> bool:
+        """Called with autograd on, before a backward(), its result never detached."""
+        ctx = self.ctx
+        if grad_disabled_by(ctx, item.frames) is not None:
+            return False
+        if body.loop is None and item.line > last_backward:
+            return False
+        call = item.node
+        result = None
+        for other in body.items:
+            node = other.node
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("detach", "detach_"):
+                if node.func.value is call:
+                    return False
+                if result is not None and isinstance(node.func.value, ast.Name) and \
+                        node.func.value.id == result:
+                    return False
+            if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name):
+                result = node.targets[0].id
+        return True
+
+    def _report(self, call: ast.Call, target: _Target) -> None:
+        ctx = self.ctx
+        self.report(
+            call,
+            f"`{ctx.segment(call)[:60]}` at line {call.lineno} runs `{target.text}` ("
+            f"{target.how}, line {target.node.lineno}) with autograd on, and its output is "
+            "never detached: backward() flows into the target network, filling its `.grad` "
+            "and keeping its graph, and the loss chases a target that moves with the "
+            "student",
+            fix_hint=f"Compute the target under `with torch.no_grad():` (or call "
+                     f"`.detach()` on its output), or freeze it once with "
+                     f"`{target.text}.requires_grad_(False)`.",
+        )
+
+
+def _binding_of(ctx: FileContext, call: ast.Call, scope: Scope) -> int:
+    """``id`` of the statement that bound what ``call`` calls (``target_net(x)``,
+    ``self.teacher.forward(x)``); 0 when unknown."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        func = func.value
+    found = None
+    if isinstance(func, ast.Name):
+        found = ctx.lookup(func, scope)
+    elif isinstance(func, ast.Attribute):
+        found = ctx.attribute_binding(func, scope)
+    return 0 if found is None else id(found[0].node)
+
+
+def _root_text(ctx: FileContext, expr: ast.expr) -> str:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+            expr.func.attr in ("to", "cuda", "eval", "train"):
+        expr = expr.func.value
+    return ctx.segment(expr)
+
+
+def _is_optimizer(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
+    type_name = ctx.qualified_name(call.func, scope)
+    return type_name is not None and torchapi.in_family(type_name, torchapi.OPTIMIZER)
+
+
+def _mentions(source: str, text: str) -> bool:
+    """Whether ``text`` appears in ``source`` as a whole name (``ema`` is not in ``schema``)."""
+    return re.search(rf"(?<![\w.]){re.escape(text)}(?!\w)", source) is not None
