@@ -30,7 +30,7 @@ import runpy
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -113,22 +113,27 @@ def registered_run_script(path: str | os.PathLike[str]) -> Iterator[None]:
         remove_run_script(path)
 
 
-def is_run_script(path: str) -> bool:
-    """Whether ``path`` is a script ``torchdoctor run`` is executing."""
-    return bool(_RUN_SCRIPTS) and bool(path) and os.path.realpath(path) in _RUN_SCRIPTS
+def is_run_script(path: str, scripts: Collection[str] = ()) -> bool:
+    """Whether ``path`` is a script ``torchdoctor run`` is executing: in the registry, or
+    among ``scripts`` (real paths: a monitor's own run script, before it registers it)."""
+    if not path or not (_RUN_SCRIPTS or scripts):
+        return False
+    real = os.path.realpath(path)
+    return real in _RUN_SCRIPTS or real in scripts
 
 
-def is_library_file(path: str) -> bool:
+def is_library_file(path: str, scripts: Collection[str] = ()) -> bool:
     """True for files that are not the user's (see the module doc); never for a run
-    script. Pseudo-files such as ``<frozen runpy>`` or ``<string>`` count as library."""
-    if is_run_script(path):
+    script (see :func:`is_run_script`). Pseudo-files such as ``<frozen runpy>`` or
+    ``<string>`` count as library."""
+    if is_run_script(path, scripts):
         return False
     return _is_library_path(path)
 
 
-def is_user_file(path: str) -> bool:
+def is_user_file(path: str, scripts: Collection[str] = ()) -> bool:
     """Whether ``path`` (as in ``code.co_filename``) is the user's code."""
-    return not is_library_file(path)
+    return not is_library_file(path, scripts)
 
 
 @functools.cache

@@ -3,7 +3,11 @@
 `torch.arange(length)` without `device=` always lands on the CPU. On a CPU-only machine
 nothing happens; once the model is moved to a GPU, the position embedding receives CPU
 indices and the first forward raises "Expected all tensors to be on the same device".
+The shape dry run on the `meta` device fails the same way on any machine: the labels were
+not moved to the model's device.
 """
+
+import copy
 
 import torch
 from torch import nn
@@ -43,9 +47,19 @@ def make():
             "optimizer": optimizer, "device": device}
 
 
+def dry_run(model: nn.Module) -> None:
+    """One forward and loss on the meta device: shapes checked, no memory or compute spent."""
+    meta_model = copy.deepcopy(model).to("meta")
+    ids, labels = make_batch(4)
+    logits = meta_model(ids.to("meta"))
+    loss = nn.functional.cross_entropy(logits, labels)  # expect[run]: TD101
+    assert loss.shape == ()
+
+
 def main() -> None:
     setup = make()
     model, optimizer, device = setup["model"], setup["optimizer"], setup["device"]
+    dry_run(model)
     ids, labels = (t.to(device) for t in setup["data"])
     steps = 20
     for _ in range(steps):

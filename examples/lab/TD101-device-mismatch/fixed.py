@@ -1,5 +1,7 @@
 """A sequence classifier whose forward builds its position ids on the input's device."""
 
+import copy
+
 import torch
 from torch import nn
 
@@ -38,9 +40,19 @@ def make():
             "optimizer": optimizer, "device": device}
 
 
+def dry_run(model: nn.Module) -> None:
+    """One forward and loss on the meta device: shapes checked, no memory or compute spent."""
+    meta_model = copy.deepcopy(model).to("meta")
+    ids, labels = make_batch(4)
+    logits = meta_model(ids.to("meta"))
+    loss = nn.functional.cross_entropy(logits, labels.to("meta"))
+    assert loss.shape == ()
+
+
 def main() -> None:
     setup = make()
     model, optimizer, device = setup["model"], setup["optimizer"], setup["device"]
+    dry_run(model)
     ids, labels = (t.to(device) for t in setup["data"])
     steps = 20
     for _ in range(steps):

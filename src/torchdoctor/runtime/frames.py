@@ -21,12 +21,10 @@ from types import FrameType, TracebackType
 
 from torchdoctor._usercode import (
     RUNPY_FILES,
-    add_run_script,
     is_run_script,
     is_torch_file,
     is_torchdoctor_file,
     is_user_file,
-    remove_run_script,
 )
 from torchdoctor.runtime.detectors.base import CallSite
 
@@ -41,22 +39,16 @@ class UserCode:
             file outside the library directories counts as the user's, so a project's own
             packages next to the script are recognised too.
         scripts: files that are the user's wherever they live (the script that
-            ``torchdoctor run`` executes): recorded in the one registry of run scripts
-            (:func:`torchdoctor._usercode.add_run_script`) until :meth:`release`.
+            ``torchdoctor run`` executes), for this instance, on top of the process's
+            registry of run scripts (:func:`torchdoctor._usercode.add_run_script`); the
+            one classifier, :func:`torchdoctor._usercode.is_user_file`, decides.
     """
 
     def __init__(self, roots: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> None:
         self.roots: tuple[Path, ...] = tuple(Path(r).resolve() for r in roots)
-        self._scripts = tuple(os.path.realpath(s) for s in scripts)
-        for script in self._scripts:
-            add_run_script(script)
+        self.scripts = frozenset(os.path.realpath(s) for s in scripts)
         self._cache: dict[str, bool] = {}
         self._outside_torch: dict[str, bool] = {}
-
-    def release(self) -> None:
-        """Stop counting this run's scripts as user code."""
-        for script in self._scripts:
-            remove_run_script(script)
 
     def is_user_file(self, filename: str) -> bool:
         """Whether ``filename`` (as in ``code.co_filename``) is the user's code."""
@@ -67,7 +59,7 @@ class UserCode:
         return cached
 
     def _classify(self, filename: str) -> bool:
-        return is_user_file(filename)
+        return is_user_file(filename, scripts=self.scripts)
 
     def site(self, frame: FrameType | None,
              skip: Callable[[FrameType], bool] | None = None) -> CallSite | None:
@@ -88,7 +80,7 @@ class UserCode:
         outside = self._outside_torch.get(filename)
         if outside is None:
             outside = bool(filename) and not filename.startswith("<") and (
-                is_run_script(filename)
+                is_run_script(filename, scripts=self.scripts)
                 or not (is_torch_file(filename) or is_torchdoctor_file(filename)))
             self._outside_torch[filename] = outside
         return outside

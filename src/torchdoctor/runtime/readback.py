@@ -29,8 +29,11 @@ class Readback:
         self.syncs = 0  # blocking read-backs (non-CUDA accelerators, flush)
 
     def submit(self, vector: Any, callback: Callback) -> None:
-        """Deliver ``vector.tolist()`` to ``callback`` as soon as it is cheap to."""
+        """Deliver ``vector.tolist()`` to ``callback`` as soon as it is cheap to; never for
+        a tensor on the ``meta`` device, which has no values."""
         device = vector.device.type
+        if device == "meta":  # shapes without values (a dry run): nothing to read back
+            return
         if device == "cpu":
             self._call(callback, vector.tolist())
             return

@@ -28,14 +28,10 @@ def run_script(tmp_path: Path, body: str, user: UserCode) -> dict[str, object]:
 def test_the_run_script_is_user_code_even_inside_torchdoctor() -> None:
     assert not UserCode().is_user_file(str(DEMO_SCRIPT))
     user = UserCode(scripts=[DEMO_SCRIPT])
-    try:
-        assert user.is_user_file(str(DEMO_SCRIPT))
-        assert user.outside_torch(str(DEMO_SCRIPT))
-        assert not user.is_user_file(frames_module.__file__)  # the rest of torchdoctor is ours
-        assert not user.outside_torch(frames_module.__file__)
-    finally:
-        user.release()
-    assert not UserCode().is_user_file(str(DEMO_SCRIPT))
+    assert user.is_user_file(str(DEMO_SCRIPT))
+    assert user.outside_torch(str(DEMO_SCRIPT))
+    assert not user.is_user_file(frames_module.__file__)  # the rest of torchdoctor is ours
+    assert not user.outside_torch(frames_module.__file__)
 
 
 def test_a_folder_merely_named_torchdoctor_is_user_code(tmp_path: Path) -> None:
@@ -54,11 +50,7 @@ def test_a_folder_merely_named_torchdoctor_is_user_code(tmp_path: Path) -> None:
     "",
 ])
 def test_launchers_and_libraries_are_never_user_code(filename: str) -> None:
-    user = UserCode(scripts=[DEMO_SCRIPT])
-    try:
-        assert not user.is_user_file(filename)
-    finally:
-        user.release()
+    assert not UserCode(scripts=[DEMO_SCRIPT]).is_user_file(filename)
 
 
 def test_a_stack_walk_stops_at_runpy(tmp_path: Path) -> None:

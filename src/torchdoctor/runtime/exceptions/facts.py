@@ -18,10 +18,9 @@ from torchdoctor.runtime.exceptions.frames import FrameRef, ModuleRef
 __all__ = ["DEVICE_MISMATCH_CODE", "Detail", "DetailFunction", "ErrorFacts", "format_bytes",
            "torch_module"]
 
-# Device mismatches are TD101's problem, but TD101 is detected at the `run` depth only once
-# its lab can show the crash without a GPU (the CPU-only `meta` device does not raise for
-# the lab's embedding lookup); until then the run explains them under TD004.
-DEVICE_MISMATCH_CODE = "TD004"
+# A device mismatch is one problem at every depth: TD101, whether `check` finds it before
+# the run or the run dies of it (TD004 stays "the script raised something else").
+DEVICE_MISMATCH_CODE = "TD101"
 
 
 @dataclass(frozen=True, slots=True)
