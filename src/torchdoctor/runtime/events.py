@@ -61,6 +61,7 @@ class EventHandlers:
         self._sites: dict[tuple[str, int], CallSite] = {}
         self._loaders: dict[int, LoaderInfo] = {}
         self._hooks: HookSet | None = None
+        self.manual = ManualUpdates(monitor)
 
     # -- installation --------------------------------------------------------------------
 
@@ -162,6 +163,7 @@ class EventHandlers:
         self.m.dispatch.call("on_backward", BackwardEvent(
             loss, site, index, self.global_step,
             None if retain_graph is None else bool(retain_graph)))
+        self.manual.backward(index, sum(state.steps for state in self._states.values()))
 
     def _caller(self) -> CallSite:
         """Where backward() was called from; one CallSite object per file and line.
@@ -309,6 +311,53 @@ class EventHandlers:
             self.m.fail(error, where)
         finally:
             self.busy_s += time.perf_counter() - start
+
+
+class ManualUpdates:
+    """Parameters changed by hand between backward passes, with no optimizer step between
+    them (``p.data -= lr * p.grad``, ``with torch.no_grad(): p -= ...``, ``p.add_(...)``).
+
+    Read at a few backward passes (1, 2, 4, ..., 64, then every 64th): a fingerprint of the
+    first values of the known models' first trainable parameters, read back without a
+    synchronisation. ``p.data`` has a version counter of its own, so values are compared,
+    not versions. ``intervals`` counts the checks that saw parameters move without a step.
+    """
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.m = monitor
+        self.intervals = 0
+        self.checks = 0
+        self._previous: tuple[int, tuple[int, ...], list[float]] | None = None
+
+    def backward(self, index: int, steps: int) -> None:
+        """Before backward pass ``index``, with ``steps`` optimizer steps so far."""
+        if not (index & (index - 1) == 0 and index <= _MANUAL_DENSE
+                or index % _MANUAL_DENSE == 0) or not index:
+            return
+        params = [p for model in self.m.registry.models for p in model.inner.parameters()
+                  if p.requires_grad and p.numel()][:_MANUAL_PARAMS]
+        if not params:
+            return
+        torch = self.m.torch
+        with torch.no_grad():
+            device = params[0].device
+            vector = torch.stack([p.detach().reshape(-1)[:_MANUAL_VALUES].float().sum()
+                                  .to(device) for p in params])
+        ids = tuple(id(p) for p in params)
+        self.m.defer(vector, functools.partial(self._compare, steps, ids))
+
+    def _compare(self, steps: int, ids: tuple[int, ...], values: list[float]) -> None:
+        previous, self._previous = self._previous, (steps, ids, values)
+        if previous is None or previous[1] != ids:
+            return
+        self.checks += 1
+        if previous[0] == steps and previous[2] != values:
+            self.intervals += 1
+
+
+_MANUAL_DENSE = 64  # backward passes: checked at powers of two up to here, then every 64th
+_MANUAL_PARAMS = 8
+_MANUAL_VALUES = 16
 
 
 def _loader_info(iterator: Any) -> LoaderInfo:
