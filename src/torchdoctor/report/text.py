@@ -111,6 +111,11 @@ def _evidence(evidence: Mapping[str, Any]) -> str:
 def _summary(report: Report) -> Text:
     counts = report.counts()
     if not len(report):
+        watched = report.facts.get("watched")  # a run says what it saw train
+        if isinstance(watched, str) and watched.startswith("nothing"):
+            return Text(f"No problems found, but {watched}.", style="yellow")
+        if isinstance(watched, str):
+            return Text(f"No problems found ({watched}).", style="green")
         return Text("No problems found.", style="green")
     words = [
         f"{counts['error']} error{'s' if counts['error'] != 1 else ''}",

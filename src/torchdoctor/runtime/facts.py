@@ -28,6 +28,10 @@ def record_facts(monitor: Monitor, events: EventHandlers, states: list[Optimizer
         for s in states]
     facts["models"] = [_model_facts(m.label, m.inner) for m in monitor.registry.models
                        if next(iter(m.inner.parameters()), None) is not None]
+    if events.manual.intervals:
+        facts["manual_updates"] = events.manual.intervals
+    facts["watched"] = watched_text(events.backward_count, events.global_step,
+                                    events.manual.intervals)
     if events.batches:
         facts["batches"] = events.batches
         facts["batch_wait_s"] = round(events.batch_wait_s, 4)
@@ -35,6 +39,21 @@ def record_facts(monitor: Monitor, events: EventHandlers, states: list[Optimizer
     for site, values in events.losses.series.items():
         monitor.add_series(f"loss@{site}" if several else "loss",
                            _downsample(values, _SERIES_LIMIT))
+
+
+def watched_text(backward: int, steps: int, manual: int) -> str:
+    """What the monitor saw train, in words: shown when it found nothing to report."""
+    if not backward and not steps:
+        return ("nothing was trained while watched: no backward pass and no optimizer step "
+                "ran, so no training check could run")
+    text = (f"{backward} backward pass{'es' if backward != 1 else ''} and {steps} optimizer "
+            f"step{'s' if steps != 1 else ''} watched")
+    if manual:
+        text += ", parameters also updated by hand (without an optimizer)"
+    elif backward and not steps:
+        text += ("; no optimizer stepped and no parameter was seen to change, so only the "
+                 "loss and the gradients were checked")
+    return text
 
 
 def _model_facts(label: str, module: Any) -> dict[str, Any]:
