@@ -1,0 +1,94 @@
+"""TD618 accumulated-loss-not-scaled."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
+
+HEADER = """
+import torch
+from torch import nn
+"""
+
+
+def test_unscaled_accumulation_is_flagged() -> None:
+    assert_marked(HEADER + """
+def train(model, loader, optimizer, accum_steps):
+    for i, (x, y) in enumerate(loader):
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()  # expect: TD618
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", "TD618")
+
+
+def test_unscaled_accumulation_in_a_step_method_is_flagged_with_a_fix() -> None:
+    source = HEADER + """
+class Trainer:
+    def step(self, batch, index):
+        loss = self.criterion(self.model(batch[0]), batch[1])
+        loss.backward()
+        if not (index + 1) % 8:
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+"""
+    found = lint_findings(source, "TD618")
+    assert [(f.code, f.location.line) for f in found] == [("TD618", 8)]
+    assert found[0].fix is not None and found[0].fix.edits[0].replacement == "(loss / 8)"
+
+
+def test_scaled_losses_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def divided(model, loader, optimizer, k):
+    for i, (x, y) in enumerate(loader):
+        loss = nn.functional.mse_loss(model(x), y) / k
+        loss.backward()
+        if (i + 1) % k == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+def divided_later(model, loader, optimizer, k):
+    for i, (x, y) in enumerate(loader):
+        loss = nn.functional.mse_loss(model(x), y)
+        loss /= k
+        loss.backward()
+        if (i + 1) % k == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+def scaled_by_amp(model, loader, optimizer, scaler, k):
+    for i, (x, y) in enumerate(loader):
+        loss = nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss / k).backward()
+        if (i + 1) % k == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+""", "TD618") == []
+
+
+def test_not_accumulation_or_unknown_losses_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def every_step(model, loader, optimizer):
+    for i, (x, y) in enumerate(loader):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if i % 1 == 0:
+            optimizer.step()
+
+def cleared_every_iteration(model, loader, optimizer, k):
+    for i, (x, y) in enumerate(loader):
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        if (i + 1) % k == 0:
+            optimizer.step()
+
+def model_loss(model, loader, optimizer, k):
+    for i, (x, y) in enumerate(loader):
+        logits, loss = model(x, y)
+        loss.backward()
+        if (i + 1) % k == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", "TD618") == []

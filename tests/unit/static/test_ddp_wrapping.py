@@ -1,0 +1,133 @@
+"""TD806 loader-without-distributed-sampler, TD807 forward-bypasses-ddp-wrapper, TD808
+parameters-cast-after-ddp-wrap."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_codes
+
+HEADER = """
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, IterableDataset
+"""
+
+LOOP = """
+    opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = (ddp_model(x) - y).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+LOOPS = LOOP + LOOP.replace("in loader", "in given")
+
+
+def test_training_loader_without_sampler_is_flagged() -> None:
+    assert_marked(HEADER + """
+def main(rank):
+    dist.init_process_group("nccl")
+    dataset = load_dataset("train")
+    ddp_model = DDP(nn.Linear(2, 2).to(rank), device_ids=[rank])
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)  # expect: TD806
+    train_loader = DataLoader(dataset, batch_size=8)  # expect: TD806
+""" + LOOP, "TD806")
+
+
+def test_loaders_with_samplers_or_hidden_arguments_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+class Stream(IterableDataset):
+    def __iter__(self):
+        yield 1
+
+def main(dataset, kwargs, rank):
+    dist.init_process_group("nccl")
+    ddp_model = DDP(nn.Linear(2, 2))
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset))
+    other = DataLoader(dataset, **kwargs)
+    given = DataLoader(dataset, batch_size=8, shuffle=True)
+    val_loader = DataLoader(dataset, batch_size=8)
+    stream = Stream()
+    train_stream = DataLoader(stream, batch_size=8)
+    shard = make_shard(rank=rank)
+    train_shard = DataLoader(shard, batch_size=8)
+""" + LOOPS, "TD806") == []
+
+
+def test_loaders_without_ddp_are_quiet() -> None:
+    assert lint_codes("""
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+def main(dataset):
+    model = nn.Linear(2, 2)
+    train_loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in train_loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+""", "TD806") == []
+
+
+def test_forward_through_module_or_unwrapped_model_is_flagged() -> None:
+    assert_marked(HEADER + """
+def main(loader):
+    model = nn.Linear(2, 2)
+    ddp_model = DDP(model)
+    opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = (ddp_model.module(x) - y).pow(2).mean()  # expect: TD807
+        loss = loss + model(x).abs().mean()  # expect: TD807
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""", "TD807")
+
+
+def test_forward_through_the_wrapper_or_for_evaluation_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+def main(loader):
+    model = nn.Linear(2, 2)
+    early = model(torch.zeros(1, 2))
+    ddp_model = DDP(model)
+    opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = (ddp_model(x) - y).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            check = ddp_model.module(x)
+    torch.save(ddp_model.module.state_dict(), "model.pt")
+
+def same_name(model, loader):
+    model = DDP(model)
+    for x, y in loader:
+        model(x).sum().backward()
+""", "TD807") == []
+
+
+def test_cast_after_wrap_is_flagged() -> None:
+    assert_marked(HEADER + """
+def main(loader):
+    model = nn.Linear(2, 2)
+    ddp_model = DDP(model)
+    model.half()  # expect: TD808
+    ddp_model.module.to(torch.bfloat16)  # expect: TD808
+    ddp_model.to(dtype=torch.float64)  # expect: TD808
+""" + LOOP, "TD808")
+
+
+def test_cast_before_wrap_moves_and_casts_after_training_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def main(loader, device):
+    model = nn.Linear(2, 2).half()
+    ddp_model = DDP(model.to(device))
+    ddp_model.to(device)
+""" + LOOP + """
+    ddp_model.module.half()
+    torch.save(ddp_model.module.state_dict(), "half.pt")
+""", "TD808") == []

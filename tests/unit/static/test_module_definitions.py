@@ -1,0 +1,189 @@
+"""TD221 requires-grad-set-on-module, TD223 layers-in-plain-container, TD506
+functional-dropout-ignores-training."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
+
+HEADER = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+"""
+
+
+def test_requires_grad_on_modules_is_flagged() -> None:
+    assert_marked(HEADER + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(2, 2)
+
+    def freeze(self):
+        self.encoder.requires_grad = False  # expect: TD221
+
+def main():
+    model = Net()
+    model.requires_grad = False  # expect: TD221
+    for child in model.children():
+        child.requires_grad = False  # expect: TD221
+    for name, sub in model.named_modules():
+        sub.requires_grad = True  # expect: TD221
+""", "TD221")
+
+
+def test_requires_grad_fix_calls_requires_grad_() -> None:
+    found = lint_findings(HEADER + """
+model = nn.Linear(2, 2)
+model.requires_grad = False
+""", "TD221")
+    assert found[0].fix is not None
+    assert found[0].fix.edits[0].replacement == "model.requires_grad_(False)"
+
+
+def test_requires_grad_on_parameters_and_tensors_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+model = nn.Linear(2, 2)
+for p in model.parameters():
+    p.requires_grad = False
+for name, p in model.named_parameters():
+    p.requires_grad = False
+model.weight.requires_grad = False
+x = torch.zeros(2)
+x.requires_grad = True
+""", "TD221") == []
+
+
+def test_requires_grad_on_unknown_or_custom_objects_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+class Flagged(nn.Module):
+    requires_grad = True
+
+def f(thing, layer_config):
+    thing.requires_grad = False
+    layer_config.requires_grad = False
+    custom = Flagged()
+    custom.requires_grad = False
+""", "TD221") == []
+
+
+def test_layers_in_plain_containers_are_flagged() -> None:
+    assert_marked(HEADER + """
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+class Net(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = [nn.Linear(4, 4) for _ in range(n)]  # expect: TD223
+        self.heads = {"a": nn.Linear(4, 1), "b": nn.Linear(4, 1)}  # expect: TD223
+        self.pair = (Block(), Block())  # expect: TD223
+        self.blocks = []  # expect: TD223
+        for _ in range(n):
+            self.blocks.append(Block())
+""", "TD223")
+
+
+def test_plain_container_fix_wraps_in_module_list() -> None:
+    found = lint_findings(HEADER + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [nn.Linear(4, 4), nn.Linear(4, 4)]
+""", "TD223")
+    assert found[0].fix is not None
+    assert found[0].fix.edits[0].replacement == "nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])"
+
+
+def test_registered_or_parameter_free_containers_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+class Net(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(n)])
+        self.acts = [nn.ReLU(), nn.Dropout(0.1)]
+        self.losses = [nn.MSELoss(), nn.L1Loss()]
+        self.sizes = [4, 8, 16]
+        parts = [nn.Linear(4, 4), nn.ReLU()]
+        self.body = nn.Sequential(*parts)
+        self.stages = [nn.Linear(4, 4), nn.Linear(4, 4)]
+        self.trunk = nn.Sequential(*self.stages)
+        self.named = [self.body]
+""", "TD223") == []
+
+
+def test_containers_registered_by_hand_or_outside_modules_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+class Registered(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [nn.Linear(4, 4) for _ in range(2)]
+        for i, layer in enumerate(self.layers):
+            self.add_module(f"layer{i}", layer)
+
+class Config:
+    def __init__(self):
+        self.layers = [nn.Linear(4, 4)]
+""", "TD223") == []
+
+
+def test_functional_dropout_without_training_is_flagged() -> None:
+    assert_marked(HEADER + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = F.dropout(self.fc(x), 0.5)  # expect: TD506
+        x = F.dropout2d(x, p=0.1)  # expect: TD506
+        return self.helper(x)
+
+    def helper(self, x):
+        return nn.functional.alpha_dropout(x, 0.2)  # expect: TD506
+""", "TD506")
+
+
+def test_dropout_fix_adds_training_flag() -> None:
+    found = lint_findings(HEADER + """
+class Net(nn.Module):
+    def forward(self, x):
+        return F.dropout(x, 0.5)
+""", "TD506")
+    assert found[0].fix is not None
+    assert found[0].fix.edits[0].replacement == ", training=self.training"
+
+
+def test_functional_dropout_that_follows_the_mode_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+class Net(nn.Module):
+    def forward(self, x, **options):
+        x = F.dropout(x, 0.5, training=self.training)
+        x = F.dropout(x, 0.5, self.training)
+        x = F.dropout(x, **options)
+        if self.training:
+            x = F.dropout(x, 0.2)
+        return x
+
+def plain_function(x):
+    return F.dropout(x, 0.5)
+
+class NotAModule:
+    def forward(self, x):
+        return F.dropout(x, 0.5)
+""", "TD506") == []
+
+
+def test_a_local_dropout_function_is_quiet() -> None:
+    assert lint_codes("""
+from torch import nn
+
+def dropout(x, p):
+    return x
+
+class Net(nn.Module):
+    def forward(self, x):
+        return dropout(x, 0.5)
+""", "TD506") == []

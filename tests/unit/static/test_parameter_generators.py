@@ -1,0 +1,101 @@
+"""TD617 parameter-generator-exhausted."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
+
+HEADER = """
+import torch
+from torch import nn
+"""
+
+
+def test_generator_consumed_by_optimizer_then_clipping_is_flagged() -> None:
+    assert_marked(HEADER + """
+def train(loader):
+    model = nn.Linear(2, 2)
+    params = model.parameters()
+    opt = torch.optim.SGD(params, lr=0.1)
+    for x in loader:
+        model(x).sum().backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)  # expect: TD617
+        opt.step()
+        opt.zero_grad()
+""", "TD617")
+
+
+def test_two_groups_and_comprehensions_and_attributes_are_flagged() -> None:
+    assert_marked(HEADER + """
+def groups(model: nn.Module):
+    trainable = filter(lambda p: p.requires_grad, model.parameters())
+    opt = torch.optim.AdamW([{"params": trainable, "weight_decay": 0.1}])
+    count = sum(p.numel() for p in trainable)  # expect: TD617
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Linear(2, 2)
+        self.params = self.model.parameters()
+        self.opt = torch.optim.Adam(self.params)
+
+    def clip(self):
+        torch.nn.utils.clip_grad_norm_(self.params, 1.0)  # expect: TD617
+""", "TD617")
+
+
+def test_consumer_in_a_loop_is_flagged_and_fix_stores_a_list() -> None:
+    source = HEADER + """
+def clip_each_step(loader):
+    model = nn.Linear(2, 2)
+    params = model.parameters()
+    for x in loader:
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+"""
+    found = lint_findings(source, "TD617")
+    assert [(f.code, f.location.line) for f in found] == [("TD617", 9)]
+    assert found[0].fix is not None
+    assert found[0].fix.edits[0].replacement == "list(model.parameters())"
+
+
+def test_lists_and_single_use_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def train(loader):
+    model = nn.Linear(2, 2)
+    params = list(model.parameters())
+    opt = torch.optim.SGD(params, lr=0.1)
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    once = model.parameters()
+    opt2 = torch.optim.SGD(once, lr=0.1)
+    again = model.parameters()
+    print(again)
+    stored = list(again)
+    fresh = model.parameters()
+    opt3 = torch.optim.Adam(fresh)
+    fresh = model.parameters()
+    opt4 = torch.optim.Adam(fresh)
+""", "TD617") == []
+
+
+def test_parameters_of_non_modules_and_rebuilt_in_the_loop_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def f(group, loader):
+    params = group.parameters()
+    a = use(params)
+    b = use(params)
+    model = nn.Linear(2, 2)
+    for x in loader:
+        params = model.parameters()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+""", "TD617") == []
+
+
+def test_named_parameters_consumed_once_per_function_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def decay_groups(model: nn.Module):
+    named = model.named_parameters()
+    decay = [p for n, p in named if p.ndim >= 2]
+    return torch.optim.AdamW(decay)
+
+def other(model: nn.Module):
+    named = model.named_parameters()
+    return dict(named)
+""", "TD617") == []

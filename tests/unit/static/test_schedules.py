@@ -1,0 +1,131 @@
+"""TD615 epoch-scheduler-stepped-per-batch."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_codes
+
+HEADER = """
+import torch
+from torch import nn
+from torch.optim import lr_scheduler
+from torch.utils.data import DataLoader
+"""
+
+
+def test_epoch_schedulers_in_the_batch_loop_are_flagged() -> None:
+    assert_marked(HEADER + """
+def train(model, dataset, epochs):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
+    multi = lr_scheduler.MultiStepLR(opt, milestones=[30, 60, 90])
+    decay = lr_scheduler.ExponentialLR(opt, gamma=0.95)
+    plateau = lr_scheduler.ReduceLROnPlateau(opt)
+    cosine = lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = model(x).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step.step()  # expect: TD615
+            multi.step()  # expect: TD615
+            decay.step()  # expect: TD615
+            plateau.step(loss)  # expect: TD615
+            cosine.step()  # expect: TD615
+""", "TD615")
+
+
+def test_scheduler_passed_to_an_epoch_function_is_flagged() -> None:
+    assert_marked(HEADER + """
+def train_one_epoch(model, loader, opt, scheduler):
+    for x, y in loader:
+        model(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        scheduler.step()  # expect: TD615
+
+def main(model, loader):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = lr_scheduler.StepLR(opt, 10)
+    for epoch in range(5):
+        train_one_epoch(model, loader, opt, sched)
+""", "TD615")
+
+
+def test_scheduler_stepped_from_an_iteration_handler_is_flagged() -> None:
+    assert_marked(HEADER + """
+def attach(trainer, opt):
+    sched = lr_scheduler.StepLR(opt, step_size=2)
+
+    @trainer.on(Events.ITERATION_COMPLETED)
+    def step_schedule(engine):
+        sched.step()  # expect: TD615
+""", "TD615")
+
+
+def test_per_epoch_and_per_step_schedules_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def train(model, loader, epochs, total):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = lr_scheduler.StepLR(opt, step_size=30)
+    cycle = lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=total)
+    warm = lr_scheduler.LambdaLR(opt, lambda s: min(1.0, s / 100))
+    cosine = lr_scheduler.CosineAnnealingLR(opt, T_max=total)
+    for epoch in range(epochs):
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            cycle.step()
+            warm.step()
+            cosine.step()
+        step.step()
+""", "TD615") == []
+
+
+def test_iteration_sized_or_periodic_steps_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def train(model, loader, args):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    by_iteration = lr_scheduler.StepLR(opt, step_size=30000)
+    milestones = lr_scheduler.MultiStepLR(opt, milestones=[60000, 80000])
+    slow = lr_scheduler.ExponentialLR(opt, gamma=0.9999)
+    unknown = lr_scheduler.StepLR(opt, step_size=args.lr_step)
+    periodic = lr_scheduler.StepLR(opt, step_size=3)
+    for i, (x, y) in enumerate(loader):
+        model(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        by_iteration.step()
+        milestones.step()
+        slow.step()
+        unknown.step()
+        if i % len(loader) == 0:
+            periodic.step()
+
+def attach(trainer, opt):
+    sched = lr_scheduler.StepLR(opt, step_size=2)
+
+    @trainer.on(Events.EPOCH_COMPLETED)
+    def step_schedule(engine):
+        sched.step()
+""", "TD615") == []
+
+
+def test_epoch_loops_and_unknown_schedulers_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def train(model, loader, scheduler, epochs):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = lr_scheduler.StepLR(opt, step_size=30)
+    for epoch in range(epochs):
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            scheduler.step()
+        step.step()
+    while True:
+        step.step()
+        break
+""", "TD615") == []

@@ -1,0 +1,86 @@
+"""TD222 target-network-not-detached."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_codes
+
+HEADER = """
+import copy
+import torch
+import torch.nn.functional as F
+from torch import nn
+"""
+
+
+def test_deepcopy_target_used_with_grad_is_flagged() -> None:
+    assert_marked(HEADER + """
+def dqn(q_net: nn.Module, loader):
+    target_net = copy.deepcopy(q_net)
+    opt = torch.optim.Adam(q_net.parameters())
+    for s, r, s2 in loader:
+        target = r + 0.9 * target_net(s2).max(1).values  # expect: TD222
+        loss = F.mse_loss(q_net(s).max(1).values, target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""", "TD222")
+
+
+def test_named_teacher_in_a_method_is_flagged() -> None:
+    assert_marked(HEADER + """
+class Distiller:
+    def __init__(self, student):
+        self.student = student
+        self.teacher = nn.Linear(4, 4)
+        self.opt = torch.optim.SGD(student.parameters(), lr=0.1)
+
+    def step(self, x):
+        soft = self.teacher(x)  # expect: TD222
+        loss = F.mse_loss(self.student(x), soft)
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad()
+""", "TD222")
+
+
+def test_no_grad_detach_and_frozen_targets_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def dqn(q_net: nn.Module, loader):
+    target_net = copy.deepcopy(q_net)
+    ema = copy.deepcopy(q_net)
+    ema.requires_grad_(False)
+    frozen_copy = copy.deepcopy(q_net)
+    for p in frozen_copy.parameters():
+        p.requires_grad = False
+    opt = torch.optim.Adam(q_net.parameters())
+    for s, r, s2 in loader:
+        with torch.no_grad():
+            a = target_net(s2)
+        b = target_net(s2).detach()
+        c = target_net(s2)
+        c = c.detach()
+        loss = F.mse_loss(q_net(s), a + b + c + ema(s2) + frozen_copy(s2))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""", "TD222") == []
+
+
+def test_trained_targets_eval_copies_and_unknown_networks_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def byol(online: nn.Module, target_encoder, loader):
+    predictor = nn.Linear(4, 4)
+    target_head = nn.Linear(4, 4)
+    opt = torch.optim.Adam(list(online.parameters()) + list(target_head.parameters()))
+    best = copy.deepcopy(online)
+    for x in loader:
+        loss = F.mse_loss(predictor(online(x)), target_encoder(x) + target_head(x))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    evaluate(best)
+
+def evaluate(model):
+    shadow = copy.deepcopy(model)
+    return shadow(torch.zeros(1, 4))
+""", "TD222") == []
