@@ -175,6 +175,69 @@ class _Namer:
         return torchapi.canonical(".".join([root, *reversed(parts)]))
 
 
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement of a body, nested blocks included, nested definitions excluded:
+    statements only, never their expressions (cheap next to a full walk)."""
+    out: list[ast.stmt] = []
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        out.append(statement)
+        for block_name in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, block_name, None)
+            if inner:
+                stack.extend(reversed(inner))
+        for handler in getattr(statement, "handlers", ()):
+            stack.extend(reversed(handler.body))
+        for case in getattr(statement, "cases", ()):
+            stack.extend(reversed(case.body))
+    return out
+
+
+def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -> bool:
+    """Add the qualified callees of ``expr`` (a call, its arguments, lists of calls) to
+    ``out``; returns whether it reads ``.training``. Nested only a few levels deep."""
+    if expr is None or depth > 4:
+        return False
+    cls = expr.__class__
+    if cls is ast.Call:
+        call: ast.Call = expr  # type: ignore[assignment]
+        called = namer.name(call.func)
+        if called is not None:
+            out.add(called)
+        training = False
+        if call.func.__class__ is ast.Attribute:
+            training = _calls(call.func.value, namer, out, depth + 1)
+        for argument in call.args:
+            training = _calls(argument, namer, out, depth + 1) or training
+        for keyword in call.keywords:
+            training = _calls(keyword.value, namer, out, depth + 1) or training
+        return training
+    if cls is ast.Attribute:
+        return bool(expr.attr == "training")  # type: ignore[attr-defined]
+    if cls in (ast.List, ast.Tuple, ast.Starred, ast.BinOp, ast.BoolOp, ast.UnaryOp,
+               ast.IfExp, ast.Compare, ast.ListComp, ast.GeneratorExp):
+        training = False
+        for child in ast.iter_child_nodes(expr):
+            training = _calls(child, namer, out, depth + 1) or training
+        return training
+    return False
+
+
+def _statement_calls(statement: ast.stmt, namer: _Namer, out: set[str]) -> bool:
+    training = False
+    for part in ("value", "test", "iter", "items"):
+        value = getattr(statement, part, None)
+        if isinstance(value, list):
+            for item in value:
+                training = _calls(getattr(item, "context_expr", None), namer, out) or training
+        elif isinstance(value, ast.AST):
+            training = _calls(value, namer, out) or training
+    return training
+
+
 def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
     # A base the file does not show (a name never imported, a call) stays unknown: "?".
     bases = tuple(namer.name(base) or f"?{getattr(base, 'id', '')}" for base in cls.bases)
@@ -184,13 +247,10 @@ def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
     for statement in cls.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             methods[statement.name] = statement
-    for node in ast.walk(cls):
-        if node.__class__ is ast.Call:
-            called = namer.name(node.func)
-            if called is not None:
-                constructs.add(called)
-        elif node.__class__ is ast.Attribute and node.attr == "training":
-            reads_training = True
+            for inner in _statements(statement.body):
+                reads_training = _statement_calls(inner, namer, constructs) or reads_training
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
+            reads_training = _statement_calls(statement, namer, constructs) or reads_training
     facts = ClassFacts(cls.name, f"{namer.module}.{cls.name}", path, cls.lineno, bases,
                        constructs=frozenset(constructs), reads_training=reads_training,
                        methods=frozenset(methods))
@@ -206,7 +266,7 @@ def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
 def _init_attributes(init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer,
                      facts: ClassFacts) -> None:
     self_name = init.args.args[0].arg if init.args.args else "self"
-    for node in ast.walk(init):
+    for node in _statements(init.body):
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
             continue
         for target in node.targets:
@@ -237,7 +297,7 @@ def _forward_ending(forward: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Nam
             if isinstance(value, ast.Name) and value.id in assigned:
                 value = assigned[value.id]
             endings.add(_ending_of_value(value, namer))
-    returns = [n for n in ast.walk(forward) if isinstance(n, ast.Return)]
+    returns = [n for n in _statements(forward.body) if isinstance(n, ast.Return)]
     if len(endings) != 1 or len(returns) != sum(
             1 for s in forward.body if isinstance(s, ast.Return)):
         return None
@@ -270,22 +330,15 @@ def _function_facts(function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Na
     returns: list[str] = []
     assigned: dict[str, str] = {}
     return_nodes: list[ast.Return] = []
-    for node in ast.walk(function):
-        cls = node.__class__
-        if cls is ast.Call:
-            called = namer.name(node.func)  # type: ignore[attr-defined]
+    for statement in _statements(function.body):
+        _statement_calls(statement, namer, calls)
+        if isinstance(statement, ast.Return):
+            return_nodes.append(statement)
+        elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call) \
+                and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            called = namer.name(statement.value.func)
             if called is not None:
-                calls.add(called)
-        elif cls is ast.Return:
-            return_nodes.append(node)  # type: ignore[arg-type]
-        elif cls is ast.Assign:
-            assign: ast.Assign = node  # type: ignore[assignment]
-            target = assign.targets[0]
-            if isinstance(assign.value, ast.Call) and len(assign.targets) == 1 and \
-                    isinstance(target, ast.Name):
-                called = namer.name(assign.value.func)
-                if called is not None:
-                    assigned[target.id] = called
+                assigned[statement.targets[0].id] = called
     for ret in return_nodes:
         value = ret.value
         if isinstance(value, ast.Call):

@@ -12,10 +12,12 @@ to each worker once, through the pool's initializer).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
 import multiprocessing.context
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -30,7 +32,7 @@ from torchdoctor.static.project_facts import ModuleFacts, summarise
 from torchdoctor.static.source import UNPARSABLE, Parsed, parse
 from torchdoctor.static.suppression import filter_suppressed
 
-__all__ = ["FileJob", "lint_files", "lint_text"]
+__all__ = ["FileJob", "lint_files", "lint_sources", "lint_text"]
 
 # Below this many files a process pool costs more than it saves.
 _POOL_THRESHOLD = 48
@@ -121,22 +123,65 @@ def lint_path(job: FileJob, selection: Selection, project: ProjectIndex | None =
     return found
 
 
+@contextlib.contextmanager
+def _kept_trees() -> Iterator[Callable[[], None]]:
+    """While parsed trees are kept for the second phase, keep them out of the cyclic
+    garbage collector's way: every full collection would walk them all again (it doubled
+    the time of parsing). Syntax trees hold no cycles; reference counting frees them as
+    usual. Does nothing when the collector is off or the program froze objects itself."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield lambda: None
+        return
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+
+
 def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]:
     """Both phases in this process, keeping the parsed trees in between."""
     project = ProjectIndex()
     kept: list[Parsed | Finding | None] = []
     budget = _TREE_CACHE_BYTES
-    for job in jobs:
-        parsed = _parse_job(job)
-        facts = _facts(job, parsed)
-        if facts is not None:
-            project.add(facts)
-        size = len(parsed.text) if isinstance(parsed, Parsed) else 0
-        budget -= size
-        kept.append(parsed if budget >= 0 or not size else None)
     out: list[Finding] = []
-    for job, parsed in zip(jobs, kept, strict=True):
-        out.extend(lint_path(job, selection, project, parsed))
+    with _kept_trees() as freeze:
+        for job in jobs:
+            parsed = _parse_job(job)
+            facts = _facts(job, parsed)
+            if facts is not None:
+                project.add(facts)
+            size = len(parsed.text) if isinstance(parsed, Parsed) else 0
+            budget -= size
+            kept.append(parsed if budget >= 0 or not size else None)
+            freeze()
+        for index, (job, parsed) in enumerate(zip(jobs, kept, strict=True)):
+            kept[index] = None  # each tree is freed once its file is linted
+            out.extend(lint_path(job, selection, project, parsed))
+    return out
+
+
+def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selection
+                 ) -> list[Finding]:
+    """Lint files already in memory as one project: each is parsed once, the index is
+    built from all of them, then their rules run (what ``lint`` does, without reading)."""
+    project = ProjectIndex()
+    parsed_all: list[Parsed | Finding | None] = []
+    out: list[Finding] = []
+    with _kept_trees() as freeze:
+        for path, data in sources:
+            try:
+                parsed: Parsed | Finding | None = parse(data, path)
+            except Exception:  # noqa: BLE001 - lint_text reports it with its traceback
+                parsed = None
+            facts = _facts(FileJob(path), parsed)
+            if facts is not None:
+                project.add(facts)
+            parsed_all.append(parsed)
+            freeze()
+        for index, (path, data) in enumerate(sources):
+            parsed = parsed_all[index]
+            parsed_all[index] = None
+            out.extend(lint_text(path, data, selection, project, parsed))
     return out
 
 
