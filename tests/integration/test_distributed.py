@@ -169,3 +169,106 @@ def test_dataloader_workers_are_not_followed(tmp_path: Path) -> None:
     assert report["facts"]["steps"] == 4, err
     assert "world_size" not in report["facts"]
     assert "ranks" not in report["facts"]
+
+
+DDP_BYPASS = """
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    def main():
+        dist.init_process_group("gloo")
+        torch.manual_seed(0)
+        model = DDP(nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        torch.manual_seed(dist.get_rank())
+        for _ in range(4):
+            optimizer.zero_grad()
+            model.module(torch.randn(8, 4)).pow(2).mean().backward()
+            optimizer.step()
+        dist.destroy_process_group()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_nproc_per_node_launches_ranks_and_writes_one_report(tmp_path: Path) -> None:
+    write(tmp_path, "job.py", DDP_BYPASS)
+    result = run_cli(["run", "--nproc-per-node", "2", "--report", "r.json", "job.py"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert _codes(report).get("TD811") == [0, 1], result.stdout
+    assert report["facts"]["world_size"] == 2
+    assert "(all 2 ranks)" in result.stdout
+
+
+def test_torchrun_of_torchdoctor_run_reports_once_on_rank_zero(tmp_path: Path) -> None:
+    from torchdoctor.distributed.job import free_port
+
+    write(tmp_path, "job.py", DDP_BYPASS)
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=2",
+        "--master-addr=127.0.0.1",
+        f"--master-port={free_port()}",
+        str(Path(sys.executable).parent / "torchdoctor"),
+        "run",
+        "--report",
+        "r.json",
+        "job.py",
+    ]
+    env = {**os.environ, "TORCHDOCTOR_PARTS_DIR": str(tmp_path / "parts")}
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=JOB_TIMEOUT)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0, err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert _codes(report).get("TD811") == [0, 1], out
+    assert out.count("TD811") == 1  # one report, printed by rank 0 only
+    assert not list((tmp_path / "parts").glob("*/part-*.json"))
+
+
+def test_a_rank_that_dies_is_named_in_the_report(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "job.py",
+        """
+    import os
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+
+    if __name__ == "__main__":
+        dist.init_process_group("gloo")
+        if dist.get_rank() == 1:
+            os._exit(3)
+        model = nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            optimizer.step()
+    """,
+    )
+    report, err = run_json(["--nproc-per-node", "2", "job.py"], tmp_path)
+    assert report["exit_status"] != 0, err
+    assert 1 in report["facts"]["missing_ranks"]

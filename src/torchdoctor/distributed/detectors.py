@@ -270,7 +270,7 @@ class CrossRankChecks(RuntimeDetector):
         if seen.low[_HAS_BATCH] == 1.0:
             if seen.agree(_BATCH):
                 self._report_same_batches(world)
-            if not seen.agree(_BATCHES):
+            if not seen.agree(_BATCHES) and not any(_joined(d) for d in ddps):
                 self._report_uneven(seen)
 
     def _report_tensors(
@@ -421,6 +421,12 @@ def _fingerprint(tensors: Sequence[Any], torch: Any) -> float:
         sums = torch.stack([t.detach().sum(dtype=torch.float64).to(device) for t in tensors]).cpu()
         weights = 1.0 + torch.arange(len(tensors), dtype=torch.float64) / (len(tensors) + 1)
         return float((sums * weights).sum())
+
+
+def _joined(ddp: _Ddp) -> bool:
+    """Whether the DDP model runs inside ``model.join()`` (uneven inputs handled)."""
+    config = getattr(ddp.ref(), "_join_config", None)
+    return bool(getattr(config, "enable", False))
 
 
 def _length(iterator: Any) -> int:

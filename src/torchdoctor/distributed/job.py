@@ -232,6 +232,8 @@ def gather_on_rank_zero(report: Report, rank: int, world: int, started: float) -
     for path in fresh:
         with contextlib.suppress(OSError):
             path.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only when empty: a part of a later job stays
     own = Part(report, 0, world, os.getpid())
     base = Report(
         tool_version=report.tool_version,
