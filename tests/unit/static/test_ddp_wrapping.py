@@ -131,3 +131,14 @@ def main(loader, device):
     ddp_model.module.half()
     torch.save(ddp_model.module.state_dict(), "half.pt")
 """, "TD808") == []
+
+
+def test_a_wrapper_wrapped_again_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+def main(model, x):
+    model = DDP(model)
+    static = DDP(model, static_graph=True)
+    for _ in range(3):
+        model(x).sum().backward()
+        static(x).sum().backward()
+""", "TD807") == []

@@ -99,3 +99,14 @@ def other(model: nn.Module):
     named = model.named_parameters()
     return dict(named)
 """, "TD617") == []
+
+
+def test_stepping_a_generator_by_hand_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+def first_parameters(model: nn.Module):
+    found = model.parameters()
+    while True:
+        param = next(found)
+        if param.ndim > 1:
+            yield param
+""", "TD617") == []

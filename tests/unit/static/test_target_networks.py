@@ -84,3 +84,14 @@ def evaluate(model):
     shadow = copy.deepcopy(model)
     return shadow(torch.zeros(1, 4))
 """, "TD222") == []
+
+
+def test_a_reference_copy_trained_on_its_own_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+def compare(model: nn.Module, x):
+    local_net = copy.deepcopy(model)
+    out = model(x).sum()
+    local_out = local_net(x).sum()
+    out.backward()
+    local_out.backward()
+""", "TD222") == []

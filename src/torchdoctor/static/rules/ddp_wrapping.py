@@ -38,6 +38,7 @@ class Wrap:
     scope: Scope
     wrapped: str
     wrapper: str
+    module: ast.expr | None = None
 
     @property
     def line(self) -> int:
@@ -62,7 +63,8 @@ def wraps(ctx: FileContext) -> list[Wrap]:
                     module = None if module is None else _unchained(module)
                     wrapped = ctx.segment(module) if isinstance(
                         module, (ast.Name, ast.Attribute)) else ""
-                    found.append(Wrap(item, scope, wrapped, ctx.segment(node.targets[0])))
+                    found.append(Wrap(item, scope, wrapped, ctx.segment(node.targets[0]),
+                                      module))
         cached = ctx.memo[key] = found
     return cached  # type: ignore[return-value]
 
@@ -172,9 +174,22 @@ class ForwardBypassesWrapper(LintRule):
                 return wrap
             if not wrap.wrapped or text != wrap.wrapped or wrap.wrapped == wrap.wrapper:
                 continue
-            if self._after(wrap, item, scope):
+            if self._after(wrap, item, scope) and self._same_object(func, scope, wrap):
                 return wrap
         return None
+
+    def _same_object(self, func: ast.expr, scope: Scope, wrap: Wrap) -> bool:
+        """Whether a called name is still the object that was wrapped (``model =
+        DDP(model)`` later rebinds it to a wrapper)."""
+        if not isinstance(func, ast.Name) or not isinstance(wrap.module, ast.Name):
+            return True
+        now = self.ctx.lookup(func, scope)
+        then = self.ctx.lookup(wrap.module, wrap.scope)
+        if now is None or then is None or now[0].node is not then[0].node:
+            return False
+        value = now[0].value  # a wrapper wrapped again is still a wrapper
+        return not (isinstance(value, ast.Call) and self.ctx.is_call_to(value, _DDP,
+                                                                         scope=now[1]))
 
     @staticmethod
     def _after(wrap: Wrap, item: Item, scope: Scope) -> bool:

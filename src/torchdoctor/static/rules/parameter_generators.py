@@ -27,8 +27,9 @@ from torchdoctor.static.structure import (
 
 _GENERATOR_METHODS = frozenset({"parameters", "named_parameters"})
 _ONE_SHOT_WRAPPERS = frozenset({"filter", "map", "itertools.chain", "zip"})
-# Calls that look at a generator without draining it.
-_HARMLESS = frozenset({"print", "id", "type", "isinstance", "repr", "str", "callable"})
+# Calls that look at a generator without draining it (``next`` takes one item on purpose).
+_HARMLESS = frozenset({"print", "id", "type", "isinstance", "repr", "str", "callable",
+                       "next"})
 _CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Starred, ast.Dict)
 
 

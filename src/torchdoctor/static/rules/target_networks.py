@@ -81,13 +81,15 @@ class TargetNetworkNotDetached(LintRule):
 
     def _made_as_target(self, value: ast.expr, target: ast.expr, scope: Scope) -> str | None:
         ctx = self.ctx
+        name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+        named = bool(set(torchapi.name_tokens(name)) & _TARGET_WORDS)
         if isinstance(value, ast.Call) and ctx.is_call_to(value, *_COPIES, scope=scope):
-            if value.args and ctx.is_in_family(value.args[0], torchapi.MODULE, scope):
+            averaged = ctx.is_call_to(value, _COPIES[1], scope=scope)
+            if (named or averaged) and value.args and ctx.is_in_family(
+                    value.args[0], torchapi.MODULE, scope):
                 return f"a copy of `{ctx.segment(value.args[0])}`"
             return None
-        name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
-        words = set(torchapi.name_tokens(name))
-        if words & _TARGET_WORDS and isinstance(value, ast.Call):
+        if named and isinstance(value, ast.Call):
             type_name = ctx.instance_type(value, scope)
             if type_name is not None and ctx.is_family(type_name, torchapi.MODULE):
                 return "a second network, named as a target"
