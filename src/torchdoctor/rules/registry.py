@@ -183,6 +183,8 @@ _TABLE: tuple[Rule, ...] = (
        "Output and target shapes differ and the loss silently broadcasts them"),
     _r("TD307", "initial-loss-unexpected", W, (CHECK,),
        "The loss of the fresh model is far from what an untrained model should give"),
+    _r("TD308", "single-logit-cross-entropy", E, (CHECK, RUN),
+       "Cross-entropy over a single class: the loss is constant and gradients are zero"),
     # 4xx: data
     _r("TD401", "non-finite-inputs", E, (CHECK,),
        "The batch contains NaN or Inf"),

@@ -9,6 +9,7 @@ from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.describe import covering_module
 from torchdoctor.preflight.flow import dead_relu_sites, vanishing
+from torchdoctor.preflight.probes.loss import single_logit_scores
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import copy_for_training, train_step
 from torchdoctor.rules.registry import finding
@@ -108,7 +109,7 @@ def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
     if any(g is not None for g in grads.values()):  # else the loss is cut off: TD605's
         yield from _no_gradient(ctx, [n for n, g in grads.items() if g is None])
     zero = _zero_gradients(ctx, grads)
-    if zero:
+    if zero and single_logit_scores(ctx) is None:  # else TD308 names the cause
         yield finding(
             "TD211", f"{len(zero)} of {len(grads)} parameters get a gradient of exactly zero: "
                      f"{_names(zero)}. Something between them and the loss has zero "

@@ -13,7 +13,10 @@ from torchdoctor.preflight.origin import loss_input_location
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
-__all__ = ["activation_before_loss", "loss_target_broadcast"]
+__all__ = [
+    "activation_before_loss", "loss_target_broadcast", "single_logit_cross_entropy",
+    "single_logit_scores",
+]
 
 _TOLERANCE = 1e-3
 
@@ -215,4 +218,40 @@ def loss_target_broadcast(ctx: CheckContext) -> Iterator[Finding]:
                  "`target.view_as(output)`.",
         evidence={"output_shape": list(scores.shape), "target_shape": list(target.shape),
                   "broadcast_shape": list(shape)},
+    )
+
+
+def single_logit_scores(ctx: CheckContext) -> Any | None:
+    """The scores when a classification loss gets one score per example (class dimension
+    of size 1), else ``None``: ``log_softmax`` over one class is exactly 0."""
+    import torch
+
+    scores = ctx.train_pass.loss_input
+    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
+        return None
+    if ctx.loss_kind is LossKind.NLL and "LogSoftmax" not in ctx.train_pass.loss_input_sources \
+            and ctx.train_pass.loss_input_op != "LogSoftmax":
+        return None
+    if not ctx.loss_kind.classifies or scores.dim() < 2 or scores.shape[1] != 1:
+        return None
+    return scores
+
+
+@probe("TD308")
+def single_logit_cross_entropy(ctx: CheckContext) -> Iterator[Finding]:
+    """TD308: cross-entropy over a single class, a loss that is constant by construction."""
+    scores = single_logit_scores(ctx)
+    if scores is None:
+        return
+    loss = ctx.train_pass.require_loss()
+    yield finding(
+        "TD308",
+        f"The model gives `{ctx.loss_spec.name}` one score per example (shape "
+        f"{list(scores.shape)}): a cross-entropy over a single class, where `log_softmax` is "
+        f"exactly 0, so the loss is constant ({float(loss):.4g}) and every gradient is "
+        "exactly zero. The model never learns.",
+        loss_input_location(ctx, None), Depth.CHECK,
+        fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
+                 "(`target.float()`); for C classes give the last layer C outputs.",
+        evidence={"scores_shape": list(scores.shape), "loss": float(loss)},
     )

@@ -14,6 +14,7 @@ import importlib
 # reported the root cause (exploding gradients defer to uncleared gradients, parameters
 # that never change defer to vanishing gradients).
 _MODULES = (
+    "root_causes",
     "gradients",
     "nonfinite",
     "scale",

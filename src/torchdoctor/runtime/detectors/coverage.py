@@ -110,6 +110,8 @@ class ParameterCoverage(RuntimeDetector):
         owners = {id(p): info for info in self.monitor.optimizers for p in info.params}
         self._report("TD601", [p for p in unchanged if id(p) not in owners], _NO_OPTIMIZER)
         vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
+        if report.by_code("TD308"):  # a one-class loss: TD308 names why nothing changes
+            return
         stuck = [p for p in unchanged
                  if id(p) in owners and owners[id(p)].label not in vanishing]
         zero_lr = [p for p in stuck if self._lr.get(id(p)) == 0.0]

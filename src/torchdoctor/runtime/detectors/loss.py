@@ -85,7 +85,10 @@ class LossDynamics(RuntimeDetector):
 
     def on_finish(self, report: Report) -> None:
         adversarial = len(self._curves) > 1 and len(self._optimizers) > 1
+        explained = {f.location.line for f in report.by_code("TD308")}  # one-class losses
         for site, curve in self._curves.items():
+            if site.line in explained:
+                continue
             if self._constant(site, curve):
                 continue
             if adversarial or len(self._terms.get(site, ())) > 1:

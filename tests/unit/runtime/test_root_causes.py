@@ -1,0 +1,50 @@
+"""A one-class cross-entropy is named as the cause of a constant loss (TD308)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.needs_torch
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+import torchdoctor  # noqa: E402
+
+
+def train(outputs: int, loss_of: Callable[[Any, Any], Any], steps: int = 30) -> set[str]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, outputs))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as session:
+        for _ in range(steps):
+            x = torch.randn(32, 20)
+            target = (x[:, 0] > 0).float().unsqueeze(1)
+            loss = loss_of(model(x), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return session.report.codes()
+
+
+@pytest.mark.parametrize("loss_of", [
+    lambda out, y: F.cross_entropy(out, y),
+    lambda out, y: nn.CrossEntropyLoss()(out, y),
+    lambda out, y: F.nll_loss(F.log_softmax(out, dim=1), torch.zeros(len(y), dtype=torch.long)),
+], ids=["functional", "module", "nll-after-log-softmax"])
+def test_one_class_cross_entropy_is_named_instead_of_its_symptoms(loss_of: Any) -> None:
+    codes = train(1, loss_of)
+    assert "TD308" in codes
+    assert not {"TD210", "TD218", "TD614"} & codes  # no wrong explanation beside it
+
+
+@pytest.mark.parametrize(("outputs", "loss_of"), [
+    (2, lambda out, y: F.cross_entropy(out, y.squeeze(1).long())),
+    (1, lambda out, y: F.binary_cross_entropy_with_logits(out, y)),
+    (3, lambda out, y: F.cross_entropy(out.unsqueeze(-1), y.long().expand(-1, 1))),
+], ids=["two-classes", "bce-on-one-logit", "per-position-with-three-classes"])
+def test_correct_losses_are_quiet(outputs: int, loss_of: Any) -> None:
+    assert "TD308" not in train(outputs, loss_of)
