@@ -41,6 +41,8 @@ from torchdoctor.findings import (
 from torchdoctor.rules.registry import RULES, Rule, get_rule
 
 if TYPE_CHECKING:
+    from torchdoctor.custom import Detector, Probe
+    from torchdoctor.preflight.forecast import ForecastOptions
     from torchdoctor.runtime.watch import Watch
     from torchdoctor.static.config import LintConfig
 
@@ -122,7 +124,8 @@ def check(
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     seed: int = 0,
-    forecast: Any | None = None,
+    forecast: ForecastOptions | None = None,
+    probes: Iterable[Probe] = (),
 ) -> Report:
     """Pre-flight a training setup (a few probe steps on copies) and report what is wrong.
 
@@ -141,6 +144,8 @@ def check(
         seed: seed for every random draw of the check, so two runs agree.
         forecast: ``torchdoctor.preflight.forecast.ForecastOptions`` to add the
             peak-memory forecast to the facts; the model summary is always there.
+        probes: your own probes (:class:`torchdoctor.custom.Probe` instances), run after
+            the built-in ones; their findings join the report.
 
     Returns:
         The :class:`Report` of ``check`` findings, with facts (timings, device, batch).
@@ -154,7 +159,7 @@ def check(
     from torchdoctor.preflight import check as check_setup
 
     return check_setup(model, data, loss_fn, optimizer, device=device, select=select,
-                       ignore=ignore, seed=seed, forecast=forecast)
+                       ignore=ignore, seed=seed, forecast=forecast, probes=probes)
 
 
 def watch(
@@ -168,6 +173,7 @@ def watch(
     status_line: bool | None = False,
     localise_non_finite: bool = False,
     status: bool | None = None,
+    detectors: Iterable[Detector] = (),
 ) -> Watch:
     """Watch the training that runs inside the returned context manager::
 
@@ -188,13 +194,16 @@ def watch(
         localise_non_finite: check every module's output for NaN/Inf from the first
             step (slower) to name the module where it starts.
         status: the former name of ``status_line``; ``True`` means "only on a terminal".
+        detectors: your own detectors (:class:`torchdoctor.custom.Detector` instances);
+            their findings join the report like the built-in ones.
 
     Returns:
         A :class:`~torchdoctor.runtime.watch.Watch`; after the block, ``w.report`` is the
         :class:`Report`.
 
     Raises:
-        UsageError: another watch is already active in this process.
+        UsageError: another watch is already active in this process, or a detector is
+            not a :class:`torchdoctor.custom.Detector` declaring its rules.
         TorchMissingError: PyTorch is not installed (raised when the block starts).
     """
     from torchdoctor.runtime.watch import watch as watch_training
@@ -202,7 +211,7 @@ def watch(
     return watch_training(
         model, optimizer, max_steps=max_steps, sample_every=sample_every, select=select,
         ignore=ignore, status_line=status_line, localise_non_finite=localise_non_finite,
-        status=status, _caller=sys._getframe(1).f_code.co_filename,
+        status=status, detectors=detectors, _caller=sys._getframe(1).f_code.co_filename,
     )
 
 

@@ -52,6 +52,7 @@ def check(
     ignore: Iterable[str] | None = None,
     seed: int = 0,
     forecast: Any | None = None,
+    probes: Iterable[Any] = (),
 ) -> Report:
     """Pre-flight a training setup and report what is wired wrong.
 
@@ -69,6 +70,8 @@ def check(
         forecast: a :class:`~torchdoctor.preflight.forecast.ForecastOptions` to add the
             peak-memory forecast (``facts["forecast"]``); the model summary
             (``facts["summary"]``) is always added.
+        probes: your own probes, instances of :class:`torchdoctor.custom.Probe`, run
+            after the built-in ones; their findings join the report.
 
     Returns:
         A :class:`~torchdoctor.findings.Report` of ``check`` findings, with run facts
@@ -76,21 +79,23 @@ def check(
 
     Raises:
         UsageError: the arguments cannot be checked (not a module, a batch of an unknown
-            shape, parameters on the meta device).
+            shape, parameters on the meta device), or a probe is not a
+            :class:`torchdoctor.custom.Probe` declaring its rules.
         UserCodeError: the user's forward, loss or data loader raised for a reason no
             rule explains, or memory ran out.
         TorchMissingError: PyTorch is not installed.
     """
     torch = require_torch("torchdoctor check")
-    from torchdoctor.preflight import probes  # noqa: F401 - registers the probes
+    import torchdoctor.preflight.probes  # noqa: F401 - registers the probes
     from torchdoctor.preflight.context import CheckContext
-    from torchdoctor.preflight.engine import run_probes
+    from torchdoctor.preflight.engine import run_probes, user_probes
     from torchdoctor.preflight.registry import registered_probes
 
+    extra = user_probes(probes)
     _validate(torch, model, loss_fn, optimizer)
     context = CheckContext(model, data, loss_fn, optimizer, device=device,
                            selection=Selection.from_options(select, ignore), seed=seed)
-    report = run_probes(context, registered_probes())
+    report = run_probes(context, [*registered_probes(), *extra])
     from torchdoctor.preflight.memory_facts import add_memory_facts
 
     add_memory_facts(report, context, forecast)

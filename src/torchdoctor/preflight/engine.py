@@ -8,13 +8,16 @@ the check returns or raises.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.__about__ import __version__
 from torchdoctor._kernel import run_detector, wanted
+from torchdoctor.errors import UsageError
 from torchdoctor.findings import Depth, Finding, Location, Report
 from torchdoctor.preflight.failures import SharedWorkFailed, is_out_of_memory, user_code_error
 from torchdoctor.preflight.registry import ProbeInfo
@@ -24,7 +27,7 @@ from torchdoctor.preflight.threads import fastest_thread_count
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["run_probes"]
+__all__ = ["run_probes", "user_probes"]
 
 
 def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
@@ -58,6 +61,34 @@ def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
     if caught:
         report.facts["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     return report
+
+
+def user_probes(probes: Iterable[Any]) -> list[ProbeInfo]:
+    """The user's own probes (:class:`torchdoctor.custom.Probe` instances) as
+    :class:`ProbeInfo` records, their custom rules declared.
+
+    Raises:
+        UsageError: not a ``Probe`` instance, or no rule declared.
+    """
+    from torchdoctor.custom import Probe, declared_codes
+
+    infos = []
+    for probe in probes:
+        if not isinstance(probe, Probe):
+            raise UsageError(
+                f"probes must be instances of torchdoctor.custom.Probe, got "
+                f"{type(probe).__name__}" + (" (a class: pass an instance)"
+                                             if isinstance(probe, type) else ""))
+        codes = declared_codes(probe, Depth.CHECK)
+        run = functools.partial(_run_user_probe, probe)
+        run.__name__ = type(probe).__name__  # type: ignore[attr-defined]
+        run.__module__ = type(probe).__module__
+        infos.append(ProbeInfo(codes, run))
+    return infos
+
+
+def _run_user_probe(probe: Any, ctx: CheckContext) -> Iterable[Finding]:
+    return list(probe.check(ctx) or ())
 
 
 def _watched_modules(ctx: CheckContext) -> Any:

@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from torchdoctor.errors import UnknownRuleError
 from torchdoctor.findings import (
     Applicability,
     Confidence,
@@ -38,7 +39,7 @@ from torchdoctor.findings import (
     Severity,
 )
 from torchdoctor.report.options import RenderOptions
-from torchdoctor.rules.registry import RULES
+from torchdoctor.rules.registry import Rule, get_rule
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "finding_to_dict", "render_json",
            "report_from_json", "report_to_dict"]
@@ -83,7 +84,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         )
         if value is not None
     }
-    rule = RULES.get(finding.code)
+    rule = _rule(finding.code)
     out: dict[str, Any] = {
         "code": finding.code,
         "name": rule.name if rule else None,
@@ -112,6 +113,14 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
             ],
         }
     return out
+
+
+def _rule(code: str) -> Rule | None:
+    """The catalogued rule, or a user's own (``TDX``) once declared."""
+    try:
+        return get_rule(code)
+    except UnknownRuleError:
+        return None
 
 
 def report_from_json(text: str) -> Report:

@@ -12,10 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from torchdoctor.errors import UnknownRuleError
+from torchdoctor.errors import UnknownRuleError, UsageError
 from torchdoctor.findings import Confidence, Depth, Finding, Fix, Location, Severity
 
-__all__ = ["RULES", "Rule", "Topic", "UnknownRuleError", "finding", "get_rule"]
+__all__ = ["RULES", "Rule", "Topic", "UnknownRuleError", "finding", "get_rule",
+           "register_custom_rule"]
 
 
 class Topic(enum.Enum):
@@ -31,6 +32,7 @@ class Topic(enum.Enum):
     MEMORY_AND_PERFORMANCE = 7
     DISTRIBUTED = 8
     CHECKPOINT_AND_REPRODUCIBILITY = 9
+    CUSTOM = 10  # a user's own rules, TDX + 3 digits (see torchdoctor.custom)
 
     @property
     def title(self) -> str:
@@ -63,8 +65,8 @@ class Rule:
 
     @property
     def topic(self) -> Topic:
-        """The topic, from the hundreds digit of the code."""
-        return Topic(int(self.code[2]))
+        """The topic, from the hundreds digit of the code (``CUSTOM`` for ``TDX`` codes)."""
+        return Topic(int(self.code[2])) if self.code[2].isdigit() else Topic.CUSTOM
 
     @property
     def slug(self) -> str:
@@ -333,11 +335,41 @@ _TABLE: tuple[Rule, ...] = (
 RULES: Mapping[str, Rule] = {rule.code: rule for rule in _TABLE}
 
 
+# The rules of users' own detectors (TDX codes), declared when the detectors are handed
+# to watch() or check(); never part of RULES, the built-in catalogue.
+_CUSTOM: dict[str, Rule] = {}
+
+
+def register_custom_rule(rule: Rule) -> None:
+    """Make a user's rule (a ``TDX`` code, see :mod:`torchdoctor.custom`) known to
+    :func:`get_rule` and :func:`finding`.
+
+    Raises:
+        UsageError: the code is already declared with another name, severity or summary.
+    """
+    known = _CUSTOM.get(rule.code)
+    if known is None:
+        _CUSTOM[rule.code] = rule
+        return
+    if (known.name, known.severity, known.summary) != (rule.name, rule.severity,
+                                                       rule.summary):
+        raise UsageError(f"custom rule {rule.code} is declared twice, differently: "
+                         f"{known.name!r} and {rule.name!r}")
+    _CUSTOM[rule.code] = Rule(known.code, known.name, known.severity,
+                              known.depths | rule.depths, known.summary)
+
+
 def get_rule(code: str) -> Rule:
-    """Return the rule for ``code`` (case-insensitive), or raise :class:`UnknownRuleError`."""
+    """Return the rule for ``code`` (case-insensitive), or raise :class:`UnknownRuleError`.
+
+    Users' own rules (``TDX`` codes) are found once declared (:func:`register_custom_rule`).
+    """
     try:
         return RULES[code.upper()]
     except KeyError:
+        custom = _CUSTOM.get(code.upper())
+        if custom is not None:
+            return custom
         raise UnknownRuleError(
             f"unknown rule code {code!r}; `torchdoctor rules` lists them") from None
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from torchdoctor._kernel import internal_error, wanted
+from torchdoctor.errors import UsageError
 from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.rules.detectors import DetectorInfo
 from torchdoctor.rules.selection import Selection
@@ -25,7 +26,20 @@ FindingKey = tuple[str, str | None, int | None, str | None]
 class Dispatcher:
     """Detectors of one run, their hook lists, and the findings they emitted."""
 
-    def __init__(self, infos: Iterable[DetectorInfo], selection: Selection) -> None:
+    def __init__(self, infos: Iterable[DetectorInfo], selection: Selection,
+                 extra: Iterable[RuntimeDetector] = ()) -> None:
+        """Build the hook lists.
+
+        Args:
+            infos: registered detectors; one instance of each class whose codes are
+                selected.
+            selection: the run's ``--select``/``--ignore``.
+            extra: detector instances given by the user (``watch(detectors=[...])``),
+                after the built-in ones; see :mod:`torchdoctor.custom`.
+
+        Raises:
+            UsageError: a user detector is not a ``RuntimeDetector`` or declares no rule.
+        """
         self.selection = selection
         self.findings: dict[FindingKey, Finding] = {}
         self.detectors: list[RuntimeDetector] = []
@@ -34,15 +48,30 @@ class Dispatcher:
         for info in infos:
             if not isinstance(info.target, type) or not issubclass(info.target, RuntimeDetector):
                 continue
-            if not wanted(info.codes, selection):
-                continue
-            detector = info.target()
-            detector._sink = self.emit
-            self.detectors.append(detector)
-            self._codes[id(detector)] = info.codes
-            for hook in overridden_hooks(info.target):
-                method = getattr(detector, hook.split(":")[0])
-                self.hooks.setdefault(hook, []).append((detector, method))
+            if wanted(info.codes, selection):
+                self._add(info.target(), info.codes)
+        for detector in extra:
+            self._add_user(detector)
+
+    def _add_user(self, detector: RuntimeDetector) -> None:
+        from torchdoctor.custom import declared_codes
+
+        if not isinstance(detector, RuntimeDetector):
+            raise UsageError(
+                f"detectors must be instances of torchdoctor.custom.Detector, got "
+                f"{type(detector).__name__}" + (" (a class: pass an instance)"
+                                                 if isinstance(detector, type) else ""))
+        codes = declared_codes(detector, Depth.RUN)
+        if wanted(codes, self.selection):
+            self._add(detector, codes)
+
+    def _add(self, detector: RuntimeDetector, codes: tuple[str, ...]) -> None:
+        detector._sink = self.emit
+        self.detectors.append(detector)
+        self._codes[id(detector)] = codes
+        for hook in overridden_hooks(type(detector)):
+            method = getattr(detector, hook.split(":")[0])
+            self.hooks.setdefault(hook, []).append((detector, method))
 
     def wants(self, hook: str) -> bool:
         """Whether any live detector overrides ``hook`` (for every step or sampled ones)."""

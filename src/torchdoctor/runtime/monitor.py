@@ -65,6 +65,8 @@ class MonitorOptions:
         script: the script run by ``torchdoctor run``; its frames are always user code,
             even inside an installed package or torchdoctor itself (the demo).
         roots: directories of the user's code.
+        detectors: the user's own detector instances (``watch(detectors=[...])``, see
+            :mod:`torchdoctor.custom`), run after the built-in ones.
         progress: called with the report so far at sampled steps when findings changed
             (``torchdoctor run --report`` keeps its file current, so that a run that ends
             by ``os._exit`` or a kill still leaves its findings); its failures are ignored.
@@ -79,6 +81,7 @@ class MonitorOptions:
     localise_non_finite: bool = False
     script: Path | None = None
     roots: tuple[Path, ...] = ()
+    detectors: tuple[Any, ...] = ()
     progress: Callable[[Report], None] | None = None
 
 
@@ -129,7 +132,8 @@ class Monitor:
         self._progress_count = -1
         self._progress_off = False
         load_detector_modules((Depth.RUN,))
-        self.dispatch = Dispatcher(registered_detectors(Depth.RUN), self.options.selection)
+        self.dispatch = Dispatcher(registered_detectors(Depth.RUN), self.options.selection,
+                                   self.options.detectors)
         self.readback = Readback(self.torch, self._readback_failed)
         self.events = EventHandlers(self)
 

@@ -134,6 +134,7 @@ def watch(
     status_line: bool | None = False,
     localise_non_finite: bool = False,
     status: bool | None = None,
+    detectors: Iterable[Any] = (),
     _caller: str | None = None,
 ) -> Watch:
     """Watch the training that runs inside the returned context manager.
@@ -157,10 +158,16 @@ def watch(
             the first symptom and costs nothing before.
         status: the former name of ``status_line``, kept for old callers: ``True`` means
             ``status_line=None`` (only on a terminal).
+        detectors: your own detectors, instances of :class:`torchdoctor.custom.Detector`;
+            their findings join the report like the built-in ones.
 
     Returns:
         A :class:`Watch`; after the block, ``w.report`` is the
         :class:`~torchdoctor.findings.Report`.
+
+    Raises:
+        UsageError: a detector is not a :class:`torchdoctor.custom.Detector` instance or
+            declares no rule (raised when the watch starts).
     """
     caller = _caller if _caller is not None else sys._getframe(1).f_code.co_filename
     roots = (Path(caller).resolve().parent,) if not caller.startswith("<") else ()
@@ -169,7 +176,7 @@ def watch(
     options = MonitorOptions(
         command="watch", max_steps=max_steps, sample_every=sample_every,
         selection=Selection.from_options(select, ignore), status=status_line,
-        roots=roots, localise_non_finite=localise_non_finite,
+        roots=roots, localise_non_finite=localise_non_finite, detectors=tuple(detectors),
     )
     return Watch(options, _as_list(model), _as_list(optimizer))
 
