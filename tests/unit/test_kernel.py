@@ -175,3 +175,13 @@ def test_ckpt_applies_selection_in_the_api_and_the_cli(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["ckpt", str(path), "--format", "json",
                                        "--ignore", "TD9"])
     assert result.exit_code == 0 and json.loads(result.stdout)["findings"] == []
+
+
+def test_every_runtime_detector_module_is_loaded_without_a_list_to_edit() -> None:
+    import pkgutil
+    import sys
+
+    import torchdoctor.runtime.detectors as package
+
+    names = [info.name for info in pkgutil.iter_modules(package.__path__)]
+    assert names and all(f"{package.__name__}.{name}" in sys.modules for name in names)
