@@ -58,7 +58,7 @@ def _guarded(site: Item, guard: ast.If) -> bool:
 class AccumulatedLossNotScaled(LintRule):
     """Accumulated gradients of ``k`` unscaled losses, stepped every ``k`` iterations."""
 
-    requires = ("%",)
+    requires = ("zero_grad",)
     needs_structure = True
 
     def leave_module(self, module: ModuleScope) -> None:

@@ -38,6 +38,7 @@ _TENSOR_FACTORIES = frozenset(f"torch.{name}" for name in (
     "cat", "concat", "stack", "where", "matmul", "bmm", "mm", "einsum", "Tensor",
     "FloatTensor", "LongTensor"))
 _GRAD_SCOPES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode")
+_GRAD_NAMES = frozenset(name.rpartition(".")[2] for name in _GRAD_SCOPES)
 
 
 def is_tensor(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
@@ -123,7 +124,12 @@ class GradModeCallWithoutWith(LintRule):
 
     def visit_Expr(self, statement: ast.Expr) -> None:
         node = statement.value
-        if not isinstance(node, ast.Call) or not self.ctx.is_call_to(node, *_GRAD_SCOPES):
+        if not isinstance(node, ast.Call):
+            return
+        func = node.func
+        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        last = self.ctx.imports.get(last, last).rpartition(".")[2]  # import ... as alias
+        if last not in _GRAD_NAMES or not self.ctx.is_call_to(node, *_GRAD_SCOPES):
             return
         text = self.ctx.segment(node)
         self.report(

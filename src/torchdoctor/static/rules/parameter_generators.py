@@ -27,6 +27,7 @@ from torchdoctor.static.structure import (
 
 _GENERATOR_METHODS = frozenset({"parameters", "named_parameters"})
 _ONE_SHOT_WRAPPERS = frozenset({"filter", "map", "itertools.chain", "zip"})
+_WRAPPER_NAMES = frozenset(name.rpartition(".")[2] for name in _ONE_SHOT_WRAPPERS)
 # Calls that look at a generator without draining it (``next`` takes one item on purpose).
 _HARMLESS = frozenset({"print", "id", "type", "isinstance", "repr", "str", "callable",
                        "next"})
@@ -80,6 +81,9 @@ class ParameterGeneratorExhausted(LintRule):
         if not isinstance(value, ast.Call):
             return False
         func = value.func
+        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if last not in _GENERATOR_METHODS and last not in _WRAPPER_NAMES:
+            return False
         if isinstance(func, ast.Attribute) and func.attr in _GENERATOR_METHODS:
             return ctx.qualified_name(func, scope) is None and ctx.is_in_family(
                 func.value, torchapi.MODULE, scope)
