@@ -167,5 +167,223 @@ def main() -> None:
                                                   for p, s in slowest))
 
 
+
+
+# --- the memory forecast: accuracy and cost ---------------------------------------------
+
+
+class MLP(nn.Module):
+    """A 4-layer MLP on 1024 features."""
+
+    def __init__(self, width: int = 2048) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(1024, width), nn.ReLU(), nn.Linear(width, width),
+                                    nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                                    nn.Linear(width, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention through ``scaled_dot_product_attention``."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, time_steps, width = x.shape
+        q, k, v = (t.view(batch, time_steps, self.heads, width // self.heads).transpose(1, 2)
+                   for t in self.qkv(x).split(width, dim=2))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(batch, time_steps, width))
+
+
+class GPTBlock(nn.Module):
+    """Pre-norm Transformer block: attention and a 4x MLP, each with a residual."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width)
+        self.attention = CausalSelfAttention(width, heads)
+        self.norm2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                 nn.Linear(4 * width, width), nn.Dropout(0.1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class GPT(nn.Module):
+    """A decoder-only GPT the size of nanoGPT's character-level Shakespeare model (6 layers,
+    6 heads, width 384, 256 tokens of context), with the output head tied to the token
+    embedding."""
+
+    def __init__(self, vocab: int = 65, width: int = 384, layers: int = 6, heads: int = 6,
+                 context: int = 256) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(context, width)
+        self.blocks = nn.ModuleList(GPTBlock(width, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.tokens.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1], device=ids.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def _sequence_loss(output: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return nn.functional.cross_entropy(output.reshape(-1, output.shape[-1]), targets.reshape(-1))
+
+
+def memory_setups() -> dict[str, Callable[[int], tuple[Any, ...]]]:
+    """The benchmark models of the forecast: ``batch size -> (model, batch, loss, opt)``."""
+
+    def mlp(batch: int) -> tuple[Any, ...]:
+        model = MLP()
+        return (model, (torch.randn(batch, 1024), torch.randint(0, 10, (batch,))),
+                nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), 1e-3))
+
+    def resnet(batch: int) -> tuple[Any, ...]:
+        model = ResNet18()
+        return (model, (torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))),
+                nn.CrossEntropyLoss(),
+                torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+
+    def transformer(batch: int) -> tuple[Any, ...]:
+        model = Encoder()
+        return (model, (torch.randint(0, 5000, (batch, 64)), torch.randint(0, 4, (batch,))),
+                nn.CrossEntropyLoss(), torch.optim.AdamW(model.parameters(), 3e-4))
+
+    def gpt(batch: int) -> tuple[Any, ...]:
+        model = GPT()
+        return (model, (torch.randint(0, 65, (batch, 256)), torch.randint(0, 65, (batch, 256))),
+                _sequence_loss, torch.optim.AdamW(model.parameters(), 1e-3, weight_decay=0.1))
+
+    return {"MLP": mlp, "ResNet-18 CNN": resnet, "Transformer": transformer,
+            "GPT (nanoGPT char)": gpt}
+
+
+def measured_peak(setup: tuple[Any, ...]) -> tuple[int, float]:
+    """The CPU allocator's peak during one real training step (its second: the optimizer's
+    state exists), and the step's wall time.
+
+    The step runs under ``torch.profiler`` with ``profile_memory``: every allocation and
+    free the CPU allocator makes is an event with its size. The peak is the bytes alive
+    when the step starts (parameters, buffers, optimizer state, the batch) plus the
+    highest running sum of those events. Gradients of the previous step are freed before
+    the step (``zero_grad(set_to_none=True)``), as in the forecast.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    model, (inputs, targets), loss_fn, optimizer = setup
+
+    def step() -> None:
+        loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+
+    optimizer.zero_grad(set_to_none=True)
+    step()
+    optimizer.zero_grad(set_to_none=True)
+    tensors = [*model.parameters(), *model.buffers(), inputs, targets,
+               *(value for state in optimizer.state.values() for value in state.values()
+                 if isinstance(value, torch.Tensor))]
+    start = sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                 for t in tensors}.values())
+    begin = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    seconds = time.perf_counter() - begin
+    events = sorted((event for event in prof.profiler.kineto_results.events()
+                     if event.name() == "[memory]"), key=lambda event: event.start_ns())
+    running = highest = 0
+    for event in events:
+        running += event.nbytes()
+        highest = max(highest, running)
+    return start + highest, seconds
+
+
+def forecast_accuracy(batch: int) -> None:
+    """Forecast vs the allocator's measured peak, per benchmark model."""
+    from torchdoctor.preflight.batch import split_batch
+    from torchdoctor.preflight.forecast import ForecastOptions, forecast_memory
+
+    print(f"\nforecast accuracy (CPU, batch {batch}; measured: torch.profiler allocator "
+          "events of one real step)")
+    print(f"{'model':20s} {'params':>8s} {'measured MiB':>13s} {'forecast MiB':>13s} "
+          f"{'error':>7s} {'accelerate x4 MiB':>18s} {'its error':>9s}")
+    for name, make in memory_setups().items():
+        torch.manual_seed(0)
+        model, data, loss_fn, optimizer = make(batch)
+        options = ForecastOptions("cpu", (batch,), remedies=False)
+        forecast = forecast_memory(model, optimizer, loss_fn, split_batch(data), options)
+        predicted = forecast.points[0].peak_bytes
+        actual, _ = measured_peak((model, data, loss_fn, optimizer))
+        params = sum(p.numel() for p in model.parameters())
+        rule = 4 * sum(p.numel() * p.element_size() for p in model.parameters())
+        print(f"{name:20s} {params / 1e6:7.1f}M {actual / 2**20:13.1f} {predicted / 2**20:13.1f} "
+              f"{(predicted - actual) / actual:+7.1%} {rule / 2**20:18.1f} "
+              f"{(rule - actual) / actual:+9.1%}")
+
+
+def forecast_cost(sizes: tuple[int, ...], steps: int) -> None:
+    """Wall time of a full forecast (the batch sizes, the largest batch that fits in 80 GiB,
+    the remedies) against one real training step at the largest batch size."""
+    from torchdoctor.preflight.batch import split_batch
+    from torchdoctor.preflight.forecast import ForecastOptions, forecast_memory
+
+    largest = max(sizes)
+    print(f"\nforecast cost (batch sizes {','.join(map(str, sizes))}, 80 GiB CUDA, remedies "
+          f"on; real step: median of {steps} at batch {largest}, after a warm-up)")
+    for name, make in memory_setups().items():
+        torch.manual_seed(0)
+        model, data, loss_fn, optimizer = make(largest)
+        walls = []
+        for index in range(steps + 1):
+            begin = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(data[0]), data[1]).backward()
+            optimizer.step()
+            if index:
+                walls.append(time.perf_counter() - begin)
+        step = statistics.median(walls)
+        torch.manual_seed(0)
+        model, data, loss_fn, optimizer = make(min(sizes))
+        options = ForecastOptions("cuda", sizes, device_memory=80 * 2**30)
+        begin = time.perf_counter()
+        forecast = forecast_memory(model, optimizer, loss_fn, split_batch(data), options)
+        seconds = time.perf_counter() - begin
+        print(f"{name:20s} forecast {seconds:6.2f} s   real step {step * 1000:8.1f} ms   "
+              f"= {seconds / step:5.1f} steps   (largest batch in 80 GiB: "
+              f"{forecast.largest_batch_size}, {len(forecast.remedies)} remedies)")
+
+
+def run_all() -> None:
+    """``--section``: check (the default), forecast, or all."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--section", choices=("check", "forecast", "all"), default="check")
+    parser.add_argument("--forecast-batch", type=int, default=16,
+                        help="Batch size of the forecast accuracy table.")
+    parser.add_argument("--forecast-steps", type=int, default=3)
+    args, rest = parser.parse_known_args()
+    if args.section in ("check", "all"):
+        import sys
+
+        sys.argv = [sys.argv[0], *rest]
+        main()
+    if args.section in ("forecast", "all"):
+        forecast_accuracy(args.forecast_batch)
+        forecast_cost((8, 16, 32, 64), args.forecast_steps)
+
+
 if __name__ == "__main__":
-    main()
+    run_all()

@@ -11,7 +11,7 @@ python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
 
 failed=()
-for part in check runtime exceptions ckpt; do
+for part in check runtime exceptions ckpt forecast; do
     echo "=== gpu_smoke_${part} ==="
     start=$SECONDS
     if timeout 240 "scripts/gpu_smoke_${part}.sh"; then
