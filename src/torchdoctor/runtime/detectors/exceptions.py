@@ -29,6 +29,7 @@ class ExceptionExplainer(RuntimeDetector):
             models=[info.inner for info in monitor.models],
             roots=[str(root) for root in monitor.user_roots],
             step=monitor.global_step,
+            optimizers=[info.optimizer for info in monitor.optimizers],
         )
         if found is not None:
             self.emit(found)

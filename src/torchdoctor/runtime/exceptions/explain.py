@@ -5,6 +5,7 @@ Nothing runs until an exception exists, so the cost during training is zero.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -29,7 +30,8 @@ _MAX_FIXES = 3
 
 
 def explain_exception(error: BaseException, *, models: Iterable[Any] = (),
-                      roots: Sequence[str] = (), step: int | None = None) -> Finding | None:
+                      roots: Sequence[str] = (), step: int | None = None,
+                      optimizers: Iterable[Any] = ()) -> Finding | None:
     """Explain the exception that ended a training run.
 
     Args:
@@ -38,6 +40,8 @@ def explain_exception(error: BaseException, *, models: Iterable[Any] = (),
         models: the models the monitor knows, to name the running module by its path.
         roots: the directories of the user's script, to find the user's own line.
         step: the optimizer step the run had reached, for the evidence.
+        optimizers: the optimizers the monitor knows (an out-of-memory error says how
+            much their state holds).
 
     Returns:
         One finding: a known error's rule (TD107, TD108, TD709, ...) or ``TD004``.
@@ -53,7 +57,8 @@ def explain_exception(error: BaseException, *, models: Iterable[Any] = (),
     # its cause: prefer the deepest exception that is the same problem as the outermost.
     code = matches[0][1][0].code
     candidate, (entry, match) = [m for m in matches if m[1][0].code == code][-1]
-    facts = _facts(candidate, error, match, models, roots)
+    facts = dataclasses.replace(_facts(candidate, error, match, models, roots),
+                                optimizers=tuple(optimizers))
     return _known_finding(entry, facts, _detail(entry, facts), candidate, step)
 
 

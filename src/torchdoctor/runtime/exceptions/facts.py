@@ -35,6 +35,7 @@ class ErrorFacts:
         user: the innermost frame of the user's code.
         module: the ``nn.Module`` that was running, when one was.
         models: the models the monitor knows (may be empty).
+        optimizers: the optimizers the monitor knows (may be empty).
     """
 
     type_name: str
@@ -44,6 +45,7 @@ class ErrorFacts:
     user: FrameRef | None = None
     module: ModuleRef | None = None
     models: tuple[Any, ...] = ()
+    optimizers: tuple[Any, ...] = ()
 
     def group(self, name: str) -> str:
         """A named group of the match, ``""`` when it did not take part.

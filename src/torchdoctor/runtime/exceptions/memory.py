@@ -8,7 +8,7 @@ from typing import Any
 
 from torchdoctor.runtime.exceptions.facts import Detail, ErrorFacts, format_bytes, torch_module
 
-__all__ = ["out_of_memory", "parse_size"]
+__all__ = ["out_of_memory", "parse_size", "spent_on"]
 
 _UNITS = {"B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4, "KIB": 1024,
           "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4, "PIB": 1024**5}
@@ -19,6 +19,7 @@ _FIELDS = {
     "free": re.compile(rf"of which ({_SIZE}) is free|({_SIZE}) free;"),
     "unallocated": re.compile(rf"({_SIZE}) is reserved by PyTorch but unallocated"),
 }
+_DEVICE_TYPES = {"CUDA": "cuda", "HIP": "cuda", "MPS": "mps", "XPU": "xpu"}
 # A request this many times the whole memory is a wrong shape, not a tight budget.
 _ABSURD_FACTOR = 4
 
@@ -66,6 +67,9 @@ def out_of_memory(facts: ErrorFacts) -> Detail:
                                 "reserved_unallocated_bytes": unallocated, **_peak()}
     where = f" while {facts.module_label} was running" if facts.module else ""
     summary = f"the run ran out of {kind} memory{where}"
+    spent = spent_on(facts.models, facts.optimizers, _DEVICE_TYPES.get(kind, "cpu"))
+    if spent:
+        evidence["memory_breakdown"] = spent
     if requested:
         summary += f": one allocation asked for {format_bytes(requested)}"
         if free is not None and total:
@@ -81,6 +85,8 @@ def out_of_memory(facts: ErrorFacts) -> Detail:
             "should be a batch or context size but is a dataset size, or an accidental "
             "broadcast of [N] against [N, 1] into [N, N].",)
         return Detail(summary, fixes, evidence)
+    if spent:
+        summary += "; " + _spent_sentence(spent)
     fixes_list = ["Lower the batch size (use gradient accumulation to keep the effective batch).",
                   "Train in mixed precision (`torch.autocast`) and use activation checkpointing "
                   "(`torch.utils.checkpoint`) for the largest blocks.",
@@ -102,3 +108,57 @@ def _peak() -> dict[str, int]:
     except Exception:  # noqa: BLE001 - after a CUDA error the runtime may refuse every call
         return {}
     return {}
+
+
+def spent_on(models: Any, optimizers: Any, device_type: str) -> dict[str, int]:
+    """What the live model and optimizer hold on ``device_type`` at the failure, in the
+    categories of ``check --forecast``: ``parameters`` (and buffers), ``gradients`` and
+    ``optimizer_state``, each storage counted once; on CUDA also ``allocated`` (everything
+    the caching allocator has handed out) and ``other`` (the rest: activations saved for
+    backward, temporaries, batches). Empty when nothing is known."""
+    torch = torch_module()
+    if torch is None or not (models or optimizers):
+        return {}
+    seen: set[tuple[str, int]] = set()
+    spent = {"parameters": 0, "gradients": 0, "optimizer_state": 0}
+
+    def count(tensor: Any, category: str) -> None:
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type != device_type:
+            return
+        storage = tensor.untyped_storage()
+        key = (str(tensor.device), storage.data_ptr())
+        if key not in seen:
+            seen.add(key)
+            spent[category] += int(storage.nbytes())
+
+    for model in models:
+        for tensor in (*model.parameters(), *model.buffers()):
+            count(tensor, "parameters")
+            count(tensor.grad, "gradients")
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                count(param, "parameters")
+                count(param.grad, "gradients")
+        for state in optimizer.state.values():
+            for value in state.values():
+                count(value, "optimizer_state")
+    if device_type == "cuda":
+        try:
+            spent["allocated"] = int(torch.cuda.memory_allocated())
+        except Exception:  # noqa: BLE001 - after a CUDA error the runtime may refuse calls
+            return spent if any(spent.values()) else {}
+        spent["other"] = max(0, spent["allocated"] - sum(
+            spent[key] for key in ("parameters", "gradients", "optimizer_state")))
+    return spent if any(spent.values()) else {}
+
+
+def _spent_sentence(spent: dict[str, int]) -> str:
+    parts = [f"{name} {format_bytes(spent[key])}"
+             for key, name in (("parameters", "parameters"), ("gradients", "gradients"),
+                               ("optimizer_state", "optimizer state"))]
+    if "other" in spent:
+        parts.append(f"activations and temporaries {format_bytes(spent['other'])}")
+        return (f"of the {format_bytes(spent['allocated'])} allocated: " + ", ".join(parts)
+                + " (`torchdoctor check --forecast cuda` measures this per batch size)")
+    return "the model and optimizer hold " + ", ".join(parts)
