@@ -19,7 +19,7 @@ _LAZY = {
     "Watch": "torchdoctor.runtime.watch",
     "run_script": "torchdoctor.runtime.script",
     "ScriptResult": "torchdoctor.runtime.script",
-    "StopTraining": "torchdoctor.runtime.monitor",
+    "StopTraining": "torchdoctor.runtime.stop",
 }
 
 

@@ -387,7 +387,7 @@ class _Watched:
             monitor = None
         if monitor is None:
             return self.function(*args, **kwargs)
-        from torchdoctor.runtime.monitor import StopTraining
+        from torchdoctor.runtime.stop import StopTraining
 
         try:
             result = self.function(*args, **kwargs)

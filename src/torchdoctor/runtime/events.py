@@ -213,7 +213,7 @@ class EventHandlers:
         self._guard(self._end_step, "the optimizer step post-hook", optimizer)
         limit = self.m.options.max_steps
         if limit is not None and self.global_step >= limit and self.m.enabled:
-            from torchdoctor.runtime.monitor import StopTraining
+            from torchdoctor.runtime.stop import StopTraining
 
             self.m.facts["stopped_at_max_steps"] = self.global_step
             raise StopTraining(f"torchdoctor: stopped after --max-steps {limit} steps")

@@ -37,16 +37,9 @@ from torchdoctor.runtime.hooks import HookSet
 from torchdoctor.runtime.readback import Readback
 from torchdoctor.runtime.sampling import Sampler
 from torchdoctor.runtime.status import StatusLine
+from torchdoctor.runtime.stop import StopTraining
 
 __all__ = ["Monitor", "MonitorOptions", "StopTraining", "active_monitor"]
-
-
-class StopTraining(BaseException):  # noqa: N818 - named for what it does, like SystemExit
-    """Raised from ``optimizer.step()`` once ``max_steps`` steps have run.
-
-    It derives from ``BaseException`` so that a user's ``except Exception`` does not swallow
-    it; :func:`torchdoctor.watch` and ``torchdoctor run`` catch it and end cleanly.
-    """
 
 
 @dataclass(frozen=True, slots=True)
