@@ -3,7 +3,11 @@ criteria passed in)."""
 
 from __future__ import annotations
 
+import textwrap
+
 from tests.unit.static.helpers import assert_marked, lint_codes
+from torchdoctor.rules.selection import Selection
+from torchdoctor.static.runner import lint_sources
 
 HEADER = """
 import torch
@@ -139,3 +143,64 @@ def main(x, y):
     loss = nn.BCEWithLogitsLoss()(model(x), y)
 """, "TD303")
     assert len(found) == 1
+
+
+_NET = """
+import torch
+from torch import nn
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.out = nn.Sigmoid()
+
+    def forward(self, x):
+        return self.out(self.fc(x))
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+def _project(train: str, *, extra: tuple[tuple[str, str], ...] = ()) -> list[tuple[str, int]]:
+    sources = [("proj/models/net.py", textwrap.dedent(_NET)),
+               ("proj/train.py", textwrap.dedent(train)), *extra]
+    found = lint_sources(sources, Selection.from_options(("TD301", "TD303", "TD305")))
+    return sorted((f.code, f.location.line or 0) for f in found
+                  if f.location.path and f.location.path.endswith("train.py"))
+
+
+def test_model_class_of_another_file_is_found_through_the_project_index() -> None:
+    assert _project("""
+from torch import nn
+from models.net import Tagger
+
+def main(loader):
+    model = Tagger()
+    crit = nn.BCEWithLogitsLoss()
+    for x, y in loader:
+        out = model(x)
+        crit(out, y).backward()
+""") == [("TD303", 10)]
+
+
+def test_logits_of_another_file_and_ambiguous_classes_are_quiet() -> None:
+    other = ("proj/other/net.py", textwrap.dedent(_NET))
+    assert _project("""
+from torch import nn
+from models.net import Plain, Tagger
+
+def main(loader):
+    model = Plain()
+    tagger = Tagger()
+    crit = nn.BCEWithLogitsLoss()
+    for x, y in loader:
+        crit(model(x), y).backward()
+        crit(tagger(x), y).backward()
+""", extra=(other,)) == []

@@ -14,6 +14,7 @@ a model class whose ``forward`` ends in ``sigmoid``/``softmax`` (a function, a m
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 
 from torchdoctor.findings import Depth
@@ -92,7 +93,7 @@ class ActivationThroughParameters(LintRule):
         self._reported: set[tuple[int, str]] = set()
         for call in loss_calls(self.ctx):
             if call.input is not None and origin_of(self.ctx, call.input, call.scope) is None:
-                self._judge(call.kind, call.call, call.input, call.scope)
+                self._judge(call.kind, call.call, call.input, call.scope, direct=True)
         for function in module.functions:
             for item in function.items:
                 if isinstance(item.node, ast.Call):
@@ -114,7 +115,7 @@ class ActivationThroughParameters(LintRule):
     def _judge(self, kind: LossKind, loss: ast.Call, value: ast.expr, scope: Scope,
                direct: bool = False) -> None:
         origins = list(self._origins(value, scope, loss, 0))
-        here = origin_of(self.ctx, value, scope) if direct else None
+        here = _origin(self.ctx, value, scope) if direct else None
         if here is not None:
             origins.append((here, loss))
         for origin, site in origins:
@@ -139,7 +140,7 @@ class ActivationThroughParameters(LintRule):
             value = source[0]
         if isinstance(value, ast.Name):
             for passed, caller, call in passed_values(ctx, value, scope):
-                origin = origin_of(ctx, passed, caller)
+                origin = _origin(ctx, passed, caller)
                 if origin is not None:
                     yield origin, call
                 else:
@@ -148,7 +149,7 @@ class ActivationThroughParameters(LintRule):
             for passed, caller, _call in passed_values(ctx, value.func, scope):
                 stand_in = ast.copy_location(ast.Call(passed, value.args, value.keywords),
                                              value)
-                origin = origin_of(ctx, stand_in, caller)
+                origin = _origin(ctx, stand_in, caller)
                 if origin is not None:
                     yield origin, site
 
@@ -168,3 +169,36 @@ class ActivationThroughParameters(LintRule):
             evidence={"loss": kind.value, "activation": origin.activation.value,
                       "loss_line": loss.lineno},
         )
+
+
+_ENDINGS = {"sigmoid": Activation.SIGMOID, "softmax": Activation.SOFTMAX,
+            "log_softmax": Activation.LOG_SOFTMAX}
+
+
+def _origin(ctx: FileContext, value: ast.expr, scope: Scope) -> Origin | None:
+    """:func:`origin_of`, or, for the output of a model class defined in another linted
+    file, what the project index says its ``forward`` ends in."""
+    found = origin_of(ctx, value, scope)
+    if found is not None:
+        return found
+    for _ in range(3):
+        if not isinstance(value, ast.Name):
+            break
+        source = bound_value(ctx, value, scope)
+        if source is None:
+            return None
+        value, scope = source
+    if not isinstance(value, ast.Call) or not isinstance(value.func, (ast.Name, ast.Attribute)):
+        return None
+    type_name = ctx.instance_type(value.func, scope)
+    if type_name is None or type_name.startswith(("<local>.", "torch.")):
+        return None  # this file's classes and torch's layers are origin_of's
+    # "models.net.Net" may be indexed as "net.Net": fall back to the bare name, which the
+    # index resolves only when a single class of the project has it.
+    info = ctx.project_class_named(type_name) or ctx.project_class_named(
+        type_name.rpartition(".")[2])
+    activation = None if info is None else _ENDINGS.get(info.forward_ends_in or "")
+    if info is None or activation is None:
+        return None
+    where = f"of the `forward` of `{info.name}` ({os.path.basename(info.path)}:{info.line})"
+    return Origin(activation, value, None, where)
