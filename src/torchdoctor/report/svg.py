@@ -164,6 +164,9 @@ def line_plot(
     y_low, y_high = min(ys), max(ys)
     if not log and y_low == y_high:
         y_low, y_high = y_low - 1, y_high + 1
+    elif not log:  # a margin, so that the extremes do not sit on the axes
+        margin = (y_high - y_low) * 0.04
+        y_low, y_high = y_low - margin, y_high + margin
     y_scale = _Scale(y_low, y_high, HEIGHT - _BOTTOM, _TOP, log)
     parts += _axes(x_scale, y_scale, x_label)
     if note:
