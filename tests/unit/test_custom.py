@@ -78,6 +78,8 @@ def test_a_user_detector_reports_through_the_same_report() -> None:
     data = json.loads(render(report, "json"))
     (item,) = [f for f in data["findings"] if f["code"] == "TDX001"]
     assert item["name"] == "step-count-seen"
+    for fmt in ("text", "concise", "sarif", "github", "junit"):
+        assert "TDX001" in render(report, fmt)
     assert torchdoctor.get_rule("TDX001").summary == BIG_STEP.summary
 
 

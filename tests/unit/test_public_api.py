@@ -122,3 +122,16 @@ def test_a_report_takes_no_private_fields_and_sorts_once() -> None:
     assert report.findings[0] is report.findings[0]
     report.add(finding("TD201", "0", Location(path="0.py", line=1), Depth.LINT))
     assert [f.message for f in report] == ["0", "a", "b"]
+
+
+@pytest.mark.parametrize("options, shown", [
+    ({}, False),
+    ({"status_line": True}, True),
+    ({"status_line": None}, None),
+    ({"status": True}, None),  # the old name meant "only on a terminal"
+    ({"status": False}, False),
+])
+def test_watch_status_line_says_what_it_does(options: dict[str, bool | None],
+                                             shown: bool | None) -> None:
+    w = torchdoctor.watch(**options)  # not started: nothing is attached
+    assert w._options.status is shown
