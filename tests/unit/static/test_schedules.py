@@ -129,3 +129,20 @@ def train(model, loader, scheduler, epochs):
         step.step()
         break
 """, "TD615") == []
+
+
+def test_lengths_counted_in_batches_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+def train(model, train_loader, opt, epochs, args):
+    cosine = lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * len(train_loader))
+    step = lr_scheduler.StepLR(opt, step_size=args.decay_steps)
+    multi = lr_scheduler.MultiStepLR(opt, milestones=args.epoch_iters)
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            cosine.step()
+            step.step()
+            multi.step()
+""", "TD615") == []

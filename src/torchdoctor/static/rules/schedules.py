@@ -32,6 +32,7 @@ _EPOCH_SCHEDULES: dict[str, tuple[int, str] | None] = {
 }
 _LARGEST_EPOCH_COUNT = 1000  # a step size or milestone above this counts iterations
 _ITERATION_EVENTS = ("ITERATION_COMPLETED", "ITERATION_STARTED")
+_ITERATION_WORDS = ("len(", "*", "step", "iter", "batch", "update")
 
 
 @detector("TD615", depth=Depth.LINT)
@@ -155,7 +156,10 @@ def _counts_epochs(schedule: str, value: ast.expr) -> bool:
     if schedule == "ExponentialLR":
         return isinstance(value, ast.Constant) and isinstance(value.value, float) and \
             value.value <= 0.99
-    if "epoch" in ast.unparse(value).lower():
+    text = ast.unparse(value).lower()
+    if any(word in text for word in _ITERATION_WORDS):
+        return False  # epochs * len(loader), total_steps, args.decay_iters: counts batches
+    if "epoch" in text:
         return True
     if schedule == "CosineAnnealingLR":
         return False  # T_max=200 may count epochs or steps: only a name says which
