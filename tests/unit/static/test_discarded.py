@@ -106,3 +106,26 @@ def no_grad():
 
 no_grad()
 """, "TD225") == []
+
+
+def test_elements_of_an_unpacked_batch_are_tensors() -> None:
+    assert_marked(HEADER + """
+def train(loader: DataLoader, device):
+    for step, batch in enumerate(loader):
+        inputs, labels = batch
+        inputs.to(device)  # expect: TD224
+    for i, (x, y) in enumerate(loader):
+        y.cuda()  # expect: TD224
+""", "TD224")
+
+
+def test_whole_batches_may_move_in_place_and_stay_quiet() -> None:
+    assert lint_codes(HEADER + """
+def train(loader: DataLoader, device):
+    for step, batch in enumerate(loader):
+        batch.to(device)
+    for batch in loader:
+        batch.to(device)
+        features = batch
+        features.to(device)
+""", "TD224") == []

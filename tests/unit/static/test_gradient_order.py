@@ -155,3 +155,26 @@ def over_all(G, D, loader):
         opt_d.step()
         opt_g.step()
 """, "TD201") == []
+
+
+def test_accelerator_clip_after_step_is_flagged() -> None:
+    assert_marked(HEADER + """
+def train(model, loader, optimizer, accelerator):
+    for x, y in loader:
+        accelerator.backward(model(x).sum())
+        optimizer.step()
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)  # expect: TD616
+        optimizer.zero_grad()
+""", "TD616")
+
+
+def test_accelerator_clip_before_step_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+def train(model, loader, optimizer, accelerator):
+    for x, y in loader:
+        accelerator.backward(model(x).sum())
+        if accelerator.sync_gradients:
+            accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+""", "TD616") == []

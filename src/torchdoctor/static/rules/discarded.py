@@ -50,10 +50,28 @@ def is_tensor(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
     if not isinstance(expr, ast.Name):
         return False
     found = ctx.lookup(expr, scope)
+    if found is not None and found[0].kind is BindingKind.UNPACKED and isinstance(
+            found[0].value, ast.Name):  # inputs, labels = batch; batch from a loader
+        return _loop_batch(ctx, found[0].value, found[1], whole=True)
+    return _loop_batch(ctx, expr, scope, whole=False)
+
+
+def _loop_batch(ctx: FileContext, expr: ast.Name, scope: Scope, *, whole: bool) -> bool:
+    """Whether ``expr`` is an element unpacked in ``for x, y in loader`` (``whole``: or
+    the batch itself, ``for batch in loader``, when the caller unpacks it further)."""
+    found = ctx.lookup(expr, scope)
     if found is None or found[0].kind is not BindingKind.LOOP_TARGET:
         return False
     loop = found[0].node
-    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _unpacked(loop.target, expr.id):
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    target = loop.target
+    if isinstance(loop.iter, ast.Call) and getattr(loop.iter.func, "id", None) == "enumerate":
+        if not isinstance(target, ast.Tuple) or len(target.elts) != 2:
+            return False
+        target = target.elts[1]  # for i, batch in enumerate(loader): batch is whole
+    plain = isinstance(target, ast.Name) and target.id == expr.id
+    if not (_unpacked(target, expr.id) or (whole and plain)):
         return False
     scope = found[1]
     if loader_of(ctx, loop.iter, scope) is not None:

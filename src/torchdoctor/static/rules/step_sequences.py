@@ -30,7 +30,8 @@ _EVENT_KINDS = {EventKind.BACKWARD: "backward", EventKind.OPTIMIZER_STEP: "step"
                 EventKind.ZERO_GRAD: "zero_grad", EventKind.SCHEDULER_STEP: "scheduler"}
 _WORDS = frozenset({"backward", "manual_backward", "step", "zero_grad", "zero_", "detach_",
                     "clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "grad"})
-_CLIP_NAMES = frozenset(name.rpartition(".")[2] for name in _CLIPS)
+_CLIP_NAMES = frozenset({*(name.rpartition(".")[2] for name in _CLIPS), "clip_gradients"})
+_LAUNCHERS = frozenset({"accelerator", "self.accelerator", "fabric", "self.fabric"})
 _MAX_DEPTH = 2
 
 
@@ -119,7 +120,8 @@ def _actions_of(ctx: FileContext, item: Item, site: Item, scope: Scope, depth: i
                 seen: set[int]) -> list[Action]:
     node = item.node
     if isinstance(node, ast.Call):
-        if _callee(node) in _CLIP_NAMES and ctx.is_call_to(node, *_CLIPS, scope=scope):
+        if _callee(node) in _CLIP_NAMES and (ctx.is_call_to(node, *_CLIPS, scope=scope)
+                                             or _launcher_clip(ctx, node)):
             return [Action(Kind.CLIP, node, site, node.args[0] if node.args else None, scope)]
         callee = ctx.resolve_local_call(node, scope)
         if callee is not None and depth < _MAX_DEPTH and id(callee) not in seen:
@@ -134,6 +136,12 @@ def _actions_of(ctx: FileContext, item: Item, site: Item, scope: Scope, depth: i
     if event is None or event.kind not in _EVENT_KINDS:
         return []
     return [Action(Kind(_EVENT_KINDS[event.kind]), node, site, event.target, scope)]
+
+
+def _launcher_clip(ctx: FileContext, call: ast.Call) -> bool:
+    """``accelerator.clip_grad_norm_(...)`` / ``fabric.clip_gradients(...)``."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and ctx.segment(func.value) in _LAUNCHERS
 
 
 def _callee(call: ast.Call) -> str:
