@@ -7,10 +7,12 @@ Exit codes: 0 clean, 1 findings at or above ``--fail-on``, 2 usage or internal e
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -117,6 +119,43 @@ def emit(report: Report, output_format: str, output: Path | None = None,
         write_atomic(output, text)
 
 
+LINT_PROGRESS_FILES = 200  # lint shows its progress on trees at least this large
+
+
+@contextlib.contextmanager
+def _progress_display(task: str, minimum: int = 1) -> Iterator[None]:
+    """A transient progress bar on standard error for the API's ``task`` (``check``: its
+    probes; ``lint``: files done), shown only on a terminal, outside CI, and once the task
+    has ``minimum`` items."""
+    from torchdoctor.progress import listening
+
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        console=Console(stderr=True), transient=True)
+    bar: list[Any] = []
+
+    def show(name: str, item: str, done: int, total: int) -> None:
+        if name != task or total < minimum:
+            return
+        if not bar:
+            progress.start()
+            bar.append(progress.add_task(task, total=total))
+        label = f"torchdoctor {task}: {item}" if item else f"torchdoctor {task}"
+        progress.update(bar[0], completed=done, total=total, description=label)
+
+    try:
+        with listening(show):
+            yield
+    finally:
+        if bar:
+            progress.stop()
+
+
 def _report_file_format(path: Path) -> str:
     """``run --report``: HTML for a ``.html``/``.htm`` file, JSON otherwise."""
     return "html" if path.suffix.lower() in (".html", ".htm") else "json"
@@ -213,8 +252,9 @@ def check_command(target: str, output_format: str, fail_on: str, output: Path | 
 
     output = checked_output(output, "--output", inputs=(target_file(target),))
     forecast = _forecast_options(forecast_device, batch_sizes, device_memory, amp)
-    report = check_factory(target, select=select or None, ignore=ignore or None,
-                           device=device, seed=seed, forecast=forecast)
+    with _progress_display("check"):
+        report = check_factory(target, select=select or None, ignore=ignore or None,
+                               device=device, seed=seed, forecast=forecast)
     report.facts["summary_depth"] = summary_depth
     _show_internal_errors(report)
     emit(report, output_format, output, title=f"torchdoctor check {target}")
@@ -310,7 +350,8 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
                             input_dirs=[t for t in targets if t.is_dir()])
     options = dict(select=select or None, ignore=ignore or None, config=settings, jobs=jobs)
     if apply_fix or diff:
-        outcome = fix(targets, unsafe=unsafe_fixes, write=not diff, **options)  # type: ignore[arg-type]
+        with _progress_display("lint", minimum=LINT_PROGRESS_FILES):
+            outcome = fix(targets, unsafe=unsafe_fixes, write=not diff, **options)  # type: ignore[arg-type]
         _show_internal_errors(outcome.report)
         if diff:
             click.echo(outcome.diff(), nl=False)
@@ -319,7 +360,8 @@ def lint_command(paths: tuple[Path, ...], output_format: str, fail_on: str,
                    f"{len(outcome.changed)} file(s).", err=True)
         report = outcome.report
     else:
-        report = lint(targets, baseline=baseline, **options)  # type: ignore[arg-type]
+        with _progress_display("lint", minimum=LINT_PROGRESS_FILES):
+            report = lint(targets, baseline=baseline, **options)  # type: ignore[arg-type]
         _show_internal_errors(report)
     if statistics:
         from torchdoctor.static.statistics import render_statistics

@@ -23,6 +23,7 @@ from torchdoctor.preflight.failures import SharedWorkFailed, is_out_of_memory, u
 from torchdoctor.preflight.registry import ProbeInfo
 from torchdoctor.preflight.snapshot import Snapshot
 from torchdoctor.preflight.threads import fastest_thread_count
+from torchdoctor.progress import advance
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
@@ -108,7 +109,8 @@ def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapsho
     threads = fastest_thread_count(ctx)
     snapshot.restore()
     report.facts["threads"] = threads
-    for info in probes:
+    for index, info in enumerate(probes):
+        advance("check", info.name, index, len(probes))
         if not wanted(info.codes, ctx.selection):
             continue
         torch.set_num_threads(threads)  # the snapshot puts the user's count back after
@@ -118,6 +120,7 @@ def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapsho
         finally:
             snapshot.restore()
             timings[info.name] = round(time.perf_counter() - begin, 4)
+    advance("check", "", len(probes), len(probes))
 
 
 def _run_one(info: ProbeInfo, ctx: CheckContext, explained: list[Finding]) -> list[Finding]:
