@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from torchdoctor._kernel import internal_error
 from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
+from torchdoctor.progress import advance
 from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.context import FileContext
@@ -157,6 +158,7 @@ def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]
         for index, (job, parsed) in enumerate(zip(jobs, kept, strict=True)):
             kept[index] = None  # each tree is freed once its file is linted
             out.extend(lint_path(job, selection, project, parsed))
+            advance("lint", job.path, index + 1, len(jobs))
     return out
 
 
@@ -242,8 +244,12 @@ def lint_files(jobs: Sequence[FileJob], selection: Selection, workers: int | Non
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
                                  initializer=_set_worker_project,
                                  initargs=(project,)) as pool:
-            for result in pool.map(_lint_chunk, chunks, [selection] * len(chunks)):
+            done = 0
+            for chunk, result in zip(chunks, pool.map(_lint_chunk, chunks,
+                                                      [selection] * len(chunks)), strict=True):
                 out.extend(result)
+                done += len(chunk)
+                advance("lint", "", done, len(jobs))
     except (OSError, RuntimeError):  # no processes here (sandbox, broken pool): go serial
         return _lint_serial(jobs, selection)
     return out
