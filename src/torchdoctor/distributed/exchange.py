@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Exchange", "Extremes"]
+__all__ = ["DEFAULT_TIMEOUT_S", "Exchange", "Extremes", "Pending"]
 
 DEFAULT_TIMEOUT_S = 120.0
 _FINITE_LIMIT = 1e300  # NaN and infinities are sent as this: MAX must stay well defined
@@ -79,25 +79,68 @@ class Exchange:
 
     def extremes(self, values: Sequence[float]) -> Extremes | None:
         """Smallest and largest of each value across ranks; ``None`` once failed."""
+        pending = self.start(values)
+        return pending.result() if pending is not None else None
+
+    def start(self, values: Sequence[float]) -> Pending | None:
+        """Start the exchange of ``values`` without waiting for the other ranks.
+
+        The ranks meet in the background; :meth:`Pending.result` collects the answer (a
+        step later, so that no rank waits for a slower one). ``None`` once failed.
+        """
         if not self.usable:
             return None
         torch = self._torch
         clean = [_finite(v) for v in values]
         vector = torch.tensor(clean + [-v for v in clean], dtype=torch.float64)
         try:
-            self._dist.all_reduce(vector, op=self._dist.ReduceOp.MAX, group=self._group)
+            work = self._dist.all_reduce(
+                vector, op=self._dist.ReduceOp.MAX, group=self._group, async_op=True
+            )
         except Exception as error:  # noqa: BLE001 - a dead or late rank: stop exchanging
-            self.failure = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+            self._failed(error)
             return None
         self.rounds += 1
         self.bytes_sent += vector.numel() * vector.element_size()
-        both = vector.tolist()
-        count = len(clean)
-        return Extremes([-v for v in both[count:]], both[:count])
+        return Pending(self, work, vector, len(clean))
+
+    def _failed(self, error: BaseException) -> None:
+        self.failure = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
 
     def close(self) -> None:
         """Forget the group (it is destroyed with the user's default group)."""
         self._group = None
+
+
+class Pending:
+    """An exchange under way: poll :meth:`done`, collect :meth:`result`."""
+
+    __slots__ = ("_count", "_exchange", "_vector", "_work")
+
+    def __init__(self, exchange: Exchange, work: Any, vector: Any, count: int) -> None:
+        self._exchange = exchange
+        self._work = work
+        self._vector = vector
+        self._count = count
+
+    def done(self) -> bool:
+        """Whether every rank has contributed (never blocks)."""
+        try:
+            return bool(self._work.is_completed())
+        except Exception:  # noqa: BLE001 - a failed exchange is "done"; result() says why
+            return True
+
+    def result(self) -> Extremes | None:
+        """Wait (at most the exchange's timeout) and return the extremes; ``None`` when
+        the exchange failed (a rank died or never came)."""
+        try:
+            self._work.wait()
+        except Exception as error:  # noqa: BLE001
+            self._exchange._failed(error)
+            return None
+        both = self._vector.tolist()
+        count = self._count
+        return Extremes([-v for v in both[count:]], both[:count])
 
 
 def _finite(value: float) -> float:

@@ -2,6 +2,7 @@
 
 * ``torch.distributed.init_process_group``: right after it returns, every rank builds
   torchdoctor's own gloo group (:mod:`torchdoctor.distributed.exchange`);
+  ``destroy_process_group``: just before it, the check under way is finished;
 * ``DistributedDataParallel.__init__``: which modules are DDP models, and the user's line
   that wrapped them, even when the training forward bypasses the wrapper;
 * the DataLoader iterators' ``_next_data``: a fingerprint of the first batch of every
@@ -17,7 +18,13 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Patches", "after_call", "batch_fingerprint", "loader_iterator_classes"]
+__all__ = [
+    "Patches",
+    "after_call",
+    "batch_fingerprint",
+    "before_call",
+    "loader_iterator_classes",
+]
 
 
 class Patches:
@@ -66,6 +73,26 @@ def after_call(
                     patches.active = False
                     on_error(error)
             return result
+
+        return wrapper
+
+    return make
+
+
+def before_call(
+    patches: Patches, callback: Callable[..., None], on_error: Callable[[BaseException], None]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper maker: call ``callback(*args, **kwargs)``, then the original."""
+
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if patches.active:
+                try:
+                    callback(*args, **kwargs)
+                except Exception as error:  # noqa: BLE001 - never break the user's call
+                    patches.active = False
+                    on_error(error)
+            return original(*args, **kwargs)
 
         return wrapper
 
