@@ -57,6 +57,9 @@ class CheckContext:
         self._iterator: Any = None
         self._loader_state: LoaderState | None = None
         self.step_times: list[float] = []
+        # Loss per step of the probes' own training runs (the overfit-one-batch curve),
+        # which the report keeps as series for plots.
+        self.curves: dict[str, list[float]] = {}
 
     def enabled(self, code: str) -> bool:
         """Whether findings of ``code`` will be reported (skip work for disabled ones)."""

@@ -59,6 +59,7 @@ def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
         ctx.close()
         snapshot.restore()
     report.facts.update(_facts(ctx, timings, time.perf_counter() - started))
+    report.series.update(ctx.curves)  # the probes' training curves, for the HTML plots
     if caught:
         report.facts["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     return report
@@ -152,4 +153,8 @@ def _facts(ctx: CheckContext, timings: dict[str, float], seconds: float) -> dict
         facts["batch"] = {name: list(t.shape) for name, t in
                           (*iter_tensors(ctx.batch.inputs, "inputs"),
                            *iter_tensors(ctx.batch.targets, "targets"))}
+    if "train_pass" in ctx.__dict__:  # gradient norm per parameter of the one training pass
+        facts["layer_grad_norms"] = {name: float(f"{float(grad.float().norm()):.4g}")
+                                     for name, grad in ctx.train_pass.gradients.items()
+                                     if grad is not None and not grad.is_sparse}
     return facts

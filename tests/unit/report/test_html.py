@@ -321,3 +321,23 @@ def test_a_report_shows_itself_as_html_in_a_notebook() -> None:
     page = report._repr_html_()
     assert page == render(report, "html", RenderOptions(title="torchdoctor lint"))
     assert "<title>torchdoctor lint</title>" in page and 'id="rule-TD203"' in page
+
+
+@pytest.mark.needs_torch
+def test_check_records_its_overfit_curve_and_gradient_norms_for_the_page() -> None:
+    torch = pytest.importorskip("torch")
+    import torchdoctor
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    batch = (torch.randn(16, 8), torch.randint(0, 3, (16,)))
+    optimizer = torch.optim.Adam(model.parameters(), 1e-2)
+    report = torchdoctor.check(model, batch, torch.nn.CrossEntropyLoss(), optimizer)
+    curve = report.series["overfit_loss"]
+    assert len(curve) >= 2 and curve[-1] < curve[0]
+    assert set(report.facts["layer_grad_norms"]) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    titles = [figure.title for figure in figures(report)]
+    assert titles == [
+        "Overfit one batch: loss per step",
+        "Gradient norm per layer (one training step)",
+    ]

@@ -66,6 +66,7 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
     if at_peak:
         described += " (its schedule's peak rate)"
     trajectory = run_steps(ctx, training, measure=True)
+    ctx.curves["overfit_loss"] = [float(loss) for loss in trajectory.losses]
     if ctx.enabled("TD606"):
         yield from update_findings(trajectory.updates, described)
     if ctx.enabled("TD605"):
