@@ -3,8 +3,9 @@
 A series name is ``kind`` or ``kind/part`` (``grad_norm/encoder``) or ``kind@site``
 (``loss@train.py:42``). Series of one kind share a figure; known kinds get a title, a unit
 and a log axis where that reads better. The x axis is the optimizer step: a series with as
-many values as the run had steps maps one to one; a shorter one (thinned by the monitor)
-is spread evenly over the steps, and the figure says so. Steps where findings fired
+many values as the run had steps maps one to one; a series recorded at sampled steps names
+them in ``facts["series_steps"][name]``; any other (thinned by the monitor) is spread
+evenly over the steps, and the figure says so. Steps where findings fired
 (evidence ``step``, ``first_step`` or ``from_step``) are marked on every step plot.
 """
 
@@ -65,13 +66,18 @@ def figures(report: Report) -> list[Figure]:
         floats = [_float(v) for v in values]
         if floats:
             groups.setdefault(_group(name), []).append((name, floats))
+    known = _series_steps(report)
     out = []
     for title in sorted(groups, key=lambda t: (_order(t), t)):
         members = groups[title]
         check_curve = title.startswith("Overfit")
         out.append(
             _line_figure(
-                title, members, () if check_curve else markers, None if check_curve else total
+                title,
+                members,
+                () if check_curve else markers,
+                None if check_curve else total,
+                {name: known[name] for name, _ in members if name in known},
             )
         )
     bars = _grad_norm_bars(report.facts.get("layer_grad_norms"))
@@ -94,8 +100,26 @@ def _log(title: str) -> bool:
     return any(k.log for k in KINDS.values() if k.title == title)
 
 
+def _series_steps(report: Report) -> dict[str, list[float]]:
+    """Explicit x values: ``facts["series_steps"][name]``, the step of each value of a
+    series recorded at chosen steps only (sampled steps), when the lengths agree."""
+    given = report.facts.get("series_steps")
+    if not isinstance(given, Mapping):
+        return {}
+    out = {}
+    for name, steps in given.items():
+        values = report.series.get(name)
+        if values is not None and isinstance(steps, Sequence) and len(steps) == len(values):
+            out[str(name)] = [_float(step) for step in steps]
+    return out
+
+
 def _line_figure(
-    title: str, members: list[tuple[str, list[float]]], markers: Sequence[Marker], total: int | None
+    title: str,
+    members: list[tuple[str, list[float]]],
+    markers: Sequence[Marker],
+    total: int | None,
+    steps: Mapping[str, list[float]],
 ) -> Figure:
     notes = []
     if len(members) > MAX_LINES:
@@ -106,9 +130,10 @@ def _line_figure(
     lines = []
     longest = max(len(values) for _, values in members)
     for name, values in members:
-        xs_shown, ys_shown = downsample(_steps_for(len(values), total), values, POINTS_PER_LINE)
+        xs = steps.get(name) or _steps_for(len(values), total)
+        xs_shown, ys_shown = downsample(xs, values, POINTS_PER_LINE)
         lines.append(Line(name, xs_shown, ys_shown))
-    spread = total is not None and longest != total
+    spread = total is not None and longest != total and not steps
     if spread:
         notes.append(f"{longest:,} points over {total:,} steps")
     if longest > POINTS_PER_LINE:

@@ -341,3 +341,17 @@ def test_check_records_its_overfit_curve_and_gradient_norms_for_the_page() -> No
         "Overfit one batch: loss per step",
         "Gradient norm per layer (one training step)",
     ]
+
+
+def test_series_recorded_at_sampled_steps_are_placed_at_those_steps() -> None:
+    report = Report(
+        command="run",
+        facts={"steps": 1000, "series_steps": {"lr": [1, 2, 3, 100, 1000], "grad_norm": [1, 2]}},
+    )
+    report.series["lr"] = [0.1, 0.1, 0.1, 0.05, 0.01]
+    report.series["grad_norm"] = [1.0, 2.0, 3.0]  # lengths disagree: spread instead
+    grad, lr = (f.svg for f in figures(report))
+    xs = [float(p.split(",")[0]) for p in re.search(r'points="([^"]*)"', lr).group(1).split()]
+    assert xs[1] - xs[0] == xs[2] - xs[1] < (xs[3] - xs[2]) / 10  # not evenly spread
+    assert "points over" not in lr
+    assert "3 points over 1,000 steps" in grad
