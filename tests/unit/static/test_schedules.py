@@ -146,3 +146,51 @@ def train(model, train_loader, opt, epochs, args):
             step.step()
             multi.step()
 """, "TD615") == []
+
+
+def test_scheduler_stepped_from_a_started_handler_is_flagged() -> None:
+    assert_marked(HEADER + """
+def build(trainer, model):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = lr_scheduler.StepLR(opt, step_size=1)
+
+    def update(engine, batch):
+        opt.zero_grad()
+        model(batch).sum().backward()
+        opt.step()
+
+    @trainer.on(Events.EPOCH_STARTED)
+    def schedule(engine):
+        sched.step()  # expect: TD607
+
+    def warm(engine):
+        sched.step()  # expect: TD607
+
+    trainer.add_event_handler(Events.ITERATION_STARTED, warm)
+""", "TD607")
+
+
+def test_scheduler_stepped_from_completed_handlers_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+def build(trainer, model):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = lr_scheduler.StepLR(opt, step_size=1)
+
+    def update(engine, batch):
+        opt.zero_grad()
+        model(batch).sum().backward()
+        opt.step()
+
+    @trainer.on(Events.EPOCH_COMPLETED)
+    def schedule(engine):
+        sched.step()
+
+    @trainer.on(Events.ITERATION_STARTED)
+    def log(engine):
+        print(sched.get_last_lr())
+
+    @trainer.on(Events.EPOCH_STARTED)
+    def maybe(engine):
+        if engine.state.epoch > 1:
+            sched.step()
+""", "TD607") == []

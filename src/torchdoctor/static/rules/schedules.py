@@ -1,17 +1,22 @@
-"""TD615 epoch-scheduler-stepped-per-batch: an epoch-based schedule stepped every batch.
+"""Schedulers stepped at the wrong time, as real code arranges it.
+
+TD615 epoch-scheduler-stepped-per-batch: an epoch-based schedule stepped every batch.
 
 ``StepLR``, ``MultiStepLR``, ``ExponentialLR``, ``ReduceLROnPlateau`` and
 ``CosineAnnealingLR(T_max=epochs)`` count epochs; stepped inside the loop over a
 ``DataLoader`` (or from an event handler that runs every iteration) they decay the
 learning rate hundreds of times too fast. Schedules built for steps (``OneCycleLR``,
 warm-ups, ``StepLR(step_size=30000)``) stay quiet.
+
+TD607 scheduler-before-optimizer, from event handlers: a scheduler stepped by a handler
+of ``ITERATION_STARTED``/``EPOCH_STARTED`` runs before the optimizer step it follows.
 """
 
 from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
@@ -168,3 +173,70 @@ def _counts_epochs(schedule: str, value: ast.expr) -> bool:
         e.value, int) and not isinstance(e.value, bool)]
     return bool(numbers) and len(numbers) == len(elements) and \
         max(numbers) <= _LARGEST_EPOCH_COUNT
+
+
+_STARTED_EVENTS = ("ITERATION_STARTED", "EPOCH_STARTED")
+
+
+@detector("TD607", depth=Depth.LINT)
+class SchedulerStepFromStartHandler(LintRule):
+    """A scheduler stepped by a handler of an event that fires before the training step
+    (``@trainer.on(Events.ITERATION_STARTED)``): the schedule runs one step ahead of the
+    optimizer. Loop bodies are :mod:`.optimizer`'s TD607 detector."""
+
+    requires = ("_STARTED",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        bodies = sequences(ctx)
+        if not any(a.kind is Kind.STEP for body in bodies for a in body.actions):
+            return
+        handlers = self._start_handlers(module)
+        for body in bodies:
+            if body.loop is not None or body.scope is None or id(body.scope) not in handlers:
+                continue
+            for action in body.actions:
+                if action.kind is Kind.STEP:
+                    break  # the handler steps the optimizer itself first
+                if action.kind is Kind.SCHEDULER and guard_between(
+                        action.site.frames, None, lambda node, _body: True) is None:
+                    self._report(action, body.scope, handlers[id(body.scope)])
+                    break
+
+    def _start_handlers(self, module: ModuleScope) -> dict[int, str]:
+        """Functions run on a *_STARTED event: decorated, or passed to
+        ``add_event_handler``; with the event's text."""
+        ctx = self.ctx
+        found: dict[int, str] = {}
+        for function in module.functions:
+            for decorator in function.node.decorator_list:
+                text = ctx.segment(decorator)
+                if any(event in text for event in _STARTED_EVENTS):
+                    found[id(function)] = text
+        for _scope, items in module.bodies():
+            for item in items:
+                call = item.node
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
+                        call.func.attr == "add_event_handler" and len(call.args) >= 2:
+                    text = ctx.segment(call.args[0])
+                    handler = call.args[1]
+                    if any(e in text for e in _STARTED_EVENTS) and isinstance(handler, ast.Name):
+                        named = ctx.function_index.get(handler.id)
+                        if named is not None:
+                            found[id(named)] = text
+        return found
+
+    def _report(self, action: Action, handler: FunctionScope, event: str) -> None:
+        ctx = self.ctx
+        self.report(
+            action.node,
+            f"`{ctx.segment(action.node)}` at line {action.line} runs in `{handler.name}`, a "
+            f"handler of `{event[:60]}`, which fires before the training step of its "
+            "iteration or epoch: the scheduler steps before `optimizer.step()`, so the first "
+            "value of the schedule is skipped and every step runs one value ahead",
+            fix_hint="Step the scheduler from an `ITERATION_COMPLETED` (per-step schedules) "
+                     "or `EPOCH_COMPLETED` (per-epoch schedules) handler.",
+            confidence=Confidence.HIGH if action.target is not None and constructor_of(
+                ctx, action.target, action.scope) is not None else Confidence.MEDIUM,
+        )
