@@ -17,13 +17,14 @@ have. ``os._exit`` in the run's own process first hands the report so far to ``p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,8 @@ def _run(target: str, script: Path | None, module: bool, options: MonitorOptions
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            runpy.run_path(str(script), run_name="__main__")
+            with _argv0_as_given(target):
+                runpy.run_path(str(script), run_name="__main__")
     except StopTraining:
         stopped = True
     except SystemExit as exit_:
@@ -233,6 +235,27 @@ def die_by(number: int) -> None:
     except (OSError, ValueError):
         pass
     _os_exit(128 + number)
+
+
+@contextlib.contextmanager
+def _argv0_as_given(target: str) -> Iterator[None]:
+    """``runpy.run_path`` sets ``sys.argv[0]`` to the path it runs (absolute here, so that
+    ``__file__`` is absolute as ``python`` makes it); ``python`` keeps it as typed, which
+    argparse shows in usage lines. Its argv helper is swapped for one that keeps ours."""
+    original = getattr(runpy, "_ModifiedArgv0", None)
+    if original is None:
+        yield
+        return
+
+    class _Argv0(original):  # type: ignore[misc, valid-type]
+        def __init__(self, value: Any) -> None:
+            super().__init__(target)
+
+    setattr(runpy, "_ModifiedArgv0", _Argv0)  # noqa: B010 - a private name
+    try:
+        yield
+    finally:
+        setattr(runpy, "_ModifiedArgv0", original)  # noqa: B010
 
 
 def _resolve(target: str, module: bool) -> Path | None:
