@@ -28,7 +28,12 @@ def _check(path: Path) -> Report:
 
         if not torch.cuda.is_available():
             pytest.skip(f"{path.parent.name} trains on a CUDA device")
-    return CheckTarget.from_result(module.make(), f"{path.name}:make").check()
+    options = {}
+    if hasattr(module, "FORECAST"):  # what `check --forecast ...` asks (TD712)
+        from torchdoctor.preflight.forecast import ForecastOptions
+
+        options["forecast"] = ForecastOptions(**module.FORECAST)
+    return CheckTarget.from_result(module.make(), f"{path.name}:make").check(**options)
 
 
 @pytest.mark.parametrize("case", labkit.lab_params(Depth.CHECK))

@@ -95,6 +95,7 @@ def check(
     _validate(torch, model, loss_fn, optimizer)
     context = CheckContext(model, data, loss_fn, optimizer, device=device,
                            selection=Selection.from_options(select, ignore), seed=seed)
+    context.forecast_options = forecast
     report = run_probes(context, [*registered_probes(), *extra])
     from torchdoctor.preflight.memory_facts import add_memory_facts
 

@@ -282,6 +282,8 @@ _TABLE: tuple[Rule, ...] = (
        "torch.compile recompiles the model repeatedly"),
     _r("TD709", "out-of-memory", E, (RUN,),
        "The run died of an out-of-memory error"),
+    _r("TD712", "batch-does-not-fit", W, (CHECK,),
+       "A training step at the forecast batch size needs more memory than the device has"),
     # 8xx: distributed
     _r("TD801", "sampler-epoch-never-set", E, (LINT, RUN),
        "DistributedSampler.set_epoch() is never called, so every epoch has the same order"),

@@ -262,3 +262,31 @@ def test_check_with_summary_and_forecast_leaves_everything_as_it_found_it() -> N
     assert "error" not in report.facts["forecast_detail"]
     changed = sorted(key for key in before if not _same(before[key], after[key]))
     assert changed == [], {key: (before[key], after[key]) for key in changed}
+
+
+def _td712(forecast: ForecastOptions | None) -> list:
+    model, opt, loss, batch = _setup()
+    return torchdoctor.check(model, batch, loss, opt, select=["TD712"],
+                             forecast=forecast).by_code("TD712")
+
+
+def test_td712_names_the_batch_size_that_does_not_fit_and_the_largest_that_does() -> None:
+    found = _td712(ForecastOptions("cpu", (8, 4096), device_memory=8 * 2**20))
+    assert len(found) == 1
+    assert "batch size 4096 needs" in found[0].message
+    largest = found[0].evidence["largest_batch_size"]
+    assert largest and f"Use batch size {largest} or less" in found[0].fix_hint
+
+
+def test_td712_is_quiet_without_a_forecast() -> None:
+    assert _td712(None) == []
+
+
+def test_td712_is_quiet_when_every_batch_size_fits() -> None:
+    assert _td712(ForecastOptions("cuda", (8, 16), device_memory=2**30)) == []
+
+
+def test_td712_is_quiet_when_the_memory_is_unknown() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: its memory is detected")
+    assert _td712(ForecastOptions("cuda", (8, 2**20))) == []

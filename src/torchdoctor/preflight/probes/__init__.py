@@ -23,3 +23,4 @@ from torchdoctor.preflight.probes import reproducibility  # noqa: F401
 from torchdoctor.preflight.probes import roundtrip  # noqa: F401
 from torchdoctor.preflight.probes import loader  # noqa: F401
 from torchdoctor.preflight.probes import augmentations  # noqa: F401
+from torchdoctor.preflight.probes import forecast  # noqa: F401
