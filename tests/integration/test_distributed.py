@@ -272,3 +272,69 @@ def test_a_rank_that_dies_is_named_in_the_report(tmp_path: Path) -> None:
     report, err = run_json(["--nproc-per-node", "2", "job.py"], tmp_path)
     assert report["exit_status"] != 0, err
     assert 1 in report["facts"]["missing_ranks"]
+
+
+def test_watch_inside_a_users_ddp_script_compares_the_ranks(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "job.py",
+        """
+    import json
+    import os
+    import socket
+    import sys
+
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import torchdoctor
+
+
+    def train(rank, port, folder, bypass):
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                          WORLD_SIZE="2")
+        dist.init_process_group("gloo")
+        torch.manual_seed(0)
+        model = DDP(nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        torch.manual_seed(rank)
+        with torchdoctor.watch() as watched:
+            for _ in range(4):
+                optimizer.zero_grad()
+                forward = model.module if bypass else model
+                forward(torch.randn(8, 4)).pow(2).mean().backward()
+                optimizer.step()
+        dist.destroy_process_group()
+        facts = watched.report.facts
+        with open(os.path.join(folder, f"rank{rank}.json"), "w") as out:
+            json.dump({"codes": sorted(watched.report.codes()), "rank": facts.get("rank"),
+                       "world_size": facts.get("world_size")}, out)
+
+
+    if __name__ == "__main__":
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        mp.spawn(train, args=(port, sys.argv[1], sys.argv[2] == "bypass"), nprocs=2)
+    """,
+    )
+    for mode, expected in (("bypass", True), ("wrapper", False)):
+        folder = tmp_path / mode
+        folder.mkdir()
+        command = [sys.executable, "job.py", str(folder), mode]
+        process = subprocess.Popen(
+            command, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        try:
+            _, err = process.communicate(timeout=JOB_TIMEOUT)
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        assert process.returncode == 0, err
+        for rank in (0, 1):
+            seen = json.loads((folder / f"rank{rank}.json").read_text())
+            assert seen["rank"] == rank and seen["world_size"] == 2
+            assert ("TD811" in seen["codes"]) is expected, (mode, seen)

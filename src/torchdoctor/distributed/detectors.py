@@ -136,6 +136,7 @@ class CrossRankChecks(RuntimeDetector):
             )
             if dist.is_initialized():  # watch() inside a job whose group exists
                 self._start_exchange()
+                self._find_existing_ddps(DistributedDataParallel)
         for iterator in loader_iterator_classes():
             self._patches.wrap(
                 iterator, "_next_data", after_call(self._patches, self._next_data, self._failed)
@@ -169,6 +170,16 @@ class CrossRankChecks(RuntimeDetector):
     def _ddp_built(self, result: Any, ddp: Any, *args: Any, **kwargs: Any) -> None:
         if not any(d.ref() is ddp for d in self._ddps):
             self._ddps.append(_Ddp(ddp, self.monitor.user_site()))
+
+    def _find_existing_ddps(self, ddp_class: type) -> None:
+        """DDP models built before the watch started (once, when it starts in a job)."""
+        import gc
+
+        for candidate in gc.get_objects():
+            if isinstance(candidate, ddp_class) and not any(
+                d.ref() is candidate for d in self._ddps
+            ):
+                self._ddps.append(_Ddp(candidate, None))
 
     def on_model(self, model: ModelInfo) -> None:
         from torch.nn.parallel import DistributedDataParallel
