@@ -8,16 +8,20 @@ Keys (all optional)::
     exclude = [".venv", "build"]    # replaces the default excludes (gitignore syntax)
     extend-exclude = ["legacy/"]    # adds to them
     respect-gitignore = true        # also skip what the root .gitignore ignores
+    max-file-size = "10MB"          # larger files are skipped with a TD002 note
     [tool.torchdoctor.per-file-ignores]
     "tests/**" = ["TD2"]
 
 The closest ``pyproject.toml`` above the first linted path that has a
 ``[tool.torchdoctor]`` table is used; its directory is the project root that patterns are
-relative to. Keys other depths read may live in the same table and are ignored here.
+relative to. Unknown keys, unknown rule codes and values of the wrong type are errors
+that name the closest valid key, as a typo would otherwise silently check nothing.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +35,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["DEFAULT_EXCLUDE", "LintConfig", "find_config", "load_config"]
+__all__ = ["DEFAULT_EXCLUDE", "DEFAULT_MAX_FILE_SIZE", "KNOWN_KEYS", "LintConfig",
+           "find_config", "load_config", "parse_size"]
+
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+
+# Every key of [tool.torchdoctor]; anything else is a typo (or a key of a newer version).
+KNOWN_KEYS: tuple[str, ...] = (
+    "select", "ignore", "exclude", "extend-exclude", "respect-gitignore",
+    "per-file-ignores", "max-file-size",
+)
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", ".eggs", "*.egg-info",
@@ -54,6 +67,7 @@ class LintConfig:
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     respect_gitignore: bool = True
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
     root: Path | None = None
     source: Path | None = field(default=None, compare=False)
 
@@ -80,15 +94,38 @@ def load_config(path: Path) -> LintConfig:
     table = _table(data.get("tool", {})).get("torchdoctor") if path.name == "pyproject.toml" \
         else data
     table = _table(table or {})
-    per_file = _table(table.get("per-file-ignores", {}))
+    _check_keys(table, path)
+    per_file_value = table.get("per-file-ignores", {})
+    if not isinstance(per_file_value, Mapping):
+        raise UsageError(f"{path}: [tool.torchdoctor] per-file-ignores must be a table of "
+                         "patterns to lists of codes")
+    per_file = _table(per_file_value)
+    from torchdoctor.rules.selection import check_selectors
+
+    select, ignore = _strings(table, "select", path), _strings(table, "ignore", path)
+    check_selectors(select, "select", str(path))
+    check_selectors(ignore, "ignore", str(path))
+    for pattern in per_file:
+        check_selectors(_strings(per_file, pattern, path), f"per-file-ignores {pattern!r}",
+                        str(path))
+    respect = table.get("respect-gitignore", True)
+    if not isinstance(respect, bool):
+        raise UsageError(f"{path}: [tool.torchdoctor] respect-gitignore must be true or "
+                         f"false, not {respect!r}")
+    size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
+    try:
+        max_file_size = parse_size(size)
+    except ValueError as error:
+        raise UsageError(f"{path}: [tool.torchdoctor] max-file-size: {error}") from None
     return LintConfig(
-        select=_strings(table, "select", path),
-        ignore=_strings(table, "ignore", path),
+        select=select,
+        ignore=ignore,
         exclude=_strings(table, "exclude", path) if "exclude" in table else DEFAULT_EXCLUDE,
         extend_exclude=_strings(table, "extend-exclude", path),
         per_file_ignores=tuple((pattern, _strings(per_file, pattern, path))
                                for pattern in per_file),
-        respect_gitignore=bool(table.get("respect-gitignore", True)),
+        respect_gitignore=respect,
+        max_file_size=max_file_size,
         root=path.resolve().parent,
         source=path,
     )
@@ -102,6 +139,45 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"cannot read config {path}: {error.strerror or error}") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path} is not valid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path} is not UTF-8 text (byte {error.start}): TOML files must "
+                         "be UTF-8") from None
+    except RecursionError:
+        raise UsageError(f"{path} is nested too deeply to read") from None
+
+
+def _check_keys(table: Mapping[str, Any], path: Path) -> None:
+    for key in table:
+        if key in KNOWN_KEYS:
+            continue
+        close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else \
+            f"; known keys: {', '.join(KNOWN_KEYS)}"
+        raise UsageError(f"{path}: unknown key {key!r} in [tool.torchdoctor]{hint}")
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]i?b?|b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(value: object) -> int:
+    """Bytes from ``10485760``, ``"10MB"``, ``"512 KiB"`` (units of 1024).
+
+    Raises:
+        ValueError: not a positive size.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"expected a size such as 10485760 or \"10MB\", not {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        match = _SIZE.match(value)
+        if match is None:
+            raise ValueError(f"expected a size such as \"10MB\" or \"512KB\", not {value!r}")
+        size = int(float(match.group(1)) * _UNITS[(match.group(2) or "")[:1].lower()])
+    if size <= 0:
+        raise ValueError(f"the size must be positive, not {value!r}")
+    return size
 
 
 def _table(value: object) -> Mapping[str, Any]:
