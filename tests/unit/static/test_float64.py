@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.static.helpers import assert_marked, lint_findings
+from torchdoctor.findings import Severity
 
 # --- flagged: the value reaches a model, a loss, a parameter or an optimizer ---------------
 
@@ -211,3 +212,23 @@ def test_float64_inputs_of_a_float32_model_are_each_reported() -> None:
         loss.backward()
         optimizer.step()
     """, "TD102")
+
+
+def test_a_float64_model_fed_data_built_in_float64_on_purpose_is_information() -> None:
+    source = """
+    import torch
+    from torch import nn
+    def main():
+        t = torch.arange(0, 40, dtype=torch.float64) / 4
+        model = nn.Linear(1, 1).double()
+        optimizer = torch.optim.LBFGS(model.parameters())
+        def closure():
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(t[:, None]), t[:, None].sin())
+            loss.backward()
+            return loss
+        optimizer.step(closure)
+    """
+    found = lint_findings(source, "TD102")
+    assert [(f.location.line, f.severity) for f in found] == [(6, Severity.INFO)]
+    assert "on purpose" in found[0].message

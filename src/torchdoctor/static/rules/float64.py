@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import Scope
@@ -56,13 +56,21 @@ class Float64InTraining(LintRule):
                 continue
             hits += self._scan(scope, items)
         converted = any(hit[2][1] is _MODEL for hit in hits)
+        # The program asks for float64 data itself (`dtype=torch.float64` outside the
+        # model's classes): float64 numerics on purpose, so the model's conversion is
+        # information. Without that, the conversion usually answers a dtype error from
+        # NumPy's float64 data, the case worth a warning.
+        deliberate = converted and any(
+            hit is not call and (scope is None or scope.owner is None)
+            for call, hit, _, scope in hits)
         for call, hit, reach, scope in hits:
             # Once the model itself is made float64, the float64 inputs it is then fed
             # (states, masks built in forward) follow from that one cause: one finding, at
             # the conversion.
-            if converted and self._feeds_a_module(reach, scope):
+            if converted and (deliberate or self._feeds_a_module(reach, scope)) and \
+                    reach[1] is not _MODEL:
                 continue
-            self._report(call, hit, reach)
+            self._report(call, hit, reach, deliberate and reach[1] is _MODEL)
 
     def _trains(self, scope: Scope, items: list[Item]) -> bool:
         for item in items:
@@ -156,13 +164,26 @@ class Float64InTraining(LintRule):
             return isinstance(first, (ast.Tuple, ast.List)) and not first.elts
         return False
 
-    def _report(self, call: ast.Call, hit: ast.AST, reach: Reach) -> None:
+    def _report(self, call: ast.Call, hit: ast.AST, reach: Reach, deliberate: bool = False
+                ) -> None:
         ctx = self.ctx
         text = ctx.segment(call)
         text = text if len(text) <= 60 and "\n" not in text else ctx.segment(hit)
         line = getattr(hit, "lineno", call.lineno)
         sink = reach[1]
         where = ""
+        if deliberate:
+            self.report(
+                hit,
+                f"`{text}` at line {line} makes the model float64, and the program builds "
+                "its data in float64 too: float64 numerics on purpose, at twice the memory "
+                "of float32 and many times slower on most GPUs",
+                fix_hint="Keep float64 only where the numerics need it; otherwise build the "
+                         "data in float32 and drop the model's `.double()`.",
+                evidence={"reaches": "model"},
+                severity=Severity.INFO,
+            )
+            return
         if reach[0] is Destination.TRAINING and isinstance(sink, ast.Call) and sink is not call:
             reached = ctx.segment(sink.func)
             if reached and len(reached) <= 40 and "\n" not in reached:
