@@ -290,3 +290,16 @@ def test_td712_is_quiet_when_the_memory_is_unknown() -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: its memory is detected")
     assert _td712(ForecastOptions("cuda", (8, 2**20))) == []
+
+
+def test_a_model_larger_than_this_machine_is_forecast_without_its_memory() -> None:
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(2**16, 2**16), nn.ReLU(), nn.Linear(2**16, 10))
+    batch = split_batch((torch.randn(4, 2**16), torch.randint(0, 10, (4,))))
+    forecast = forecast_memory(model, torch.optim.AdamW(model.parameters()),
+                               nn.CrossEntropyLoss(), batch,
+                               ForecastOptions("cuda", (4,), device_memory=80 * 2**30))
+    point = forecast.points[0]
+    assert point.breakdown["parameters"] > 16 * 2**30  # 4.3 G parameters in float32
+    assert point.breakdown["optimizer_state"] >= 2 * point.breakdown["parameters"]
+    assert point.fits is False and forecast.largest_batch_size is None
