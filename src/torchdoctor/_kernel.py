@@ -40,8 +40,7 @@ def wanted(codes: Iterable[str], selection: Selection) -> bool:
 
 def selected(findings: Iterable[Finding], selection: Selection) -> list[Finding]:
     """The findings of selected codes; ``TD001`` always passes."""
-    return [f for f in findings
-            if f.code == INTERNAL_ERROR_CODE or selection.is_enabled(f.code)]
+    return [f for f in findings if f.code == INTERNAL_ERROR_CODE or selection.is_enabled(f.code)]
 
 
 def internal_error(
@@ -79,17 +78,22 @@ def internal_error(
             evidence["at"] = f"{frames[-1].filename}:{frames[-1].lineno}"
         evidence[TRACEBACK] = "".join(traceback.format_exception(error))
     if consequence is None:
-        consequence = (f"its rules ({listed}) were not checked; " if listed else "") + \
-            "the other findings are complete"
+        consequence = (
+            f"its rules ({listed}) were not checked; " if listed else ""
+        ) + "the other findings are complete"
     if message is None:
         failed = f"{type(error).__name__}: {error}" if error is not None else "failed"
-        message = (f"{detector}{f' ({listed})' if listed else ''} failed{during}: "
-                   f"{failed}; {consequence}")
+        message = (
+            f"{detector}{f' ({listed})' if listed else ''} failed{during}: {failed}; {consequence}"
+        )
     ignore = f" Meanwhile `--ignore {codes[0]}` skips it." if codes else ""
     return finding(
-        INTERNAL_ERROR_CODE, message, location, depth,
+        INTERNAL_ERROR_CODE,
+        message,
+        location,
+        depth,
         fix_hint="This is a bug in torchdoctor: rerun with `torchdoctor --debug ...` for "
-                 f"the traceback and report it with this message.{ignore}",
+        f"the traceback and report it with this message.{ignore}",
         evidence=evidence,
     )
 

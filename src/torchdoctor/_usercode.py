@@ -167,12 +167,15 @@ def is_torchdoctor_file(path: str) -> bool:
 def under(path: str, roots: Sequence[str]) -> bool:
     """Whether ``path`` lies in one of the directories ``roots`` (symlinks resolved)."""
     real = os.path.realpath(path)
-    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep)
-               for r in (os.path.realpath(root) for root in roots))
+    return any(
+        real == r or real.startswith(r.rstrip(os.sep) + os.sep)
+        for r in (os.path.realpath(root) for root in roots)
+    )
 
 
-def user_frame_summary(frames: Sequence[traceback.FrameSummary], *,
-                       inside_model: bool = False) -> traceback.FrameSummary | None:
+def user_frame_summary(
+    frames: Sequence[traceback.FrameSummary], *, inside_model: bool = False
+) -> traceback.FrameSummary | None:
     """The innermost frame of the user's code among ``frames`` (outermost first).
 
     Frames above a runpy launcher are never the user's. With ``inside_model``, only frames
@@ -181,11 +184,14 @@ def user_frame_summary(frames: Sequence[traceback.FrameSummary], *,
     """
     launchers = [i for i, f in enumerate(frames) if f.filename in RUNPY_FILES]
     if launchers:
-        frames = frames[launchers[-1] + 1:]
+        frames = frames[launchers[-1] + 1 :]
     if inside_model:
-        calls = [i for i, f in enumerate(frames)
-                 if f.filename.replace(os.sep, "/").endswith("torch/nn/modules/module.py")]
-        frames = frames[calls[0] + 1:] if calls else frames
+        calls = [
+            i
+            for i, f in enumerate(frames)
+            if f.filename.replace(os.sep, "/").endswith("torch/nn/modules/module.py")
+        ]
+        frames = frames[calls[0] + 1 :] if calls else frames
     for frame in reversed(frames):
         if is_user_file(frame.filename):
             return frame
@@ -200,8 +206,12 @@ def error_location(error: BaseException, module_path: str | None = None) -> Loca
     frame = user_frame_summary(traceback.extract_tb(error.__traceback__))
     if frame is None:
         return Location(object=module_path or None)
-    return Location(path=frame.filename, line=frame.lineno, object=module_path or None,
-                    snippet=(frame.line or None))
+    return Location(
+        path=frame.filename,
+        line=frame.lineno,
+        object=module_path or None,
+        snippet=(frame.line or None),
+    )
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -211,8 +221,9 @@ def is_out_of_memory(error: BaseException) -> bool:
     return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error)
 
 
-def user_code_error(stage: str, error: BaseException, module_path: str | None = None
-                    ) -> UserCodeError:
+def user_code_error(
+    stage: str, error: BaseException, module_path: str | None = None
+) -> UserCodeError:
     """A :class:`UserCodeError` saying which stage failed, how, and at which user line."""
     location = error_location(error, module_path)
     where = f"{location.path}:{location.line}" if location.path else None
@@ -226,8 +237,10 @@ def user_code_error(stage: str, error: BaseException, module_path: str | None = 
         parts.append(f"(in module `{module_path}`)")
     message = " ".join(parts)
     if is_out_of_memory(error):
-        message = (f"{stage} ran out of memory ({detail}); retry with a smaller batch or "
-                   "model, or on a device with more memory")
+        message = (
+            f"{stage} ran out of memory ({detail}); retry with a smaller batch or "
+            "model, or on a device with more memory"
+        )
     return UserCodeError(message, original=error, where=where)
 
 
@@ -294,8 +307,9 @@ def _import_module(name: str) -> Any:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
         if error.name and (name == error.name or name.startswith(error.name + ".")):
-            raise TargetNotFound(f"cannot find module {name!r} (from {os.getcwd()})",
-                                 "module", name) from None
+            raise TargetNotFound(
+                f"cannot find module {name!r} (from {os.getcwd()})", "module", name
+            ) from None
         raise user_code_error(f"importing {name}", error) from error
     except Exception as error:  # noqa: BLE001 - the user's module raised at import
         raise user_code_error(f"importing {name}", error) from error
@@ -317,9 +331,15 @@ def load_factory(target: str) -> tuple[Callable[[], Any], str]:
     module = _import_file(Path(where)) if is_path else _import_module(where)
     factory = getattr(module, name, None)
     if factory is None:
-        raise TargetNotFound(f"{where} has no attribute {name!r}; name the factory as "
-                             f"{where}:FUNCTION", "attribute", f"{where}:{name}")
+        raise TargetNotFound(
+            f"{where} has no attribute {name!r}; name the factory as {where}:FUNCTION",
+            "attribute",
+            f"{where}:{name}",
+        )
     if not callable(factory):
-        raise TargetNotFound(f"{where}:{name} is a {type(factory).__name__}, not a function",
-                             "callable", f"{where}:{name}")
+        raise TargetNotFound(
+            f"{where}:{name} is a {type(factory).__name__}, not a function",
+            "callable",
+            f"{where}:{name}",
+        )
     return factory, f"{where}:{name}"

@@ -78,8 +78,10 @@ class CustomRule:
 
     def __post_init__(self) -> None:
         if not CUSTOM_CODE.match(self.code):
-            raise UsageError(f"custom rule code {self.code!r}: use TDX plus three digits "
-                             "(TDX001); TD plus digits is torchdoctor's own catalogue")
+            raise UsageError(
+                f"custom rule code {self.code!r}: use TDX plus three digits "
+                "(TDX001); TD plus digits is torchdoctor's own catalogue"
+            )
         if not _NAME.match(self.name):
             raise UsageError(f"custom rule {self.code} name {self.name!r}: use kebab-case")
         if not self.summary.strip():
@@ -95,8 +97,9 @@ def register_rules(rules: Iterable[CustomRule], depth: Depth) -> None:
     for rule in rules:
         if not isinstance(rule, CustomRule):
             raise UsageError(f"rules must be CustomRule records, got {type(rule).__name__}")
-        register_custom_rule(Rule(rule.code, rule.name, rule.severity, frozenset({depth}),
-                                  rule.summary))
+        register_custom_rule(
+            Rule(rule.code, rule.name, rule.severity, frozenset({depth}), rule.summary)
+        )
 
 
 def declared_codes(owner: Any, depth: Depth) -> tuple[str, ...]:
@@ -114,8 +117,10 @@ def declared_codes(owner: Any, depth: Depth) -> tuple[str, ...]:
         get_rule(code)  # UnknownRuleError (a UsageError's sibling) for a typo
     declared = (*codes, *(rule.code for rule in rules))
     if not declared:
-        raise UsageError(f"{type(owner).__name__} declares no rule: list CustomRule records "
-                         "in `rules` (or catalogued codes in `codes`)")
+        raise UsageError(
+            f"{type(owner).__name__} declares no rule: list CustomRule records "
+            "in `rules` (or catalogued codes in `codes`)"
+        )
     return declared
 
 
@@ -126,14 +131,28 @@ class _Declares:
     codes: ClassVar[Sequence[str]] = ()
     depth: ClassVar[Depth]
 
-    def finding(self, code: str, message: str, location: Location | None = None, *,
-                fix_hint: str = "", evidence: Mapping[str, Any] | None = None,
-                severity: Severity | None = None,
-                confidence: Confidence = Confidence.HIGH) -> Finding:
+    def finding(
+        self,
+        code: str,
+        message: str,
+        location: Location | None = None,
+        *,
+        fix_hint: str = "",
+        evidence: Mapping[str, Any] | None = None,
+        severity: Severity | None = None,
+        confidence: Confidence = Confidence.HIGH,
+    ) -> Finding:
         """A finding of one of this detector's rules (default place: the detector)."""
-        return finding(code, message, location or Location(object=type(self).__name__),
-                       self.depth, fix_hint=fix_hint, evidence=evidence, severity=severity,
-                       confidence=confidence)
+        return finding(
+            code,
+            message,
+            location or Location(object=type(self).__name__),
+            self.depth,
+            fix_hint=fix_hint,
+            evidence=evidence,
+            severity=severity,
+            confidence=confidence,
+        )
 
 
 class Detector(_Declares, RuntimeDetector):

@@ -54,8 +54,9 @@ class UserCodeError(TorchDoctorError):
         where: ``file:line`` in the user's code where it was raised, when known.
     """
 
-    def __init__(self, message: str, original: BaseException | None = None,
-                 where: str | None = None) -> None:
+    def __init__(
+        self, message: str, original: BaseException | None = None, where: str | None = None
+    ) -> None:
         super().__init__(message)
         self.original = original
         self.where = where

@@ -15,10 +15,18 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.needs_torch
 nn = torch.nn
 
-BIG_STEP = CustomRule("TDX001", "step-count-seen", Severity.WARNING,
-                      "The run reached a step the project wants to know about")
-TOO_WIDE = CustomRule("TDX002", "model-too-wide", Severity.ERROR,
-                      "The model has more parameters than the project allows")
+BIG_STEP = CustomRule(
+    "TDX001",
+    "step-count-seen",
+    Severity.WARNING,
+    "The run reached a step the project wants to know about",
+)
+TOO_WIDE = CustomRule(
+    "TDX002",
+    "model-too-wide",
+    Severity.ERROR,
+    "The model has more parameters than the project allows",
+)
 
 
 class StepCounter(Detector):
@@ -26,8 +34,11 @@ class StepCounter(Detector):
 
     def on_step_end(self, event) -> None:
         if event.step >= 3:
-            self.emit(self.finding("TDX001", f"step {event.step} reached",
-                                   fix_hint="Nothing to fix: a test rule."))
+            self.emit(
+                self.finding(
+                    "TDX001", f"step {event.step} reached", fix_hint="Nothing to fix: a test rule."
+                )
+            )
 
 
 class Broken(Detector):
@@ -56,8 +67,9 @@ def _train(steps: int = 5, **options) -> torchdoctor.Report:
     with torchdoctor.watch(model, optimizer, **options) as w:
         for _ in range(steps):
             optimizer.zero_grad()
-            nn.functional.cross_entropy(model(torch.randn(8, 4)),
-                                        torch.randint(0, 2, (8,))).backward()
+            nn.functional.cross_entropy(
+                model(torch.randn(8, 4)), torch.randint(0, 2, (8,))
+            ).backward()
             optimizer.step()
     return w.report
 
@@ -66,9 +78,14 @@ def _check(**options) -> torchdoctor.Report:
     torch.manual_seed(0)
     model = nn.Linear(4, 2)
     batch = (torch.randn(8, 4), torch.randint(0, 2, (8,)))
-    return torchdoctor.check(model, batch, nn.CrossEntropyLoss(),
-                             torch.optim.SGD(model.parameters(), lr=0.1),
-                             select=["TDX"], **options)
+    return torchdoctor.check(
+        model,
+        batch,
+        nn.CrossEntropyLoss(),
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        select=["TDX"],
+        **options,
+    )
 
 
 def test_a_user_detector_reports_through_the_same_report() -> None:
@@ -87,8 +104,9 @@ def test_a_user_detector_that_stays_quiet_reports_nothing() -> None:
     assert not _train(steps=2, detectors=[StepCounter()]).by_code("TDX001")
 
 
-@pytest.mark.parametrize("options", [{"ignore": ["TDX"]}, {"select": ["TD2"]},
-                                     {"ignore": ["TDX001"]}])
+@pytest.mark.parametrize(
+    "options", [{"ignore": ["TDX"]}, {"select": ["TD2"]}, {"ignore": ["TDX001"]}]
+)
 def test_selection_applies_to_user_codes(options: dict[str, list[str]]) -> None:
     assert not _train(detectors=[StepCounter()], **options).by_code("TDX001")
 
@@ -100,10 +118,13 @@ def test_a_failing_user_detector_is_one_td001_and_the_rest_carry_on() -> None:
     assert report.by_code("TDX001")
 
 
-@pytest.mark.parametrize("bad, words", [
-    (StepCounter, "pass an instance"),
-    (object(), "torchdoctor.custom.Detector"),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (StepCounter, "pass an instance"),
+        (object(), "torchdoctor.custom.Detector"),
+    ],
+)
 def test_what_is_not_a_detector_is_refused(bad: object, words: str) -> None:
     with pytest.raises(torchdoctor.UsageError, match=words):
         _train(detectors=[bad])
@@ -117,11 +138,14 @@ def test_a_detector_without_rules_is_refused() -> None:
         _train(detectors=[Silent()])
 
 
-@pytest.mark.parametrize("code, name, words", [
-    ("TD999", "x", "TDX plus three digits"),
-    ("TDX1", "x", "TDX plus three digits"),
-    ("TDX010", "Not Kebab", "kebab-case"),
-])
+@pytest.mark.parametrize(
+    "code, name, words",
+    [
+        ("TD999", "x", "TDX plus three digits"),
+        ("TDX1", "x", "TDX plus three digits"),
+        ("TDX010", "Not Kebab", "kebab-case"),
+    ],
+)
 def test_custom_rules_keep_to_the_reserved_range(code: str, name: str, words: str) -> None:
     with pytest.raises(torchdoctor.UsageError, match=words):
         CustomRule(code, name, Severity.INFO, "summary")
@@ -148,9 +172,13 @@ def test_a_user_probe_that_stays_quiet_reports_nothing() -> None:
 def test_a_user_probe_is_selected_like_any_probe() -> None:
     torch.manual_seed(0)
     model = nn.Linear(4, 2)
-    report = torchdoctor.check(model, (torch.randn(8, 4), torch.randint(0, 2, (8,))),
-                               nn.CrossEntropyLoss(), ignore=["TDX002"],
-                               probes=[WidthLimit(limit=5)])
+    report = torchdoctor.check(
+        model,
+        (torch.randn(8, 4), torch.randint(0, 2, (8,))),
+        nn.CrossEntropyLoss(),
+        ignore=["TDX002"],
+        probes=[WidthLimit(limit=5)],
+    )
     assert not report.by_code("TDX002")
 
 

@@ -20,17 +20,34 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
     frozenset({"torchdoctor.findings", "torchdoctor.report"}),
     # preflight's passes, explain and training modules use CheckContext's attributes, and
     # it uses them back: they need a small typed protocol of what they read.
-    frozenset({"torchdoctor.preflight.context", "torchdoctor.preflight.explain",
-               "torchdoctor.preflight.passes", "torchdoctor.preflight.training"}),
+    frozenset(
+        {
+            "torchdoctor.preflight.context",
+            "torchdoctor.preflight.explain",
+            "torchdoctor.preflight.passes",
+            "torchdoctor.preflight.training",
+        }
+    ),
     # check() adds memory facts; the summary command behind them builds a CheckTarget,
     # whose .check() calls check() again.
-    frozenset({"torchdoctor.preflight", "torchdoctor.preflight.factory",
-               "torchdoctor.preflight.memory_facts"}),
+    frozenset(
+        {
+            "torchdoctor.preflight",
+            "torchdoctor.preflight.factory",
+            "torchdoctor.preflight.memory_facts",
+        }
+    ),
     # The runtime's event handlers, facts and loss stream hold the Monitor (13 of its
     # attributes); it needs a narrow services object (dispatch, registry, user code,
     # sampler, readback, status, options, a fail callback) they receive instead.
-    frozenset({"torchdoctor.runtime.events", "torchdoctor.runtime.facts",
-               "torchdoctor.runtime.losses", "torchdoctor.runtime.monitor"}),
+    frozenset(
+        {
+            "torchdoctor.runtime.events",
+            "torchdoctor.runtime.facts",
+            "torchdoctor.runtime.losses",
+            "torchdoctor.runtime.monitor",
+        }
+    ),
 ]
 
 
@@ -54,10 +71,12 @@ def _imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
             base = node.module or ""
             if node.level:
                 anchor = name.split(".")
-                anchor = anchor[:len(anchor) - node.level + (1 if is_package else 0)]
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                       for alias in node.names]
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
         else:
             continue
         for target in targets:

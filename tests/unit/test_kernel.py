@@ -20,11 +20,21 @@ from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 
 SOURCE = Path(torchdoctor.__file__).parent
-FACTS = EnvFacts(python="3.11.0", platform="Linux", torch="2.5.0", cpu_count=8,
-                 usable_cpus=8, intra_op_threads=8, default_dtype="float32",
-                 anomaly_detection=False, cudnn_benchmark=False, cudnn_deterministic=False)
-LOUD = dataclasses.replace(FACTS, variables=(("CUDA_LAUNCH_BLOCKING", "1"),),
-                           default_dtype="float64")
+FACTS = EnvFacts(
+    python="3.11.0",
+    platform="Linux",
+    torch="2.5.0",
+    cpu_count=8,
+    usable_cpus=8,
+    intra_op_threads=8,
+    default_dtype="float32",
+    anomaly_detection=False,
+    cudnn_benchmark=False,
+    cudnn_deterministic=False,
+)
+LOUD = dataclasses.replace(
+    FACTS, variables=(("CUDA_LAUNCH_BLOCKING", "1"),), default_dtype="float64"
+)
 EVIDENCE_KEYS = {"detector", "codes", "exception", "error", "at"}
 
 
@@ -32,10 +42,14 @@ def _builds_td001(call: ast.Call) -> bool:
     name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
     if name not in ("finding", "Finding"):
         return False
-    first = call.args[0] if call.args else next(
-        (k.value for k in call.keywords if k.arg == "code"), None)
+    first = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "code"), None)
+    )
     return (isinstance(first, ast.Constant) and first.value == "TD001") or (
-        isinstance(first, ast.Name) and first.id == "INTERNAL_ERROR_CODE")
+        isinstance(first, ast.Name) and first.id == "INTERNAL_ERROR_CODE"
+    )
 
 
 def test_exactly_one_place_builds_a_td001() -> None:
@@ -43,16 +57,20 @@ def test_exactly_one_place_builds_a_td001() -> None:
         f"{path.relative_to(SOURCE)}:{node.lineno}"
         for path in SOURCE.rglob("*.py")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Call) and _builds_td001(node))
+        if isinstance(node, ast.Call) and _builds_td001(node)
+    )
     assert len(builders) == 1 and builders[0].startswith("_kernel.py:"), builders
 
 
 def test_the_kernel_imports_no_torch() -> None:
-    imported = {alias.name.split(".")[0]
-                for node in ast.walk(ast.parse((SOURCE / "_kernel.py").read_text()))
-                if isinstance(node, (ast.Import, ast.ImportFrom))
-                for alias in (node.names if isinstance(node, ast.Import) else
-                              [ast.alias(node.module or "")])}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(ast.parse((SOURCE / "_kernel.py").read_text()))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in (
+            node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")]
+        )
+    }
     assert "torch" not in imported and "numpy" not in imported
 
 
@@ -61,8 +79,11 @@ def _broken(facts: EnvFacts) -> list[object]:
 
 
 def test_a_failing_detector_is_one_td001_with_the_common_evidence(monkeypatch) -> None:
-    monkeypatch.setattr(env_api, "registered_detectors", lambda depth: [
-        DetectorInfo(("TD010",), depth, _broken), *_real(depth)])
+    monkeypatch.setattr(
+        env_api,
+        "registered_detectors",
+        lambda depth: [DetectorInfo(("TD010",), depth, _broken), *_real(depth)],
+    )
     report = diagnose_env(LOUD)
     (internal,) = report.by_code("TD001")
     assert set(internal.evidence) == EVIDENCE_KEYS
@@ -86,8 +107,14 @@ def test_every_depth_gives_a_td001_the_same_evidence_keys() -> None:
 
     shapes = []
     for depth in Depth:
-        (found,) = _kernel.run_detector(f"{depth.value} detector d", ("TD201",), raising,
-                                        depth, Location(object="d"), Selection())
+        (found,) = _kernel.run_detector(
+            f"{depth.value} detector d",
+            ("TD201",),
+            raising,
+            depth,
+            Location(object="d"),
+            Selection(),
+        )
         shapes.append(set(found.evidence) - {"traceback"})
     assert all(shape == EVIDENCE_KEYS for shape in shapes)
 
@@ -99,8 +126,12 @@ def test_a_detector_of_unselected_codes_does_not_run() -> None:
         calls.append(1)
         return []
 
-    assert _kernel.run_detector("d", ("TD201",), detector, Depth.RUN, Location(),
-                                Selection.from_options(ignore=["TD2"])) == []
+    assert (
+        _kernel.run_detector(
+            "d", ("TD201",), detector, Depth.RUN, Location(), Selection.from_options(ignore=["TD2"])
+        )
+        == []
+    )
     assert calls == []
 
 
@@ -120,26 +151,28 @@ def test_an_error_meant_for_the_user_passes_through() -> None:
         _kernel.run_detector("d", ("TD201",), refusing, Depth.CHECK, Location(), Selection())
 
 
-@pytest.mark.parametrize("options, codes", [
-    ({}, {"TD010", "TD013"}),
-    ({"select": ["TD01"]}, {"TD010", "TD013"}),
-    ({"select": ["TD010"]}, {"TD010"}),
-    ({"ignore": ["TD010"]}, {"TD013"}),
-])
+@pytest.mark.parametrize(
+    "options, codes",
+    [
+        ({}, {"TD010", "TD013"}),
+        ({"select": ["TD01"]}, {"TD010", "TD013"}),
+        ({"select": ["TD010"]}, {"TD010"}),
+        ({"ignore": ["TD010"]}, {"TD013"}),
+    ],
+)
 def test_env_applies_selection(options: dict[str, list[str]], codes: set[str]) -> None:
     assert diagnose_env(LOUD, **options).codes() == codes
 
 
 @pytest.mark.parametrize("debug", [False, True])
-def test_debug_prints_the_traceback_of_env_as_for_every_command(monkeypatch,
-                                                                debug: bool) -> None:
+def test_debug_prints_the_traceback_of_env_as_for_every_command(monkeypatch, debug: bool) -> None:
     from torchdoctor.cli import main
 
     monkeypatch.setattr(env_api, "facts", lambda: LOUD)
-    monkeypatch.setattr(env_api, "registered_detectors", lambda depth: [
-        DetectorInfo(("TD010",), depth, _broken)])
-    result = CliRunner().invoke(main, [*(["--debug"] if debug else []), "env", "--format",
-                                       "json"])
+    monkeypatch.setattr(
+        env_api, "registered_detectors", lambda depth: [DetectorInfo(("TD010",), depth, _broken)]
+    )
+    result = CliRunner().invoke(main, [*(["--debug"] if debug else []), "env", "--format", "json"])
     assert result.exit_code == 2 and "TD001" in result.stdout
     assert "Traceback" not in result.stdout
     assert ("in _broken" in result.stderr) is debug
@@ -172,8 +205,7 @@ def test_ckpt_applies_selection_in_the_api_and_the_cli(tmp_path: Path) -> None:
     assert "TD911" in diagnose_ckpt(path).codes()
     assert "TD911" not in diagnose_ckpt(path, ignore=["TD911"]).codes()
     assert "TD911" not in diagnose_ckpt(path, select=["TD909"]).codes()
-    result = CliRunner().invoke(main, ["ckpt", str(path), "--format", "json",
-                                       "--ignore", "TD9"])
+    result = CliRunner().invoke(main, ["ckpt", str(path), "--format", "json", "--ignore", "TD9"])
     assert result.exit_code == 0 and json.loads(result.stdout)["findings"] == []
 
 

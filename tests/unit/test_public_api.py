@@ -29,13 +29,28 @@ def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "mypy.ini"
     config.write_text(_MYPY_CONFIG, encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
-         str(tmp_path / "cache"), "--no-error-summary", str(script)],
-        capture_output=True, text=True, cwd=tmp_path, check=False)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-error-summary",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
 
 
 def test_a_correct_user_script_type_checks_strictly(tmp_path: Path) -> None:
-    result = _mypy(tmp_path, """
+    result = _mypy(
+        tmp_path,
+        """
         from pathlib import Path
 
         import torchdoctor
@@ -55,19 +70,22 @@ def test_a_correct_user_script_type_checks_strictly(tmp_path: Path) -> None:
             except torchdoctor.TorchDoctorError as error:
                 print(error)
             return len(found) + len(checked) + (worst is Severity.ERROR)
-        """)
+        """,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_misspelt_keyword_or_a_wrong_type_fails_strict_type_checking(tmp_path: Path
-                                                                       ) -> None:
-    result = _mypy(tmp_path, """
+def test_a_misspelt_keyword_or_a_wrong_type_fails_strict_type_checking(tmp_path: Path) -> None:
+    result = _mypy(
+        tmp_path,
+        """
         import torchdoctor
 
         torchdoctor.lint(123, selekt=["TD2"])
         torchdoctor.check(None, None, None, seeed=1)
         torchdoctor.watch(stauts=True)
-        """)
+        """,
+    )
     assert result.returncode == 1
     out = result.stdout
     assert 'Unexpected keyword argument "selekt" for "lint"' in out
@@ -76,8 +94,10 @@ def test_a_misspelt_keyword_or_a_wrong_type_fails_strict_type_checking(tmp_path:
     assert 'Unexpected keyword argument "stauts" for "watch"' in out
 
 
-@pytest.mark.parametrize("name", ["UnknownRuleError", "UnknownFormatError", "UsageError",
-                                  "UserCodeError", "TorchMissingError"])
+@pytest.mark.parametrize(
+    "name",
+    ["UnknownRuleError", "UnknownFormatError", "UsageError", "UserCodeError", "TorchMissingError"],
+)
 def test_every_error_of_ours_is_a_torchdoctor_error(name: str) -> None:
     assert issubclass(getattr(torchdoctor, name), TorchDoctorError)
 
@@ -124,14 +144,18 @@ def test_a_report_takes_no_private_fields_and_sorts_once() -> None:
     assert [f.message for f in report] == ["0", "a", "b"]
 
 
-@pytest.mark.parametrize("options, shown", [
-    ({}, False),
-    ({"status_line": True}, True),
-    ({"status_line": None}, None),
-    ({"status": True}, None),  # the old name meant "only on a terminal"
-    ({"status": False}, False),
-])
-def test_watch_status_line_says_what_it_does(options: dict[str, bool | None],
-                                             shown: bool | None) -> None:
+@pytest.mark.parametrize(
+    "options, shown",
+    [
+        ({}, False),
+        ({"status_line": True}, True),
+        ({"status_line": None}, None),
+        ({"status": True}, None),  # the old name meant "only on a terminal"
+        ({"status": False}, False),
+    ],
+)
+def test_watch_status_line_says_what_it_does(
+    options: dict[str, bool | None], shown: bool | None
+) -> None:
     w = torchdoctor.watch(**options)  # not started: nothing is attached
     assert w._options.status is shown

@@ -52,8 +52,9 @@ def test_the_users_own_files_are_user_code_to_every_depth(tmp_path: Path) -> Non
     assert run_user_frame([FrameRef(script, 1, "f")]) is not None
 
 
-@pytest.mark.parametrize("path", ["<string>", "<frozen runpy>", "", os.__file__,
-                                  torchdoctor.__file__])
+@pytest.mark.parametrize(
+    "path", ["<string>", "<frozen runpy>", "", os.__file__, torchdoctor.__file__]
+)
 def test_pseudo_files_the_stdlib_and_torchdoctor_are_never_user_code(path: str) -> None:
     assert not _usercode.is_user_file(path)
     assert check_user_frame([_summary(path)]) is None
@@ -85,10 +86,15 @@ def test_no_module_keeps_a_classifier_or_a_factory_loader_of_its_own() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
-                    "get_paths", "spec_from_file_location"):
+                "get_paths",
+                "spec_from_file_location",
+            ):
                 offenders.append(f"{path.relative_to(SOURCE)}:{node.lineno}")
-            if isinstance(node, ast.ImportFrom) and node.module in (
-                    "torchdoctor.preflight.factory", "torchdoctor.preflight.failures") and \
-                    path.parent.name == "ckpt":
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                in ("torchdoctor.preflight.factory", "torchdoctor.preflight.failures")
+                and path.parent.name == "ckpt"
+            ):
                 offenders.append(f"{path.relative_to(SOURCE)}:{node.lineno} (ckpt)")
     assert offenders == [], offenders
