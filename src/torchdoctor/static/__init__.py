@@ -67,7 +67,8 @@ def lint(
     selection = Selection.from_options(tuple(select or ()) or settings.select or None,
                                        [*settings.ignore, *(ignore or ())])
     files = collect_files(given, settings, root)
-    jobs_list = [FileJob(path, per_file_ignored(path, settings, root)) for path in files]
+    jobs_list = [FileJob(path, per_file_ignored(path, settings, root), settings.max_file_size)
+                 for path in files]
     report = Report(tool_version=__version__, command="lint",
                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     findings = lint_files(jobs_list, selection, jobs)

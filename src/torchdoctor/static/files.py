@@ -3,21 +3,88 @@
 A file named on the command line is always linted. Inside folders, only ``*.py`` files are
 taken, and every file or folder matching an exclude pattern (gitignore syntax, relative to
 the project root; the root ``.gitignore`` too unless turned off) is skipped.
+
+Reading is bounded whatever the tree holds (:func:`read_source`): only regular files are
+opened (a FIFO, a device or a link to one is skipped with a TD002 note, never blocks), and a
+file over ``max-file-size`` is skipped the same way, never read whole.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 import pathspec
 
 from torchdoctor.errors import UsageError
-from torchdoctor.static.config import LintConfig
+from torchdoctor.findings import Depth, Finding, Location, Severity
+from torchdoctor.static.config import DEFAULT_MAX_FILE_SIZE, LintConfig
 
-__all__ = ["collect_files", "exclusion_spec", "per_file_ignored"]
+__all__ = ["collect_files", "exclusion_spec", "per_file_ignored", "read_source"]
+
+_UNPARSABLE = "TD002"
+
+
+def read_source(path: str, max_bytes: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes | Finding:
+    """The bytes of a source file, or a TD002 finding saying why it was not read.
+
+    Only a regular file is opened, without blocking (a FIFO swapped in after the check
+    cannot stall the read), and at most ``max_bytes`` are read (``None``: no limit).
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return _skipped(path, f"{path} is {_kind(info.st_mode)}, not a regular file; "
+                            "skipped", "Exclude it, or lint the file it stands for.")
+        if max_bytes is not None and info.st_size > max_bytes:
+            return _too_large(path, info.st_size, max_bytes)
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return _skipped(path, f"{path} is not a regular file; skipped",
+                                "Exclude it, or lint the file it stands for.")
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    except OSError as error:
+        from torchdoctor.rules.registry import finding
+
+        return finding(_UNPARSABLE, f"{path} cannot be read: {error.strerror or error}",
+                       Location(path=path), Depth.LINT,
+                       fix_hint="Check the path and its permissions.")
+    if max_bytes is not None and len(data) > max_bytes:  # grew since the stat
+        return _too_large(path, len(data), max_bytes)
+    return data
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "a special file"
+
+
+def _too_large(path: str, size: int, limit: int) -> Finding:
+    return _skipped(path, f"{path} is {_mib(size)}, over max-file-size ({_mib(limit)}); "
+                    "skipped", "Raise `max-file-size` in [tool.torchdoctor] to lint it, or "
+                    "exclude it (generated code).")
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def _skipped(path: str, message: str, hint: str) -> Finding:
+    from torchdoctor.rules.registry import finding
+
+    return finding(_UNPARSABLE, message, Location(path=path), Depth.LINT, fix_hint=hint,
+                   severity=Severity.INFO)
 
 
 def exclusion_spec(config: LintConfig, root: Path) -> pathspec.GitIgnoreSpec:
@@ -42,11 +109,11 @@ def collect_files(paths: Iterable[str | os.PathLike[str]], config: LintConfig,
     out: list[str] = []
     for given in paths:
         path = Path(given)
-        if path.is_file():
-            _add(str(path), seen, out)
-        elif path.is_dir():
+        if path.is_dir():
             for found in _walk(path, spec, root):
                 _add(found, seen, out)
+        elif path.exists():  # a file, or a FIFO or device: reading it says why not
+            _add(str(path), seen, out)
         else:
             raise UsageError(f"no such file or directory: {given}")
     return out

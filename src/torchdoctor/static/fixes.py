@@ -109,16 +109,20 @@ def _wanted(finding: Finding, unsafe: bool) -> Fix | None:
 def fix_file(job: FileJob, selection: Selection, *, unsafe: bool = False) -> FileFix | None:
     """Fix one file in memory, round after round until stable. ``None`` when the file
     cannot be read or decoded (lint reports why)."""
-    try:
-        with open(job.path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    from torchdoctor.static.files import read_source
+
+    data = read_source(job.path) if job.max_bytes is None else read_source(
+        job.path, job.max_bytes)
+    if isinstance(data, Finding):
         return None
     decoded = decode(data, job.path)
     if isinstance(decoded, Finding):
         return None
     original, encoding = decoded
-    text, applied = original, 0
+    # A file whose every line ends in CRLF is fixed as LF text (fixes insert "\n") and
+    # written back with CRLF; a file with mixed endings is left as it is.
+    crlf = "\r\n" in original and original.count("\r\n") == original.count("\n")
+    text, applied = (original.replace("\r\n", "\n") if crlf else original), 0
     for _ in range(_MAX_ROUNDS):
         found = [f for f in lint_text(job.path, text, selection)
                  if not any(f.code.startswith(p) for p in job.ignored)]
@@ -129,7 +133,9 @@ def fix_file(job: FileJob, selection: Selection, *, unsafe: bool = False) -> Fil
         if count == 0 or new_text == text:
             break
         text, applied = new_text, applied + count
-    return FileFix(job.path, original, text, encoding, applied)
+    if crlf:
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    return FileFix(job.path, original, text if applied else original, encoding, applied)
 
 
 def unified_diff(result: FileFix) -> str:
@@ -142,17 +148,19 @@ def unified_diff(result: FileFix) -> str:
 
 
 def write_fix(result: FileFix) -> None:
-    """Write a fixed file in place, atomically, keeping its encoding and permissions."""
+    """Write a fixed file in place, atomically, keeping its encoding and permissions; a
+    symlink is written through (its target changes, the link stays a link)."""
     if not result.changed:
         return
-    directory = os.path.dirname(os.path.abspath(result.path))
-    mode = os.stat(result.path).st_mode
+    path = os.path.realpath(result.path) if os.path.islink(result.path) else result.path
+    directory = os.path.dirname(os.path.abspath(path))
+    mode = os.stat(path).st_mode
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".torchdoctor-", suffix=".py")
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(encode(result.fixed, result.encoding))
         os.chmod(temporary, mode & 0o7777)
-        os.replace(temporary, result.path)
+        os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)

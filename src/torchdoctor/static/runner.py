@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from torchdoctor._kernel import internal_error
 from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.progress import advance
-from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.engine import lint_tree
+from torchdoctor.static.files import read_source
 from torchdoctor.static.project import ProjectIndex
 from torchdoctor.static.project_facts import ModuleFacts, summarise
 from torchdoctor.static.source import UNPARSABLE, Parsed, parse
@@ -47,6 +47,7 @@ class FileJob:
 
     path: str
     ignored: tuple[str, ...] = ()
+    max_bytes: int | None = None  # files over this size are skipped (None: the default)
 
 
 def lint_text(path: str, data: bytes | str, selection: Selection,
@@ -79,20 +80,17 @@ def lint_text(path: str, data: bytes | str, selection: Selection,
             message=f"lint failed on {path}: {type(error).__name__}: {error}")]
 
 
-def _read(path: str) -> bytes | Finding:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        return finding(UNPARSABLE, f"{path} cannot be read: {error.strerror or error}",
-                       Location(path=path), Depth.LINT,
-                       fix_hint="Check the path and its permissions.")
+def _read(path: str, max_bytes: int | None = None) -> bytes | Finding:
+    # Regular files only, bounded in size: see torchdoctor.static.files.read_source.
+    if max_bytes is None:
+        return read_source(path)
+    return read_source(path, max_bytes)
 
 
 def _parse_job(job: FileJob) -> Parsed | Finding | None:
     """Phase one for one file: read and parse it. ``None`` when that failed in a way
     phase two must report (it reads and parses again, inside its own guard)."""
-    data = _read(job.path)
+    data = _read(job.path, job.max_bytes)
     if isinstance(data, Finding):
         return None
     try:
@@ -113,7 +111,7 @@ def _facts(job: FileJob, parsed: Parsed | Finding | None) -> ModuleFacts | None:
 def lint_path(job: FileJob, selection: Selection, project: ProjectIndex | None = None,
               parsed: Parsed | Finding | None = None) -> list[Finding]:
     """Read and lint one file; an unreadable file is a TD002 finding."""
-    data: bytes | Finding = b"" if parsed is not None else _read(job.path)
+    data: bytes | Finding = b"" if parsed is not None else _read(job.path, job.max_bytes)
     if isinstance(data, Finding):
         found = [data]
     else:
