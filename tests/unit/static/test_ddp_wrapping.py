@@ -142,3 +142,46 @@ def main(model, x):
         model(x).sum().backward()
         static(x).sum().backward()
 """, "TD807") == []
+
+
+def test_regulariser_helper_calling_the_unwrapped_model_is_flagged() -> None:
+    assert_marked(HEADER + """
+model = nn.Linear(2, 2)
+
+def consistency(x):
+    return model(x + 0.1).pow(2).mean()  # expect: TD807
+
+def evaluate(x):
+    with torch.no_grad():
+        return model(x)
+
+ddp_model = DDP(model)
+opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = (ddp_model(x) - y).pow(2).mean() + consistency(x)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    score = evaluate(x)
+""", "TD807")
+
+
+def test_helpers_called_before_the_wrap_or_through_it_are_quiet() -> None:
+    assert lint_codes(HEADER + """
+model = nn.Linear(2, 2)
+
+def warmup(x):
+    return model(x).sum()
+
+def consistency(net, x):
+    return net(x).pow(2).mean()
+
+warmup(torch.zeros(1, 2)).backward()
+ddp_model = DDP(model)
+opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = (ddp_model(x) - y).pow(2).mean() + consistency(ddp_model, x)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+""", "TD807") == []

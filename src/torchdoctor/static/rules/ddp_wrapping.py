@@ -159,6 +159,33 @@ class ForwardBypassesWrapper(LintRule):
                 if wrap is not None and grad_disabled_by(ctx, item.frames) is None:
                     reported.add(id(node))
                     self._report(node, wrap)
+                elif wrap is None and grad_disabled_by(ctx, item.frames) is None:
+                    self._in_helper(node, item, body.scope, all_wraps, reported)
+
+    def _in_helper(self, call: ast.Call, site: Item, scope: Scope, all_wraps: list[Wrap],
+                   reported: set[int]) -> None:
+        """A loss or regulariser helper called in training that runs the unwrapped model
+        (``def consistency(x): return model(x)...`` with ``model`` wrapped by then)."""
+        ctx = self.ctx
+        helper = ctx.resolve_local_call(call, scope)
+        if helper is None or helper is scope:
+            return
+        for wrap in all_wraps:
+            if wrap.scope is not scope or site.line <= wrap.line or not wrap.wrapped:
+                continue
+            for inner in helper.items:
+                node = inner.node
+                if not isinstance(node, ast.Call) or id(node) in reported or \
+                        grad_disabled_by(ctx, inner.frames) is not None:
+                    continue
+                func = node.func
+                text = ctx.segment(func)
+                bypass = text == f"{wrap.wrapper}.module" or (
+                    text == wrap.wrapped != wrap.wrapper and
+                    self._same_object(func, helper, wrap))
+                if bypass:
+                    reported.add(id(node))
+                    self._report(node, wrap)
 
     def _bypass(self, call: ast.Call, item: Item, scope: Scope, all_wraps: list[Wrap]
                 ) -> Wrap | None:
