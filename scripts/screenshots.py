@@ -322,7 +322,7 @@ def _reports() -> dict[str, Any]:
     return {
         "lint": (torchdoctor.lint([SCRIPT]), "torchdoctor lint buggy_train.py"),
         "check": (sections["check"], "torchdoctor check buggy_train.py:make"),
-        "run": (sections["run"], "torchdoctor run buggy_train.py --max-steps 60"),
+        "run": (sections["run"], "torchdoctor run --max-steps 60 buggy_train.py"),
         "ckpt": (ckpt, "torchdoctor ckpt model.pt"),
         "demo": (demo.combined, "torchdoctor demo"),
     }

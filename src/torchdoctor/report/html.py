@@ -77,6 +77,7 @@ def render_html(report: Report, options: RenderOptions) -> str:
         (_HEADING[s], s.value, [i for i in items if i.finding.severity is s])
         for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
     ]
+    plots = figures(report)
     page = _environment().get_template("report.html.j2")
     return str(
         page.render(
@@ -87,7 +88,8 @@ def render_html(report: Report, options: RenderOptions) -> str:
             depth_counts=_depth_counts(findings),
             key_facts=_key_facts(report.facts),
             other_facts=_other_facts(report.facts),
-            figures=figures(report),
+            figures=plots,
+        marked=any('class="marker"' in plot.svg for plot in plots),
             groups=[g for g in groups if g[2]],
             docs=_docs(sorted({f.code for f in findings})),
         )
