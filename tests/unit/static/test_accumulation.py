@@ -92,3 +92,37 @@ def model_loss(model, loader, optimizer, k):
             optimizer.step()
             optimizer.zero_grad()
 """, "TD618") == []
+
+
+def test_backward_in_a_helper_is_flagged_without_an_edit() -> None:
+    found = lint_findings(HEADER + """
+def train_step(model, batch):
+    x, y = batch
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+
+def fit(model, loader, opt, k):
+    for i, batch in enumerate(loader):
+        train_step(model, batch)
+        if (i + 1) % k == 0:
+            opt.step()
+            opt.zero_grad()
+""", "TD618")
+    assert [(f.code, f.location.line) for f in found] == [("TD618", 8)]
+    assert found[0].fix is None
+
+
+def test_helper_that_scales_its_loss_is_quiet() -> None:
+    assert lint_codes(HEADER + """
+def compute_loss(model, batch, k):
+    x, y = batch
+    return nn.functional.mse_loss(model(x), y) / k
+
+def fit(model, loader, opt, k):
+    for i, batch in enumerate(loader):
+        loss = compute_loss(model, batch, k)
+        loss.backward()
+        if (i + 1) % k == 0:
+            opt.step()
+            opt.zero_grad()
+""", "TD618") == []

@@ -96,7 +96,8 @@ class AccumulatedLossNotScaled(LintRule):
         count = ctx.segment(k)
         loss = ctx.segment(backward.target) if backward.target is not None else "loss"
         fix = None
-        if isinstance(backward.target, ast.Name):
+        if isinstance(backward.target, ast.Name) and not backward.through_helper:
+            # inside a helper, `k` may not be visible: no edit there
             text = f"({loss} / {count})"
             fix = Fix(f"Divide the loss by `{count}` before backward()",
                       (ctx.replace(backward.target, text),), Applicability.UNSAFE)
