@@ -447,3 +447,108 @@ def test_td203_quiet_for_gradient_surgery_that_sets_grads_by_hand() -> None:
                 p.grad = g
             optimizer.step()
     """, "TD203")
+
+
+# --- TD201 through helpers: the loop body split into functions and methods ---------------
+
+
+def test_td201_sees_a_step_helper_called_from_the_loop() -> None:
+    assert_marked("""
+    import torch
+    def train_step(model, optimizer, x, y):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    def main(model, loader):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            train_step(model, optimizer, x, y)  # expect: TD201
+    """, "TD201")
+
+
+def test_td201_sees_a_loop_body_split_into_methods() -> None:
+    assert_marked("""
+    import torch
+    class Trainer:
+        def __init__(self, model, optimizer):
+            self.model, self.optimizer = model, optimizer
+        def _backward(self, loss):
+            loss.backward()
+        def _update(self):
+            self.optimizer.step()
+        def fit(self, loader):
+            for x, y in loader:
+                self._backward(self.model(x).sum())
+                self._update()  # expect: TD201
+    """, "TD201")
+
+
+def test_td201_quiet_when_a_helper_clears_the_gradients() -> None:
+    assert_marked("""
+    import torch
+    class Trainer:
+        def __init__(self, model, optimizer):
+            self.model, self.optimizer = model, optimizer
+        def _reset(self):
+            self.optimizer.zero_grad(set_to_none=True)
+        def _update(self, loss):
+            loss.backward()
+            self.optimizer.step()
+        def fit(self, loader):
+            for x, y in loader:
+                self._reset()
+                self._update(self.model(x).sum())
+    def step(model, optimizer, x):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    def main(model, optimizer, loader):
+        for x in loader:
+            step(model, optimizer, x)
+    """, "TD201")
+
+
+def test_td201_quiet_on_closure_helpers_and_accumulating_helpers() -> None:
+    assert_marked("""
+    import torch
+    def lbfgs_round(optimizer, closure):
+        optimizer.step(closure)
+    def accumulate(model, optimizer, x, i, k):
+        (model(x).sum() / k).backward()
+        if (i + 1) % k == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    def main(model, loader, closure):
+        optimizer = torch.optim.LBFGS(model.parameters())
+        adam = torch.optim.Adam(model.parameters())
+        for i, x in enumerate(loader):
+            lbfgs_round(optimizer, closure)
+            accumulate(model, adam, x, i, 4)
+    """, "TD201")
+
+
+def test_loop_order_rules_quiet_in_framework_owned_steps() -> None:
+    # Lightning's training_step (manual optimization, accumulating), an ignite handler
+    # and a Trainer subclass's training_step: the framework runs the loop.
+    assert_marked("""
+    import torch
+    import lightning as L
+    from transformers import Trainer
+    class Lit(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            opt = self.optimizers()
+            self.manual_backward(self.net(batch).mean() / 4)
+            if (batch_idx + 1) % 4 == 0:
+                opt.step()
+                opt.zero_grad()
+    class HF(Trainer):
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            loss = self.compute_loss(model, inputs)
+            loss.backward()
+            return loss.detach()
+    def attach(engine, scheduler, optimizer):
+        @engine.on("iteration_completed")
+        def step(engine):
+            optimizer.step()
+            scheduler.step()
+    """, "TD201", "TD203", "TD204", "TD502", "TD607")

@@ -15,7 +15,8 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Loop
+from torchdoctor.static.rules.loops import step_functions
+from torchdoctor.static.structure import FunctionScope, Item, Loop
 from torchdoctor.static.training import (
     Event,
     EventKind,
@@ -53,7 +54,10 @@ class GradsNeverCleared(LintRule):
         ctx = self.ctx
         events = loop_events(ctx, loop)
         steps = _steps(ctx, loop, events)
-        if not steps or not any(e.kind is EventKind.BACKWARD for e in events):
+        if not steps:
+            self._check_helpers(loop, events)
+            return
+        if not any(e.kind is EventKind.BACKWARD for e in events):
             return
         if any(e.kind is EventKind.ZERO_GRAD for e in events) or self._clears_elsewhere(loop):
             return
@@ -69,6 +73,48 @@ class GradsNeverCleared(LintRule):
             confidence=step.confidence,
             fix=self._fix(loop, name),
             evidence={"loop_line": loop.line},
+        )
+
+    def _check_helpers(self, loop: Loop, events: list[Event]) -> None:
+        """The loop body split into functions of this file: a helper called straight from
+        the loop runs one optimizer step per call (``train_step(...)``, ``self._update()``),
+        a backward runs in the loop or in its helpers, and nothing clears gradients."""
+        ctx = self.ctx
+        called: list[tuple[Item, FunctionScope]] = []
+        for item in loop.items:
+            if isinstance(item.node, ast.Call) and loop.is_direct(item):
+                callee = ctx.resolve_local_call(item.node, loop.function)
+                if callee is not None and callee is not loop.function:
+                    called.append((item, callee))
+        steppers = step_functions(ctx)
+        stepping = [(item, callee) for item, callee in called if callee in steppers]
+        if not stepping:
+            return
+        helper_events = [e for _, callee in called for e in function_events(ctx, callee)]
+        everything = events + helper_events
+        if not any(e.kind is EventKind.BACKWARD for e in everything) or any(
+                e.kind is EventKind.ZERO_GRAD for e in everything) or \
+                self._clears_elsewhere(loop):
+            return
+        found = next(((item, callee, e) for item, callee in stepping
+                      for e in function_events(ctx, callee)
+                      if e.kind is EventKind.OPTIMIZER_STEP), None)
+        if found is None:
+            return
+        item, callee, step = found
+        if isinstance(step.node, ast.Call) and step.node.args:
+            return  # step(closure): the closure clears and backpropagates itself
+        self.report(
+            item.node,
+            f"`{ctx.segment(item.node.func)}(...)` at line {item.line} runs "  # type: ignore[attr-defined]
+            f"`{ctx.segment(step.node)}` (line {step.line}, in `{callee.name}()`) once per "
+            f"iteration of the loop at line {loop.line}, and neither the loop nor the "
+            "functions it calls clear the gradients: backward() adds into `.grad`, so every "
+            "step applies the sum of all gradients so far",
+            fix_hint=f"Call `{receiver_text(ctx, step.target)}.zero_grad()` in "
+                     f"`{callee.name}()` before its backward (or after its step).",
+            confidence=step.confidence,
+            evidence={"loop_line": loop.line, "step_line": step.line},
         )
 
     def _clears_elsewhere(self, loop: Loop) -> bool:
