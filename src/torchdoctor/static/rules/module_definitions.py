@@ -189,6 +189,8 @@ class LayersInPlainContainer(LintRule):
         alias = nn_alias(self.ctx)
         if alias is None:
             return None
+        if isinstance(value, ast.Dict) and not value.keys:
+            return None  # filled later: its keys may not be strings, which ModuleDict needs
         if isinstance(value, ast.Dict) and not all(
                 isinstance(k, (ast.Constant, ast.JoinedStr)) and
                 (not isinstance(k, ast.Constant) or isinstance(k.value, str))
