@@ -338,3 +338,42 @@ def test_watch_inside_a_users_ddp_script_compares_the_ranks(tmp_path: Path) -> N
             seen = json.loads((folder / f"rank{rank}.json").read_text())
             assert seen["rank"] == rank and seen["world_size"] == 2
             assert ("TD811" in seen["codes"]) is expected, (mode, seen)
+
+
+def test_ddp_unused_parameter_error_names_the_parameters(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "job.py",
+        """
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 8)
+            self.head = nn.Linear(8, 1)
+            self.spare = nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.head(self.body(x))
+
+
+    if __name__ == "__main__":
+        dist.init_process_group("gloo")
+        torch.manual_seed(0)
+        model = DDP(TwoHeads())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            optimizer.step()
+    """,
+    )
+    report, err = run_json(["--nproc-per-node", "2", "job.py"], tmp_path)
+    (unused,) = [f for f in report["findings"] if f["code"] == "TD208"]
+    assert "`spare.weight`, `spare.bias`" in unused["message"], err
+    assert unused["ranks"] == [0, 1]

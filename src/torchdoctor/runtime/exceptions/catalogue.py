@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from torchdoctor.distributed.errors import unused_parameters
 from torchdoctor.runtime.exceptions import autograd, data, devices, memory, shapes
 from torchdoctor.runtime.exceptions.facts import DEVICE_MISMATCH_CODE, DetailFunction
 
@@ -262,7 +263,7 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
        "DDP waited for gradients of parameters that took no part in the loss",
        "Make every parameter contribute to the loss, freeze the unused ones "
        "(`requires_grad_(False)`) before wrapping in DDP, or pass "
-       "`find_unused_parameters=True` (slower)."),
+       "`find_unused_parameters=True` (slower).", detail=unused_parameters),
     _k("compile-fullgraph", "TD707", r".*",
        "torch.compile met code it cannot put in the graph (a graph break) while "
        "`fullgraph=True` forbids breaks",
