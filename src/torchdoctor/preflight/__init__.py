@@ -93,6 +93,12 @@ def check(
 
     extra = user_probes(probes)
     _validate(torch, model, loss_fn, optimizer)
+    from torchdoctor.preflight.memory_facts import memory_only_report, on_meta_device
+
+    if forecast is not None and on_meta_device(model):
+        return memory_only_report(CheckContext(
+            model, data, loss_fn, optimizer, device=device,
+            selection=Selection.from_options(select, ignore), seed=seed), forecast)
     context = CheckContext(model, data, loss_fn, optimizer, device=device,
                            selection=Selection.from_options(select, ignore), seed=seed)
     context.forecast_options = forecast

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
     from torchdoctor.preflight.forecast import ForecastOptions
 
-__all__ = ["add_memory_facts", "summary_factory"]
+__all__ = ["add_memory_facts", "memory_only_report", "on_meta_device", "summary_factory"]
 
 
 def add_memory_facts(report: Report, ctx: CheckContext,
@@ -68,4 +68,30 @@ def summary_factory(target: str) -> Report:
     ctx = CheckContext(made.model, made.data, made.loss_fn, made.optimizer)
     report.facts.update(summarise(made.model, _probe_batch(ctx)).to_facts())
     report.facts["target"] = label
+    return report
+
+
+def on_meta_device(model: Any) -> bool:
+    """Whether any parameter or buffer of ``model`` is on the ``meta`` device."""
+    return any(t.device.type == "meta" for t in (*model.parameters(), *model.buffers()))
+
+
+def memory_only_report(ctx: CheckContext, forecast: ForecastOptions) -> Report:
+    """The report of ``check --forecast`` for a model on the ``meta`` device: no probe can
+    run a model without data, so it holds the summary, the forecast and TD712 only."""
+    from datetime import datetime, timezone
+
+    from torchdoctor.__about__ import __version__
+    from torchdoctor.findings import Report
+    from torchdoctor.preflight.probes.forecast import batch_does_not_fit
+
+    report = Report(tool_version=__version__, command="check",
+                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    ctx.forecast_options = forecast
+    if ctx.enabled("TD712"):
+        report.extend(batch_does_not_fit(ctx))
+    add_memory_facts(report, ctx, forecast)
+    report.facts["model"] = type(ctx.model).__name__
+    report.facts["probes_skipped"] = ("the model is on the meta device: only the summary and "
+                                      "the memory forecast ran")
     return report

@@ -14,7 +14,7 @@ from typing import Any
 from rich.text import Text
 
 __all__ = ["DEFAULT_DEPTH", "format_bytes", "forecast_lines", "render_summary_text",
-           "summary_lines"]
+           "skipped_lines", "summary_lines"]
 
 DEFAULT_DEPTH = 2
 _BREAKDOWN = (("parameters", "params"), ("gradients", "grads"),
@@ -121,6 +121,12 @@ def _forecast_notes(detail: Mapping[str, Any]) -> list[Text]:
                               f"({verb} {format_bytes(abs(saving))})"))
     lines.append(Text(f"  method: {detail.get('method')}", style="dim"))
     return lines
+
+
+def skipped_lines(facts: Mapping[str, Any]) -> list[Text]:
+    """Why the probes did not run (a model on the ``meta`` device), when they did not."""
+    reason = facts.get("probes_skipped")
+    return [Text(f"Probes skipped: {reason}.", style="yellow")] if reason else []
 
 
 def render_summary_text(facts: Mapping[str, Any]) -> str:

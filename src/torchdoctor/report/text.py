@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from torchdoctor.findings import Finding, Report, Severity
-from torchdoctor.report.memory_text import forecast_lines, summary_lines
+from torchdoctor.report.memory_text import forecast_lines, skipped_lines, summary_lines
 from torchdoctor.report.options import RenderOptions
 from torchdoctor.rules.registry import RULES
 
@@ -46,7 +46,8 @@ def render_text(report: Report, options: RenderOptions) -> str:
         for finding in group:
             _print_finding(console, finding, options)
         console.print()
-    for section in (summary_lines(report.facts), forecast_lines(report.facts)):
+    for section in (summary_lines(report.facts), forecast_lines(report.facts),
+                    skipped_lines(report.facts)):
         for line in section:
             console.print(line)
         if section:

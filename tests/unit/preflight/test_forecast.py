@@ -78,6 +78,7 @@ def test_the_breakdown_holds_parameters_and_adam_state_exactly() -> None:
     assert point.fits is not None  # the CPU's memory is detected
 
 
+@pytest.mark.slow
 def test_the_fake_step_predicts_the_same_step_on_real_tensors() -> None:
     model, opt, loss, batch = _setup(16)
     predicted = forecast_memory(model, opt, loss, split_batch(batch),
@@ -219,6 +220,7 @@ def test_bad_options_are_usage_errors() -> None:
             ForecastOptions(**options)
 
 
+@pytest.mark.slow
 def test_check_with_a_forecast_renders_it_and_leaves_the_user_state_alone() -> None:
     model, opt, loss, batch = _setup()
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -303,3 +305,20 @@ def test_a_model_larger_than_this_machine_is_forecast_without_its_memory() -> No
     assert point.breakdown["parameters"] > 16 * 2**30  # 4.3 G parameters in float32
     assert point.breakdown["optimizer_state"] >= 2 * point.breakdown["parameters"]
     assert point.fits is False and forecast.largest_batch_size is None
+
+
+@pytest.mark.slow
+def test_check_of_a_meta_model_gives_the_summary_and_forecast_only() -> None:
+    with torch.device("meta"):
+        model = Net()
+    batch = (torch.randn(8, FEATURES), torch.randint(0, CLASSES, (8,)))
+    optimizer = torch.optim.Adam(model.parameters())
+    report = torchdoctor.check(model, batch, nn.CrossEntropyLoss(), optimizer,
+                               forecast=ForecastOptions("cuda", (8, 10**6),
+                                                        device_memory=2**30))
+    assert "meta device" in report.facts["probes_skipped"]
+    assert report.facts["forecast"][0]["breakdown"]["parameters"] >= _param_bytes()
+    assert report.codes() == {"TD712"} and report.facts["summary"][0]["output_shape"] == [8, 10]
+    assert "Probes skipped" in render(report, "text", RenderOptions(width=100))
+    with pytest.raises(UsageError, match="meta device"):
+        torchdoctor.check(model, batch, nn.CrossEntropyLoss(), optimizer)
