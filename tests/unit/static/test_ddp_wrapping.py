@@ -185,3 +185,22 @@ for x, y in loader:
     loss.backward()
     opt.step()
 """, "TD807") == []
+
+
+def test_loader_passed_to_a_training_function_is_flagged() -> None:
+    assert_marked(HEADER + """
+def train(model, device, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        (model(x) - y).pow(2).mean().backward()
+        optimizer.step()
+
+def main(rank):
+    dist.init_process_group("nccl")
+    dataset = load_dataset()
+    data = DataLoader(dataset, batch_size=8, shuffle=True)  # expect: TD806
+    evaluation = DataLoader(dataset, batch_size=8)
+    model = DDP(nn.Linear(2, 2))
+    train(model, rank, data, torch.optim.SGD(model.parameters(), lr=0.1))
+    check(model, evaluation)
+""", "TD806")

@@ -18,11 +18,14 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.dataloader import assigned_name, loader_calls, loader_of
+from torchdoctor.static.rules.dataloader import assigned_name, iterated, loader_calls, loader_of
+from torchdoctor.static.rules.model_outputs import passed_values
 from torchdoctor.static.rules.step_sequences import Kind, sequences
 from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.values import constructor_of
 
 _DDP = "torch.nn.parallel.DistributedDataParallel"
+_LOADER = "torch.utils.data.DataLoader"
 _CASTS = frozenset({"half", "double", "float", "bfloat16"})
 _DTYPES = frozenset(f"torch.{name}" for name in (
     "float16", "half", "bfloat16", "float64", "double", "float32", "float"))
@@ -274,6 +277,12 @@ class LoaderWithoutDistributedSampler(LintRule):
                 made = loader_of(ctx, loop.node.iter, loop.function)
                 if made is not None:
                     found.add(id(made))
+                source = iterated(ctx, loop.node.iter, loop.function)
+                if isinstance(source, ast.Name):  # train(model, train_loader, ...)
+                    for value, caller, _call in passed_values(ctx, source, loop.function):
+                        made = constructor_of(ctx, value, caller)
+                        if made is not None and ctx.is_call_to(made, _LOADER, scope=caller):
+                            found.add(id(made))
         return found
 
     @staticmethod
