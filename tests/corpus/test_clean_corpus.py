@@ -61,6 +61,18 @@ RUN_FILES: tuple[str | tuple[str, tuple[str, ...]], ...] = (
     "frozen_backbone_finetune.py",
     "ddp_sampler.py",
     "dataloader_workers.py",
+    # Shapes seen in pytorch/examples and nanoGPT (issue #11): local losses, episodes,
+    # manual updates, clipping, GAN loops, event handlers, closures, sparse graphs.
+    "run_forward_forward_layers.py",
+    "run_actor_critic_episodes.py",
+    "run_reinforce_returns.py",
+    "run_manual_sgd_data.py",
+    "run_manual_no_grad_momentum.py",
+    "run_clip_then_step.py",
+    "run_dcgan_loop.py",
+    "run_event_handlers.py",
+    "run_lbfgs_sequence.py",
+    "run_gcn_full_batch.py",
 )
 MAX_STEPS = 400  # a safety cap; no corpus script takes this many optimizer steps
 

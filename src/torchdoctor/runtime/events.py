@@ -163,7 +163,8 @@ class EventHandlers:
         self.m.dispatch.call("on_backward", BackwardEvent(
             loss, site, index, self.global_step,
             None if retain_graph is None else bool(retain_graph)))
-        self.manual.backward(index, sum(state.steps for state in self._states.values()))
+        self.manual.backward(index, sum(state.steps for state in self._states.values()),
+                             any("event" in state.extra for state in self._states.values()))
 
     def _caller(self) -> CallSite:
         """Where backward() was called from; one CallSite object per file and line.
@@ -329,8 +330,15 @@ class ManualUpdates:
         self.checks = 0
         self._previous: tuple[int, tuple[int, ...], list[float]] | None = None
 
-    def backward(self, index: int, steps: int) -> None:
-        """Before backward pass ``index``, with ``steps`` optimizer steps so far."""
+    def backward(self, index: int, steps: int, in_step: bool = False) -> None:
+        """Before backward pass ``index``, with ``steps`` optimizer steps so far.
+
+        Inside ``step(closure)`` (L-BFGS, line searches) the optimizer itself moves the
+        parameters between backward passes: the comparison starts again after it.
+        """
+        if in_step:
+            self._previous = None
+            return
         if not (index & (index - 1) == 0 and index <= _MANUAL_DENSE
                 or index % _MANUAL_DENSE == 0) or not index:
             return

@@ -30,7 +30,7 @@ def record_facts(monitor: Monitor, events: EventHandlers, states: list[Optimizer
                        if next(iter(m.inner.parameters()), None) is not None]
     if events.manual.intervals:
         facts["manual_updates"] = events.manual.intervals
-    facts["watched"] = watched_text(events.backward_count, events.global_step,
+    facts["watched"] = watched_text(events.backward_count, sum(s.steps for s in states),
                                     events.manual.intervals)
     if events.batches:
         facts["batches"] = events.batches

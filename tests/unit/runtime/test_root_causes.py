@@ -45,6 +45,8 @@ def test_one_class_cross_entropy_is_named_instead_of_its_symptoms(loss_of: Any) 
     (2, lambda out, y: F.cross_entropy(out, y.squeeze(1).long())),
     (1, lambda out, y: F.binary_cross_entropy_with_logits(out, y)),
     (3, lambda out, y: F.cross_entropy(out.unsqueeze(-1), y.long().expand(-1, 1))),
-], ids=["two-classes", "bce-on-one-logit", "per-position-with-three-classes"])
+    (3, lambda out, y: F.nll_loss(F.log_softmax(out, dim=-1), y.squeeze(1).long())),
+], ids=["two-classes", "bce-on-one-logit", "per-position-with-three-classes",
+        "log-softmax-on-the-last-dim"])
 def test_correct_losses_are_quiet(outputs: int, loss_of: Any) -> None:
     assert "TD308" not in train(outputs, loss_of)

@@ -42,8 +42,12 @@ def single_logit_shape(loss: Any) -> tuple[int, ...] | None:
                 result, dim = node._saved_result, int(node._saved_dim)
             except (AttributeError, RuntimeError):  # freed, or another torch's layout
                 return None
+            if dim >= 2**63:  # a negative dim, saved as an unsigned 64-bit integer
+                dim -= 2**64
             shape = tuple(result.shape)
-            return shape if shape and shape[dim] == 1 else None
+            if not shape or not -len(shape) <= dim < len(shape):
+                return None
+            return shape if shape[dim] == 1 else None
         frontier.extend(next_node for next_node, _ in node.next_functions)
     return None
 
