@@ -258,3 +258,14 @@ def test_correct_scheduler_order_with_a_grad_scaler_is_quiet() -> None:
 def test_known_torch_text_issued_by_torchdoctor_is_not_reported() -> None:
     text = "Detected call of `lr_scheduler.step()` before `optimizer.step()`."
     assert classify_warning(text, UserWarning, Origin.TORCHDOCTOR) is None
+
+
+def test_one_warning_shown_from_two_lines_is_one_finding_at_the_first() -> None:
+    source = torch.ones(3)
+    with warnings.catch_warnings(record=True), torchdoctor.watch() as session:
+        warnings.simplefilter("always")
+        torch.tensor(source)  # first-copy
+        torch.tensor(source)  # second-copy
+    [found] = session.report.by_code("TD003")
+    assert found.location.line == line_of("first-copy")
+    assert found.evidence["times_shown"] == 2

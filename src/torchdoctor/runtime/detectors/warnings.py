@@ -42,6 +42,7 @@ from torchdoctor.runtime.exceptions.known_warnings import (
 __all__ = ["Classified", "Origin", "TorchWarnings", "classify_warning"]
 
 _MAX_TEXT = 160
+_DEPRECATION_WRAPPERS = ("typing_extensions.py",)
 _AUTOCAST_DENSE_CALLS = 2_000  # module calls checked one by one for float16 autocast
 _AUTOCAST_STRIDE = 64
 _DEPRECATIONS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
@@ -156,8 +157,9 @@ def issuing_frame(stack: list[FrameRef]) -> FrameRef | None:
     """
     warnings_file = sys.modules["warnings"].__file__ or ""
     for frame in reversed(stack):
-        if frame.path == warnings_file or is_torchdoctor_file(frame.path):
-            continue
+        if (frame.path == warnings_file or is_torchdoctor_file(frame.path)
+                or frame.path.endswith(_DEPRECATION_WRAPPERS)):
+            continue  # `typing_extensions.deprecated` warns for the function it wraps
         return frame
     return None
 
@@ -169,6 +171,7 @@ class TorchWarnings(RuntimeDetector):
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str | None, int | None], dict[str, int]] = {}
         self._pending: list[tuple[WarningRecord, Classified, FrameRef | None]] = []
+        self._places: dict[tuple[str, str, str], tuple[Location, FrameRef | None]] = {}
         self._autocast: _AutocastWatch | None = None
 
     def on_warning(self, record: WarningRecord) -> None:
@@ -202,12 +205,19 @@ class TorchWarnings(RuntimeDetector):
 
     def _finding(self, record: WarningRecord, classified: Classified,
                  user: FrameRef | None) -> Finding:
-        if user is not None:
+        headline = f"{record.category.__name__}: {_first_line(record.message)}"
+        # One problem, one finding: the same warning shown again from another line (a
+        # DataLoader warns when built and again when iterated) counts at its first place.
+        first = self._places.get((classified.code, classified.key, headline))
+        if first is not None:
+            location, user = first
+        elif user is not None:
             location = Location(path=user.path, line=user.line, snippet=user.snippet)
         else:
             location = Location(path=record.filename, line=record.lineno)
+        self._places.setdefault((classified.code, classified.key, headline),
+                                (location, _detached(user)))
         texts = self._seen.setdefault((classified.code, location.path, location.line), {})
-        headline = f"{record.category.__name__}: {_first_line(record.message)}"
         texts[headline] = texts.get(headline, 0) + 1
         where = f" at {user.where}" if user else ""
         said = f"{classified.source} warned{where}: " + "; ".join(f"`{t}`" for t in texts)
