@@ -3,7 +3,11 @@ functional-dropout-ignores-training."""
 
 from __future__ import annotations
 
+import textwrap
+
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
+from torchdoctor.rules.selection import Selection
+from torchdoctor.static.runner import lint_sources
 
 HEADER = """
 import torch
@@ -187,3 +191,43 @@ class Net(nn.Module):
     def forward(self, x):
         return dropout(x, 0.5)
 """, "TD506") == []
+
+
+_MODELS = """
+from torch import nn
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+class Settings:
+    requires_grad = True
+"""
+
+
+def _project_codes(train: str) -> list[tuple[str, int]]:
+    sources = [("proj/models/encoders.py", textwrap.dedent(_MODELS)),
+               ("proj/train.py", textwrap.dedent(train))]
+    found = lint_sources(sources, Selection.from_options(("TD221",)))
+    return sorted((f.code, f.location.line or 0) for f in found)
+
+
+def test_module_class_of_another_file_is_found_through_the_project_index() -> None:
+    assert _project_codes("""
+from models.encoders import Encoder
+
+def main():
+    backbone = Encoder()
+    backbone.requires_grad = False
+""") == [("TD221", 6)]
+
+
+def test_non_module_class_of_another_file_is_quiet() -> None:
+    assert _project_codes("""
+from models.encoders import Settings
+
+def main():
+    settings = Settings()
+    settings.requires_grad = False
+""") == []

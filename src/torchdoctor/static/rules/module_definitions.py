@@ -57,6 +57,12 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
     found = ctx.family_of(expr, scope)
     if found is not None:
         return found[1] if found[0] == torchapi.MODULE else None
+    type_name = ctx.instance_type(expr, scope)
+    if type_name is not None and not type_name.startswith(("<local>.", "torch.")):
+        # a class of another linted file ("models.net.Net" may be indexed as "net.Net")
+        info = ctx.project_class_named(type_name) or ctx.project_class_named(
+            type_name.rpartition(".")[2])
+        return Confidence.HIGH if info is not None and info.is_module else None
     if not isinstance(expr, ast.Name):
         return None
     binding = ctx.lookup(expr, scope)
