@@ -5,6 +5,7 @@ same path at the same moment: N times the I/O, and on a shared filesystem a read
 a resume after a crash) can meet a file that another rank is still truncating, which
 fails with "PytorchStreamReader failed reading zip archive".
 """
+# lab: nproc-per-node=2
 
 import os
 import tempfile

@@ -4,6 +4,7 @@ The weights are identical on every rank, so one copy is enough: rank 0 saves, an
 barrier keeps the other ranks from running ahead (or reading the file) before it is
 complete.
 """
+# lab: nproc-per-node=2
 
 import os
 import tempfile

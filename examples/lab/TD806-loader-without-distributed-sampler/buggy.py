@@ -4,6 +4,7 @@ Without a `DistributedSampler`, each rank iterates all the data in its own shuff
 N ranks do the work of one. The second style builds the loader in a helper and trains in
 a `train_epoch()` function. Runs as one process (world size 1) on the gloo backend.
 """
+# lab: nproc-per-node=2
 
 import os
 import tempfile
@@ -24,7 +25,7 @@ def train_plain(model: nn.Module) -> float:
     loader = DataLoader(dataset, batch_size=32, shuffle=True)  # expect: TD806
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     loss = torch.zeros(())
-    for x, y in loader:
+    for x, y in loader:  # expect[run]: TD806
         loss = nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -48,8 +49,11 @@ def train_epoch(model: nn.Module, loader: DataLoader, optimizer: torch.optim.Opt
 def main() -> None:
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as folder:
-        dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'rdv')}",
-                                rank=0, world_size=1)
+        if "RANK" in os.environ:  # started by torchrun
+            dist.init_process_group("gloo")
+        else:
+            dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'rdv')}",
+                                    rank=0, world_size=1)
         ddp_model = DDP(nn.Linear(12, 3))
         print(f"plain: {train_plain(ddp_model):.3f}")
         train_epoch(ddp_model, make_train_loader(),

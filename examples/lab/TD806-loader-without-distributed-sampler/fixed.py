@@ -4,6 +4,7 @@ A `DistributedSampler` splits the dataset between the ranks (and `set_epoch` res
 it every epoch), in the plain loop and in the helper style. Runs as one process (world
 size 1) on the gloo backend.
 """
+# lab: nproc-per-node=2
 
 import os
 import tempfile
@@ -53,8 +54,11 @@ def train_epoch(model: nn.Module, loader: DataLoader, optimizer: torch.optim.Opt
 def main() -> None:
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as folder:
-        dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'rdv')}",
-                                rank=0, world_size=1)
+        if "RANK" in os.environ:  # started by torchrun
+            dist.init_process_group("gloo")
+        else:
+            dist.init_process_group("gloo", init_method=f"file://{os.path.join(folder, 'rdv')}",
+                                    rank=0, world_size=1)
         ddp_model = DDP(nn.Linear(12, 3))
         print(f"plain: {train_plain(ddp_model):.3f}")
         train_epoch(ddp_model, make_train_loader(),

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from torchdoctor.distributed import checkpoints as checkpoints  # registers TD804 (run)
 from torchdoctor.distributed import verdicts
 from torchdoctor.distributed.exchange import Exchange, Extremes, Pending, make_exchange
 from torchdoctor.distributed.tracking import (

@@ -291,11 +291,11 @@ _TABLE: tuple[Rule, ...] = (
        "DataLoader gets both shuffle=True and a sampler"),
     _r("TD803", "find-unused-parameters-cost", INFO, (LINT, RUN),
        "DDP(find_unused_parameters=True) walks the graph every step"),
-    _r("TD804", "checkpoint-saved-on-every-rank", W, (LINT,),
+    _r("TD804", "checkpoint-saved-on-every-rank", W, (LINT, RUN),
        "Every rank writes the same checkpoint"),
     _r("TD805", "ddp-prefixed-state-dict", W, (LINT, CKPT),
        "The DDP wrapper's state_dict is saved, so keys start with 'module.'"),
-    _r("TD806", "loader-without-distributed-sampler", E, (LINT,),
+    _r("TD806", "loader-without-distributed-sampler", E, (LINT, RUN),
        "A DDP training script's DataLoader has no DistributedSampler: every rank sees the "
        "same data"),
     _r("TD807", "forward-bypasses-ddp-wrapper", E, (LINT,),
