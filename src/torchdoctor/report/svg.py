@@ -125,11 +125,15 @@ class _Scale:
             return nice_ticks(self.low, self.high)
         first, last = math.floor(self.low), math.ceil(self.high)
         stride = max(1, (last - first) // 5)
-        return [
+        powers = [
             10.0**e
             for e in range(first, last + 1, stride)
             if self.low - 1e-9 <= e <= self.high + 1e-9
         ]
+        if len(powers) >= 2:
+            return powers
+        # Less than a decade: round values inside it, placed on the log axis.
+        return [t for t in nice_ticks(10.0**self.low, 10.0**self.high, 4) if t > 0]
 
 
 def line_plot(

@@ -355,3 +355,52 @@ def test_series_recorded_at_sampled_steps_are_placed_at_those_steps() -> None:
     assert max(xs[1] - xs[0], xs[2] - xs[1]) < (xs[3] - xs[2]) / 10  # not evenly spread
     assert "points over" not in lr
     assert "3 points over 1,000 steps" in grad
+
+
+def test_module_groups_stop_at_the_first_index() -> None:
+    from torchdoctor.runtime.detectors.curves import module_group
+
+    assert module_group("encoder.layers.3.attn.q.weight") == "encoder.layers.3"
+    assert module_group("features.0.weight") == "features.0"
+    assert module_group("bert.embeddings.word_embeddings.weight") == "bert.embeddings"
+    assert module_group("head.weight") == "head"
+    assert module_group("scale") == "scale"
+
+
+@pytest.mark.needs_torch
+def test_a_watched_run_records_the_curves_the_page_plots() -> None:
+    torch = pytest.importorskip("torch")
+    import torchdoctor
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    schedule = torch.optim.lr_scheduler.StepLR(optimizer, 10, 0.5)
+    data = torch.utils.data.TensorDataset(torch.randn(240, 8), torch.randint(0, 3, (240,)))
+    with torchdoctor.watch() as watched:
+        for x, y in torch.utils.data.DataLoader(data, batch_size=8):
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            schedule.step()
+    report = watched.report
+    assert not report.findings
+    steps = report.facts["series_steps"]
+    for name in ("grad_norm", "grad_norm/0", "grad_norm/2", "update_ratio", "lr", "memory_mb"):
+        assert len(report.series[name]) == len(steps[name]) >= 2, name
+    assert len(report.series["step_time_ms"]) == 29  # the gaps between 30 steps
+    assert all(
+        w <= t
+        for w, t in zip(report.series["data_wait_ms"], report.series["step_time_ms"], strict=True)
+    )
+    lr = dict(zip(steps["lr"], report.series["lr"], strict=True))
+    assert lr[min(lr)] == 0.1 and lr[max(lr)] < 0.1  # the schedule's decay, at its steps
+    titles = [figure.title for figure in figures(report)]
+    assert titles == [
+        "Loss",
+        "Gradient norm (global and largest module groups)",
+        "Update / weight ratio",
+        "Learning rate",
+        "Memory (MiB)",
+        "Step time (ms)",
+    ]
