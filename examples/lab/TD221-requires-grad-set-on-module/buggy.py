@@ -60,6 +60,15 @@ def fine_tune_module() -> float:
     return loss.item()
 
 
+def make():
+    """For `torchdoctor check`: the fine-tuner as `fine_tune_module` builds it."""
+    torch.manual_seed(0)
+    model = FineTuner()
+    model.freeze_encoder()
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    return model, make_loader(), nn.CrossEntropyLoss(), torch.optim.SGD(trainable, lr=0.1)
+
+
 def main() -> None:
     torch.manual_seed(0)
     print(f"plain: {fine_tune_plain():.3f}  module: {fine_tune_module():.3f}")
