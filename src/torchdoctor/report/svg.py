@@ -133,7 +133,7 @@ class _Scale:
         if len(powers) >= 2:
             return powers
         # Less than a decade: round values inside it, placed on the log axis.
-        return [t for t in nice_ticks(10.0**self.low, 10.0**self.high, 4) if t > 0]
+        return [t for t in nice_ticks(10.0**self.low, 10.0**self.high, 6) if t > 0]
 
 
 def line_plot(
@@ -166,8 +166,9 @@ def line_plot(
     log = log_y and min(ys) > 0
     x_scale = _Scale(min(all_x), max(all_x), _LEFT, WIDTH - _RIGHT, False)
     y_low, y_high = min(ys), max(ys)
-    if not log and y_low == y_high:
-        y_low, y_high = y_low - 1, y_high + 1
+    if not log and y_low == y_high:  # a flat line: a band around it, of its own scale
+        half = abs(y_low) * 0.1 or 1.0
+        y_low, y_high = y_low - half, y_high + half
     elif not log:  # a margin, so that the extremes do not sit on the axes
         margin = (y_high - y_low) * 0.04
         y_low, y_high = y_low - margin, y_high + margin
