@@ -494,9 +494,8 @@ def ckpt_command(file: Path, model_spec: str | None, write_remapped: Path | None
     from torchdoctor.ckpt.summary import render_ckpt_summary
     from torchdoctor.outputs import checked_output, target_file
 
-    write_remapped = checked_output(
-        write_remapped, "--write-remapped", refuse_existing=True, force=force,
-        inputs=(file, other, target_file(model_spec) if model_spec else None))
+    checked_output(write_remapped, "--write-remapped", refuse_existing=True, force=force,
+                   inputs=(file, other, target_file(model_spec) if model_spec else None))
     model = load_model(model_spec) if model_spec else None
     report = diagnose(file, model=model, trust=trust, write_remapped=write_remapped,
                       diff=other, select=select or None, ignore=ignore or None)

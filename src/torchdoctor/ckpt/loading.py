@@ -9,12 +9,15 @@ is only ever opened for reading.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import io
+import os
 import pickle
+import sys
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,8 +110,15 @@ def _readable_file(file: Path) -> Path:
         raise UsageError(f"{file}: no such file")
     if file.is_dir():
         raise UsageError(f"{file} is a directory; give the checkpoint file inside it")
+    if not file.is_file():
+        raise UsageError(f"{file} is not a regular file (a FIFO or a device)")
     if file.stat().st_size == 0:
         raise UsageError(f"{file} is empty (0 bytes): not a checkpoint")
+    try:
+        with file.open("rb"):
+            pass
+    except OSError as error:
+        raise UsageError(f"{file} cannot be read: {error.strerror or error}") from None
     return file
 
 
@@ -138,6 +148,7 @@ def _scan(file: Path, fmt: Format) -> PickleScan:
             with file.open("rb") as stream:
                 return scan_pickles(stream, _LEGACY_PICKLES)
         with zipfile.ZipFile(file) as archive:
+            _check_members(file, archive)
             names = archive.namelist()
             if any(n.endswith("/constants.pkl") or "/code/" in n for n in names):
                 raise UsageError(
@@ -148,15 +159,59 @@ def _scan(file: Path, fmt: Format) -> PickleScan:
                 raise UsageError(f"{file} is a zip archive without data.pkl: "
                                  "not a torch.save checkpoint")
             return scan_pickle(io.BytesIO(archive.read(data)))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as err:
-        raise UsageError(f"{file} is truncated or corrupt: {err}") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
+            pickle.UnpicklingError, RuntimeError) as err:
+        raise UsageError(f"{file} is truncated or corrupt: {_first_line(err)}") from None
+    except MemoryError:
+        raise UsageError(f"{file}: not enough memory to read its pickle") from None
+
+
+# A member may inflate to at most this many times its compressed size (torch.save stores
+# members uncompressed), and data.pkl is read into memory only below _PICKLE_LIMIT.
+_MAX_RATIO = 100
+_RATIO_FLOOR = 16 << 20
+_PICKLE_LIMIT = 1 << 30
+
+
+def _check_members(file: Path, archive: zipfile.ZipFile) -> None:
+    """Refuse archives torch would mis-read or that would cost more than the file: members
+    outside one top folder (path traversal), sizes declared beyond the file, zip bombs."""
+    size = file.stat().st_size
+    tops: set[str] = set()
+    for info in archive.infolist():
+        name = info.filename
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or len(parts) < 2 or ":" in parts[0]:
+            raise UsageError(f"{file} has a zip member outside its archive folder ({name!r}): "
+                             "not a torch.save checkpoint, and not safe to read")
+        tops.add(parts[0])
+        if info.header_offset + info.compress_size > size:
+            raise UsageError(f"{file}: zip member {name!r} declares {info.compress_size} bytes "
+                             "beyond the end of the file (truncated or forged)")
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+            raise UsageError(f"{file}: zip member {name!r} declares {info.file_size} bytes "
+                             f"but stores {info.compress_size} (a forged header)")
+        if (info.file_size > _RATIO_FLOOR
+                and info.file_size > _MAX_RATIO * max(info.compress_size, 1)):
+            raise UsageError(f"{file}: zip member {name!r} inflates {info.compress_size} bytes "
+                             f"to {info.file_size} (a zip bomb?); refused")
+        if name.endswith("data.pkl") and info.file_size > _PICKLE_LIMIT:
+            raise UsageError(f"{file}: its pickle declares {info.file_size} bytes; refused")
+    if len(tops) > 1:
+        raise UsageError(f"{file} has zip members in several top folders "
+                         f"({', '.join(sorted(tops)[:3])}): not a torch.save checkpoint")
 
 
 def _unsafe_globals(file: Path, fmt: Format, scan: PickleScan) -> tuple[str, ...]:
     torch = require_torch("torchdoctor ckpt")
     if fmt is Format.TORCH_ZIP and hasattr(torch.serialization,
                                            "get_unsafe_globals_in_checkpoint"):
-        found = set(torch.serialization.get_unsafe_globals_in_checkpoint(str(file)))
+        try:
+            found = set(torch.serialization.get_unsafe_globals_in_checkpoint(str(file)))
+        except (pickle.UnpicklingError, RuntimeError, ValueError, EOFError, KeyError,
+                IndexError, OSError) as error:
+            raise UsageError(f"{file} has a pickle torch cannot read as data: "
+                             f"{type(error).__name__}: {_first_line(error)}") from None
         return tuple(name for name in scan.globals if name in found) or tuple(sorted(found))
     allowed = _allowed_globals(torch)
     return tuple(name for name in scan.globals if name not in allowed)
@@ -201,13 +256,18 @@ def _load_once(torch: Any, file: Path, weights_only: bool, mmap: bool
 
     options: dict[str, Any] = {"mmap": True} if mmap else {}
     try:
-        obj = torch.load(str(file), map_location=record_location, weights_only=weights_only,
-                         **options)
+        with _current_directory_importable(not weights_only):
+            obj = torch.load(str(file), map_location=record_location,
+                             weights_only=weights_only, **options)
     except pickle.UnpicklingError as error:
         if weights_only:
             raise UsageError(f"{file} cannot be loaded with weights_only=True: "
                              f"{str(error).splitlines()[-1]}") from None
         raise UsageError(f"{file} is not a valid checkpoint pickle: {error}") from None
+    except PermissionError as error:
+        raise UsageError(f"{file} cannot be read: {error.strerror or error}") from None
+    except MemoryError:
+        raise UsageError(f"{file}: not enough memory to load it") from None
     except (RuntimeError, EOFError, ValueError, KeyError, OSError) as error:
         raise UsageError(f"{file} is truncated or corrupt: "
                          f"{type(error).__name__}: {_first_line(error)}") from None
@@ -221,6 +281,23 @@ def _load_once(torch: Any, file: Path, weights_only: bool, mmap: bool
         raise UserCodeError(f"unpickling {file} raised {type(error).__name__}: {error}",
                             original=error) from None
     return obj, locations
+
+
+@contextlib.contextmanager
+def _current_directory_importable(wanted: bool) -> Iterator[None]:
+    """A trusted pickle may name classes of the user's code: import them as ``python``
+    would from here, with the current directory first on ``sys.path`` (the console
+    script's own directory is there instead)."""
+    cwd = os.getcwd()
+    if not wanted or cwd in sys.path or "" in sys.path:
+        yield
+        return
+    sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if cwd in sys.path:
+            sys.path.remove(cwd)
 
 
 def _first_line(error: BaseException) -> str:

@@ -14,7 +14,13 @@ from torchdoctor.ckpt.safetensors_file import SafetensorsFile
 
 __all__ = ["counters", "is_state_dict", "param_groups", "top_level"]
 
-_COUNTER = re.compile(r"(^|_)(epoch|step|iteration|iter|update)s?$", re.IGNORECASE)
+# epoch, step, global_step, iteration, iter_num (nanoGPT), epoch_idx, num_updates,
+# samples_seen, tokens_seen, n_steps, current_epoch, ...
+_UNIT = r"(epoch|step|iteration|iter|update|batch|sample|token)s?"
+_COUNTER = re.compile(
+    rf"(^|_){_UNIT}(_(num|number|count|idx|index|no|done|seen))?$"
+    rf"|^(n|num|number|total)_{_UNIT}(_(done|seen))?$",
+    re.IGNORECASE)
 
 
 def is_state_dict(value: Any) -> bool:
