@@ -89,7 +89,7 @@ def render_html(report: Report, options: RenderOptions) -> str:
             key_facts=_key_facts(report.facts),
             other_facts=_other_facts(report.facts),
             figures=plots,
-        marked=any('class="marker"' in plot.svg for plot in plots),
+            marked=any('class="marker"' in plot.svg for plot in plots),
             groups=[g for g in groups if g[2]],
             docs=_docs(sorted({f.code for f in findings})),
         )
