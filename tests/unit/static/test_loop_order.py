@@ -552,3 +552,39 @@ def test_loop_order_rules_quiet_in_framework_owned_steps() -> None:
             optimizer.step()
             scheduler.step()
     """, "TD201", "TD203", "TD204", "TD502", "TD607")
+
+
+FRAMEWORK_LOOP = """
+import torch
+{imports}
+class Model({base}):
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        for chunk in batch.split(2):
+            self.manual_backward(self.net(chunk).sum())
+            opt.step()  {mark}
+"""
+
+
+def test_loop_order_rules_stay_out_of_framework_subclasses() -> None:
+    assert_marked(FRAMEWORK_LOOP.format(imports="import lightning as L",
+                                        base="L.LightningModule", mark=""), "TD201")
+    assert_marked(FRAMEWORK_LOOP.format(imports="from pytorch_lightning import LightningModule",
+                                        base="LightningModule", mark=""), "TD201")
+    # The same method in a plain class is the user's own loop.
+    assert_marked(FRAMEWORK_LOOP.format(imports="", base="object", mark="# expect: TD201")
+                  .replace("self.manual_backward(self.net(chunk).sum())",
+                           "self.net(chunk).sum().backward()"), "TD201")
+
+
+def test_loop_order_rules_stay_out_of_decorated_event_handlers() -> None:
+    assert_marked("""
+    import torch
+    def attach(trainer, model, optimizer, scheduler, loader):
+        @trainer.on("epoch_completed")
+        def finetune(engine):
+            for x in loader:
+                scheduler.step()
+                model(x).sum().backward()
+                optimizer.step()
+    """, "TD201", "TD607", "TD204")

@@ -191,3 +191,28 @@ def test_td501_quiet_when_eval_ran_first_and_the_loop_calls_a_loss(tmp_path: Pat
                 self.rnn = nn.LSTM(4, 4)
         """})
     assert lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings == []
+
+
+def test_a_framework_base_is_followed_across_files(tmp_path: Path) -> None:
+    _write(tmp_path, {"base.py": """
+        import lightning as L
+        class Base(L.LightningModule):
+            pass
+        """, "model.py": """
+        from base import Base
+        class Model(Base):
+            def training_step(self, batch, batch_idx):
+                opt = self.optimizers()
+                for chunk in batch.split(2):
+                    self.net(chunk).sum().backward()
+                    opt.step()
+        """, "plain.py": """
+        class Plain:
+            def fit(self, batch, opt):
+                for chunk in batch.split(2):
+                    self.net(chunk).sum().backward()
+                    opt.step()
+        """})
+    found = [(Path(f.location.path).name, f.code) for f in
+             lint(tmp_path, config=LintConfig(), select=["TD201"], jobs=1).findings]
+    assert found == [("plain.py", "TD201")]

@@ -14,6 +14,7 @@ from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext
+from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.loops import step_functions
 from torchdoctor.static.structure import FunctionScope, Item, Loop
@@ -52,6 +53,8 @@ class GradsNeverCleared(LintRule):
 
     def leave_loop(self, loop: Loop) -> None:
         ctx = self.ctx
+        if framework_owned(ctx, loop.function):
+            return  # the framework clears and steps around this code
         events = loop_events(ctx, loop)
         steps = _steps(ctx, loop, events)
         if not steps:
@@ -157,6 +160,8 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
 
     def leave_loop(self, loop: Loop) -> None:
         ctx = self.ctx
+        if framework_owned(ctx, loop.function):
+            return
         events = loop_events(ctx, loop)
         steps = _steps(ctx, loop, events)
         if not steps:
@@ -236,6 +241,8 @@ class StepBeforeBackward(LintRule):
 
     def leave_loop(self, loop: Loop) -> None:
         ctx = self.ctx
+        if framework_owned(ctx, loop.function):
+            return
         events = loop_events(ctx, loop)
         for step in _steps(ctx, loop, events):
             if not loop.is_unconditional(step.item):

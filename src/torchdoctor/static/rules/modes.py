@@ -13,6 +13,7 @@ import ast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.mode_actions import (
@@ -133,8 +134,8 @@ class TrainInEvalMode(LintRule):
 
     def _check(self, loop: Loop, reported: set[int]) -> None:
         ctx = self.ctx
-        if not self._may_train(loop):
-            return
+        if framework_owned(ctx, loop.function) or not self._may_train(loop):
+            return  # a framework sets train()/eval() around its own hooks
         actions = exclusive_modes(ctx, expand(ctx, loop.items, loop.function))
         if not any(a.kind is EventKind.BACKWARD for a in actions) or \
                 not any(a.kind is EventKind.EVAL for a in actions):

@@ -15,6 +15,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.calls import method_call, receiver
 from torchdoctor.static.rules.loops import loop_bound_names
@@ -34,6 +35,8 @@ class SchedulerBeforeOptimizer(LintRule):
         if loop.parent is not None:
             return  # the outermost loop sees the nested ones: report each place once
         ctx = self.ctx
+        if framework_owned(ctx, loop.function):
+            return  # the framework steps the optimizer and the scheduler around this code
         events = loop_events(ctx, loop)
         schedules = [e for e in events if e.kind is EventKind.SCHEDULER_STEP]
         if not schedules:
