@@ -6,6 +6,8 @@ import ast
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from torchdoctor.static import LintConfig, lint
 from torchdoctor.static.project import ProjectIndex
 from torchdoctor.static.project_facts import module_name, summarise
@@ -216,3 +218,22 @@ def test_a_framework_base_is_followed_across_files(tmp_path: Path) -> None:
     found = [(Path(f.location.path).name, f.code) for f in
              lint(tmp_path, config=LintConfig(), select=["TD201"], jobs=1).findings]
     assert found == [("plain.py", "TD201")]
+
+
+@pytest.mark.slow
+def test_worker_processes_see_the_same_project_as_one_process(tmp_path: Path) -> None:
+    # 50 files (above the pool threshold): the index crosses to every worker.
+    _write(tmp_path, {"model.py": """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.5)
+        """})
+    for number in range(50):
+        (tmp_path / f"train_{number}.py").write_text(textwrap.dedent(_EVAL))
+    serial = lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings
+    pooled = lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=2).findings
+    assert len(serial) == 50
+    assert sorted(f.location.path or "" for f in pooled) == sorted(
+        f.location.path or "" for f in serial)
