@@ -274,3 +274,16 @@ def test_strict_loads_and_other_state_dicts_are_quiet() -> None:
     optimizer.load_state_dict(state, strict=False)
     """
     assert td904(source) == []
+
+
+def test_strict_false_into_a_meta_model_with_assign_is_quiet() -> None:
+    # assign=True loads into a model built on the meta device: a key left out stays a
+    # meta tensor and fails loudly at the first forward.
+    source = """
+    import torch
+    with torch.device("meta"):
+        model = build()
+    model.load_state_dict(sharded, strict=False, assign=True)
+    model.load_state_dict(sharded, strict=False, assign=False)
+    """
+    assert td904(source) == [("TD904", 6)]

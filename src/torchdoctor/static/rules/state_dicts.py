@@ -99,6 +99,10 @@ class StrictFalseResultIgnored(LintRule):
             call.args[1] if len(call.args) > 1 else None)
         if not (isinstance(value, ast.Constant) and value.value is False):
             return
+        assign = keyword(call, "assign")
+        if assign is not None and isinstance(assign.value, ast.Constant) and assign.value.value:
+            return  # into a model built on the meta device: a key not loaded stays a meta
+            # tensor, which fails loudly at the first forward instead of training silently
         receiver = call.func.value
         family = self.ctx.family_of(receiver)
         if family is not None and family[0] != torchapi.MODULE:
