@@ -72,6 +72,12 @@ Asking questions (``self.ctx``, a :class:`~torchdoctor.static.context.FileContex
   ``grad_disabled_by(ctx, item.frames)``.
 * ``resolve_local_call(call)``: the function of this file a call runs (``helper()``,
   ``self.helper()``), to follow one or two calls deep; ``callers(function)`` the other way.
+* ``ctx.project``: the :class:`~torchdoctor.static.project.ProjectIndex` of every file
+  linted together (classes, bases, ``__init__`` layers, what ``forward`` ends in,
+  functions); ``ctx.project_class_of(expr)`` gives the project class of a value
+  (``info.has_dropout_or_batchnorm``, ``info.forward_ends_in``, ``info.is_module``).
+  :func:`torchdoctor.static.frameworks.framework_owned` tells whether a function runs
+  inside a framework (Lightning, HF ``Trainer``, event handlers): loop-order rules skip it.
 * :mod:`torchdoctor.static.branches`: ``exclusive(ctx, a, b)`` (two places on opposite
   sides of one ``if``), ``conditional(ctx, statement, use, scope)`` (an assignment that
   may not have run); :mod:`torchdoctor.static.values`: ``constructor_of(ctx, expr,
