@@ -57,7 +57,7 @@ def isolated(folder: Path) -> Iterator[None]:
 # A lab whose file says `# lab: nproc-per-node=N` is a multi-process job: it runs as
 # `torchdoctor run --nproc-per-node N` would (N gloo ranks on 127.0.0.1, one report).
 _NPROC = re.compile(r"^# lab: nproc-per-node=(\d+)$", re.MULTILINE)
-JOB_MAX_STEPS, JOB_TIMEOUT_S = 12, 240
+JOB_MAX_STEPS, JOB_TIMEOUT_S, JOB_HANG_S = 12, 240, "20"
 
 
 def run_lab(path: Path) -> Report:
@@ -74,9 +74,17 @@ def run_job_lab(path: Path, nproc: int) -> Report:
     from torchdoctor.distributed.job import launch
     from torchdoctor.runtime.children import ChildConfig
 
-    with isolated(path.parent):
-        result = launch(str(path), [], nproc, timeout=JOB_TIMEOUT_S,
-                        config=ChildConfig(parts="", max_steps=JOB_MAX_STEPS))
+    saved = os.environ.get("TORCHDOCTOR_HANG_TIMEOUT")
+    os.environ["TORCHDOCTOR_HANG_TIMEOUT"] = JOB_HANG_S  # a hang lab stops in seconds
+    try:
+        with isolated(path.parent):
+            result = launch(str(path), [], nproc, timeout=JOB_TIMEOUT_S,
+                            config=ChildConfig(parts="", max_steps=JOB_MAX_STEPS))
+    finally:
+        if saved is None:
+            os.environ.pop("TORCHDOCTOR_HANG_TIMEOUT", None)
+        else:
+            os.environ["TORCHDOCTOR_HANG_TIMEOUT"] = saved
     assert result.exit_status != 124, f"{path} did not finish in {JOB_TIMEOUT_S} s"
     return result.report
 

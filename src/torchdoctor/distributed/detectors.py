@@ -18,15 +18,18 @@ TD812 ranks iterate different numbers of batches, TD806 every rank draws the sam
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from torchdoctor.distributed import checkpoints as checkpoints  # registers TD804 (run)
 from torchdoctor.distributed import verdicts
 from torchdoctor.distributed.exchange import Exchange, Extremes, Pending, make_exchange
+from torchdoctor.distributed.hang import HANG_DIR_ENV, Watchdog
 from torchdoctor.distributed.tracking import (
     Patches,
     after_call,
@@ -101,7 +104,9 @@ class _Check:
     batch: tuple[float, CallSite | None, int] | None
 
 
-@detector("TD801", "TD803", "TD810", "TD811", "TD812", *_RUN_DEPTH_OF_TD806, depth=Depth.RUN)
+@detector(
+    "TD801", "TD803", "TD810", "TD811", "TD812", "TD813", *_RUN_DEPTH_OF_TD806, depth=Depth.RUN
+)
 class CrossRankChecks(RuntimeDetector):
     """Compares the ranks of a DDP job at a few steps; watches samplers and DDP options."""
 
@@ -116,6 +121,7 @@ class CrossRankChecks(RuntimeDetector):
         self._reported: set[str] = set()
         self._every = check_every()
         self._pending: _Check | None = None
+        self._watchdog: Watchdog | None = None
         self._busy_s = 0.0  # time spent in the checks: their whole cost to the run
 
     # -- set-up --------------------------------------------------------------------------
@@ -167,6 +173,14 @@ class CrossRankChecks(RuntimeDetector):
         if self._exchange is not None:
             self.monitor.set_fact("rank", self._exchange.rank)
             self.monitor.set_fact("world_size", self._exchange.world_size)
+            folder = os.environ.get(HANG_DIR_ENV) or os.path.join(
+                tempfile.gettempdir(), "torchdoctor-stacks"
+            )
+            self._watchdog = Watchdog(self._exchange.rank, Path(folder), self._frame_site)
+
+    def _frame_site(self, frame: Any) -> tuple[str, int] | None:
+        site = self.monitor.user_site(frame)
+        return (site.path, site.line) if site is not None and site.user else None
 
     def _ddp_built(self, result: Any, ddp: Any, *args: Any, **kwargs: Any) -> None:
         if not any(d.ref() is ddp for d in self._ddps):
@@ -193,6 +207,8 @@ class CrossRankChecks(RuntimeDetector):
     # -- epochs and batches --------------------------------------------------------------
 
     def _next_data(self, batch: Any, iterator: Any, *args: Any, **kwargs: Any) -> None:
+        if self._watchdog is not None:
+            self._watchdog.progress()  # a batch is progress too (a long validation pass)
         epoch = getattr(iterator, "_sampler_iter", None)
         if getattr(iterator, "_torchdoctor_epoch", None) is epoch:
             return
@@ -225,6 +241,8 @@ class CrossRankChecks(RuntimeDetector):
         if not self._is_checked(event):
             return
         step = event.step
+        if self._watchdog is not None:
+            self._watchdog.progress(step)
         due = step in _EARLY_CHECKS or step % self._every == 0
         if self._pending is not None and (due or self._pending.pending.done()):
             self._timed(self._collect)
@@ -354,6 +372,8 @@ class CrossRankChecks(RuntimeDetector):
                     ddp.some_unused = True
 
     def on_finish(self, report: Report) -> None:
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._exchange is not None:
             self._collect_all()
         self._patches.remove()

@@ -112,13 +112,19 @@ def launch(
     from dataclasses import asdict
 
     from torchdoctor.__about__ import __version__
+    from torchdoctor.distributed.hang import HANG_DIR_ENV, hang_findings, hang_records
     from torchdoctor.runtime.children import ChildConfig
     from torchdoctor.runtime.script import ScriptResult
 
     folder = Path(tempfile.mkdtemp(prefix="torchdoctor-job-"))
     base_config = config or ChildConfig(parts="")
     settings = {**asdict(base_config), "parts": str(folder), "module": module, "follow": follow}
-    env = {**os.environ, RANK_ENV: json.dumps(settings), "MASTER_ADDR": "127.0.0.1"}
+    env = {
+        **os.environ,
+        RANK_ENV: json.dumps(settings),
+        "MASTER_ADDR": "127.0.0.1",
+        HANG_DIR_ENV: str(folder),
+    }
     command = [
         sys.executable,
         "-m",
@@ -133,11 +139,13 @@ def launch(
         *args,
     ]
     started = time.time()
-    status = _run_group(command, env, timeout)
+    status = _run_group(command, env, timeout, folder, nproc)
     parts = read_parts(sorted(folder.glob("part-*.json")))
+    hangs = hang_records(folder)
     for path in folder.iterdir():
-        with contextlib.suppress(OSError):
-            path.unlink()
+        if not path.name.startswith("stacks-"):  # the stacks stay for the user to read
+            with contextlib.suppress(OSError):
+                path.unlink()
     with contextlib.suppress(OSError):
         folder.rmdir()
     base = Report(
@@ -148,19 +156,48 @@ def launch(
     )
     report = merge_parts(base, parts)
     report.facts.setdefault("world_size", nproc)
+    report.extend(hang_findings(hangs, nproc))
+    if status == _HUNG:
+        report.facts["stopped_hung_job"] = True
     _note_missing(report, nproc, parts)
     report.exit_status = status
     return ScriptResult(report, status, False)
 
 
-def _run_group(command: list[str], env: dict[str, str], timeout: float | None) -> int:
-    """Run ``command`` in its own process group; the whole group goes on timeout/Ctrl-C."""
+_HUNG = 125  # the launcher's status when it stopped a hung job
+
+
+def _run_group(
+    command: list[str], env: dict[str, str], timeout: float | None, folder: Path, world: int
+) -> int:
+    """Run ``command`` in its own process group; the whole group goes on timeout, on
+    Ctrl-C, or when the ranks' hang records show the job is stuck."""
+    from torchdoctor.distributed.hang import hang_records, job_is_hung
+
     process = subprocess.Popen(command, env=env, start_new_session=True)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    first_seen: float | None = None
     try:
-        return process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        return 124
+        while True:
+            try:
+                return process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                _kill_group(process)
+                return 124
+            records = hang_records(folder)
+            if records and first_seen is None:
+                first_seen = now
+            if records and job_is_hung(records, world, first_seen, now):
+                print(
+                    "torchdoctor: the job is hung (see above); stopping it to report",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                _kill_group(process, signal.SIGKILL)  # hung ranks answer no gentler signal
+                return _HUNG
     except KeyboardInterrupt:
         _kill_group(process, signal.SIGINT)
         return 130

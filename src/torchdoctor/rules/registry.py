@@ -308,6 +308,8 @@ _TABLE: tuple[Rule, ...] = (
        "After backward, a DDP model's gradients differ across ranks"),
     _r("TD812", "uneven-batches-across-ranks", E, (RUN,),
        "Ranks iterate different numbers of batches, so the job hangs at the last collective"),
+    _r("TD813", "rank-stopped-progressing", E, (RUN,),
+       "One rank stopped making progress while the others wait for it in a collective"),
     # 9xx: checkpoints and reproducibility
     _r("TD901", "load-without-map-location", W, (LINT, CKPT),
        "A checkpoint holding CUDA tensors is loaded without map_location"),
