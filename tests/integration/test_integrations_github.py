@@ -95,7 +95,6 @@ def test_lint_step_reports_findings_as_sarif_and_annotations(tmp_path: Path) -> 
     assert "::error file=" in printed and "TD201" in printed
 
 
-@pytest.mark.slow
 def test_lint_step_passes_clean_code(tmp_path: Path) -> None:
     if shutil.which("torchdoctor", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("the torchdoctor command is not installed next to this Python")

@@ -128,6 +128,7 @@ def test_unmarked_is_not_watched():
     assert "test_correct_training FAILED" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_marker_rejects_unknown_options(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_bad="""

@@ -81,9 +81,11 @@ def test_no_module_keeps_a_classifier_or_a_factory_loader_of_its_own() -> None:
     user files by path."""
     offenders = []
     for path in SOURCE.rglob("*.py"):
-        if path.name == "_usercode.py":
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        words = ("get_paths", "spec_from_file_location", "preflight.f")
+        if path.name == "_usercode.py" or not any(word in text for word in words):
+            continue  # parse only the files that could hold a copy
+        tree = ast.parse(text)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
                 "get_paths",

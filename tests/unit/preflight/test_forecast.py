@@ -307,7 +307,6 @@ def test_a_model_larger_than_this_machine_is_forecast_without_its_memory() -> No
     assert point.fits is False and forecast.largest_batch_size is None
 
 
-@pytest.mark.slow
 def test_check_of_a_meta_model_gives_the_summary_and_forecast_only() -> None:
     with torch.device("meta"):
         model = Net()

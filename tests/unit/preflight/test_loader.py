@@ -196,7 +196,6 @@ def test_a_loader_whose_workers_are_starved_is_not_called_data_bound() -> None:
     assert multiprocessing.active_children() == []
 
 
-@pytest.mark.slow
 def test_decoding_in_workers_that_cannot_keep_up_is_reported() -> None:
     [found] = _run(DataLoader(Decoded(), batch_size=32, num_workers=2), "TD409")
     assert found.evidence["num_workers"] == 2
@@ -265,7 +264,6 @@ def test_the_restart_share_weighs_start_up_against_the_epoch(startup, batches,
     assert (share >= 0.05) is reported
 
 
-@pytest.mark.slow
 def test_workers_restarted_for_a_short_epoch_are_information() -> None:
     loader = DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True, num_workers=2)
     [found] = _run(loader, "TD412")
@@ -274,7 +272,6 @@ def test_workers_restarted_for_a_short_epoch_are_information() -> None:
     assert multiprocessing.active_children() == []  # the probe's workers are gone
 
 
-@pytest.mark.slow
 def test_persistent_workers_are_quiet() -> None:
     loader = DataLoader(TensorDataset(*_data()), batch_size=32, num_workers=2, shuffle=True,
                         persistent_workers=True)
@@ -321,7 +318,6 @@ def _workers(source: str, **options) -> DataLoader:
     return DataLoader(Jittered(source), batch_size=16, shuffle=True, num_workers=2, **options)
 
 
-@pytest.mark.slow
 def test_a_generator_the_dataset_carries_repeats_in_every_worker() -> None:
     [found] = _run(_workers("own-generator"), "TD410")
     assert found.severity is Severity.ERROR
@@ -330,14 +326,12 @@ def test_a_generator_the_dataset_carries_repeats_in_every_worker() -> None:
     assert multiprocessing.active_children() == []
 
 
-@pytest.mark.slow
 def test_a_worker_init_fn_that_seeds_every_worker_alike_is_reported() -> None:
     [found] = _run(_workers("numpy-global", worker_init_fn=_same_numpy_seed), "TD410")
     assert found.location.object == "_same_numpy_seed"
     assert "puts every worker on the same seed" in found.message
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("source", "options"), [
     ("numpy-global", {}),  # torch seeds numpy's global generator in each worker
     ("torch", {}),

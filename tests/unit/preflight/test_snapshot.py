@@ -43,6 +43,7 @@ def _seed_everything() -> None:
     random.seed(123)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SETUPS))
 def test_check_restores_everything(name: str) -> None:
     model, data, loss_fn, optimizer = _trained_once(SETUPS[name])
