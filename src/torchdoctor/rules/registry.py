@@ -263,6 +263,8 @@ _TABLE: tuple[Rule, ...] = (
        "nothing"),
     _r("TD618", "accumulated-loss-not-scaled", W, (LINT,),
        "Gradient accumulation sums k losses without dividing by k"),
+    _r("TD620", "optimizer-holds-stale-parameters", E, (CHECK, RUN),
+       "The optimizer steps copies of the model's parameters; the model never changes"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),

@@ -72,8 +72,15 @@ def test_a_zero_learning_rate_changes_nothing_and_says_so() -> None:
 
 def test_an_optimizer_over_another_model_changes_nothing_and_says_so() -> None:
     model = _mlp()
-    [found], _ = _findings(model, torch.optim.Adam(_mlp().parameters()))
+    other = nn.Sequential(nn.Linear(3, 5))  # not a copy: nothing of the model's shapes
+    [found], _ = _findings(model, torch.optim.Adam(other.parameters()))
     assert "holds none of the parameters that receive gradients" in found.message
+
+
+def test_an_optimizer_over_a_copy_leaves_the_cause_to_td620() -> None:
+    model = _mlp()
+    found, _ = _findings(model, torch.optim.Adam(_mlp().parameters()))
+    assert not found
 
 
 def test_a_summed_loss_with_sgd_blows_up_and_the_first_update_is_far_too_large() -> None:

@@ -35,6 +35,15 @@ def _net() -> Net:
     return Net()
 
 
+def _run_both(model, optimizer):
+    """TD601 and TD620 together: one of them explains a parameter the optimizer misses."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = check(model, BATCH, nn.CrossEntropyLoss(), optimizer,
+                       select=["TD601", "TD620"])
+    return list(report.findings)
+
+
 def _run(model, optimizer, code, loss_fn=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch warns about duplicates; we report them
@@ -48,19 +57,35 @@ def _run(model, optimizer, code, loss_fn=None):
 def test_a_head_replaced_after_the_optimizer_is_named_with_its_parameters() -> None:
     model = _net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    model.head = nn.Linear(8, 3)
-    [found] = _run(model, optimizer, "TD601")
+    model.head = nn.Linear(8, 3)  # the optimizer keeps the old head: TD620, not TD601
+    assert not _run(model, optimizer, "TD601")
+    [found] = _run(model, optimizer, "TD620")
     assert found.location.object == "head"
     assert "head (weight, bias)" in found.message
     assert found.evidence["parameters"] == ["head.weight", "head.bias"]
     assert found.severity is Severity.ERROR
 
 
+def test_a_head_replaced_by_one_of_another_size_is_missing_from_the_optimizer() -> None:
+    model = _net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.head = nn.Linear(8, 5)  # no copy of its shape in the optimizer
+    [found] = _run_both(model, optimizer)
+    assert found.code == "TD601" and found.location.object == "head"
+
+
 def test_an_optimizer_built_for_another_copy_is_reported_once_for_the_whole_model() -> None:
     model = _net()
-    [found] = _run(model, torch.optim.Adam(_net().parameters()), "TD601")
-    assert found.location.object == "Net"
-    assert "none of the 4 trainable parameters" in found.message
+    [found] = _run_both(model, torch.optim.Adam(_net().parameters()))
+    assert found.code == "TD620" and found.location.object == "Net"
+    assert "have the shapes of 4 of them" in found.message
+
+
+def test_an_optimizer_of_another_architecture_is_missing_every_parameter() -> None:
+    model = _net()
+    other = nn.Sequential(nn.Linear(3, 7))
+    [found] = _run_both(model, torch.optim.Adam(other.parameters()))
+    assert found.code == "TD601" and "none of the 4 trainable parameters" in found.message
 
 
 def test_parameters_missing_from_several_modules_are_one_finding_at_their_parent() -> None:

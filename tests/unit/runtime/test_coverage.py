@@ -50,11 +50,23 @@ def test_unused_layer_is_named_at_its_definition() -> None:
     assert "`aux` (2 parameters)" in found.message
 
 
+def test_layer_replaced_after_the_optimizer_is_an_optimizer_of_copies() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(32, 3)  # a new head; the optimizer keeps stepping the old one
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    [found] = w.report.by_code("TD620")
+    assert found.evidence["model_parameters"] == ["2.weight", "2.bias"]
+    assert not w.report.by_code("TD601")
+
+
 def test_layer_replaced_after_the_optimizer_is_missing_from_it() -> None:
     torch.manual_seed(0)
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    model[2] = nn.Linear(32, 3)  # a new head, unknown to the optimizer
+    model[2] = nn.Linear(32, 4)  # unknown to the optimizer, and of another size
     with torchdoctor.watch() as w:
         train(model, optimizer)
     [found] = w.report.by_code("TD601")

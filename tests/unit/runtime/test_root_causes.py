@@ -50,3 +50,61 @@ def test_one_class_cross_entropy_is_named_instead_of_its_symptoms(loss_of: Any) 
         "log-softmax-on-the-last-dim"])
 def test_correct_losses_are_quiet(outputs: int, loss_of: Any) -> None:
     assert "TD308" not in train(outputs, loss_of)
+
+
+# -- TD620: an optimizer of copies ------------------------------------------------------------
+
+
+def classifier() -> Any:
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def fit(model: Any, optimizer: Any, ema: Any = None, steps: int = 12) -> set[str]:
+    with torchdoctor.watch() as session:
+        for _ in range(steps):
+            x = torch.randn(16, 8)
+            loss = F.cross_entropy(model(x), (x[:, 0] > 0).long())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if ema is not None:
+                with torch.no_grad():
+                    for e, p in zip(ema.parameters(), model.parameters(), strict=True):
+                        e.mul_(0.9).add_(p, alpha=0.1)
+                    ema(x)
+    return session.report.codes()
+
+
+def test_an_optimizer_built_before_a_deepcopy_is_found_instead_of_its_symptoms() -> None:
+    import copy
+
+    torch.manual_seed(0)
+    original = classifier()
+    optimizer = torch.optim.Adam(original.parameters(), lr=1e-2)
+    codes = fit(copy.deepcopy(original), optimizer)
+    assert "TD620" in codes and not {"TD210", "TD601"} & codes
+
+
+def test_a_layer_replaced_after_the_optimizer_is_found() -> None:
+    torch.manual_seed(0)
+    model = classifier()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model[2] = nn.Linear(16, 3)
+    assert "TD620" in fit(model, optimizer)
+
+
+def test_an_ema_copy_beside_the_trained_model_is_quiet() -> None:
+    import copy
+
+    torch.manual_seed(0)
+    model = classifier()
+    ema = copy.deepcopy(model).requires_grad_(False)
+    assert "TD620" not in fit(model, torch.optim.Adam(model.parameters(), lr=1e-2), ema)
+
+
+def test_a_frozen_layer_left_out_of_the_optimizer_is_quiet() -> None:
+    torch.manual_seed(0)
+    model = classifier()
+    model[0].requires_grad_(False)
+    optimizer = torch.optim.SGD(model[2].parameters(), lr=0.1)
+    assert "TD620" not in fit(model, optimizer)

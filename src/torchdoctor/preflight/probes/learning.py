@@ -28,6 +28,7 @@ from torchdoctor.preflight.overfit import (
     run_steps,
     use_peak_rates,
 )
+from torchdoctor.preflight.probes.optimizer import holds_copies
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import CopyUnavailable, copy_for_training, is_finite
 from torchdoctor.preflight.updates import RATIO_HIGH, update_findings
@@ -51,6 +52,8 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
         if ctx.enabled("TD605"):
             yield blocked
         return
+    if ctx.optimizer is not None and holds_copies(ctx):
+        return  # the optimizer steps copies of the parameters: TD620 names that cause
     if ctx.optimizer is None:
         if ctx.enabled("TD605"):
             reference = reference_run(ctx)

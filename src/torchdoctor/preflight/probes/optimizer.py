@@ -78,15 +78,57 @@ def _by_module(names: list[str]) -> dict[str, list[str]]:
     return modules
 
 
-@probe("TD601")
+def _copies(missing: list[Any], foreign: list[Any]) -> bool:
+    """Whether ``foreign`` tensors (the optimizer's, not the model's) have the shape and
+    dtype of every parameter in ``missing``: the optimizer holds copies of them."""
+    from collections import Counter
+
+    wanted = Counter((tuple(p.shape), p.dtype) for p in missing)
+    held = Counter((tuple(p.shape), p.dtype) for p in foreign)
+    return bool(missing) and all(held[k] >= n for k, n in wanted.items())
+
+
+def _foreign(ctx: CheckContext) -> list[Any]:
+    """The optimizer's tensors that are no parameter of the model or the loss module."""
+    own = {id(p) for _, p in named_trainables(ctx)} | set(_all_names(ctx))
+    assert ctx.optimizer is not None
+    return [p for group in ctx.optimizer.param_groups for p in group["params"]
+            if id(p) not in own]
+
+
+def holds_copies(ctx: CheckContext) -> bool:
+    """Whether the optimizer holds copies of the trainable parameters it misses (TD620)."""
+    if ctx.optimizer is None:
+        return False
+    held = {id(p) for group in ctx.optimizer.param_groups for p in group["params"]}
+    missing = [p for _, p in named_trainables(ctx) if id(p) not in held]
+    return _copies(missing, _foreign(ctx))
+
+
+@probe("TD601", "TD620")
 def parameters_missing_from_optimizer(ctx: CheckContext) -> Iterator[Finding]:
-    """Trainable parameters of the model (or loss module) in no parameter group."""
+    """Trainable parameters of the model (or loss module) in no parameter group; TD620
+    when the optimizer holds copies of them instead (a deepcopy, a rebuilt layer)."""
     if ctx.optimizer is None:
         return
     held = {id(p) for group in ctx.optimizer.param_groups for p in group["params"]}
     trainable = named_trainables(ctx)
     missing = [n for n, p in trainable if id(p) not in held]
     if not missing:
+        return
+    foreign = _foreign(ctx)
+    if holds_copies(ctx):
+        where = covering_module(missing)
+        yield finding(
+            "TD620", f"The optimizer holds {len(foreign)} tensor(s) that are not "
+            f"{ctx.name('')}'s parameters but have the shapes of {len(missing)} of them "
+            f"({summarise_names(missing, limit=4)}), which it does not hold: it was built for "
+            "a copy of the model (a `deepcopy`, or layers replaced after it was made), so its "
+            "steps never change this model.",
+            Location(object=ctx.name(where)), Depth.CHECK,
+            fix_hint="Build the optimizer from the model that is trained, after the model is "
+                     "complete (after any deepcopy or layer replacement).",
+            evidence={"stale_tensors": len(foreign), "parameters": missing[:20]})
         return
     hint = ("Build the optimizer after the model is complete, from all the parameters that "
             "should train (`model.parameters()`), or freeze the ones meant to stay fixed "

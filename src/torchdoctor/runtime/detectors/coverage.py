@@ -108,7 +108,9 @@ class ParameterCoverage(RuntimeDetector):
         self._report("TD208", never, _NO_GRADIENT)
         unchanged = self._unchanged()
         owners = {id(p): info for info in self.monitor.optimizers for p in info.params}
-        self._report("TD601", [p for p in unchanged if id(p) not in owners], _NO_OPTIMIZER)
+        if not report.by_code("TD620"):  # else the optimizer holds their copies: TD620
+            self._report("TD601", [p for p in unchanged if id(p) not in owners],
+                         _NO_OPTIMIZER)
         vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
         if report.by_code("TD308"):  # a one-class loss: TD308 names why nothing changes
             return

@@ -239,8 +239,8 @@ class StepWithoutGradients(RuntimeDetector):
             self._zero.setdefault(key, []).append(sample.step)
 
     def on_finish(self, report: Any) -> None:
-        if report.by_code("TD308"):  # zero gradients of a one-class loss: TD308 says why
-            return
+        if report.by_code("TD308") or report.by_code("TD620"):
+            return  # a one-class loss, or an optimizer of copies: those name the cause
         for info in self.monitor.optimizers:
             key = id(info)
             none, zero = self._none.get(key, []), self._zero.get(key, [])

@@ -45,8 +45,10 @@ def owner_name(param: Any) -> str | None:
 
     import torch
 
+    module_type = torch.nn.Module
     for obj in gc.get_objects():
-        if isinstance(obj, torch.nn.Module):
+        # type(), not isinstance(): a lazy module proxy answering `__class__` may warn
+        if issubclass(type(obj), module_type):
             for name, value in obj._parameters.items():
                 if value is param:
                     return f"{type(obj).__name__}.{name}"

@@ -1,4 +1,5 @@
-"""Root causes of a loss that cannot train, seen in its autograd graph (TD308).
+"""Root causes of training that cannot change the model: a one-class loss (TD308) and an
+optimizer holding copies of the model's parameters (TD620).
 
 A classification loss over a single class: ``cross_entropy`` (or ``nll_loss`` after
 ``log_softmax``) on logits whose class dimension has size 1. ``log_softmax`` of one value
@@ -20,7 +21,9 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import BackwardEvent, CallSite, RuntimeDetector
 
-__all__ = ["SingleLogitCrossEntropy", "single_logit_shape"]
+__all__ = [
+    "SingleLogitCrossEntropy", "StaleOptimizerParameters", "single_logit_shape", "stale_match",
+]
 
 _CHECKS_PER_SITE = 4
 _GRAPH_NODES = 8  # autograd nodes read from the loss down
@@ -78,4 +81,57 @@ class SingleLogitCrossEntropy(RuntimeDetector):
             fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
                      "(`target.float()`); for C classes give the last layer C outputs.",
             evidence={"scores_shape": list(shape), "backward_call": event.index},
+        ))
+
+
+def stale_match(missing: list[Any], foreign: list[Any]) -> bool:
+    """Whether every parameter in ``missing`` (the model's, in no optimizer) has a tensor of
+    the same shape and dtype among ``foreign`` (an optimizer's, of no model): the optimizer
+    holds copies of them."""
+    from collections import Counter
+
+    def key(tensor: Any) -> tuple[tuple[int, ...], Any]:
+        return tuple(tensor.shape), tensor.dtype
+
+    wanted, held = Counter(key(p) for p in missing), Counter(key(p) for p in foreign)
+    return bool(missing) and all(held[k] >= n for k, n in wanted.items())
+
+
+@detector("TD620", depth=Depth.RUN)
+class StaleOptimizerParameters(RuntimeDetector):
+    """Flags an optimizer that steps copies of a model's parameters (a deepcopy, or the
+    layers a module had before it was rebuilt), while the model's own never change."""
+
+    def on_finish(self, report: Any) -> None:
+        held = {id(p) for info in self.monitor.optimizers for p in info.params}
+        for info in self.monitor.optimizers:
+            foreign = [p for p in info.params if self.monitor.model_of(p) is None]
+            if not foreign:
+                continue
+            for model in self.monitor.models:
+                missing = [p for p in model.inner.parameters()
+                           if p.requires_grad and id(p) not in held]
+                if stale_match(missing, foreign):
+                    self._emit(info, model, missing, foreign)
+
+    def _emit(self, info: Any, model: Any, missing: list[Any], foreign: list[Any]) -> None:
+        site = self.monitor.optimizer_site(info.optimizer)
+        names = [self.monitor.param_name(p) or "?" for p in missing]
+        shown = ", ".join(f"`{n}`" for n in names[:4]) + (" ..." if len(names) > 4 else "")
+        where = f" (built at {site})" if site is not None else ""
+        whole = len(missing) == sum(1 for p in model.inner.parameters() if p.requires_grad)
+        what = (f"every trainable parameter of `{model.label}`" if whole
+                else f"{len(missing)} parameter(s) of `{model.label}`: {shown}")
+        self.emit(finding(
+            "TD620",
+            f"{info.label}{where} steps {len(foreign)} tensor(s) that belong to no model "
+            f"but have the shapes of {what}, which no optimizer holds: it was built for a "
+            "copy of the model (a `deepcopy`, or layers replaced after it was made), so "
+            "its steps never change the model that runs",
+            site.location(object=model.label) if site is not None
+            else self.monitor.user_location(object=model.label), Depth.RUN,
+            fix_hint="Build the optimizer from the model that is trained, after the model "
+                     "is complete (after any deepcopy, `.to()` rebuild or layer replacement).",
+            evidence={"optimizer": info.label, "model": model.label,
+                      "stale_tensors": len(foreign), "model_parameters": names[:20]},
         ))
