@@ -385,10 +385,10 @@ class Report:
         return counts
 
     def _repr_html_(self) -> str:
-        """The self-contained HTML report, for Jupyter and other notebooks."""
-        from torchdoctor.report import RenderOptions, render
+        """The HTML report, for Jupyter and other notebooks (in a frame of its own)."""
+        from torchdoctor.report.html import notebook_html
 
-        return render(self, "html", RenderOptions(title=f"torchdoctor {self.command}".strip()))
+        return notebook_html(self)
 
 
 INTERNAL_ERROR_CODE = "TD001"

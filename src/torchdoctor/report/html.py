@@ -24,7 +24,7 @@ from torchdoctor.report.options import RenderOptions
 from torchdoctor.report.sarif import repo_relative
 from torchdoctor.rules.registry import RULES
 
-__all__ = ["render_html"]
+__all__ = ["notebook_html", "render_html"]
 
 _HEADING = {Severity.ERROR: "Errors", Severity.WARNING: "Warnings", Severity.INFO: "Info"}
 # Facts shown first in the summary, in this order, under these names.
@@ -93,6 +93,20 @@ def render_html(report: Report, options: RenderOptions) -> str:
             groups=[g for g in groups if g[2]],
             docs=_docs(sorted({f.code for f in findings})),
         )
+    )
+
+
+def notebook_html(report: Report, options: RenderOptions | None = None) -> str:
+    """The page inside an ``<iframe srcdoc>``, as a notebook cell shows it: the page's
+    styles stay inside the frame instead of restyling the notebook around it."""
+    from html import escape
+
+    page = render_html(
+        report, options or RenderOptions(title=f"torchdoctor {report.command}".strip())
+    )
+    return (
+        f'<iframe srcdoc="{escape(page, quote=True)}" title="torchdoctor report" '
+        'style="width: 100%; height: 640px; border: 1px solid #e5e7eb;"></iframe>'
     )
 
 

@@ -248,10 +248,13 @@ def _axes(x_scale: _Scale, y_scale: _Scale, x_label: str) -> list[str]:
 def _marker(marker: Marker, x: float, row: int) -> str:
     colour = MARKER_COLOURS.get(marker.severity, MARKER_COLOURS["warning"])
     label = escape(marker.label)
+    # Near the right edge the label goes to the left of its line, inside the plot.
+    at, anchor = (x - 3, "end") if x > WIDTH - _RIGHT - 50 else (x + 3, "start")
     return (
         f'<g class="marker"><path d="M{x} {_TOP}V{HEIGHT - _BOTTOM}" stroke="{colour}" '
         f'stroke-dasharray="4 3"/><title>{label}</title>'
-        f'<text x="{x + 3}" y="{_TOP + 10 + 12 * row}" fill="{colour}">{label}</text></g>'
+        f'<text x="{at:g}" y="{_TOP + 10 + 12 * row}" text-anchor="{anchor}" '
+        f'fill="{colour}">{label}</text></g>'
     )
 
 

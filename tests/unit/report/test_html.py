@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import re
 import subprocess
@@ -318,7 +319,10 @@ def test_html_renders_without_torch() -> None:
 
 def test_a_report_shows_itself_as_html_in_a_notebook() -> None:
     report = rich_report()
-    page = report._repr_html_()
+    shown = report._repr_html_()
+    frame = re.fullmatch(r'<iframe srcdoc="([^"]*)" [^>]*></iframe>', shown)
+    assert frame is not None  # the page's styles stay in its frame, out of the notebook's
+    page = html.unescape(frame.group(1))
     assert page == render(report, "html", RenderOptions(title="torchdoctor lint"))
     assert "<title>torchdoctor lint</title>" in page and 'id="rule-TD203"' in page
 
