@@ -109,17 +109,39 @@ class FileContext(NameResolver):
         if qualified in _TRANSPARENT_CALLS and call.args:
             return self.instance_type(call.args[0], scope, depth)
         if qualified is not None:
-            return qualified
+            return self._returned_by(qualified) or qualified
         if isinstance(func, ast.Name):
             local = self.local_class(func.id)
             if local is not None:
                 return f"<local>.{local.name}"
             relative = self.relative_imports.get(func.id)
             if relative is not None:
-                return relative
+                return self._returned_by(relative) or relative
+            own = self.project.facts_for(self.path)
+            if own is not None and func.id in own.functions:
+                return self._returned_by(f"{own.name}.{func.id}")
         if isinstance(func, ast.Attribute) and func.attr in _SELF_RETURNING:
             return self.instance_type(func.value, scope, depth)
         return None
+
+    def _returned_by(self, qualified: str) -> str | None:
+        """The class a project function always returns (``build_model()`` whose every
+        ``return`` builds a ``Net``), as a qualified name; ``None`` otherwise."""
+        function = self.project.function(qualified, near=self.path)
+        if function is None or not function.returns:
+            return None
+        kinds = set(function.returns)
+        if len(kinds) != 1:
+            return None
+        returned = kinds.pop()
+        if returned.startswith("<") or self.project.function(returned, near=self.path):
+            return None  # a value, or another function's result: not followed further
+        own = self.project.facts_for(self.path)
+        if own is not None and returned.startswith(own.name + "."):
+            local = returned[len(own.name) + 1:]
+            if self.local_class(local) is not None:
+                return f"<local>.{local}"  # how this file's own classes are spelled
+        return returned
 
     def _infer_binding(self, binding: Binding, scope: Scope, depth: int) -> str | None:
         if binding.kind is BindingKind.PARAMETER or binding.annotation is not None:

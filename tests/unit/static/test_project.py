@@ -237,3 +237,34 @@ def test_worker_processes_see_the_same_project_as_one_process(tmp_path: Path) ->
     assert len(serial) == 50
     assert sorted(f.location.path or "" for f in pooled) == sorted(
         f.location.path or "" for f in serial)
+
+
+def test_a_factory_function_of_another_file_gives_its_class(tmp_path: Path) -> None:
+    _write(tmp_path, {"nets.py": """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.BatchNorm1d(4)
+        def build_model():
+            model = Net()
+            return model
+        def build_either(flag):
+            if flag:
+                return Net()
+            return nn.Linear(2, 2)
+        """, "train.py": """
+        import torch
+        from nets import build_model, build_either
+        def evaluate(net, loader):
+            with torch.no_grad():
+                for x in loader:
+                    net(x)
+        def main(loader):
+            evaluate(build_model(), loader)
+        """})
+    (tmp_path / "other.py").write_text((tmp_path / "train.py").read_text().replace(
+        "evaluate(build_model(), loader)", "evaluate(build_either(True), loader)"))
+    found = [(Path(f.location.path).name, f.location.line) for f in
+             lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings]
+    assert found == [("train.py", 7)]  # build_either returns two kinds: not judged
