@@ -254,7 +254,7 @@ _TABLE: tuple[Rule, ...] = (
        "The loss grows steadily"),
     _r("TD614", "loss-constant", E, (RUN,),
        "The loss is exactly constant from step to step"),
-    _r("TD615", "epoch-scheduler-stepped-per-batch", W, (LINT,),
+    _r("TD615", "epoch-scheduler-stepped-per-batch", W, (LINT, RUN),
        "An epoch-based LR scheduler is stepped every batch"),
     _r("TD616", "clip-after-step", E, (LINT,),
        "Gradients are clipped after optimizer.step(), when they were already applied"),

@@ -29,6 +29,7 @@ _MODULES = (
     "exceptions",
     "warnings",
     "compile",
+    "schedules",
 )
 
 # Every other module of this package follows, alphabetically: a new detector module needs

@@ -1,0 +1,118 @@
+"""An epoch-based learning-rate scheduler stepped every batch (TD615).
+
+``StepLR``, ``MultiStepLR``, ``ExponentialLR`` and ``CosineAnnealingLR`` count epochs:
+their ``step_size``, milestones, ``gamma`` and ``T_max`` are written for one call per
+epoch. Called after every ``optimizer.step()`` they decay the learning rate within the
+first epoch, and training stalls. The verdict needs all of: such a scheduler on the
+optimizer, called about as often as the optimizer stepped, and the learning rate cut to
+below 1% of its start within the first few hundred steps (a cosine schedule must also
+have run past its period). Per-iteration schedules written for it (a cosine over the
+whole run, a slow exponential decay) stay quiet.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from torchdoctor.findings import Depth, Location
+from torchdoctor.rules.detectors import detector
+from torchdoctor.rules.registry import finding
+from torchdoctor.runtime.detectors.base import RuntimeDetector, StepEvent
+
+__all__ = ["EpochSchedulerPerBatch", "schedulers_of"]
+
+_EPOCH_SCHEDULERS = frozenset({"StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR"})
+_COLLAPSED = 0.01        # the learning rate below this share of its start
+_WITHIN_STEPS = 300      # ... this early in the run
+_PER_BATCH = 0.8         # scheduler calls per optimizer step that mean "every batch"
+_MIN_STEPS = 10
+
+
+def schedulers_of(optimizer: Any) -> list[Any]:
+    """The LR schedulers built on ``optimizer`` (found from the objects referring to it;
+    for reports only)."""
+    import gc
+
+    import torch
+
+    base = getattr(torch.optim.lr_scheduler, "LRScheduler", None) or \
+        torch.optim.lr_scheduler._LRScheduler
+    return [obj for obj in gc.get_referrers(optimizer)
+            if issubclass(type(obj), base) and getattr(obj, "optimizer", None) is optimizer]
+
+
+@dataclass(slots=True)
+class _Suspect:
+    """An epoch-type scheduler found on an optimizer when its learning rate collapsed."""
+
+    scheduler: Any  # a weak reference: a scheduler local to a function may be gone
+    name: str
+    calls: int
+    step: int
+    t_max: int | None
+
+
+@detector("TD615", depth=Depth.RUN)
+class EpochSchedulerPerBatch(RuntimeDetector):
+    """Flags an epoch-based scheduler whose decay ran out within the first steps."""
+
+    def __init__(self) -> None:
+        self._start: dict[int, float] = {}       # optimizer key -> lr at its first step
+        self._steps: dict[int, int] = {}
+        self._suspects: dict[int, list[_Suspect]] = {}
+
+    def on_step_begin(self, event: StepEvent) -> None:
+        if event.step == 1:
+            lr = event.optimizer.optimizer.param_groups[0].get("lr")
+            if isinstance(lr, (int, float)):
+                self._start[id(event.optimizer)] = float(lr)
+
+    def on_step_end(self, event: StepEvent) -> None:
+        key = id(event.optimizer)
+        self._steps[key] = event.step
+        if key in self._suspects or event.step > _WITHIN_STEPS or key not in self._start:
+            return
+        lr = event.optimizer.optimizer.param_groups[0].get("lr")
+        start = self._start[key]
+        if isinstance(lr, (int, float)) and start > 0 and lr < _COLLAPSED * start:
+            self._suspects[key] = [
+                _Suspect(weakref.ref(scheduler), type(scheduler).__name__,
+                         int(getattr(scheduler, "last_epoch", 0)), event.step,
+                         getattr(scheduler, "T_max", None))
+                for scheduler in schedulers_of(event.optimizer.optimizer)
+                if type(scheduler).__name__ in _EPOCH_SCHEDULERS]
+
+    def on_finish(self, report: Any) -> None:
+        for info in self.monitor.optimizers:
+            key = id(info)
+            for suspect in self._suspects.get(key, []):
+                alive = suspect.scheduler()
+                calls = int(getattr(alive, "last_epoch", suspect.calls)) if alive is not None \
+                    else suspect.calls
+                steps = self._steps.get(key, suspect.step) if alive is not None else suspect.step
+                if steps < _MIN_STEPS or calls < _PER_BATCH * steps:
+                    continue
+                if suspect.name == "CosineAnnealingLR" and calls <= int(suspect.t_max or 0):
+                    continue  # a cosine over the run's iterations is a per-batch schedule
+                self._emit(info, suspect.name, suspect.step, calls, steps)
+                break
+
+    def _emit(self, info: Any, name: str, step: int, calls: int, steps: int) -> None:
+        start = self._start.get(id(info), 0.0)
+        site = self.monitor.optimizer_site(info.optimizer)
+        where = f" (optimizer built at {site})" if site is not None else ""
+        self.emit(finding(
+            "TD615",
+            f"`{name}` on {info.label}{where} was stepped {calls} times for {steps} "
+            f"optimizer steps, once per batch, but it counts epochs: the learning rate fell "
+            f"from {start:.3g} to below 1% of it by step {step}, spending a decay meant for "
+            "the whole training in its first batches, so training stalls",
+            Location(object=f"{name} of {info.label}"), Depth.RUN,
+            fix_hint="Call `scheduler.step()` once per epoch, after the batch loop; or use a "
+                     "per-iteration schedule (`OneCycleLR`, `CosineAnnealingLR(T_max=total "
+                     "steps)`) if you mean to step it every batch.",
+            evidence={"scheduler": name, "scheduler_steps": calls, "optimizer_steps": steps,
+                      "lr_start": start, "collapsed_at_step": step},
+        ))
