@@ -111,7 +111,7 @@ class CrossRankChecks(RuntimeDetector):
     """Compares the ranks of a DDP job at a few steps; watches samplers and DDP options."""
 
     def __init__(self) -> None:
-        self._patches = Patches()
+        self._patches = Patches(alive=self._attached)
         self._exchange: Exchange | None = None
         self._ddps: list[_Ddp] = []
         self._checked_optimizer: int | None = None
@@ -162,6 +162,12 @@ class CrossRankChecks(RuntimeDetector):
 
     def _failed(self, error: BaseException) -> None:
         self._error = error
+
+    def _attached(self) -> bool:
+        from torchdoctor.runtime.monitor import active_monitor
+
+        monitor = getattr(self, "monitor", None)
+        return monitor is not None and active_monitor() is monitor
 
     def _group_ready(self, result: Any, *args: Any, **kwargs: Any) -> None:
         self._start_exchange()
@@ -236,8 +242,6 @@ class CrossRankChecks(RuntimeDetector):
     # -- the checks ----------------------------------------------------------------------
 
     def on_step_begin(self, event: StepEvent) -> None:
-        if self._error is not None:
-            raise self._error
         if not self._is_checked(event):
             return
         step = event.step
@@ -377,6 +381,8 @@ class CrossRankChecks(RuntimeDetector):
         if self._exchange is not None:
             self._collect_all()
         self._patches.remove()
+        if self._error is not None:
+            raise self._error  # a wrapper's callback failed: reported once as TD001
         for ddp in self._ddps:
             if ddp.find_unused and not ddp.some_unused and ddp.all_used_checks >= 2:
                 self.emit(verdicts.find_unused_without_unused(ddp.all_used_checks, ddp.location()))

@@ -30,9 +30,17 @@ __all__ = [
 class Patches:
     """Attribute patches, each undone by :meth:`remove` if nobody patched over it."""
 
-    def __init__(self) -> None:
+    def __init__(self, alive: Callable[[], bool] = lambda: True) -> None:
         self._items: list[tuple[Any, str, Any, Any]] = []
         self.active = True
+        self.alive = alive  # False once the owner is gone: the next call removes them all
+
+    def live(self) -> bool:
+        """Whether callbacks should run; removes every patch once the owner is gone (a
+        detector switched off after a failure never reaches its ``on_finish``)."""
+        if self.active and not self.alive():
+            self.remove()
+        return self.active
 
     def wrap(
         self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -66,7 +74,7 @@ def after_call(
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             result = original(*args, **kwargs)
-            if patches.active:
+            if patches.live():
                 try:
                     callback(result, *args, **kwargs)
                 except Exception as error:  # noqa: BLE001 - never break the user's call
@@ -86,7 +94,7 @@ def before_call(
 
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if patches.active:
+            if patches.live():
                 try:
                     callback(*args, **kwargs)
                 except Exception as error:  # noqa: BLE001 - never break the user's call
