@@ -208,12 +208,22 @@ def bootstrap() -> None:
     if config is None:
         return
     install_process_patch()
-    argv = " ".join(getattr(sys, "orig_argv", sys.argv))
-    if "multiprocessing" in argv or "torchdoctor" in argv:
-        # A multiprocessing child (its target is watched by the patch) or helper
-        # (resource tracker, forkserver), or torchdoctor itself (ranks it launched).
+    if _watches_itself(list(getattr(sys, "orig_argv", sys.argv))):
         return
     sys.meta_path.insert(0, _WatchOnTorchImport(config))
+
+
+def _watches_itself(argv: list[str]) -> bool:
+    """Whether a child needs no monitor at start-up: a multiprocessing child (its target
+    is watched by the process patch) or helper (resource tracker, forkserver), or
+    torchdoctor itself (a rank it launched, a nested ``torchdoctor run``)."""
+    if any(
+        arg.startswith("from multiprocessing") or arg == "--multiprocessing-fork" for arg in argv
+    ):
+        return True
+    if "torchdoctor.distributed.rank" in argv or "torchdoctor.cli" in " ".join(argv):
+        return True
+    return any(Path(arg).name == "torchdoctor" for arg in argv[:3])
 
 
 class _WatchOnTorchImport:

@@ -83,3 +83,28 @@ def test_other_targets_are_wrapped_only_when_followed(monkeypatch: pytest.Monkey
     monkeypatch.setenv(ENV, ChildConfig(parts="/tmp/x").to_env())
     _watch_target(child)
     assert child._target is not train and getattr(child._target, "function", None) is train
+
+
+@pytest.mark.parametrize(
+    ("argv", "itself"),
+    [
+        (
+            [
+                "python",
+                "-c",
+                "from multiprocessing.spawn import spawn_main; spawn_main()",
+                "--multiprocessing-fork",
+            ],
+            True,
+        ),
+        (["python", "-c", "from multiprocessing.resource_tracker import main;main(5)"], True),
+        (["python", "-m", "torchdoctor.distributed.rank", "train.py"], True),
+        (["/venv/bin/torchdoctor", "run", "train.py"], True),
+        (["python", "worker.py"], False),
+        (["python", "/home/me/torchdoctor-experiments/train.py"], False),
+    ],
+)
+def test_which_children_start_a_monitor_at_start_up(argv: list[str], itself: bool) -> None:
+    from torchdoctor.runtime.children import _watches_itself
+
+    assert _watches_itself(argv) is itself
