@@ -225,6 +225,9 @@ _TABLE: tuple[Rule, ...] = (
        "The model in eval mode gives different outputs for the same input"),
     _r("TD506", "functional-dropout-ignores-training", E, (LINT,),
        "F.dropout in a module without training=self.training stays on in eval mode"),
+    _r("TD507", "frozen-module-still-updating", W, (RUN,),
+       "A frozen part of the model is left in training mode: its BatchNorm statistics "
+       "keep changing"),
     # 6xx: optimizer, schedules and AMP
     _r("TD601", "parameters-missing-from-optimizer", E, (CHECK, RUN),
        "Trainable parameters are not in the optimizer"),

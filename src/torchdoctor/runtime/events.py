@@ -56,6 +56,8 @@ class EventHandlers:
         self._only: set[int] | None = None
         self._discovery_calls = 0
         self._discovery_handle: Any = None
+        self._discovering = False  # models are found by discovery (none were given)
+        self._discovery_until = 0
         self._roots: dict[int, ModelInfo] = {}
         self._forward_always = False
         self._sites: dict[tuple[str, int], CallSite] = {}
@@ -72,6 +74,8 @@ class EventHandlers:
             self._add_models(models)
         else:
             self._discovery_handle = hooks.module_forward_pre_hook(self._discover)
+            self._discovering = True
+            self._discovery_until = self.m.options.discovery_steps
         if optimizers:
             self._only = {id(o) for o in optimizers}
             for optimizer in optimizers:
@@ -101,6 +105,15 @@ class EventHandlers:
     def _optimizer_built(self, optimizer: Any) -> None:
         if self.m.enabled:
             self._guard(self._remember_site, "the optimizer construction hook", optimizer)
+            self._guard(self._rediscover, "model discovery")
+
+    def _rediscover(self) -> None:
+        """An optimizer built after discovery ended trains a model built late (a second
+        fine-tuning run, a new phase): look for models again for a few steps."""
+        if (self._discovering and self._discovery_handle is None and self._hooks is not None
+                and self._discovery_calls <= _DISCOVERY_CALL_LIMIT):
+            self._discovery_handle = self._hooks.module_forward_pre_hook(self._discover)
+            self._discovery_until = self.global_step + self.m.options.discovery_steps
 
     def _remember_site(self, optimizer: Any) -> None:
         """Remember the user's line that built ``optimizer``: the innermost user frame
@@ -241,7 +254,7 @@ class EventHandlers:
             self.m.dispatch.call("on_step_end:sampled", event)
             self.m.progress()
         if self._discovery_handle is not None and (
-                self.global_step >= self.m.options.discovery_steps):
+                self.global_step >= self._discovery_until):
             self._end_discovery()
         now = time.perf_counter()
         self.m.sampler.step_finished(now)

@@ -30,6 +30,7 @@ _MODULES = (
     "warnings",
     "compile",
     "schedules",
+    "freezing",
 )
 
 # Every other module of this package follows, alphabetically: a new detector module needs
