@@ -44,9 +44,11 @@ def read_sources(root: Path) -> list[tuple[str, bytes]]:
     return [(str(path), path.read_bytes()) for path in files]
 
 
-def interleaved(sources: list[tuple[str, bytes]],
-                first: Callable[[str, bytes], object],
-                second: Callable[[str, bytes], object]) -> tuple[float, float]:
+def interleaved(
+    sources: list[tuple[str, bytes]],
+    first: Callable[[str, bytes], object],
+    second: Callable[[str, bytes], object],
+) -> tuple[float, float]:
     """Total time of ``first`` and of ``second`` over the files, timed file by file in
     turn, so that a machine whose load changes during the run slows both alike."""
     total_first = total_second = 0.0
@@ -134,16 +136,20 @@ def main() -> None:
         parse = min(parse, parse_all(sources))
         ours = min(ours, lint_all(sources))
     print(f"ast.parse alone:             {parse:7.2f} s   (fastest of {args.repeat} rounds)")
-    print(f"torchdoctor lint, 1 process: {ours:7.2f} s   -> "
-          f"{ours / parse:.2f}x ast.parse (aim <= 2x; index built, one parse per file)")
+    print(
+        f"torchdoctor lint, 1 process: {ours:7.2f} s   -> "
+        f"{ours / parse:.2f}x ast.parse (aim <= 2x; index built, one parse per file)"
+    )
 
     from torchdoctor.static import LintConfig, lint
 
     workers = min(os.cpu_count() or 1, 8)
     start = time.perf_counter()
     lint([path for path, _ in sources], config=LintConfig(), jobs=workers)
-    print(f"torchdoctor lint, {workers} processes, reading the files too: "
-          f"{time.perf_counter() - start:7.2f} s")
+    print(
+        f"torchdoctor lint, {workers} processes, reading the files too: "
+        f"{time.perf_counter() - start:7.2f} s"
+    )
 
     if importlib.util.find_spec("torchfix") is None:
         print("TorchFix: not installed here (pip install torchfix) - comparison skipped")
@@ -153,8 +159,10 @@ def main() -> None:
         step = len(sources) / args.torchfix_files
         sample = [sources[int(i * step)] for i in range(args.torchfix_files)]
     theirs, ours_sample = interleaved(sample, torchfix_one_factory(), lint_one)
-    print(f"TorchFix on {len(sample)} files: {theirs:7.2f} s; torchdoctor on the same files: "
-          f"{ours_sample:.2f} s -> {theirs / ours_sample:.1f}x faster (aim >= 20x)")
+    print(
+        f"TorchFix on {len(sample)} files: {theirs:7.2f} s; torchdoctor on the same files: "
+        f"{ours_sample:.2f} s -> {theirs / ours_sample:.1f}x faster (aim >= 20x)"
+    )
 
 
 if __name__ == "__main__":

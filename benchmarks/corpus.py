@@ -66,10 +66,10 @@ def summary(findings: list[Finding], lines: int) -> list[str]:
         count = by_severity.get(severity, 0)
         rows.append(f"  {severity.value:<8} {count:6d}  {rate(count, lines):8.3f} /kloc")
     by_code = Counter((f.code, f.severity) for f in findings)
-    for (code, severity), count in sorted(by_code.items(),
-                                          key=lambda item: (item[0][1].rank * -1, item[0][0])):
-        rows.append(f"    {code} {severity.value:<8} {count:6d}  "
-                    f"{rate(count, lines):8.3f} /kloc")
+    for (code, severity), count in sorted(
+        by_code.items(), key=lambda item: (item[0][1].rank * -1, item[0][0])
+    ):
+        rows.append(f"    {code} {severity.value:<8} {count:6d}  {rate(count, lines):8.3f} /kloc")
     return rows
 
 
@@ -77,12 +77,15 @@ def listing(findings: list[Finding], shown: Severity) -> list[str]:
     """Every finding at or above ``shown``, sorted by severity, file and line."""
     out = []
     chosen = [f for f in findings if f.severity >= shown]
-    chosen.sort(key=lambda f: (-f.severity.rank, f.location.path or "",
-                               f.location.line or 0, f.code))
+    chosen.sort(
+        key=lambda f: (-f.severity.rank, f.location.path or "", f.location.line or 0, f.code)
+    )
     for found in chosen:
         where = f"{found.location.path}:{found.location.line or 0}"
-        out.append(f"  [{found.severity.value}] {where}: {found.code} "
-                   f"({found.confidence.value}) {found.message}")
+        out.append(
+            f"  [{found.severity.value}] {where}: {found.code} "
+            f"({found.confidence.value}) {found.message}"
+        )
     return out
 
 
@@ -92,9 +95,13 @@ def lint_tree(root: Path, args: argparse.Namespace) -> tuple[list[Finding], int,
     files = collect_files([root], config, root.resolve())
     lines = count_lines(files)
     start = time.perf_counter()
-    report = lint(root, config=config, jobs=args.jobs,
-                  select=args.select.split(",") if args.select else None,
-                  ignore=args.ignore.split(",") if args.ignore else None)
+    report = lint(
+        root,
+        config=config,
+        jobs=args.jobs,
+        select=args.select.split(",") if args.select else None,
+        ignore=args.ignore.split(",") if args.ignore else None,
+    )
     return report.findings, len(files), lines, time.perf_counter() - start
 
 

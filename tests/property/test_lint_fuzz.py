@@ -14,10 +14,16 @@ from hypothesis import strategies as st
 
 from torchdoctor.static import lint_source
 
-_SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
-                     suppress_health_check=[HealthCheck.too_slow,
-                                            HealthCheck.filter_too_much,
-                                            HealthCheck.data_too_large])
+_SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+    ],
+)
 
 
 def assert_lints_cleanly(source: str | bytes) -> None:
@@ -39,39 +45,82 @@ def test_grammar_generated_modules(source: str) -> None:
     assert_lints_cleanly(source)
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(hypothesmith.from_node())
 def test_cst_generated_modules(source: str) -> None:
     assert_lints_cleanly(source)
 
 
 _STATEMENTS = [
-    "loss = criterion(model(x), y)", "loss.backward()", "optimizer.step()",
-    "optimizer.zero_grad()", "model.zero_grad()", "scheduler.step()", "model.eval()",
-    "model.train()", "model.train(False)", "total += loss", "history.append(loss)",
-    "total += loss.item()", "out = model.forward(x)", "p.data.clamp_(-1, 1)",
-    "p.grad = None", "scaler.scale(loss).backward()", "scaler.step(optimizer)",
-    "evaluate(model, loader)", "helper(model)", "continue", "break", "return loss",
-    "optimizer.step(closure)", "self.opt.step()", "self.model(x)", "x = self.forward(x)",
-    "x = x.double()", "stats = torch.tensor(history, dtype=torch.float64)",
-    "print(stats.std().item())", "history.append(stats)", "return stats",
-    "model.train() if phase == 'train' else model.eval()", "counts[y] += 1",
+    "loss = criterion(model(x), y)",
+    "loss.backward()",
+    "optimizer.step()",
+    "optimizer.zero_grad()",
+    "model.zero_grad()",
+    "scheduler.step()",
+    "model.eval()",
+    "model.train()",
+    "model.train(False)",
+    "total += loss",
+    "history.append(loss)",
+    "total += loss.item()",
+    "out = model.forward(x)",
+    "p.data.clamp_(-1, 1)",
+    "p.grad = None",
+    "scaler.scale(loss).backward()",
+    "scaler.step(optimizer)",
+    "evaluate(model, loader)",
+    "helper(model)",
+    "continue",
+    "break",
+    "return loss",
+    "optimizer.step(closure)",
+    "self.opt.step()",
+    "self.model(x)",
+    "x = self.forward(x)",
+    "x = x.double()",
+    "stats = torch.tensor(history, dtype=torch.float64)",
+    "print(stats.std().item())",
+    "history.append(stats)",
+    "return stats",
+    "model.train() if phase == 'train' else model.eval()",
+    "counts[y] += 1",
 ]
 _BLOCKS = [
-    "for i, (x, y) in enumerate(loader):", "while step < 10:", "with torch.no_grad():",
-    "with torch.inference_mode():", "with torch.enable_grad():", "if (i + 1) % k == 0:",
-    "if not torch.isfinite(loss):", "try:", "def helper(model):", "def evaluate(model, loader):",
-    "class Trainer(nn.Module):", "@torch.no_grad()\ndef step(model, x):",
-    "if phase == 'val':", "for stats in history:",
+    "for i, (x, y) in enumerate(loader):",
+    "while step < 10:",
+    "with torch.no_grad():",
+    "with torch.inference_mode():",
+    "with torch.enable_grad():",
+    "if (i + 1) % k == 0:",
+    "if not torch.isfinite(loss):",
+    "try:",
+    "def helper(model):",
+    "def evaluate(model, loader):",
+    "class Trainer(nn.Module):",
+    "@torch.no_grad()\ndef step(model, x):",
+    "if phase == 'val':",
+    "for stats in history:",
 ]
 
 
 @st.composite
 def training_programs(draw: st.DrawFn) -> str:
-    lines = ["import torch", "from torch import nn", "criterion = nn.CrossEntropyLoss()",
-             "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)"]
+    lines = [
+        "import torch",
+        "from torch import nn",
+        "criterion = nn.CrossEntropyLoss()",
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+    ]
     depth = 0
     for _ in range(draw(st.integers(5, 40))):
         indent = "    " * depth
@@ -92,13 +141,21 @@ def training_programs(draw: st.DrawFn) -> str:
     try:
         compile(source, "fuzz.py", "exec", flags=0x400, dont_inherit=True)  # ast only
     except SyntaxError:
-        return "\n".join(line.replace("return loss", "pass").replace("continue", "pass")
-                         .replace("break", "pass") for line in lines) + "\n"
+        return (
+            "\n".join(
+                line.replace("return loss", "pass")
+                .replace("continue", "pass")
+                .replace("break", "pass")
+                for line in lines
+            )
+            + "\n"
+        )
     return source
 
 
-@settings(max_examples=120, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(training_programs())
 def test_training_loop_shaped_programs(source: str) -> None:
     assert_lints_cleanly(source)

@@ -49,8 +49,13 @@ def corpus_sources() -> list[str]:
 @pytest.mark.parametrize("fuzz_seed", _SEEDS)
 def test_training_programs_with_a_fresh_seed(fuzz_seed: int) -> None:
     @seed(fuzz_seed)
-    @settings(max_examples=PROGRAMS, deadline=None, derandomize=False, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=PROGRAMS,
+        deadline=None,
+        derandomize=False,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(training_programs())
     def lints_cleanly(source: str) -> None:
         assert_lints_cleanly(source)

@@ -16,15 +16,23 @@ from torchdoctor.static import LintConfig, lint
 
 # (code, path under the torch package) -> why the finding is right.
 AUDITED: dict[tuple[str, str], str] = {
-    ("TD201", "_inductor/fx_passes/numeric_utils.py"):
-        "run_model() backpropagates and steps a fresh SGD every iteration without clearing "
-        ".grad: the gradients do accumulate across iterations, as the rule says",
-    ("TD206", "testing/_internal/distributed/ddp_under_dist_autograd_test.py"):
-        "self.hybrid_module.forward(b) on an nn.Module: hooks are skipped (test code)",
-    ("TD206", "testing/_internal/distributed/distributed_test.py"):
-        "model.forward(input) on a DistributedDataParallel: its hooks are skipped",
-    ("TD002", "testing/_internal/py312_intrinsics.py"):
-        "Python 3.12 syntax (`def f[T]`), not parsable by an older interpreter",
+    (
+        "TD201",
+        "_inductor/fx_passes/numeric_utils.py",
+    ): "run_model() backpropagates and steps a fresh SGD every iteration without clearing "
+    ".grad: the gradients do accumulate across iterations, as the rule says",
+    (
+        "TD206",
+        "testing/_internal/distributed/ddp_under_dist_autograd_test.py",
+    ): "self.hybrid_module.forward(b) on an nn.Module: hooks are skipped (test code)",
+    (
+        "TD206",
+        "testing/_internal/distributed/distributed_test.py",
+    ): "model.forward(input) on a DistributedDataParallel: its hooks are skipped",
+    (
+        "TD002",
+        "testing/_internal/py312_intrinsics.py",
+    ): "Python 3.12 syntax (`def f[T]`), not parsable by an older interpreter",
 }
 WATCHED = ("TD0", "TD2", "TD5")
 
@@ -47,8 +55,10 @@ def test_every_torch_source_lints_without_internal_error() -> None:
     assert not internal, "\n".join(internal)
     per_rule = Counter(f.code for f in report.findings)
     print("\nfindings per rule on the torch corpus:", dict(sorted(per_rule.items())))
-    watched = {(f.code, Path(f.location.path).resolve().relative_to(root.resolve()).as_posix())
-               for f in report.findings
-               if f.code.startswith(WATCHED) and f.code != "TD001" and f.location.path}
+    watched = {
+        (f.code, Path(f.location.path).resolve().relative_to(root.resolve()).as_posix())
+        for f in report.findings
+        if f.code.startswith(WATCHED) and f.code != "TD001" and f.location.path
+    }
     unexpected = sorted(watched - set(AUDITED))
     assert not unexpected, f"new findings on torch's own code, audit them: {unexpected}"

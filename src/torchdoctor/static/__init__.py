@@ -64,13 +64,19 @@ def lint(
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     settings = resolve_config(config, given)
     root = settings.root or Path.cwd().resolve()
-    selection = Selection.from_options(tuple(select or ()) or settings.select or None,
-                                       [*settings.ignore, *(ignore or ())])
+    selection = Selection.from_options(
+        tuple(select or ()) or settings.select or None, [*settings.ignore, *(ignore or ())]
+    )
     files = collect_files(given, settings, root)
-    jobs_list = [FileJob(path, per_file_ignored(path, settings, root), settings.max_file_size)
-                 for path in files]
-    report = Report(tool_version=__version__, command="lint",
-                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    jobs_list = [
+        FileJob(path, per_file_ignored(path, settings, root), settings.max_file_size)
+        for path in files
+    ]
+    report = Report(
+        tool_version=__version__,
+        command="lint",
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     findings = lint_files(jobs_list, selection, jobs)
     if baseline is not None:
         from torchdoctor.static.baseline import filter_baseline, load_baseline
@@ -167,16 +173,19 @@ def fix(
 
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     before = lint(given, select=select, ignore=ignore, config=config, jobs=jobs)
-    candidates = sorted({f.location.path for f in before.findings
-                         if f.fix is not None and f.location.path})
+    candidates = sorted(
+        {f.location.path for f in before.findings if f.fix is not None and f.location.path}
+    )
     settings = resolve_config(config, given)
     root = settings.root or Path.cwd().resolve()
-    selection = Selection.from_options(tuple(select or ()) or settings.select or None,
-                                       [*settings.ignore, *(ignore or ())])
+    selection = Selection.from_options(
+        tuple(select or ()) or settings.select or None, [*settings.ignore, *(ignore or ())]
+    )
     results = []
     for path in candidates:
-        result = fix_file(FileJob(path, per_file_ignored(path, settings, root)), selection,
-                          unsafe=unsafe)
+        result = fix_file(
+            FileJob(path, per_file_ignored(path, settings, root)), selection, unsafe=unsafe
+        )
         if result is not None and result.applied:
             results.append(result)
     if not write or not any(r.changed for r in results):

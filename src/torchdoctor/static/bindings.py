@@ -81,8 +81,11 @@ def attribute_bindings(cls: ast.ClassDef) -> dict[str, list[tuple[Binding, ast.A
         for statement in _statements(method.body):
             targets, value, annotation = _assignment_parts(statement)
             for target in targets:
-                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                        and target.value.id == self_name):
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == self_name
+                ):
                     binding = Binding(BindingKind.ASSIGN, statement, value, annotation)
                     table.setdefault(target.attr, []).append((binding, method))
     return table
@@ -109,13 +112,15 @@ def _add_parameters(args: ast.arguments, table: Table) -> None:
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
     defaults += list(args.defaults)
     pairs = list(zip(positional, defaults, strict=True)) + list(
-        zip(args.kwonlyargs, args.kw_defaults, strict=True))
+        zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    )
     for extra in (args.vararg, args.kwarg):
         if extra is not None:
             pairs.append((extra, None))
     for arg, default in pairs:
         table.setdefault(arg.arg, []).append(
-            Binding(BindingKind.PARAMETER, arg, default, arg.annotation))
+            Binding(BindingKind.PARAMETER, arg, default, arg.annotation)
+        )
 
 
 def _assignment_parts(
@@ -140,17 +145,23 @@ def _bind_statement(statement: ast.stmt, table: Table) -> None:
         for item in statement.items:
             if isinstance(item.optional_vars, ast.Name):
                 table.setdefault(item.optional_vars.id, []).append(
-                    Binding(BindingKind.WITH_TARGET, statement, item.context_expr))
+                    Binding(BindingKind.WITH_TARGET, statement, item.context_expr)
+                )
     elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        table.setdefault(statement.name, []).append(
-            Binding(BindingKind.DEFINITION, statement))
+        table.setdefault(statement.name, []).append(Binding(BindingKind.DEFINITION, statement))
 
 
-def _bind_target(target: ast.expr, value: ast.expr | None, statement: ast.stmt,
-                 table: Table, annotation: ast.expr | None) -> None:
+def _bind_target(
+    target: ast.expr,
+    value: ast.expr | None,
+    statement: ast.stmt,
+    table: Table,
+    annotation: ast.expr | None,
+) -> None:
     if isinstance(target, ast.Name):
         table.setdefault(target.id, []).append(
-            Binding(BindingKind.ASSIGN, statement, value, annotation))
+            Binding(BindingKind.ASSIGN, statement, value, annotation)
+        )
     elif isinstance(target, (ast.Tuple, ast.List)):
         values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
         if values is not None and len(values) == len(target.elts):

@@ -36,8 +36,7 @@ class Mark:
 
     __slots__ = ("frames", "on_pop")
 
-    def __init__(self, frames: tuple[Frame, ...], on_pop: Callable[[], None] | None = None
-                 ) -> None:
+    def __init__(self, frames: tuple[Frame, ...], on_pop: Callable[[], None] | None = None) -> None:
         self.frames = frames
         self.on_pop = on_pop
 
@@ -115,9 +114,15 @@ class BlockWalker:
         stack.extend(reversed(node.body))
         stack.append(Mark(outer_frames + (frame,), enter_body))
         args = node.args
-        self._push_exprs([*node.decorator_list, *args.defaults, *args.kw_defaults,
-                          *(a.annotation for a in (*args.posonlyargs, *args.args,
-                                                   *args.kwonlyargs)), node.returns])
+        self._push_exprs(
+            [
+                *node.decorator_list,
+                *args.defaults,
+                *args.kw_defaults,
+                *(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)),
+                node.returns,
+            ]
+        )
 
     def _enter_class(self, node: ast.ClassDef) -> None:
         outer_frames, outer_owner = self.ctx.frames, self.owner
@@ -140,8 +145,9 @@ class BlockWalker:
         stack.append(Mark(outer_frames + (frame,), enter_body))
         self._push_exprs([*node.decorator_list, *node.bases, *node.keywords])
 
-    def _enter_loop(self, node: ast.For | ast.AsyncFor | ast.While,
-                    header: list[ast.AST], inside: list[ast.AST]) -> None:
+    def _enter_loop(
+        self, node: ast.For | ast.AsyncFor | ast.While, header: list[ast.AST], inside: list[ast.AST]
+    ) -> None:
         ctx = self.ctx
         outer_frames, outer_loop = self.ctx.frames, self.loop
         frame = Frame(FrameKind.LOOP, node)

@@ -27,8 +27,11 @@ def conditions(ctx: FileContext, frames: tuple[Frame, ...]) -> set[tuple[str, bo
             while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, truth = test.operand, not truth
             text = ctx.segment(test)
-            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
-                    test.ops[0], (ast.IsNot, ast.NotEq)):
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
+            ):
                 positive = "is" if isinstance(test.ops[0], ast.IsNot) else "=="
                 text = f"{ctx.segment(test.left)} {positive} {ctx.segment(test.comparators[0])}"
                 truth = not truth
@@ -66,5 +69,8 @@ def conditional(ctx: FileContext, statement: ast.AST, use: ast.expr, scope: Scop
 
 def _spans(outer: ast.stmt, inner: ast.AST) -> bool:
     start = (getattr(inner, "lineno", 0), getattr(inner, "col_offset", 0))
-    return (outer.lineno, outer.col_offset) <= start <= (outer.end_lineno or 0,
-                                                          outer.end_col_offset or 0)
+    return (
+        (outer.lineno, outer.col_offset)
+        <= start
+        <= (outer.end_lineno or 0, outer.end_col_offset or 0)
+    )

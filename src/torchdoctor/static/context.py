@@ -21,10 +21,26 @@ from torchdoctor.static.project import ClassInfo, ProjectIndex, single_file_inde
 __all__ = ["CURRENT", "FileContext", "Scope"]
 
 # Methods that return their receiver (``model.to(device)`` is still the model).
-_SELF_RETURNING = frozenset({
-    "to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16",
-    "requires_grad_", "share_memory", "apply", "type", "to_empty", "xpu", "mps",
-})
+_SELF_RETURNING = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "train",
+        "eval",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "requires_grad_",
+        "share_memory",
+        "apply",
+        "type",
+        "to_empty",
+        "xpu",
+        "mps",
+    }
+)
 # Wrappers whose result is (or behaves as) their first argument.
 _TRANSPARENT_CALLS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace"})
 _MAX_DEPTH = 8
@@ -42,8 +58,9 @@ class FileContext(NameResolver):
             linted with this one (built lazily from this file alone when none is given).
     """
 
-    def __init__(self, path: str, source: str, tree: ast.Module,
-                 project: ProjectIndex | None = None) -> None:
+    def __init__(
+        self, path: str, source: str, tree: ast.Module, project: ProjectIndex | None = None
+    ) -> None:
         super().__init__(path, source, tree)
         self._types: dict[tuple[int, int], str | None] = {}
         self.memo: dict[object, object] = {}
@@ -74,8 +91,9 @@ class FileContext(NameResolver):
         """The project class for a name :meth:`instance_type` gave, if it is one."""
         return self.project.module_class(type_name, near=self.path)
 
-    def instance_type(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
-                      ) -> str | None:
+    def instance_type(
+        self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
+    ) -> str | None:
         """The class (qualified name, or ``"<local>.Name"`` for a class of this file) of
         the value ``expr`` evaluates to, when the file shows it; else ``None``."""
         scope = self._scope(scope)
@@ -94,8 +112,7 @@ class FileContext(NameResolver):
             found = self.lookup(expr, scope)
             if found is not None and found[0].kind is BindingKind.UNPACKED:
                 source = self.unpacked_source(expr.id, found[0], found[1])
-                return None if source is None else self.instance_type(source[0], source[1],
-                                                                      depth)
+                return None if source is None else self.instance_type(source[0], source[1], depth)
             return None if found is None else self._infer_binding(found[0], found[1], depth)
         if isinstance(expr, ast.Attribute):
             found = self.attribute_binding(expr, scope)
@@ -138,7 +155,7 @@ class FileContext(NameResolver):
             return None  # a value, or another function's result: not followed further
         own = self.project.facts_for(self.path)
         if own is not None and returned.startswith(own.name + "."):
-            local = returned[len(own.name) + 1:]
+            local = returned[len(own.name) + 1 :]
             if self.local_class(local) is not None:
                 return f"<local>.{local}"  # how this file's own classes are spelled
         return returned
@@ -147,7 +164,8 @@ class FileContext(NameResolver):
         if binding.kind is BindingKind.PARAMETER or binding.annotation is not None:
             if binding.annotation is not None:
                 return self.qualified_name(binding.annotation, scope) or self._local_name(
-                    binding.annotation)
+                    binding.annotation
+                )
             return None
         if binding.kind in (BindingKind.ASSIGN, BindingKind.WITH_TARGET) and binding.value:
             return self.instance_type(binding.value, scope, depth)
@@ -158,14 +176,13 @@ class FileContext(NameResolver):
             return f"<local>.{annotation.id}"
         return None
 
-    def is_family(self, type_name: str, family: str, _seen: frozenset[str] = frozenset()
-                  ) -> bool:
+    def is_family(self, type_name: str, family: str, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether the class ``type_name`` (from :meth:`instance_type`) is in ``family``."""
         if not type_name.startswith("<local>."):
             if torchapi.in_family(type_name, family):
                 return True
             return self._project_in_family(type_name, family)
-        cls = self.local_class(type_name[len("<local>."):])
+        cls = self.local_class(type_name[len("<local>.") :])
         if cls is None or type_name in _seen or len(_seen) > _MAX_DEPTH:
             return False
         for base in cls.node.bases:
@@ -181,9 +198,11 @@ class FileContext(NameResolver):
         info = self.project.module_class(type_name, near=self.path)
         if info is None:
             return False
-        return any(torchapi.in_family(base, family)
-                   or (base != type_name and self._project_in_family(base, family, depth + 1))
-                   for base in info.bases)
+        return any(
+            torchapi.in_family(base, family)
+            or (base != type_name and self._project_in_family(base, family, depth + 1))
+            for base in info.bases
+        )
 
     def family_of(self, expr: ast.AST, scope: ScopeArg = CURRENT) -> tuple[str, Confidence] | None:
         """Which family (:mod:`torchapi` constant) ``expr``'s value belongs to.

@@ -18,9 +18,17 @@ from torchdoctor.static.structure import FunctionScope
 __all__ = ["FRAMEWORK_BASES", "framework_owned"]
 
 # Bases (qualified-name prefixes) whose subclasses' methods a framework calls.
-FRAMEWORK_BASES = ("lightning.", "pytorch_lightning.", "lightning_fabric.",
-                   "transformers.Trainer", "transformers.trainer.", "transformers.Seq2SeqTrainer",
-                   "ignite.", "accelerate.", "composer.")
+FRAMEWORK_BASES = (
+    "lightning.",
+    "pytorch_lightning.",
+    "lightning_fabric.",
+    "transformers.Trainer",
+    "transformers.trainer.",
+    "transformers.Seq2SeqTrainer",
+    "ignite.",
+    "accelerate.",
+    "composer.",
+)
 # Decorators that register a function as an event handler: `@engine.on(...)`.
 _HANDLER_DECORATORS = frozenset({"on", "add_event_handler", "hook", "register_hook"})
 _MAX_DEPTH = 8
@@ -36,8 +44,9 @@ def framework_owned(ctx: FileContext, function: FunctionScope | None) -> bool:
     owned = False
     scope = function
     while scope is not None and not owned:
-        owned = _handler(scope) or (scope.owner is not None
-                                    and _framework_class(ctx, scope.owner.node))
+        owned = _handler(scope) or (
+            scope.owner is not None and _framework_class(ctx, scope.owner.node)
+        )
         scope = scope.parent
     ctx.memo[key] = owned
     return owned
@@ -45,8 +54,11 @@ def framework_owned(ctx: FileContext, function: FunctionScope | None) -> bool:
 
 def _handler(function: FunctionScope) -> bool:
     for decorator in function.node.decorator_list:
-        if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
-                and decorator.func.attr in _HANDLER_DECORATORS:
+        if (
+            isinstance(decorator, ast.Call)
+            and isinstance(decorator.func, ast.Attribute)
+            and decorator.func.attr in _HANDLER_DECORATORS
+        ):
             return True
     return False
 
@@ -57,7 +69,8 @@ def _framework_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
         name = ctx.qualified_name(base, None)
         if name is None and isinstance(base, ast.Name):
             name = ctx.relative_imports.get(base.id) or (
-                f"<local>.{base.id}" if ctx.local_class(base.id) is not None else None)
+                f"<local>.{base.id}" if ctx.local_class(base.id) is not None else None
+            )
         if name is not None:
             pending.append(name)
     seen: set[str] = set()

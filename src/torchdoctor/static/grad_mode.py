@@ -38,8 +38,12 @@ def grad_disabled_by(ctx: FileContext, frames: tuple[Frame, ...]) -> ast.AST | N
             function = ctx.scopes.get(node)
             decorators: list[ast.expr] = getattr(node, "decorator_list", [])
             for decorator in decorators:
-                if _grad_state(ctx, decorator, function.parent if function else None,
-                               decorator=True) is False:
+                if (
+                    _grad_state(
+                        ctx, decorator, function.parent if function else None, decorator=True
+                    )
+                    is False
+                ):
                     return decorator
             return None
         elif frame.kind in (FrameKind.CLASS, FrameKind.MODULE):
@@ -47,8 +51,7 @@ def grad_disabled_by(ctx: FileContext, frames: tuple[Frame, ...]) -> ast.AST | N
     return None
 
 
-def _with_grad_state(ctx: FileContext, node: ast.With | ast.AsyncWith, scope: Scope
-                     ) -> bool | None:
+def _with_grad_state(ctx: FileContext, node: ast.With | ast.AsyncWith, scope: Scope) -> bool | None:
     state = None
     for item in node.items:
         found = _grad_state(ctx, item.context_expr, scope)
@@ -57,8 +60,9 @@ def _with_grad_state(ctx: FileContext, node: ast.With | ast.AsyncWith, scope: Sc
     return state
 
 
-def _grad_state(ctx: FileContext, expr: ast.expr, scope: Scope, decorator: bool = False
-                ) -> bool | None:
+def _grad_state(
+    ctx: FileContext, expr: ast.expr, scope: Scope, decorator: bool = False
+) -> bool | None:
     """False: disables grad; True: enables it; None: neither or unknown."""
     call = expr if isinstance(expr, ast.Call) else None
     name = ctx.qualified_name(call.func if call else expr, scope)

@@ -69,8 +69,7 @@ class NameResolver(SourceText):
         self.class_index: dict[str, ClassScope] = {}
         self.classes: dict[ast.AST, ClassScope] = {}
         self._tables: dict[ast.AST, dict[str, list[Binding]]] = {}
-        self._sorted: dict[tuple[ast.AST, str],
-                           tuple[list[tuple[int, int]], list[Binding]]] = {}
+        self._sorted: dict[tuple[ast.AST, str], tuple[list[tuple[int, int]], list[Binding]]] = {}
         self._attributes: dict[ast.AST, dict[str, list[tuple[Binding, ast.AST]]]] = {}
         self._aliases: dict[tuple[int, int], str | None] = {}
         self._callers: dict[int, list[tuple[Scope, Item]]] | None = None
@@ -103,15 +102,17 @@ class NameResolver(SourceText):
 
         own = module_name(self.path).split(".")
         package = own if self.path.endswith("__init__.py") else own[:-1]
-        package = package[:len(package) - node.level + 1] if node.level > 1 else package
+        package = package[: len(package) - node.level + 1] if node.level > 1 else package
         base = ".".join([*package, *([node.module] if node.module else [])])
         for alias in node.names:
             if alias.name != "*":
-                self.relative_imports[alias.asname or alias.name] = \
+                self.relative_imports[alias.asname or alias.name] = (
                     f"{base}.{alias.name}" if base else alias.name
+                )
 
-    def qualified_name(self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
-                       ) -> str | None:
+    def qualified_name(
+        self, expr: ast.AST, scope: ScopeArg = CURRENT, _depth: int = 0
+    ) -> str | None:
         """The canonical dotted name an expression refers to, through imports.
 
         ``T.optim.SGD`` after ``import torch as T`` gives ``"torch.optim.SGD"``; a local
@@ -146,7 +147,8 @@ class NameResolver(SourceText):
             return None
         binding, owner = found
         if binding.kind is not BindingKind.ASSIGN or not isinstance(
-                binding.value, (ast.Name, ast.Attribute)):
+            binding.value, (ast.Name, ast.Attribute)
+        ):
             return None
         return self.qualified_name(binding.value, owner, depth + 1)
 
@@ -182,12 +184,17 @@ class NameResolver(SourceText):
                 return None
             current = current.parent
 
-    def attribute_binding(self, attr: ast.Attribute, scope: ScopeArg = CURRENT
-                          ) -> tuple[Binding, Scope] | None:
+    def attribute_binding(
+        self, attr: ast.Attribute, scope: ScopeArg = CURRENT
+    ) -> tuple[Binding, Scope] | None:
         """What ``self.attr`` was bound to in the class of the current method, if anywhere."""
         method = self._scope(scope)
-        if (method is None or method.owner is None or not isinstance(attr.value, ast.Name)
-                or attr.value.id != method.self_name):
+        if (
+            method is None
+            or method.owner is None
+            or not isinstance(attr.value, ast.Name)
+            or attr.value.id != method.self_name
+        ):
             return None
         table = self._attributes.get(method.owner.node)
         if table is None:
@@ -201,8 +208,9 @@ class NameResolver(SourceText):
         binding, method_node = found[0]
         return binding, self.scopes.get(method_node)
 
-    def unpacked_source(self, name: str, binding: Binding, scope: Scope
-                        ) -> tuple[ast.expr, Scope] | None:
+    def unpacked_source(
+        self, name: str, binding: Binding, scope: Scope
+    ) -> tuple[ast.expr, Scope] | None:
         """Where a name unpacked from a call of a local function gets its value.
 
         ``model, loader = make()``, with ``make`` a function of this file whose last
@@ -210,8 +218,12 @@ class NameResolver(SourceText):
         ``make``'s scope) for ``model``. ``None`` for any other unpacking.
         """
         statement, value = binding.node, binding.value
-        if binding.kind is not BindingKind.UNPACKED or not isinstance(value, ast.Call) or \
-                not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        if (
+            binding.kind is not BindingKind.UNPACKED
+            or not isinstance(value, ast.Call)
+            or not isinstance(statement, ast.Assign)
+            or len(statement.targets) != 1
+        ):
             return None
         target = statement.targets[0]
         if not isinstance(target, (ast.Tuple, ast.List)):
@@ -224,16 +236,18 @@ class NameResolver(SourceText):
             return None
         found = None
         for node in _returns(function.node):
-            if isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) == \
-                    len(names) and not any(isinstance(e, ast.Starred) for e in node.value.elts):
+            if (
+                isinstance(node.value, (ast.Tuple, ast.List))
+                and len(node.value.elts) == len(names)
+                and not any(isinstance(e, ast.Starred) for e in node.value.elts)
+            ):
                 found = node.value.elts[names.index(name)]
         return None if found is None else (found, function)
 
     def _scope(self, scope: ScopeArg) -> Scope:
         return self.function if isinstance(scope, _Current) else scope
 
-    def _nearest(self, owner: ast.AST, name: str, position: tuple[int, int]
-                  ) -> Binding | None:
+    def _nearest(self, owner: ast.AST, name: str, position: tuple[int, int]) -> Binding | None:
         """The last binding of ``name`` in ``owner`` before ``position``, else its first
         one; bindings whose statement contains ``position`` do not count (in
         ``x = f(x)`` the ``x`` on the right is the previous binding). A binary search
@@ -283,9 +297,13 @@ class NameResolver(SourceText):
         func = call.func
         if isinstance(func, ast.Name):
             return self.function_index.get(func.id)
-        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and scope is not None and scope.owner is not None
-                and func.value.id == scope.self_name):
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and scope is not None
+            and scope.owner is not None
+            and func.value.id == scope.self_name
+        ):
             return scope.owner.methods.get(func.attr)
         return None
 
@@ -313,8 +331,9 @@ def _returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Retur
         if isinstance(node, ast.Return):
             found.append(node)
         elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stack.extend(reversed([c for c in ast.iter_child_nodes(node)
-                                   if isinstance(c, ast.stmt)]))
+            stack.extend(
+                reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)])
+            )
     return found
 
 

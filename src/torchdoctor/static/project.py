@@ -55,17 +55,37 @@ __all__ = ["ClassInfo", "FunctionInfo", "ProjectIndex", "single_file_index"]
 
 _MAX_DEPTH = 12
 # torch.nn layers whose train and eval behaviour differ (words in the class name).
-_SENSITIVE_WORDS = ("Dropout", "BatchNorm", "InstanceNorm", "Transformer", "MultiheadAttention",
-                    "LSTM", "GRU", "RNN", "SyncBatchNorm")
-_SENSITIVE_FUNCTIONS = frozenset({
-    "torch.nn.functional.dropout", "torch.nn.functional.dropout1d",
-    "torch.nn.functional.dropout2d", "torch.nn.functional.dropout3d",
-    "torch.nn.functional.alpha_dropout", "torch.nn.functional.feature_alpha_dropout",
-    "torch.nn.functional.batch_norm", "torch.nn.functional.instance_norm", "torch.dropout",
-})
-_MODULE_BASES = ("torch.nn.", "lightning.pytorch.LightningModule",
-                 "pytorch_lightning.LightningModule", "lightning.LightningModule",
-                 "pl.LightningModule")
+_SENSITIVE_WORDS = (
+    "Dropout",
+    "BatchNorm",
+    "InstanceNorm",
+    "Transformer",
+    "MultiheadAttention",
+    "LSTM",
+    "GRU",
+    "RNN",
+    "SyncBatchNorm",
+)
+_SENSITIVE_FUNCTIONS = frozenset(
+    {
+        "torch.nn.functional.dropout",
+        "torch.nn.functional.dropout1d",
+        "torch.nn.functional.dropout2d",
+        "torch.nn.functional.dropout3d",
+        "torch.nn.functional.alpha_dropout",
+        "torch.nn.functional.feature_alpha_dropout",
+        "torch.nn.functional.batch_norm",
+        "torch.nn.functional.instance_norm",
+        "torch.dropout",
+    }
+)
+_MODULE_BASES = (
+    "torch.nn.",
+    "lightning.pytorch.LightningModule",
+    "pytorch_lightning.LightningModule",
+    "lightning.LightningModule",
+    "pl.LightningModule",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,13 +182,14 @@ class ProjectIndex:
         found = None if owner is None else owner.functions.get(name)
         if found is None:
             return None
-        return FunctionInfo(found.name, found.qualname, found.path, found.line, found.returns,
-                            found.calls)
+        return FunctionInfo(
+            found.name, found.qualname, found.path, found.line, found.returns, found.calls
+        )
 
     def _class_facts(self, name: str, near: str | None) -> ClassFacts | None:
         if name.startswith("<local>."):
             own = self.facts_for(near) if near else None
-            return None if own is None else own.classes.get(name[len("<local>."):])
+            return None if own is None else own.classes.get(name[len("<local>.") :])
         module, _, bare = name.rpartition(".")
         if module:
             owner = self._module(module, near)
@@ -194,8 +215,10 @@ class ProjectIndex:
         if len(candidates) == 1 or near is None:
             return candidates[0]
         here = os.path.dirname(os.path.abspath(near))
-        return max(candidates, key=lambda m: len(os.path.commonpath(
-            [here, os.path.dirname(os.path.abspath(m.path))])))
+        return max(
+            candidates,
+            key=lambda m: len(os.path.commonpath([here, os.path.dirname(os.path.abspath(m.path))])),
+        )
 
     # --- transitive answers (memoised per class) ----------------------------------------
 
@@ -229,6 +252,7 @@ class ProjectIndex:
                         return True
                     unknown = unknown or answer is None
             return None if unknown else False
+
         return self._cached("module", facts, compute)  # type: ignore[return-value]
 
     def _inherits(self, facts: ClassFacts, wanted: str, depth: int) -> bool:
@@ -236,8 +260,9 @@ class ProjectIndex:
             if isinstance(base, str):
                 if base == wanted:
                     return True
-            elif base.qualname == wanted or (depth < _MAX_DEPTH
-                                              and self._inherits(base, wanted, depth + 1)):
+            elif base.qualname == wanted or (
+                depth < _MAX_DEPTH and self._inherits(base, wanted, depth + 1)
+            ):
                 return True
         return False
 
@@ -247,8 +272,11 @@ class ProjectIndex:
                 return True
             unknown = False
             for base in self._base_facts(facts):
-                answer = _name_sensitive(base) if isinstance(base, str) else (
-                    self._sensitive(base, depth + 1) if depth < _MAX_DEPTH else None)
+                answer = (
+                    _name_sensitive(base)
+                    if isinstance(base, str)
+                    else (self._sensitive(base, depth + 1) if depth < _MAX_DEPTH else None)
+                )
                 if answer:
                     return True
                 unknown = unknown or answer is None
@@ -258,6 +286,7 @@ class ProjectIndex:
                     return True
                 unknown = unknown or answer is None
             return None if unknown else False
+
         return self._cached("sensitive", facts, compute)  # type: ignore[return-value]
 
     def _call_sensitive(self, called: str, near: str, depth: int) -> bool | None:
@@ -278,8 +307,9 @@ class ProjectIndex:
         self._memo[key] = False  # cycle guard
         unknown = False
         for called in helper.calls:
-            answer = self._call_sensitive(called, helper.path, depth + 1) \
-                if depth < _MAX_DEPTH else None
+            answer = (
+                self._call_sensitive(called, helper.path, depth + 1) if depth < _MAX_DEPTH else None
+            )
             if answer:
                 self._memo[key] = True
                 return True
@@ -297,7 +327,7 @@ class ProjectIndex:
             ending = facts.forward_ends_in
             if ending is None or not ending.startswith("<attr>"):
                 return ending
-            attribute = ending[len("<attr>"):]
+            attribute = ending[len("<attr>") :]
             if attribute in facts.sequential_last:
                 return facts.sequential_last[attribute]
             built = facts.attributes.get(attribute)
@@ -311,6 +341,7 @@ class ProjectIndex:
             if layer is not None and depth < _MAX_DEPTH:
                 return self._ending(layer, depth + 1)
             return None
+
         return self._cached("ending", facts, compute)  # type: ignore[return-value]
 
 
@@ -322,8 +353,10 @@ def _name_sensitive(qualified: str) -> bool | None:
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
         return any(word in last for word in _SENSITIVE_WORDS)
-    if qualified.startswith(("torch.", "numpy.")) or \
-            qualified.partition(".")[0] in sys.stdlib_module_names:
+    if (
+        qualified.startswith(("torch.", "numpy."))
+        or qualified.partition(".")[0] in sys.stdlib_module_names
+    ):
         return False
     return None
 

@@ -17,12 +17,18 @@ from torchdoctor.static import torchapi
 __all__ = ["ClassFacts", "FunctionFacts", "ModuleFacts", "module_name", "summarise"]
 
 _ENDINGS: dict[str, str] = {
-    "torch.sigmoid": "sigmoid", "torch.nn.functional.sigmoid": "sigmoid",
-    "torch.nn.Sigmoid": "sigmoid", "sigmoid": "sigmoid",
-    "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
-    "torch.nn.Softmax": "softmax", "softmax": "softmax",
-    "torch.log_softmax": "log_softmax", "torch.nn.functional.log_softmax": "log_softmax",
-    "torch.nn.LogSoftmax": "log_softmax", "log_softmax": "log_softmax",
+    "torch.sigmoid": "sigmoid",
+    "torch.nn.functional.sigmoid": "sigmoid",
+    "torch.nn.Sigmoid": "sigmoid",
+    "sigmoid": "sigmoid",
+    "torch.softmax": "softmax",
+    "torch.nn.functional.softmax": "softmax",
+    "torch.nn.Softmax": "softmax",
+    "softmax": "softmax",
+    "torch.log_softmax": "log_softmax",
+    "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.nn.LogSoftmax": "log_softmax",
+    "log_softmax": "log_softmax",
 }
 
 
@@ -93,7 +99,8 @@ def module_name(path: str) -> str:
         is_package = _PACKAGE_CACHE.get(directory)
         if is_package is None:
             is_package = _PACKAGE_CACHE[directory] = os.path.isfile(
-                os.path.join(directory, "__init__.py"))
+                os.path.join(directory, "__init__.py")
+            )
         if not is_package:
             break
         directory, package = os.path.split(directory)
@@ -132,8 +139,9 @@ def summarise(path: str, tree: ast.Module, name: str | None = None) -> ModuleFac
     return facts
 
 
-def _add_import(imports: dict[str, str], node: ast.Import | ast.ImportFrom, module: str,
-                is_package: bool) -> None:
+def _add_import(
+    imports: dict[str, str], node: ast.Import | ast.ImportFrom, module: str, is_package: bool
+) -> None:
     if isinstance(node, ast.Import):
         for alias in node.names:
             if alias.asname:
@@ -145,7 +153,7 @@ def _add_import(imports: dict[str, str], node: ast.Import | ast.ImportFrom, modu
     base = node.module or ""
     if node.level:
         package = module.split(".") if is_package else module.split(".")[:-1]
-        package = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+        package = package[: len(package) - (node.level - 1)] if node.level > 1 else package
         base = ".".join([*package, *([node.module] if node.module else [])])
     for alias in node.names:
         if alias.name != "*":
@@ -217,8 +225,18 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
         return training
     if cls is ast.Attribute:
         return bool(expr.attr == "training")  # type: ignore[attr-defined]
-    if cls in (ast.List, ast.Tuple, ast.Starred, ast.BinOp, ast.BoolOp, ast.UnaryOp,
-               ast.IfExp, ast.Compare, ast.ListComp, ast.GeneratorExp):
+    if cls in (
+        ast.List,
+        ast.Tuple,
+        ast.Starred,
+        ast.BinOp,
+        ast.BoolOp,
+        ast.UnaryOp,
+        ast.IfExp,
+        ast.Compare,
+        ast.ListComp,
+        ast.GeneratorExp,
+    ):
         training = False
         for child in ast.iter_child_nodes(expr):
             training = _calls(child, namer, out, depth + 1) or training
@@ -251,9 +269,16 @@ def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
                 reads_training = _statement_calls(inner, namer, constructs) or reads_training
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
             reads_training = _statement_calls(statement, namer, constructs) or reads_training
-    facts = ClassFacts(cls.name, f"{namer.module}.{cls.name}", path, cls.lineno, bases,
-                       constructs=frozenset(constructs), reads_training=reads_training,
-                       methods=frozenset(methods))
+    facts = ClassFacts(
+        cls.name,
+        f"{namer.module}.{cls.name}",
+        path,
+        cls.lineno,
+        bases,
+        constructs=frozenset(constructs),
+        reads_training=reads_training,
+        methods=frozenset(methods),
+    )
     init = methods.get("__init__")
     if init is not None:
         _init_attributes(init, namer, facts)
@@ -263,34 +288,41 @@ def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
     return facts
 
 
-def _init_attributes(init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer,
-                     facts: ClassFacts) -> None:
+def _init_attributes(
+    init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer, facts: ClassFacts
+) -> None:
     self_name = init.args.args[0].arg if init.args.args else "self"
     for node in _statements(init.body):
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
             continue
         for target in node.targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                    and target.value.id == self_name:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self_name
+            ):
                 called = namer.name(node.value.func)
                 if called is not None:
                     facts.attributes[target.attr] = called
                     if called == "torch.nn.Sequential" and node.value.args:
                         last = node.value.args[-1]
-                        ending = _ending_of_call(last, namer) if isinstance(
-                            last, ast.Call) else None
+                        ending = (
+                            _ending_of_call(last, namer) if isinstance(last, ast.Call) else None
+                        )
                         if ending:
                             facts.sequential_last[target.attr] = ending
 
 
-def _forward_ending(forward: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer
-                    ) -> str | None:
+def _forward_ending(forward: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer) -> str | None:
     """What every ``return`` of ``forward`` applies last, if they all agree."""
     endings: set[str | None] = set()
     assigned: dict[str, ast.expr] = {}
     for statement in forward.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and \
-                isinstance(statement.targets[0], ast.Name):
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
             assigned[statement.targets[0].id] = statement.value
         elif isinstance(statement, ast.Return) and statement.value is not None:
             value = statement.value
@@ -299,7 +331,8 @@ def _forward_ending(forward: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Nam
             endings.add(_ending_of_value(value, namer))
     returns = [n for n in _statements(forward.body) if isinstance(n, ast.Return)]
     if len(endings) != 1 or len(returns) != sum(
-            1 for s in forward.body if isinstance(s, ast.Return)):
+        1 for s in forward.body if isinstance(s, ast.Return)
+    ):
         return None
     return endings.pop()
 
@@ -308,8 +341,11 @@ def _ending_of_value(value: ast.expr, namer: _Namer) -> str | None:
     if not isinstance(value, ast.Call):
         return None
     func = value.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-            func.value.id == "self":
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
         return f"<attr>{func.attr}"
     return _ending_of_call(value, namer)
 
@@ -324,8 +360,9 @@ def _ending_of_call(call: ast.Call, namer: _Namer) -> str | None:
     return None
 
 
-def _function_facts(function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer,
-                    path: str) -> FunctionFacts:
+def _function_facts(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer, path: str
+) -> FunctionFacts:
     calls: set[str] = set()
     returns: list[str] = []
     assigned: dict[str, str] = {}
@@ -334,8 +371,12 @@ def _function_facts(function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Na
         _statement_calls(statement, namer, calls)
         if isinstance(statement, ast.Return):
             return_nodes.append(statement)
-        elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call) \
-                and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        elif (
+            isinstance(statement, ast.Assign)
+            and isinstance(statement.value, ast.Call)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
             called = namer.name(statement.value.func)
             if called is not None:
                 assigned[statement.targets[0].id] = called
@@ -347,5 +388,11 @@ def _function_facts(function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Na
             returns.append(assigned[value.id])
         elif value is not None:
             returns.append("<value>")
-    return FunctionFacts(function.name, f"{namer.module}.{function.name}", path,
-                         function.lineno, tuple(returns), frozenset(calls))
+    return FunctionFacts(
+        function.name,
+        f"{namer.module}.{function.name}",
+        path,
+        function.lineno,
+        tuple(returns),
+        frozenset(calls),
+    )

@@ -50,9 +50,13 @@ class FileJob:
     max_bytes: int | None = None  # files over this size are skipped (None: the default)
 
 
-def lint_text(path: str, data: bytes | str, selection: Selection,
-              project: ProjectIndex | None = None, parsed: Parsed | Finding | None = None
-              ) -> list[Finding]:
+def lint_text(
+    path: str,
+    data: bytes | str,
+    selection: Selection,
+    project: ProjectIndex | None = None,
+    parsed: Parsed | Finding | None = None,
+) -> list[Finding]:
     """Lint one file's content: parse, run the rules, apply ``# noqa``.
 
     ``project`` is the index of the files linted together (this file alone when
@@ -70,14 +74,26 @@ def lint_text(path: str, data: bytes | str, selection: Selection,
         found = lint_tree(ctx, selection)
         return filter_suppressed(found, parsed.text, ctx.lines)
     except RecursionError:
-        return [internal_error(
-            "lint", None, Depth.LINT, Location(path=path),
-            message=f"lint failed on {path}: the file is nested too deeply for "
-                    "torchdoctor's analysis")]
+        return [
+            internal_error(
+                "lint",
+                None,
+                Depth.LINT,
+                Location(path=path),
+                message=f"lint failed on {path}: the file is nested too deeply for "
+                "torchdoctor's analysis",
+            )
+        ]
     except Exception as error:  # noqa: BLE001 - the last line of defence for one file
-        return [internal_error(
-            "lint", error, Depth.LINT, Location(path=path),
-            message=f"lint failed on {path}: {type(error).__name__}: {error}")]
+        return [
+            internal_error(
+                "lint",
+                error,
+                Depth.LINT,
+                Location(path=path),
+                message=f"lint failed on {path}: {type(error).__name__}: {error}",
+            )
+        ]
 
 
 def _read(path: str, max_bytes: int | None = None) -> bytes | Finding:
@@ -108,8 +124,12 @@ def _facts(job: FileJob, parsed: Parsed | Finding | None) -> ModuleFacts | None:
         return None
 
 
-def lint_path(job: FileJob, selection: Selection, project: ProjectIndex | None = None,
-              parsed: Parsed | Finding | None = None) -> list[Finding]:
+def lint_path(
+    job: FileJob,
+    selection: Selection,
+    project: ProjectIndex | None = None,
+    parsed: Parsed | Finding | None = None,
+) -> list[Finding]:
     """Read and lint one file; an unreadable file is a TD002 finding."""
     data: bytes | Finding = b"" if parsed is not None else _read(job.path, job.max_bytes)
     if isinstance(data, Finding):
@@ -117,8 +137,11 @@ def lint_path(job: FileJob, selection: Selection, project: ProjectIndex | None =
     else:
         found = lint_text(job.path, data, selection, project, parsed)
     if job.ignored:
-        found = [f for f in found if f.code == INTERNAL_ERROR_CODE
-                 or not any(f.code.startswith(p) for p in job.ignored)]
+        found = [
+            f
+            for f in found
+            if f.code == INTERNAL_ERROR_CODE or not any(f.code.startswith(p) for p in job.ignored)
+        ]
     return found
 
 
@@ -160,8 +183,7 @@ def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]
     return out
 
 
-def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selection
-                 ) -> list[Finding]:
+def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selection) -> list[Finding]:
     """Lint files already in memory as one project: each is parsed once, the index is
     built from all of them, then their rules run (what ``lint`` does, without reading)."""
     project = ProjectIndex()
@@ -218,8 +240,9 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def lint_files(jobs: Sequence[FileJob], selection: Selection, workers: int | None = None
-               ) -> list[Finding]:
+def lint_files(
+    jobs: Sequence[FileJob], selection: Selection, workers: int | None = None
+) -> list[Finding]:
     """Lint files, in parallel processes when there are many.
 
     Args:
@@ -233,18 +256,21 @@ def lint_files(jobs: Sequence[FileJob], selection: Selection, workers: int | Non
     if workers <= 1 or len(jobs) < 2:
         return _lint_serial(jobs, selection)
     size = max(1, len(jobs) // (workers * 8))
-    chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+    chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
     out: list[Finding] = []
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            project = ProjectIndex(f for facts in pool.map(_facts_chunk, chunks)
-                                   for f in facts)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
-                                 initializer=_set_worker_project,
-                                 initargs=(project,)) as pool:
+            project = ProjectIndex(f for facts in pool.map(_facts_chunk, chunks) for f in facts)
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=_pool_context(),
+            initializer=_set_worker_project,
+            initargs=(project,),
+        ) as pool:
             done = 0
-            for chunk, result in zip(chunks, pool.map(_lint_chunk, chunks,
-                                                      [selection] * len(chunks)), strict=True):
+            for chunk, result in zip(
+                chunks, pool.map(_lint_chunk, chunks, [selection] * len(chunks)), strict=True
+            ):
                 out.extend(result)
                 done += len(chunk)
                 advance("lint", "", done, len(jobs))

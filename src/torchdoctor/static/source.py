@@ -35,27 +35,39 @@ class Parsed:
 def decode(data: bytes, path: str) -> tuple[str, str] | Finding:
     """``(text, encoding)`` of a file's bytes (PEP 263 cookie, BOM), or a TD002 finding."""
     if b"\x00" in data:
-        return _unparsable(path, 1, 0, "the file looks binary (it contains NUL bytes), not "
-                           "Python source", "Exclude it from linting, or rename it so it does "
-                           "not end in `.py`.")
+        return _unparsable(
+            path,
+            1,
+            0,
+            "the file looks binary (it contains NUL bytes), not Python source",
+            "Exclude it from linting, or rename it so it does not end in `.py`.",
+        )
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         if "unknown encoding" in str(error) or "encoding problem" in str(error):
-            return _unparsable(path, 1, 0, f"the file declares an unknown encoding ({error})",
-                               "Fix the `# -*- coding: ... -*-` line, or remove it to use "
-                               "UTF-8.")
+            return _unparsable(
+                path,
+                1,
+                0,
+                f"the file declares an unknown encoding ({error})",
+                "Fix the `# -*- coding: ... -*-` line, or remove it to use UTF-8.",
+            )
         encoding = "utf-8"  # undeclared and not UTF-8: let the decoder say where
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as error:
         line, column = _byte_position(data, getattr(error, "start", 0))
-        bad = data[getattr(error, "start", 0):getattr(error, "start", 0) + 1]
-        return _unparsable(path, line, column,
-                           f"the file is not valid {encoding} text (byte 0x{bad.hex()} at line "
-                           f"{line}); Python cannot read it",
-                           f"Re-save the file as {encoding}, or declare its real encoding with "
-                           "a `# -*- coding: ... -*-` line.")
+        bad = data[getattr(error, "start", 0) : getattr(error, "start", 0) + 1]
+        return _unparsable(
+            path,
+            line,
+            column,
+            f"the file is not valid {encoding} text (byte 0x{bad.hex()} at line "
+            f"{line}); Python cannot read it",
+            f"Re-save the file as {encoding}, or declare its real encoding with "
+            "a `# -*- coding: ... -*-` line.",
+        )
     if encoding == "utf-8-sig" or text.startswith("\ufeff"):
         text = text.removeprefix("\ufeff")
         encoding = "utf-8-sig"
@@ -71,8 +83,13 @@ def parse(data: bytes | str, path: str) -> Parsed | Finding:
     if isinstance(data, str):
         text, encoding = data.removeprefix("\ufeff"), "utf-8"
         if "\x00" in text:
-            return _unparsable(path, 1, 0, "the source contains NUL characters, not Python",
-                               "Remove the NUL characters.")
+            return _unparsable(
+                path,
+                1,
+                0,
+                "the source contains NUL characters, not Python",
+                "Remove the NUL characters.",
+            )
     else:
         decoded = decode(data, path)
         if isinstance(decoded, Finding):
@@ -85,12 +102,21 @@ def parse(data: bytes | str, path: str) -> Parsed | Finding:
     except SyntaxError as error:
         return _syntax_error(path, text, error)
     except (RecursionError, MemoryError):
-        return _unparsable(path, 1, 0, "the file is nested too deeply for Python's parser "
-                           "(Python itself cannot compile it)",
-                           "Flatten the deepest expression or block.")
+        return _unparsable(
+            path,
+            1,
+            0,
+            "the file is nested too deeply for Python's parser (Python itself cannot compile it)",
+            "Flatten the deepest expression or block.",
+        )
     except ValueError as error:  # e.g. "source code string cannot contain null bytes"
-        return _unparsable(path, 1, 0, f"the source cannot be parsed: {error}",
-                           "Fix the file so that Python can compile it.")
+        return _unparsable(
+            path,
+            1,
+            0,
+            f"the source cannot be parsed: {error}",
+            "Fix the file so that Python can compile it.",
+        )
     return Parsed(text, tree, encoding)
 
 
@@ -105,18 +131,22 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
     return finding(
         UNPARSABLE,
         f"{path}:{line} is not valid Python: {what}; no other rule could check this file",
-        Location(path=path, line=line, column=min(column, len(snippet or "")),
-                 snippet=snippet),
+        Location(path=path, line=line, column=min(column, len(snippet or "")), snippet=snippet),
         Depth.LINT,
         fix_hint="Fix the syntax error (run `python -m py_compile` on the file to see it as "
-                 "Python does).",
+        "Python does).",
         evidence={"error": type(error).__name__, "detail": what},
     )
 
 
 def _unparsable(path: str, line: int, column: int, what: str, hint: str) -> Finding:
-    return finding(UNPARSABLE, f"{path} cannot be linted: {what}",
-                   Location(path=path, line=line, column=column), Depth.LINT, fix_hint=hint)
+    return finding(
+        UNPARSABLE,
+        f"{path} cannot be linted: {what}",
+        Location(path=path, line=line, column=column),
+        Depth.LINT,
+        fix_hint=hint,
+    )
 
 
 def _byte_position(data: bytes, offset: int) -> tuple[int, int]:

@@ -56,7 +56,8 @@ class SourceText:
             line=line,
             column=self.column(line, getattr(node, "col_offset", 0)),
             end_line=end_line,
-            end_column=None if end_line is None or end_offset is None
+            end_column=None
+            if end_line is None or end_offset is None
             else self.column(end_line, end_offset),
             snippet=self.line_text(line),
         )
@@ -67,8 +68,10 @@ class SourceText:
         Same result as ``ast.get_source_segment``, which splits the whole file on every
         call (quadratic when rules ask often on large files); the split is done once here.
         """
-        positions = [getattr(node, name, None) for name in
-                     ("lineno", "end_lineno", "col_offset", "end_col_offset")]
+        positions = [
+            getattr(node, name, None)
+            for name in ("lineno", "end_lineno", "col_offset", "end_col_offset")
+        ]
         if any(value is None for value in positions):
             return ""
         first, last, start, end = (int(value) for value in positions)  # type: ignore[arg-type]
@@ -83,13 +86,18 @@ class SourceText:
             return lines[first].encode()[start:end].decode(errors="replace")
         head = lines[first].encode()[start:].decode(errors="replace")
         tail = lines[last].encode()[:end].decode(errors="replace")
-        return "".join([head, *lines[first + 1:last], tail])
+        return "".join([head, *lines[first + 1 : last], tail])
 
     def replace(self, node: ast.AST, text: str) -> Edit:
         """An edit that replaces the node's text with ``text``."""
         loc = self.location(node)
-        return Edit(loc.line or 1, loc.column or 0, loc.end_line or loc.line or 1,
-                    loc.end_column if loc.end_column is not None else loc.column or 0, text)
+        return Edit(
+            loc.line or 1,
+            loc.column or 0,
+            loc.end_line or loc.line or 1,
+            loc.end_column if loc.end_column is not None else loc.column or 0,
+            text,
+        )
 
     def insert_before_statement(self, statement: ast.stmt, text: str) -> Edit:
         """An edit that inserts ``text`` as a new line above ``statement``, same indent."""
@@ -110,5 +118,8 @@ class SourceText:
         rest = self.line_text(last)[end_col:].strip()
         if rest and not rest.startswith("#"):
             return None
-        return Edit(first, 0, last + 1, 0, "") if last < len(self.lines) else \
-            Edit(first, 0, last, len(self.line_text(last)), "")
+        return (
+            Edit(first, 0, last + 1, 0, "")
+            if last < len(self.lines)
+            else Edit(first, 0, last, len(self.line_text(last)), "")
+        )

@@ -88,7 +88,7 @@ class Loop:
         frames = item.frames
         for index in range(len(frames) - 1, -1, -1):
             if frames[index] is self.frame:
-                return frames[index + 1:]
+                return frames[index + 1 :]
         return ()
 
     def is_direct(self, item: Item) -> bool:
@@ -131,8 +131,7 @@ class FunctionScope:
         if self.owner is None:
             return None
         for decorator in self.node.decorator_list:
-            if isinstance(decorator, ast.Name) and decorator.id in ("staticmethod",
-                                                                     "classmethod"):
+            if isinstance(decorator, ast.Name) and decorator.id in ("staticmethod", "classmethod"):
                 return None
         args = self.node.args.posonlyargs + self.node.args.args
         return args[0].arg if args else None

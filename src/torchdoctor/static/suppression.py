@@ -17,8 +17,10 @@ __all__ = ["file_suppression", "filter_suppressed"]
 
 _CODES = r"[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*"
 _LINE = re.compile(r"#\s*noqa\s*:\s*(?P<codes>" + _CODES + ")", re.IGNORECASE)
-_FILE = re.compile(r"^\s*#\s*torchdoctor\s*:\s*noqa(?:\s*:\s*(?P<codes>" + _CODES + r"))?\s*$",
-                   re.IGNORECASE | re.MULTILINE)
+_FILE = re.compile(
+    r"^\s*#\s*torchdoctor\s*:\s*noqa(?:\s*:\s*(?P<codes>" + _CODES + r"))?\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _ALL: tuple[str, ...] = ("TD",)
 
 
@@ -52,8 +54,7 @@ def line_suppressions(lines: list[str]) -> dict[int, tuple[str, ...]]:
     return found
 
 
-def filter_suppressed(findings: Iterable[Finding], source: str, lines: list[str]
-                      ) -> list[Finding]:
+def filter_suppressed(findings: Iterable[Finding], source: str, lines: list[str]) -> list[Finding]:
     """Drop the findings silenced by comments. Internal errors are never silenced."""
     findings = list(findings)
     if not findings:

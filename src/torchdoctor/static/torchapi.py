@@ -60,10 +60,15 @@ _EXACT: dict[str, str] = {
     "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
     "torch.GradScaler": "torch.amp.GradScaler",
 }
-_NON_MODULES = frozenset({
-    "torch.nn.Parameter", "torch.nn.Buffer", "torch.nn.UninitializedParameter",
-    "torch.nn.UninitializedBuffer", "torch.nn.Module",
-})
+_NON_MODULES = frozenset(
+    {
+        "torch.nn.Parameter",
+        "torch.nn.Buffer",
+        "torch.nn.UninitializedParameter",
+        "torch.nn.UninitializedBuffer",
+        "torch.nn.Module",
+    }
+)
 _NOT_OPTIMIZERS = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 
 
@@ -79,7 +84,7 @@ def canonical(name: str) -> str:
             return "torch.nn." + last
     for prefix, replacement in _SUBMODULE_PREFIXES:
         if name.startswith(prefix):
-            return _EXACT.get(replacement + name[len(prefix):], replacement + name[len(prefix):])
+            return _EXACT.get(replacement + name[len(prefix) :], replacement + name[len(prefix) :])
     if name.startswith("torch.optim.") and name.count(".") == 3:
         _, _, sub, last = name.split(".")
         if sub not in ("lr_scheduler", "swa_utils") and last[:1].isupper():
@@ -102,8 +107,9 @@ def in_family(qualified: str, family: str) -> bool:
     if family == OPTIMIZER:
         return _is_optimizer(name, capital)
     if family == SCHEDULER:
-        return (capital and name.startswith(("torch.optim.lr_scheduler.", "timm.scheduler.")))\
-            or (name.startswith("transformers.") and "schedule" in last)
+        return (capital and name.startswith(("torch.optim.lr_scheduler.", "timm.scheduler."))) or (
+            name.startswith("transformers.") and "schedule" in last
+        )
     if family == GRAD_SCALER:
         return last == "GradScaler" and name.startswith("torch.")
     if family == DATALOADER:
@@ -117,25 +123,34 @@ def _is_module(name: str, last: str, capital: bool) -> bool:
     if name in _NON_MODULES:
         return False
     if name.startswith("torch.nn.") and capital:
-        return not name.startswith(("torch.nn.utils.", "torch.nn.functional.",
-                                    "torch.nn.init.", "torch.nn.parameter."))
+        return not name.startswith(
+            ("torch.nn.utils.", "torch.nn.functional.", "torch.nn.init.", "torch.nn.parameter.")
+        )
     if name.startswith(("torchvision.models.", "timm.create_model", "timm.models.")):
         return True
     if name.startswith("torch.distributed.fsdp.") and last == "FullyShardedDataParallel":
         return True  # not its methods: FSDP.full_optim_state_dict(...) returns a dict
-    return name.startswith("transformers.") and "Model" in name and \
-        last in ("from_pretrained", "from_config")
+    return (
+        name.startswith("transformers.")
+        and "Model" in name
+        and last in ("from_pretrained", "from_config")
+    )
 
 
 def _is_optimizer(name: str, capital: bool) -> bool:
     if name.startswith("torch.optim."):
         return capital and not name.startswith(_NOT_OPTIMIZERS)
-    if name in ("torch.distributed.optim.ZeroRedundancyOptimizer", "transformers.AdamW",
-                "transformers.Adafactor", "timm.optim.create_optimizer_v2",
-                "timm.optim.create_optimizer"):
+    if name in (
+        "torch.distributed.optim.ZeroRedundancyOptimizer",
+        "transformers.AdamW",
+        "transformers.Adafactor",
+        "timm.optim.create_optimizer_v2",
+        "timm.optim.create_optimizer",
+    ):
         return True
-    return capital and name.startswith(("bitsandbytes.optim.", "apex.optimizers.",
-                                        "torch_optimizer.", "timm.optim."))
+    return capital and name.startswith(
+        ("bitsandbytes.optim.", "apex.optimizers.", "torch_optimizer.", "timm.optim.")
+    )
 
 
 # Name hints: the last meaningful word of a variable or attribute name.
@@ -143,10 +158,22 @@ _HINTS: dict[str, frozenset[str]] = {
     OPTIMIZER: frozenset({"opt", "optim", "optimizer", "optimiser", "optimizers"}),
     SCHEDULER: frozenset({"sched", "scheduler", "schedulers", "lrs", "lr_scheduler"}),
     GRAD_SCALER: frozenset({"scaler", "grad_scaler", "gradscaler"}),
-    MODULE: frozenset({"model", "net", "network", "classifier", "encoder", "decoder",
-                       "backbone", "generator", "discriminator", "student", "teacher"}),
-    LOSS: frozenset({"criterion", "loss_fn", "lossfn", "loss_func", "loss_function",
-                     "criteria"}),
+    MODULE: frozenset(
+        {
+            "model",
+            "net",
+            "network",
+            "classifier",
+            "encoder",
+            "decoder",
+            "backbone",
+            "generator",
+            "discriminator",
+            "student",
+            "teacher",
+        }
+    ),
+    LOSS: frozenset({"criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "criteria"}),
     DATALOADER: frozenset({"loader", "dataloader", "dl"}),
     SAMPLER: frozenset({"sampler"}),
 }

@@ -113,14 +113,14 @@ def classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
     func = node.func
     if isinstance(func, ast.Attribute):
         return _classify_method(ctx, item, node, func, scope)
-    if isinstance(func, ast.Name) and ctx.is_call_to(node, "torch.autograd.backward",
-                                                     scope=scope):
+    if isinstance(func, ast.Name) and ctx.is_call_to(node, "torch.autograd.backward", scope=scope):
         return Event(EventKind.BACKWARD, item, node.args[0] if node.args else None)
     return _forward(ctx, item, node, scope)
 
 
-def _classify_method(ctx: FileContext, item: Item, call: ast.Call, func: ast.Attribute,
-                     scope: Scope) -> Event | None:
+def _classify_method(
+    ctx: FileContext, item: Item, call: ast.Call, func: ast.Attribute, scope: Scope
+) -> Event | None:
     method, receiver = func.attr, func.value
     if method in ("backward", "manual_backward"):
         return _backward(ctx, item, call, receiver, scope)
@@ -141,10 +141,14 @@ def _classify_method(ctx: FileContext, item: Item, call: ast.Call, func: ast.Att
     return _forward(ctx, item, call, scope)
 
 
-def _backward(ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr,
-              scope: Scope) -> Event | None:
-    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) \
-            and receiver.func.id == "super":
+def _backward(
+    ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr, scope: Scope
+) -> Event | None:
+    if (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "super"
+    ):
         return None
     if ctx.is_call_to(call, "torch.autograd.backward", scope=scope):
         return Event(EventKind.BACKWARD, item, call.args[0] if call.args else None)
@@ -152,16 +156,24 @@ def _backward(ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr,
         return None  # SomeFunction.backward(ctx, grad): an autograd.Function, not a loss
     if call.args and not isinstance(receiver, ast.Call):
         # accelerator.backward(loss), fabric.backward(loss), self.manual_backward(loss)
-        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver,
-                                                                                 "id", "")
-        if name in ("accelerator", "fabric", "self", "trainer", "engine", "model_engine",
-                    "deepspeed", "manager"):
+        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+        if name in (
+            "accelerator",
+            "fabric",
+            "self",
+            "trainer",
+            "engine",
+            "model_engine",
+            "deepspeed",
+            "manager",
+        ):
             return Event(EventKind.BACKWARD, item, call.args[0])
     return Event(EventKind.BACKWARD, item, receiver)
 
 
-def _step(ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr,
-          scope: Scope) -> Event | None:
+def _step(
+    ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr, scope: Scope
+) -> Event | None:
     found = ctx.family_of(receiver, scope)
     if found is None:
         return None
@@ -177,8 +189,11 @@ def _step(ctx: FileContext, item: Item, call: ast.Call, receiver: ast.expr,
 
 
 def _train(item: Item, call: ast.Call, receiver: ast.expr) -> Event:
-    flag = call.args[0] if call.args else next(
-        (k.value for k in call.keywords if k.arg == "mode"), None)
+    flag = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    )
     if flag is None or (isinstance(flag, ast.Constant) and flag.value is True):
         return Event(EventKind.TRAIN, item, receiver)
     if isinstance(flag, ast.Constant) and flag.value is False:
@@ -196,14 +211,32 @@ def _forward(ctx: FileContext, item: Item, call: ast.Call, scope: Scope) -> Even
     return None
 
 
-_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16",
-                           "requires_grad_", "train", "eval", "share_memory", "xpu", "mps"})
+_RETURNS_SELF = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "requires_grad_",
+        "train",
+        "eval",
+        "share_memory",
+        "xpu",
+        "mps",
+    }
+)
 
 
 def _unchained(expr: ast.expr) -> ast.expr:
     """``model`` for ``model.to(device).requires_grad_(False)``: the module itself."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
-            expr.func.attr in _RETURNS_SELF:
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _RETURNS_SELF
+    ):
         expr = expr.func.value
     return expr
 
@@ -216,8 +249,11 @@ def _is_grad(expr: ast.expr) -> bool:
 
 
 def _looks_like_class(ctx: FileContext, expr: ast.expr) -> bool:
-    name = expr.id if isinstance(expr, ast.Name) else (
-        expr.attr if isinstance(expr, ast.Attribute) else "")
+    name = (
+        expr.id
+        if isinstance(expr, ast.Name)
+        else (expr.attr if isinstance(expr, ast.Attribute) else "")
+    )
     if isinstance(expr, ast.Name) and ctx.local_class(expr.id) is not None:
         return True
     return name[:1].isupper() and not name.isupper()
@@ -236,8 +272,16 @@ def is_accumulation_guard(test: ast.expr) -> bool:
             return True
         if isinstance(node, (ast.Name, ast.Attribute)):
             words = torchapi.name_tokens(node.id if isinstance(node, ast.Name) else node.attr)
-            if {"accum", "accumulate", "accumulation", "accumulating", "sync", "step",
-                    "update", "last"} & set(words):
+            if {
+                "accum",
+                "accumulate",
+                "accumulation",
+                "accumulating",
+                "sync",
+                "step",
+                "update",
+                "last",
+            } & set(words):
                 return True
         if isinstance(node, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.BinOp, ast.Call)):
             stack.extend(ast.iter_child_nodes(node))

@@ -23,8 +23,11 @@ def constructor_of(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.Call |
     for _ in range(_MAX_DEPTH):
         if isinstance(expr, ast.Call):
             func = expr.func
-            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu") and \
-                    ctx.qualified_name(func, scope) is None:
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("to", "cuda", "cpu")
+                and ctx.qualified_name(func, scope) is None
+            ):
                 expr = func.value
                 continue
             return expr

@@ -20,9 +20,28 @@ __all__ = ["Walker"]
 
 # Fields that never hold nodes, per class (names that hold plain strings/ints); ``ctx``
 # (Load/Store) is skipped everywhere. Everything else is scanned for child nodes.
-_SCALAR_FIELDS = frozenset({"ctx", "id", "arg", "attr", "name", "module", "level", "n", "s",
-                            "kind", "type_comment", "conversion", "is_async", "simple",
-                            "asname", "tag", "kwd_attrs", "rest"})
+_SCALAR_FIELDS = frozenset(
+    {
+        "ctx",
+        "id",
+        "arg",
+        "attr",
+        "name",
+        "module",
+        "level",
+        "n",
+        "s",
+        "kind",
+        "type_comment",
+        "conversion",
+        "is_async",
+        "simple",
+        "asname",
+        "tag",
+        "kwd_attrs",
+        "rest",
+    }
+)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Constant: (),
     ast.Import: (),
@@ -31,8 +50,18 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Nonlocal: (),
     ast.Name: (),
 }
-_RECORDED = frozenset({ast.Call, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return,
-                       ast.Break, ast.Continue, ast.Raise})
+_RECORDED = frozenset(
+    {
+        ast.Call,
+        ast.Assign,
+        ast.AugAssign,
+        ast.AnnAssign,
+        ast.Return,
+        ast.Break,
+        ast.Continue,
+        ast.Raise,
+    }
+)
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.Pass})
 
 
@@ -40,7 +69,8 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     fields = _CHILD_FIELDS.get(cls)
     if fields is None:
         fields = _CHILD_FIELDS[cls] = tuple(
-            f for f in getattr(cls, "_fields", ()) if f not in _SCALAR_FIELDS)
+            f for f in getattr(cls, "_fields", ()) if f not in _SCALAR_FIELDS
+        )
     return fields
 
 

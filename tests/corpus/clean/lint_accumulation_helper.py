@@ -6,8 +6,9 @@ from torch import nn
 ACCUMULATE = 4
 
 
-def scaled_loss(criterion: nn.Module, output: torch.Tensor, target: torch.Tensor,
-                steps: int) -> torch.Tensor:
+def scaled_loss(
+    criterion: nn.Module, output: torch.Tensor, target: torch.Tensor, steps: int
+) -> torch.Tensor:
     return criterion(output, target) / steps
 
 

@@ -15,7 +15,8 @@ class Callback:
 class WarmupCosine(Callback):
     def __init__(self, optimizer: torch.optim.Optimizer, total_steps: int) -> None:
         self.scheduler = torch.optim.lr_scheduler.OneCycleLR(
-            optimizer, max_lr=1e-2, total_steps=total_steps)
+            optimizer, max_lr=1e-2, total_steps=total_steps
+        )
 
     def on_batch_end(self, trainer: "Trainer") -> None:
         self.scheduler.step()
@@ -27,8 +28,9 @@ class Printer(Callback):
 
 
 class Trainer:
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer,
-                 callbacks: list[Callback]) -> None:
+    def __init__(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, callbacks: list[Callback]
+    ) -> None:
         self.model, self.optimizer, self.callbacks = model, optimizer, callbacks
         self.epoch, self.last_loss = 0, 0.0
 
@@ -50,8 +52,9 @@ class Trainer:
 def main() -> None:
     torch.manual_seed(0)
     x = torch.randn(128, 4)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, True)),
-                                         batch_size=16, shuffle=True)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, x.sum(1, True)), batch_size=16, shuffle=True
+    )
     model = nn.Linear(4, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
     callbacks = [WarmupCosine(optimizer, total_steps=3 * len(loader)), Printer()]

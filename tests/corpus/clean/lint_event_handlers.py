@@ -21,6 +21,7 @@ class Engine:
         def register(handler):
             self.handlers.setdefault(event, []).append(handler)
             return handler
+
         return register
 
     def fire(self, event):

@@ -14,7 +14,8 @@ def main() -> None:
     x = torch.randn(256, 8)
     data = torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())
     loader = fabric.setup_dataloaders(
-        torch.utils.data.DataLoader(data, batch_size=32, shuffle=True))
+        torch.utils.data.DataLoader(data, batch_size=32, shuffle=True)
+    )
     for epoch in range(2):
         model.train()
         for inputs, labels in loader:

@@ -5,8 +5,9 @@ from torch import nn
 from torch.nn import functional as F
 
 
-def discriminator_step(disc: nn.Module, gen: nn.Module, opt_d: torch.optim.Optimizer,
-                       real: torch.Tensor, latent: int) -> float:
+def discriminator_step(
+    disc: nn.Module, gen: nn.Module, opt_d: torch.optim.Optimizer, real: torch.Tensor, latent: int
+) -> float:
     opt_d.zero_grad()
     fake = gen(torch.randn(real.size(0), latent)).detach()
     real_loss = F.binary_cross_entropy_with_logits(disc(real), torch.ones(real.size(0), 1))
@@ -17,8 +18,9 @@ def discriminator_step(disc: nn.Module, gen: nn.Module, opt_d: torch.optim.Optim
     return loss.item()
 
 
-def generator_step(disc: nn.Module, gen: nn.Module, opt_g: torch.optim.Optimizer,
-                   batch: int, latent: int) -> float:
+def generator_step(
+    disc: nn.Module, gen: nn.Module, opt_g: torch.optim.Optimizer, batch: int, latent: int
+) -> float:
     opt_g.zero_grad()
     fake = gen(torch.randn(batch, latent))
     loss = F.binary_cross_entropy_with_logits(disc(fake), torch.ones(batch, 1))

@@ -12,11 +12,12 @@ class GAN(L.LightningModule):
         self.automatic_optimization = False
         self.latent = latent
         self.generator = nn.Sequential(nn.Linear(latent, 32), nn.ReLU(), nn.Linear(32, features))
-        self.discriminator = nn.Sequential(nn.Linear(features, 32), nn.LeakyReLU(0.2),
-                                           nn.Linear(32, 1))
+        self.discriminator = nn.Sequential(
+            nn.Linear(features, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1)
+        )
 
     def training_step(self, batch, batch_idx):
-        real, = batch
+        (real,) = batch
         opt_g, opt_d = self.optimizers()
         noise = torch.randn(real.size(0), self.latent, device=self.device)
 

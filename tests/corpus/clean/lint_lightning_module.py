@@ -10,8 +10,9 @@ class LitClassifier(L.LightningModule):
     def __init__(self, features: int = 16, classes: int = 4, lr: float = 1e-3) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.Sequential(nn.Linear(features, 64), nn.ReLU(), nn.Dropout(0.2),
-                                 nn.Linear(64, classes))
+        self.net = nn.Sequential(
+            nn.Linear(features, 64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, classes)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)

@@ -17,8 +17,9 @@ class MultiTask(nn.Module):
         return self.classify(features), self.regress(features).squeeze(-1)
 
 
-def losses(model: nn.Module, x: torch.Tensor, labels: torch.Tensor,
-           values: torch.Tensor) -> torch.Tensor:
+def losses(
+    model: nn.Module, x: torch.Tensor, labels: torch.Tensor, values: torch.Tensor
+) -> torch.Tensor:
     logits, predicted = model(x)
     return F.cross_entropy(logits, labels) + 0.5 * F.smooth_l1_loss(predicted, values)
 

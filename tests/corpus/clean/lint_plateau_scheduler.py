@@ -4,8 +4,9 @@ import torch
 from torch import nn
 
 
-def run_epoch(model: nn.Module, loader, criterion: nn.Module,
-              optimizer: torch.optim.Optimizer | None) -> float:
+def run_epoch(
+    model: nn.Module, loader, criterion: nn.Module, optimizer: torch.optim.Optimizer | None
+) -> float:
     training = optimizer is not None
     model.train(training)
     total = 0.0

@@ -10,8 +10,13 @@ def make_data(count: int) -> torch.utils.data.TensorDataset:
     return torch.utils.data.TensorDataset(x, (x.sum(dim=1) > 0).long())
 
 
-def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, criterion: nn.Module,
-               x: torch.Tensor, y: torch.Tensor) -> float:
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    criterion: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+) -> float:
     optimizer.zero_grad()
     loss = criterion(model(x), y)
     loss.backward()

@@ -27,7 +27,8 @@ def lint_findings(source: str, *codes: str, path: str = "train.py") -> list[Find
     found = report.findings
     crashes = [f.message for f in found if f.code == INTERNAL_ERROR_CODE]
     assert not crashes, "a lint rule crashed:\n" + "\n".join(
-        [*crashes, *report.facts.get("internal_errors", [])])
+        [*crashes, *report.facts.get("internal_errors", [])]
+    )
     if not codes:
         return found
     wanted = Selection.from_options(codes)

@@ -12,18 +12,22 @@ from torchdoctor.static.fixes import apply_fixes
 
 
 def test_td202_flags_backward_in_a_no_grad_block() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def step(model, x, y, opt):
         with torch.no_grad():
             loss = torch.nn.functional.mse_loss(model(x), y)
             loss.backward()  # expect: TD202
             opt.step()
-    """, "TD202")
+    """,
+        "TD202",
+    )
 
 
 def test_td202_flags_a_decorated_train_step_with_aliases() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch as T
     from torch import inference_mode
     @inference_mode()
@@ -34,44 +38,56 @@ def test_td202_flags_a_decorated_train_step_with_aliases() -> None:
     @T.no_grad
     def other(model, batch):
         model(batch).mean().backward()  # expect: TD202
-    """, "TD202")
+    """,
+        "TD202",
+    )
 
 
 def test_td202_flags_set_grad_enabled_false() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def train(model, loader):
         for x in loader:
             with torch.set_grad_enabled(False):
                 loss = model(x).sum()
                 loss.backward()  # expect: TD202
-    """, "TD202")
+    """,
+        "TD202",
+    )
 
 
 def test_td202_message_names_the_block() -> None:
-    (found,) = lint_findings("""
+    (found,) = lint_findings(
+        """
     import torch
     with torch.inference_mode():
         loss = model(x).sum()
         loss.backward()
-    """, "TD202")
+    """,
+        "TD202",
+    )
     assert "`torch.inference_mode()` (line 3)" in found.message
     assert "element 0 of tensors does not require grad" in found.message
 
 
 def test_td202_quiet_when_enable_grad_is_nested() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     @torch.no_grad()
     def refine(model, x):
         with torch.enable_grad():
             loss = model(x).sum()
             loss.backward()
-    """, "TD202")
+    """,
+        "TD202",
+    )
 
 
 def test_td202_quiet_when_the_loss_was_built_outside() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def step(model, x):
         loss = model(x).sum()
@@ -80,11 +96,14 @@ def test_td202_quiet_when_the_loss_was_built_outside() -> None:
     @torch.no_grad()
     def apply(loss):
         loss.backward()
-    """, "TD202")
+    """,
+        "TD202",
+    )
 
 
 def test_td202_quiet_for_run_time_flag_and_for_inference_mode_false() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def run(model, x, training):
         with torch.set_grad_enabled(training):
@@ -93,25 +112,31 @@ def test_td202_quiet_for_run_time_flag_and_for_inference_mode_false() -> None:
                 loss.backward()
         with torch.inference_mode(False):
             model(x).sum().backward()
-    """, "TD202")
+    """,
+        "TD202",
+    )
 
 
 def test_td202_quiet_for_a_function_defined_inside_no_grad() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     with torch.no_grad():
         def closure(model, x):
             loss = model(x).sum()
             loss.backward()
             return loss
-    """, "TD202")
+    """,
+        "TD202",
+    )
 
 
 # --- TD206 forward-called-directly ------------------------------------------------------
 
 
 def test_td206_flags_forward_on_a_module_variable() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch.nn as nn
     class Net(nn.Module):
         def forward(self, x):
@@ -120,7 +145,9 @@ def test_td206_flags_forward_on_a_module_variable() -> None:
     y = net.forward(1)  # expect: TD206
     layer = nn.Linear(2, 2).to("cpu")
     z = layer.forward(y)  # expect: TD206
-    """, "TD206")
+    """,
+        "TD206",
+    )
 
 
 def test_td206_flags_self_attribute_module_and_gives_an_unsafe_fix() -> None:
@@ -141,15 +168,19 @@ def test_td206_flags_self_attribute_module_and_gives_an_unsafe_fix() -> None:
 
 
 def test_td206_name_hint_has_medium_confidence() -> None:
-    (found,) = lint_findings("""
+    (found,) = lint_findings(
+        """
     def predict(model, x):
         return model.forward(x)
-    """, "TD206")
+    """,
+        "TD206",
+    )
     assert found.confidence is Confidence.MEDIUM
 
 
 def test_td206_quiet_for_super_and_own_forward() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     from torch import nn
     class Base(nn.Module):
         def forward(self, x):
@@ -159,11 +190,14 @@ def test_td206_quiet_for_super_and_own_forward() -> None:
             return super().forward(x) * 2
         def predict(self, x):
             return self.forward(x)
-    """, "TD206")
+    """,
+        "TD206",
+    )
 
 
 def test_td206_quiet_for_non_modules() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     class Function(torch.autograd.Function):
         @staticmethod
@@ -173,23 +207,29 @@ def test_td206_quiet_for_non_modules() -> None:
         pipeline.forward(x)
         handler.forward(x)
         Function.forward(None, x)
-    """, "TD206")
+    """,
+        "TD206",
+    )
 
 
 def test_td206_quiet_for_explicit_base_class_call() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     from torch import nn
     class Mine(nn.Linear):
         def forward(self, x):
             return nn.Linear.forward(self, x)
-    """, "TD206")
+    """,
+        "TD206",
+    )
 
 
 # --- TD207 parameter-data-mutated -------------------------------------------------------
 
 
 def test_td207_flags_clamp_between_forward_and_backward() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     def train(model, loader, opt, criterion):
         for x, y in loader:
             opt.zero_grad()
@@ -198,21 +238,27 @@ def test_td207_flags_clamp_between_forward_and_backward() -> None:
                 p.data.clamp_(-0.01, 0.01)  # expect: TD207
             loss.backward()
             opt.step()
-    """, "TD207")
+    """,
+        "TD207",
+    )
 
 
 def test_td207_flags_assignment_through_data() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     def step(model, x, mask):
         out = model(x)
         model.fc.weight.data = model.fc.weight.data * mask  # expect: TD207
         model.fc.bias.data[0] += 1  # expect: TD207
         out.sum().backward()
-    """, "TD207")
+    """,
+        "TD207",
+    )
 
 
 def test_td207_quiet_after_step_and_at_initialisation() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def train(model, loader, opt, criterion):
         for p in model.parameters():
@@ -224,25 +270,33 @@ def test_td207_quiet_after_step_and_at_initialisation() -> None:
             opt.step()
             for p in model.parameters():
                 p.data.clamp_(-0.01, 0.01)
-    """, "TD207")
+    """,
+        "TD207",
+    )
 
 
 def test_td207_quiet_for_gradient_data_and_reads() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     def train(model, x, opt):
         out = model(x)
         for p in model.parameters():
             p.grad.data.zero_()
             norm = p.data.norm()
         out.sum().backward()
-    """, "TD207")
+    """,
+        "TD207",
+    )
 
 
 def test_td207_quiet_without_a_backward_after_it() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     def ema_update(model, ema, x):
         out = model(x)
         for p, q in zip(model.parameters(), ema.parameters()):
             q.data.mul_(0.99).add_(p.data, alpha=0.01)
         return out
-    """, "TD207")
+    """,
+        "TD207",
+    )

@@ -22,33 +22,41 @@ def test_load_without_map_location_in_a_gpu_program_is_flagged() -> None:
     assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
     (edit,) = found.fix.edits
     line = source.splitlines()[edit.start_line - 1]
-    fixed = line[:edit.start_column] + edit.replacement + line[edit.end_column:]
+    fixed = line[: edit.start_column] + edit.replacement + line[edit.end_column :]
     assert fixed == 'state = torch.load("ckpt.pt", weights_only=True, map_location="cpu")'
 
 
 def test_any_import_spelling_of_torch_load_is_recognised() -> None:
-    source = ("from torch import load as load_checkpoint\nimport torch as T\n"
-              "model.cuda()\nload_checkpoint(checkpoint_path)\nT.load(args.resume)\n")
+    source = (
+        "from torch import load as load_checkpoint\nimport torch as T\n"
+        "model.cuda()\nload_checkpoint(checkpoint_path)\nT.load(args.resume)\n"
+    )
     assert td901(source) == [("TD901", 4), ("TD901", 5)]
 
 
 def test_a_load_whose_result_restores_a_model_is_a_checkpoint() -> None:
-    source = GPU + """
+    source = (
+        GPU
+        + """
 def restore(model, path):
     blob = torch.load(path)
     model.load_state_dict(blob["net"])
 """
+    )
     assert td901(source) == [("TD901", 5)]
 
 
 def test_loads_that_do_not_look_like_checkpoints_are_quiet() -> None:
-    source = GPU + """
+    source = (
+        GPU
+        + """
 def read_metadata(fn):
     return torch.load(fn, weights_only=True)
 def read_tokens(path):
     tokens = torch.load(path)
     return tokens[:10]
 """
+    )
     assert td901(source) == []
 
 
@@ -56,8 +64,10 @@ def test_severity_follows_whether_the_program_runs_several_processes() -> None:
     # One process: the load can only fail loudly elsewhere (info). Ranks: every copy
     # lands on cuda:0 without a word (a warning).
     single = GPU + 'state = torch.load("ckpt.pt", weights_only=True)\n'
-    ranks = GPU + ('import torch.distributed as dist\ndist.init_process_group("nccl")\n'
-                   'state = torch.load("ckpt.pt", weights_only=True)\n')
+    ranks = GPU + (
+        'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
+        'state = torch.load("ckpt.pt", weights_only=True)\n'
+    )
     (alone,) = lint_findings(single, "TD901")
     (ddp,) = lint_findings(ranks, "TD901")
     assert alone.severity is Severity.INFO and "fails on a machine without" in alone.message
@@ -65,8 +75,10 @@ def test_severity_follows_whether_the_program_runs_several_processes() -> None:
 
 
 def test_map_location_given_in_any_form_is_quiet() -> None:
-    source = GPU + ('a = torch.load(p, map_location="cpu")\nb = torch.load(p, device)\n'
-                    "c = torch.load(p, **options)\nd = torch.load(p, map_location=None)\n")
+    source = GPU + (
+        'a = torch.load(p, map_location="cpu")\nb = torch.load(p, device)\n'
+        "c = torch.load(p, **options)\nd = torch.load(p, map_location=None)\n"
+    )
     assert td901(source) == []
 
 
@@ -75,7 +87,9 @@ def test_programs_with_no_sign_of_a_gpu_are_quiet() -> None:
 
 
 def test_buffers_and_files_saved_just_before_are_quiet() -> None:
-    source = GPU + """
+    source = (
+        GPU
+        + """
 def round_trip(model, tmp):
     torch.save(model, tmp.name)
     copy = torch.load(tmp.name)
@@ -83,6 +97,7 @@ def round_trip(model, tmp):
     buffer = io.BytesIO(payload)
     return torch.load(buffer)
 """
+    )
     assert td901("import io\n" + source) == []
 
 
@@ -118,15 +133,19 @@ def test_the_default_is_information_that_depends_on_the_torch_version() -> None:
 
 
 def test_the_default_turned_off_by_the_environment_is_an_error() -> None:
-    source = ('import os, torch\nos.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"\n'
-              "ckpt = torch.load(path)\n")
+    source = (
+        'import os, torch\nos.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"\n'
+        "ckpt = torch.load(path)\n"
+    )
     (found,) = lint_findings(source, "TD902")
     assert found.severity is Severity.ERROR
 
 
 def test_weights_only_true_or_decided_at_run_time_is_quiet() -> None:
-    source = ("import torch\na = torch.load(p, weights_only=True)\n"
-              "b = torch.load(p, weights_only=trusted)\nc = torch.load(p, **kwargs)\n")
+    source = (
+        "import torch\na = torch.load(p, weights_only=True)\n"
+        "b = torch.load(p, weights_only=trusted)\nc = torch.load(p, **kwargs)\n"
+    )
     assert lint_codes(source, "TD902", "TD001") == []
 
 

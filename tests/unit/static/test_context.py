@@ -26,15 +26,18 @@ def last_call(ctx: FileContext) -> ast.Call:
     return max(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
-@pytest.mark.parametrize("imports, expression", [
-    ("import torch", "torch.nn.CrossEntropyLoss"),
-    ("import torch as T", "T.nn.CrossEntropyLoss"),
-    ("from torch import nn", "nn.CrossEntropyLoss"),
-    ("import torch.nn as nn", "nn.CrossEntropyLoss"),
-    ("from torch.nn import CrossEntropyLoss as CE", "CE"),
-    ("from torch.nn.modules.loss import CrossEntropyLoss", "CrossEntropyLoss"),
-    ("import torch.nn\nLoss = torch.nn.CrossEntropyLoss", "Loss"),
-])
+@pytest.mark.parametrize(
+    "imports, expression",
+    [
+        ("import torch", "torch.nn.CrossEntropyLoss"),
+        ("import torch as T", "T.nn.CrossEntropyLoss"),
+        ("from torch import nn", "nn.CrossEntropyLoss"),
+        ("import torch.nn as nn", "nn.CrossEntropyLoss"),
+        ("from torch.nn import CrossEntropyLoss as CE", "CE"),
+        ("from torch.nn.modules.loss import CrossEntropyLoss", "CrossEntropyLoss"),
+        ("import torch.nn\nLoss = torch.nn.CrossEntropyLoss", "Loss"),
+    ],
+)
 def test_every_import_spelling_resolves_to_one_name(imports: str, expression: str) -> None:
     ctx = context(f"{imports}\ncriterion = {expression}()\n")
     assert ctx.is_call_to(last_call(ctx), "torch.nn.CrossEntropyLoss", scope=None)
@@ -49,11 +52,15 @@ def test_functional_and_optimizer_aliases() -> None:
     b = Opt(params)
     c = DL(ds)
     """)
-    calls = sorted((n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)),
-                   key=lambda c: c.lineno)
+    calls = sorted(
+        (n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)), key=lambda c: c.lineno
+    )
     names = [ctx.qualified_name(c.func, None) for c in calls]
-    assert names == ["torch.nn.functional.cross_entropy", "torch.optim.AdamW",
-                     "torch.utils.data.DataLoader"]
+    assert names == [
+        "torch.nn.functional.cross_entropy",
+        "torch.optim.AdamW",
+        "torch.utils.data.DataLoader",
+    ]
 
 
 def test_unimported_names_do_not_resolve() -> None:
@@ -105,17 +112,27 @@ def test_annotation_of_a_parameter_gives_its_type() -> None:
         o.step()
     """)
     function = ctx.module.functions[0]
-    assert ctx.family_of(last_call(ctx).func.value, function) == (torchapi.OPTIMIZER,
-                                                                   Confidence.HIGH)
+    assert ctx.family_of(last_call(ctx).func.value, function) == (
+        torchapi.OPTIMIZER,
+        Confidence.HIGH,
+    )
 
 
-@pytest.mark.parametrize("name, family", [
-    ("optimizer", torchapi.OPTIMIZER), ("optimizerD", torchapi.OPTIMIZER),
-    ("g_opt", torchapi.OPTIMIZER), ("lr_scheduler", torchapi.SCHEDULER),
-    ("scaler", torchapi.GRAD_SCALER), ("model", torchapi.MODULE), ("netG", torchapi.MODULE),
-    ("criterion", torchapi.LOSS), ("loss_fn", torchapi.LOSS),
-    ("train_loader", torchapi.DATALOADER),
-])
+@pytest.mark.parametrize(
+    "name, family",
+    [
+        ("optimizer", torchapi.OPTIMIZER),
+        ("optimizerD", torchapi.OPTIMIZER),
+        ("g_opt", torchapi.OPTIMIZER),
+        ("lr_scheduler", torchapi.SCHEDULER),
+        ("scaler", torchapi.GRAD_SCALER),
+        ("model", torchapi.MODULE),
+        ("netG", torchapi.MODULE),
+        ("criterion", torchapi.LOSS),
+        ("loss_fn", torchapi.LOSS),
+        ("train_loader", torchapi.DATALOADER),
+    ],
+)
 def test_name_hints(name: str, family: str) -> None:
     assert torchapi.hinted_family(name) == family
 
@@ -138,8 +155,9 @@ def test_canonical_names() -> None:
     assert torchapi.canonical("torch.optim.adam.Adam") == "torch.optim.Adam"
     assert torchapi.canonical("torch.nn.modules.linear.Linear") == "torch.nn.Linear"
     assert torchapi.canonical("torch.autograd.grad_mode.no_grad") == "torch.no_grad"
-    assert torchapi.canonical("torch.optim.lr_scheduler.StepLR") == \
-        "torch.optim.lr_scheduler.StepLR"
+    assert (
+        torchapi.canonical("torch.optim.lr_scheduler.StepLR") == "torch.optim.lr_scheduler.StepLR"
+    )
     assert torchapi.in_family("torch.optim.lr_scheduler.StepLR", torchapi.SCHEDULER)
     assert not torchapi.in_family("torch.optim.lr_scheduler.StepLR", torchapi.OPTIMIZER)
     assert not torchapi.in_family("torch.nn.Parameter", torchapi.MODULE)
@@ -179,8 +197,7 @@ def test_callers_of_a_function_in_file_order() -> None:
     calls = [(scope.name if scope else None, item.line) for scope, item in ctx.callers(helper)]
     assert calls == [(None, 11), ("main", 5), ("main", 7), ("run", 10)]
     assert ctx.callers(ctx.function_index["main"]) == []
-    bodies = [(scope.name if scope else None, len(items)) for scope, items in
-              ctx.module.bodies()]
+    bodies = [(scope.name if scope else None, len(items)) for scope, items in ctx.module.bodies()]
     assert [name for name, _ in bodies] == [None, "helper", "main", "run"]
 
 

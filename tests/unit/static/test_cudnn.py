@@ -50,8 +50,13 @@ def test_settings_in_different_functions_have_medium_confidence() -> None:
 
 def test_either_flag_alone_is_quiet() -> None:
     assert td705("import torch\ntorch.backends.cudnn.benchmark = True\n") == []
-    assert td705("import torch\ntorch.backends.cudnn.deterministic = True\n"
-                 "torch.backends.cudnn.benchmark = False\n") == []
+    assert (
+        td705(
+            "import torch\ntorch.backends.cudnn.deterministic = True\n"
+            "torch.backends.cudnn.benchmark = False\n"
+        )
+        == []
+    )
 
 
 def test_exclusive_branches_are_quiet() -> None:

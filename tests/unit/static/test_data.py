@@ -8,6 +8,7 @@ from torchdoctor.findings import Applicability, Confidence, Severity
 
 # --- TD405 dataloader-workers-without-main-guard ---------------------------------------------
 
+
 def test_loader_with_workers_used_at_module_level_without_guard_is_flagged() -> None:
     source = """
         from torch.utils.data import DataLoader as DL
@@ -56,8 +57,11 @@ def test_a_class_built_at_module_level_runs_its_constructor() -> None:
 
 
 def test_guarded_scripts_stay_quiet() -> None:
-    for guard in ('if __name__ == "__main__":', "if '__main__' == __name__:",
-                  'if __name__ == "__main__" and not DEBUG:'):
+    for guard in (
+        'if __name__ == "__main__":',
+        "if '__main__' == __name__:",
+        'if __name__ == "__main__" and not DEBUG:',
+    ):
         source = f"""
 from torch.utils.data import DataLoader
 
@@ -101,6 +105,7 @@ def test_library_modules_stay_quiet() -> None:
 
 
 # --- TD406 dataloader-created-in-loop --------------------------------------------------------
+
 
 def test_loader_rebuilt_every_epoch_is_flagged() -> None:
     source = """
@@ -184,6 +189,7 @@ def test_loaders_built_in_a_loop_but_not_iterated_there_stay_quiet() -> None:
 
 
 # --- TD407 train-loader-not-shuffled ---------------------------------------------------------
+
 
 def test_training_loader_named_train_without_shuffle_is_flagged_with_a_fix() -> None:
     source = """
@@ -290,7 +296,10 @@ def test_severity_follows_what_the_code_shows_about_the_order() -> None:
         """
     found = lint_findings(source, "TD407")
     assert [(f.location.line, f.severity) for f in found] == [
-        (11, Severity.WARNING), (12, Severity.WARNING), (13, Severity.INFO)]
+        (11, Severity.WARNING),
+        (12, Severity.WARNING),
+        (13, Severity.INFO),
+    ]
     assert "stored sorted" in found[0].message
 
 
@@ -329,24 +338,28 @@ PERMUTED_ONCE = """
 
 def test_one_pass_over_data_permuted_by_hand_stays_quiet() -> None:
     assert lint_codes(PERMUTED_ONCE, "TD407") == []
-    inline = PERMUTED_ONCE.replace("features[order], labels[order]",
-                                   "features[torch.randperm(8)], labels[np_perm]").replace(
-        "order = torch.randperm(len(features))", "np_perm = rng.permutation(8)")
+    inline = PERMUTED_ONCE.replace(
+        "features[order], labels[order]", "features[torch.randperm(8)], labels[np_perm]"
+    ).replace("order = torch.randperm(len(features))", "np_perm = rng.permutation(8)")
     assert lint_codes(inline, "TD407") == []
 
 
 def test_permuted_data_read_again_every_epoch_is_flagged() -> None:
-    source = PERMUTED_ONCE.replace(
-        "        for step, (x, y) in enumerate(loader):",
-        "        for epoch in range(10):\n            for step, (x, y) in enumerate(loader):",
-    ).replace("            optimizer.", "                optimizer.").replace(
-        "            model(x)", "                model(x)")
+    source = (
+        PERMUTED_ONCE.replace(
+            "        for step, (x, y) in enumerate(loader):",
+            "        for epoch in range(10):\n            for step, (x, y) in enumerate(loader):",
+        )
+        .replace("            optimizer.", "                optimizer.")
+        .replace("            model(x)", "                model(x)")
+    )
     assert lint_codes(source, "TD407") == [("TD407", 7)]
 
 
 def test_inputs_permuted_without_their_labels_are_still_flagged() -> None:
-    source = PERMUTED_ONCE.replace("features, labels = features[order], labels[order]",
-                                   "features = features[order]")
+    source = PERMUTED_ONCE.replace(
+        "features, labels = features[order], labels[order]", "features = features[order]"
+    )
     assert lint_codes(source, "TD407") == [("TD407", 7)]
 
 
@@ -369,6 +382,7 @@ def test_neutral_loaders_that_never_feed_a_backward_stay_quiet() -> None:
 
 
 # --- TD408 non-blocking-without-pin-memory ---------------------------------------------------
+
 
 def test_non_blocking_copies_from_an_unpinned_loader_are_flagged() -> None:
     source = """

@@ -18,6 +18,7 @@ def step(model, optimizer, loss):
 
 # --- TD102 float64-in-training ---------------------------------------------------------------
 
+
 def test_float64_data_in_a_training_file_is_flagged() -> None:
     source = """
         import torch
@@ -142,6 +143,7 @@ def test_dtype_comparisons_and_numpy_float64_stay_quiet() -> None:
 
 # --- TD104 target-dtype-wrong-for-loss -------------------------------------------------------
 
+
 def test_loop_targets_cast_to_float_for_cross_entropy_are_flagged_with_a_fix() -> None:
     source = """
         from torch import nn
@@ -171,8 +173,10 @@ def test_named_class_labels_into_nll_loss_are_flagged_with_medium_confidence() -
             return F.cross_entropy(student, teacher.argmax(dim=1).float())
         """
     found = lint_findings(source, "TD104")
-    assert [(f.location.line, f.confidence) for f in found] == [(6, Confidence.MEDIUM),
-                                                                 (9, Confidence.HIGH)]
+    assert [(f.location.line, f.confidence) for f in found] == [
+        (6, Confidence.MEDIUM),
+        (9, Confidence.HIGH),
+    ]
     assert found[0].fix is None  # `.to(dtype)` is not rewritten
 
 
@@ -239,6 +243,7 @@ def test_float_targets_for_other_losses_and_uncast_targets_stay_quiet() -> None:
 
 # --- TD105 legacy-tensor-constructor ---------------------------------------------------------
 
+
 def test_legacy_shape_constructors_get_a_safe_empty_fix() -> None:
     source = """
         import torch
@@ -247,12 +252,15 @@ def test_legacy_shape_constructors_get_a_safe_empty_fix() -> None:
         noise = torch.cuda.FloatTensor(8)
         """
     found = lint_findings(source, "TD105")
-    assert [(f.location.line, f.severity) for f in found] == [(4, Severity.WARNING),
-                                                               (5, Severity.WARNING)]
+    assert [(f.location.line, f.severity) for f in found] == [
+        (4, Severity.WARNING),
+        (5, Severity.WARNING),
+    ]
     assert all(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in found)
     assert "counts = torch.empty(3, 4)\n" in applied(source, found[0].fix)
     assert 'noise = torch.empty(8, dtype=torch.float32, device="cuda")' in applied(
-        source, found[1].fix)
+        source, found[1].fix
+    )
     assert "uninitialised" in found[0].message
     assert "without CUDA" in found[1].message
 
@@ -284,8 +292,10 @@ def test_shape_constructor_filled_right_away_is_only_info() -> None:
         ones = torch.DoubleTensor(1).fill_(1.0)
         """
     found = lint_findings(source, "TD105")
-    assert [(f.location.line, f.severity) for f in found] == [(4, Severity.INFO),
-                                                               (5, Severity.INFO)]
+    assert [(f.location.line, f.severity) for f in found] == [
+        (4, Severity.INFO),
+        (5, Severity.INFO),
+    ]
     assert "only the spelling is legacy" in found[0].message
 
 
@@ -316,7 +326,11 @@ def test_shape_constructor_initialised_by_the_next_statements_is_only_info() -> 
         """
     found = lint_findings(source, "TD105")
     assert [(f.location.line, f.severity) for f in found] == [
-        (9, Severity.INFO), (11, Severity.INFO), (12, Severity.INFO), (21, Severity.INFO)]
+        (9, Severity.INFO),
+        (11, Severity.INFO),
+        (12, Severity.INFO),
+        (21, Severity.INFO),
+    ]
 
 
 def test_shape_constructor_initialised_elsewhere_or_only_read_stays_a_warning() -> None:
@@ -337,7 +351,9 @@ def test_shape_constructor_initialised_elsewhere_or_only_read_stays_a_warning() 
         """
     found = lint_findings(source, "TD105")
     assert [(f.location.line, f.severity) for f in found] == [
-        (8, Severity.WARNING), (12, Severity.WARNING)]
+        (8, Severity.WARNING),
+        (12, Severity.WARNING),
+    ]
 
 
 def test_ambiguous_arguments_are_reported_without_a_fix() -> None:
@@ -405,6 +421,7 @@ def test_factory_functions_and_new_methods_stay_quiet() -> None:
 
 
 # --- TD106 constant-tensor-moved-in-loop -----------------------------------------------------
+
 
 def test_constant_built_and_moved_inside_the_loop_is_flagged() -> None:
     source = """

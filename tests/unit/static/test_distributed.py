@@ -25,8 +25,9 @@ def main(dataset, model, optimizer):
 
 
 def td801(sampler_args: str = "", epoch_body: str = "        pass") -> list[tuple[str, int]]:
-    return lint_codes(EPOCHS.format(sampler_args=sampler_args, epoch_body=epoch_body),
-                      "TD801", "TD001")
+    return lint_codes(
+        EPOCHS.format(sampler_args=sampler_args, epoch_body=epoch_body), "TD801", "TD001"
+    )
 
 
 def test_sampler_without_set_epoch_is_flagged_at_its_construction() -> None:
@@ -34,8 +35,7 @@ def test_sampler_without_set_epoch_is_flagged_at_its_construction() -> None:
 
 
 def test_the_message_names_the_epoch_loop_and_the_fix_inserts_set_epoch() -> None:
-    (found,) = lint_findings(EPOCHS.format(sampler_args="", epoch_body="        pass"),
-                             "TD801")
+    (found,) = lint_findings(EPOCHS.format(sampler_args="", epoch_body="        pass"), "TD801")
     assert found.severity is Severity.ERROR and "epoch loop at line 8" in found.message
     assert found.fix is not None and found.fix.applicability is Applicability.UNSAFE
     (edit,) = found.fix.edits
@@ -59,8 +59,7 @@ def test_a_sampler_built_inline_and_a_helper_epoch_are_followed() -> None:
     assert found.location.line == 9 and "`loader.sampler.set_epoch(epoch)`" in found.fix_hint
 
 
-def test_a_loader_factory_with_no_set_epoch_anywhere_is_flagged_with_medium_confidence(
-) -> None:
+def test_a_loader_factory_with_no_set_epoch_anywhere_is_flagged_with_medium_confidence() -> None:
     source = """
     import torch
     from torch.utils.data import DataLoader, DistributedSampler
@@ -90,10 +89,13 @@ def test_set_epoch_in_the_epoch_loop_is_quiet() -> None:
 
 
 def test_set_epoch_in_a_helper_called_each_epoch_is_quiet() -> None:
-    source = EPOCHS.format(sampler_args="", epoch_body="        prepare(loader, epoch)") + """
+    source = (
+        EPOCHS.format(sampler_args="", epoch_body="        prepare(loader, epoch)")
+        + """
 def prepare(loader, epoch):
     loader.sampler.set_epoch(epoch)
 """
+    )
     assert lint_codes(source, "TD801", "TD001") == []
 
 
@@ -130,10 +132,12 @@ def test_a_sampler_the_epoch_loop_never_uses_is_quiet() -> None:
 
 
 def test_set_epoch_called_once_before_the_loop_is_not_enough() -> None:
-    source = EPOCHS.replace("    for epoch in range(10):",
-                            "    sampler.set_epoch(0)\n    for epoch in range(10):")
-    assert lint_codes(source.format(sampler_args="", epoch_body="        pass"),
-                      "TD801", "TD001") == [("TD801", 6)]
+    source = EPOCHS.replace(
+        "    for epoch in range(10):", "    sampler.set_epoch(0)\n    for epoch in range(10):"
+    )
+    assert lint_codes(
+        source.format(sampler_args="", epoch_body="        pass"), "TD801", "TD001"
+    ) == [("TD801", 6)]
 
 
 # --- TD802 ------------------------------------------------------------------------------

@@ -32,10 +32,13 @@ def test_an_unguarded_save_in_a_distributed_script_is_flagged() -> None:
 
 
 def test_a_helper_called_without_a_guard_is_flagged_inside_the_helper() -> None:
-    source = DDP_SCRIPT + """
+    source = (
+        DDP_SCRIPT
+        + """
 def save_checkpoint(model, path):
     torch.save(model.state_dict(), path)
 """
+    )
     assert td804("        save_checkpoint(model, 'last.pt')", source) == [("TD804", 16)]
 
 
@@ -57,11 +60,19 @@ def test_a_method_reached_through_an_instance_is_followed() -> None:
 
 
 def test_rank_zero_guards_are_recognised() -> None:
-    for guard in ("rank == 0", "dist.get_rank() == 0", "args.local_rank in [-1, 0]",
-                  "not rank", "is_main_process()", "accelerator.is_main_process",
-                  "trainer.is_global_zero", "int(os.environ['RANK']) == 0",
-                  "not dist.is_initialized() or dist.get_rank() == 0",
-                  "rank == 0 and epoch % 5 == 0", "is_master"):
+    for guard in (
+        "rank == 0",
+        "dist.get_rank() == 0",
+        "args.local_rank in [-1, 0]",
+        "not rank",
+        "is_main_process()",
+        "accelerator.is_main_process",
+        "trainer.is_global_zero",
+        "int(os.environ['RANK']) == 0",
+        "not dist.is_initialized() or dist.get_rank() == 0",
+        "rank == 0 and epoch % 5 == 0",
+        "is_master",
+    ):
         save = f"        if {guard}:\n            torch.save(model.state_dict(), 'last.pt')"
         assert td804(save) == [], guard
 
@@ -90,8 +101,10 @@ def test_a_variable_bound_to_the_rank_is_a_rank() -> None:
 
 
 def test_an_else_branch_of_a_nonzero_rank_test_is_guarded() -> None:
-    save = ("        if rank != 0:\n            pass\n        else:\n"
-            "            torch.save(model.state_dict(), 'last.pt')")
+    save = (
+        "        if rank != 0:\n            pass\n        else:\n"
+        "            torch.save(model.state_dict(), 'last.pt')"
+    )
     assert td804(save) == []
 
 
@@ -115,7 +128,9 @@ def test_an_early_exit_on_other_ranks_guards_what_follows() -> None:
 
 
 def test_guarded_callers_and_decorators_guard_the_helper() -> None:
-    source = DDP_SCRIPT + """
+    source = (
+        DDP_SCRIPT
+        + """
 def save_checkpoint(model, path):
     torch.save(model.state_dict(), path)
 
@@ -123,15 +138,20 @@ def save_checkpoint(model, path):
 def export(model):
     torch.save(model.state_dict(), "export.pt")
 """
-    save = ("        if rank == 0:\n            save_checkpoint(model, 'last.pt')\n"
-            "        export(model)")
+    )
+    save = (
+        "        if rank == 0:\n            save_checkpoint(model, 'last.pt')\n"
+        "        export(model)"
+    )
     assert td804(save, source) == []
 
 
 def test_per_rank_files_and_buffers_are_quiet() -> None:
-    save = ("        torch.save(shard, f'shard_rank{rank}.pt')\n"
-            "        torch.save(shard, os.path.join(out, f'{dist.get_rank()}.pt'))\n"
-            "        buffer = io.BytesIO()\n        torch.save(state, buffer)")
+    save = (
+        "        torch.save(shard, f'shard_rank{rank}.pt')\n"
+        "        torch.save(shard, os.path.join(out, f'{dist.get_rank()}.pt'))\n"
+        "        buffer = io.BytesIO()\n        torch.save(state, buffer)"
+    )
     source = "import io\nimport os\n" + DDP_SCRIPT
     assert td804(save, source) == []
 

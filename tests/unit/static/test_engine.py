@@ -50,6 +50,7 @@ def extra_rule(monkeypatch: pytest.MonkeyPatch):
     def add(cls: type[LintRule], code: str) -> None:
         specs = [*engine.rule_specs(), engine._spec(cls, (code,))]
         monkeypatch.setattr(engine, "_SPECS", specs)
+
     return add
 
 
@@ -76,8 +77,7 @@ def test_internal_errors_pass_any_selection(extra_rule) -> None:
     assert [f.code for f in found] == ["TD001"]
 
 
-def test_td001_keeps_the_traceback_apart_in_lint_source_and_in_lint(
-        extra_rule, tmp_path) -> None:
+def test_td001_keeps_the_traceback_apart_in_lint_source_and_in_lint(extra_rule, tmp_path) -> None:
     from torchdoctor.static import LintConfig, lint
 
     extra_rule(_Crashing, "TD206")
@@ -90,14 +90,12 @@ def test_td001_keeps_the_traceback_apart_in_lint_source_and_in_lint(
     path.write_text(BUGGY, encoding="utf-8")
     report = lint(path, config=LintConfig(), jobs=1)
     (found,) = report.by_code("TD001")
-    assert "traceback" not in found.evidence and found.evidence["exception"] == \
-        "ZeroDivisionError"
+    assert "traceback" not in found.evidence and found.evidence["exception"] == "ZeroDivisionError"
     (trace,) = report.facts["internal_errors"]
     assert "visit_Call" in trace and "ZeroDivisionError: boom" in trace
 
 
-def test_the_test_helper_fails_on_a_crash_of_a_rule_it_was_not_asked_about(
-        extra_rule) -> None:
+def test_the_test_helper_fails_on_a_crash_of_a_rule_it_was_not_asked_about(extra_rule) -> None:
     from tests.unit.static.helpers import lint_codes
 
     assert lint_codes(BUGGY, "TD201") == [("TD201", 5)]
@@ -123,9 +121,13 @@ def f(model, loader):
     ctx = FileContext("x.py", source, ast.parse(source))
     Walker(ctx, structure=True).walk()
     function = ctx.module.functions[0]
-    kinds = {item.node.func.id if isinstance(item.node.func, ast.Name) else "model":
-             [f.kind for f in item.frames[2:]]
-             for item in function.items if isinstance(item.node, ast.Call)}
+    kinds = {
+        item.node.func.id if isinstance(item.node.func, ast.Name) else "model": [
+            f.kind for f in item.frames[2:]
+        ]
+        for item in function.items
+        if isinstance(item.node, ast.Call)
+    }
     assert kinds["model"] == [FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.WITH]
     assert kinds["g"] == [FrameKind.LOOP, FrameKind.IF_ELSE, FrameKind.TRY]
     assert kinds["h"] == [FrameKind.LOOP, FrameKind.IF_ELSE, FrameKind.EXCEPT]
@@ -141,18 +143,22 @@ def test_rules_are_skipped_when_their_required_words_are_absent() -> None:
     assert engine.lint_tree(ctx, Selection()) == []
 
 
-@pytest.mark.parametrize("source, line, words", [
-    ("def f(:\n    pass\n", 1, "not valid Python"),
-    ("x = 1\n<<<<<<< HEAD\ny = 2\n", 2, "merge-conflict marker"),
-    ("print 'hello'\n", 1, "not valid Python"),
-    (b"x = 1\x00\x01\x02", 1, "looks binary"),
-    (b"x = '\xe9\xe8'\n", 1, "not valid utf-8"),
-    (b"# -*- coding: klingon -*-\nx = 1\n", 1, "unknown encoding"),
-    ("x = (" * 300 + ")" * 300 + "\n", 1, "not valid Python"),
-    ("x = " + "-" * 200_000 + "1\n", 1, "nested too deeply"),
-])
-def test_unparsable_input_becomes_td002_with_a_place(source: str | bytes, line: int,
-                                                      words: str) -> None:
+@pytest.mark.parametrize(
+    "source, line, words",
+    [
+        ("def f(:\n    pass\n", 1, "not valid Python"),
+        ("x = 1\n<<<<<<< HEAD\ny = 2\n", 2, "merge-conflict marker"),
+        ("print 'hello'\n", 1, "not valid Python"),
+        (b"x = 1\x00\x01\x02", 1, "looks binary"),
+        (b"x = '\xe9\xe8'\n", 1, "not valid utf-8"),
+        (b"# -*- coding: klingon -*-\nx = 1\n", 1, "unknown encoding"),
+        ("x = (" * 300 + ")" * 300 + "\n", 1, "not valid Python"),
+        ("x = " + "-" * 200_000 + "1\n", 1, "nested too deeply"),
+    ],
+)
+def test_unparsable_input_becomes_td002_with_a_place(
+    source: str | bytes, line: int, words: str
+) -> None:
     (found,) = lint_source(source, "bad.py")
     assert found.code == "TD002"
     assert found.location.path == "bad.py" and found.location.line == line
@@ -160,10 +166,19 @@ def test_unparsable_input_becomes_td002_with_a_place(source: str | bytes, line: 
     assert found.fix_hint
 
 
-@pytest.mark.parametrize("source", [
-    "", "\n\n\n", "# only a comment\n", "\ufeffimport torch\n", b"\xef\xbb\xbfimport torch\n",
-    b"# -*- coding: latin-1 -*-\nname = '\xe9'\n", "x = 1\r\ny = 2\r\n", "\x0c\nx = 1\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "",
+        "\n\n\n",
+        "# only a comment\n",
+        "\ufeffimport torch\n",
+        b"\xef\xbb\xbfimport torch\n",
+        b"# -*- coding: latin-1 -*-\nname = '\xe9'\n",
+        "x = 1\r\ny = 2\r\n",
+        "\x0c\nx = 1\n",
+    ],
+)
 def test_odd_but_valid_files_lint_clean(source: str | bytes) -> None:
     assert lint_source(source, "ok.py").findings == []
 
@@ -171,8 +186,11 @@ def test_odd_but_valid_files_lint_clean(source: str | bytes) -> None:
 def test_deep_but_valid_nesting_does_not_crash() -> None:
     calls = "f(" * 150 + ")" * 150
     chain = "a" + ".b" * 900 + "()"
-    blocks = "".join("    " * i + f"for i{i} in x:\n" for i in range(90)) + "    " * 90 + \
-        "loss.backward()\n"
+    blocks = (
+        "".join("    " * i + f"for i{i} in x:\n" for i in range(90))
+        + "    " * 90
+        + "loss.backward()\n"
+    )
     for source in (calls, chain, blocks):
         found = lint_source(source, "deep.py")
         assert all(f.code not in ("TD001", "TD002") for f in found)
@@ -189,7 +207,8 @@ def test_a_huge_file_lints_in_reasonable_time() -> None:
         "        loss = model(x).sum()\n"
         "        loss.backward()\n"
         "        optimizer.step()\n"
-        for i in range(4000))
+        for i in range(4000)
+    )
     start = time.perf_counter()
     assert lint_source("import torch\n" + body, "huge.py").findings == []
     assert time.perf_counter() - start < 60
@@ -200,5 +219,14 @@ def test_detector_registration_is_visible_to_the_catalogue() -> None:
 
     engine.rule_specs()
     codes = {code for info in registered_detectors(Depth.LINT) for code in info.codes}
-    assert {"TD201", "TD202", "TD203", "TD204", "TD205", "TD206", "TD207", "TD501",
-            "TD502"} <= codes
+    assert {
+        "TD201",
+        "TD202",
+        "TD203",
+        "TD204",
+        "TD205",
+        "TD206",
+        "TD207",
+        "TD501",
+        "TD502",
+    } <= codes

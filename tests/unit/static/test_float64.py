@@ -15,30 +15,37 @@ from torchdoctor.findings import Severity
 
 
 def test_a_statistic_looking_name_does_not_hide_model_input() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def main(model, data, optimizer):
         stats = torch.tensor(data, dtype=torch.float64)  # expect: TD102
         out = model(stats)
         out.sum().backward()
         optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_the_message_says_where_the_value_goes() -> None:
-    (found,) = lint_findings("""
+    (found,) = lint_findings(
+        """
     import torch
     def main(model, data, optimizer):
         total = torch.tensor(data, dtype=torch.float64)
         model(total).sum().backward()
         optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
     assert "reaches `model(...)` at line 5" in found.message
     assert found.evidence["reaches"] == "training"
 
 
 def test_value_passed_to_a_helper_that_calls_the_model() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def forward_pass(net, batch):
         return net(batch)
@@ -46,11 +53,14 @@ def test_value_passed_to_a_helper_that_calls_the_model() -> None:
         values = torch.as_tensor(data, dtype=torch.float64)  # expect: TD102
         forward_pass(model, values).sum().backward()
         optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_value_returned_into_a_dataset_loader_and_batches() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import numpy as np
     import torch
     from torch.utils.data import DataLoader, TensorDataset
@@ -63,11 +73,14 @@ def test_value_returned_into_a_dataset_loader_and_batches() -> None:
         for (xb,) in loader:
             model(xb).sum().backward()
             optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_value_into_a_loss_or_a_parameter() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     from torch import nn
     class Scale(nn.Module):
@@ -78,11 +91,14 @@ def test_value_into_a_loss_or_a_parameter() -> None:
         loss = nn.functional.mse_loss(model(x), target.double())  # expect: TD102
         loss.backward()
         optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_value_into_an_optimizer_and_a_called_model() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def main(make_model, x):
         weights = torch.zeros(3, requires_grad=True, dtype=torch.float64)  # expect: TD102
@@ -90,7 +106,9 @@ def test_value_into_an_optimizer_and_a_called_model() -> None:
         net = make_model().double()  # expect: TD102
         net(x).sum().backward()
         optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 # --- quiet: summaries of the training, whatever they are called ----------------------------
@@ -108,28 +126,32 @@ def main(model, loader, optimizer, criterion):
 """
 
 
-@pytest.mark.parametrize("summary", [
-    # the clean corpus's zero_grad_at_end.py
-    "last = torch.tensor(history[-20:], dtype=torch.float64)\n"
-    "print(f'loss {last.mean().item():.4f} +- {last.std().item():.4f}')",
-    "print(torch.tensor(history, dtype=torch.float64).std())",
-    "spread = torch.tensor(history).double().std().item()",
-    "logger.info('loss %s', torch.tensor(history, dtype=torch.float64).mean())",
-    "summary = {'mean': torch.tensor(history, dtype=torch.float64).mean()}\nprint(summary)",
-    "curve = torch.tensor(history, dtype=torch.float64)\n"
-    "if curve[-1] > curve[0]:\n    print('diverged')",
-    "curve = torch.tensor(history, dtype=torch.float64)\nreturn float(curve.min())",
-    "window = []\nwindow.append(torch.tensor(history, dtype=torch.float64).mean())\n"
-    "print(window)",
-    "writer.add_scalar('loss/std', torch.tensor(history, dtype=torch.float64).std(), 0)",
-])
+@pytest.mark.parametrize(
+    "summary",
+    [
+        # the clean corpus's zero_grad_at_end.py
+        "last = torch.tensor(history[-20:], dtype=torch.float64)\n"
+        "print(f'loss {last.mean().item():.4f} +- {last.std().item():.4f}')",
+        "print(torch.tensor(history, dtype=torch.float64).std())",
+        "spread = torch.tensor(history).double().std().item()",
+        "logger.info('loss %s', torch.tensor(history, dtype=torch.float64).mean())",
+        "summary = {'mean': torch.tensor(history, dtype=torch.float64).mean()}\nprint(summary)",
+        "curve = torch.tensor(history, dtype=torch.float64)\n"
+        "if curve[-1] > curve[0]:\n    print('diverged')",
+        "curve = torch.tensor(history, dtype=torch.float64)\nreturn float(curve.min())",
+        "window = []\nwindow.append(torch.tensor(history, dtype=torch.float64).mean())\n"
+        "print(window)",
+        "writer.add_scalar('loss/std', torch.tensor(history, dtype=torch.float64).std(), 0)",
+    ],
+)
 def test_summaries_after_training_stay_quiet(summary: str) -> None:
     body = "\n".join("    " + line for line in summary.splitlines())
     assert_marked(TRAIN + body + "\n", "TD102")
 
 
 def test_accumulators_and_confusion_matrices_stay_quiet() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def main(model, loader, optimizer, num_classes):
         confusion = torch.zeros(num_classes, num_classes, dtype=torch.float64)
@@ -141,11 +163,14 @@ def test_accumulators_and_confusion_matrices_stay_quiet() -> None:
             confusion[y, out.argmax(1)] += 1
             seen += torch.bincount(y, minlength=num_classes).double()
         print(confusion / seen)
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_summary_computed_by_a_helper_stays_quiet() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def spread(values):
         return torch.tensor(values, dtype=torch.float64).std()
@@ -157,11 +182,14 @@ def test_summary_computed_by_a_helper_stays_quiet() -> None:
             optimizer.step()
             losses.append(loss.item())
         print(f"spread {spread(losses).item():.3f}")
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_precise_ema_copied_back_into_float32_stays_quiet() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def main(model, loader, optimizer, decay=0.999):
         shadow = [p.detach().double() for p in model.parameters()]
@@ -170,12 +198,15 @@ def test_precise_ema_copied_back_into_float32_stays_quiet() -> None:
             optimizer.step()
         for s, p in zip(shadow, model.parameters()):
             p.data.copy_(s)
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_a_float64_model_is_one_finding_not_one_per_input_it_is_fed() -> None:
     # Hidden states built in float64 inside forward follow from the model's conversion.
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     from torch import nn
     class Seq(nn.Module):
@@ -193,11 +224,14 @@ def test_a_float64_model_is_one_finding_not_one_per_input_it_is_fed() -> None:
         loss = nn.functional.mse_loss(seq(x)[0], y)
         loss.backward()
         optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_float64_inputs_of_a_float32_model_are_each_reported() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     from torch import nn
     class Seq(nn.Module):
@@ -211,7 +245,9 @@ def test_float64_inputs_of_a_float32_model_are_each_reported() -> None:
         loss = nn.functional.mse_loss(Seq()(x)[0], y)
         loss.backward()
         optimizer.step()
-    """, "TD102")
+    """,
+        "TD102",
+    )
 
 
 def test_a_float64_model_fed_data_built_in_float64_on_purpose_is_information() -> None:

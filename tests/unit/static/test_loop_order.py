@@ -436,7 +436,8 @@ def test_td205_quiet_in_evaluation_under_no_grad() -> None:
 
 
 def test_td203_quiet_for_gradient_surgery_that_sets_grads_by_hand() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def train(model, loader, optimizer, project):
         for x, y in loader:
@@ -446,14 +447,17 @@ def test_td203_quiet_for_gradient_surgery_that_sets_grads_by_hand() -> None:
             for p, g in zip(model.parameters(), project(grads)):
                 p.grad = g
             optimizer.step()
-    """, "TD203")
+    """,
+        "TD203",
+    )
 
 
 # --- TD201 through helpers: the loop body split into functions and methods ---------------
 
 
 def test_td201_sees_a_step_helper_called_from_the_loop() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def train_step(model, optimizer, x, y):
         loss = torch.nn.functional.mse_loss(model(x), y)
@@ -463,11 +467,14 @@ def test_td201_sees_a_step_helper_called_from_the_loop() -> None:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for x, y in loader:
             train_step(model, optimizer, x, y)  # expect: TD201
-    """, "TD201")
+    """,
+        "TD201",
+    )
 
 
 def test_td201_sees_a_loop_body_split_into_methods() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     class Trainer:
         def __init__(self, model, optimizer):
@@ -480,11 +487,14 @@ def test_td201_sees_a_loop_body_split_into_methods() -> None:
             for x, y in loader:
                 self._backward(self.model(x).sum())
                 self._update()  # expect: TD201
-    """, "TD201")
+    """,
+        "TD201",
+    )
 
 
 def test_td201_quiet_when_a_helper_clears_the_gradients() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     class Trainer:
         def __init__(self, model, optimizer):
@@ -505,11 +515,14 @@ def test_td201_quiet_when_a_helper_clears_the_gradients() -> None:
     def main(model, optimizer, loader):
         for x in loader:
             step(model, optimizer, x)
-    """, "TD201")
+    """,
+        "TD201",
+    )
 
 
 def test_td201_quiet_on_closure_helpers_and_accumulating_helpers() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def lbfgs_round(optimizer, closure):
         optimizer.step(closure)
@@ -524,13 +537,16 @@ def test_td201_quiet_on_closure_helpers_and_accumulating_helpers() -> None:
         for i, x in enumerate(loader):
             lbfgs_round(optimizer, closure)
             accumulate(model, adam, x, i, 4)
-    """, "TD201")
+    """,
+        "TD201",
+    )
 
 
 def test_loop_order_rules_quiet_in_framework_owned_steps() -> None:
     # Lightning's training_step (manual optimization, accumulating), an ignite handler
     # and a Trainer subclass's training_step: the framework runs the loop.
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     import lightning as L
     from transformers import Trainer
@@ -551,7 +567,13 @@ def test_loop_order_rules_quiet_in_framework_owned_steps() -> None:
         def step(engine):
             optimizer.step()
             scheduler.step()
-    """, "TD201", "TD203", "TD204", "TD502", "TD607")
+    """,
+        "TD201",
+        "TD203",
+        "TD204",
+        "TD502",
+        "TD607",
+    )
 
 
 FRAMEWORK_LOOP = """
@@ -567,18 +589,28 @@ class Model({base}):
 
 
 def test_loop_order_rules_stay_out_of_framework_subclasses() -> None:
-    assert_marked(FRAMEWORK_LOOP.format(imports="import lightning as L",
-                                        base="L.LightningModule", mark=""), "TD201")
-    assert_marked(FRAMEWORK_LOOP.format(imports="from pytorch_lightning import LightningModule",
-                                        base="LightningModule", mark=""), "TD201")
+    assert_marked(
+        FRAMEWORK_LOOP.format(imports="import lightning as L", base="L.LightningModule", mark=""),
+        "TD201",
+    )
+    assert_marked(
+        FRAMEWORK_LOOP.format(
+            imports="from pytorch_lightning import LightningModule", base="LightningModule", mark=""
+        ),
+        "TD201",
+    )
     # The same method in a plain class is the user's own loop.
-    assert_marked(FRAMEWORK_LOOP.format(imports="", base="object", mark="# expect: TD201")
-                  .replace("self.manual_backward(self.net(chunk).sum())",
-                           "self.net(chunk).sum().backward()"), "TD201")
+    assert_marked(
+        FRAMEWORK_LOOP.format(imports="", base="object", mark="# expect: TD201").replace(
+            "self.manual_backward(self.net(chunk).sum())", "self.net(chunk).sum().backward()"
+        ),
+        "TD201",
+    )
 
 
 def test_loop_order_rules_stay_out_of_decorated_event_handlers() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def attach(trainer, model, optimizer, scheduler, loader):
         @trainer.on("epoch_completed")
@@ -587,4 +619,8 @@ def test_loop_order_rules_stay_out_of_decorated_event_handlers() -> None:
                 scheduler.step()
                 model(x).sum().backward()
                 optimizer.step()
-    """, "TD201", "TD607", "TD204")
+    """,
+        "TD201",
+        "TD607",
+        "TD204",
+    )

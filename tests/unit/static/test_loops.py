@@ -9,18 +9,34 @@ import pytest
 from torchdoctor.static.rules.loops import is_periodic_guard
 
 
-@pytest.mark.parametrize("test", [
-    "step % 100 == 0", "not i % k", "(i + 1) % accumulation == 0", "i == 0",
-    "batch_idx == len(loader) - 1", "epoch == args.epochs", "should_step",
-    "rank == 0 and step % 10 == 0",
-])
+@pytest.mark.parametrize(
+    "test",
+    [
+        "step % 100 == 0",
+        "not i % k",
+        "(i + 1) % accumulation == 0",
+        "i == 0",
+        "batch_idx == len(loader) - 1",
+        "epoch == args.epochs",
+        "should_step",
+        "rank == 0 and step % 10 == 0",
+    ],
+)
 def test_tests_that_hold_only_now_and_then_are_periodic(test: str) -> None:
     assert is_periodic_guard(ast.parse(test, mode="eval").body)
 
 
-@pytest.mark.parametrize("test", [
-    "verbose", "writer is not None", "device.type == 'cuda'", "loss > threshold",
-    "torch.cuda.is_available()", "i != 0", "args.log == 'all'",
-])
+@pytest.mark.parametrize(
+    "test",
+    [
+        "verbose",
+        "writer is not None",
+        "device.type == 'cuda'",
+        "loss > threshold",
+        "torch.cuda.is_available()",
+        "i != 0",
+        "args.log == 'all'",
+    ],
+)
 def test_tests_that_hold_on_every_iteration_are_not_periodic(test: str) -> None:
     assert not is_periodic_guard(ast.parse(test, mode="eval").body)

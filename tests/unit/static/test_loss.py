@@ -21,6 +21,7 @@ def applied(source: str, fix: Fix | None) -> str:
 
 # --- flagged ---------------------------------------------------------------------------------
 
+
 def test_softmax_written_into_functional_cross_entropy_is_flagged_with_an_unsafe_fix() -> None:
     source = """
         import torch.nn.functional as F
@@ -203,6 +204,7 @@ def test_nll_loss_on_softmax_probabilities_is_flagged() -> None:
 
 
 # --- quiet -----------------------------------------------------------------------------------
+
 
 def test_logits_into_cross_entropy_stay_quiet() -> None:
     source = """

@@ -171,12 +171,14 @@ def test_empty_cache_every_step_is_flagged() -> None:
 
 
 def test_every_device_spelling_is_recognised() -> None:
-    source = STEP_LOOP.format(inner="""\
+    source = STEP_LOOP.format(
+        inner="""\
             torch.cuda.memory.empty_cache()
             torch.mps.empty_cache()
-            torch.accelerator.empty_cache()""", outer="")
-    assert lint_codes(source, "TD702", "TD001") == [
-        ("TD702", 11), ("TD702", 12), ("TD702", 13)]
+            torch.accelerator.empty_cache()""",
+        outer="",
+    )
+    assert lint_codes(source, "TD702", "TD001") == [("TD702", 11), ("TD702", 12), ("TD702", 13)]
 
 
 def test_empty_cache_in_a_nested_loop_inside_the_step_loop_is_flagged() -> None:
@@ -198,8 +200,10 @@ def test_once_per_epoch_is_quiet() -> None:
 
 def test_periodic_or_memory_pressure_calls_are_quiet() -> None:
     periodic = "            if epoch % 10 == 0:\n                torch.cuda.empty_cache()"
-    pressure = ("            if torch.cuda.memory_reserved() > limit:\n"
-                "                torch.cuda.empty_cache()")
+    pressure = (
+        "            if torch.cuda.memory_reserved() > limit:\n"
+        "                torch.cuda.empty_cache()"
+    )
     assert td702(inner=periodic) == []
     assert td702(inner=pressure) == []
 

@@ -15,7 +15,8 @@ from torchdoctor.static.runner import FileJob
 
 
 def test_td501_flags_an_evaluation_loop_without_eval() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     from torch import nn
     class Net(nn.Module):
@@ -32,12 +33,15 @@ def test_td501_flags_an_evaluation_loop_without_eval() -> None:
         return correct
     def main(loader):
         evaluate(Net(), loader)
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_when_the_model_is_not_shown() -> None:
     # Whether `model` has dropout or BatchNorm cannot be told: an error needs evidence.
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def evaluate(model, loader):
         correct = 0
@@ -45,11 +49,14 @@ def test_td501_quiet_when_the_model_is_not_shown() -> None:
             for x, y in loader:
                 correct += (model(x).argmax(1) == y).sum().item()
         return correct
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_for_a_sequential_without_dropout_or_batchnorm() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     from torch import nn
     def evaluate(model, loader):
@@ -58,11 +65,14 @@ def test_td501_quiet_for_a_sequential_without_dropout_or_batchnorm() -> None:
                 model(x)
     def main(loader):
         evaluate(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), loader)
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_on_a_loss_and_a_generator_under_no_grad() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     from torch import nn
     def evaluate(model, loader, seed):
@@ -74,7 +84,9 @@ def test_td501_quiet_on_a_loss_and_a_generator_under_no_grad() -> None:
                 noise = torch.Generator(device=x.device)
                 total += criterion(model(x), y).item()
         return total
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_flags_when_the_caller_left_the_model_training() -> None:
@@ -100,7 +112,8 @@ def test_td501_flags_when_the_caller_left_the_model_training() -> None:
 
 
 def test_td501_flags_test_loop_after_training_in_the_same_function() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def main(train_loader, test_loader, opt):
         model = torch.nn.LSTM(8, 8)
@@ -111,11 +124,14 @@ def test_td501_flags_test_loop_after_training_in_the_same_function() -> None:
         with torch.no_grad():
             for x, y in test_loader:
                 model(x)  # expect: TD501
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_without_visible_callers_has_medium_confidence() -> None:
-    (found,) = lint_findings("""
+    (found,) = lint_findings(
+        """
     import torch
     model = torch.nn.Dropout(0.5)
     @torch.no_grad()
@@ -125,24 +141,30 @@ def test_td501_without_visible_callers_has_medium_confidence() -> None:
         with torch.no_grad():
             for b in batches:
                 model(b)
-    """, "TD501")
+    """,
+        "TD501",
+    )
     assert found.confidence is Confidence.MEDIUM
     assert "no caller of it is in this file" in found.message
 
 
 def test_td501_quiet_with_eval_in_the_same_function() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def evaluate(model, loader):
         model.eval()
         with torch.no_grad():
             for x, y in loader:
                 model(x)
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_with_eval_two_calls_up() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def run_eval(model, loader):
         with torch.no_grad():
@@ -153,11 +175,14 @@ def test_td501_quiet_with_eval_two_calls_up() -> None:
     def main(net, loader):
         net.eval()
         validate(net, loader)
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_with_eval_in_a_method_caller() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     class Trainer:
         def __init__(self, model):
@@ -170,11 +195,14 @@ def test_td501_quiet_with_eval_in_a_method_caller() -> None:
             self.model.eval()
             self._loop(loader)
             self.model.train()
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_for_train_false_and_runtime_mode() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def evaluate(model, loader, training):
         model.train(False)
@@ -186,11 +214,14 @@ def test_td501_quiet_for_train_false_and_runtime_mode() -> None:
         with torch.no_grad():
             for x, y in loader:
                 model(x)
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_for_a_model_without_dropout_or_batchnorm() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     from torch import nn
     class Tiny(nn.Module):
@@ -204,11 +235,14 @@ def test_td501_quiet_for_a_model_without_dropout_or_batchnorm() -> None:
         with torch.no_grad():
             for x in loader:
                 model(x)
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_for_a_teacher_inside_a_training_loop() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def distill(student, teacher, loader, opt):
         for x, y in loader:
@@ -218,14 +252,17 @@ def test_td501_quiet_for_a_teacher_inside_a_training_loop() -> None:
             loss = ((student(x) - target) ** 2).mean()
             loss.backward()
             opt.step()
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 # --- TD502 train-in-eval-mode -----------------------------------------------------------
 
 
 def test_td502_flags_eval_never_undone_in_the_epoch_loop() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def evaluate(model, loader):
         model.eval()
@@ -238,7 +275,9 @@ def test_td502_flags_eval_never_undone_in_the_epoch_loop() -> None:
                 model(x).sum().backward()
                 opt.step()
             evaluate(model, val_loader)  # expect: TD502
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_flags_direct_eval_and_offers_an_unsafe_fix() -> None:
@@ -262,7 +301,8 @@ def test_td502_flags_direct_eval_and_offers_an_unsafe_fix() -> None:
 
 
 def test_td502_maps_arguments_into_helpers() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     def freeze(m):
         m.eval()
     def fit(net, loader, opt):
@@ -272,11 +312,14 @@ def test_td502_maps_arguments_into_helpers() -> None:
                 net(x).sum().backward()
                 opt.step()
             freeze(net)  # expect: TD502
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_quiet_when_train_is_called_each_epoch() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def evaluate(model, loader):
         model.eval()
@@ -290,11 +333,14 @@ def test_td502_quiet_when_train_is_called_each_epoch() -> None:
                 model(x).sum().backward()
                 opt.step()
             evaluate(model, val_loader)
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_quiet_when_the_helper_restores_train_mode() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def evaluate(model, loader):
         model.eval()
@@ -309,11 +355,14 @@ def test_td502_quiet_when_the_helper_restores_train_mode() -> None:
                 model(x).sum().backward()
                 opt.step()
             evaluate(model, loader)
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_quiet_when_train_is_in_the_training_helper() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     class Runner:
         def train_one_epoch(self, loader):
@@ -331,11 +380,14 @@ def test_td502_quiet_when_train_is_in_the_training_helper() -> None:
             for epoch in range(epochs):
                 self.train_one_epoch(loader)
                 self.validate(loader)
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_quiet_for_a_frozen_teacher_put_in_eval_each_step() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def distill(student, teacher, loader, opt):
         for x, y in loader:
@@ -346,11 +398,14 @@ def test_td502_quiet_for_a_frozen_teacher_put_in_eval_each_step() -> None:
             loss = ((student(x) - target) ** 2).mean()
             loss.backward()
             opt.step()
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td501_quiet_for_deliberate_train_mode_batchnorm_recalibration() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def update_bn(loader, model):
         was_training = model.training
@@ -363,22 +418,28 @@ def test_td501_quiet_for_deliberate_train_mode_batchnorm_recalibration() -> None
         model.train()
         with torch.no_grad():
             return torch.stack([model(x) for _ in range(samples)])
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td501_quiet_when_eval_is_called_on_a_chained_receiver() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def evaluate(model, loader, device):
         model.to(device).requires_grad_(False).eval()
         with torch.no_grad():
             for x, y in loader:
                 model(x)
-    """, "TD501")
+    """,
+        "TD501",
+    )
 
 
 def test_td502_quiet_for_an_evaluation_written_without_no_grad() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     def fit(model, loader, val_loader, opt):
         for epoch in range(5):
             model.train()
@@ -390,11 +451,14 @@ def test_td502_quiet_for_an_evaluation_written_without_no_grad() -> None:
             scores = [model(x) for x, y in val_loader]
             for x, y in val_loader:
                 scores.append(model(x))
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_quiet_for_the_phase_loop_of_the_transfer_learning_tutorial() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def fit(model, loaders, criterion, optimizer, epochs):
         for epoch in range(epochs):
@@ -410,11 +474,14 @@ def test_td502_quiet_for_the_phase_loop_of_the_transfer_learning_tutorial() -> N
                         if phase == "train":
                             loss.backward()
                             optimizer.step()
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_flags_a_conditional_eval_that_is_never_undone() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def fit(model, loader, val_loader, opt, epochs):
         model.train()
@@ -427,7 +494,9 @@ def test_td502_flags_a_conditional_eval_that_is_never_undone() -> None:
                 model.eval()  # expect: TD502
                 with torch.no_grad():
                     print(sum(model(x).sum() for x, y in val_loader))
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 # A phase loop whose mode line is replaced by each test's variant.
@@ -453,21 +522,29 @@ def _phase_loop(mode: str) -> str:
 
 
 def test_td502_quiet_for_a_ternary_that_picks_the_mode() -> None:
-    assert_marked(_phase_loop('model.train() if phase == "train" else model.eval()'),
-                  "TD502")
-    assert_marked(_phase_loop('model.eval() if phase != "train" else model.train()'),
-                  "TD502")
+    assert_marked(_phase_loop('model.train() if phase == "train" else model.eval()'), "TD502")
+    assert_marked(_phase_loop('model.eval() if phase != "train" else model.train()'), "TD502")
 
 
 def test_td502_quiet_for_separate_ifs_on_the_phase() -> None:
-    assert_marked(_phase_loop('if phase == "train":\n    model.train()\n'
-                              'if phase == "val":\n    model.eval()'), "TD502")
-    assert_marked(_phase_loop('if phase in ("val", "test"):\n    model.eval()\n'
-                              'if phase == "train":\n    model.train()'), "TD502")
+    assert_marked(
+        _phase_loop(
+            'if phase == "train":\n    model.train()\nif phase == "val":\n    model.eval()'
+        ),
+        "TD502",
+    )
+    assert_marked(
+        _phase_loop(
+            'if phase in ("val", "test"):\n    model.eval()\n'
+            'if phase == "train":\n    model.train()'
+        ),
+        "TD502",
+    )
 
 
 def test_td502_quiet_for_opposite_tests_of_a_flag() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def fit(model, loader, optimizer, epochs):
         for epoch in range(epochs):
@@ -483,11 +560,14 @@ def test_td502_quiet_for_opposite_tests_of_a_flag() -> None:
                             optimizer.zero_grad()
                             loss.backward()
                             optimizer.step()
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_flags_a_one_sided_ternary_eval() -> None:
-    assert_marked("""
+    assert_marked(
+        """
     import torch
     def fit(model, loader, val_loader, opt, epochs, validate):
         for epoch in range(epochs):
@@ -498,7 +578,9 @@ def test_td502_flags_a_one_sided_ternary_eval() -> None:
             model.eval() if validate else None  # expect: TD502
             with torch.no_grad():
                 print(sum(model(x).sum() for x, y in val_loader))
-    """, "TD502")
+    """,
+        "TD502",
+    )
 
 
 def test_td502_offers_no_fix_that_the_eval_would_undo() -> None:
@@ -518,7 +600,8 @@ def test_td502_offers_no_fix_that_the_eval_would_undo() -> None:
 
 def test_td502_fix_converges(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
     import torch
     def fit(model, loader, val_loader, opt, epochs):
         for epoch in range(epochs):
@@ -529,7 +612,9 @@ def test_td502_fix_converges(tmp_path: Path) -> None:
             model.eval()
             with torch.no_grad():
                 print(sum(model(x).sum() for x, y in val_loader))
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     selection = Selection.from_options(["TD502"], [])
     result = fix_file(FileJob(str(script)), selection, unsafe=True)
     assert result is not None and result.applied == 1

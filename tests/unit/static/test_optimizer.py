@@ -14,6 +14,7 @@ from torchdoctor.static.runner import FileJob
 
 # --- TD607 scheduler-before-optimizer --------------------------------------------------------
 
+
 def test_scheduler_stepped_at_the_top_of_the_epoch_loop_is_flagged() -> None:
     source = """
         import torch
@@ -205,6 +206,7 @@ def test_clip_on_the_unscaled_branch_stays_quiet() -> None:
 
 # --- TD609 step-bypasses-grad-scaler ---------------------------------------------------------
 
+
 def test_direct_optimizer_step_after_scaled_backward_is_flagged_with_a_fix() -> None:
     source = amp_step("""
 scaler.scale(loss).backward()
@@ -278,6 +280,7 @@ def test_disabled_scaler_stays_quiet() -> None:
 
 
 # --- TD610 layer-replaced-after-optimizer ----------------------------------------------------
+
 
 def test_head_replaced_after_the_optimizer_is_flagged() -> None:
     source = """
@@ -365,6 +368,7 @@ def test_layers_outside_the_optimized_part_or_of_a_rebuilt_model_stay_quiet() ->
 
 # --- TD611 deprecated-cuda-amp ---------------------------------------------------------------
 
+
 def test_deprecated_amp_calls_get_exact_safe_fixes() -> None:
     source = """
         import torch as T
@@ -404,9 +408,9 @@ def test_custom_fwd_and_bwd_decorators_get_a_device_type() -> None:
     found = lint_findings(source, "TD611")
     assert [f.location.line for f in found] == [6, 11]
     assert '@torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="cuda")' in applied(
-        source, found[0].fix)
-    assert '@torch.amp.custom_bwd(device_type="cuda")' in applied(
-        source, found[1].fix)
+        source, found[0].fix
+    )
+    assert '@torch.amp.custom_bwd(device_type="cuda")' in applied(source, found[1].fix)
 
 
 def test_imported_names_and_positional_autocast_are_flagged_without_a_fix() -> None:

@@ -14,8 +14,10 @@ from torchdoctor.static.project_facts import module_name, summarise
 
 
 def index(**files: str) -> ProjectIndex:
-    return ProjectIndex(summarise(f"/p/{name}.py", ast.parse(textwrap.dedent(text)), name)
-                        for name, text in files.items())
+    return ProjectIndex(
+        summarise(f"/p/{name}.py", ast.parse(textwrap.dedent(text)), name)
+        for name, text in files.items()
+    )
 
 
 NETS = """
@@ -100,11 +102,17 @@ def test_functions_and_what_they_return() -> None:
 
 
 def test_relative_imports_and_reexports_resolve() -> None:
-    files = {"/p/pkg/models.py": "from .layers import Head\nclass M(Head):\n    pass\n",
-             "/p/pkg/layers.py": "import torch\nclass Head(torch.nn.Dropout):\n    pass\n",
-             "/p/pkg/__init__.py": "from .models import M\n"}
-    project = ProjectIndex(summarise(path, ast.parse(text), name) for (path, text), name in
-                           zip(files.items(), ["pkg.models", "pkg.layers", "pkg"], strict=True))
+    files = {
+        "/p/pkg/models.py": "from .layers import Head\nclass M(Head):\n    pass\n",
+        "/p/pkg/layers.py": "import torch\nclass Head(torch.nn.Dropout):\n    pass\n",
+        "/p/pkg/__init__.py": "from .models import M\n",
+    }
+    project = ProjectIndex(
+        summarise(path, ast.parse(text), name)
+        for (path, text), name in zip(
+            files.items(), ["pkg.models", "pkg.layers", "pkg"], strict=True
+        )
+    )
     model = project.module_class("pkg.M")
     assert model is not None and model.qualname == "pkg.models.M"
     assert model.has_dropout_or_batchnorm is True
@@ -140,7 +148,11 @@ def main(loader):
 
 
 def test_a_model_class_of_another_file_decides_td501(tmp_path: Path) -> None:
-    _write(tmp_path, {"train.py": _EVAL, "model.py": """
+    _write(
+        tmp_path,
+        {
+            "train.py": _EVAL,
+            "model.py": """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self):
@@ -148,15 +160,22 @@ def test_a_model_class_of_another_file_decides_td501(tmp_path: Path) -> None:
                 self.drop = nn.Dropout(0.5)
             def forward(self, x):
                 return self.drop(x)
-        """})
-    found = [(Path(f.location.path).name, f.location.line) for f in
-             lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings]
+        """,
+        },
+    )
+    found = [
+        (Path(f.location.path).name, f.location.line)
+        for f in lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings
+    ]
     assert found == [("train.py", 8)]
 
 
-def test_a_model_class_of_another_file_without_dropout_keeps_td501_quiet(tmp_path: Path
-                                                                          ) -> None:
-    _write(tmp_path, {"train.py": _EVAL, "model.py": """
+def test_a_model_class_of_another_file_without_dropout_keeps_td501_quiet(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "train.py": _EVAL,
+            "model.py": """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self):
@@ -164,13 +183,18 @@ def test_a_model_class_of_another_file_without_dropout_keeps_td501_quiet(tmp_pat
                 self.fc = nn.Linear(2, 2)
             def forward(self, x):
                 return self.fc(x)
-        """})
+        """,
+        },
+    )
     assert lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings == []
 
 
 def test_td501_quiet_when_eval_ran_first_and_the_loop_calls_a_loss(tmp_path: Path) -> None:
     # The shape of a language-model evaluation: eval() at the top, a criterion in the loop.
-    _write(tmp_path, {"main.py": """
+    _write(
+        tmp_path,
+        {
+            "main.py": """
         import torch
         import torch.nn as nn
         import model
@@ -184,23 +208,30 @@ def test_td501_quiet_when_eval_ran_first_and_the_loop_calls_a_loss(tmp_path: Pat
                     output = net(source[i])
                     total += criterion(output, source[i + 1]).item()
             return total
-        """, "model.py": """
+        """,
+            "model.py": """
         import torch.nn as nn
         class RNN(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.drop = nn.Dropout(0.2)
                 self.rnn = nn.LSTM(4, 4)
-        """})
+        """,
+        },
+    )
     assert lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings == []
 
 
 def test_a_framework_base_is_followed_across_files(tmp_path: Path) -> None:
-    _write(tmp_path, {"base.py": """
+    _write(
+        tmp_path,
+        {
+            "base.py": """
         import lightning as L
         class Base(L.LightningModule):
             pass
-        """, "model.py": """
+        """,
+            "model.py": """
         from base import Base
         class Model(Base):
             def training_step(self, batch, batch_idx):
@@ -208,39 +239,53 @@ def test_a_framework_base_is_followed_across_files(tmp_path: Path) -> None:
                 for chunk in batch.split(2):
                     self.net(chunk).sum().backward()
                     opt.step()
-        """, "plain.py": """
+        """,
+            "plain.py": """
         class Plain:
             def fit(self, batch, opt):
                 for chunk in batch.split(2):
                     self.net(chunk).sum().backward()
                     opt.step()
-        """})
-    found = [(Path(f.location.path).name, f.code) for f in
-             lint(tmp_path, config=LintConfig(), select=["TD201"], jobs=1).findings]
+        """,
+        },
+    )
+    found = [
+        (Path(f.location.path).name, f.code)
+        for f in lint(tmp_path, config=LintConfig(), select=["TD201"], jobs=1).findings
+    ]
     assert found == [("plain.py", "TD201")]
 
 
 @pytest.mark.slow
 def test_worker_processes_see_the_same_project_as_one_process(tmp_path: Path) -> None:
     # 50 files (above the pool threshold): the index crosses to every worker.
-    _write(tmp_path, {"model.py": """
+    _write(
+        tmp_path,
+        {
+            "model.py": """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.drop = nn.Dropout(0.5)
-        """})
+        """
+        },
+    )
     for number in range(50):
         (tmp_path / f"train_{number}.py").write_text(textwrap.dedent(_EVAL))
     serial = lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings
     pooled = lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=2).findings
     assert len(serial) == 50
     assert sorted(f.location.path or "" for f in pooled) == sorted(
-        f.location.path or "" for f in serial)
+        f.location.path or "" for f in serial
+    )
 
 
 def test_a_factory_function_of_another_file_gives_its_class(tmp_path: Path) -> None:
-    _write(tmp_path, {"nets.py": """
+    _write(
+        tmp_path,
+        {
+            "nets.py": """
         import torch.nn as nn
         class Net(nn.Module):
             def __init__(self):
@@ -253,7 +298,8 @@ def test_a_factory_function_of_another_file_gives_its_class(tmp_path: Path) -> N
             if flag:
                 return Net()
             return nn.Linear(2, 2)
-        """, "train.py": """
+        """,
+            "train.py": """
         import torch
         from nets import build_model, build_either
         def evaluate(net, loader):
@@ -262,9 +308,16 @@ def test_a_factory_function_of_another_file_gives_its_class(tmp_path: Path) -> N
                     net(x)
         def main(loader):
             evaluate(build_model(), loader)
-        """})
-    (tmp_path / "other.py").write_text((tmp_path / "train.py").read_text().replace(
-        "evaluate(build_model(), loader)", "evaluate(build_either(True), loader)"))
-    found = [(Path(f.location.path).name, f.location.line) for f in
-             lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings]
+        """,
+        },
+    )
+    (tmp_path / "other.py").write_text(
+        (tmp_path / "train.py")
+        .read_text()
+        .replace("evaluate(build_model(), loader)", "evaluate(build_either(True), loader)")
+    )
+    found = [
+        (Path(f.location.path).name, f.location.line)
+        for f in lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings
+    ]
     assert found == [("train.py", 7)]  # build_either returns two kinds: not judged

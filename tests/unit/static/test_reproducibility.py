@@ -64,14 +64,14 @@ def test_an_epoch_loop_around_a_helper_is_the_training_loop() -> None:
 
 def test_every_usual_way_of_seeding_is_recognised() -> None:
     for setup, imports in (
-            ("    torch.manual_seed(0)", ""),
-            ("    torch.cuda.manual_seed_all(0)", ""),
-            ("    random.seed(0)", "import random"),
-            ("    np.random.seed(0)", "import numpy as np"),
-            ("    L.seed_everything(42)", "import lightning as L"),
-            ("    set_seed(args.seed)", "from transformers import set_seed"),
-            ("    rng = np.random.default_rng(1234)", "import numpy as np"),
-            ("    config = Config(seed=0)", ""),
+        ("    torch.manual_seed(0)", ""),
+        ("    torch.cuda.manual_seed_all(0)", ""),
+        ("    random.seed(0)", "import random"),
+        ("    np.random.seed(0)", "import numpy as np"),
+        ("    L.seed_everything(42)", "import lightning as L"),
+        ("    set_seed(args.seed)", "from transformers import set_seed"),
+        ("    rng = np.random.default_rng(1234)", "import numpy as np"),
+        ("    config = Config(seed=0)", ""),
     ):
         assert td906(setup, imports) == [], setup
 

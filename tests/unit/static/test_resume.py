@@ -27,8 +27,10 @@ def td905(save: str) -> list[tuple[str, int]]:
 
 
 def test_a_resume_checkpoint_without_the_optimizer_is_flagged() -> None:
-    save = ('        torch.save({"model": model.state_dict(), "epoch": epoch,\n'
-            '                    "scheduler": scheduler.state_dict()}, "last.pt")')
+    save = (
+        '        torch.save({"model": model.state_dict(), "epoch": epoch,\n'
+        '                    "scheduler": scheduler.state_dict()}, "last.pt")'
+    )
     (found,) = lint_findings(TRAIN.format(save=save), "TD905")
     assert found.location.line == 15
     assert found.evidence["missing"] == ["optimizer"] and "loss spike" in found.message
@@ -41,40 +43,51 @@ def test_each_missing_part_is_named() -> None:
 
 
 def test_a_dict_built_step_by_step_is_read_whole() -> None:
-    save = ('        state = {"net": model.state_dict()}\n'
-            '        state["opt"] = optimizer.state_dict()\n'
-            '        torch.save(state, "a.pt")')
+    save = (
+        '        state = {"net": model.state_dict()}\n'
+        '        state["opt"] = optimizer.state_dict()\n'
+        '        torch.save(state, "a.pt")'
+    )
     (found,) = lint_findings(TRAIN.format(save=save), "TD905")
     assert found.location.line == 17 and found.evidence["missing"] == ["scheduler", "counter"]
 
 
 def test_a_complete_checkpoint_is_quiet() -> None:
-    save = ('        torch.save({"model": model.state_dict(),\n'
-            '                    "optimizer": optimizer.state_dict(),\n'
-            '                    "scheduler": scheduler.state_dict(), "epoch": epoch}, "a.pt")\n'
-            '        torch.save(dict(model=model.state_dict(), optim=optimizer.state_dict(),\n'
-            '                        sched=scheduler.state_dict(), epoch=epoch), "b.pt")')
+    save = (
+        '        torch.save({"model": model.state_dict(),\n'
+        '                    "optimizer": optimizer.state_dict(),\n'
+        '                    "scheduler": scheduler.state_dict(), "epoch": epoch}, "a.pt")\n'
+        "        torch.save(dict(model=model.state_dict(), optim=optimizer.state_dict(),\n"
+        '                        sched=scheduler.state_dict(), epoch=epoch), "b.pt")'
+    )
     assert td905(save) == []
 
 
 def test_weight_exports_are_quiet() -> None:
-    save = ('        torch.save(model.state_dict(), "best.pt")\n'
-            '        torch.save({"model": model.state_dict()}, "export.pt")\n'
-            '        torch.save({"model": model.state_dict(), "config": cfg}, "release.pt")')
+    save = (
+        '        torch.save(model.state_dict(), "best.pt")\n'
+        '        torch.save({"model": model.state_dict()}, "export.pt")\n'
+        '        torch.save({"model": model.state_dict(), "config": cfg}, "release.pt")'
+    )
     assert td905(save) == []
 
 
 def test_dicts_lint_cannot_see_whole_are_quiet() -> None:
-    save = ('        torch.save({**extra, "model": model.state_dict(), "epoch": epoch}, "a.pt")\n'
-            '        torch.save(make_state(model, epoch), "b.pt")')
+    save = (
+        '        torch.save({**extra, "model": model.state_dict(), "epoch": epoch}, "a.pt")\n'
+        '        torch.save(make_state(model, epoch), "b.pt")'
+    )
     assert td905(save) == []
 
 
 def test_a_final_save_after_training_needs_no_epoch() -> None:
-    source = TRAIN.format(save="") + """
+    source = (
+        TRAIN.format(save="")
+        + """
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict()}, "final.pt")
 """
+    )
     assert lint_codes(source, "TD905", "TD001") == []
 
 

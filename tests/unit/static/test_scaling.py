@@ -17,8 +17,15 @@ from torchdoctor.static import lint_source, names
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.walker import Walker
 
-_STATEMENTS = ("{a} = {b} + {c}", "{a} = {b}({c})", "{a} = {b}.to({c})", "{a}.append({b})",
-               "{a} = torch.zeros({b})", "{a} += {b}.item()", "{a} = {b}.detach()")
+_STATEMENTS = (
+    "{a} = {b} + {c}",
+    "{a} = {b}({c})",
+    "{a} = {b}.to({c})",
+    "{a}.append({b})",
+    "{a} = torch.zeros({b})",
+    "{a} += {b}.item()",
+    "{a} = {b}.detach()",
+)
 
 
 def generated(lines: int) -> str:
@@ -28,8 +35,9 @@ def generated(lines: int) -> str:
     out = ["import torch", "def train(model, loader, optimizer):", "    for x, y in loader:"]
     for _ in range(lines):
         template = rng.choice(_STATEMENTS)
-        out.append("        " + template.format(a=rng.choice(pick), b=rng.choice(pick),
-                                                c=rng.choice(pick)))
+        out.append(
+            "        " + template.format(a=rng.choice(pick), b=rng.choice(pick), c=rng.choice(pick))
+        )
     out += ["        loss.backward()", "        optimizer.step()", ""]
     return "\n".join(out)
 
@@ -62,15 +70,27 @@ def test_work_per_line_stays_flat_up_to_a_megabyte(monkeypatch: pytest.MonkeyPat
 def test_a_name_rebound_many_times_resolves_to_its_latest_binding() -> None:
     # The binary search keeps lookup's answers: the latest binding before the use, the
     # statement that contains the use skipped (`x = f(x)`), else the first binding after.
-    source = "\n".join(["def f(model):", "    model(x)",
-                        *[f"    x = g({i})" for i in range(50)],
-                        "    x = h(x)", "    model(x)", ""])
+    source = "\n".join(
+        [
+            "def f(model):",
+            "    model(x)",
+            *[f"    x = g({i})" for i in range(50)],
+            "    x = h(x)",
+            "    model(x)",
+            "",
+        ]
+    )
     tree = ast.parse(source)
     ctx = FileContext("f.py", source, tree)
     Walker(ctx, structure=True).walk()
     scope = ctx.function_index["f"]
-    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "x"
-            and isinstance(n.ctx, ast.Load)]
-    answers = {use.lineno: ctx.segment(ctx.lookup(use, scope)[0].value)  # type: ignore[index,arg-type]
-               for use in uses}
+    uses = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and n.id == "x" and isinstance(n.ctx, ast.Load)
+    ]
+    answers = {
+        use.lineno: ctx.segment(ctx.lookup(use, scope)[0].value)  # type: ignore[index,arg-type]
+        for use in uses
+    }
     assert answers == {2: "g(0)", 53: "g(49)", 54: "h(x)"}

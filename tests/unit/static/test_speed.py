@@ -71,15 +71,20 @@ def test_a_read_in_a_step_function_called_from_a_loop_is_flagged() -> None:
 
 
 def test_periodic_logging_is_quiet() -> None:
-    for guard in ("step % 100 == 0", "not step % 100", "step == 0",
-                  "(step + 1) % log_every == 0 and epoch > 1"):
+    for guard in (
+        "step % 100 == 0",
+        "not step % 100",
+        "step == 0",
+        "(step + 1) % log_every == 0 and epoch > 1",
+    ):
         inner = f"            if {guard}:\n                print(loss.item())"
         assert td703(inner=inner) == [], guard
 
 
 def test_a_guard_that_holds_every_step_does_not_hide_the_read() -> None:
-    inner = ("            if writer is not None:\n"
-             "                writer.add_scalar('l', loss.item())")
+    inner = (
+        "            if writer is not None:\n                writer.add_scalar('l', loss.item())"
+    )
     assert td703(inner=inner) == [("TD703", 15)]
 
 
@@ -94,8 +99,10 @@ def test_printing_things_that_are_not_the_loss_is_quiet() -> None:
 
 
 def test_moving_a_module_or_reading_in_an_except_block_is_quiet() -> None:
-    inner = ("            model.cpu()\n            try:\n                pass\n"
-             "            except RuntimeError:\n                print(loss.item())")
+    inner = (
+        "            model.cpu()\n            try:\n                pass\n"
+        "            except RuntimeError:\n                print(loss.item())"
+    )
     assert td703(inner=inner) == []
 
 
@@ -145,7 +152,9 @@ def test_compiling_the_same_model_anew_each_batch_is_a_warning() -> None:
     """
     found = lint_findings(source, "TD704")
     assert [(f.location.line, f.severity) for f in found] == [
-        (4, Severity.WARNING), (5, Severity.WARNING)]
+        (4, Severity.WARNING),
+        (5, Severity.WARNING),
+    ]
 
 
 def test_compiling_before_the_loop_is_quiet() -> None:

@@ -22,34 +22,52 @@ def codes(comment: str = "", header: str = "") -> list[str]:
     return [f.code for f in lint_source(source, "train.py", select=["TD2"])]
 
 
-@pytest.mark.parametrize("comment", [
-    "  # noqa: TD201", "  # noqa: TD2", "  # NOQA:TD201", "  # noqa: E501, TD201",
-    "  # noqa: td201", "  # noqa: TD",
-])
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "  # noqa: TD201",
+        "  # noqa: TD2",
+        "  # NOQA:TD201",
+        "  # noqa: E501, TD201",
+        "  # noqa: td201",
+        "  # noqa: TD",
+    ],
+)
 def test_line_noqa_with_a_matching_code_silences(comment: str) -> None:
     assert codes(comment) == []
 
 
-@pytest.mark.parametrize("comment", [
-    "  # noqa", "  # noqa: E501", "  # noqa: TD203", "  # noqa: TD2019", "  # type: ignore",
-])
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "  # noqa",
+        "  # noqa: E501",
+        "  # noqa: TD203",
+        "  # noqa: TD2019",
+        "  # type: ignore",
+    ],
+)
 def test_bare_or_unrelated_noqa_does_not_silence(comment: str) -> None:
     assert codes(comment) == ["TD201"]
 
 
 def test_noqa_on_another_line_does_not_silence() -> None:
-    source = LOOP.format(comment="").replace("for x, y in loader:",
-                                             "for x, y in loader:  # noqa: TD201")
+    source = LOOP.format(comment="").replace(
+        "for x, y in loader:", "for x, y in loader:  # noqa: TD201"
+    )
     assert [f.code for f in lint_source(source, select=["TD2"])] == ["TD201"]
 
 
-@pytest.mark.parametrize("header, silenced", [
-    ("# torchdoctor: noqa\n", True),
-    ("# torchdoctor: noqa: TD201\n", True),
-    ("# torchdoctor: noqa: TD5\n", False),
-    ("x = 1  # torchdoctor: noqa\n", False),
-    ("# noqa\n", False),
-])
+@pytest.mark.parametrize(
+    "header, silenced",
+    [
+        ("# torchdoctor: noqa\n", True),
+        ("# torchdoctor: noqa: TD201\n", True),
+        ("# torchdoctor: noqa: TD5\n", False),
+        ("x = 1  # torchdoctor: noqa\n", False),
+        ("# noqa\n", False),
+    ],
+)
 def test_file_level_suppression(header: str, silenced: bool) -> None:
     assert codes(header=header) == ([] if silenced else ["TD201"])
 

@@ -26,10 +26,16 @@ from torchdoctor.static.values import constructor_of
 
 __all__ = ["scaled_backward"]
 
-_CLIPS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
-                    "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grads_with_norm_",
-                    "torch.nn.utils.clip_grad.clip_grad_norm_",
-                    "torch.nn.utils.clip_grad.clip_grad_value_"})
+_CLIPS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_norm",
+        "torch.nn.utils.clip_grad_value_",
+        "torch.nn.utils.clip_grads_with_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_",
+    }
+)
 
 
 def _disabled(ctx: FileContext, scaler: ast.expr, scope: Scope) -> bool:
@@ -43,8 +49,11 @@ def _disabled(ctx: FileContext, scaler: ast.expr, scope: Scope) -> bool:
 
 def scaled_backward(ctx: FileContext, call: ast.AST, scope: Scope) -> ast.expr | None:
     """The scaler of ``scaler.scale(loss).backward()`` (also through a variable)."""
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "backward"):
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "backward"
+    ):
         return None
     scaled = call.func.value
     if isinstance(scaled, ast.Name):
@@ -52,8 +61,11 @@ def scaled_backward(ctx: FileContext, call: ast.AST, scope: Scope) -> ast.expr |
         if found is None or not isinstance(found[0].value, ast.Call):
             return None
         scaled = found[0].value
-    if not (isinstance(scaled, ast.Call) and isinstance(scaled.func, ast.Attribute)
-            and scaled.func.attr == "scale"):
+    if not (
+        isinstance(scaled, ast.Call)
+        and isinstance(scaled.func, ast.Attribute)
+        and scaled.func.attr == "scale"
+    ):
         return None
     scaler = scaled.func.value
     if not ctx.is_in_family(scaler, torchapi.GRAD_SCALER, scope) or _disabled(ctx, scaler, scope):
@@ -95,63 +107,87 @@ class ScaledGradientsMisused(LintRule):
             if method_call(node, "unscale_"):
                 unscales.append(item)
                 continue
-            latest = next((b for b in reversed(backwards) if not exclusive(ctx, b[0], item)),
-                          None)
+            latest = next((b for b in reversed(backwards) if not exclusive(ctx, b[0], item)), None)
             if latest is None or latest[1] is None:
                 continue
             if ctx.is_call_to(node, *_CLIPS, scope=scope):
-                if not any(latest[0].line <= u.line <= item.line and not exclusive(ctx, u, item)
-                           for u in unscales):
+                if not any(
+                    latest[0].line <= u.line <= item.line and not exclusive(ctx, u, item)
+                    for u in unscales
+                ):
                     self._clip(node, latest, items, _enclosing(statement, node))
-            elif method_call(node, "step") and not node.args and not node.keywords and \
-                    ctx.is_in_family(receiver(node), torchapi.OPTIMIZER, scope):
+            elif (
+                method_call(node, "step")
+                and not node.args
+                and not node.keywords
+                and ctx.is_in_family(receiver(node), torchapi.OPTIMIZER, scope)
+            ):
                 self._step(node, latest, unscales)
 
-    def _clip(self, clip: ast.Call, backward: tuple[Item, ast.expr | None], items: list[Item],
-              statement: ast.stmt | ast.expr) -> None:
+    def _clip(
+        self,
+        clip: ast.Call,
+        backward: tuple[Item, ast.expr | None],
+        items: list[Item],
+        statement: ast.stmt | ast.expr,
+    ) -> None:
         ctx = self.ctx
         scaler = ctx.segment(backward[1]) if backward[1] is not None else "scaler"
         name = ctx.segment(clip.func)
         optimizer = _stepped_optimizer(ctx, items, backward[1])
         call = f"{scaler}.unscale_({optimizer or 'optimizer'})"
         fix = None
-        if optimizer is not None and not ctx.line_text(statement.lineno)[
-                :statement.col_offset].strip():
-            fix = Fix(f"Unscale before clipping: `{call}`",
-                      (_insert_above(ctx, statement, call),), Applicability.UNSAFE)
+        if (
+            optimizer is not None
+            and not ctx.line_text(statement.lineno)[: statement.col_offset].strip()
+        ):
+            fix = Fix(
+                f"Unscale before clipping: `{call}`",
+                (_insert_above(ctx, statement, call),),
+                Applicability.UNSAFE,
+            )
         self.report(
-            clip, code="TD608",
+            clip,
+            code="TD608",
             message=f"`{name}(...)` at line {clip.lineno} clips gradients that "
-                    f"`{scaler}.scale(...).backward()` (line {backward[0].line}) multiplied by "
-                    "the loss scale (65536 at the start): the threshold applies to scaled "
-                    "gradients, so they are cut thousands of times more than intended and "
-                    "training barely moves",
+            f"`{scaler}.scale(...).backward()` (line {backward[0].line}) multiplied by "
+            "the loss scale (65536 at the start): the threshold applies to scaled "
+            "gradients, so they are cut thousands of times more than intended and "
+            "training barely moves",
             fix_hint=f"Call `{call}` right before clipping.",
             evidence={"backward_line": backward[0].line},
             fix=fix,
         )
 
-    def _step(self, step: ast.Call, backward: tuple[Item, ast.expr | None],
-              unscales: list[Item]) -> None:
+    def _step(
+        self, step: ast.Call, backward: tuple[Item, ast.expr | None], unscales: list[Item]
+    ) -> None:
         ctx = self.ctx
         assert isinstance(step.func, ast.Attribute)
         optimizer = ctx.segment(step.func.value)
         scaler = ctx.segment(backward[1]) if backward[1] is not None else "scaler"
         unscaled = any(backward[0].line <= u.line <= step.lineno for u in unscales)
-        why = ("the gradients were unscaled, but the step skips the scaler's inf/NaN check, so "
-               "an overflowing step writes inf into the weights" if unscaled else
-               "the gradients are still multiplied by the loss scale (65536 at the start), so "
-               "the update is that many times too large (SGD diverges to NaN), and steps whose "
-               "gradients overflowed are not skipped")
+        why = (
+            "the gradients were unscaled, but the step skips the scaler's inf/NaN check, so "
+            "an overflowing step writes inf into the weights"
+            if unscaled
+            else "the gradients are still multiplied by the loss scale (65536 at the start), so "
+            "the update is that many times too large (SGD diverges to NaN), and steps whose "
+            "gradients overflowed are not skipped"
+        )
         self.report(
-            step, code="TD609",
+            step,
+            code="TD609",
             message=f"`{optimizer}.step()` at line {step.lineno} runs after "
-                    f"`{scaler}.scale(...).backward()` (line {backward[0].line}) without going "
-                    f"through the scaler: {why}",
+            f"`{scaler}.scale(...).backward()` (line {backward[0].line}) without going "
+            f"through the scaler: {why}",
             fix_hint=f"Call `{scaler}.step({optimizer})` followed by `{scaler}.update()`.",
             evidence={"backward_line": backward[0].line},
-            fix=Fix(f"Step through the scaler: `{scaler}.step({optimizer})`",
-                    (ctx.replace(step, f"{scaler}.step({optimizer})"),), Applicability.UNSAFE),
+            fix=Fix(
+                f"Step through the scaler: `{scaler}.step({optimizer})`",
+                (ctx.replace(step, f"{scaler}.step({optimizer})"),),
+                Applicability.UNSAFE,
+            ),
         )
 
 
@@ -160,8 +196,10 @@ def _enclosing(statement: Item | None, call: ast.Call) -> ast.stmt | ast.expr:
     if statement is not None and isinstance(statement.node, ast.stmt):
         node = statement.node
         end = (node.end_lineno or 0, node.end_col_offset or 0)
-        if (node.lineno, node.col_offset) <= (call.lineno, call.col_offset) and \
-                (call.end_lineno or 0, call.end_col_offset or 0) <= end:
+        if (node.lineno, node.col_offset) <= (call.lineno, call.col_offset) and (
+            call.end_lineno or 0,
+            call.end_col_offset or 0,
+        ) <= end:
             return node
     return call
 
@@ -173,8 +211,7 @@ def _insert_above(ctx: FileContext, node: ast.stmt | ast.expr, text: str) -> Edi
     return Edit(node.lineno, column, node.lineno, column, f"{text}\n{indent}")
 
 
-def _stepped_optimizer(ctx: FileContext, items: list[Item], scaler: ast.expr | None
-                       ) -> str | None:
+def _stepped_optimizer(ctx: FileContext, items: list[Item], scaler: ast.expr | None) -> str | None:
     """The optimizer of ``scaler.step(opt)`` in the same scope, for the fix."""
     if scaler is None:
         return None
@@ -226,8 +263,11 @@ class DeprecatedCudaAmp(LintRule):
             return
         name = qualified.rpartition(".")[2]
         spelled = self.ctx.segment(expr)
-        replacement = f'torch.amp.{name}("cuda", ...)' if name in _DEVICE_FIRST \
+        replacement = (
+            f'torch.amp.{name}("cuda", ...)'
+            if name in _DEVICE_FIRST
             else f'torch.amp.{name}(..., device_type="cuda")'
+        )
         what = "is deprecated" if spelled == qualified else f"is the deprecated `{qualified}`"
         self.report(
             expr,
@@ -244,8 +284,11 @@ class DeprecatedCudaAmp(LintRule):
         while isinstance(root, ast.Attribute):
             root = root.value
         torch = torch_alias(ctx, expr)
-        if not isinstance(expr, ast.Attribute) or not isinstance(root, ast.Name) or \
-                root.id != torch:
+        if (
+            not isinstance(expr, ast.Attribute)
+            or not isinstance(root, ast.Name)
+            or root.id != torch
+        ):
             return None
         new = f"{torch}.amp.{name}"
         edits: tuple[Edit, ...]
@@ -255,10 +298,12 @@ class DeprecatedCudaAmp(LintRule):
             elif any(k.arg in ("device_type", None) for k in call.keywords):
                 return None
             else:
-                edits = (ctx.replace(expr, new),
-                         insert_keywords(ctx, call, 'device_type="cuda"'))
-        elif call is None or (name == "autocast" and call.args) or any(
-                isinstance(a, ast.Starred) for a in call.args):
+                edits = (ctx.replace(expr, new), insert_keywords(ctx, call, 'device_type="cuda"'))
+        elif (
+            call is None
+            or (name == "autocast" and call.args)
+            or any(isinstance(a, ast.Starred) for a in call.args)
+        ):
             return None  # old autocast(enabled, dtype) and new autocast(device, dtype, enabled)
         else:
             edits = (ctx.replace(call, _with_first_argument(ctx, call, new, '"cuda"')),)
@@ -267,6 +312,6 @@ class DeprecatedCudaAmp(LintRule):
 
 def _with_first_argument(ctx: FileContext, call: ast.Call, func: str, first: str) -> str:
     """The call's text with a new callee and ``first`` as its first argument."""
-    rest = ctx.segment(call)[len(ctx.segment(call.func)):].lstrip()[1:]
+    rest = ctx.segment(call)[len(ctx.segment(call.func)) :].lstrip()[1:]
     separator = ", " if call.args or call.keywords else ""
     return f"{func}({first}{separator}{rest}"

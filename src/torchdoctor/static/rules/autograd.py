@@ -33,17 +33,20 @@ class BackwardUnderNoGrad(LintRule):
         disabler = grad_disabled_by(ctx, frames)
         if disabler is None or not self._built_inside(event.target, disabler):
             return
-        what = ctx.segment(disabler.items[0].context_expr) if isinstance(
-            disabler, (ast.With, ast.AsyncWith)) else "@" + ctx.segment(disabler)
+        what = (
+            ctx.segment(disabler.items[0].context_expr)
+            if isinstance(disabler, (ast.With, ast.AsyncWith))
+            else "@" + ctx.segment(disabler)
+        )
         place = getattr(disabler, "lineno", 0)
         self.report(
             node,
             f"`{ctx.segment(node.func)}()` at line {node.lineno} runs under `{what}` (line "
             f"{place}), and the loss was computed under it too: it has no graph, so the "
-            "first step dies with \"element 0 of tensors does not require grad and does "
-            "not have a grad_fn\"",
+            'first step dies with "element 0 of tensors does not require grad and does '
+            'not have a grad_fn"',
             fix_hint=f"Move the forward pass and `backward()` out of `{what}`; keep "
-                     "`no_grad`/`inference_mode` for evaluation only.",
+            "`no_grad`/`inference_mode` for evaluation only.",
             evidence={"disabled_at": place},
         )
 
@@ -87,8 +90,11 @@ class ForwardCalledDirectly(LintRule):
         if found is None or found[0] != torchapi.MODULE:
             return
         name = self.ctx.segment(receiver)
-        fix = Fix(f"Call `{name}(...)` instead of `{name}.forward(...)`",
-                  (self.ctx.replace(func, name),), Applicability.UNSAFE)
+        fix = Fix(
+            f"Call `{name}(...)` instead of `{name}.forward(...)`",
+            (self.ctx.replace(func, name),),
+            Applicability.UNSAFE,
+        )
         self.report(
             node,
             f"`{name}.forward(...)` at line {node.lineno} calls the module's forward "
@@ -101,8 +107,11 @@ class ForwardCalledDirectly(LintRule):
 
     def _inside_own_forward(self, receiver: ast.expr) -> bool:
         function = self.ctx.function
-        return (function is not None and isinstance(receiver, ast.Name)
-                and receiver.id == function.self_name)
+        return (
+            function is not None
+            and isinstance(receiver, ast.Name)
+            and receiver.id == function.self_name
+        )
 
 
 @detector("TD207", depth=Depth.LINT)
@@ -141,8 +150,14 @@ class ParameterDataMutated(LintRule):
                 mutated = _data_mutation(item.node)
                 if mutated is None or grad_disabled_by(ctx, item.frames) is not None:
                     continue
-                backward = next((items[i] for i in range(index + 1, len(items))
-                                 if kinds[i] is EventKind.BACKWARD), None)
+                backward = next(
+                    (
+                        items[i]
+                        for i in range(index + 1, len(items))
+                        if kinds[i] is EventKind.BACKWARD
+                    ),
+                    None,
+                )
                 if backward is not None:
                     self._report(item, mutated, forward_line, backward)
 
@@ -156,8 +171,8 @@ class ParameterDataMutated(LintRule):
             f"`{ctx.segment(backward.node)}` (line {backward.line}): autograd does not see "
             "the change and computes gradients from the modified values, silently wrong",
             fix_hint=f"Change `{name}` after `backward()`/`step()` (or before the forward "
-                     f"pass) inside `with torch.no_grad():`, without `.data`, so autograd "
-                     "can detect a conflicting in-place change.",
+            f"pass) inside `with torch.no_grad():`, without `.data`, so autograd "
+            "can detect a conflicting in-place change.",
             evidence={"forward_line": forward_line, "backward_line": backward.line},
         )
 

@@ -66,7 +66,16 @@ class LintRule:
         ``code`` defaults to the rule's first registered code.
         """
         location = where if isinstance(where, Location) else self.ctx.location(where)
-        self._sink(finding(
-            code or self.codes[0], message, location, Depth.LINT, fix_hint=fix_hint,
-            evidence=evidence, severity=severity, confidence=confidence, fix=fix,
-        ))
+        self._sink(
+            finding(
+                code or self.codes[0],
+                message,
+                location,
+                Depth.LINT,
+                fix_hint=fix_hint,
+                evidence=evidence,
+                severity=severity,
+                confidence=confidence,
+                fix=fix,
+            )
+        )

@@ -31,14 +31,58 @@ from torchdoctor.static.training import EventKind, loop_events
 
 # --- TD407 -------------------------------------------------------------------------------
 
-_EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation",
-                         "dev", "holdout", "pred", "predict", "prediction", "inference", "infer",
-                         "calib", "calibration", "score", "scoring", "query", "gallery",
-                         "bench", "benchmark", "export", "probe", "unlabeled", "gen"})
-_ORDERED_WORDS = frozenset({"stream", "streaming", "iterable", "iter", "iterator", "shard",
-                            "shards", "webdataset", "wds", "sequential", "sequence", "ordered",
-                            # data drawn at random on every access: no order to shuffle
-                            "random", "synthetic", "fake", "dummy", "noise"})
+_EVAL_WORDS = frozenset(
+    {
+        "val",
+        "valid",
+        "validation",
+        "test",
+        "testing",
+        "eval",
+        "evaluation",
+        "dev",
+        "holdout",
+        "pred",
+        "predict",
+        "prediction",
+        "inference",
+        "infer",
+        "calib",
+        "calibration",
+        "score",
+        "scoring",
+        "query",
+        "gallery",
+        "bench",
+        "benchmark",
+        "export",
+        "probe",
+        "unlabeled",
+        "gen",
+    }
+)
+_ORDERED_WORDS = frozenset(
+    {
+        "stream",
+        "streaming",
+        "iterable",
+        "iter",
+        "iterator",
+        "shard",
+        "shards",
+        "webdataset",
+        "wds",
+        "sequential",
+        "sequence",
+        "ordered",
+        # data drawn at random on every access: no order to shuffle
+        "random",
+        "synthetic",
+        "fake",
+        "dummy",
+        "noise",
+    }
+)
 # Datasets whose order the code shows to be by class: what makes an unshuffled loader a
 # real problem (a warning), not just a fixed order (information).
 _CLASS_ORDERED = ("ImageFolder", "DatasetFolder")
@@ -59,7 +103,8 @@ class TrainLoaderNotShuffled(LintRule):
         for scope, items in scopes:
             for call in loader_calls(ctx, items, scope):
                 if any(k.arg is None for k in call.keywords) or any(
-                        isinstance(a, ast.Starred) for a in call.args):
+                    isinstance(a, ast.Starred) for a in call.args
+                ):
                     continue  # DataLoader(ds, **kwargs): shuffle or a sampler may be in it
                 arguments = loader_arguments(call)
                 if any(not is_false(arguments.get(k)) for k in ("sampler", "batch_sampler")):
@@ -70,15 +115,18 @@ class TrainLoaderNotShuffled(LintRule):
                 target = assigned_name(items, call)
                 confidence = self._training(call, arguments, target, scope)
                 if confidence is not None and not self._shuffled_by_hand(
-                        call, arguments.get("dataset"), target, scope):
+                    call, arguments.get("dataset"), target, scope
+                ):
                     self._report(call, arguments, target, confidence, scope)
 
-    def _training(self, call: ast.Call, arguments: dict[str, ast.expr],
-                  target: ast.expr | None, scope: Scope) -> Confidence | None:
+    def _training(
+        self, call: ast.Call, arguments: dict[str, ast.expr], target: ast.expr | None, scope: Scope
+    ) -> Confidence | None:
         """How sure we are that this loader feeds training (``None``: it does not)."""
         words = set(_words(target)) | set(_words(arguments.get("dataset")))
-        if words & (_EVAL_WORDS | _ORDERED_WORDS) or self._iterable(arguments.get("dataset"),
-                                                                    scope):
+        if words & (_EVAL_WORDS | _ORDERED_WORDS) or self._iterable(
+            arguments.get("dataset"), scope
+        ):
             return None
         if "train" in words or "training" in words:
             return Confidence.HIGH
@@ -87,8 +135,7 @@ class TrainLoaderNotShuffled(LintRule):
                 return Confidence.MEDIUM
         return None
 
-    def _feeding_loops(self, call: ast.Call, target: ast.expr | None, scope: Scope
-                       ) -> list[Loop]:
+    def _feeding_loops(self, call: ast.Call, target: ast.expr | None, scope: Scope) -> list[Loop]:
         """The ``for`` loops (of the loader's own function) that iterate the loader."""
         loops = []
         for loop in self.ctx.module.all_loops:
@@ -96,13 +143,18 @@ class TrainLoaderNotShuffled(LintRule):
             if not isinstance(node, (ast.For, ast.AsyncFor)):
                 continue
             source = iterated(self.ctx, node.iter, loop.function)
-            if source is call or (isinstance(target, ast.Name) and isinstance(
-                    source, ast.Name) and source.id == target.id and loop.function is scope):
+            if source is call or (
+                isinstance(target, ast.Name)
+                and isinstance(source, ast.Name)
+                and source.id == target.id
+                and loop.function is scope
+            ):
                 loops.append(loop)
         return loops
 
-    def _shuffled_by_hand(self, call: ast.Call, dataset: ast.expr | None,
-                          target: ast.expr | None, scope: Scope) -> bool:
+    def _shuffled_by_hand(
+        self, call: ast.Call, dataset: ast.expr | None, target: ast.expr | None, scope: Scope
+    ) -> bool:
         """One pass over data the program already put in random order:
         ``TensorDataset(x[perm], y[perm])`` with ``perm = torch.randperm(n)``, read by
         loops that no other loop of the function repeats (no epochs to reorder)."""
@@ -111,9 +163,12 @@ class TrainLoaderNotShuffled(LintRule):
             return False
         if isinstance(dataset, ast.Name):
             dataset = self._assigned(dataset, scope)
-        return isinstance(dataset, ast.Call) and bool(dataset.args) and self.ctx.is_call_to(
-            dataset, "torch.utils.data.TensorDataset", scope=scope) and all(
-            self._permuted(tensor, scope) for tensor in dataset.args)
+        return (
+            isinstance(dataset, ast.Call)
+            and bool(dataset.args)
+            and self.ctx.is_call_to(dataset, "torch.utils.data.TensorDataset", scope=scope)
+            and all(self._permuted(tensor, scope) for tensor in dataset.args)
+        )
 
     def _permuted(self, expr: ast.expr, scope: Scope, depth: int = 0) -> bool:
         """``x[perm]`` for a random permutation ``perm`` (directly or through names)."""
@@ -126,7 +181,8 @@ class TrainLoaderNotShuffled(LintRule):
         if isinstance(index, ast.Name):
             index = self._assigned(index, scope)
         return isinstance(index, ast.Call) and getattr(
-            index.func, "attr", getattr(index.func, "id", None)) in ("randperm", "permutation")
+            index.func, "attr", getattr(index.func, "id", None)
+        ) in ("randperm", "permutation")
 
     def _assigned(self, name: ast.Name, scope: Scope) -> ast.expr | None:
         found = self.ctx.lookup(name, scope)
@@ -144,10 +200,17 @@ class TrainLoaderNotShuffled(LintRule):
         if "Iterable" in type_name or "datapipes" in type_name:
             return True
         return type_name.startswith("<local>.") and self.ctx.is_family(
-            type_name, "torch.utils.data.IterableDataset")
+            type_name, "torch.utils.data.IterableDataset"
+        )
 
-    def _report(self, call: ast.Call, arguments: dict[str, ast.expr], target: ast.expr | None,
-                confidence: Confidence, scope: Scope) -> None:
+    def _report(
+        self,
+        call: ast.Call,
+        arguments: dict[str, ast.expr],
+        target: ast.expr | None,
+        confidence: Confidence,
+        scope: Scope,
+    ) -> None:
         ctx = self.ctx
         name = ctx.segment(target) if target is not None else "DataLoader(...)"
         shuffle = arguments.get("shuffle")
@@ -157,23 +220,26 @@ class TrainLoaderNotShuffled(LintRule):
         else:
             edit = insert_keywords(ctx, call, "shuffle=True")
             said = "no `shuffle=True`"
-        ordered = self._ordered(arguments.get("dataset"), scope, 0) and \
-            not self._labels_unused(call, target, scope)
+        ordered = self._ordered(arguments.get("dataset"), scope, 0) and not self._labels_unused(
+            call, target, scope
+        )
         self.report(
             call,
             f"`{name}` at line {call.lineno} feeds training but has {said} and no sampler: "
-            "every epoch visits the examples in the same order" + (
+            "every epoch visits the examples in the same order"
+            + (
                 ", and the dataset is stored sorted (by class or key), so every batch holds "
-                "one class and the model learns the order" if ordered else
-                ", so batches are correlated when the data is stored sorted (by class or "
-                "source)"),
+                "one class and the model learns the order"
+                if ordered
+                else ", so batches are correlated when the data is stored sorted (by class or "
+                "source)"
+            ),
             severity=None if ordered else Severity.INFO,
             fix_hint="Pass `shuffle=True` to the training DataLoader (keep validation and test "
-                     "loaders unshuffled), or a sampler such as `DistributedSampler`.",
+            "loaders unshuffled), or a sampler such as `DistributedSampler`.",
             confidence=confidence,
             fix=Fix("Shuffle the training loader", (edit,), Applicability.UNSAFE),
         )
-
 
     def _labels_unused(self, call: ast.Call, target: ast.expr | None, scope: Scope) -> bool:
         """Every loop over the loader throws the labels away (``for x, _ in loader``):
@@ -197,20 +263,31 @@ class TrainLoaderNotShuffled(LintRule):
             return True
         local = self.ctx.resolve_local_call(dataset, scope)
         where: ast.AST = local.node if local is not None else dataset
-        return any(isinstance(n, ast.Call) and (getattr(n.func, "attr", None) in _SORTS
-                                                or getattr(n.func, "id", None) in _SORTS
-                                                or (self.ctx.qualified_name(n.func, scope)
-                                                    or "").endswith(_CLASS_ORDERED))
-                   for n in ast.walk(where))
+        return any(
+            isinstance(n, ast.Call)
+            and (
+                getattr(n.func, "attr", None) in _SORTS
+                or getattr(n.func, "id", None) in _SORTS
+                or (self.ctx.qualified_name(n.func, scope) or "").endswith(_CLASS_ORDERED)
+            )
+            for n in ast.walk(where)
+        )
 
 
 def _discards_labels(loop: ast.AST) -> bool:
     target = getattr(loop, "target", None)
-    if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(
-            target.elts[1], ast.Tuple):  # for i, (x, _) in enumerate(loader)
+    if (
+        isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[1], ast.Tuple)
+    ):  # for i, (x, _) in enumerate(loader)
         target = target.elts[1]
-    return isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(
-        target.elts[1], ast.Name) and target.elts[1].id == "_"
+    return (
+        isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[1], ast.Name)
+        and target.elts[1].id == "_"
+    )
 
 
 def _words(expr: ast.expr | None) -> list[str]:
@@ -252,14 +329,21 @@ class NonBlockingWithoutPinMemory(LintRule):
         fix = self._fix(loader, pin)
         for item in loop.items:
             call = item.node
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
-                    _non_blocking(call) and _from_batch(call.func.value, derived):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and _non_blocking(call)
+                and _from_batch(call.func.value, derived)
+            ):
                 self._report(call, loader, fix)
 
     def _fix(self, loader: ast.Call, pin: ast.expr | None) -> Fix:
         ctx = self.ctx
-        edit = ctx.replace(pin, "True") if pin is not None else insert_keywords(
-            ctx, loader, "pin_memory=True")
+        edit = (
+            ctx.replace(pin, "True")
+            if pin is not None
+            else insert_keywords(ctx, loader, "pin_memory=True")
+        )
         return Fix("Pin the loader's batches: `pin_memory=True`", (edit,), Applicability.UNSAFE)
 
     def _report(self, call: ast.Call, loader: ast.Call, fix: Fix) -> None:
@@ -307,11 +391,13 @@ def _batch_names(loop: Loop) -> set[str]:
     for item in loop.items:
         node = item.node
         if isinstance(node, ast.Assign) and any(
-                isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.value)):
+            isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.value)
+        ):
             for target in node.targets:
                 derived |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
     for node in ast.walk(loop.node):
         if isinstance(node, ast.comprehension) and any(
-                isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.iter)):
+            isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.iter)
+        ):
             derived |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
     return derived

@@ -24,8 +24,11 @@ def keyword(call: ast.Call, name: str) -> ast.keyword | None:
 
 def method_call(call: ast.AST, *names: str) -> TypeGuard[ast.Call]:
     """``<receiver>.<name>(...)`` for one of ``names``."""
-    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
-        call.func.attr in names
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in names
+    )
 
 
 def receiver(call: ast.Call) -> ast.expr:

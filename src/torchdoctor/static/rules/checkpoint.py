@@ -18,8 +18,14 @@ from torchdoctor.static.rules.calls import keyword
 from torchdoctor.static.structure import FunctionScope
 
 _GPU_WORDS = ("cuda", "nccl")
-_MULTI_PROCESS_WORDS = ("DistributedDataParallel", "init_process_group", "LOCAL_RANK",
-                        "local_rank", "mp.spawn", "multiprocessing.spawn")
+_MULTI_PROCESS_WORDS = (
+    "DistributedDataParallel",
+    "init_process_group",
+    "LOCAL_RANK",
+    "local_rank",
+    "mp.spawn",
+    "multiprocessing.spawn",
+)
 
 
 def has_star_kwargs(call: ast.Call) -> bool:
@@ -29,8 +35,11 @@ def has_star_kwargs(call: ast.Call) -> bool:
 
 def append_argument(ctx: FileContext, call: ast.Call, text: str) -> Edit | None:
     """An edit that adds ``, text`` right after a call's last argument."""
-    last = max([*call.args, *(k.value for k in call.keywords)],
-               key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), default=None)
+    last = max(
+        [*call.args, *(k.value for k in call.keywords)],
+        key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0),
+        default=None,
+    )
     if last is None or last.end_lineno is None or last.end_col_offset is None:
         return None
     line = last.end_lineno
@@ -53,10 +62,14 @@ def reads_back_own_save(ctx: FileContext, load: ast.Call, scope: Scope) -> bool:
     items = scope.items if scope is not None else ctx.module.items
     for item in items:
         node = item.node
-        if isinstance(node, ast.Call) and item.line <= load.lineno and ctx.is_call_to(
-                node, "torch.save", scope=scope):
-            target = node.args[1] if len(node.args) > 1 else getattr(keyword(node, "f"),
-                                                                      "value", None)
+        if (
+            isinstance(node, ast.Call)
+            and item.line <= load.lineno
+            and ctx.is_call_to(node, "torch.save", scope=scope)
+        ):
+            target = (
+                node.args[1] if len(node.args) > 1 else getattr(keyword(node, "f"), "value", None)
+            )
             if target is not None and ctx.segment(target) == text:
                 return True
     return False
@@ -93,11 +106,18 @@ class LoadWithoutMapLocation(LintRule):
         if isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
             self._restored.update(id(argument) for argument in node.args)
             return
-        if not ctx.is_call_to(node, "torch.load") or len(node.args) > 1 or \
-                keyword(node, "map_location") or has_star_kwargs(node) or not node.args:
+        if (
+            not ctx.is_call_to(node, "torch.load")
+            or len(node.args) > 1
+            or keyword(node, "map_location")
+            or has_star_kwargs(node)
+            or not node.args
+        ):
             return
-        if not (_in_memory(ctx, node.args[0], ctx.function)
-                or reads_back_own_save(ctx, node, ctx.function)):
+        if not (
+            _in_memory(ctx, node.args[0], ctx.function)
+            or reads_back_own_save(ctx, node, ctx.function)
+        ):
             self._loads.append((node, ctx.function))
 
     def leave_module(self, module: object) -> None:
@@ -116,17 +136,26 @@ class LoadWithoutMapLocation(LintRule):
         if _CHECKPOINT_WORDS & set(torchapi.name_tokens(name)):
             return True
         items = scope.items if scope is not None else self.ctx.module.items
-        return any(isinstance(item.node, ast.Call) and isinstance(item.node.func, ast.Attribute)
-                   and item.node.func.attr == "load_state_dict"
-                   and any(isinstance(n, ast.Name) and n.id == name
-                           for a in item.node.args for n in ast.walk(a))
-                   for item in items)
+        return any(
+            isinstance(item.node, ast.Call)
+            and isinstance(item.node.func, ast.Attribute)
+            and item.node.func.attr == "load_state_dict"
+            and any(
+                isinstance(n, ast.Name) and n.id == name
+                for a in item.node.args
+                for n in ast.walk(a)
+            )
+            for item in items
+        )
 
     def _report(self, node: ast.Call) -> None:
         ctx = self.ctx
         edit = append_argument(ctx, node, 'map_location="cpu"')
-        fix = Fix('Load onto the CPU: add `map_location="cpu"`', (edit,),
-                  Applicability.UNSAFE) if edit else None
+        fix = (
+            Fix('Load onto the CPU: add `map_location="cpu"`', (edit,), Applicability.UNSAFE)
+            if edit
+            else None
+        )
         # Several processes on one machine make the silent failure (every rank's copy on
         # cuda:0) a warning; otherwise the load can only fail loudly on another machine.
         ranks = any(word in ctx.source for word in _MULTI_PROCESS_WORDS)
@@ -134,35 +163,60 @@ class LoadWithoutMapLocation(LintRule):
             node,
             f"`torch.load({ctx.segment(node.args[0])})` at line {node.lineno} has no "
             "`map_location`: tensors saved from a GPU come back on the device they were "
-            "saved from" + (
+            "saved from"
+            + (
                 ", so under DDP every rank loads its copy onto cuda:0 (memory runs out "
                 "there, the other GPUs wait), and the load fails on a machine without "
-                "that GPU" if ranks else
-                ", so the load fails on a machine without that GPU (\"Attempting to "
-                "deserialize object on a CUDA device\")"),
+                "that GPU"
+                if ranks
+                else ', so the load fails on a machine without that GPU ("Attempting to '
+                'deserialize object on a CUDA device")'
+            ),
             fix_hint='Pass `map_location="cpu"` (then move the model with `.to(device)`), '
-                     "or `map_location=device` for the process's own device.",
+            "or `map_location=device` for the process's own device.",
             confidence=Confidence.MEDIUM,
             fix=fix,
             severity=None if ranks else Severity.INFO,
         )
 
 
-_CHECKPOINT_WORDS = frozenset({"ckpt", "checkpoint", "checkpoints", "state", "weights",
-                               "model", "pretrained", "resume", "snapshot", "sd", "params",
-                               "best", "last"})
+_CHECKPOINT_WORDS = frozenset(
+    {
+        "ckpt",
+        "checkpoint",
+        "checkpoints",
+        "state",
+        "weights",
+        "model",
+        "pretrained",
+        "resume",
+        "snapshot",
+        "sd",
+        "params",
+        "best",
+        "last",
+    }
+)
 _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".tar", ".pkl")
 
 
 def _names_a_checkpoint(path: ast.expr) -> bool:
     """A path like ``"model.pt"``, ``args.resume`` or ``checkpoint_path``."""
     for node in ast.walk(path):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (
                 node.value.endswith(_CHECKPOINT_SUFFIXES)
-                or _CHECKPOINT_WORDS & set(torchapi.name_tokens(node.value))):
+                or _CHECKPOINT_WORDS & set(torchapi.name_tokens(node.value))
+            )
+        ):
             return True
-        name = node.id if isinstance(node, ast.Name) else (
-            node.attr if isinstance(node, ast.Attribute) else None)
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else (node.attr if isinstance(node, ast.Attribute) else None)
+        )
         if name is not None and _CHECKPOINT_WORDS & set(torchapi.name_tokens(name)):
             return True
     return False
@@ -179,8 +233,11 @@ class UnsafeCheckpointLoad(LintRule):
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        if not ctx.is_call_to(node, "torch.load") or has_star_kwargs(node) or \
-                reads_back_own_save(ctx, node, ctx.function):
+        if (
+            not ctx.is_call_to(node, "torch.load")
+            or has_star_kwargs(node)
+            or reads_back_own_save(ctx, node, ctx.function)
+        ):
             return
         weights_only = keyword(node, "weights_only")
         if weights_only is not None:
@@ -189,49 +246,69 @@ class UnsafeCheckpointLoad(LintRule):
                 self._explicit(node, value)
             return
         if keyword(node, "pickle_module") is not None or len(node.args) > 2:
-            self._unsafe_default(node, "passes a `pickle_module`, which makes "
-                                 "`weights_only` default to False on every torch version",
-                                 Severity.ERROR, Confidence.HIGH)
+            self._unsafe_default(
+                node,
+                "passes a `pickle_module`, which makes "
+                "`weights_only` default to False on every torch version",
+                Severity.ERROR,
+                Confidence.HIGH,
+            )
         elif "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD" in ctx.source:
-            self._unsafe_default(node, "relies on the `weights_only` default, which this "
-                                 "file turns off with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
-                                 Severity.ERROR, Confidence.HIGH)
+            self._unsafe_default(
+                node,
+                "relies on the `weights_only` default, which this "
+                "file turns off with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
+                Severity.ERROR,
+                Confidence.HIGH,
+            )
         else:
-            self._unsafe_default(node, "relies on the `weights_only` default: safe from torch "
-                                 "2.6 (True), full unpickling before 2.6", Severity.INFO,
-                                 Confidence.MEDIUM)
+            self._unsafe_default(
+                node,
+                "relies on the `weights_only` default: safe from torch "
+                "2.6 (True), full unpickling before 2.6",
+                Severity.INFO,
+                Confidence.MEDIUM,
+            )
 
     def _explicit(self, call: ast.Call, value: ast.expr) -> None:
         # Written out, False is a decision the author took (often for a file the program
         # wrote itself): information stating the risk, not an error about a mistake.
-        fix = Fix("Load with `weights_only=True`", (self.ctx.replace(value, "True"),),
-                  Applicability.UNSAFE)
+        fix = Fix(
+            "Load with `weights_only=True`",
+            (self.ctx.replace(value, "True"),),
+            Applicability.UNSAFE,
+        )
         self.report(
             call,
             f"`torch.load(...)` at line {call.lineno} passes `weights_only=False` on "
             "purpose: the file is unpickled without restriction, so loading a checkpoint "
             "that anyone else could have written or altered runs whatever code it carries",
             fix_hint="Keep `weights_only=False` only for files this program wrote itself; "
-                     "otherwise load with `weights_only=True` and allow your own classes "
-                     "with `torch.serialization.add_safe_globals([...])`.",
+            "otherwise load with `weights_only=True` and allow your own classes "
+            "with `torch.serialization.add_safe_globals([...])`.",
             fix=fix,
             severity=Severity.INFO,
         )
 
-    def _unsafe_default(self, call: ast.Call, why: str, severity: Severity,
-                        confidence: Confidence) -> None:
+    def _unsafe_default(
+        self, call: ast.Call, why: str, severity: Severity, confidence: Confidence
+    ) -> None:
         edit = append_argument(self.ctx, call, "weights_only=True")
         unsafe_always = severity is Severity.ERROR
-        fix = Fix("Pass `weights_only=True` explicitly", (edit,), Applicability.UNSAFE) \
-            if edit and not unsafe_always else None
+        fix = (
+            Fix("Pass `weights_only=True` explicitly", (edit,), Applicability.UNSAFE)
+            if edit and not unsafe_always
+            else None
+        )
         self.report(
             call,
             f"`torch.load(...)` at line {call.lineno} {why}; unrestricted unpickling runs "
             "any code a crafted checkpoint carries",
             fix_hint="Pass `weights_only=True` explicitly so the load is safe on every "
-                     "torch version." if not unsafe_always else
-                     "Load with the default pickle module and `weights_only=True`; keep "
-                     "full unpickling only for files you created yourself.",
+            "torch version."
+            if not unsafe_always
+            else "Load with the default pickle module and `weights_only=True`; keep "
+            "full unpickling only for files you created yourself.",
             severity=severity,
             confidence=confidence,
             fix=fix,

@@ -48,27 +48,37 @@ class CudnnBenchmarkWithDeterministic(LintRule):
                 continue
             flag = self.ctx.qualified_name(target)
             if flag in (_BENCHMARK, _DETERMINISTIC):
-                self._settings.append(_Setting(flag, _is_true(node.value), node, node.value,
-                                               self.ctx.frames))
+                self._settings.append(
+                    _Setting(flag, _is_true(node.value), node, node.value, self.ctx.frames)
+                )
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
         if ctx.is_call_to(node, "torch.use_deterministic_algorithms"):
-            mode = node.args[0] if node.args else next(
-                (k.value for k in node.keywords if k.arg == "mode"), None)
-            self._settings.append(_Setting(_DETERMINISTIC, _is_true(mode), node, mode,
-                                           ctx.frames))
+            mode = (
+                node.args[0]
+                if node.args
+                else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            )
+            self._settings.append(_Setting(_DETERMINISTIC, _is_true(mode), node, mode, ctx.frames))
         elif ctx.is_call_to(node, "torch.backends.cudnn.flags"):
             values = {k.arg: k.value for k in node.keywords}
             if _is_true(values.get("benchmark")) and _is_true(values.get("deterministic")):
                 self._settings.append(_Setting(_DETERMINISTIC, True, node, None, ctx.frames))
-                self._settings.append(_Setting(_BENCHMARK, True, node, values["benchmark"],
-                                               ctx.frames))
+                self._settings.append(
+                    _Setting(_BENCHMARK, True, node, values["benchmark"], ctx.frames)
+                )
 
     def leave_module(self, module: object) -> None:
         for bench in self._effective(_BENCHMARK):
-            partner = next((d for d in self._effective(_DETERMINISTIC)
-                            if not _exclusive(bench.frames, d.frames)), None)
+            partner = next(
+                (
+                    d
+                    for d in self._effective(_DETERMINISTIC)
+                    if not _exclusive(bench.frames, d.frames)
+                ),
+                None,
+            )
             if partner is not None:
                 self._report(bench, partner)
 
@@ -80,9 +90,13 @@ class CudnnBenchmarkWithDeterministic(LintRule):
             if not setting.on:
                 continue
             function = self.ctx.function_of(setting.frames)
-            undone = any(not later.on and later.line > setting.line
-                         and self.ctx.function_of(later.frames) is function
-                         and not _exclusive(setting.frames, later.frames) for later in own)
+            undone = any(
+                not later.on
+                and later.line > setting.line
+                and self.ctx.function_of(later.frames) is function
+                and not _exclusive(setting.frames, later.frames)
+                for later in own
+            )
             if not undone:
                 yield setting
 
@@ -92,8 +106,11 @@ class CudnnBenchmarkWithDeterministic(LintRule):
         asked = ctx.segment(partner.node).split("\n")[0]
         fix = None
         if isinstance(bench.node, ast.Assign) and bench.value is not None:
-            fix = Fix("Set `cudnn.benchmark = False`", (ctx.replace(bench.value, "False"),),
-                      Applicability.UNSAFE)
+            fix = Fix(
+                "Set `cudnn.benchmark = False`",
+                (ctx.replace(bench.value, "False"),),
+                Applicability.UNSAFE,
+            )
         self.report(
             bench.node,
             f"cuDNN benchmarking is switched on at line {bench.line} while `{asked}` "
@@ -102,8 +119,8 @@ class CudnnBenchmarkWithDeterministic(LintRule):
             "two runs with the same seed can use different algorithms and give different "
             "results",
             fix_hint="Set `torch.backends.cudnn.benchmark = False` when you need "
-                     "reproducible runs; keep benchmark mode (and drop the deterministic "
-                     "flag) only when speed matters more.",
+            "reproducible runs; keep benchmark mode (and drop the deterministic "
+            "flag) only when speed matters more.",
             evidence={"deterministic_line": partner.line},
             confidence=Confidence.HIGH if same_scope else Confidence.MEDIUM,
             fix=fix,
@@ -116,6 +133,7 @@ def _is_true(value: ast.expr | None) -> bool:
 
 def _exclusive(first: tuple[Frame, ...], second: tuple[Frame, ...]) -> bool:
     """Whether two places sit in different branches of the same ``if``."""
-    branches = {id(f.node): f.kind for f in first
-                if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)}
+    branches = {
+        id(f.node): f.kind for f in first if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)
+    }
     return any(id(f.node) in branches and branches[id(f.node)] is not f.kind for f in second)

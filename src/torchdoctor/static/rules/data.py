@@ -51,7 +51,8 @@ class WorkersWithoutMainGuard(LintRule):
                     continue
                 target = assigned_name(items, call)
                 if isinstance(target, ast.Name) and not any(
-                        loads(body, target.id) for body in bodies):
+                    loads(body, target.id) for body in bodies
+                ):
                     continue  # built but never used while importing: no worker starts
                 self._report(call, arguments, workers, scope)
 
@@ -83,22 +84,26 @@ class WorkersWithoutMainGuard(LintRule):
                 return [init]
         return []
 
-    def _report(self, call: ast.Call, arguments: dict[str, ast.expr], workers: int | None,
-                scope: Scope) -> None:
+    def _report(
+        self, call: ast.Call, arguments: dict[str, ast.expr], workers: int | None, scope: Scope
+    ) -> None:
         ctx = self.ctx
         spelled = ctx.segment(arguments["num_workers"]) if "num_workers" in arguments else "?"
-        where = "at module level" if scope is None else \
-            f"in `{scope.name}()`, which module-level code calls"
+        where = (
+            "at module level"
+            if scope is None
+            else f"in `{scope.name}()`, which module-level code calls"
+        )
         self.report(
             call,
             f"`DataLoader(..., num_workers={spelled})` at line {call.lineno} starts worker "
-            f"processes {where}, and this script has no `if __name__ == \"__main__\":` guard: "
+            f'processes {where}, and this script has no `if __name__ == "__main__":` guard: '
             "with the spawn/forkserver start method (Windows, macOS, Linux from Python "
-            "3.14) every worker re-imports the script and the run fails with \"An attempt "
+            '3.14) every worker re-imports the script and the run fails with "An attempt '
             "has been made to start a new process before the current process has finished "
-            "its bootstrapping phase\"",
+            'its bootstrapping phase"',
             fix_hint="Move the program into a function and call it under "
-                     "`if __name__ == \"__main__\":`.",
+            '`if __name__ == "__main__":`.',
             confidence=Confidence.HIGH if workers is not None else Confidence.MEDIUM,
         )
 
@@ -110,11 +115,17 @@ def _has_main_guard(tree: ast.Module) -> bool:
         if isinstance(statement, ast.If):
             test = statement.test
             for node in ast.walk(test):
-                if isinstance(node, ast.Compare) and any(
+                if (
+                    isinstance(node, ast.Compare)
+                    and any(
                         isinstance(n, ast.Name) and n.id == "__name__"
-                        for n in [node.left, *node.comparators]) and any(
+                        for n in [node.left, *node.comparators]
+                    )
+                    and any(
                         isinstance(n, ast.Constant) and n.value == "__main__"
-                        for n in [node.left, *node.comparators]):
+                        for n in [node.left, *node.comparators]
+                    )
+                ):
                     return True
             stack.extend(statement.body + statement.orelse)
         elif isinstance(statement, ast.Try):
@@ -124,8 +135,11 @@ def _has_main_guard(tree: ast.Module) -> bool:
 
 def _module_code(tree: ast.Module) -> ast.Module:
     """The module without its function and class bodies (code that runs on import)."""
-    body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                       ast.ClassDef))]
+    body = [
+        s
+        for s in tree.body
+        if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
     return ast.Module(body=body, type_ignores=[])
 
 
@@ -172,15 +186,17 @@ class LoaderBuiltInLoop(LintRule):
         persistent = arguments.get("persistent_workers")
         note = ""
         if persistent is not None and not is_false(persistent):
-            note = ("; `persistent_workers=True` keeps workers alive only for one loader "
-                    "object, so here it does nothing")
+            note = (
+                "; `persistent_workers=True` keeps workers alive only for one loader "
+                "object, so here it does nothing"
+            )
         self.report(
             call,
             f"`DataLoader(..., num_workers={workers})` at line {call.lineno} is rebuilt with "
             f"the same arguments on every pass of the loop at line {loop.line}: each new "
             f"loader starts its {workers} worker processes again while training waits{note}",
             fix_hint="Build the DataLoader once, before the loop; iterating it again gives a "
-                     "new shuffle order each epoch.",
+            "new shuffle order each epoch.",
             evidence={"loop_line": loop.line},
         )
 
@@ -194,8 +210,13 @@ def _iterated_in(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool
                 return True
             if name is not None and loads(node.iter, name):
                 return True
-        elif isinstance(node, ast.Call) and name is not None and any(
-                isinstance(a, ast.Name) and a.id == name for a in
-                [*node.args, *(k.value for k in node.keywords)]):
+        elif (
+            isinstance(node, ast.Call)
+            and name is not None
+            and any(
+                isinstance(a, ast.Name) and a.id == name
+                for a in [*node.args, *(k.value for k in node.keywords)]
+            )
+        ):
             return True
     return isinstance(target, ast.Attribute)

@@ -15,15 +15,44 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Item
 
-__all__ = ["assigned_name", "is_false", "iterated", "loader_arguments", "loader_calls",
-           "loader_of", "loads", "worker_count"]
+__all__ = [
+    "assigned_name",
+    "is_false",
+    "iterated",
+    "loader_arguments",
+    "loader_calls",
+    "loader_of",
+    "loads",
+    "worker_count",
+]
 
-_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
-               "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn",
-               "multiprocessing_context", "generator")
+_POSITIONAL = (
+    "dataset",
+    "batch_size",
+    "shuffle",
+    "sampler",
+    "batch_sampler",
+    "num_workers",
+    "collate_fn",
+    "pin_memory",
+    "drop_last",
+    "timeout",
+    "worker_init_fn",
+    "multiprocessing_context",
+    "generator",
+)
 _DATALOADER = "torch.utils.data.DataLoader"
-_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm",
-                       "tqdm.notebook.tqdm", "rich.progress.track"})
+_WRAPPERS = frozenset(
+    {
+        "enumerate",
+        "iter",
+        "tqdm",
+        "tqdm.tqdm",
+        "tqdm.auto.tqdm",
+        "tqdm.notebook.tqdm",
+        "rich.progress.track",
+    }
+)
 
 
 def loader_arguments(call: ast.Call) -> dict[str, ast.expr]:
@@ -45,8 +74,11 @@ def worker_count(ctx: FileContext, value: ast.expr | None, scope: Scope) -> int 
         return 0
     if isinstance(value, ast.Name):
         found = ctx.lookup(value, scope)
-        if found is not None and found[0].kind is BindingKind.ASSIGN and isinstance(
-                found[0].value, ast.Constant):
+        if (
+            found is not None
+            and found[0].kind is BindingKind.ASSIGN
+            and isinstance(found[0].value, ast.Constant)
+        ):
             value = found[0].value
     if isinstance(value, ast.Constant) and isinstance(value.value, int):
         return int(value.value)
@@ -70,8 +102,11 @@ def iterated(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.expr:
     """``x`` of ``enumerate(x)``, ``tqdm(x)``, ``iter(x)``; else ``expr`` itself."""
     while isinstance(expr, ast.Call) and expr.args:
         func = expr.func
-        name = func.id if isinstance(func, ast.Name) and func.id in ("enumerate", "iter") \
+        name = (
+            func.id
+            if isinstance(func, ast.Name) and func.id in ("enumerate", "iter")
             else ctx.qualified_name(func, scope)
+        )
         if name not in _WRAPPERS:
             break
         expr = expr.args[0]
@@ -105,5 +140,7 @@ def assigned_name(items: list[Item], call: ast.Call) -> ast.expr | None:
 
 def loads(node: ast.AST, name: str) -> bool:
     """Whether ``name`` is read anywhere inside ``node``."""
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-               for n in ast.walk(node))
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        for n in ast.walk(node)
+    )

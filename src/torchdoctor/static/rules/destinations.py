@@ -72,8 +72,7 @@ class _Follower:
                 return step
             node = step
 
-    def _step(self, node: ast.AST, parent: ast.AST, scope: Scope, hops: int
-              ) -> Reach | ast.AST:
+    def _step(self, node: ast.AST, parent: ast.AST, scope: Scope, hops: int) -> Reach | ast.AST:
         """One level up: a final answer, or the node whose value carries ``node``'s on."""
         if isinstance(parent, ast.Call):
             if node is parent.func:
@@ -90,15 +89,35 @@ class _Follower:
         if isinstance(parent, ast.IfExp) and node is parent.test:
             return Destination.SUMMARY, parent
         if isinstance(parent, ast.comprehension):
-            return (Destination.SUMMARY, parent) if node in parent.ifs else \
-                self.parents.get(id(parent), parent)
-        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.IfExp, ast.Tuple,
-                               ast.List, ast.Set, ast.Dict, ast.Starred, ast.Await,
-                               ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return (
+                (Destination.SUMMARY, parent)
+                if node in parent.ifs
+                else self.parents.get(id(parent), parent)
+            )
+        if isinstance(
+            parent,
+            (
+                ast.BinOp,
+                ast.UnaryOp,
+                ast.BoolOp,
+                ast.IfExp,
+                ast.Tuple,
+                ast.List,
+                ast.Set,
+                ast.Dict,
+                ast.Starred,
+                ast.Await,
+                ast.ListComp,
+                ast.SetComp,
+                ast.DictComp,
+                ast.GeneratorExp,
+            ),
+        ):
             return parent
         if isinstance(parent, ast.NamedExpr):
-            return _strongest((self.name(parent.target, scope, hops),
-                               self.value(parent, scope, hops)))
+            return _strongest(
+                (self.name(parent.target, scope, hops), self.value(parent, scope, hops))
+            )
         return self._statement(node, parent, scope, hops)
 
     def _attribute(self, attribute: ast.Attribute) -> Reach | ast.AST:
@@ -122,8 +141,7 @@ class _Follower:
 
     # --- a value passed to a call ----------------------------------------------------------
 
-    def _argument(self, call: ast.Call, node: ast.AST, scope: Scope, hops: int
-                  ) -> Reach | ast.AST:
+    def _argument(self, call: ast.Call, node: ast.AST, scope: Scope, hops: int) -> Reach | ast.AST:
         """``f(value)``: what the callee does with it, or the value the call makes."""
         ctx = self.ctx
         func = call.func
@@ -131,8 +149,11 @@ class _Follower:
         if qualified is not None:
             use = qualified_use(qualified)
             return call if use is None else (use, call)
-        found = ctx.family_of(func, scope) if isinstance(
-            func, (ast.Name, ast.Attribute, ast.Subscript)) else None
+        found = (
+            ctx.family_of(func, scope)
+            if isinstance(func, (ast.Name, ast.Attribute, ast.Subscript))
+            else None
+        )
         if found is not None and found[0] in (torchapi.MODULE, torchapi.LOSS):
             return Destination.TRAINING, call
         callee = ctx.resolve_local_call(call, scope)
@@ -151,8 +172,9 @@ class _Follower:
                 return self.name(func.value, scope, hops)  # into a list: the list's uses
         return Destination.UNKNOWN, call
 
-    def _parameter(self, function: FunctionScope, call: ast.Call, node: ast.AST, hops: int
-                   ) -> Reach:
+    def _parameter(
+        self, function: FunctionScope, call: ast.Call, node: ast.AST, hops: int
+    ) -> Reach:
         """An argument of a function of this file: where its parameter goes there."""
         args = function.node.args
         params = args.posonlyargs + args.args
@@ -172,16 +194,21 @@ class _Follower:
 
     def _statement(self, node: ast.AST, statement: ast.AST, scope: Scope, hops: int) -> Reach:
         if isinstance(statement, ast.Expr):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ("double", "to", "type"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("double", "to", "type")
+            ):
                 return Destination.TRAINING, node  # model.double(): modules convert in place
             return _UNUSED
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
             return self._assigned(node, statement, scope, hops)
         if isinstance(statement, ast.AugAssign):
             target = statement.target
-            return _strongest([(Destination.SUMMARY, statement)] + (
-                [self.name(target, scope, hops)] if isinstance(target, ast.Name) else []))
+            return _strongest(
+                [(Destination.SUMMARY, statement)]
+                + ([self.name(target, scope, hops)] if isinstance(target, ast.Name) else [])
+            )
         if isinstance(statement, ast.Return):
             return self._returned(statement, hops)
         if isinstance(statement, (ast.If, ast.While, ast.Assert, ast.Raise)):
@@ -192,8 +219,9 @@ class _Follower:
             return _UNUSED
         return Destination.UNKNOWN, statement
 
-    def _assigned(self, node: ast.AST, statement: ast.Assign | ast.AnnAssign, scope: Scope,
-                  hops: int) -> Reach:
+    def _assigned(
+        self, node: ast.AST, statement: ast.Assign | ast.AnnAssign, scope: Scope, hops: int
+    ) -> Reach:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         return _strongest(self._target(target, statement, scope, hops) for target in targets)
 
@@ -225,8 +253,11 @@ class _Follower:
         return _strongest(self.value(item.node, scope, hops + 1) for scope, item in callers)
 
     def _iterated(self, loop: ast.For | ast.AsyncFor, scope: Scope, hops: int) -> Reach:
-        return _strongest(self.binding_uses(loop, name.id, scope, hops + 1)
-                          for name in ast.walk(loop.target) if isinstance(name, ast.Name))
+        return _strongest(
+            self.binding_uses(loop, name.id, scope, hops + 1)
+            for name in ast.walk(loop.target)
+            if isinstance(name, ast.Name)
+        )
 
     # --- names -------------------------------------------------------------------------
 
@@ -258,7 +289,8 @@ class _Follower:
         """Reads of ``name`` (and ``name += ...``) that resolve to ``binder``'s binding."""
         for use in self.names.get(name, ()):
             if isinstance(use.ctx, ast.Store) and not isinstance(
-                    self.parents.get(id(use)), ast.AugAssign):
+                self.parents.get(id(use)), ast.AugAssign
+            ):
                 continue
             function = self._function_of(use)
             found = self.ctx.lookup(use, function)

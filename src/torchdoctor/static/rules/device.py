@@ -22,14 +22,36 @@ from torchdoctor.static.training import EventKind, loop_events
 
 # --- TD105 -------------------------------------------------------------------------------
 
-_LEGACY = {"Tensor": None, "FloatTensor": "float32", "DoubleTensor": "float64",
-           "HalfTensor": "float16", "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8",
-           "CharTensor": "int8", "ShortTensor": "int16", "IntTensor": "int32",
-           "LongTensor": "int64", "BoolTensor": "bool"}
+_LEGACY = {
+    "Tensor": None,
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "ByteTensor": "uint8",
+    "CharTensor": "int8",
+    "ShortTensor": "int16",
+    "IntTensor": "int32",
+    "LongTensor": "int64",
+    "BoolTensor": "bool",
+}
 _SHAPE, _DATA, _EMPTY, _UNKNOWN = "shape", "data", "empty", "unknown"
 # In-place initialisers: `torch.FloatTensor(n).normal_()` never exposes uninitialised memory.
-_FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_", "random_", "copy_", "bernoulli_",
-                    "exponential_", "geometric_", "cauchy_", "log_normal_"})
+_FILLS = frozenset(
+    {
+        "fill_",
+        "zero_",
+        "normal_",
+        "uniform_",
+        "random_",
+        "copy_",
+        "bernoulli_",
+        "exponential_",
+        "geometric_",
+        "cauchy_",
+        "log_normal_",
+    }
+)
 
 
 @detector("TD105", depth=Depth.LINT)
@@ -51,13 +73,13 @@ class LegacyConstructor(LintRule):
         if node.value is not None:
             self._initialised_later(node, node.target, node.value)
 
-    def _initialised_later(self, statement: ast.stmt, target: ast.expr, value: ast.expr
-                           ) -> None:
+    def _initialised_later(self, statement: ast.stmt, target: ast.expr, value: ast.expr) -> None:
         """``w = nn.Parameter(torch.Tensor(n, m))`` followed, in the same block, by
         ``nn.init.xavier_normal_(w)`` (or ``w.data.uniform_()``, or a method of the class
         that does so): the memory is initialised before anyone reads it."""
-        if not isinstance(target, (ast.Name, ast.Attribute)) or "Tensor" not in \
-                self.ctx.segment(value):
+        if not isinstance(target, (ast.Name, ast.Attribute)) or "Tensor" not in self.ctx.segment(
+            value
+        ):
             return
         calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
         if not calls:
@@ -77,32 +99,45 @@ class LegacyConstructor(LintRule):
         if qualified is None:
             return
         prefix, _, name = qualified.rpartition(".")
-        if name not in _LEGACY or prefix not in ("torch", "torch.cuda") or (
-                prefix == "torch.cuda" and name == "Tensor"):
+        if (
+            name not in _LEGACY
+            or prefix not in ("torch", "torch.cuda")
+            or (prefix == "torch.cuda" and name == "Tensor")
+        ):
             return
         cuda = prefix == "torch.cuda"
         kind = _argument_kind(ctx, node)
         dtype = _LEGACY[name]
         filled = id(node) in self._filled
-        severity = Severity.WARNING if cuda or (kind == _SHAPE and not filled) else \
-            Severity.INFO
-        self.report(node, self._message(node, kind, cuda, filled), severity=severity,
-                    fix_hint=_legacy_hint(kind, dtype, cuda),
-                    fix=self._fix(node, kind, dtype, cuda))
+        severity = Severity.WARNING if cuda or (kind == _SHAPE and not filled) else Severity.INFO
+        self.report(
+            node,
+            self._message(node, kind, cuda, filled),
+            severity=severity,
+            fix_hint=_legacy_hint(kind, dtype, cuda),
+            fix=self._fix(node, kind, dtype, cuda),
+        )
 
     def _message(self, node: ast.Call, kind: str, cuda: bool, filled: bool) -> str:
         spelled = self.ctx.segment(node.func)
         if kind in (_SHAPE, _EMPTY):
-            what = ("an empty tensor" if kind == _EMPTY else
-                    "a tensor of uninitialised memory (whatever the allocator returns)")
-            message = f"`{spelled}(...)` at line {node.lineno} reads its arguments as a shape " \
-                      f"and returns {what}"
+            what = (
+                "an empty tensor"
+                if kind == _EMPTY
+                else "a tensor of uninitialised memory (whatever the allocator returns)"
+            )
+            message = (
+                f"`{spelled}(...)` at line {node.lineno} reads its arguments as a shape "
+                f"and returns {what}"
+            )
             if filled and kind == _SHAPE:
                 message += ", filled right away here: only the spelling is legacy"
         else:
-            message = (f"`{spelled}(...)` at line {node.lineno} is a legacy constructor: "
-                       "integers make it allocate uninitialised memory of that shape, a "
-                       "sequence makes it copy data, so one typo changes the meaning")
+            message = (
+                f"`{spelled}(...)` at line {node.lineno} is a legacy constructor: "
+                "integers make it allocate uninitialised memory of that shape, a "
+                "sequence makes it copy data, so one typo changes the meaning"
+            )
         if cuda:
             message += "; the `torch.cuda` class also fails on machines without CUDA"
         return message
@@ -128,8 +163,11 @@ class LegacyConstructor(LintRule):
             extra.insert(0, "0")
         if extra:
             edits.append(insert_keywords(ctx, call, ", ".join(extra)))
-        return Fix(f"Use `{torch}.{factory}(...)`", tuple(edits),
-                   Applicability.SAFE if safe else Applicability.UNSAFE)
+        return Fix(
+            f"Use `{torch}.{factory}(...)`",
+            tuple(edits),
+            Applicability.SAFE if safe else Applicability.UNSAFE,
+        )
 
 
 def _following(ctx: FileContext, statement: ast.stmt) -> list[ast.stmt]:
@@ -140,7 +178,7 @@ def _following(ctx: FileContext, statement: ast.stmt) -> list[ast.stmt]:
         if isinstance(block, list):
             for index, child in enumerate(block):
                 if child is statement:
-                    return block[index + 1:]
+                    return block[index + 1 :]
     return []
 
 
@@ -151,18 +189,31 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             continue
         func = node.func
         qualified = ctx.qualified_name(func)
-        if qualified is not None and qualified.startswith("torch.nn.init.") and \
-                qualified.endswith("_") and node.args and \
-                ctx.segment(node.args[0]).removesuffix(".data") == target:
+        if (
+            qualified is not None
+            and qualified.startswith("torch.nn.init.")
+            and qualified.endswith("_")
+            and node.args
+            and ctx.segment(node.args[0]).removesuffix(".data") == target
+        ):
             return True
-        if isinstance(func, ast.Attribute) and func.attr in _FILLS and \
-                ctx.segment(func.value).removesuffix(".data") == target:
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _FILLS
+            and ctx.segment(func.value).removesuffix(".data") == target
+        ):
             return True
-        if depth == 0 and isinstance(func, ast.Attribute) and target.startswith("self.") \
-                and isinstance(func.value, ast.Name) and func.value.id == "self":
+        if (
+            depth == 0
+            and isinstance(func, ast.Attribute)
+            and target.startswith("self.")
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
             method = ctx.resolve_local_call(node)
-            if method is not None and any(_initialises(ctx, s, target, 1)
-                                          for s in method.node.body):
+            if method is not None and any(
+                _initialises(ctx, s, target, 1) for s in method.node.body
+            ):
                 return True
     return False
 
@@ -171,12 +222,16 @@ def _legacy_hint(kind: str, dtype: str | None, cuda: bool) -> str:
     spelled = "" if dtype is None else f", dtype=torch.{dtype}"
     device = ", device=device" if cuda else ""
     if kind in (_SHAPE, _EMPTY):
-        return (f"Use `torch.zeros(...{spelled}{device})` if the values matter, or "
-                f"`torch.empty(...{spelled}{device})` if every element is written before use.")
+        return (
+            f"Use `torch.zeros(...{spelled}{device})` if the values matter, or "
+            f"`torch.empty(...{spelled}{device})` if every element is written before use."
+        )
     if kind == _DATA:
         return f"Use `torch.tensor(data{spelled or ', dtype=torch.float32'}{device})`."
-    return (f"Say which you mean: `torch.empty(n{spelled}{device})` for a size, "
-            f"`torch.as_tensor(data{spelled or ', dtype=torch.float32'}{device})` for data.")
+    return (
+        f"Say which you mean: `torch.empty(n{spelled}{device})` for a size, "
+        f"`torch.as_tensor(data{spelled or ', dtype=torch.float32'}{device})` for data."
+    )
 
 
 def _argument_kind(ctx: FileContext, call: ast.Call) -> str:
@@ -189,18 +244,25 @@ def _argument_kind(ctx: FileContext, call: ast.Call) -> str:
     arg = args[0]
     if isinstance(arg, ast.Name):
         found = ctx.binding(arg)
-        if found is not None and found.kind is BindingKind.ASSIGN and isinstance(
-                found.value, (ast.Constant, ast.List, ast.Tuple)):
+        if (
+            found is not None
+            and found.kind is BindingKind.ASSIGN
+            and isinstance(found.value, (ast.Constant, ast.List, ast.Tuple))
+        ):
             arg = found.value
     if isinstance(arg, ast.Constant):
-        return _SHAPE if isinstance(arg.value, int) and not isinstance(arg.value, bool) \
-            else _UNKNOWN
+        return (
+            _SHAPE if isinstance(arg.value, int) and not isinstance(arg.value, bool) else _UNKNOWN
+        )
     if isinstance(arg, (ast.List, ast.Tuple, ast.ListComp)):
         return _DATA
     if isinstance(arg, ast.Attribute) and arg.attr == "shape":
         return _SHAPE
-    if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Attribute) and \
-            arg.value.attr == "shape":
+    if (
+        isinstance(arg, ast.Subscript)
+        and isinstance(arg.value, ast.Attribute)
+        and arg.value.attr == "shape"
+    ):
         return _SHAPE
     if isinstance(arg, ast.Call):
         func = arg.func
@@ -235,10 +297,22 @@ def _floats(data: ast.expr) -> bool:
 
 # --- TD106 -------------------------------------------------------------------------------
 
-_CONSTANT_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.ones", "torch.zeros",
-                                 "torch.full", "torch.arange", "torch.linspace", "torch.logspace",
-                                 "torch.eye", "torch.Tensor", "torch.FloatTensor",
-                                 "torch.LongTensor"})
+_CONSTANT_FACTORIES = frozenset(
+    {
+        "torch.tensor",
+        "torch.as_tensor",
+        "torch.ones",
+        "torch.zeros",
+        "torch.full",
+        "torch.arange",
+        "torch.linspace",
+        "torch.logspace",
+        "torch.eye",
+        "torch.Tensor",
+        "torch.FloatTensor",
+        "torch.LongTensor",
+    }
+)
 _DEVICE_WORDS = frozenset({"device", "dev", "gpu", "cuda", "rank"})
 _ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -252,8 +326,9 @@ class ConstantMovedInLoop(LintRule):
     def leave_loop(self, loop: Loop) -> None:
         # Judged from the outermost loop, once it is complete: does it train at all?
         if loop.parent is not None or not any(
-                e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
-                for e in loop_events(self.ctx, loop)):
+            e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
+            for e in loop_events(self.ctx, loop)
+        ):
             return
         pending = [loop]
         while pending:
@@ -265,8 +340,12 @@ class ConstantMovedInLoop(LintRule):
         bound: set[str] | None = None
         for item in loop.items:
             node = item.node
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("to", "cuda") and loop.is_direct(item)):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("to", "cuda")
+                and loop.is_direct(item)
+            ):
                 continue
             if bound is None:
                 bound = loop_bound_names(loop)
@@ -280,8 +359,11 @@ class ConstantMovedInLoop(LintRule):
     def _device(self, call: ast.Call, scope: Scope, bound: set[str]) -> str | None:
         """The device text of a move to an accelerator, or ``None`` (a dtype, the CPU)."""
         assert isinstance(call.func, ast.Attribute)
-        arg = call.args[0] if call.args else next(
-            (k.value for k in call.keywords if k.arg == "device"), None)
+        arg = (
+            call.args[0]
+            if call.args
+            else next((k.value for k in call.keywords if k.arg == "device"), None)
+        )
         if call.func.attr == "cuda":
             return "cuda" if arg is None else self.ctx.segment(arg)
         if arg is None or any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(arg)):
@@ -294,8 +376,11 @@ class ConstantMovedInLoop(LintRule):
             return text if isinstance(value, int) and not isinstance(value, bool) else None
         if self.ctx.is_call_to(arg, "torch.device", scope=scope):
             return text
-        name = arg.id if isinstance(arg, ast.Name) else (
-            arg.attr if isinstance(arg, ast.Attribute) else "")
+        name = (
+            arg.id
+            if isinstance(arg, ast.Name)
+            else (arg.attr if isinstance(arg, ast.Attribute) else "")
+        )
         if set(torchapi.name_tokens(name)) & _DEVICE_WORDS:
             return text
         return None
@@ -307,20 +392,27 @@ class ConstantMovedInLoop(LintRule):
             if value.id in bound:
                 return None
             found = ctx.lookup(value, loop.function)
-            if found is None or found[0].kind is not BindingKind.ASSIGN or not isinstance(
-                    found[0].value, ast.Call):
+            if (
+                found is None
+                or found[0].kind is not BindingKind.ASSIGN
+                or not isinstance(found[0].value, ast.Call)
+            ):
                 return None
             value = found[0].value
             if value.lineno >= loop.node.lineno:
                 return None
         if not isinstance(value, ast.Call) or not ctx.is_call_to(
-                value, *_CONSTANT_FACTORIES, scope=loop.function):
+            value, *_CONSTANT_FACTORIES, scope=loop.function
+        ):
             return None
         for node in ast.walk(value):
             if isinstance(node, ast.Name) and node.id in bound:
                 return None
-            if isinstance(node, ast.Call) and node is not value and not (
-                    ctx.qualified_name(node.func, loop.function) or "").startswith("torch."):
+            if (
+                isinstance(node, ast.Call)
+                and node is not value
+                and not (ctx.qualified_name(node.func, loop.function) or "").startswith("torch.")
+            ):
                 return None
         return value
 
@@ -333,8 +425,11 @@ class ConstantMovedInLoop(LintRule):
         where = "" if move.func.value is built else f" (built at line {built.lineno})"
         keyword = f", device={device}" if move.func.attr == "to" else ', device="cuda"'
         suggestion = factory[:-1] + keyword + ")" if factory.endswith(")") else factory
-        cost = "a synchronising host-to-device copy" if where else \
-            "an allocation plus a synchronising host-to-device copy"
+        cost = (
+            "a synchronising host-to-device copy"
+            if where
+            else "an allocation plus a synchronising host-to-device copy"
+        )
         self.report(
             move,
             f"`{moved}`{where} is the same CPU tensor on every iteration of the loop at line "

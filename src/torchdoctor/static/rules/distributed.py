@@ -57,12 +57,14 @@ class SamplerEpochNeverSet(LintRule):
         if isinstance(func, ast.Attribute) and func.attr == "set_epoch":
             self._set_epoch.append(self.ctx.frames)
             return
-        sampler = next((k.value for k in node.keywords if k.arg in ("sampler", "batch_sampler")),
-                       None)
+        sampler = next(
+            (k.value for k in node.keywords if k.arg in ("sampler", "batch_sampler")), None
+        )
         if sampler is not None:
             self._loaders.append((node, sampler))
-        type_name = self.ctx.instance_type(node) if isinstance(
-            func, (ast.Name, ast.Attribute)) else None
+        type_name = (
+            self.ctx.instance_type(node) if isinstance(func, (ast.Name, ast.Attribute)) else None
+        )
         if type_name is not None and self.ctx.is_family(type_name, DISTRIBUTED_SAMPLER):
             self._samplers.append(_Sampler(node, self.ctx.frames))
 
@@ -83,8 +85,10 @@ class SamplerEpochNeverSet(LintRule):
         """A ``set_epoch`` call that can run every epoch: in a loop, or in a function other
         than the one that builds the sampler (called from the epoch loop, presumably)."""
         own = self.ctx.function_of(sampler.frames)
-        return any(any(f.kind is FrameKind.LOOP for f in frames)
-                   or self.ctx.function_of(frames) is not own for frames in self._set_epoch)
+        return any(
+            any(f.kind is FrameKind.LOOP for f in frames) or self.ctx.function_of(frames) is not own
+            for frames in self._set_epoch
+        )
 
     def _names_of(self, call: ast.Call) -> list[str]:
         """The variables holding the sampler, then those holding loaders built on it."""
@@ -108,10 +112,17 @@ class SamplerEpochNeverSet(LintRule):
         owner = own.owner if own is not None else None
         for loop in ctx.module.all_loops:
             near = loop.function is own or (
-                owner is not None and loop.function is not None
-                and loop.function.owner is owner and any(n.startswith("self.") for n in names))
-            if near and not steps_every_iteration(ctx, loop) and trains(ctx, loop) \
-                    and _mentions(loop.node, names):
+                owner is not None
+                and loop.function is not None
+                and loop.function.owner is owner
+                and any(n.startswith("self.") for n in names)
+            )
+            if (
+                near
+                and not steps_every_iteration(ctx, loop)
+                and trains(ctx, loop)
+                and _mentions(loop.node, names)
+            ):
                 return loop
         return None
 
@@ -123,25 +134,39 @@ class SamplerEpochNeverSet(LintRule):
         if function is None:
             return False
         returned = any(
-            isinstance(item.node, ast.Return) and item.node.value is not None and any(
+            isinstance(item.node, ast.Return)
+            and item.node.value is not None
+            and any(
                 node is sampler.call or (isinstance(node, ast.Name) and node.id in names)
-                for node in ast.walk(item.node.value))
-            for item in function.items)
+                for node in ast.walk(item.node.value)
+            )
+            for item in function.items
+        )
         return returned and any(
-            isinstance(item.node, ast.Call)
-            and ctx.resolve_local_call(item.node, scope) is function
+            isinstance(item.node, ast.Call) and ctx.resolve_local_call(item.node, scope) is function
             for scope in [None, *ctx.module.functions]
-            for item in (scope.items if scope is not None else ctx.module.items))
+            for item in (scope.items if scope is not None else ctx.module.items)
+        )
 
     def _any_epoch_loop(self) -> Loop | None:
         ctx = self.ctx
-        return next((loop for loop in ctx.module.all_loops
-                     if not steps_every_iteration(ctx, loop) and trains(ctx, loop)), None)
+        return next(
+            (
+                loop
+                for loop in ctx.module.all_loops
+                if not steps_every_iteration(ctx, loop) and trains(ctx, loop)
+            ),
+            None,
+        )
 
-    def _report(self, sampler: _Sampler, epoch_loop: Loop, names: list[str],
-                confidence: Confidence) -> None:
-        name = names[0] if self._targets.get(id(sampler.call)) is not None else (
-            f"{names[0]}.sampler" if names else "loader.sampler")
+    def _report(
+        self, sampler: _Sampler, epoch_loop: Loop, names: list[str], confidence: Confidence
+    ) -> None:
+        name = (
+            names[0]
+            if self._targets.get(id(sampler.call)) is not None
+            else (f"{names[0]}.sampler" if names else "loader.sampler")
+        )
         self.report(
             sampler.call,
             f"The DistributedSampler built at line {sampler.call.lineno} shuffles, but "
@@ -149,7 +174,7 @@ class SamplerEpochNeverSet(LintRule):
             "seeds its shuffle with `seed + epoch`, so every epoch replays the order of "
             "epoch 0 on every rank",
             fix_hint=f"Call `{name}.set_epoch(epoch)` at the top of the epoch loop, before "
-                     "the DataLoader is iterated.",
+            "the DataLoader is iterated.",
             evidence={"epoch_loop_line": epoch_loop.line},
             confidence=confidence,
             fix=self._fix(sampler, epoch_loop, name) if confidence is Confidence.HIGH else None,
@@ -157,14 +182,19 @@ class SamplerEpochNeverSet(LintRule):
 
     def _fix(self, sampler: _Sampler, loop: Loop, name: str) -> Fix | None:
         node = loop.node
-        if (isinstance(node, ast.While) or not isinstance(node.target, ast.Name)
-                or loop.function is not self.ctx.function_of(sampler.frames)
-                or loop.line < sampler.call.lineno):
+        if (
+            isinstance(node, ast.While)
+            or not isinstance(node.target, ast.Name)
+            or loop.function is not self.ctx.function_of(sampler.frames)
+            or loop.line < sampler.call.lineno
+        ):
             return None
-        edit = self.ctx.insert_before_statement(node.body[0],
-                                                f"{name}.set_epoch({node.target.id})")
-        return Fix(f"Call `{name}.set_epoch({node.target.id})` at the top of the epoch loop",
-                   (edit,), Applicability.UNSAFE)
+        edit = self.ctx.insert_before_statement(node.body[0], f"{name}.set_epoch({node.target.id})")
+        return Fix(
+            f"Call `{name}.set_epoch({node.target.id})` at the top of the epoch loop",
+            (edit,),
+            Applicability.UNSAFE,
+        )
 
 
 def _mentions(node: ast.AST, names: list[str]) -> bool:
@@ -175,16 +205,21 @@ def _mentions(node: ast.AST, names: list[str]) -> bool:
     for child in ast.walk(node):
         if isinstance(child, ast.Name) and child.id in plain:
             return True
-        if isinstance(child, ast.Attribute) and child.attr in last_parts \
-                and ast.unparse(child) in dotted:
+        if (
+            isinstance(child, ast.Attribute)
+            and child.attr in last_parts
+            and ast.unparse(child) in dotted
+        ):
             return True
     return False
 
 
 def _shuffle_off(call: ast.Call) -> bool:
     """``DistributedSampler(..., shuffle=False)``: the order is meant to stay fixed."""
-    shuffle = next((k.value for k in call.keywords if k.arg == "shuffle"),
-                   call.args[3] if len(call.args) > 3 else None)
+    shuffle = next(
+        (k.value for k in call.keywords if k.arg == "shuffle"),
+        call.args[3] if len(call.args) > 3 else None,
+    )
     return isinstance(shuffle, ast.Constant) and not shuffle.value
 
 
@@ -197,13 +232,19 @@ class ShuffleWithSampler(LintRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         keywords = {k.arg: k for k in node.keywords if k.arg is not None}
-        shuffle = keywords["shuffle"].value if "shuffle" in keywords else (
-            node.args[2] if len(node.args) > 2 else None)
+        shuffle = (
+            keywords["shuffle"].value
+            if "shuffle" in keywords
+            else (node.args[2] if len(node.args) > 2 else None)
+        )
         if not (isinstance(shuffle, ast.Constant) and shuffle.value is True):
             return
         for argument, position in (("sampler", 3), ("batch_sampler", 4)):
-            value = keywords[argument].value if argument in keywords else (
-                node.args[position] if len(node.args) > position else None)
+            value = (
+                keywords[argument].value
+                if argument in keywords
+                else (node.args[position] if len(node.args) > position else None)
+            )
             if value is not None and self._is_dataloader(node):
                 presence = _presence(self.ctx, value, self.ctx.function)
                 if presence is not None:
@@ -214,32 +255,42 @@ class ShuffleWithSampler(LintRule):
         type_name = self.ctx.instance_type(call)
         return type_name is not None and self.ctx.is_family(type_name, torchapi.DATALOADER)
 
-    def _report(self, call: ast.Call, argument: str, value: ast.expr, shuffle: ast.expr,
-                presence: Confidence) -> None:
+    def _report(
+        self,
+        call: ast.Call,
+        argument: str,
+        value: ast.expr,
+        shuffle: ast.expr,
+        presence: Confidence,
+    ) -> None:
         ctx = self.ctx
         text = ctx.segment(value)
         when = "always" if presence is Confidence.HIGH else "whenever it is not None"
         fix = None
-        if isinstance(value, (ast.Name, ast.Attribute)) and any(
-                k.value is shuffle for k in call.keywords) and ctx.is_call_to(
-                call, torchapi.DATALOADER):
-            fix = Fix(f"Shuffle only without a sampler: `shuffle=({text} is None)`",
-                      (ctx.replace(shuffle, f"({text} is None)"),), Applicability.SAFE)
+        if (
+            isinstance(value, (ast.Name, ast.Attribute))
+            and any(k.value is shuffle for k in call.keywords)
+            and ctx.is_call_to(call, torchapi.DATALOADER)
+        ):
+            fix = Fix(
+                f"Shuffle only without a sampler: `shuffle=({text} is None)`",
+                (ctx.replace(shuffle, f"({text} is None)"),),
+                Applicability.SAFE,
+            )
         self.report(
             call,
             f"`{ctx.segment(call.func)}(..., shuffle=True, {argument}={text})` at line "
-            f"{call.lineno}: DataLoader raises \"ValueError: {argument} option is mutually "
-            f"exclusive with shuffle\" when it gets a {argument} ({when} here), so the "
+            f'{call.lineno}: DataLoader raises "ValueError: {argument} option is mutually '
+            f'exclusive with shuffle" when it gets a {argument} ({when} here), so the '
             "script dies at start-up exactly when it runs distributed",
             fix_hint=f"Let the {argument} decide the order: pass `shuffle=({text} is None)`, "
-                     f"or `shuffle=False` when there is always a {argument}.",
+            f"or `shuffle=False` when there is always a {argument}.",
             confidence=Confidence.HIGH if presence is Confidence.HIGH else Confidence.MEDIUM,
             fix=fix,
         )
 
 
-def _presence(ctx: FileContext, value: ast.expr, scope: Scope, depth: int = 0
-              ) -> Confidence | None:
+def _presence(ctx: FileContext, value: ast.expr, scope: Scope, depth: int = 0) -> Confidence | None:
     """Whether a sampler argument holds a sampler: ``HIGH`` always, ``MEDIUM`` sometimes
     (``x if cond else None``, a parameter defaulting to ``None``), ``None`` never."""
     if isinstance(value, ast.Constant):
@@ -252,11 +303,17 @@ def _presence(ctx: FileContext, value: ast.expr, scope: Scope, depth: int = 0
     if isinstance(value, ast.Name) and depth < 3:
         binding = ctx.binding(value, scope)
         if binding is None or binding.value is None:
-            return Confidence.HIGH if binding is None or binding.kind is not \
-                BindingKind.PARAMETER else Confidence.MEDIUM
+            return (
+                Confidence.HIGH
+                if binding is None or binding.kind is not BindingKind.PARAMETER
+                else Confidence.MEDIUM
+            )
         if binding.kind is BindingKind.PARAMETER:
-            return Confidence.MEDIUM if _presence(ctx, binding.value, scope, depth + 1) \
-                is None else Confidence.HIGH
+            return (
+                Confidence.MEDIUM
+                if _presence(ctx, binding.value, scope, depth + 1) is None
+                else Confidence.HIGH
+            )
         if binding.kind is BindingKind.ASSIGN:
             return _presence(ctx, binding.value, scope, depth + 1)
     return Confidence.HIGH
@@ -271,19 +328,26 @@ class FindUnusedParametersCost(LintRule):
     def visit_Call(self, node: ast.Call) -> None:
         for keyword in node.keywords:
             value = keyword.value
-            if keyword.arg == "find_unused_parameters" and isinstance(
-                    value, ast.Constant) and value.value is True:
+            if (
+                keyword.arg == "find_unused_parameters"
+                and isinstance(value, ast.Constant)
+                and value.value is True
+            ):
                 self._report(node, keyword.value, "`find_unused_parameters=True`")
-            elif keyword.arg == "strategy" and isinstance(value, ast.Constant) and \
-                    value.value == "ddp_find_unused_parameters_true":
-                self._report(node, keyword.value, f"`strategy=\"{value.value}\"`")
+            elif (
+                keyword.arg == "strategy"
+                and isinstance(value, ast.Constant)
+                and value.value == "ddp_find_unused_parameters_true"
+            ):
+                self._report(node, keyword.value, f'`strategy="{value.value}"`')
 
     def _report(self, call: ast.Call, where: ast.expr, what: str) -> None:
         ctx = self.ctx
         name = ctx.qualified_name(call.func) or ""
         func = call.func
         last = name.rpartition(".")[2] or (
-            func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+            func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        )
         if not (name == DDP or any(word in last for word in _DDP_CALLEES)):
             return  # a test helper or config function that merely takes the flag
         known = name == DDP or name.endswith(".DDPStrategy")
@@ -294,7 +358,6 @@ class FindUnusedParametersCost(LintRule):
             "parameters that will get no gradient; when every parameter is used, the walk "
             "is pure overhead (DDP then warns at run time that it found none)",
             fix_hint="Drop it if every parameter gets a gradient in every step; if the same "
-                     "parameters are always unused, pass `static_graph=True` instead.",
+            "parameters are always unused, pass `static_graph=True` instead.",
             confidence=Confidence.HIGH if known else Confidence.MEDIUM,
         )
-

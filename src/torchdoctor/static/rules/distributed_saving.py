@@ -19,12 +19,26 @@ from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
 # Calls that show the program runs as several processes (importing torch.distributed
 # alone does not: a checkpoint converter uses it in one process).
-_LAUNCHES = frozenset({"init_process_group", "get_rank", "get_world_size", "barrier",
-                       "all_reduce", "broadcast", "all_gather", "new_group", "fully_shard"})
-_DISTRIBUTED_CLASSES = (DDP, DISTRIBUTED_SAMPLER, "accelerate.Accelerator",
-                        "torch.distributed.fsdp.FullyShardedDataParallel")
-_WRAPPERS = {DDP: "DistributedDataParallel",
-             "torch.nn.parallel.DataParallel": "DataParallel"}
+_LAUNCHES = frozenset(
+    {
+        "init_process_group",
+        "get_rank",
+        "get_world_size",
+        "barrier",
+        "all_reduce",
+        "broadcast",
+        "all_gather",
+        "new_group",
+        "fully_shard",
+    }
+)
+_DISTRIBUTED_CLASSES = (
+    DDP,
+    DISTRIBUTED_SAMPLER,
+    "accelerate.Accelerator",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+)
+_WRAPPERS = {DDP: "DistributedDataParallel", "torch.nn.parallel.DataParallel": "DataParallel"}
 _MAX_CALL_DEPTH = 3
 
 
@@ -33,8 +47,18 @@ class CheckpointSavedOnEveryRank(LintRule):
     """``torch.save`` in a distributed program with no rank-0 guard on the way to it."""
 
     requires = ("save",)
-    call_names = frozenset({"save", "DistributedDataParallel", "DistributedSampler",
-                            "Accelerator", "FullyShardedDataParallel"}) | _LAUNCHES
+    call_names = (
+        frozenset(
+            {
+                "save",
+                "DistributedDataParallel",
+                "DistributedSampler",
+                "Accelerator",
+                "FullyShardedDataParallel",
+            }
+        )
+        | _LAUNCHES
+    )
 
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
@@ -45,9 +69,10 @@ class CheckpointSavedOnEveryRank(LintRule):
         name = self.ctx.qualified_name(node.func)
         if name == "torch.save":
             self._saves.append((node, self.ctx.frames))
-        elif name is not None and (name in _DISTRIBUTED_CLASSES or (
-                name.startswith("torch.distributed.")
-                and name.rpartition(".")[2] in _LAUNCHES)):
+        elif name is not None and (
+            name in _DISTRIBUTED_CLASSES
+            or (name.startswith("torch.distributed.") and name.rpartition(".")[2] in _LAUNCHES)
+        ):
             self._launchers.append(self.ctx.function)
 
     def leave_module(self, module: object) -> None:
@@ -60,8 +85,11 @@ class CheckpointSavedOnEveryRank(LintRule):
             return  # the distributed code is not part of what this file runs
         for call, frames in self._saves:
             scope = ctx.function_of(frames)
-            path = call.args[1] if len(call.args) > 1 else next(
-                (k.value for k in call.keywords if k.arg == "f"), None)
+            path = (
+                call.args[1]
+                if len(call.args) > 1
+                else next((k.value for k in call.keywords if k.arg == "f"), None)
+            )
             if path is None or _per_rank_or_in_memory(ctx, path, scope):
                 continue
             if not callers.guarded(frames, call.lineno, 0):
@@ -75,7 +103,7 @@ class CheckpointSavedOnEveryRank(LintRule):
             "rank 0, so every process writes the same checkpoint file at once (N times the "
             "I/O, and a reader can meet a file that another rank is still writing)",
             fix_hint="Save from one process: wrap the save in `if dist.get_rank() == 0:` and "
-                     "call `dist.barrier()` after it, before any rank reads the file.",
+            "call `dist.barrier()` after it, before any rank reads the file.",
         )
 
 
@@ -90,8 +118,18 @@ class _Callers:
         ctx = self.ctx
         function = ctx.function_of(frames)
         resolve = _resolver(ctx, function)
-        if guard_between(frames, None, lambda node, in_body: is_rank_zero(node.test, resolve)
-                         if in_body else is_rank_nonzero(node.test, resolve)) is not None:
+        if (
+            guard_between(
+                frames,
+                None,
+                lambda node, in_body: (
+                    is_rank_zero(node.test, resolve)
+                    if in_body
+                    else is_rank_nonzero(node.test, resolve)
+                ),
+            )
+            is not None
+        ):
             return True
         if _exits_early_off_rank_zero(ctx, function, frames, line):
             return True
@@ -102,8 +140,7 @@ class _Callers:
         sites = self.sites().get(function, [])
         if not sites or depth >= _MAX_CALL_DEPTH:
             return True  # no visible caller: a helper whose callers decide
-        return all(self.guarded(site_frames, site.lineno, depth + 1)
-                   for site, site_frames in sites)
+        return all(self.guarded(site_frames, site.lineno, depth + 1) for site, site_frames in sites)
 
     def reachable_from_module(self) -> set[FunctionScope]:
         """Functions that module-level code (the main guard included) runs, a few calls
@@ -148,12 +185,13 @@ def _called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> Function
     type_name = ctx.instance_type(call.func.value, scope)
     if type_name is None or not type_name.startswith("<local>."):
         return None
-    cls = ctx.local_class(type_name[len("<local>."):])
+    cls = ctx.local_class(type_name[len("<local>.") :])
     return cls.methods.get(call.func.attr) if cls is not None else None
 
 
 def _resolver(ctx: FileContext, scope: Scope) -> Resolve:
     """Looks up what a name or ``self.attr`` was bound to, for the rank tests."""
+
     def resolve(expr: ast.expr) -> ast.expr | None:
         if isinstance(expr, ast.Name):
             binding = ctx.binding(expr, scope)
@@ -162,13 +200,14 @@ def _resolver(ctx: FileContext, scope: Scope) -> Resolve:
             binding = found[0] if found is not None else None
         else:
             return None
-        return binding.value if binding is not None and binding.kind is BindingKind.ASSIGN \
-            else None
+        return binding.value if binding is not None and binding.kind is BindingKind.ASSIGN else None
+
     return resolve
 
 
-def _exits_early_off_rank_zero(ctx: FileContext, function: FunctionScope | None,
-                               frames: tuple[Frame, ...], line: int) -> bool:
+def _exits_early_off_rank_zero(
+    ctx: FileContext, function: FunctionScope | None, frames: tuple[Frame, ...], line: int
+) -> bool:
     """``if rank != 0: return`` (or ``continue`` in the same loop) before the place."""
     items = function.items if function is not None else ctx.module.items
     resolve = _resolver(ctx, function)
@@ -180,8 +219,13 @@ def _exits_early_off_rank_zero(ctx: FileContext, function: FunctionScope | None,
             loop = next((f for f in reversed(item.frames) if f.kind is FrameKind.LOOP), None)
             if loop is None or loop not in frames:
                 continue
-        guard = guard_between(item.frames, None, lambda n, body: is_rank_nonzero(n.test, resolve)
-                              if body else is_rank_zero(n.test, resolve))
+        guard = guard_between(
+            item.frames,
+            None,
+            lambda n, body: (
+                is_rank_nonzero(n.test, resolve) if body else is_rank_zero(n.test, resolve)
+            ),
+        )
         if guard is not None and not any(f.node is guard for f in frames):
             return True
     return False
@@ -198,8 +242,11 @@ def _per_rank_or_in_memory(ctx: FileContext, path: ast.expr, scope: Scope) -> bo
         if isinstance(value, ast.Call) and ctx.is_call_to(value, "io.BytesIO", scope=scope):
             return True
         for node in ast.walk(value):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                    "rank" in node.value.lower():
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "rank" in node.value.lower()
+            ):
                 return True
             if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and names_rank(node):
                 return True
@@ -225,8 +272,11 @@ class DdpPrefixedStateDict(LintRule):
         ctx = self.ctx
         for save, frames in self._saves:
             scope = ctx.function_of(frames)
-            saved = save.args[0] if save.args else next(
-                (k.value for k in save.keywords if k.arg == "obj"), None)
+            saved = (
+                save.args[0]
+                if save.args
+                else next((k.value for k in save.keywords if k.arg == "obj"), None)
+            )
             if saved is None or self._loads_into_a_wrapper(scope):
                 continue
             for state_call in _state_dict_calls(ctx, saved, scope):
@@ -242,18 +292,25 @@ class DdpPrefixedStateDict(LintRule):
         items = scope.items if scope is not None else ctx.module.items
         for item in items:
             call = item.node
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
-                    and call.func.attr == "load_state_dict" \
-                    and ctx.instance_type(call.func.value, scope) in _WRAPPERS:
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "load_state_dict"
+                and ctx.instance_type(call.func.value, scope) in _WRAPPERS
+            ):
                 return True
         return False
 
-    def _report(self, state_call: ast.Call, receiver: ast.expr, wrapper: str,
-                save: ast.Call) -> None:
+    def _report(
+        self, state_call: ast.Call, receiver: ast.expr, wrapper: str, save: ast.Call
+    ) -> None:
         ctx = self.ctx
         text = ctx.segment(receiver)
-        fix = Fix(f"Save `{text}.module.state_dict()`",
-                  (ctx.replace(receiver, f"{text}.module"),), Applicability.UNSAFE)
+        fix = Fix(
+            f"Save `{text}.module.state_dict()`",
+            (ctx.replace(receiver, f"{text}.module"),),
+            Applicability.UNSAFE,
+        )
         self.report(
             state_call,
             f"`{text}.state_dict()` at line {state_call.lineno} is the state of the "
@@ -265,13 +322,17 @@ class DdpPrefixedStateDict(LintRule):
         )
 
 
-def _state_dict_calls(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int = 0
-                      ) -> Iterator[ast.Call]:
+def _state_dict_calls(
+    ctx: FileContext, expr: ast.expr, scope: Scope, depth: int = 0
+) -> Iterator[ast.Call]:
     """``x.state_dict()`` calls in a saved expression, through names bound to them, dict
     literals and ``ckpt["model"] = ...`` assignments earlier in the scope."""
     for node in ast.walk(expr):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "state_dict":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "state_dict"
+        ):
             yield node
         elif isinstance(node, ast.Name) and depth < 2:
             binding = ctx.binding(node, scope)

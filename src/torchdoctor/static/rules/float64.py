@@ -26,9 +26,14 @@ from torchdoctor.static.training import EventKind, classify
 
 _FLOAT64 = frozenset({"torch.float64", "torch.double"})
 _GLOBAL = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
-_GRADCHECK = frozenset({"torch.autograd.gradcheck", "torch.autograd.gradgradcheck",
-                        "torch.autograd.gradcheck.gradcheck",
-                        "torch.autograd.gradcheck.gradgradcheck"})
+_GRADCHECK = frozenset(
+    {
+        "torch.autograd.gradcheck",
+        "torch.autograd.gradgradcheck",
+        "torch.autograd.gradcheck.gradcheck",
+        "torch.autograd.gradcheck.gradgradcheck",
+    }
+)
 _SCALAR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
 _SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
 # The sink of a finding about the model itself (``model.double()``).
@@ -51,8 +56,10 @@ class Float64InTraining(LintRule):
             return
         hits: list[tuple[ast.Call, ast.AST, Reach, Scope]] = []
         for scope, items in scopes:
-            if scope is not None and (scope.name.startswith("test") or any(
-                    ctx.is_call_to(i.node, *_GRADCHECK, scope=scope) for i in items)):
+            if scope is not None and (
+                scope.name.startswith("test")
+                or any(ctx.is_call_to(i.node, *_GRADCHECK, scope=scope) for i in items)
+            ):
                 continue
             hits += self._scan(scope, items)
         converted = any(hit[2][1] is _MODEL for hit in hits)
@@ -62,28 +69,36 @@ class Float64InTraining(LintRule):
         # NumPy's float64 data, the case worth a warning.
         deliberate = converted and any(
             hit is not call and (scope is None or scope.owner is None)
-            for call, hit, _, scope in hits)
+            for call, hit, _, scope in hits
+        )
         for call, hit, reach, scope in hits:
             # Once the model itself is made float64, the float64 inputs it is then fed
             # (states, masks built in forward) follow from that one cause: one finding, at
             # the conversion.
-            if converted and (deliberate or self._feeds_a_module(reach, scope)) and \
-                    reach[1] is not _MODEL:
+            if (
+                converted
+                and (deliberate or self._feeds_a_module(reach, scope))
+                and reach[1] is not _MODEL
+            ):
                 continue
             self._report(call, hit, reach, deliberate and reach[1] is _MODEL)
 
     def _trains(self, scope: Scope, items: list[Item]) -> bool:
         for item in items:
             node = item.node
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr == "backward":
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "backward"
+            ):
                 event = classify(self.ctx, item, scope)
                 if event is not None and event.kind is EventKind.BACKWARD:
                     return True
         return False
 
-    def _scan(self, scope: Scope, items: list[Item]
-              ) -> list[tuple[ast.Call, ast.AST, Reach, Scope]]:
+    def _scan(
+        self, scope: Scope, items: list[Item]
+    ) -> list[tuple[ast.Call, ast.AST, Reach, Scope]]:
         found = []
         for item in items:
             node = item.node
@@ -103,7 +118,8 @@ class Float64InTraining(LintRule):
     def _feeds_a_module(self, reach: Reach, scope: Scope) -> bool:
         sink = reach[1]
         return isinstance(sink, ast.Call) and self.ctx.is_in_family(
-            sink.func, torchapi.MODULE, scope)
+            sink.func, torchapi.MODULE, scope
+        )
 
     def _reach(self, call: ast.Call, scope: Scope) -> Reach | None:
         """Where the float64 value goes when that makes it a finding; ``None`` if quiet."""
@@ -112,12 +128,16 @@ class Float64InTraining(LintRule):
         if qualified in _GLOBAL:
             return Destination.TRAINING, None  # every tensor created from here on
         func = call.func
-        if isinstance(func, ast.Attribute) and qualified is None and \
-                ctx.is_in_family(func.value, torchapi.MODULE, scope):
+        if (
+            isinstance(func, ast.Attribute)
+            and qualified is None
+            and ctx.is_in_family(func.value, torchapi.MODULE, scope)
+        ):
             return Destination.TRAINING, _MODEL  # the model itself
         reach = destination(ctx, call, scope)
         if reach[0] is Destination.SUMMARY or (
-                reach[0] is not Destination.TRAINING and self._zero_dim(call, scope)):
+            reach[0] is not Destination.TRAINING and self._zero_dim(call, scope)
+        ):
             return None
         return reach
 
@@ -125,8 +145,12 @@ class Float64InTraining(LintRule):
         """The node that asks for float64 in ``call``, if any."""
         ctx = self.ctx
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "double" and not call.args \
-                and ctx.qualified_name(func, scope) is None:
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "double"
+            and not call.args
+            and ctx.qualified_name(func, scope) is None
+        ):
             return call
         for keyword in call.keywords:
             if keyword.arg == "dtype" and ctx.qualified_name(keyword.value, scope) in _FLOAT64:
@@ -135,22 +159,29 @@ class Float64InTraining(LintRule):
             return None
         first = call.args[0]
         qualified = ctx.qualified_name(func, scope)
-        to_method = isinstance(func, ast.Attribute) and func.attr in ("to", "type") and \
-            qualified is None
-        if (to_method or qualified == "torch.set_default_dtype") and \
-                ctx.qualified_name(first, scope) in _FLOAT64:
+        to_method = (
+            isinstance(func, ast.Attribute) and func.attr in ("to", "type") and qualified is None
+        )
+        if (to_method or qualified == "torch.set_default_dtype") and ctx.qualified_name(
+            first, scope
+        ) in _FLOAT64:
             return first
         if qualified == "torch.set_default_tensor_type" and (
-                ctx.qualified_name(first, scope) == "torch.DoubleTensor" or
-                isinstance(first, ast.Constant) and first.value == "torch.DoubleTensor"):
+            ctx.qualified_name(first, scope) == "torch.DoubleTensor"
+            or isinstance(first, ast.Constant)
+            and first.value == "torch.DoubleTensor"
+        ):
             return first
         return None
 
     def _zero_dim(self, call: ast.Call, scope: Scope) -> bool:
         """A 0-d tensor: ``torch.tensor(0.0)``, ``torch.zeros(())`` (or one converted)."""
         func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
-                self.ctx.qualified_name(func, scope) is None:
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and self.ctx.qualified_name(func, scope) is None
+        ):
             return self._zero_dim(func.value, scope)
         qualified = self.ctx.qualified_name(func, scope)
         if not call.args:
@@ -164,8 +195,7 @@ class Float64InTraining(LintRule):
             return isinstance(first, (ast.Tuple, ast.List)) and not first.elts
         return False
 
-    def _report(self, call: ast.Call, hit: ast.AST, reach: Reach, deliberate: bool = False
-                ) -> None:
+    def _report(self, call: ast.Call, hit: ast.AST, reach: Reach, deliberate: bool = False) -> None:
         ctx = self.ctx
         text = ctx.segment(call)
         text = text if len(text) <= 60 and "\n" not in text else ctx.segment(hit)
@@ -179,7 +209,7 @@ class Float64InTraining(LintRule):
                 "its data in float64 too: float64 numerics on purpose, at twice the memory "
                 "of float32 and many times slower on most GPUs",
                 fix_hint="Keep float64 only where the numerics need it; otherwise build the "
-                         "data in float32 and drop the model's `.double()`.",
+                "data in float32 and drop the model's `.double()`.",
                 evidence={"reaches": "model"},
                 severity=Severity.INFO,
             )
@@ -194,8 +224,8 @@ class Float64InTraining(LintRule):
             f"backward(){where}: float64 takes twice the memory of float32 and runs many "
             "times slower on most GPUs, for no gain in accuracy",
             fix_hint="Use float32 (`.float()`, `dtype=torch.float32`); keep float64 only for "
-                     "numerical checks and statistics, and convert data from NumPy with "
-                     "`.float()`.",
+            "numerical checks and statistics, and convert data from NumPy with "
+            "`.float()`.",
             evidence={"reaches": reach[0].name.lower()},
         )
 
@@ -203,5 +233,9 @@ class Float64InTraining(LintRule):
 def _is_test_path(path: str) -> bool:
     """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
     *folders, name = path.replace("\\", "/").split("/")
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
         or any(folder in ("test", "tests", "testing") for folder in folders)
+    )

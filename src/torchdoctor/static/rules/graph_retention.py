@@ -26,8 +26,11 @@ class GraphRetainedAcrossSteps(LintRule):
     def leave_loop(self, loop: Loop) -> None:
         ctx = self.ctx
         events = loop_events(ctx, loop)
-        losses = {e.target.id for e in events
-                  if e.kind is EventKind.BACKWARD and isinstance(e.target, ast.Name)}
+        losses = {
+            e.target.id
+            for e in events
+            if e.kind is EventKind.BACKWARD and isinstance(e.target, ast.Name)
+        }
         if not losses:
             return
         assigned = _assigned_names(loop)
@@ -44,8 +47,11 @@ class GraphRetainedAcrossSteps(LintRule):
 
     def _report(self, loop: Loop, item: Item, holder: ast.expr, loss: ast.Name) -> None:
         ctx = self.ctx
-        fix = Fix(f"Use `{loss.id}.item()`", (ctx.replace(loss, f"{loss.id}.item()"),),
-                  Applicability.UNSAFE)
+        fix = Fix(
+            f"Use `{loss.id}.item()`",
+            (ctx.replace(loss, f"{loss.id}.item()"),),
+            Applicability.UNSAFE,
+        )
         self.report(
             item.node,
             f"`{ctx.segment(item.node)}` at line {item.line} keeps `{loss.id}` with its "
@@ -53,7 +59,7 @@ class GraphRetainedAcrossSteps(LintRule):
             f"loop at line {loop.line}: each step's graph stays referenced and memory grows "
             "every step",
             fix_hint=f"Accumulate a number: `{loss.id}.item()` (or `{loss.id}.detach()` to "
-                     "keep a tensor).",
+            "keep a tensor).",
             fix=fix,
             confidence=Confidence.HIGH,
         )
@@ -64,8 +70,11 @@ def _assigned_names(loop: Loop) -> set[str]:
     names: set[str] = set()
     for item in loop.items:
         node = item.node
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, ast.AnnAssign) else [])
+        )
         value = getattr(node, "value", None)
         used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value else set()
         for target in targets:
@@ -83,17 +92,30 @@ def _accumulation(node: ast.AST, losses: set[str]) -> tuple[ast.expr, ast.Name] 
     if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
         loss = _carried_loss(node.value, losses)
         return (node.target, loss) if loss is not None else None
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-            isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add):
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.value, ast.BinOp)
+        and isinstance(node.value.op, ast.Add)
+    ):
         target = node.targets[0]
-        if isinstance(target, ast.Name) and target.id not in losses and any(
+        if (
+            isinstance(target, ast.Name)
+            and target.id not in losses
+            and any(
                 isinstance(side, ast.Name) and side.id == target.id
-                for side in (node.value.left, node.value.right)):
+                for side in (node.value.left, node.value.right)
+            )
+        ):
             loss = _carried_loss(node.value, losses)
             return (target, loss) if loss is not None else None
         return None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-            node.func.attr in ("append", "extend", "insert", "add") and node.args:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("append", "extend", "insert", "add")
+        and node.args
+    ):
         loss = _carried_loss(node.args[-1], losses)
         return (node.func.value, loss) if loss is not None else None
     return None
@@ -115,8 +137,15 @@ def _carried_loss(expr: ast.expr, losses: set[str]) -> ast.Name | None:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in _DETACHING:
                 continue
-            if isinstance(func, ast.Name) and func.id in ("float", "int", "str", "round",
-                                                          "len", "print", "bool"):
+            if isinstance(func, ast.Name) and func.id in (
+                "float",
+                "int",
+                "str",
+                "round",
+                "len",
+                "print",
+                "bool",
+            ):
                 continue
             stack.extend(node.args)
             continue

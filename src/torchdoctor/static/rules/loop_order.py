@@ -37,8 +37,11 @@ def _steps(ctx: FileContext, loop: Loop, events: list[Event]) -> list[Event]:
         if event.kind is not EventKind.OPTIMIZER_STEP or not loop.is_direct(event.item):
             continue
         call = event.node
-        via_scaler = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+        via_scaler = (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
             and ctx.is_in_family(call.func.value, torchapi.GRAD_SCALER, loop.function)
+        )
         if isinstance(call, ast.Call) and (call.args[1:] if via_scaler else call.args):
             continue  # step(closure): the closure runs backward and zero_grad itself
         out.append(event)
@@ -72,7 +75,7 @@ class GradsNeverCleared(LintRule):
             f"the loop that starts at line {loop.line}: backward() adds into `.grad`, so "
             "every step applies the sum of all gradients so far",
             fix_hint=f"Call `{name}.zero_grad()` at the top of the loop body (or right after "
-                     "the step).",
+            "the step).",
             confidence=step.confidence,
             fix=self._fix(loop, name),
             evidence={"loop_line": loop.line},
@@ -95,13 +98,21 @@ class GradsNeverCleared(LintRule):
             return
         helper_events = [e for _, callee in called for e in function_events(ctx, callee)]
         everything = events + helper_events
-        if not any(e.kind is EventKind.BACKWARD for e in everything) or any(
-                e.kind is EventKind.ZERO_GRAD for e in everything) or \
-                self._clears_elsewhere(loop):
+        if (
+            not any(e.kind is EventKind.BACKWARD for e in everything)
+            or any(e.kind is EventKind.ZERO_GRAD for e in everything)
+            or self._clears_elsewhere(loop)
+        ):
             return
-        found = next(((item, callee, e) for item, callee in stepping
-                      for e in function_events(ctx, callee)
-                      if e.kind is EventKind.OPTIMIZER_STEP), None)
+        found = next(
+            (
+                (item, callee, e)
+                for item, callee in stepping
+                for e in function_events(ctx, callee)
+                if e.kind is EventKind.OPTIMIZER_STEP
+            ),
+            None,
+        )
         if found is None:
             return
         item, callee, step = found
@@ -115,7 +126,7 @@ class GradsNeverCleared(LintRule):
             "functions it calls clear the gradients: backward() adds into `.grad`, so every "
             "step applies the sum of all gradients so far",
             fix_hint=f"Call `{receiver_text(ctx, step.target)}.zero_grad()` in "
-                     f"`{callee.name}()` before its backward (or after its step).",
+            f"`{callee.name}()` before its backward (or after its step).",
             confidence=step.confidence,
             evidence={"loop_line": loop.line, "step_line": step.line},
         )
@@ -130,8 +141,11 @@ class GradsNeverCleared(LintRule):
             node = item.node
             if not isinstance(node, ast.Call):
                 continue
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
-                node.func, "id", "")
+            name = (
+                node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else getattr(node.func, "id", "")
+            )
             if any(word in name.lower() for word in _CLEARING_WORDS):
                 return True
             callee = self.ctx.resolve_local_call(node, scope)
@@ -148,8 +162,9 @@ class GradsNeverCleared(LintRule):
         if not body or body[0].lineno == loop.node.lineno:
             return None
         edit = self.ctx.insert_before_statement(body[0], f"{name}.zero_grad()")
-        return Fix(f"Call `{name}.zero_grad()` at the top of the loop", (edit,),
-                   Applicability.UNSAFE)
+        return Fix(
+            f"Call `{name}.zero_grad()` at the top of the loop", (edit,), Applicability.UNSAFE
+        )
 
 
 @detector("TD203", depth=Depth.LINT)
@@ -170,8 +185,9 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
         for index, event in enumerate(events):
             if not self._clearing_call(event) or not loop.is_direct(event.item):
                 continue
-            backward = next((e for e in reversed(events[:index])
-                             if e.kind is EventKind.BACKWARD), None)
+            backward = next(
+                (e for e in reversed(events[:index]) if e.kind is EventKind.BACKWARD), None
+            )
             step = self._next_step(events, index, steps)
             if backward is None or step is None:
                 continue
@@ -181,13 +197,16 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
 
     @staticmethod
     def _clearing_call(event: Event) -> bool:
-        return event.kind is EventKind.ZERO_GRAD and isinstance(event.node, ast.Call) \
-            and isinstance(event.node.func, ast.Attribute) \
+        return (
+            event.kind is EventKind.ZERO_GRAD
+            and isinstance(event.node, ast.Call)
+            and isinstance(event.node.func, ast.Attribute)
             and event.node.func.attr == "zero_grad"
+        )
 
     @staticmethod
     def _next_step(events: list[Event], index: int, steps: list[Event]) -> Event | None:
-        for event in events[index + 1:]:
+        for event in events[index + 1 :]:
             if event.kind is EventKind.BACKWARD or _refills(event):
                 return None  # gradients are written again before the step
             if event in steps:
@@ -196,16 +215,22 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
 
     def _applies(self, loop: Loop, zero: Event, step: Event, optimizers: set[str]) -> bool:
         zero_frames, step_frames = loop.inner_frames(zero.item), loop.inner_frames(step.item)
-        if step_frames[:len(zero_frames)] != zero_frames:
+        if step_frames[: len(zero_frames)] != zero_frames:
             return False  # zero_grad() is in a branch the step is not in
-        if any(isinstance(item.node, _JUMPS) and zero.line <= item.line <= step.line
-               for item in loop.items):
+        if any(
+            isinstance(item.node, _JUMPS) and zero.line <= item.line <= step.line
+            for item in loop.items
+        ):
             return False  # `zero_grad(); continue`: the step is skipped
         target = receiver_text(self.ctx, zero.target, "")
         if target == receiver_text(self.ctx, step.target):
             return True
-        return len(optimizers) == 1 and self.ctx.is_in_family(
-            zero.target, torchapi.MODULE, loop.function) if zero.target is not None else False
+        return (
+            len(optimizers) == 1
+            and self.ctx.is_in_family(zero.target, torchapi.MODULE, loop.function)
+            if zero.target is not None
+            else False
+        )
 
     def _report(self, loop: Loop, zero: Event, backward: Event, step: Event) -> None:
         ctx = self.ctx
@@ -216,7 +241,7 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
             f"{backward.line}) and before `{ctx.segment(step.node)}` (line {step.line}): "
             "the step sees zeroed gradients, so the model never learns",
             fix_hint=f"Move `{text}` to the top of the loop body, before the forward pass "
-                     "and `backward()`.",
+            "and `backward()`.",
             fix=self._fix(loop, zero, text),
             evidence={"backward_line": backward.line, "step_line": step.line},
         )
@@ -229,8 +254,7 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
         if delete is None or body[0].lineno == zero.line:
             return None
         insert = self.ctx.insert_before_statement(body[0], text)
-        return Fix(f"Move `{text}` to the top of the loop", (insert, delete),
-                   Applicability.UNSAFE)
+        return Fix(f"Move `{text}` to the top of the loop", (insert, delete), Applicability.UNSAFE)
 
 
 @detector("TD204", depth=Depth.LINT)
@@ -250,8 +274,9 @@ class StepBeforeBackward(LintRule):
             position = events.index(step)
             if any(e.kind is EventKind.BACKWARD for e in events[:position]):
                 continue
-            backward = next((e for e in events[position + 1:]
-                             if e.kind is EventKind.BACKWARD), None)
+            backward = next(
+                (e for e in events[position + 1 :] if e.kind is EventKind.BACKWARD), None
+            )
             if backward is None:
                 continue
             self.report(
@@ -261,7 +286,7 @@ class StepBeforeBackward(LintRule):
                 f"starts at line {loop.line}: each step applies the previous batch's "
                 "gradients, or none at all when they were just cleared",
                 fix_hint="Call `backward()` first, then `step()`: forward, loss, "
-                         "`loss.backward()`, `optimizer.step()`.",
+                "`loss.backward()`, `optimizer.step()`.",
                 confidence=step.confidence,
                 evidence={"backward_line": backward.line},
             )
@@ -271,6 +296,9 @@ class StepBeforeBackward(LintRule):
 def _refills(event: Event) -> bool:
     """``p.grad = g``: gradients set by hand (gradient surgery, PCGrad), not cleared."""
     node = event.node
-    return event.kind is EventKind.ZERO_GRAD and isinstance(node, (ast.Assign, ast.AnnAssign)) \
-        and node.value is not None \
+    return (
+        event.kind is EventKind.ZERO_GRAD
+        and isinstance(node, (ast.Assign, ast.AnnAssign))
+        and node.value is not None
         and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+    )

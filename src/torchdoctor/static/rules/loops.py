@@ -45,7 +45,7 @@ def local_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
     """The frames inside the innermost function (or module), outermost first."""
     for index in range(len(frames) - 1, -1, -1):
         if frames[index].kind in _SCOPE_KINDS:
-            return frames[index + 1:]
+            return frames[index + 1 :]
     return frames
 
 
@@ -86,8 +86,10 @@ def names_bound_in(node: ast.AST) -> set[str]:
         current = stack.pop()
         if isinstance(current, ast.Name) and isinstance(current.ctx, (ast.Store, ast.Del)):
             names.add(current.id)
-        elif isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                  ast.Lambda)) and current is not node:
+        elif (
+            isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+            and current is not node
+        ):
             continue
         stack.extend(ast.iter_child_nodes(current))
     return names
@@ -107,7 +109,8 @@ def step_events(ctx: FileContext, items: list[Item], scope: Scope) -> Iterator[E
     for item in items:
         node = item.node
         if isinstance(node, ast.Call) and _STEP_NAMES.intersection(
-                (getattr(node.func, "attr", None), getattr(node.func, "id", None))):
+            (getattr(node.func, "attr", None), getattr(node.func, "id", None))
+        ):
             event = classify(ctx, item, scope)
             if event is not None:
                 yield event
@@ -133,14 +136,16 @@ def step_functions(ctx: FileContext) -> set[FunctionScope]:
     cached = ctx.memo.get(("loops", "step-functions"))
     if cached is None:
         cached = ctx.memo[("loops", "step-functions")] = {
-            function for function in ctx.module.functions if _steps_per_call(ctx, function)}
+            function for function in ctx.module.functions if _steps_per_call(ctx, function)
+        }
     return cached  # type: ignore[return-value]
 
 
 def _steps_per_call(ctx: FileContext, function: FunctionScope) -> bool:
     for event in step_events(ctx, function.items, function):
         if event.kind in _STEPS and not any(
-                f.kind is FrameKind.LOOP for f in local_frames(event.item.frames)):
+            f.kind is FrameKind.LOOP for f in local_frames(event.item.frames)
+        ):
             return True
     return False
 
@@ -159,8 +164,9 @@ def _direct_local_calls(ctx: FileContext, loop: Loop) -> Iterator[FunctionScope]
                 yield called
 
 
-def guard_between(frames: tuple[Frame, ...], outer: Frame | None,
-                  accept: Callable[[ast.If, bool], bool]) -> ast.If | None:
+def guard_between(
+    frames: tuple[Frame, ...], outer: Frame | None, accept: Callable[[ast.If, bool], bool]
+) -> ast.If | None:
     """The first ``if`` between a place and ``outer`` (exclusive) that ``accept`` likes.
 
     ``accept(if_node, in_body)`` gets ``in_body=False`` for the ``else`` branch. With
@@ -186,8 +192,9 @@ def is_periodic_guard(test: ast.expr) -> bool:
     """
     if is_accumulation_guard(test):
         return True
-    return any(isinstance(node, ast.Compare) and _compares_a_counter(node)
-               for node in _test_parts(test))
+    return any(
+        isinstance(node, ast.Compare) and _compares_a_counter(node) for node in _test_parts(test)
+    )
 
 
 def _test_parts(test: ast.expr) -> Iterator[ast.expr]:
@@ -210,8 +217,25 @@ def _compares_a_counter(node: ast.Compare) -> bool:
     return any(_is_counter(side) for side in sides)
 
 
-_COUNTER_WORDS = frozenset({"step", "steps", "iter", "iteration", "it", "idx", "index", "batch",
-                            "epoch", "i", "j", "n", "count", "counter", "num"})
+_COUNTER_WORDS = frozenset(
+    {
+        "step",
+        "steps",
+        "iter",
+        "iteration",
+        "it",
+        "idx",
+        "index",
+        "batch",
+        "epoch",
+        "i",
+        "j",
+        "n",
+        "count",
+        "counter",
+        "num",
+    }
+)
 
 
 def _is_counter(expr: ast.expr) -> bool:

@@ -42,8 +42,15 @@ _FUNCTIONAL = {
     "torch.nn.functional.binary_cross_entropy_with_logits": LossKind.BCE_WITH_LOGITS,
 }
 _MODULES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
-_LOSS_WORDS = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss",
-               "binary_cross_entropy", "BCELoss", "BCEWithLogitsLoss")
+_LOSS_WORDS = (
+    "cross_entropy",
+    "CrossEntropyLoss",
+    "nll_loss",
+    "NLLLoss",
+    "binary_cross_entropy",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +107,9 @@ def _loss_call(ctx: FileContext, call: ast.Call, scope: Scope) -> LossCall | Non
         if kind is None:
             return None
         constructor = constructor_of(ctx, func, scope)
-    return LossCall(kind, call, argument(call, 0, "input"), argument(call, 1, "target"),
-                    constructor, scope)
+    return LossCall(
+        kind, call, argument(call, 0, "input"), argument(call, 1, "target"), constructor, scope
+    )
 
 
 # (loss, activation) -> (code, what goes wrong, what to do)
@@ -112,39 +120,45 @@ _PROBLEMS: dict[tuple[LossKind, Activation], tuple[str, str, str]] = {
         "the loss can never fall below log(1 + (C-1)/e), 1.46 for 10 classes, and its "
         "gradients shrink, so training stalls early",
         "Pass the logits (the tensor before softmax) to the loss; apply softmax only for "
-        "predictions."),
+        "predictions.",
+    ),
     (LossKind.CROSS_ENTROPY, Activation.LOG_SOFTMAX): (
         "TD302",
         "log-probabilities into a loss that applies log_softmax again; the result is the "
         "same, but the extra pass is wasted work and hides intent",
-        "Pass the logits to `CrossEntropyLoss`, or keep log_softmax and use `NLLLoss`."),
+        "Pass the logits to `CrossEntropyLoss`, or keep log_softmax and use `NLLLoss`.",
+    ),
     (LossKind.BCE_WITH_LOGITS, Activation.SIGMOID): (
         "TD303",
         "probabilities into a loss that applies sigmoid itself: every input is squashed "
         "into (0.5, 0.73), so the loss cannot go below 0.31 and gradients vanish",
-        "Pass the logits (the tensor before sigmoid) to the loss."),
+        "Pass the logits (the tensor before sigmoid) to the loss.",
+    ),
     (LossKind.BCE, Activation.SIGMOID): (
         "TD304",
         "sigmoid followed by `BCELoss`: once a logit passes ~17 the sigmoid rounds to "
         "1.0, the loss is clamped at 100 and the gradient is exactly zero",
         "Return the logits and use `BCEWithLogitsLoss` (or "
-        "`F.binary_cross_entropy_with_logits`); apply sigmoid only for predictions."),
+        "`F.binary_cross_entropy_with_logits`); apply sigmoid only for predictions.",
+    ),
     (LossKind.NLL, Activation.SOFTMAX): (
         "TD305",
         "probabilities, not log-probabilities, into `NLLLoss`: it minimises -p instead of "
         "-log p, so wrong classes are barely penalised",
         "Use `log_softmax` instead of softmax before `NLLLoss`, or pass the logits to "
-        "`CrossEntropyLoss`."),
+        "`CrossEntropyLoss`.",
+    ),
     (LossKind.NLL, Activation.SIGMOID): (
         "TD305",
         "sigmoid outputs, not log-probabilities, into `NLLLoss`",
-        "Use `log_softmax` before `NLLLoss`, or pass the logits to `CrossEntropyLoss`."),
+        "Use `log_softmax` before `NLLLoss`, or pass the logits to `CrossEntropyLoss`.",
+    ),
     (LossKind.NLL, Activation.RAW): (
         "TD305",
         "raw scores, not log-probabilities, into `NLLLoss`: it minimises -score, which "
         "has no lower bound, so the loss runs to minus infinity",
-        "Apply `log_softmax(dim=1)` before `NLLLoss`, or use `CrossEntropyLoss` on the "
-        "raw scores."),
+        "Apply `log_softmax(dim=1)` before `NLLLoss`, or use `CrossEntropyLoss` on the raw scores.",
+    ),
 }
 
 
@@ -173,8 +187,9 @@ class ActivationIntoLoss(LintRule):
             single = call.constructor is None or sites.get(id(call.constructor)) == 1
             self._report(call, origin, problem, single)
 
-    def _report(self, call: LossCall, origin: Origin, problem: tuple[str, str, str],
-                single_site: bool) -> None:
+    def _report(
+        self, call: LossCall, origin: Origin, problem: tuple[str, str, str], single_site: bool
+    ) -> None:
         ctx = self.ctx
         code, why, hint = problem
         loss = ctx.segment(call.call.func)
@@ -182,14 +197,27 @@ class ActivationIntoLoss(LintRule):
         given = ctx.segment(call.input) if call.input is not None else "input"
         given = given if len(given) <= 40 and "\n" not in given else "the input"
         what = origin.activation.value
-        source = (f"a {what} written into the call" if origin.node is call.input
-                  else f"the {what} output {origin.where}")
-        message = (f"`{loss}(...)` at line {call.call.lineno} ({call.kind.value}) receives "
-                   f"`{given}`, {source}: {why}")
-        self.report(call.call, message, code=code, fix_hint=hint,
-                    evidence={"loss": call.kind.value, "activation": what,
-                              "activation_line": getattr(origin.node, "lineno", None)},
-                    fix=self._fix(call, origin, code, single_site))
+        source = (
+            f"a {what} written into the call"
+            if origin.node is call.input
+            else f"the {what} output {origin.where}"
+        )
+        message = (
+            f"`{loss}(...)` at line {call.call.lineno} ({call.kind.value}) receives "
+            f"`{given}`, {source}: {why}"
+        )
+        self.report(
+            call.call,
+            message,
+            code=code,
+            fix_hint=hint,
+            evidence={
+                "loss": call.kind.value,
+                "activation": what,
+                "activation_line": getattr(origin.node, "lineno", None),
+            },
+            fix=self._fix(call, origin, code, single_site),
+        )
 
     def _fix(self, call: LossCall, origin: Origin, code: str, single_site: bool) -> Fix | None:
         """Unwrap an activation written inside the loss call (and switch BCE to logits)."""
@@ -204,8 +232,11 @@ class ActivationIntoLoss(LintRule):
             if switched is None:
                 return None
             edits.append(switched)
-        return Fix(f"Pass `{ctx.segment(origin.inner)}` (the logits) to the loss",
-                   tuple(edits), Applicability.UNSAFE)
+        return Fix(
+            f"Pass `{ctx.segment(origin.inner)}` (the logits) to the loss",
+            tuple(edits),
+            Applicability.UNSAFE,
+        )
 
     def _to_logits_loss(self, call: LossCall) -> Edit | None:
         ctx = self.ctx

@@ -29,29 +29,66 @@ class Activation(enum.Enum):
 
 
 _ACTIVATION_CALLS = {
-    "torch.softmax": Activation.SOFTMAX, "torch.nn.functional.softmax": Activation.SOFTMAX,
+    "torch.softmax": Activation.SOFTMAX,
+    "torch.nn.functional.softmax": Activation.SOFTMAX,
     "torch.special.softmax": Activation.SOFTMAX,
     "torch.log_softmax": Activation.LOG_SOFTMAX,
     "torch.nn.functional.log_softmax": Activation.LOG_SOFTMAX,
     "torch.special.log_softmax": Activation.LOG_SOFTMAX,
-    "torch.sigmoid": Activation.SIGMOID, "torch.nn.functional.sigmoid": Activation.SIGMOID,
+    "torch.sigmoid": Activation.SIGMOID,
+    "torch.nn.functional.sigmoid": Activation.SIGMOID,
     "torch.special.expit": Activation.SIGMOID,
     "torch.nn.functional.linear": Activation.RAW,
 }
-_ACTIVATION_METHODS = {"softmax": Activation.SOFTMAX, "log_softmax": Activation.LOG_SOFTMAX,
-                       "sigmoid": Activation.SIGMOID}
-_ACTIVATION_MODULES = {"torch.nn.Softmax": Activation.SOFTMAX,
-                       "torch.nn.LogSoftmax": Activation.LOG_SOFTMAX,
-                       "torch.nn.Sigmoid": Activation.SIGMOID}
-_RAW_MODULES = frozenset({"torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear",
-                          "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d",
-                          "torch.nn.LazyConv1d", "torch.nn.LazyConv2d", "torch.nn.LazyConv3d"})
+_ACTIVATION_METHODS = {
+    "softmax": Activation.SOFTMAX,
+    "log_softmax": Activation.LOG_SOFTMAX,
+    "sigmoid": Activation.SIGMOID,
+}
+_ACTIVATION_MODULES = {
+    "torch.nn.Softmax": Activation.SOFTMAX,
+    "torch.nn.LogSoftmax": Activation.LOG_SOFTMAX,
+    "torch.nn.Sigmoid": Activation.SIGMOID,
+}
+_RAW_MODULES = frozenset(
+    {
+        "torch.nn.Linear",
+        "torch.nn.LazyLinear",
+        "torch.nn.Bilinear",
+        "torch.nn.Conv1d",
+        "torch.nn.Conv2d",
+        "torch.nn.Conv3d",
+        "torch.nn.LazyConv1d",
+        "torch.nn.LazyConv2d",
+        "torch.nn.LazyConv3d",
+    }
+)
 # Tensor methods that keep what a value means (probabilities stay probabilities). Not
 # `detach`: a loss of detached values trains nothing, it is a metric.
-_KEEPS_MEANING = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "contiguous",
-                            "permute", "transpose", "float", "double", "half", "to", "type",
-                            "view_as", "reshape_as", "clone", "squeeze_", "unsqueeze_", "cpu",
-                            "cuda"})
+_KEEPS_MEANING = frozenset(
+    {
+        "squeeze",
+        "unsqueeze",
+        "view",
+        "reshape",
+        "flatten",
+        "contiguous",
+        "permute",
+        "transpose",
+        "float",
+        "double",
+        "half",
+        "to",
+        "type",
+        "view_as",
+        "reshape_as",
+        "clone",
+        "squeeze_",
+        "unsqueeze_",
+        "cpu",
+        "cuda",
+    }
+)
 _MAX_DEPTH = 6
 
 
@@ -67,8 +104,9 @@ class Origin:
 
 def argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
     """A call's argument by position, or by keyword when it is not given by position."""
-    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in
-                                          call.args[:index + 1]):
+    if len(call.args) > index and not any(
+        isinstance(a, ast.Starred) for a in call.args[: index + 1]
+    ):
         return call.args[index]
     return next((k.value for k in call.keywords if k.arg == keyword), None)
 
@@ -111,13 +149,15 @@ def _call_origin(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -> 
             return _log_of(ctx, func.value, call, scope, depth)
         if func.attr in _KEEPS_MEANING:
             inner = origin_of(ctx, func.value, scope, depth + 1)
-            return None if inner is None else Origin(inner.activation, inner.node, None,
-                                                     inner.where)
+            return (
+                None if inner is None else Origin(inner.activation, inner.node, None, inner.where)
+            )
     return _module_origin(ctx, call, scope, depth)
 
 
-def _log_of(ctx: FileContext, inner: ast.expr | None, call: ast.Call, scope: Scope,
-            depth: int) -> Origin | None:
+def _log_of(
+    ctx: FileContext, inner: ast.expr | None, call: ast.Call, scope: Scope, depth: int
+) -> Origin | None:
     """``log(softmax(x))`` is a (less stable) log_softmax."""
     origin = None if inner is None else origin_of(ctx, inner, scope, depth + 1)
     if origin is not None and origin.activation is Activation.SOFTMAX:
@@ -125,8 +165,7 @@ def _log_of(ctx: FileContext, inner: ast.expr | None, call: ast.Call, scope: Sco
     return None
 
 
-def _module_origin(ctx: FileContext, call: ast.Call, scope: Scope, depth: int
-                   ) -> Origin | None:
+def _module_origin(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -> Origin | None:
     """The output of calling a module: an activation layer, a Sequential, a local model."""
     if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
         return None
@@ -137,8 +176,15 @@ def _module_origin(ctx: FileContext, call: ast.Call, scope: Scope, depth: int
     return _module_output(ctx, type_name, call.func, call, inner, scope, depth)
 
 
-def _module_output(ctx: FileContext, type_name: str, module: ast.expr, call: ast.AST,
-                   inner: ast.expr | None, scope: Scope, depth: int) -> Origin | None:
+def _module_output(
+    ctx: FileContext,
+    type_name: str,
+    module: ast.expr,
+    call: ast.AST,
+    inner: ast.expr | None,
+    scope: Scope,
+    depth: int,
+) -> Origin | None:
     where = f"from line {getattr(call, 'lineno', 0)}"
     if type_name in _ACTIVATION_MODULES:
         return Origin(_ACTIVATION_MODULES[type_name], call, inner, where)
@@ -156,11 +202,14 @@ def _module_output(ctx: FileContext, type_name: str, module: ast.expr, call: ast
         if origin is None:
             return None
         name = ctx.segment(last) if len(ctx.segment(last)) <= 40 else last_type
-        return Origin(origin.activation, last, None,
-                      f"of the last layer of the `nn.Sequential` at line {built.lineno} "
-                      f"(`{name}`)")
+        return Origin(
+            origin.activation,
+            last,
+            None,
+            f"of the last layer of the `nn.Sequential` at line {built.lineno} (`{name}`)",
+        )
     if type_name.startswith("<local>."):
-        return _forward_origin(ctx, type_name[len("<local>."):], depth)
+        return _forward_origin(ctx, type_name[len("<local>.") :], depth)
     return None
 
 
@@ -177,8 +226,12 @@ def _forward_origin(ctx: FileContext, class_name: str, depth: int) -> Origin | N
     kinds = {o.activation for o in origins if o is not None}
     if len(kinds) != 1:
         return None
-    return Origin(kinds.pop(), forward.node, None,
-                  f"of the `forward` of `{class_name}` (line {returns[-1].lineno})")
+    return Origin(
+        kinds.pop(),
+        forward.node,
+        None,
+        f"of the `forward` of `{class_name}` (line {returns[-1].lineno})",
+    )
 
 
 def _returns(body: list[ast.stmt]) -> list[ast.Return]:
@@ -189,7 +242,8 @@ def _returns(body: list[ast.stmt]) -> list[ast.Return]:
         node = stack.pop()
         if isinstance(node, ast.Return):
             found.append(node)
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                   ast.Lambda)):
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+        ):
             stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
     return sorted(found, key=lambda r: r.lineno)

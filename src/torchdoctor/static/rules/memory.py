@@ -25,8 +25,20 @@ _PYPLOT = "matplotlib.pyplot"
 _FIGURE_MAKERS = (f"{_PYPLOT}.figure", f"{_PYPLOT}.subplots", f"{_PYPLOT}.subplot_mosaic")
 # Calls a figure may be passed to without being closed; handing it to any other call
 # (a helper that saves and closes it, SummaryWriter.add_figure) is trusted.
-_KEEPERS = frozenset({"print", "len", "isinstance", "append", "extend", "Image", "log_figure",
-                      "log", "savefig", "show"})
+_KEEPERS = frozenset(
+    {
+        "print",
+        "len",
+        "isinstance",
+        "append",
+        "extend",
+        "Image",
+        "log_figure",
+        "log",
+        "savefig",
+        "show",
+    }
+)
 
 
 @detector("TD701", depth=Depth.LINT)
@@ -86,7 +98,7 @@ class FiguresNeverClosed(LintRule):
             "keeps every figure alive until `plt.close()`, so memory grows with each "
             "iteration (several MB per figure; matplotlib warns after 20 open figures)",
             fix_hint=f"Call `{pyplot}.close({name or ''})` inside the loop once the figure is "
-                     "saved or logged.",
+            "saved or logged.",
             evidence={"loop_line": loop.line},
         )
 
@@ -113,15 +125,22 @@ def _handed_off(loop: Loop, name: str) -> bool:
         last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         keeps = last in _KEEPERS or any(
             k.arg == "close" and isinstance(k.value, ast.Constant) and k.value.value is False
-            for k in call.keywords)
+            for k in call.keywords
+        )
         if not keeps:
             return True
     return False
 
 
-_EMPTY_CACHE = ("torch.cuda.empty_cache", "torch.cuda.memory.empty_cache",
-                "torch.mps.empty_cache", "torch.xpu.empty_cache", "torch.xpu.memory.empty_cache",
-                "torch.accelerator.empty_cache", "torch.accelerator.memory.empty_cache")
+_EMPTY_CACHE = (
+    "torch.cuda.empty_cache",
+    "torch.cuda.memory.empty_cache",
+    "torch.mps.empty_cache",
+    "torch.xpu.empty_cache",
+    "torch.xpu.memory.empty_cache",
+    "torch.accelerator.empty_cache",
+    "torch.accelerator.memory.empty_cache",
+)
 
 
 @detector("TD702", depth=Depth.LINT)
@@ -142,14 +161,17 @@ class EmptyCacheInLoop(LintRule):
 
     def visit_call(self, node: ast.Call) -> None:
         if self.ctx.is_call_to(node, *_EMPTY_CACHE) and any(
-                f.kind is FrameKind.LOOP for f in local_frames(self.ctx.frames)):
+            f.kind is FrameKind.LOOP for f in local_frames(self.ctx.frames)
+        ):
             self._calls.append((node, self.ctx.frames))
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
         for call, frames in self._calls:
-            hot = next((loop for loop in enclosing_loops(ctx, frames)
-                        if steps_every_iteration(ctx, loop)), None)
+            hot = next(
+                (loop for loop in enclosing_loops(ctx, frames) if steps_every_iteration(ctx, loop)),
+                None,
+            )
             if hot is None or _only_sometimes(frames, hot):
                 continue
             self.report(
@@ -160,9 +182,9 @@ class EmptyCacheInLoop(LintRule):
                 "`cudaMalloc`, which synchronises the device; it frees no memory that "
                 "tensors still use",
                 fix_hint="Remove the call from the loop: PyTorch's caching allocator reuses "
-                         "freed blocks. If memory runs out, find what keeps tensors alive, "
-                         "or empty the cache once between phases (after training, before "
-                         "evaluation).",
+                "freed blocks. If memory runs out, find what keeps tensors alive, "
+                "or empty the cache once between phases (after training, before "
+                "evaluation).",
                 evidence={"loop_line": hot.line},
                 fix=self._deletion(call, frames),
             )
@@ -174,8 +196,7 @@ class EmptyCacheInLoop(LintRule):
         edit = self.ctx.delete_statement(statement)
         if edit is None:
             return None
-        return Fix("Remove the `empty_cache()` call from the loop", (edit,),
-                   Applicability.UNSAFE)
+        return Fix("Remove the `empty_cache()` call from the loop", (edit,), Applicability.UNSAFE)
 
 
 def _only_sometimes(frames: tuple[Frame, ...], loop: Loop) -> bool:
@@ -183,18 +204,26 @@ def _only_sometimes(frames: tuple[Frame, ...], loop: Loop) -> bool:
     ``except`` block (out-of-memory recovery)."""
     inside = local_frames(frames)
     start = next((i for i, f in enumerate(inside) if f is loop.frame), -1)
-    if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1:]):
+    if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1 :]):
         return True
-    return guard_between(frames, loop.frame, lambda node, _: is_periodic_guard(node.test)
-                         or _mentions_memory(node.test)) is not None
+    return (
+        guard_between(
+            frames,
+            loop.frame,
+            lambda node, _: is_periodic_guard(node.test) or _mentions_memory(node.test),
+        )
+        is not None
+    )
 
 
 def _mentions_memory(test: ast.expr) -> bool:
     for node in ast.walk(test):
-        name = node.id if isinstance(node, ast.Name) else (
-            node.attr if isinstance(node, ast.Attribute) else "")
-        if any(word in name.lower() for word in ("memory", "mem_", "oom", "reserved",
-                                                 "allocated")):
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else (node.attr if isinstance(node, ast.Attribute) else "")
+        )
+        if any(word in name.lower() for word in ("memory", "mem_", "oom", "reserved", "allocated")):
             return True
     return False
 

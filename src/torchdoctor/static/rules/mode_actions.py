@@ -19,8 +19,7 @@ from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item
 from torchdoctor.static.training import EventKind, classify
 
-__all__ = ["MODE", "Action", "arguments", "exclusive_modes", "expand", "mapped",
-           "same_model"]
+__all__ = ["MODE", "Action", "arguments", "exclusive_modes", "expand", "mapped", "same_model"]
 
 MODE = (EventKind.EVAL, EventKind.TRAIN, EventKind.SET_MODE)
 _TRACKED = (*MODE, EventKind.FORWARD, EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
@@ -43,10 +42,16 @@ class Action:
     frames: tuple[Frame, ...] = ()
 
 
-def expand(ctx: FileContext, items: list[Item], scope: FunctionScope | None,
-           origin: Item | None = None, mapping: dict[str, str] | None = None,
-           depth: int = 0, grad_off: bool = False,
-           stack: tuple[int, ...] = ()) -> list[Action]:
+def expand(
+    ctx: FileContext,
+    items: list[Item],
+    scope: FunctionScope | None,
+    origin: Item | None = None,
+    mapping: dict[str, str] | None = None,
+    depth: int = 0,
+    grad_off: bool = False,
+    stack: tuple[int, ...] = (),
+) -> list[Action]:
     """The actions of ``items`` in order, following calls to functions of this file."""
     actions: list[Action] = []
     for item in items:
@@ -55,19 +60,24 @@ def expand(ctx: FileContext, items: list[Item], scope: FunctionScope | None,
         source = origin or item
         if event is not None and event.kind in _TRACKED:
             kind = EventKind.BACKWARD if event.kind is EventKind.OPTIMIZER_STEP else event.kind
-            target = mapped(ctx.segment(event.target) if event.target is not None else "",
-                             mapping)
-            actions.append(Action(kind, target, source, item.node, not item_grad_off,
-                                  item.frames))
+            target = mapped(ctx.segment(event.target) if event.target is not None else "", mapping)
+            actions.append(Action(kind, target, source, item.node, not item_grad_off, item.frames))
             continue
         if not isinstance(item.node, ast.Call) or depth >= _MAX_DEPTH:
             continue
         callee = ctx.resolve_local_call(item.node, scope)
         if callee is None or id(callee) in stack:
             continue
-        actions += expand(ctx, callee.items, callee, source,
-                          arguments(ctx, item.node, callee, mapping), depth + 1,
-                          item_grad_off, (*stack, id(callee)))
+        actions += expand(
+            ctx,
+            callee.items,
+            callee,
+            source,
+            arguments(ctx, item.node, callee, mapping),
+            depth + 1,
+            item_grad_off,
+            (*stack, id(callee)),
+        )
     return actions
 
 
@@ -78,8 +88,9 @@ def mapped(text: str, mapping: dict[str, str] | None) -> str:
     return mapping[root] + dot + rest if root in mapping else text
 
 
-def arguments(ctx: FileContext, call: ast.Call, callee: FunctionScope,
-               mapping: dict[str, str] | None) -> dict[str, str]:
+def arguments(
+    ctx: FileContext, call: ast.Call, callee: FunctionScope, mapping: dict[str, str] | None
+) -> dict[str, str]:
     params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args]
     if callee.self_name is not None and isinstance(call.func, ast.Attribute):
         params = params[1:]
@@ -118,8 +129,10 @@ def exclusive_modes(ctx: FileContext, actions: list[Action]) -> list[Action]:
         return actions
     out = []
     for action in actions:
-        if action.kind in (EventKind.EVAL, EventKind.TRAIN) and (id(action) in chosen or any(
-                (id(frame.node), action.target) in exclusive for frame in action.frames)):
+        if action.kind in (EventKind.EVAL, EventKind.TRAIN) and (
+            id(action) in chosen
+            or any((id(frame.node), action.target) in exclusive for frame in action.frames)
+        ):
             action = replace(action, kind=EventKind.SET_MODE)
         out.append(action)
     return out
@@ -141,7 +154,8 @@ def _chosen_together(ctx: FileContext, actions: list[Action]) -> set[int]:
     for evaluation in evals:
         for training in trains:
             if evaluation.target == training.target and _decided_together(
-                    guards[id(evaluation)], guards[id(training)]):
+                guards[id(evaluation)], guards[id(training)]
+            ):
                 chosen.update((id(evaluation), id(training)))
     return chosen
 
@@ -153,8 +167,11 @@ def _decided_together(first: list[_Guard], second: list[_Guard]) -> bool:
         for other_node, other_branch, other_key, other_text in second:
             if node == other_node and branch != other_branch:
                 return True
-            if key is not None and key == other_key and (text, branch) != (other_text,
-                                                                            other_branch):
+            if (
+                key is not None
+                and key == other_key
+                and (text, branch) != (other_text, other_branch)
+            ):
                 return True
     return False
 
@@ -166,14 +183,24 @@ def _guards(ctx: FileContext, action: Action) -> list[_Guard]:
     seen: set[int] = set()
     for frame in (*action.origin.frames, *action.frames):
         node = frame.node
-        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and id(node) not in seen \
-                and isinstance(node, ast.If):
+        if (
+            frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)
+            and id(node) not in seen
+            and isinstance(node, ast.If)
+        ):
             seen.add(id(node))
-            found.append((id(node), frame.kind is FrameKind.IF_BODY, _selector(ctx, node.test),
-                          ctx.segment(node.test)))
+            found.append(
+                (
+                    id(node),
+                    frame.kind is FrameKind.IF_BODY,
+                    _selector(ctx, node.test),
+                    ctx.segment(node.test),
+                )
+            )
     for ternary, in_body in _ternaries(ctx).get(id(action.node), ()):
-        found.append((id(ternary), in_body, _selector(ctx, ternary.test),
-                      ctx.segment(ternary.test)))
+        found.append(
+            (id(ternary), in_body, _selector(ctx, ternary.test), ctx.segment(ternary.test))
+        )
     return found
 
 
@@ -201,8 +228,11 @@ def _selector(ctx: FileContext, test: ast.expr) -> str | None:
         test = test.operand
     if isinstance(test, (ast.Name, ast.Attribute)):
         return ctx.segment(test)
-    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(
-            test.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+    if (
+        not isinstance(test, ast.Compare)
+        or len(test.ops) != 1
+        or not isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
+    ):
         return None
     left, right = test.left, test.comparators[0]
     if _is_text(left):

@@ -17,15 +17,30 @@ from torchdoctor.static.structure import FunctionScope
 
 __all__ = ["is_mode_sensitive", "proven_mode_sensitive"]
 
-_SENSITIVE_WORDS = ("Dropout", "BatchNorm", "InstanceNorm", "Transformer", "MultiheadAttention",
-                    "LSTM", "GRU", "RNN")
-_SENSITIVE_FUNCTIONS = frozenset({
-    "torch.nn.functional.dropout", "torch.nn.functional.dropout1d",
-    "torch.nn.functional.dropout2d", "torch.nn.functional.dropout3d",
-    "torch.nn.functional.alpha_dropout", "torch.nn.functional.feature_alpha_dropout",
-    "torch.nn.functional.batch_norm", "torch.nn.functional.instance_norm",
-    "torch.dropout", "torch.nn.functional.scaled_dot_product_attention",
-})
+_SENSITIVE_WORDS = (
+    "Dropout",
+    "BatchNorm",
+    "InstanceNorm",
+    "Transformer",
+    "MultiheadAttention",
+    "LSTM",
+    "GRU",
+    "RNN",
+)
+_SENSITIVE_FUNCTIONS = frozenset(
+    {
+        "torch.nn.functional.dropout",
+        "torch.nn.functional.dropout1d",
+        "torch.nn.functional.dropout2d",
+        "torch.nn.functional.dropout3d",
+        "torch.nn.functional.alpha_dropout",
+        "torch.nn.functional.feature_alpha_dropout",
+        "torch.nn.functional.batch_norm",
+        "torch.nn.functional.instance_norm",
+        "torch.dropout",
+        "torch.nn.functional.scaled_dot_product_attention",
+    }
+)
 
 
 def is_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) -> bool:
@@ -36,7 +51,7 @@ def is_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) ->
     type_name = ctx.instance_type(model, scope)
     if type_name is None or not type_name.startswith("<local>."):
         return True
-    return _class_sensitive(ctx, type_name[len("<local>."):], set())
+    return _class_sensitive(ctx, type_name[len("<local>.") :], set())
 
 
 def proven_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) -> bool:
@@ -50,8 +65,9 @@ def proven_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope
 
 
 _CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
-_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "train", "float", "half", "bfloat16",
-                             "double", "requires_grad_"})
+_SELF_RETURNING = frozenset(
+    {"to", "cuda", "cpu", "train", "float", "half", "bfloat16", "double", "requires_grad_"}
+)
 
 
 def _value_sensitive(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int) -> bool:
@@ -85,8 +101,11 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
         return _value_sensitive(ctx, func.value, scope, depth + 1)
     local = ctx.resolve_local_call(call, scope)
     if local is not None:
-        return any(_value_sensitive(ctx, r.value, local, depth + 1)
-                   for r in _returns(local.node) if r.value is not None)
+        return any(
+            _value_sensitive(ctx, r.value, local, depth + 1)
+            for r in _returns(local.node)
+            if r.value is not None
+        )
     type_name = ctx.instance_type(call, scope)
     if type_name is None:
         return False
@@ -94,20 +113,25 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
     if info is not None:
         return bool(info.has_dropout_or_batchnorm)
     last = type_name.rpartition(".")[2]
-    return type_name.startswith("torch.nn.") and not type_name.startswith(
-        "torch.nn.functional") and any(word in last for word in _SENSITIVE_WORDS)
+    return (
+        type_name.startswith("torch.nn.")
+        and not type_name.startswith("torch.nn.functional")
+        and any(word in last for word in _SENSITIVE_WORDS)
+    )
 
 
-def _passed_sensitive(ctx: FileContext, name: str, function: FunctionScope, depth: int
-                      ) -> bool:
+def _passed_sensitive(ctx: FileContext, name: str, function: FunctionScope, depth: int) -> bool:
     """Whether a caller of ``function`` in this file passes a sensitive model as ``name``."""
     params = [a.arg for a in function.node.args.posonlyargs + function.node.args.args]
     for caller, item in ctx.callers(function):
         call = item.node
         if not isinstance(call, ast.Call):
             continue
-        given = params[1:] if function.self_name is not None and isinstance(
-            call.func, ast.Attribute) else params
+        given = (
+            params[1:]
+            if function.self_name is not None and isinstance(call.func, ast.Attribute)
+            else params
+        )
         passed = dict(zip(given, call.args, strict=False))
         passed.update({k.arg: k.value for k in call.keywords if k.arg})
         value = passed.get(name)
@@ -122,8 +146,11 @@ def _class_sensitive(ctx: FileContext, name: str, seen: set[str]) -> bool:
         return cls is None
     seen.add(name)
     for base in cls.node.bases:
-        if isinstance(base, ast.Name) and ctx.local_class(base.id) is not None and \
-                _class_sensitive(ctx, base.id, seen):
+        if (
+            isinstance(base, ast.Name)
+            and ctx.local_class(base.id) is not None
+            and _class_sensitive(ctx, base.id, seen)
+        ):
             return True
     for node in ast.walk(cls.node):
         if isinstance(node, ast.Call) and _call_sensitive(ctx, node, seen):

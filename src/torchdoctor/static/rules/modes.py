@@ -50,11 +50,18 @@ class EvalInTrainMode(LintRule):
             return
         # Only a model the code shows to have dropout or BatchNorm: a loss, a generator
         # or a callable of unknown kind called under no_grad is no evaluation to judge.
-        forward = next((e for e in events if e.kind is EventKind.FORWARD
-                        and loop.is_direct(e.item)
-                        and grad_disabled_by(ctx, e.item.frames) is not None
-                        and e.target is not None
-                        and proven_mode_sensitive(ctx, e.target, loop.function)), None)
+        forward = next(
+            (
+                e
+                for e in events
+                if e.kind is EventKind.FORWARD
+                and loop.is_direct(e.item)
+                and grad_disabled_by(ctx, e.item.frames) is not None
+                and e.target is not None
+                and proven_mode_sensitive(ctx, e.target, loop.function)
+            ),
+            None,
+        )
         if forward is None or forward.target is None:
             return
         if any(e.kind in MODE and e.line <= forward.line for e in events):
@@ -65,8 +72,9 @@ class EvalInTrainMode(LintRule):
             return
         self._report(loop, forward.node, model, state, where)
 
-    def _mode_before(self, scope: FunctionScope | None, line: int, model: str,
-                     depth: int) -> tuple[str | None, str]:
+    def _mode_before(
+        self, scope: FunctionScope | None, line: int, model: str, depth: int
+    ) -> tuple[str | None, str]:
         """The mode ``model`` is in at ``line`` of ``scope``: ``"eval"``, ``"train"``,
         ``"set"`` (a run-time flag), ``"no callers"``, or ``None`` (never set)."""
         ctx = self.ctx
@@ -98,8 +106,7 @@ class EvalInTrainMode(LintRule):
         train = [where for state, where in states if state == "train"]
         return ("train", train[0]) if train else (None, f"`{scope.name}()` and its callers")
 
-    def _report(self, loop: Loop, call: ast.AST, model: str, state: str | None,
-                where: str) -> None:
+    def _report(self, loop: Loop, call: ast.AST, model: str, state: str | None, where: str) -> None:
         ctx = self.ctx
         if state == "train":
             why = f"`{model}` was put in training mode at {where}"
@@ -114,7 +121,7 @@ class EvalInTrainMode(LintRule):
             "BatchNorm normalises with batch statistics (and updates its running stats), "
             "so metrics are noisy and worse than the model's real quality",
             fix_hint=f"Call `{model}.eval()` before the evaluation loop, and "
-                     f"`{model}.train()` before training resumes.",
+            f"`{model}.train()` before training resumes.",
             confidence=Confidence.MEDIUM if state == "no callers" else Confidence.HIGH,
             evidence={"loop_line": loop.line},
         )
@@ -137,19 +144,27 @@ class TrainInEvalMode(LintRule):
         if framework_owned(ctx, loop.function) or not self._may_train(loop):
             return  # a framework sets train()/eval() around its own hooks
         actions = exclusive_modes(ctx, expand(ctx, loop.items, loop.function))
-        if not any(a.kind is EventKind.BACKWARD for a in actions) or \
-                not any(a.kind is EventKind.EVAL for a in actions):
+        if not any(a.kind is EventKind.BACKWARD for a in actions) or not any(
+            a.kind is EventKind.EVAL for a in actions
+        ):
             return
         modes: dict[str, tuple[EventKind, int]] = {}
         for second_pass in (False, True):
             for index, action in enumerate(actions):
                 if action.kind in MODE:
                     modes[action.target] = (action.kind, index)
-                elif action.kind is EventKind.FORWARD and action.grad and second_pass \
-                        and _trains(actions, index):
+                elif (
+                    action.kind is EventKind.FORWARD
+                    and action.grad
+                    and second_pass
+                    and _trains(actions, index)
+                ):
                     mode = modes.get(action.target)
-                    if mode is None or mode[0] is not EventKind.EVAL or \
-                            id(actions[mode[1]].origin) in reported:
+                    if (
+                        mode is None
+                        or mode[0] is not EventKind.EVAL
+                        or id(actions[mode[1]].origin) in reported
+                    ):
                         continue
                     if is_mode_sensitive(ctx, _first_target(action), loop.function):
                         reported.add(id(actions[mode[1]].origin))
@@ -161,21 +176,29 @@ class TrainInEvalMode(LintRule):
     def _may_train(self, loop: Loop) -> bool:
         """Cheap pre-check: the loop steps or backpropagates itself, or calls a function of
         this file (which may)."""
-        if any(e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
-               for e in loop_events(self.ctx, loop)):
+        if any(
+            e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
+            for e in loop_events(self.ctx, loop)
+        ):
             return True
-        return any(isinstance(item.node, ast.Call)
-                   and self.ctx.resolve_local_call(item.node, loop.function) is not None
-                   for item in loop.items)
+        return any(
+            isinstance(item.node, ast.Call)
+            and self.ctx.resolve_local_call(item.node, loop.function) is not None
+            for item in loop.items
+        )
 
-    def _report(self, loop: Loop, eval_action: Action, forward: Action, fixable: bool
-                ) -> None:
+    def _report(self, loop: Loop, eval_action: Action, forward: Action, fixable: bool) -> None:
         ctx = self.ctx
         origin = eval_action.origin
         model = eval_action.target
-        inside = "" if origin.node is eval_action.node else (
-            f" (it calls `{ctx.segment(eval_action.node)}` at line "
-            f"{getattr(eval_action.node, 'lineno', '?')})")
+        inside = (
+            ""
+            if origin.node is eval_action.node
+            else (
+                f" (it calls `{ctx.segment(eval_action.node)}` at line "
+                f"{getattr(eval_action.node, 'lineno', '?')})"
+            )
+        )
         self.report(
             origin.node,
             f"`{ctx.segment(origin.node)}` at line {origin.line} leaves `{model}` in eval "
@@ -184,7 +207,7 @@ class TrainInEvalMode(LintRule):
             f"`{ctx.segment(forward.node)}` (line {getattr(forward.node, 'lineno', '?')}) "
             "runs with dropout off and BatchNorm statistics frozen",
             fix_hint=f"Call `{model}.train()` at the start of every epoch, before the "
-                     "training forward.",
+            "training forward.",
             fix=self._fix(loop, model) if fixable else None,
             evidence={"loop_line": loop.line},
         )
@@ -194,15 +217,14 @@ class TrainInEvalMode(LintRule):
         if not body or body[0].lineno == loop.node.lineno or not model:
             return None
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
-        return Fix(f"Call `{model}.train()` at the top of the loop", (edit,),
-                   Applicability.UNSAFE)
+        return Fix(f"Call `{model}.train()` at the top of the loop", (edit,), Applicability.UNSAFE)
 
 
 def _trains(actions: list[Action], index: int) -> bool:
     """Whether the forward at ``index`` is a training forward: a backward follows it
     (going round the loop) before the mode is set again. A forward after ``eval()`` in
     an evaluation written without ``no_grad`` is not one."""
-    for action in actions[index + 1:] + actions[:index]:
+    for action in actions[index + 1 :] + actions[:index]:
         if action.kind is EventKind.BACKWARD:
             return True
         if action.kind in MODE:

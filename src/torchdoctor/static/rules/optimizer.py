@@ -65,8 +65,11 @@ class SchedulerBeforeOptimizer(LintRule):
             if not isinstance(item.node, ast.Call):
                 continue
             helper = ctx.resolve_local_call(item.node, loop.function)
-            if helper is not None and helper is not loop.function and any(
-                    e.kind is EventKind.OPTIMIZER_STEP for e in function_events(ctx, helper)):
+            if (
+                helper is not None
+                and helper is not loop.function
+                and any(e.kind is EventKind.OPTIMIZER_STEP for e in function_events(ctx, helper))
+            ):
                 found.append((item, item.line))
         return found
 
@@ -74,9 +77,13 @@ class SchedulerBeforeOptimizer(LintRule):
         """Inside an ``if`` that tests a loop counter (``if epoch > 0:``)."""
         bound = loop_bound_names(loop)
         for frame in loop.inner_frames(item):
-            if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(
-                    frame.node, ast.If) and any(isinstance(n, ast.Name) and n.id in bound
-                                                for n in ast.walk(frame.node.test)):
+            if (
+                frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)
+                and isinstance(frame.node, ast.If)
+                and any(
+                    isinstance(n, ast.Name) and n.id in bound for n in ast.walk(frame.node.test)
+                )
+            ):
                 return True
         return False
 
@@ -89,30 +96,95 @@ class SchedulerBeforeOptimizer(LintRule):
             schedule.node,
             f"`{scheduler}` at line {schedule.line} runs before `{stepped}` (line {step_line}) "
             f"in the loop at line {loop.line}: on the first pass the schedule advances before "
-            "any update, so PyTorch skips its first learning-rate value and warns \"Detected "
-            "call of `lr_scheduler.step()` before `optimizer.step()`\"",
+            'any update, so PyTorch skips its first learning-rate value and warns "Detected '
+            'call of `lr_scheduler.step()` before `optimizer.step()`"',
             fix_hint="Call the scheduler after `optimizer.step()`: at the end of the epoch for "
-                     "a per-epoch schedule, right after the optimizer for a per-step one.",
+            "a per-epoch schedule, right after the optimizer for a per-step one.",
             evidence={"optimizer_step_line": step_line, "loop_line": loop.line},
         )
 
 
 # --- TD610 -------------------------------------------------------------------------------
 
-_PARAMETER_FREE = frozenset(f"torch.nn.{name}" for name in (
-    "Identity", "ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
-    "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmax2d", "Softmin", "Softplus", "Softsign",
-    "Hardtanh", "Hardswish", "Hardsigmoid", "Hardshrink", "Softshrink", "Tanhshrink",
-    "Threshold", "GLU", "LogSigmoid", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
-    "AlphaDropout", "FeatureAlphaDropout", "Flatten", "Unflatten", "MaxPool1d", "MaxPool2d",
-    "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-    "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-    "LPPool1d", "LPPool2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-    "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d",
-    "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
-    "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
-    "CircularPad2d", "CircularPad3d", "ChannelShuffle", "CosineSimilarity", "PairwiseDistance",
-    "Fold", "Unfold"))
+_PARAMETER_FREE = frozenset(
+    f"torch.nn.{name}"
+    for name in (
+        "Identity",
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "ELU",
+        "SELU",
+        "CELU",
+        "Sigmoid",
+        "Tanh",
+        "Softmax",
+        "LogSoftmax",
+        "Softmax2d",
+        "Softmin",
+        "Softplus",
+        "Softsign",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Hardshrink",
+        "Softshrink",
+        "Tanhshrink",
+        "Threshold",
+        "GLU",
+        "LogSigmoid",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        "Flatten",
+        "Unflatten",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "LPPool1d",
+        "LPPool2d",
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+        "CircularPad1d",
+        "CircularPad2d",
+        "CircularPad3d",
+        "ChannelShuffle",
+        "CosineSimilarity",
+        "PairwiseDistance",
+        "Fold",
+        "Unfold",
+    )
+)
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
@@ -147,19 +219,28 @@ class LayerReplacedAfterOptimizer(LintRule):
                 continue
             if method_call(node, "add_param_group"):
                 regroups.append(item)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                    node.func.id == "setattr" and len(node.args) == 3 and isinstance(
-                    node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
-                self._replacement(item, f"{ctx.segment(node.args[0])}.{node.args[1].value}",
-                                  node.args[2], scope, replacements)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "setattr"
+                and len(node.args) == 3
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                self._replacement(
+                    item,
+                    f"{ctx.segment(node.args[0])}.{node.args[1].value}",
+                    node.args[2],
+                    scope,
+                    replacements,
+                )
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     if isinstance(target, ast.Name):
                         rebinds.append((item, target.id))
                     elif isinstance(target, (ast.Attribute, ast.Subscript)):
-                        self._replacement(item, _path(ctx, target), node.value, scope,
-                                          replacements)
+                        self._replacement(item, _path(ctx, target), node.value, scope, replacements)
         for replacement in replacements:
             self._judge(replacement, optimizers, rebinds, regroups)
 
@@ -171,18 +252,30 @@ class LayerReplacedAfterOptimizer(LintRule):
         qualified = ctx.qualified_name(value.func, scope)
         if qualified is None or not torchapi.in_family(qualified, torchapi.OPTIMIZER):
             return []
-        params = value.args[0] if value.args else next(
-            (k.value for k in value.keywords if k.arg == "params"), None)
+        params = (
+            value.args[0]
+            if value.args
+            else next((k.value for k in value.keywords if k.arg == "params"), None)
+        )
         if isinstance(params, ast.Name):
             found = ctx.lookup(params, scope)
             params = found[0].value if found is not None else None
         if params is None:
             return []
-        return [_path(ctx, receiver(node)) for node in ast.walk(params)
-                if method_call(node, "parameters", "named_parameters")]
+        return [
+            _path(ctx, receiver(node))
+            for node in ast.walk(params)
+            if method_call(node, "parameters", "named_parameters")
+        ]
 
-    def _replacement(self, item: Item, path: str, value: ast.expr, scope: Scope,
-                     found: list[tuple[Item, str, str]]) -> None:
+    def _replacement(
+        self,
+        item: Item,
+        path: str,
+        value: ast.expr,
+        scope: Scope,
+        found: list[tuple[Item, str, str]],
+    ) -> None:
         what = self._new_parameters(value, scope)
         if what is not None:
             found.append((item, path, what))
@@ -197,18 +290,30 @@ class LayerReplacedAfterOptimizer(LintRule):
             return "nn.Parameter"
         if not ctx.is_family(type_name, torchapi.MODULE):
             return None
-        if type_name == "torch.nn.Sequential" and isinstance(value, ast.Call) and value.args \
-                and all(self._new_parameters(a, scope, depth + 1) is None for a in value.args):
+        if (
+            type_name == "torch.nn.Sequential"
+            and isinstance(value, ast.Call)
+            and value.args
+            and all(self._new_parameters(a, scope, depth + 1) is None for a in value.args)
+        ):
             return None
         return type_name.rpartition(".")[2]
 
-    def _judge(self, replacement: tuple[Item, str, str],
-               optimizers: list[tuple[Item, list[str]]], rebinds: list[tuple[Item, str]],
-               regroups: list[Item]) -> None:
+    def _judge(
+        self,
+        replacement: tuple[Item, str, str],
+        optimizers: list[tuple[Item, list[str]]],
+        rebinds: list[tuple[Item, str]],
+        regroups: list[Item],
+    ) -> None:
         ctx = self.ctx
         item, path, what = replacement
-        covering = [(o, root) for o, roots in optimizers for root in roots
-                    if _covers(root, path) and not exclusive(ctx, o, item)]
+        covering = [
+            (o, root)
+            for o, roots in optimizers
+            for root in roots
+            if _covers(root, path) and not exclusive(ctx, o, item)
+        ]
         before = [(o, root) for o, root in covering if o.line < item.line]
         if not before:
             return
@@ -217,7 +322,8 @@ class LayerReplacedAfterOptimizer(LintRule):
         if any(optimizer.line < r.line < item.line and n == name for r, n in rebinds):
             return  # the model itself was rebuilt in between
         if any(o.line > item.line for o, _ in covering) or any(
-                r.line > item.line for r in regroups):
+            r.line > item.line for r in regroups
+        ):
             return  # a new optimizer, or add_param_group, takes the new parameters
         self._report(item, path, what, optimizer, root)
 
@@ -229,7 +335,7 @@ class LayerReplacedAfterOptimizer(LintRule):
             "old parameters, so the new ones receive gradients but are never updated and "
             "keep their initial values",
             fix_hint="Replace the layer before building the optimizer, or build the optimizer "
-                     "again (or call `optimizer.add_param_group(...)`) after replacing it.",
+            "again (or call `optimizer.add_param_group(...)`) after replacing it.",
             evidence={"optimizer_line": optimizer.line},
         )
 

@@ -39,12 +39,16 @@ def is_rank_zero(test: ast.expr, resolve: Resolve = _no_binding) -> bool:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.Eq):
             return (_is_zero(right) and names_rank(left, resolve)) or (
-                _is_zero(left) and names_rank(right, resolve))
+                _is_zero(left) and names_rank(right, resolve)
+            )
         if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
             return names_rank(left, resolve) and any(_is_zero(e) for e in right.elts)
         if isinstance(op, (ast.LtE, ast.Lt)):
-            return names_rank(left, resolve) and isinstance(right, ast.Constant) and \
-                right.value in ((0,) if isinstance(op, ast.LtE) else (1,))
+            return (
+                names_rank(left, resolve)
+                and isinstance(right, ast.Constant)
+                and right.value in ((0,) if isinstance(op, ast.LtE) else (1,))
+            )
         return False
     return _names_main_process(test)
 
@@ -59,13 +63,20 @@ def is_rank_nonzero(test: ast.expr, resolve: Resolve = _no_binding) -> bool:
         left, op, right = test.left, test.ops[0], test.comparators[0]
         if isinstance(op, ast.NotEq):
             return (_is_zero(right) and names_rank(left, resolve)) or (
-                _is_zero(left) and names_rank(right, resolve))
+                _is_zero(left) and names_rank(right, resolve)
+            )
         if isinstance(op, (ast.Gt, ast.GtE)):
-            return names_rank(left, resolve) and isinstance(right, ast.Constant) and \
-                right.value in ((0,) if isinstance(op, ast.Gt) else (1,))
+            return (
+                names_rank(left, resolve)
+                and isinstance(right, ast.Constant)
+                and right.value in ((0,) if isinstance(op, ast.Gt) else (1,))
+            )
         return False
-    return isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and \
-        names_rank(test, resolve) and not _names_main_process(test)
+    return (
+        isinstance(test, (ast.Name, ast.Attribute, ast.Call))
+        and names_rank(test, resolve)
+        and not _names_main_process(test)
+    )
 
 
 def names_rank(expr: ast.expr, resolve: Resolve = _no_binding) -> bool:
@@ -73,16 +84,26 @@ def names_rank(expr: ast.expr, resolve: Resolve = _no_binding) -> bool:
     ``rank % gpus_per_node``, or a variable bound to one of those."""
     while isinstance(expr, ast.BinOp):  # rank % ngpus_per_node
         expr = expr.left
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args \
-            and expr.func.id == "int":
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.args
+        and expr.func.id == "int"
+    ):
         expr = expr.args[0]
     if _RANK_WORDS & set(_words(expr)):
         return True
     value = resolve(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
     return value is not None and any(
-        _RANK_WORDS & set(_words(node)) or (isinstance(node, ast.Constant) and isinstance(
-            node.value, str) and "rank" in torchapi.name_tokens(node.value))
-        for node in ast.walk(value) if isinstance(node, ast.expr))
+        _RANK_WORDS & set(_words(node))
+        or (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "rank" in torchapi.name_tokens(node.value)
+        )
+        for node in ast.walk(value)
+        if isinstance(node, ast.expr)
+    )
 
 
 def _is_zero(expr: ast.expr) -> bool:
@@ -94,8 +115,11 @@ def _words(expr: ast.expr) -> list[str]:
         expr = expr.func
     if isinstance(expr, ast.Subscript):  # os.environ["RANK"]
         key = expr.slice
-        return torchapi.name_tokens(key.value) if isinstance(key, ast.Constant) and isinstance(
-            key.value, str) else []
+        return (
+            torchapi.name_tokens(key.value)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str)
+            else []
+        )
     if isinstance(expr, ast.Name):
         return torchapi.name_tokens(expr.id)
     if isinstance(expr, ast.Attribute):
@@ -105,5 +129,8 @@ def _words(expr: ast.expr) -> list[str]:
 
 def _names_main_process(expr: ast.expr) -> bool:
     words = set(_words(expr))
-    return bool(words & _MAIN_WORDS) or ("main" in words and len(words) > 1) or (
-        "zero" in words and bool(words & {"rank", "global"}))
+    return (
+        bool(words & _MAIN_WORDS)
+        or ("main" in words and len(words) > 1)
+        or ("zero" in words and bool(words & {"rank", "global"}))
+    )

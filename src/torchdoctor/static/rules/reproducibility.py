@@ -36,8 +36,8 @@ class NeverSeeded(LintRule):
             "and dropout differ from run to run, so two runs of the same code give "
             "different results and small improvements cannot be told from noise",
             fix_hint="Seed once, first thing: `torch.manual_seed(0)` (it also seeds every "
-                     "CUDA device), plus `random.seed(0)` and `numpy.random.seed(0)` if "
-                     "the script uses them.",
+            "CUDA device), plus `random.seed(0)` and `numpy.random.seed(0)` if "
+            "the script uses them.",
             evidence={"loop_line": loop.line},
             fix=self._fix(main_guard),
         )
@@ -51,8 +51,9 @@ class NeverSeeded(LintRule):
                 continue
             func = call.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if "seed" in name.lower() or any("seed" in (k.arg or "").lower()
-                                             for k in call.keywords):
+            if "seed" in name.lower() or any(
+                "seed" in (k.arg or "").lower() for k in call.keywords
+            ):
                 return True
             if name in ("default_rng", "Random", "RandomState") and call.args:
                 return True
@@ -64,21 +65,30 @@ class NeverSeeded(LintRule):
             yield from function.items
 
     def _fix(self, main_guard: ast.If | None) -> Fix | None:
-        torch = next((local for local, name in self.ctx.imports.items() if name == "torch"),
-                     None)
+        torch = next((local for local, name in self.ctx.imports.items() if name == "torch"), None)
         if main_guard is None or torch is None:
             return None
         edit = self.ctx.insert_before_statement(main_guard.body[0], f"{torch}.manual_seed(0)")
-        return Fix(f"Call `{torch}.manual_seed(0)` first thing under the main guard", (edit,),
-                   Applicability.UNSAFE)
+        return Fix(
+            f"Call `{torch}.manual_seed(0)` first thing under the main guard",
+            (edit,),
+            Applicability.UNSAFE,
+        )
 
 
 def _outermost_training_loops(ctx: FileContext, module: ModuleScope) -> list[Loop]:
     """Training loops not nested in another one, nor run by one through a helper."""
-    loops = [loop for loop in module.all_loops if trains(ctx, loop)
-             and (loop.parent is None or not trains(ctx, loop.parent))]
-    called = {ctx.resolve_local_call(item.node, loop.function)
-              for loop in loops for item in loop.items if isinstance(item.node, ast.Call)}
+    loops = [
+        loop
+        for loop in module.all_loops
+        if trains(ctx, loop) and (loop.parent is None or not trains(ctx, loop.parent))
+    ]
+    called = {
+        ctx.resolve_local_call(item.node, loop.function)
+        for loop in loops
+        for item in loop.items
+        if isinstance(item.node, ast.Call)
+    }
     return [loop for loop in loops if loop.function is None or loop.function not in called]
 
 
@@ -88,7 +98,7 @@ def _main_guard(module: ast.Module) -> ast.If | None:
         if isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare):
             sides = [statement.test.left, *statement.test.comparators]
             if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
-                    isinstance(s, ast.Constant) and s.value == "__main__" for s in sides):
+                isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+            ):
                 return statement
     return None
-

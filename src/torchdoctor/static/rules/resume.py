@@ -21,24 +21,33 @@ from torchdoctor.static.structure import Frame, FunctionScope
 from torchdoctor.static.training import EventKind
 
 MODEL, OPTIMIZER, SCHEDULER, COUNTER = "model", "optimizer", "scheduler", "counter"
-_FAMILY_ROLES = {torchapi.MODULE: MODEL, torchapi.OPTIMIZER: OPTIMIZER,
-                 torchapi.SCHEDULER: SCHEDULER}
+_FAMILY_ROLES = {
+    torchapi.MODULE: MODEL,
+    torchapi.OPTIMIZER: OPTIMIZER,
+    torchapi.SCHEDULER: SCHEDULER,
+}
 _KEY_ROLES: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"optim", "optimizer", "optimiser", "optimizers", "opt"}), OPTIMIZER),
     (frozenset({"sched", "scheduler", "schedulers"}), SCHEDULER),
-    (frozenset({"epoch", "epochs", "step", "steps", "iteration", "iterations", "iter",
-                "iters", "it"}), COUNTER),
+    (
+        frozenset(
+            {"epoch", "epochs", "step", "steps", "iteration", "iterations", "iter", "iters", "it"}
+        ),
+        COUNTER,
+    ),
     (frozenset({"model", "net", "network", "weights", "module", "encoder", "state"}), MODEL),
 )
-_WHAT = {OPTIMIZER: "`optimizer.state_dict()`", SCHEDULER: "`scheduler.state_dict()`",
-         COUNTER: "the epoch (or step) counter"}
+_WHAT = {
+    OPTIMIZER: "`optimizer.state_dict()`",
+    SCHEDULER: "`scheduler.state_dict()`",
+    COUNTER: "the epoch (or step) counter",
+}
 _COST = {
     OPTIMIZER: "the optimizer state (momentum and Adam's moment estimates restart from "
-               "zero, which typically shows as a loss spike right after the resume)",
-    SCHEDULER: "the LR scheduler state (the learning rate schedule restarts from its first "
-               "step)",
+    "zero, which typically shows as a loss spike right after the resume)",
+    SCHEDULER: "the LR scheduler state (the learning rate schedule restarts from its first step)",
     COUNTER: "the epoch or step counter (the resumed run starts counting at 0 again, so it "
-             "trains too long and every schedule keyed on the epoch is off)",
+    "trains too long and every schedule keyed on the epoch is off)",
 }
 
 
@@ -60,8 +69,11 @@ class IncompleteResumeCheckpoint(LintRule):
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
         kinds = {event.kind for event in step_events(ctx, ctx.module.items, None)}
-        kinds.update(event.kind for function in ctx.module.functions
-                     for event in step_events(ctx, function.items, function))
+        kinds.update(
+            event.kind
+            for function in ctx.module.functions
+            for event in step_events(ctx, function.items, function)
+        )
         expected = {COUNTER}
         if EventKind.OPTIMIZER_STEP in kinds and _optimizer_has_state(ctx):
             expected.add(OPTIMIZER)
@@ -75,10 +87,16 @@ class IncompleteResumeCheckpoint(LintRule):
             roles = {_role(ctx, key, value, scope) for key, value in entries}
             if MODEL not in roles or not roles & {OPTIMIZER, SCHEDULER, COUNTER}:
                 continue
-            wanted = expected if any(trains(ctx, loop) for loop in
-                                     enclosing_loops(ctx, frames)) else expected - {COUNTER}
-            missing = [role for role in (OPTIMIZER, SCHEDULER, COUNTER)
-                       if role in wanted and role not in roles]
+            wanted = (
+                expected
+                if any(trains(ctx, loop) for loop in enclosing_loops(ctx, frames))
+                else expected - {COUNTER}
+            )
+            missing = [
+                role
+                for role in (OPTIMIZER, SCHEDULER, COUNTER)
+                if role in wanted and role not in roles
+            ]
             if missing:
                 self._report(call, missing)
 
@@ -88,7 +106,7 @@ class IncompleteResumeCheckpoint(LintRule):
             f"The resume checkpoint saved at line {call.lineno} holds the model but not "
             + "; nor ".join(_COST[role] for role in missing),
             fix_hint=f"Add {' and '.join(_WHAT[role] for role in missing)} to the checkpoint, "
-                     "next to the model's `state_dict()`, and restore them when resuming.",
+            "next to the model's `state_dict()`, and restore them when resuming.",
             evidence={"missing": missing},
         )
 
@@ -97,25 +115,35 @@ def _optimizer_has_state(ctx: FileContext) -> bool:
     """False only when every optimizer the file builds is plain SGD without momentum, whose
     state_dict holds nothing to restore."""
     scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
-    built = [(item.node, scope) for scope in scopes
-             for item in (scope.items if scope is not None else ctx.module.items)
-             if isinstance(item.node, ast.Call)]
-    optimizers = [(call, scope) for call, scope in built
-                  if (name := ctx.instance_type(call, scope)) is not None
-                  and ctx.is_family(name, torchapi.OPTIMIZER)]
+    built = [
+        (item.node, scope)
+        for scope in scopes
+        for item in (scope.items if scope is not None else ctx.module.items)
+        if isinstance(item.node, ast.Call)
+    ]
+    optimizers = [
+        (call, scope)
+        for call, scope in built
+        if (name := ctx.instance_type(call, scope)) is not None
+        and ctx.is_family(name, torchapi.OPTIMIZER)
+    ]
     return not optimizers or not all(
         ctx.is_call_to(call, "torch.optim.SGD", scope=scope) and _without_momentum(call)
-        for call, scope in optimizers)
+        for call, scope in optimizers
+    )
 
 
 def _without_momentum(call: ast.Call) -> bool:
-    momentum = next((k.value for k in call.keywords if k.arg == "momentum"),
-                    call.args[2] if len(call.args) > 2 else None)
+    momentum = next(
+        (k.value for k in call.keywords if k.arg == "momentum"),
+        call.args[2] if len(call.args) > 2 else None,
+    )
     return momentum is None or (isinstance(momentum, ast.Constant) and momentum.value == 0)
 
 
-def _entries(ctx: FileContext, saved: ast.expr, scope: Scope
-             ) -> list[tuple[str | None, ast.expr]] | None:
+def _entries(
+    ctx: FileContext, saved: ast.expr, scope: Scope
+) -> list[tuple[str | None, ast.expr]] | None:
     """The ``(key, value)`` pairs of a saved dict (a literal, ``dict(...)``, or a name bound
     to one and filled with ``ckpt[key] = value``); ``None`` when lint cannot see them all."""
     if isinstance(saved, ast.Name):
@@ -134,8 +162,13 @@ def _literal_entries(expr: ast.expr) -> list[tuple[str | None, ast.expr]] | None
         if any(key is None for key in expr.keys):
             return None  # {**other, ...}
         return [(_key_text(key), value) for key, value in zip(expr.keys, expr.values, strict=True)]
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict" \
-            and not expr.args and all(k.arg for k in expr.keywords):
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "dict"
+        and not expr.args
+        and all(k.arg for k in expr.keywords)
+    ):
         return [(k.arg, k.value) for k in expr.keywords]
     return None
 
@@ -144,24 +177,31 @@ def _key_text(key: ast.expr | None) -> str | None:
     return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
-def item_assignments(ctx: FileContext, name: str, scope: Scope
-                     ) -> Iterator[tuple[str | None, ast.expr]]:
+def item_assignments(
+    ctx: FileContext, name: str, scope: Scope
+) -> Iterator[tuple[str | None, ast.expr]]:
     """``(key text, value)`` of each ``name[key] = value`` statement in the scope."""
     items = scope.items if scope is not None else ctx.module.items
     for item in items:
         node = item.node
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
-                        and target.value.id == name:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == name
+                ):
                     yield _key_text(target.slice), node.value
 
 
 def _role(ctx: FileContext, key: str | None, value: ast.expr, scope: Scope) -> str | None:
     """What an entry holds, from its value's class when visible, else from its key."""
     subject = value
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-            and value.func.attr == "state_dict":
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "state_dict"
+    ):
         subject = value.func.value
     if isinstance(subject, (ast.Name, ast.Attribute, ast.Subscript)):
         found = ctx.family_of(subject, scope)

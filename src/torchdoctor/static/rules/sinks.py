@@ -13,8 +13,16 @@ import enum
 
 from torchdoctor.static import torchapi
 
-__all__ = ["CONTAINER_FILLS", "Destination", "Reach", "attribute_use", "builtin_use",
-           "method_use", "qualified_use", "receiver_use"]
+__all__ = [
+    "CONTAINER_FILLS",
+    "Destination",
+    "Reach",
+    "attribute_use",
+    "builtin_use",
+    "method_use",
+    "qualified_use",
+    "receiver_use",
+]
 
 
 class Destination(enum.IntEnum):
@@ -33,29 +41,108 @@ Reach = tuple[Destination, ast.AST | None]
 _RECEIVER_SUMMARY = frozenset({"item", "tolist", "numpy"})
 _RECEIVER_TRAINING = frozenset({"backward", "requires_grad_", "retain_grad"})
 CONTAINER_FILLS = frozenset({"append", "extend", "insert", "appendleft"})
-_METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
-                       "layout", "names"})
+_METADATA = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "names"}
+)
 # f(value): functions and methods that only read a value out, or train on it.
-_SUMMARY_BUILTINS = frozenset({"print", "str", "repr", "format", "float", "int", "bool",
-                               "round", "len", "isinstance", "type", "id", "hash"})
-_DERIVING_BUILTINS = frozenset({"sum", "min", "max", "sorted", "list", "tuple", "abs", "zip",
-                                "enumerate", "iter", "next", "reversed"})
-_SUMMARY_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "exception",
-                              "critical", "log", "log_metrics", "log_dict", "add_scalar",
-                              "add_scalars", "add_histogram", "set_postfix",
-                              "set_description", "write", "update",
-                              "copy_"})  # copy_ casts to the receiver's dtype
+_SUMMARY_BUILTINS = frozenset(
+    {
+        "print",
+        "str",
+        "repr",
+        "format",
+        "float",
+        "int",
+        "bool",
+        "round",
+        "len",
+        "isinstance",
+        "type",
+        "id",
+        "hash",
+    }
+)
+_DERIVING_BUILTINS = frozenset(
+    {
+        "sum",
+        "min",
+        "max",
+        "sorted",
+        "list",
+        "tuple",
+        "abs",
+        "zip",
+        "enumerate",
+        "iter",
+        "next",
+        "reversed",
+    }
+)
+_SUMMARY_METHODS = frozenset(
+    {
+        "info",
+        "debug",
+        "warning",
+        "warn",
+        "error",
+        "exception",
+        "critical",
+        "log",
+        "log_metrics",
+        "log_dict",
+        "add_scalar",
+        "add_scalars",
+        "add_histogram",
+        "set_postfix",
+        "set_description",
+        "write",
+        "update",
+        "copy_",
+    }
+)  # copy_ casts to the receiver's dtype
 _SUMMARY_ROOTS = ("numpy.", "math.", "statistics.", "logging.", "json.")
-_SUMMARY_TORCH = frozenset({"torch.allclose", "torch.isclose", "torch.equal", "torch.save",
-                            "torch.testing.assert_close", "torch.testing.assert_allclose"})
-_TRAINING_METHODS = frozenset({"register_buffer", "register_parameter", "add_param_group",
-                               "forward", "backward", "manual_backward"})
-_TRAINING_TORCH = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter",
-                             "torch.nn.Buffer", "torch.autograd.backward",
-                             "torch.autograd.grad"})
-_FUNCTIONAL_LOSSES = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy",
-                                "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
-                                "gaussian_nll_loss", "ctc_loss", "triplet_margin_loss"})
+_SUMMARY_TORCH = frozenset(
+    {
+        "torch.allclose",
+        "torch.isclose",
+        "torch.equal",
+        "torch.save",
+        "torch.testing.assert_close",
+        "torch.testing.assert_allclose",
+    }
+)
+_TRAINING_METHODS = frozenset(
+    {
+        "register_buffer",
+        "register_parameter",
+        "add_param_group",
+        "forward",
+        "backward",
+        "manual_backward",
+    }
+)
+_TRAINING_TORCH = frozenset(
+    {
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+        "torch.nn.Buffer",
+        "torch.autograd.backward",
+        "torch.autograd.grad",
+    }
+)
+_FUNCTIONAL_LOSSES = frozenset(
+    {
+        "cross_entropy",
+        "nll_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+        "poisson_nll_loss",
+        "gaussian_nll_loss",
+        "ctc_loss",
+        "triplet_margin_loss",
+    }
+)
 
 
 def receiver_use(method: str) -> Destination | None:
@@ -99,14 +186,18 @@ def qualified_use(qualified: str) -> Destination | None:
     functions (``torch.cat``, ``TensorDataset``) make a value (``None``)."""
     if not qualified.startswith("torch."):
         last = qualified.rpartition(".")[2]
-        if qualified.startswith(_SUMMARY_ROOTS) or last in _SUMMARY_METHODS or \
-                last.startswith("log"):
+        if (
+            qualified.startswith(_SUMMARY_ROOTS)
+            or last in _SUMMARY_METHODS
+            or last.startswith("log")
+        ):
             return Destination.SUMMARY
         return Destination.UNKNOWN
     if qualified in _SUMMARY_TORCH:
         return Destination.SUMMARY
-    if qualified in _TRAINING_TORCH or any(torchapi.in_family(qualified, family) for family
-                                           in (torchapi.OPTIMIZER, torchapi.LOSS)):
+    if qualified in _TRAINING_TORCH or any(
+        torchapi.in_family(qualified, family) for family in (torchapi.OPTIMIZER, torchapi.LOSS)
+    ):
         return Destination.TRAINING
     if qualified.startswith("torch.nn.functional."):
         last = qualified.rpartition(".")[2]

@@ -29,8 +29,18 @@ from torchdoctor.static.training import Event, EventKind
 _SYNC_METHODS = frozenset({"item", "cpu", "tolist"})
 _SYNC_BUILTINS = frozenset({"print", "float", "int"})
 # Methods that show the receiver is a module: `m.cpu().parameters()` moves a model.
-_MODULE_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "eval", "train",
-                             "modules", "named_modules", "children"})
+_MODULE_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "state_dict",
+        "eval",
+        "train",
+        "modules",
+        "named_modules",
+        "children",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,20 +71,26 @@ class HostSyncInHotLoop(LintRule):
             if func.attr in _MODULE_METHODS:
                 self._module_moves.add(id(func.value))
                 return
-            if func.attr not in _SYNC_METHODS or node.args or (
-                    func.attr != "cpu" and node.keywords) or id(node) in self._module_moves:
+            if (
+                func.attr not in _SYNC_METHODS
+                or node.args
+                or (func.attr != "cpu" and node.keywords)
+                or id(node) in self._module_moves
+            ):
                 return
         elif not (isinstance(func, ast.Name) and node.args and func.id in _SYNC_BUILTINS):
             return
         if self.ctx.function is not None or any(
-                f.kind is FrameKind.LOOP for f in local_frames(self.ctx.frames)):
+            f.kind is FrameKind.LOOP for f in local_frames(self.ctx.frames)
+        ):
             self._calls.append((node, self.ctx.frames))
 
     def leave_module(self, module: object) -> None:
         places: dict[tuple[int, ...], _HotPlace | None] = {}
         for call, frames in self._calls:
             key = tuple(id(f) for f in local_frames(frames) if f.kind is FrameKind.LOOP) or (
-                id(self.ctx.function_of(frames)),)
+                id(self.ctx.function_of(frames)),
+            )
             if key not in places:
                 places[key] = self._hot_place(frames)
             place = places[key]
@@ -88,9 +104,12 @@ class HostSyncInHotLoop(LintRule):
         ctx = self.ctx
         for loop in enclosing_loops(ctx, frames):
             if steps_every_iteration(ctx, loop):
-                return _HotPlace(loop.frame, f"the training loop at line {loop.line}",
-                                 self._loss_texts(step_events(ctx, loop.items, loop.function)),
-                                 loop.line)
+                return _HotPlace(
+                    loop.frame,
+                    f"the training loop at line {loop.line}",
+                    self._loss_texts(step_events(ctx, loop.items, loop.function)),
+                    loop.line,
+                )
         if any(f.kind is FrameKind.LOOP for f in local_frames(frames)):
             return None
         function = ctx.function_of(frames)
@@ -99,16 +118,21 @@ class HostSyncInHotLoop(LintRule):
         caller = self._calling_loop(function)
         if caller is None:
             return None
-        return _HotPlace(function.frame, f"`{function.name}()`, which runs one training step "
-                         f"per call from the loop at line {caller.line}",
-                         self._loss_texts(step_events(ctx, function.items, function)),
-                         caller.line)
+        return _HotPlace(
+            function.frame,
+            f"`{function.name}()`, which runs one training step "
+            f"per call from the loop at line {caller.line}",
+            self._loss_texts(step_events(ctx, function.items, function)),
+            caller.line,
+        )
 
     def _calling_loop(self, function: FunctionScope) -> Loop | None:
         for loop in self.ctx.module.all_loops:
             for item in loop.items:
-                if isinstance(item.node, ast.Call) and self.ctx.resolve_local_call(
-                        item.node, loop.function) is function:
+                if (
+                    isinstance(item.node, ast.Call)
+                    and self.ctx.resolve_local_call(item.node, loop.function) is function
+                ):
                     return loop
         return None
 
@@ -123,8 +147,9 @@ class HostSyncInHotLoop(LintRule):
             texts.add(self.ctx.segment(target))
         return frozenset(t for t in texts if t)
 
-    def _syncs(self, call: ast.Call, place: _HotPlace, scope: FunctionScope | None
-               ) -> Confidence | None:
+    def _syncs(
+        self, call: ast.Call, place: _HotPlace, scope: FunctionScope | None
+    ) -> Confidence | None:
         """How sure it is that the call reads a device tensor; ``None``: it does not."""
         func = call.func
         if isinstance(func, ast.Name):  # print(loss), float(loss)
@@ -134,8 +159,7 @@ class HostSyncInHotLoop(LintRule):
         receiver = self.ctx.segment(func.value)
         if func.attr == "cpu" and self.ctx.is_in_family(func.value, torchapi.MODULE, scope):
             return None  # model.cpu(): moves a module, reads nothing back
-        if any(receiver == t or receiver.startswith((t + ".", t + "[")) for t in
-               place.loss_texts):
+        if any(receiver == t or receiver.startswith((t + ".", t + "[")) for t in place.loss_texts):
             return Confidence.HIGH
         return Confidence.MEDIUM
 
@@ -151,8 +175,8 @@ class HostSyncInHotLoop(LintRule):
             "finished all queued work, so it cannot queue the next step ahead and the "
             "device idles between steps",
             fix_hint="Keep running sums on the device (`total += loss.detach()`) and read "
-                     "them once per epoch, or log only every N steps "
-                     "(`if step % 100 == 0:`).",
+            "them once per epoch, or log only every N steps "
+            "(`if step % 100 == 0:`).",
             evidence={"loop_line": place.line},
             confidence=confidence,
         )
@@ -173,10 +197,9 @@ def _runs_only_sometimes(frames: tuple[Frame, ...], outer: Frame) -> bool:
     """Between the place and the hot frame: a periodic ``if`` or an ``except`` block."""
     inside = local_frames(frames)
     start = next((i for i, f in enumerate(inside) if f is outer), -1)
-    if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1:]):
+    if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1 :]):
         return True
-    return guard_between(frames, outer, lambda node, _: is_periodic_guard(node.test)) \
-        is not None
+    return guard_between(frames, outer, lambda node, _: is_periodic_guard(node.test)) is not None
 
 
 @detector("TD704", depth=Depth.LINT)
@@ -197,13 +220,17 @@ class CompileInLoop(LintRule):
 
     def visit_call(self, node: ast.Call) -> None:
         if self.ctx.is_call_to(node, "torch.compile") and any(
-                f.kind is FrameKind.LOOP for f in local_frames(self.ctx.frames)):
+            f.kind is FrameKind.LOOP for f in local_frames(self.ctx.frames)
+        ):
             self._calls.append((node, self.ctx.frames))
 
     def leave_module(self, module: object) -> None:
         for call, frames in self._calls:
-            subject = call.args[0] if call.args else next(
-                (k.value for k in call.keywords if k.arg == "model"), None)
+            subject = (
+                call.args[0]
+                if call.args
+                else next((k.value for k in call.keywords if k.arg == "model"), None)
+            )
             if not isinstance(subject, (ast.Name, ast.Attribute)):
                 continue  # a decorator factory, or a fresh object: compiled once each
             loop = enclosing_loops(self.ctx, frames)[0]
@@ -224,10 +251,14 @@ class CompileInLoop(LintRule):
             loops.extend(current.children)
         for item in loop.items:
             statement = item.node
-            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and \
-                    statement.value is not call and item.line <= call.lineno:
-                targets = statement.targets if isinstance(statement, ast.Assign) else [
-                    statement.target]
+            if (
+                isinstance(statement, (ast.Assign, ast.AnnAssign))
+                and statement.value is not call
+                and item.line <= call.lineno
+            ):
+                targets = (
+                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                )
                 if any(text in _target_texts(t) for t in targets):
                     return True
         return False
@@ -235,24 +266,33 @@ class CompileInLoop(LintRule):
     def _report(self, call: ast.Call, loop: Loop, subject: str) -> None:
         target = self._targets.get(id(call))
         rebinds = target is not None and self.ctx.segment(target) == subject
-        hint = (f"Compile once, before the loop (`{subject} = torch.compile({subject})`), and "
-                "use the compiled module inside it.")
+        hint = (
+            f"Compile once, before the loop (`{subject} = torch.compile({subject})`), and "
+            "use the compiled module inside it."
+        )
         if rebinds:
             message = (
                 f"`{subject} = torch.compile({subject})` at line {call.lineno} runs on every "
                 f"iteration of the loop at line {loop.line}: from the second iteration on it "
                 "compiles the already compiled model again (a new trace each time; on torch "
                 f"2.13 the result is no longer an `nn.Module`, so `{subject}.train()`, "
-                "`.eval()` and `.state_dict()` fail)")
+                "`.eval()` and `.state_dict()` fail)"
+            )
         else:
             message = (
                 f"`torch.compile({subject})` at line {call.lineno} runs on every iteration of "
                 f"the loop at line {loop.line}, building a new compiled wrapper each time: "
                 "dynamo's cache usually spares a full recompilation, but every iteration "
                 "pays the wrapper and guard set-up again, and any changed argument "
-                "recompiles (8 times per function, then dynamo falls back to eager)")
-        self.report(call, message, fix_hint=hint, evidence={"loop_line": loop.line},
-                    severity=None if rebinds else Severity.WARNING)
+                "recompiles (8 times per function, then dynamo falls back to eager)"
+            )
+        self.report(
+            call,
+            message,
+            fix_hint=hint,
+            evidence={"loop_line": loop.line},
+            severity=None if rebinds else Severity.WARNING,
+        )
 
 
 def _target_texts(target: ast.expr) -> set[str]:
@@ -268,10 +308,9 @@ def _compiled_once(frames: tuple[Frame, ...], loop: Loop) -> bool:
     or an ``except`` fallback."""
     inside = local_frames(frames)
     start = next((i for i, f in enumerate(inside) if f is loop.frame), -1)
-    if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1:]):
+    if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1 :]):
         return True
-    return guard_between(frames, loop.frame, lambda node, _: _is_once_test(node.test)) \
-        is not None
+    return guard_between(frames, loop.frame, lambda node, _: _is_once_test(node.test)) is not None
 
 
 def _is_once_test(test: ast.expr) -> bool:
@@ -280,6 +319,7 @@ def _is_once_test(test: ast.expr) -> bool:
     if isinstance(test, ast.BoolOp):
         return any(_is_once_test(value) for value in test.values)
     if isinstance(test, ast.Compare):
-        return any(isinstance(op, (ast.Eq, ast.Is, ast.IsNot, ast.NotIn, ast.In))
-                   for op in test.ops)
+        return any(
+            isinstance(op, (ast.Eq, ast.Is, ast.IsNot, ast.NotIn, ast.In)) for op in test.ops
+        )
     return is_periodic_guard(test)

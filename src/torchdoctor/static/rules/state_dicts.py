@@ -16,8 +16,9 @@ from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.calls import keyword
 
-_MODULE_USES = frozenset({"parameters", "named_parameters", "modules", "named_modules",
-                          "children", "train", "eval"})
+_MODULE_USES = frozenset(
+    {"parameters", "named_parameters", "modules", "named_modules", "children", "train", "eval"}
+)
 
 
 @detector("TD903", depth=Depth.LINT)
@@ -43,8 +44,11 @@ class WholeModuleSaved(LintRule):
     def _report(self, save: ast.Call, module: ast.expr, confidence: Confidence) -> None:
         ctx = self.ctx
         text = ctx.segment(module)
-        fix = Fix(f"Save `{text}.state_dict()`", (ctx.replace(module, f"{text}.state_dict()"),),
-                  Applicability.UNSAFE)
+        fix = Fix(
+            f"Save `{text}.state_dict()`",
+            (ctx.replace(module, f"{text}.state_dict()"),),
+            Applicability.UNSAFE,
+        )
         self.report(
             module,
             f"`torch.save(...)` at line {save.lineno} pickles the whole module `{text}` "
@@ -53,7 +57,7 @@ class WholeModuleSaved(LintRule):
             "only with full unpickling (`weights_only=False`, which runs code), never with "
             "torch's safe default",
             fix_hint=f"Save `{text}.state_dict()`; when loading, build the model in code "
-                     "and call `load_state_dict()`.",
+            "and call `load_state_dict()`.",
             confidence=confidence,
             fix=fix,
         )
@@ -71,8 +75,12 @@ def _module_confidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confid
     items = scope.items if scope is not None else ctx.module.items
     for item in items:
         node = item.node
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in _MODULE_USES and ctx.segment(node.func.value) == text:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MODULE_USES
+            and ctx.segment(node.func.value) == text
+        ):
             return Confidence.MEDIUM
     return None
 
@@ -91,12 +99,16 @@ class StrictFalseResultIgnored(LintRule):
             self._check(node.value)
 
     def _check(self, call: ast.expr) -> None:
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "load_state_dict"):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "load_state_dict"
+        ):
             return
         strict = keyword(call, "strict")
-        value = strict.value if strict is not None else (
-            call.args[1] if len(call.args) > 1 else None)
+        value = (
+            strict.value if strict is not None else (call.args[1] if len(call.args) > 1 else None)
+        )
         if not (isinstance(value, ast.Constant) and value.value is False):
             return
         assign = keyword(call, "assign")
@@ -115,6 +127,6 @@ class StrictFalseResultIgnored(LintRule):
             "(renamed layers, a `module.` prefix) loads nothing at all without a word, and "
             "the model silently keeps its random initialisation",
             fix_hint=f"Keep the result and check it: `result = {text}.load_state_dict(..., "
-                     "strict=False)`, then fail when `result.missing_keys` or "
-                     "`result.unexpected_keys` hold keys you did not expect.",
+            "strict=False)`, then fail when `result.missing_keys` or "
+            "`result.unexpected_keys` hold keys you did not expect.",
         )

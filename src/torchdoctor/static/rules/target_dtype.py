@@ -21,17 +21,64 @@ from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.loss import LossKind, loss_calls
 from torchdoctor.static.structure import ModuleScope
 
-_FLOAT_DTYPES = frozenset({"torch.float64", "torch.double", "torch.float32", "torch.float",
-                           "torch.float16", "torch.half", "torch.bfloat16"})
+_FLOAT_DTYPES = frozenset(
+    {
+        "torch.float64",
+        "torch.double",
+        "torch.float32",
+        "torch.float",
+        "torch.float16",
+        "torch.half",
+        "torch.bfloat16",
+    }
+)
 _FLOAT_CASTS = frozenset({"float", "double", "half", "bfloat16"})
-_TARGET_WORDS = frozenset({"label", "labels", "target", "targets", "y", "cls", "class",
-                           "classes", "idx", "index", "indices", "gt", "truth", "lbl", "tgt",
-                           "category", "categories"})
-_KEEPS_VALUES = frozenset({"to", "cuda", "cpu", "squeeze", "view", "reshape", "flatten",
-                           "detach", "clone", "contiguous"})
-_SOFT_WORDS = frozenset({"soft", "onehot", "one", "hot", "prob", "probs", "probabilities",
-                         "smooth", "smoothed", "mix", "mixed", "mixup", "cutmix", "dist",
-                         "distribution", "teacher", "logits", "weights"})
+_TARGET_WORDS = frozenset(
+    {
+        "label",
+        "labels",
+        "target",
+        "targets",
+        "y",
+        "cls",
+        "class",
+        "classes",
+        "idx",
+        "index",
+        "indices",
+        "gt",
+        "truth",
+        "lbl",
+        "tgt",
+        "category",
+        "categories",
+    }
+)
+_KEEPS_VALUES = frozenset(
+    {"to", "cuda", "cpu", "squeeze", "view", "reshape", "flatten", "detach", "clone", "contiguous"}
+)
+_SOFT_WORDS = frozenset(
+    {
+        "soft",
+        "onehot",
+        "one",
+        "hot",
+        "prob",
+        "probs",
+        "probabilities",
+        "smooth",
+        "smoothed",
+        "mix",
+        "mixed",
+        "mixup",
+        "cutmix",
+        "dist",
+        "distribution",
+        "teacher",
+        "logits",
+        "weights",
+    }
+)
 
 
 @detector("TD104", depth=Depth.LINT)
@@ -48,8 +95,11 @@ class TargetCastToFloat(LintRule):
             target, scope = call.target, call.scope
             if isinstance(target, ast.Name):  # `y = y.float()` a few lines up
                 found = self.ctx.lookup(target, scope)
-                if found is None or found[0].kind is not BindingKind.ASSIGN or conditional(
-                        self.ctx, found[0].node, target, found[1]):
+                if (
+                    found is None
+                    or found[0].kind is not BindingKind.ASSIGN
+                    or conditional(self.ctx, found[0].node, target, found[1])
+                ):
                     continue
                 target, scope = found[0].value, found[1]
             if not isinstance(target, ast.Call) or not self._casts_to_float(target, scope):
@@ -66,13 +116,15 @@ class TargetCastToFloat(LintRule):
         if func.attr in _FLOAT_CASTS:
             return not call.args and not call.keywords
         if func.attr in ("to", "type"):
-            dtype = call.args[0] if call.args else next(
-                (k.value for k in call.keywords if k.arg == "dtype"), None)
+            dtype = (
+                call.args[0]
+                if call.args
+                else next((k.value for k in call.keywords if k.arg == "dtype"), None)
+            )
             return dtype is not None and self.ctx.qualified_name(dtype, scope) in _FLOAT_DTYPES
         return False
 
-    def _class_indices(self, base: ast.expr, scope: Scope, depth: int = 0
-                       ) -> Confidence | None:
+    def _class_indices(self, base: ast.expr, scope: Scope, depth: int = 0) -> Confidence | None:
         """How sure we are that ``base`` holds class indices (``None``: not at all)."""
         if depth > 4:
             return None
@@ -89,20 +141,19 @@ class TargetCastToFloat(LintRule):
             return None
         return self._name_holds_indices(base, scope, depth)
 
-    def _call_gives_indices(self, call: ast.Call, scope: Scope, depth: int
-                            ) -> Confidence | None:
+    def _call_gives_indices(self, call: ast.Call, scope: Scope, depth: int) -> Confidence | None:
         """``y.argmax(1)``, ``torch.randint(...)``, ``labels.long()``; through ``.to()``."""
         func = call.func
         name = func.attr if isinstance(func, ast.Attribute) else ""
         if name in ("argmax", "long") or self.ctx.is_call_to(
-                call, "torch.argmax", "torch.randint", scope=scope):
+            call, "torch.argmax", "torch.randint", scope=scope
+        ):
             return Confidence.HIGH
         if name in _KEEPS_VALUES and isinstance(func, ast.Attribute):
             return self._class_indices(func.value, scope, depth + 1)
         return None
 
-    def _name_holds_indices(self, name: ast.Name, scope: Scope, depth: int
-                            ) -> Confidence | None:
+    def _name_holds_indices(self, name: ast.Name, scope: Scope, depth: int) -> Confidence | None:
         """A batch element unpacked by a loop, or what the name was assigned; else its
         spelling (``labels``, ``target``)."""
         ctx = self.ctx
@@ -112,14 +163,16 @@ class TargetCastToFloat(LintRule):
             return by_name
         binding = found[0]
         if binding.kind is BindingKind.LOOP_TARGET or (
-                binding.kind is BindingKind.UNPACKED and not isinstance(binding.value, ast.Call)):
+            binding.kind is BindingKind.UNPACKED and not isinstance(binding.value, ast.Call)
+        ):
             return Confidence.HIGH
         if binding.kind is BindingKind.ASSIGN and binding.value is not None:
             value = binding.value
             if isinstance(value, (ast.BinOp, ast.IfExp)) or any(
-                    isinstance(n, ast.Call) and ctx.is_call_to(
-                        n, "torch.nn.functional.one_hot", scope=found[1])
-                    for n in ast.walk(value)):
+                isinstance(n, ast.Call)
+                and ctx.is_call_to(n, "torch.nn.functional.one_hot", scope=found[1])
+                for n in ast.walk(value)
+            ):
                 return None  # mixed (mixup, label smoothing) or one-hot: soft labels
             if isinstance(value, ast.Call):
                 return self._class_indices(value, found[1], depth + 1)
@@ -127,25 +180,30 @@ class TargetCastToFloat(LintRule):
                 return self._class_indices(value, found[1], depth + 1) or by_name
         return by_name
 
-    def _report(self, call: ast.Call, target: ast.Call, kind: LossKind,
-                confidence: Confidence) -> None:
+    def _report(
+        self, call: ast.Call, target: ast.Call, kind: LossKind, confidence: Confidence
+    ) -> None:
         ctx = self.ctx
         assert isinstance(target.func, ast.Attribute)
         base = ctx.segment(target.func.value)
         fix = None
         if target.func.attr in _FLOAT_CASTS:
-            fix = Fix(f"Keep `{base}` as class indices: `{base}.long()`",
-                      (ctx.replace(target, f"{base}.long()"),), Applicability.UNSAFE)
+            fix = Fix(
+                f"Keep `{base}` as class indices: `{base}.long()`",
+                (ctx.replace(target, f"{base}.long()"),),
+                Applicability.UNSAFE,
+            )
         where = "" if call.lineno == target.lineno else f" (line {call.lineno})"
         self.report(
             target,
             f"`{ctx.segment(target)}` at line {target.lineno} casts class indices to a float "
             f"dtype for {kind.value}{where}: a floating-point target is read as class "
             "probabilities with the input's shape, so the call fails with \"expected target "
-            "dtype to be Long\" instead of training",
+            'dtype to be Long" instead of training',
             fix_hint=f"Pass the class indices as int64: `{base}.long()` (or `{base}` if it "
-                     "already is); use a float target only for soft labels of shape (N, C).",
-            confidence=confidence, fix=fix,
+            "already is); use a float target only for soft labels of shape (N, C).",
+            confidence=confidence,
+            fix=fix,
         )
 
 
