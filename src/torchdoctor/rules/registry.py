@@ -161,7 +161,7 @@ _TABLE: tuple[Rule, ...] = (
        "A tensor needed for backward was modified in place"),
     _r("TD221", "requires-grad-set-on-module", E, (LINT, CHECK),
        "module.requires_grad = False sets a plain attribute and freezes nothing"),
-    _r("TD222", "target-network-not-detached", W, (LINT,),
+    _r("TD222", "target-network-not-detached", W, (LINT, RUN),
        "A target/teacher/EMA network's output reaches the loss with its graph"),
     _r("TD223", "layers-in-plain-container", E, (LINT,),
        "Layers kept in a plain list/dict/tuple attribute of an nn.Module are never "

@@ -108,3 +108,65 @@ def test_a_frozen_layer_left_out_of_the_optimizer_is_quiet() -> None:
     model[0].requires_grad_(False)
     optimizer = torch.optim.SGD(model[2].parameters(), lr=0.1)
     assert "TD620" not in fit(model, optimizer)
+
+
+# -- TD222: a target or teacher network that backward() runs through ------------------------
+
+
+def q_learning(detach: bool, steps: int = 12) -> set[str]:
+    import copy
+
+    torch.manual_seed(0)
+    online = classifier()
+    target = copy.deepcopy(online)
+    optimizer = torch.optim.Adam(online.parameters(), lr=1e-3)
+    with torchdoctor.watch() as session:
+        for _ in range(steps):
+            states, next_states = torch.randn(16, 8), torch.randn(16, 8)
+            if detach:
+                with torch.no_grad():
+                    best_next = target(next_states).max(1).values
+            else:
+                best_next = target(next_states).max(1).values
+            loss = F.smooth_l1_loss(online(states).max(1).values, 1.0 + 0.9 * best_next)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return session.report.codes()
+
+
+def distill(no_grad: bool, steps: int = 12) -> set[str]:
+    torch.manual_seed(0)
+    teacher = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3)).eval()
+    student = nn.Linear(8, 3)
+    optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+    with torchdoctor.watch() as session:
+        for _ in range(steps):
+            x = torch.randn(16, 8)
+            if no_grad:
+                with torch.no_grad():
+                    soft = teacher(x).softmax(1)
+            else:
+                soft = teacher(x).softmax(1)
+            loss = F.kl_div(student(x).log_softmax(1), soft, reduction="batchmean")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return session.report.codes()
+
+
+def test_a_target_network_with_its_graph_in_the_loss_is_found() -> None:
+    codes = q_learning(detach=False)
+    assert "TD222" in codes and "TD601" not in codes
+
+
+def test_a_target_network_under_no_grad_is_quiet() -> None:
+    assert "TD222" not in q_learning(detach=True)
+
+
+def test_a_teacher_in_eval_mode_with_its_graph_in_the_loss_is_found() -> None:
+    assert "TD222" in distill(no_grad=False)
+
+
+def test_a_teacher_under_no_grad_is_quiet() -> None:
+    assert "TD222" not in distill(no_grad=True)

@@ -108,8 +108,10 @@ class ParameterCoverage(RuntimeDetector):
         self._report("TD208", never, _NO_GRADIENT)
         unchanged = self._unchanged()
         owners = {id(p): info for info in self.monitor.optimizers for p in info.params}
+        targets = {str(f.evidence.get("model")) for f in report.by_code("TD222")}
         if not report.by_code("TD620"):  # else the optimizer holds their copies: TD620
-            self._report("TD601", [p for p in unchanged if id(p) not in owners],
+            self._report("TD601", [p for p in unchanged if id(p) not in owners
+                                   and _name_of(self._model.get(id(p))) not in targets],
                          _NO_OPTIMIZER)
         vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
         if report.by_code("TD308"):  # a one-class loss: TD308 names why nothing changes
@@ -284,3 +286,8 @@ def _torch() -> Any:
     import torch
 
     return torch
+
+
+def _name_of(model: ModelInfo | None) -> str | None:
+    """A model's name as TD222 reports it."""
+    return None if model is None else (model.label or model.class_name)

@@ -1,5 +1,6 @@
-"""Root causes of training that cannot change the model: a one-class loss (TD308) and an
-optimizer holding copies of the model's parameters (TD620).
+"""Root causes of training that cannot change the model, or changes the wrong one: a
+one-class loss (TD308), an optimizer holding copies of the model's parameters (TD620), and
+a target/teacher network that backward() runs through (TD222).
 
 A classification loss over a single class: ``cross_entropy`` (or ``nll_loss`` after
 ``log_softmax``) on logits whose class dimension has size 1. ``log_softmax`` of one value
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Depth, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import BackwardEvent, CallSite, RuntimeDetector
 
 __all__ = [
-    "SingleLogitCrossEntropy", "StaleOptimizerParameters", "single_logit_shape", "stale_match",
+    "SingleLogitCrossEntropy", "StaleOptimizerParameters", "TargetNetworkGetsGradients",
+    "single_logit_shape", "stale_match",
 ]
 
 _CHECKS_PER_SITE = 4
@@ -134,4 +136,48 @@ class StaleOptimizerParameters(RuntimeDetector):
                      "is complete (after any deepcopy, `.to()` rebuild or layer replacement).",
             evidence={"optimizer": info.label, "model": model.label,
                       "stale_tensors": len(foreign), "model_parameters": names[:20]},
+        ))
+
+
+def _shapes(module: Any) -> list[tuple[int, ...]]:
+    return [tuple(p.shape) for p in module.parameters()]
+
+
+@detector("TD222", depth=Depth.RUN)
+class TargetNetworkGetsGradients(RuntimeDetector):
+    """Flags a target, teacher or EMA network that backward() fills with gradients: a
+    watched model that no optimizer holds, whose parameters have gradients, and that is
+    a copy of a model an optimizer trains (or is kept in eval mode, as a teacher is)."""
+
+    def on_finish(self, report: Any) -> None:
+        held = {id(p) for info in self.monitor.optimizers for p in info.params}
+        trained = [m for m in self.monitor.models
+                   if any(id(p) in held for p in m.inner.parameters())]
+        for model in self.monitor.models:
+            params = list(model.inner.parameters())
+            if not params or any(id(p) in held for p in params):
+                continue
+            with_grad = [p for p in params if p.grad is not None]
+            if not with_grad:
+                continue
+            twin = next((t for t in trained if _shapes(t.inner) == _shapes(model.inner)), None)
+            if twin is None and model.inner.training:
+                continue  # no sign that it is a target or a teacher: TD601's business
+            self._emit(model, twin, len(with_grad), len(params))
+
+    def _emit(self, model: Any, twin: Any, with_grad: int, total: int) -> None:
+        name = model.label or model.class_name
+        role = (f"a copy of `{twin.label or twin.class_name}`, which an optimizer trains"
+                if twin is not None else "kept in eval mode like a teacher")
+        self.emit(finding(
+            "TD222",
+            f"`{name}` ({role}) is in no optimizer, yet backward() filled the gradients of "
+            f"{with_grad} of its {total} parameters: its output reached the loss with its "
+            "graph, so every step also differentiates through it (time and memory), and "
+            "the target is not the fixed value it is meant to be",
+            Location(object=name), Depth.RUN,
+            fix_hint="Compute the target/teacher output under `torch.no_grad()` (or "
+                     "`.detach()` it), and freeze the network with `requires_grad_(False)`.",
+            evidence={"model": name, "parameters_with_grad": with_grad,
+                      "copy_of": (twin.label or twin.class_name) if twin is not None else None},
         ))
