@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from torchdoctor.findings import Finding, Report, Severity
 from torchdoctor.report.options import RenderOptions
+from torchdoctor.report.rules import rule_for
 from torchdoctor.report.sarif import repo_relative
-from torchdoctor.rules.registry import RULES
 
 __all__ = ["ANNOTATIONS_PER_KIND", "render_github"]
 
@@ -69,7 +69,7 @@ def _annotation(finding: Finding, options: RenderOptions) -> str:
                 props.append(f"col={loc.column + 1}")
                 if loc.end_column is not None and loc.end_line == loc.line:
                     props.append(f"endColumn={loc.end_column + 1}")
-    rule = RULES.get(finding.code)
+    rule = rule_for(finding.code)
     title = f"{finding.code} {rule.name}" if rule else finding.code
     props.append(f"title={_property(title)}")
     message = finding.message

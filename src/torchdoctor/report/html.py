@@ -21,8 +21,9 @@ from typing import Any
 
 from torchdoctor.findings import Depth, Finding, Report, Severity
 from torchdoctor.report.options import RenderOptions
+from torchdoctor.report.rules import rule_for
 from torchdoctor.report.sarif import repo_relative
-from torchdoctor.rules.registry import RULES
+from torchdoctor.rules.registry import Rule
 
 __all__ = ["notebook_html", "render_html"]
 
@@ -187,7 +188,7 @@ def _number(value: float) -> str:
 
 
 def _item(finding: Finding, index: int, options: RenderOptions) -> _Item:
-    rule = RULES.get(finding.code)
+    rule = rule_for(finding.code)
     loc = finding.location
     place = str(loc)
     if loc.path is not None:
@@ -243,21 +244,28 @@ def _docs(codes: list[str]) -> list[tuple[str, str, Any]]:
     return [_doc(code) for code in codes]
 
 
-@functools.lru_cache(maxsize=512)
 def _doc(code: str) -> tuple[str, str, Any]:
+    from markupsafe import Markup
+
+    rule = rule_for(code)
+    if rule is None:
+        return code, "", Markup("<p>Not a catalogued rule.</p>")
+    return code, rule.name, _doc_body(rule)
+
+
+@functools.lru_cache(maxsize=512)
+def _doc_body(rule: Rule) -> Any:
+    """The rule's doc as HTML; a user's own (``TDX``) rule has its summary alone."""
     from markupsafe import Markup
 
     from torchdoctor.rules.docs import load_doc
 
-    rule = RULES.get(code)
-    if rule is None:
-        return code, "", Markup("<p>Not a catalogued rule.</p>")
     try:
-        text = load_doc(code).to_markdown()
+        text = load_doc(rule.code).to_markdown()
     except LookupError:
         text = f"# {rule.code} {rule.name}\n\n{rule.summary}.\n"
     body = text.split("\n", 1)[1] if text.startswith("# ") else text
-    return code, rule.name, Markup(_markdown().render(body.replace("\n## ", "\n#### ")))
+    return Markup(_markdown().render(body.replace("\n## ", "\n#### ")))
 
 
 @functools.lru_cache(maxsize=1)

@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 
 from torchdoctor.findings import Finding, Report
 from torchdoctor.report.options import RenderOptions
-from torchdoctor.rules.registry import RULES
+from torchdoctor.report.rules import rule_for
 
 __all__ = ["render_junit"]
 
@@ -39,7 +39,7 @@ def render_junit(report: Report, options: RenderOptions) -> str:
 
 def _add_case(suite: ElementTree.Element, finding: Finding) -> None:
     loc = finding.location
-    rule = RULES.get(finding.code)
+    rule = rule_for(finding.code)
     name = f"{finding.code} {rule.name if rule else ''}".strip()
     if loc.line is not None:
         name += f" (line {loc.line})"

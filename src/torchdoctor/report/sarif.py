@@ -22,7 +22,8 @@ from typing import Any
 
 from torchdoctor.findings import Confidence, Finding, Report, Severity
 from torchdoctor.report.options import RenderOptions
-from torchdoctor.rules.registry import RULES, Rule
+from torchdoctor.report.rules import rule_for
+from torchdoctor.rules.registry import Rule
 
 __all__ = ["SARIF_SCHEMA", "fingerprint", "render_sarif", "repo_relative"]
 
@@ -76,7 +77,7 @@ def render_sarif(report: Report, options: RenderOptions) -> str:
                 "name": "torchdoctor",
                 "version": report.tool_version or "0",
                 "informationUri": INFORMATION_URI,
-                "rules": [_rule(RULES[code]) if code in RULES else {"id": code}
+                "rules": [_rule(rule) if (rule := rule_for(code)) else {"id": code}
                           for code in codes],
             }},
             "columnKind": "unicodeCodePoints",

@@ -13,7 +13,7 @@ from rich.text import Text
 from torchdoctor.findings import Finding, Report, Severity
 from torchdoctor.report.memory_text import forecast_lines, skipped_lines, summary_lines
 from torchdoctor.report.options import RenderOptions
-from torchdoctor.rules.registry import RULES
+from torchdoctor.report.rules import rule_for
 
 __all__ = ["render_text"]
 
@@ -57,7 +57,7 @@ def render_text(report: Report, options: RenderOptions) -> str:
 
 
 def _print_finding(console: Console, finding: Finding, options: RenderOptions) -> None:
-    rule = RULES.get(finding.code)
+    rule = rule_for(finding.code)
     head = Text("  ")
     head.append(finding.code, style=_STYLE[finding.severity])
     head.append(f" {rule.name if rule else ''}", style="bold")
