@@ -126,6 +126,7 @@ def check(
     seed: int = 0,
     forecast: ForecastOptions | None = None,
     probes: Iterable[Probe] = (),
+    timeout: float | None = 60.0,
 ) -> Report:
     """Pre-flight a training setup (a few probe steps on copies) and report what is wrong.
 
@@ -146,6 +147,8 @@ def check(
             peak-memory forecast to the facts; the model summary is always there.
         probes: your own probes (:class:`torchdoctor.custom.Probe` instances), run after
             the built-in ones; their findings join the report.
+        timeout: wall-clock seconds each probe may take (``None`` or 0: no limit); a probe
+            past it ends the check with a ``UserCodeError`` naming what it waited for.
 
     Returns:
         The :class:`Report` of ``check`` findings, with facts (timings, device, batch).
@@ -159,7 +162,8 @@ def check(
     from torchdoctor.preflight import check as check_setup
 
     return check_setup(model, data, loss_fn, optimizer, device=device, select=select,
-                       ignore=ignore, seed=seed, forecast=forecast, probes=probes)
+                       ignore=ignore, seed=seed, forecast=forecast, probes=probes,
+                       timeout=timeout)
 
 
 def watch(

@@ -236,11 +236,15 @@ def explain_command(code: str) -> None:
               help="With --forecast: training runs under autocast with this dtype.")
 @click.option("--summary-depth", type=click.IntRange(min=0), default=2, show_default=True,
               help="Depth of modules shown in the model summary of the text report.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="Wall-clock seconds each probe may take (0: no limit); a probe past it "
+                   "ends the check, naming what the code was waiting for.")
 @guarded
 def check_command(target: str, output_format: str, fail_on: str, output: Path | None,
                   select: tuple[str, ...], ignore: tuple[str, ...], device: str | None,
                   seed: int, forecast_device: str | None, batch_sizes: str | None,
-                  device_memory: str | None, amp: str | None, summary_depth: int) -> None:
+                  device_memory: str | None, amp: str | None, summary_depth: int,
+                  timeout: float) -> None:
     """Pre-flight the model, data, loss and optimizer that a factory returns.
 
     TARGET is pkg.module:factory or path/to/file.py:factory (the factory defaults to
@@ -252,13 +256,43 @@ def check_command(target: str, output_format: str, fail_on: str, output: Path | 
 
     output = checked_output(output, "--output", inputs=(target_file(target),))
     forecast = _forecast_options(forecast_device, batch_sizes, device_memory, amp)
-    with _progress_display("check"):
-        report = check_factory(target, select=select or None, ignore=ignore or None,
-                               device=device, seed=seed, forecast=forecast)
+    import threading
+
+    before = set(threading.enumerate())
+    try:
+        with _progress_display("check"):
+            report = check_factory(target, select=select or None, ignore=ignore or None,
+                                   device=device, seed=seed, forecast=forecast,
+                                   timeout=timeout)
+    except TorchDoctorError as error:
+        _exit_past_lingering_threads(before, EXIT_ERROR, f"torchdoctor: {error}")
+        raise
     report.facts["summary_depth"] = summary_depth
     _show_internal_errors(report)
     emit(report, output_format, output, title=f"torchdoctor check {target}")
-    sys.exit(report.exit_code(parse_fail_on(fail_on)))
+    code = report.exit_code(parse_fail_on(fail_on))
+    _exit_past_lingering_threads(before, code)
+    sys.exit(code)
+
+
+def _exit_past_lingering_threads(before: set[Any], code: int, message: str = "") -> None:
+    """The user's code left non-daemon threads running (a factory's background worker):
+    Python would wait for them at exit, maybe forever. Say so and exit without waiting."""
+    import os
+
+    from torchdoctor.preflight.budget import lingering_threads
+
+    names = lingering_threads(before)
+    if not names:
+        return
+    if message:
+        click.secho(message, fg="red", err=True)
+    click.echo(f"torchdoctor: the checked code left {len(names)} non-daemon thread(s) "
+               f"running ({', '.join(names[:3])}); exiting without waiting for them",
+               err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _forecast_options(device: str | None, batch_sizes: str | None, memory: str | None,

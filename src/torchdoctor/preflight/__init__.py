@@ -53,6 +53,7 @@ def check(
     seed: int = 0,
     forecast: Any | None = None,
     probes: Iterable[Any] = (),
+    timeout: float | None = 60.0,
 ) -> Report:
     """Pre-flight a training setup and report what is wired wrong.
 
@@ -72,6 +73,8 @@ def check(
             (``facts["summary"]``) is always added.
         probes: your own probes, instances of :class:`torchdoctor.custom.Probe`, run
             after the built-in ones; their findings join the report.
+        timeout: wall-clock seconds each probe may take (``None`` or 0: no limit); a probe
+            past it ends the check with a :class:`UserCodeError` naming what it waited for.
 
     Returns:
         A :class:`~torchdoctor.findings.Report` of ``check`` findings, with run facts
@@ -102,7 +105,10 @@ def check(
     context = CheckContext(model, data, loss_fn, optimizer, device=device,
                            selection=Selection.from_options(select, ignore), seed=seed)
     context.forecast_options = forecast
-    report = run_probes(context, [*registered_probes(), *extra])
+    from torchdoctor.preflight.budget import probe_timeout
+
+    with probe_timeout(timeout):
+        report = run_probes(context, [*registered_probes(), *extra])
     from torchdoctor.preflight.memory_facts import add_memory_facts
 
     add_memory_facts(report, context, forecast)

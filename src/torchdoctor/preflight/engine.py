@@ -19,6 +19,7 @@ from torchdoctor.__about__ import __version__
 from torchdoctor._kernel import run_detector, wanted
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import Depth, Finding, Location, Report
+from torchdoctor.preflight.budget import probe_budget
 from torchdoctor.preflight.failures import SharedWorkFailed, is_out_of_memory, user_code_error
 from torchdoctor.preflight.registry import ProbeInfo
 from torchdoctor.preflight.snapshot import Snapshot
@@ -107,7 +108,8 @@ def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapsho
              explained: list[Finding], timings: dict[str, float]) -> None:
     import torch
 
-    threads = fastest_thread_count(ctx)
+    with probe_budget("thread timing"):
+        threads = fastest_thread_count(ctx)
     snapshot.restore()
     report.facts["threads"] = threads
     for index, info in enumerate(probes):
@@ -117,7 +119,8 @@ def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapsho
         torch.set_num_threads(threads)  # the snapshot puts the user's count back after
         begin = time.perf_counter()
         try:
-            report.extend(_run_one(info, ctx, explained))
+            with probe_budget(info.name):  # a wall-clock budget: the user's code may hang
+                report.extend(_run_one(info, ctx, explained))
         finally:
             snapshot.restore()
             timings[info.name] = round(time.perf_counter() - begin, 4)
