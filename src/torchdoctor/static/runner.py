@@ -37,8 +37,10 @@ __all__ = ["FileJob", "lint_files", "lint_sources", "lint_text"]
 
 # Below this many files a process pool costs more than it saves.
 _POOL_THRESHOLD = 48
-# Parsed trees kept between the two phases of one process, in bytes of source text.
-_TREE_CACHE_BYTES = 48_000_000
+# Parsed trees kept between the two phases of one process, in bytes of source text. A
+# syntax tree takes about 30 times the memory of its source: 12 MB of source (a large
+# project) keeps under 400 MB of trees; the files beyond it are parsed again in phase two.
+_TREE_CACHE_BYTES = 12_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,11 +186,13 @@ def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]
 
 
 def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selection) -> list[Finding]:
-    """Lint files already in memory as one project: each is parsed once, the index is
-    built from all of them, then their rules run (what ``lint`` does, without reading)."""
+    """Lint files already in memory as one project: each is parsed once (up to
+    :data:`_TREE_CACHE_BYTES` of source; the rest again in phase two), the index is built
+    from all of them, then their rules run (what ``lint`` does, without reading)."""
     project = ProjectIndex()
     parsed_all: list[Parsed | Finding | None] = []
     out: list[Finding] = []
+    budget = _TREE_CACHE_BYTES
     with _kept_trees() as freeze:
         for path, data in sources:
             try:
@@ -198,7 +202,9 @@ def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selectio
             facts = _facts(FileJob(path), parsed)
             if facts is not None:
                 project.add(facts)
-            parsed_all.append(parsed)
+            size = len(parsed.text) if isinstance(parsed, Parsed) else 0
+            budget -= size
+            parsed_all.append(parsed if budget >= 0 or not size else None)
             freeze()
         for index, (path, data) in enumerate(sources):
             parsed = parsed_all[index]
