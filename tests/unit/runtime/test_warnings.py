@@ -269,3 +269,15 @@ def test_one_warning_shown_from_two_lines_is_one_finding_at_the_first() -> None:
     [found] = session.report.by_code("TD003")
     assert found.location.line == line_of("first-copy")
     assert found.evidence["times_shown"] == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_deprecated_torch_class_is_info_from_pytorch_and_its_cuda_notice_is_dropped() -> None:
+    if not hasattr(torch.cuda.amp, "GradScaler"):
+        pytest.skip("torch without torch.cuda.amp.GradScaler")
+    with warnings.catch_warnings(record=True), torchdoctor.watch() as session:
+        warnings.simplefilter("always")
+        torch.cuda.amp.GradScaler(enabled=True)
+    found = session.report.by_code("TD003")
+    assert [f.evidence["category"] for f in found] == ["FutureWarning"]
+    assert found[0].severity is Severity.INFO and "PyTorch warned" in found[0].message

@@ -157,9 +157,8 @@ def issuing_frame(stack: list[FrameRef]) -> FrameRef | None:
     """
     warnings_file = sys.modules["warnings"].__file__ or ""
     for frame in reversed(stack):
-        if (frame.path == warnings_file or is_torchdoctor_file(frame.path)
-                or frame.path.endswith(_DEPRECATION_WRAPPERS)):
-            continue  # `typing_extensions.deprecated` warns for the function it wraps
+        if frame.path == warnings_file or is_torchdoctor_file(frame.path):
+            continue
         return frame
     return None
 
@@ -179,6 +178,9 @@ class TorchWarnings(RuntimeDetector):
         stack = frames_of_stack(sys._getframe(1))
         issuer = issuing_frame(stack)
         origin = origin_of(issuer)
+        if (issuer is not None and issuer.path.endswith(_DEPRECATION_WRAPPERS)
+                and "torch." in record.message):
+            origin = Origin.TORCH  # `typing_extensions.deprecated` warning for torch's API
         classified = classify_warning(record.message, record.category, origin,
                                       issuer.function if issuer else "",
                                       (issuer.snippet or "") if issuer else "")
