@@ -624,3 +624,28 @@ def test_loop_order_rules_stay_out_of_decorated_event_handlers() -> None:
         "TD607",
         "TD204",
     )
+
+
+def test_td205_quiet_for_a_few_fixed_passes_and_flagged_for_many() -> None:
+    # Two backward passes whose losses are averaged afterwards (MC dropout): bounded.
+    assert_marked(
+        """
+    import torch
+    def closure(model, x):
+        passes = 2
+        losses = []
+        for index in range(passes):
+            loss = model(x).sum()
+            losses.append(loss)
+            loss.backward(retain_graph=index < passes - 1)
+        return torch.stack(losses).mean()
+    def train(model, x, optimizer):
+        history = []
+        for step in range(1000):
+            loss = model(x).sum()
+            history.append(loss)  # expect: TD205
+            loss.backward()
+            optimizer.step()
+    """,
+        "TD205",
+    )

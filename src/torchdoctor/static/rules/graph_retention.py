@@ -16,6 +16,8 @@ from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, Loop
 from torchdoctor.static.training import EventKind, loop_events
 
+_FEW = 16  # iterations of a fixed loop whose graphs may all be kept
+
 
 @detector("TD205", depth=Depth.LINT)
 class GraphRetainedAcrossSteps(LintRule):
@@ -25,6 +27,8 @@ class GraphRetainedAcrossSteps(LintRule):
 
     def leave_loop(self, loop: Loop) -> None:
         ctx = self.ctx
+        if self._few_iterations(loop):
+            return  # `for i in range(2)`: a bounded number of graphs, kept on purpose
         events = loop_events(ctx, loop)
         losses = {
             e.target.id
@@ -44,6 +48,37 @@ class GraphRetainedAcrossSteps(LintRule):
             if _root_name(holder) in assigned:
                 continue  # reset inside the loop: it lives for one iteration only
             self._report(loop, item, holder, loss)
+
+    def _few_iterations(self, loop: Loop) -> bool:
+        """A ``for`` over ``range(k)`` with ``k`` a small constant (directly or through a
+        name bound to one): memory cannot grow step after step."""
+        node = loop.node
+        if (
+            not isinstance(node, ast.For)
+            or not isinstance(node.iter, ast.Call)
+            or not isinstance(node.iter.func, ast.Name)
+            or node.iter.func.id != "range"
+            or not node.iter.args
+            or node.iter.keywords
+        ):
+            return False
+        bounds = [self._constant(arg, loop) for arg in node.iter.args]
+        if any(b is None for b in bounds):
+            return False
+        start, stop = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+        return stop is not None and start is not None and stop - start <= _FEW
+
+    def _constant(self, expr: ast.expr, loop: Loop) -> int | None:
+        if isinstance(expr, ast.Name):
+            found = self.ctx.lookup(expr, loop.function)
+            expr = found[0].value if found is not None and found[0].value is not None else expr
+        if (
+            isinstance(expr, ast.Constant)
+            and isinstance(expr.value, int)
+            and not isinstance(expr.value, bool)
+        ):
+            return int(expr.value)
+        return None
 
     def _report(self, loop: Loop, item: Item, holder: ast.expr, loss: ast.Name) -> None:
         ctx = self.ctx
