@@ -47,6 +47,18 @@ _KEY_FACTS = (
 )
 _FACT_TEXT_LIMIT = 400
 _HIDDEN_FACTS = {"internal_errors", "layer_grad_norms"}
+# Facts the model summary and the memory forecast sections show (hidden from "Facts").
+_SUMMARY_FACTS = {"summary", "shared_parameters", "summary_note", "summary_depth"}
+_FORECAST_FACTS = {"forecast", "forecast_detail"}
+_SUMMARY_DEPTH = 2  # modules deeper than this start folded (as the text report cuts them)
+_BREAKDOWN = (
+    ("parameters", "parameters"),
+    ("gradients", "gradients"),
+    ("optimizer_state", "optimizer state"),
+    ("activations", "activations"),
+    ("temporaries", "temporaries"),
+    ("batch", "batch"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +66,49 @@ class _Frame:
     number: int
     text: str
     marked: bool
+
+
+@dataclass(slots=True)
+class _Module:
+    """One row of the model summary, with the modules under it."""
+
+    name: str
+    path: str
+    kind: str
+    depth: int
+    cells: tuple[str, ...]
+    open: bool
+    children: list[_Module]
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    caption: str
+    roots: list[_Module]
+    shared: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class _ForecastRow:
+    batch_size: int
+    peak: str
+    fits: str
+    fits_class: str
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Forecast:
+    heading: str
+    error: str
+    columns: tuple[str, ...]
+    rows: tuple[_ForecastRow, ...]
+    svg: str
+    notes: tuple[str, ...]
+    top_modules: tuple[tuple[str, str], ...]
+    remedies: tuple[tuple[str, str, str, str], ...]
+    method: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +134,9 @@ def render_html(report: Report, options: RenderOptions) -> str:
         for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
     ]
     plots = figures(report)
+    summary = _summary(report.facts)
+    forecast = _forecast(report.facts)
+    hidden = (_SUMMARY_FACTS if summary else set()) | (_FORECAST_FACTS if forecast else set())
     page = _environment().get_template("report.html.j2")
     return str(
         page.render(
@@ -88,7 +146,9 @@ def render_html(report: Report, options: RenderOptions) -> str:
             counts=report.counts(),
             depth_counts=_depth_counts(findings),
             key_facts=_key_facts(report.facts),
-            other_facts=_other_facts(report.facts),
+            other_facts=_other_facts(report.facts, hidden),
+            summary=summary,
+            forecast=forecast,
             figures=plots,
             marked=any('class="marker"' in plot.svg for plot in plots),
             groups=[g for g in groups if g[2]],
@@ -161,8 +221,8 @@ def _key_facts(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(label, _fact_text(facts[key])) for key, label in _KEY_FACTS if key in facts]
 
 
-def _other_facts(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
-    shown = {key for key, _ in _KEY_FACTS} | _HIDDEN_FACTS
+def _other_facts(facts: Mapping[str, Any], hidden: set[str]) -> list[tuple[str, str]]:
+    shown = {key for key, _ in _KEY_FACTS} | _HIDDEN_FACTS | hidden
     return [(key, _fact_text(value)) for key, value in sorted(facts.items()) if key not in shown]
 
 
@@ -185,6 +245,193 @@ def _number(value: float) -> str:
     if not math.isfinite(value):
         return str(value)
     return f"{value:.4g}"
+
+
+def _int(value: Any) -> int | None:
+    """An integer fact, or ``None`` (missing, or not a number: facts may come from JSON)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if math.isfinite(value) else None
+
+
+def _count(value: Any) -> str:
+    number = _int(value)
+    if number is None:
+        return "-"
+    for limit, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "K")):
+        if number >= limit:
+            return f"{number / limit:.1f}{suffix}"
+    return str(number)
+
+
+def _bytes(value: Any) -> str:
+    from torchdoctor.report.memory_text import format_bytes
+
+    number = _int(value)
+    return "-" if number is None else format_bytes(number)
+
+
+def _summary(facts: Mapping[str, Any]) -> _Summary | None:
+    """``check``'s model summary as a tree of modules, root first; ``None`` without one."""
+    rows = facts.get("summary")
+    if not isinstance(rows, list):
+        return None
+    rows = [row for row in rows if isinstance(row, Mapping) and "module" in row]
+    if not rows:
+        return None
+    depth_shown = _int(facts.get("summary_depth"))
+    open_below = _SUMMARY_DEPTH if depth_shown is None else max(depth_shown, 0)
+    roots: list[_Module] = []
+    stack: list[_Module] = []
+    for row in rows:
+        depth = max(_int(row.get("depth")) or 0, 0)
+        path = str(row["module"])
+        shape = row.get("output_shape")
+        node = _Module(
+            name=path if depth == 0 else path.rsplit(".", 1)[-1],
+            path=path,
+            kind=str(row.get("type") or ""),
+            depth=depth,
+            cells=(
+                _count(row.get("parameters")),
+                _count(row.get("trainable")),
+                _count(row.get("buffers")),
+                str(row.get("dtype") or "-"),
+                " × ".join(str(s) for s in shape) if isinstance(shape, list) else "-",
+                _bytes(row.get("activation_bytes")),
+            ),
+            open=depth < open_below,
+            children=[],
+        )
+        while stack and stack[-1].depth >= depth:
+            stack.pop()
+        (stack[-1].children if stack else roots).append(node)
+        stack.append(node)
+    shared = facts.get("shared_parameters")
+    shared_text = tuple(
+        ", ".join(str(name) for name in names)
+        for names in (shared if isinstance(shared, list) else [])
+        if isinstance(names, list)
+    )
+    caption = (
+        f"{_plural(len(rows), 'module')}; those deeper than {open_below} start hidden "
+        "(open a row marked ▸ to see its children)."
+    )
+    note = facts.get("summary_note")
+    return _Summary(caption, roots, shared_text, str(note) if note else "")
+
+
+def _forecast(facts: Mapping[str, Any]) -> _Forecast | None:
+    """``check --forecast``'s memory forecast; ``None`` when none was asked."""
+    from torchdoctor.report.html_plots import forecast_figure
+
+    detail = facts.get("forecast_detail")
+    if not isinstance(detail, Mapping):
+        return None
+    memory = _int(detail.get("device_memory"))
+    usable = _int(detail.get("usable_bytes"))
+    device = str(detail.get("device") or "device")
+    where = (
+        f"{device}, {_bytes(memory)} (usable by a step: {_bytes(usable)})"
+        if memory
+        else f"{device}, memory unknown"
+    )
+    amp = f", autocast {detail['amp']}" if detail.get("amp") else ""
+    heading = f"One training step on {where}{amp}"
+    method = str(detail.get("method") or "")
+    error = str(detail.get("error") or "")
+    given = facts.get("forecast")
+    points: list[Mapping[str, Any]] = [
+        p
+        for p in (given if isinstance(given, list) else [])
+        if isinstance(p, Mapping) and _int(p.get("batch_size")) is not None
+    ]
+    if error or not points:
+        return _Forecast(heading, error, (), (), "", (), (), (), method)
+    parts: list[Mapping[str, Any]] = [_mapping(p.get("breakdown")) for p in points]
+    segments = [(k, label) for k, label in _BREAKDOWN if any(_int(b.get(k)) for b in parts)]
+    known = {k for k, _ in _BREAKDOWN}
+    extra = sorted({str(k) for b in parts for k in b if k not in known and _int(b.get(k))})
+    segments += [(k, k.replace("_", " ")) for k in extra]
+    rows = []
+    drawn = []
+    for point, breakdown in zip(points, parts, strict=True):
+        fits = point.get("fits")
+        label = _yes_no(fits)
+        css = {"yes": "fits", "no": "no-fit"}.get(label, "unknown")
+        size = _int(point.get("batch_size")) or 0
+        peak = _int(point.get("peak_bytes"))
+        rows.append(
+            _ForecastRow(
+                size,
+                _bytes(peak),
+                label,
+                css,
+                tuple(_bytes(breakdown.get(k, 0)) for k, _ in segments),
+            )
+        )
+        values = {k: float(_int(breakdown.get(k)) or 0) for k, _ in segments}
+        total = float(peak) if peak is not None else sum(values.values())
+        drawn.append((size, values, total, fits is False))
+    svg = forecast_figure(segments, drawn, memory, usable).svg
+    return _Forecast(
+        heading,
+        "",
+        tuple(label for _, label in segments),
+        tuple(rows),
+        svg,
+        _forecast_notes(detail),
+        _top_modules(detail.get("top_modules")),
+        _remedies(detail.get("remedies")),
+        method,
+    )
+
+
+def _yes_no(value: Any) -> str:
+    return "yes" if value is True else "no" if value is False else "?"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _forecast_notes(detail: Mapping[str, Any]) -> tuple[str, ...]:
+    notes = []
+    largest = _int(detail.get("largest_batch_size"))
+    per_sample = detail.get("per_sample_bytes")
+    if largest is not None:
+        notes.append(
+            f"Largest batch size that fits: {largest} (measured; {_bytes(per_sample)} per sample)."
+        )
+    elif _int(per_sample) is not None:
+        notes.append(f"{_bytes(per_sample)} per sample.")
+    return tuple(notes)
+
+
+def _top_modules(value: Any) -> tuple[tuple[str, str], ...]:
+    items = value if isinstance(value, list) else []
+    return tuple(
+        (str(item.get("module")), _bytes(item.get("activation_bytes")))
+        for item in items
+        if isinstance(item, Mapping)
+    )
+
+
+def _remedies(value: Any) -> tuple[tuple[str, str, str, str], ...]:
+    """(name, peak, "saves X" or "costs X", fits) for each remedy measured."""
+    out = []
+    for remedy in value if isinstance(value, list) else []:
+        if not isinstance(remedy, Mapping):
+            continue
+        saving = _int(remedy.get("saving_bytes"))
+        change = (
+            "-"
+            if saving is None
+            else f"{'saves' if saving >= 0 else 'costs'} {_bytes(abs(saving))}"
+        )
+        fits = _yes_no(remedy.get("fits"))
+        out.append((str(remedy.get("name")), _bytes(remedy.get("peak_bytes")), change, fits))
+    return tuple(out)
 
 
 def _item(finding: Finding, index: int, options: RenderOptions) -> _Item:

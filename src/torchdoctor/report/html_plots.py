@@ -17,9 +17,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchdoctor.findings import Report
-from torchdoctor.report.svg import Bars, Line, Marker, bar_chart, downsample, line_plot
+from torchdoctor.report.svg import (
+    Bars,
+    Limit,
+    Line,
+    Marker,
+    Stack,
+    bar_chart,
+    downsample,
+    line_plot,
+    stacked_bars,
+)
 
-__all__ = ["POINTS_PER_LINE", "Figure", "figures"]
+__all__ = ["POINTS_PER_LINE", "Figure", "figures", "forecast_figure"]
 
 POINTS_PER_LINE = 600  # per line of a figure: readable, and a 10,000-step run stays small
 MAX_LINES = 6  # a figure with more module groups shows the largest ones
@@ -183,6 +193,37 @@ def _grad_norm_bars(value: Any) -> Figure | None:
     title = "Gradient norm per layer (one training step)"
     svg = bar_chart(title, Bars([k for k, _ in items], [v for _, v in items]), note=note)
     return Figure(title, svg)
+
+
+def forecast_figure(
+    segments: Sequence[tuple[str, str]],
+    points: Sequence[tuple[int, Mapping[str, float], float, bool]],
+    device_memory: float | None,
+    usable_bytes: float | None,
+) -> Figure:
+    """The memory forecast as one stacked bar per batch size: ``segments`` are the
+    breakdown's (key, label) pairs, ``points`` (batch size, breakdown, peak, does not
+    fit); the device's memory is a solid line, the part a step may use a dashed one."""
+    title = "Peak memory of one training step, by batch size"
+    peak = max([p[2] for p in points] + [device_memory or 0.0, usable_bytes or 0.0])
+    unit = next(((name, float(size)) for name, size in _UNITS if peak >= size), ("B", 1.0))
+    rows = [
+        Stack(f"batch {size}", [_float(parts.get(key, 0)) for key, _ in segments], bad, total)
+        for size, parts, total, bad in points
+    ]
+    limits = []
+    if device_memory:
+        limits.append(Limit("device memory", float(device_memory)))
+    if usable_bytes and usable_bytes != device_memory:
+        limits.append(Limit("usable by a step", float(usable_bytes), dashed=True))
+    from torchdoctor.report.memory_text import format_bytes
+
+    labels = [label for _, label in segments]
+    svg = stacked_bars(title, labels, rows, limits, unit=unit, value_text=format_bytes)
+    return Figure(title, svg)
+
+
+_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
 
 def _float(value: Any) -> float:

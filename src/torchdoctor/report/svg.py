@@ -9,11 +9,22 @@ by :func:`downsample`, which keeps each bucket's minimum and maximum so that a s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-__all__ = ["Bars", "Line", "Marker", "bar_chart", "downsample", "line_plot", "nice_ticks"]
+__all__ = [
+    "Bars",
+    "Limit",
+    "Line",
+    "Marker",
+    "Stack",
+    "bar_chart",
+    "downsample",
+    "line_plot",
+    "nice_ticks",
+    "stacked_bars",
+]
 
 WIDTH, HEIGHT = 640, 236
 _LEFT, _RIGHT, _TOP, _BOTTOM = 62, 14, 50, 30
@@ -45,6 +56,26 @@ class Bars:
 
     labels: Sequence[str]
     values: Sequence[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    """One row of a stacked bar chart: its label, one value per segment, and the total
+    written at its end (the sum of its values when not given)."""
+
+    label: str
+    values: Sequence[float]
+    bad: bool = False
+    total: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """A vertical line across a stacked bar chart at ``value`` (a memory limit)."""
+
+    label: str
+    value: float
+    dashed: bool = False
 
 
 def downsample(
@@ -215,6 +246,96 @@ def bar_chart(title: str, bars: Bars, *, log_x: bool = True, note: str = "") -> 
         else:
             parts.append(_text(left + 4, y + 13, _format(value), "start", "bad"))
     return "".join(parts) + "</svg>"
+
+
+def stacked_bars(
+    title: str,
+    segments: Sequence[str],
+    rows: Sequence[Stack],
+    limits: Sequence[Limit] = (),
+    *,
+    unit: tuple[str, float] = ("", 1.0),
+    value_text: Callable[[float], str] | None = None,
+    note: str = "",
+) -> str:
+    """Horizontal bars made of ``segments`` (one colour each, with a legend), one per row,
+    on a linear axis from zero, with ``limits`` drawn as vertical lines.
+
+    ``unit`` is a name and a divisor for the labels (``("GiB", 2**30)``). A row marked
+    ``bad`` has its label in the error colour; non-finite or negative values count as zero.
+    ``value_text`` writes a value (a segment's tooltip, a row's total), in ``unit`` if not
+    given.
+    """
+    row_height = 22
+    top = _TOP + (12 if note else 0)
+    bottom = top + row_height * max(len(rows), 1)
+    height = bottom + _BOTTOM + 12 * len(limits)
+    left, right = 90, WIDTH - _RIGHT - 70
+    parts = [_open(title, height)]
+    if note:
+        parts.append(_text(_LEFT, 28, note, "start", "muted"))
+    cleaned = [[v if math.isfinite(v) and v > 0 else 0.0 for v in row.values] for row in rows]
+    totals = [sum(values) for values in cleaned]
+    high = max([*totals, *(lim.value for lim in limits if math.isfinite(lim.value))], default=0)
+    if not rows or high <= 0:
+        parts.append(_text(WIDTH / 2, height / 2, "no positive values", "middle", "muted"))
+        return "".join(parts) + "</svg>"
+    name, divisor = unit
+
+    def written(value: float) -> str:
+        return value_text(value) if value_text else f"{_format(value / divisor)} {name}".strip()
+
+    ticks = [t * divisor for t in nice_ticks(0.0, high / divisor, 5)]
+    scale = _Scale(0.0, max(high, ticks[-1] if ticks else high), left, right, False)
+    for tick in ticks:
+        x = scale(tick)
+        parts.append(f'<path class="grid" d="M{x} {top}V{bottom}"/>')
+        shown = f"{_format(tick / divisor)} {name}" if tick else "0"
+        parts.append(_text(x, bottom + 14, shown.strip(), "middle", "label"))
+    parts += _stack_legend(segments, top)
+    for index, (row, values, total) in enumerate(zip(rows, cleaned, totals, strict=False)):
+        y = top + index * row_height
+        parts.append(_text(left - 6, y + 15, row.label, "end", "bad" if row.bad else "label"))
+        start = float(left)
+        for segment, value in enumerate(values):
+            if value <= 0:
+                continue
+            end = scale(scale.low + value) - left + start
+            label = segments[segment] if segment < len(segments) else ""
+            parts.append(
+                f'<rect class="segment" x="{start:.1f}" y="{y + 4}" '
+                f'width="{max(end - start, 0.5):.1f}" height="{row_height - 8}" '
+                f'fill="{PALETTE[segment % len(PALETTE)]}"><title>'
+                f"{escape(label)}: {escape(written(value))}</title></rect>"
+            )
+            start = end
+        shown = written(total if row.total is None else row.total)
+        kind = "bad" if row.bad else "label"
+        parts.append(_text(start + 4, y + 15, shown, "start", kind))
+    for index, lim in enumerate(limits):
+        if not math.isfinite(lim.value) or lim.value <= 0:
+            continue
+        x = scale(lim.value)
+        dash = ' stroke-dasharray="4 3"' if lim.dashed else ""
+        parts.append(
+            f'<g class="limit"><path d="M{x} {top - 4}V{bottom}"{dash}/>'
+            f"<title>{escape(lim.label)}</title></g>"
+        )
+        anchor = "end" if x > (left + right) / 2 else "start"
+        parts.append(_text(x, bottom + 28 + 12 * index, lim.label, anchor, "limit-label"))
+    parts.append(f'<path class="axis" d="M{left} {top}V{bottom}"/>')
+    return "".join(parts) + "</svg>"
+
+
+def _stack_legend(segments: Sequence[str], top: int) -> list[str]:
+    parts = []
+    x: float = _LEFT
+    for index, segment in enumerate(segments):
+        colour = PALETTE[index % len(PALETTE)]
+        parts.append(f'<rect x="{x:.1f}" y="{top - 14}" width="10" height="8" fill="{colour}"/>')
+        parts.append(_text(x + 13, top - 7, segment, "start", "legend"))
+        x += 22 + 6.2 * len(segment)
+    return parts
 
 
 def _open(title: str, height: int = HEIGHT) -> str:
