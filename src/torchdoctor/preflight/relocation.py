@@ -91,25 +91,55 @@ def _tensors(values: Any) -> list[Any]:
 def _guard_mode(trace: ForwardTrace, attributes: dict[int, str]) -> Any:
     from torch.overrides import TorchFunctionMode
 
+    # Where each CPU tensor made inside the forward was created (by id; the tensors are
+    # kept alive for the forward's duration so that ids stay unique).
+    created: dict[int, tuple[Any, Location]] = {}
+
     class _DeviceGuard(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (),
                                kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             name = getattr(func, "__name__", "")
+            tensors = _tensors((*args, *kwargs.values()))
             if name not in _ALLOWED:
-                tensors = _tensors((*args, *kwargs.values()))
                 on_meta = any(t.device.type == "meta" for t in tensors)
                 stray = next((t for t in tensors if t.device.type == "cpu" and t.dim() > 0),
                              None)
                 if on_meta and stray is not None:
-                    raise _Found(_describe(name, stray, trace, attributes))
-            return func(*args, **kwargs)
+                    origin = created.get(id(stray))
+                    raise _Found(_describe(name, stray, trace, attributes,
+                                           origin[1] if origin is not None else None))
+            result = func(*args, **kwargs)
+            _remember_creation(result, tensors, created, trace)
+            return result
 
     return _DeviceGuard()
 
 
-def _describe(name: str, stray: Any, trace: ForwardTrace, attributes: dict[int, str]
-              ) -> StrayTensor:
+def _remember_creation(result: Any, inputs: list[Any], created: dict[int, tuple[Any, Location]],
+                       trace: ForwardTrace) -> None:
+    """Record where a CPU tensor made inside the forward comes from: the user's line of a
+    factory call (``torch.arange(n)``), inherited by the CPU tensors computed from it."""
+    import torch
+
+    if not isinstance(result, torch.Tensor) or result.device.type != "cpu":
+        return
+    parent = next((created[id(t)] for t in inputs if id(t) in created), None)
+    if parent is not None:
+        created[id(result)] = (result, parent[1])
+    elif not inputs:
+        frame = user_frame(traceback.extract_stack(), inside_model=True)
+        if frame is not None:
+            module = trace.current_module
+            created[id(result)] = (result, Location(
+                path=frame.filename, line=frame.lineno, snippet=frame.line or None,
+                object=(module or type(trace.model).__name__) if module is not None else None))
+
+
+def _describe(name: str, stray: Any, trace: ForwardTrace, attributes: dict[int, str],
+              created_at: Location | None = None) -> StrayTensor:
+    if created_at is not None:  # the line that made the tensor, not the one that used it
+        return StrayTensor(name, tuple(stray.shape), attributes.get(id(stray)), created_at)
     frame = user_frame(traceback.extract_stack(), inside_model=True)
     module = trace.current_module
     display = (module or type(trace.model).__name__) if module is not None else None

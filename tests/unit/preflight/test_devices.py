@@ -58,7 +58,8 @@ def test_tensor_created_on_cpu_in_forward_is_found_without_a_gpu() -> None:
     report = run(PositionModel(device_aware=False), _ids(), nn.CrossEntropyLoss(), "TD101")
     [found] = report.by_code("TD101")
     assert found.location.path.endswith("test_devices.py")
-    assert "self.positions(positions)" in (found.location.snippet or "")
+    # the line that creates the tensor, not the line that uses it or calls the forward
+    assert "torch.arange(ids.shape[1])" in (found.location.snippet or "")
     assert "`embedding`" in found.message and "created on the CPU" in found.message
     assert found.severity is Severity.WARNING
 
@@ -166,3 +167,23 @@ def test_a_forward_that_fails_on_devices_is_reported_not_raised() -> None:
     [found] = report.by_code("TD101")
     assert "tensors on different devices met" in found.message
     assert found.location.path.endswith("test_devices.py") and found.location.object == "Broken"
+
+
+class ScaledPositions(nn.Module):
+    """A CPU tensor made in forward, transformed twice, then added to the activations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.proj = nn.Linear(8, 3)
+
+    def forward(self, x):
+        offsets = torch.arange(x.shape[1]).float()  # created-here
+        scaled = (offsets / 10.0).unsqueeze(-1)
+        return self.proj(x + scaled).mean(1)
+
+
+def test_a_cpu_tensor_computed_from_one_made_in_forward_points_at_its_creation() -> None:
+    batch = torch.randn(4, 5, 8), torch.randint(0, 3, (4,))
+    [found] = run(ScaledPositions(), batch, nn.CrossEntropyLoss(), "TD101").by_code("TD101")
+    assert "# created-here" in (found.location.snippet or "")
