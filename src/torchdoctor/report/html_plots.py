@@ -219,11 +219,28 @@ def forecast_figure(
     from torchdoctor.report.memory_text import format_bytes
 
     labels = [label for _, label in segments]
-    svg = stacked_bars(title, labels, rows, limits, unit=unit, value_text=format_bytes)
+    svg = stacked_bars(
+        title,
+        labels,
+        rows,
+        limits,
+        unit=unit,
+        value_text=format_bytes,
+        colours=[_PART_COLOURS.get(key, "#9ca3af") for key, _ in segments],
+    )
     return Figure(title, svg)
 
 
 _UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+# One colour per part of the breakdown, whichever parts a forecast has.
+_PART_COLOURS = {
+    "parameters": "#2563eb",
+    "gradients": "#dc2626",
+    "optimizer_state": "#16a34a",
+    "activations": "#9333ea",
+    "temporaries": "#ea580c",
+    "batch": "#0891b2",
+}
 
 
 def _float(value: Any) -> float:

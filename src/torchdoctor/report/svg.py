@@ -256,6 +256,7 @@ def stacked_bars(
     *,
     unit: tuple[str, float] = ("", 1.0),
     value_text: Callable[[float], str] | None = None,
+    colours: Sequence[str] = (),
     note: str = "",
 ) -> str:
     """Horizontal bars made of ``segments`` (one colour each, with a legend), one per row,
@@ -264,8 +265,11 @@ def stacked_bars(
     ``unit`` is a name and a divisor for the labels (``("GiB", 2**30)``). A row marked
     ``bad`` has its label in the error colour; non-finite or negative values count as zero.
     ``value_text`` writes a value (a segment's tooltip, a row's total), in ``unit`` if not
-    given.
+    given. ``colours`` gives each segment its colour (the palette's, in order, if not).
     """
+    colours = [
+        colours[i] if i < len(colours) else PALETTE[i % len(PALETTE)] for i in range(len(segments))
+    ]
     row_height = 22
     top = _TOP + (12 if note else 0)
     bottom = top + row_height * max(len(rows), 1)
@@ -292,7 +296,7 @@ def stacked_bars(
         parts.append(f'<path class="grid" d="M{x} {top}V{bottom}"/>')
         shown = f"{_format(tick / divisor)} {name}" if tick else "0"
         parts.append(_text(x, bottom + 14, shown.strip(), "middle", "label"))
-    parts += _stack_legend(segments, top)
+    parts += _stack_legend(segments, colours, top)
     for index, (row, values, total) in enumerate(zip(rows, cleaned, totals, strict=False)):
         y = top + index * row_height
         parts.append(_text(left - 6, y + 15, row.label, "end", "bad" if row.bad else "label"))
@@ -305,7 +309,7 @@ def stacked_bars(
             parts.append(
                 f'<rect class="segment" x="{start:.1f}" y="{y + 4}" '
                 f'width="{max(end - start, 0.5):.1f}" height="{row_height - 8}" '
-                f'fill="{PALETTE[segment % len(PALETTE)]}"><title>'
+                f'fill="{colours[segment] if segment < len(colours) else PALETTE[0]}"><title>'
                 f"{escape(label)}: {escape(written(value))}</title></rect>"
             )
             start = end
@@ -327,11 +331,10 @@ def stacked_bars(
     return "".join(parts) + "</svg>"
 
 
-def _stack_legend(segments: Sequence[str], top: int) -> list[str]:
+def _stack_legend(segments: Sequence[str], colours: Sequence[str], top: int) -> list[str]:
     parts = []
     x: float = _LEFT
-    for index, segment in enumerate(segments):
-        colour = PALETTE[index % len(PALETTE)]
+    for segment, colour in zip(segments, colours, strict=False):
         parts.append(f'<rect x="{x:.1f}" y="{top - 14}" width="10" height="8" fill="{colour}"/>')
         parts.append(_text(x + 13, top - 7, segment, "start", "legend"))
         x += 22 + 6.2 * len(segment)

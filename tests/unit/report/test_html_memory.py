@@ -214,3 +214,17 @@ def test_the_sections_need_no_script_and_no_network() -> None:
     lowered = page.lower()
     assert "<script" not in lowered and not re.search(r"\bsrc\s*=", lowered)
     assert "http://" not in lowered and "https://" not in lowered and "url(" not in lowered
+
+
+def test_each_part_keeps_its_colour_whichever_parts_are_present() -> None:
+    def colour_of(point: dict, part: str) -> str:
+        section = _section(
+            _page({"forecast": [point], "forecast_detail": DETAIL}), "memory-forecast"
+        )
+        found = re.search(rf'fill="(#[0-9a-f]{{6}})"><title>{part}:', section)
+        assert found, part
+        return found.group(1)
+
+    full = _point(8, True)
+    sparse = {**full, "breakdown": {"activations": GIB}}
+    assert colour_of(full, "activations") == colour_of(sparse, "activations")
