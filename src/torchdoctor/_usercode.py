@@ -247,13 +247,17 @@ def user_code_error(
 def call_user(stage: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call user code; its exceptions become :class:`UserCodeError` naming ``stage``.
 
-    ``KeyboardInterrupt`` passes through untouched so Ctrl-C stops the command.
+    ``KeyboardInterrupt`` passes through untouched so Ctrl-C stops the command, and so does
+    an exception of ours marked ``torchdoctor_passthrough`` (a check probe's timeout). Any
+    other ``BaseException`` (a user's own subclass) is the user's error, like an exception.
     """
     try:
         return function(*args, **kwargs)
-    except UserCodeError:
+    except (UserCodeError, KeyboardInterrupt, GeneratorExit):
         raise
-    except (Exception, SystemExit) as error:  # noqa: BLE001 - whatever the user's code raises
+    except BaseException as error:  # noqa: BLE001 - whatever the user's code raises
+        if getattr(error, "torchdoctor_passthrough", False):
+            raise
         raise user_code_error(stage, error) from error
 
 

@@ -35,6 +35,8 @@ _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class ProbeTimeout(BaseException):  # noqa: N818 - named for what happened, like SystemExit
     """A probe ran past its budget; raised inside the user's code by the timer."""
 
+    torchdoctor_passthrough = True  # not the user's error: call_user lets it through
+
     def __init__(self, waiting: str) -> None:
         super().__init__(waiting)
         self.waiting = waiting

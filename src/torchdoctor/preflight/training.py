@@ -102,9 +102,28 @@ def deep_copy(objects: Any, modules: Iterable[Any], *, memo: dict[int, Any] | No
             if isinstance(value, torch.Tensor) and value.grad_fn is not None:
                 memo.setdefault(id(value), (computed or _detached)(value))
     try:
-        return copy.deepcopy(objects, memo)
+        copied = copy.deepcopy(objects, memo)
+        _restore_dropped_state(torch, objects, copied, memo)
+        return copied
     except (RuntimeError, TypeError, AttributeError, copy.Error) as error:
         raise CopyUnavailable(f"{type(error).__name__}: {error}") from error
+
+
+def _restore_dropped_state(torch: Any, objects: Any, copied: Any, memo: dict[int, Any]
+                           ) -> None:
+    """``Optimizer.__getstate__`` keeps only defaults, state and param_groups, so a deep
+    copy of LBFGS (``_params``, ``_numel_cache``) or of a user's optimizer with its own
+    attributes lacks them; they are copied over with the same memo (the same parameter
+    copies)."""
+    pairs = zip(objects, copied, strict=False) if isinstance(objects, (tuple, list)) \
+        else [(objects, copied)]
+    for original, twin in pairs:
+        if isinstance(original, torch.optim.Optimizer) and twin is not original:
+            for name, value in vars(original).items():
+                # Data only: a wrapped ``step`` a scheduler left on the instance would
+                # still call the user's optimizer.
+                if name not in vars(twin) and not callable(value):
+                    setattr(twin, name, copy.deepcopy(value, memo))
 
 
 def _detached(tensor: Any) -> Any:

@@ -29,15 +29,20 @@ _THRESHOLDS = {"cuda": (16 * MIB, 0.05), "rss": (48 * MIB, 0.10)}  # absolute, r
 _SYNC_EVERY = 4  # count syncs during one step every this many sampled steps (CUDA)
 
 
-_STATM: list[int] = []  # a kept file descriptor: reopening procfs costs ~50 us a read
+# A kept file descriptor and the process that opened it: reopening procfs costs ~50 us a
+# read, and a forked child must not read its parent's /proc/self (it names the opener).
+_STATM: list[tuple[int, int]] = []
 
 
 def resident_bytes() -> int | None:
     """Current resident memory of this process (peak RSS where "current" is unknown)."""
     try:
+        pid = os.getpid()
+        if _STATM and _STATM[0][0] != pid:
+            os.close(_STATM.pop()[1])  # the parent's, inherited by fork
         if not _STATM:
-            _STATM.append(os.open("/proc/self/statm", os.O_RDONLY))
-        return int(os.pread(_STATM[0], 128, 0).split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            _STATM.append((pid, os.open("/proc/self/statm", os.O_RDONLY)))
+        return int(os.pread(_STATM[0][1], 128, 0).split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError, AttributeError):
         pass
     try:
