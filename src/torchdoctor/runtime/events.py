@@ -176,8 +176,10 @@ class EventHandlers:
         self.m.dispatch.call("on_backward", BackwardEvent(
             loss, site, index, self.global_step,
             None if retain_graph is None else bool(retain_graph)))
-        self.manual.backward(index, sum(state.steps for state in self._states.values()),
-                             any("event" in state.extra for state in self._states.values()))
+        if self.manual.due(index):
+            states = self._states.values()
+            self.manual.backward(index, sum(state.steps for state in states),
+                                 any("event" in state.extra for state in states))
 
     def _caller(self) -> CallSite:
         """Where backward() was called from; one CallSite object per file and line.
@@ -343,6 +345,12 @@ class ManualUpdates:
         self.checks = 0
         self._previous: tuple[int, tuple[int, ...], list[float]] | None = None
 
+    @staticmethod
+    def due(index: int) -> bool:
+        """Whether backward pass ``index`` is one where parameters are read."""
+        return index > 0 and (index & (index - 1) == 0 and index <= _MANUAL_DENSE
+                              or index % _MANUAL_DENSE == 0)
+
     def backward(self, index: int, steps: int, in_step: bool = False) -> None:
         """Before backward pass ``index``, with ``steps`` optimizer steps so far.
 
@@ -352,8 +360,7 @@ class ManualUpdates:
         if in_step:
             self._previous = None
             return
-        if not (index & (index - 1) == 0 and index <= _MANUAL_DENSE
-                or index % _MANUAL_DENSE == 0) or not index:
+        if not self.due(index):
             return
         params = [p for model in self.m.registry.models for p in model.inner.parameters()
                   if p.requires_grad and p.numel()][:_MANUAL_PARAMS]

@@ -28,6 +28,7 @@ _COLLAPSED = 0.01        # the learning rate below this share of its start
 _WITHIN_STEPS = 300      # ... this early in the run
 _PER_BATCH = 0.8         # scheduler calls per optimizer step that mean "every batch"
 _MIN_STEPS = 10
+_COSINE = "CosineAnnealingLR"
 
 
 def schedulers_of(optimizer: Any) -> list[Any]:
@@ -49,9 +50,10 @@ class _Suspect:
 
     scheduler: Any  # a weak reference: a scheduler local to a function may be gone
     name: str
-    calls: int
-    step: int
+    calls: int      # its calls when the learning rate collapsed
+    step: int       # the optimizer's step then
     t_max: int | None
+    confirmed: bool  # a cosine is confirmed once it runs past its period
 
 
 @detector("TD615", depth=Depth.RUN)
@@ -60,44 +62,41 @@ class EpochSchedulerPerBatch(RuntimeDetector):
 
     def __init__(self) -> None:
         self._start: dict[int, float] = {}       # optimizer key -> lr at its first step
-        self._steps: dict[int, int] = {}
         self._suspects: dict[int, list[_Suspect]] = {}
-
-    def on_step_begin(self, event: StepEvent) -> None:
-        if event.step == 1:
-            lr = event.optimizer.optimizer.param_groups[0].get("lr")
-            if isinstance(lr, (int, float)):
-                self._start[id(event.optimizer)] = float(lr)
 
     def on_step_end(self, event: StepEvent) -> None:
         key = id(event.optimizer)
-        self._steps[key] = event.step
-        if key in self._suspects or event.step > _WITHIN_STEPS or key not in self._start:
+        suspects = self._suspects.get(key)
+        if suspects is not None:
+            for suspect in suspects:  # a cosine is judged once it runs past its period
+                if suspect.t_max is not None and not suspect.confirmed:
+                    alive = suspect.scheduler()
+                    suspect.confirmed = alive is not None and int(alive.last_epoch) > int(
+                        suspect.t_max)
+            return
+        if event.step > _WITHIN_STEPS:
             return
         lr = event.optimizer.optimizer.param_groups[0].get("lr")
+        if event.step == 1 and isinstance(lr, (int, float)):
+            self._start[key] = float(lr)  # schedulers step after the optimizer: still lr0
+        if event.step < _MIN_STEPS or key not in self._start:
+            return
         start = self._start[key]
         if isinstance(lr, (int, float)) and start > 0 and lr < _COLLAPSED * start:
             self._suspects[key] = [
-                _Suspect(weakref.ref(scheduler), type(scheduler).__name__,
-                         int(getattr(scheduler, "last_epoch", 0)), event.step,
-                         getattr(scheduler, "T_max", None))
+                _Suspect(weakref.ref(scheduler), name, calls, event.step,
+                         getattr(scheduler, "T_max", None) if name == _COSINE else None,
+                         name != _COSINE)
                 for scheduler in schedulers_of(event.optimizer.optimizer)
-                if type(scheduler).__name__ in _EPOCH_SCHEDULERS]
+                if (name := type(scheduler).__name__) in _EPOCH_SCHEDULERS
+                and (calls := int(getattr(scheduler, "last_epoch", 0))) >= _PER_BATCH * event.step]
 
     def on_finish(self, report: Any) -> None:
         for info in self.monitor.optimizers:
-            key = id(info)
-            for suspect in self._suspects.get(key, []):
-                alive = suspect.scheduler()
-                calls = int(getattr(alive, "last_epoch", suspect.calls)) if alive is not None \
-                    else suspect.calls
-                steps = self._steps.get(key, suspect.step) if alive is not None else suspect.step
-                if steps < _MIN_STEPS or calls < _PER_BATCH * steps:
-                    continue
-                if suspect.name == "CosineAnnealingLR" and calls <= int(suspect.t_max or 0):
-                    continue  # a cosine over the run's iterations is a per-batch schedule
-                self._emit(info, suspect.name, suspect.step, calls, steps)
-                break
+            confirmed = [s for s in self._suspects.get(id(info), []) if s.confirmed]
+            if confirmed:
+                first = confirmed[0]
+                self._emit(info, first.name, first.step, first.calls, first.step)
 
     def _emit(self, info: Any, name: str, step: int, calls: int, steps: int) -> None:
         start = self._start.get(id(info), 0.0)
@@ -116,3 +115,4 @@ class EpochSchedulerPerBatch(RuntimeDetector):
             evidence={"scheduler": name, "scheduler_steps": calls, "optimizer_steps": steps,
                       "lr_start": start, "collapsed_at_step": step},
         ))
+
