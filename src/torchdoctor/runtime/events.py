@@ -363,7 +363,8 @@ class ManualUpdates:
         if not self.due(index):
             return
         params = [p for model in self.m.registry.models for p in model.inner.parameters()
-                  if p.requires_grad and p.numel()][:_MANUAL_PARAMS]
+                  if p.requires_grad and p.numel() and p.is_floating_point()
+                  and p.device.type != "meta"][:_MANUAL_PARAMS]
         if not params:
             return
         torch = self.m.torch
