@@ -24,9 +24,15 @@ __all__ = ["checked_output", "target_file", "write_atomic"]
 _SOURCE_SUFFIXES = (".py", ".pyi")
 
 
-def checked_output(path: Path | str | None, option: str, *,
-                   inputs: Iterable[Path | str | None] = (), input_dirs: Iterable[Path] = (),
-                   refuse_existing: bool = False, force: bool = False) -> Path | None:
+def checked_output(
+    path: Path | str | None,
+    option: str,
+    *,
+    inputs: Iterable[Path | str | None] = (),
+    input_dirs: Iterable[Path] = (),
+    refuse_existing: bool = False,
+    force: bool = False,
+) -> Path | None:
     """``path`` made absolute, or a :class:`UsageError` saying why it cannot be written.
 
     Args:
@@ -52,14 +58,18 @@ def checked_output(path: Path | str | None, option: str, *,
     exists = absolute.exists()
     for source in inputs:
         if source is not None and _same_file(absolute, Path(source)):
-            raise UsageError(f"{option} {given} names an input ({source}); writing there "
-                             "would overwrite it: choose another file")
+            raise UsageError(
+                f"{option} {given} names an input ({source}); writing there "
+                "would overwrite it: choose another file"
+            )
     if exists and absolute.suffix in _SOURCE_SUFFIXES:
         real = absolute.resolve()
         for folder in input_dirs:
             if folder.is_dir() and real.is_relative_to(folder.resolve()):
-                raise UsageError(f"{option} {given} names a Python file inside {folder}, "
-                                 "which is read as input: choose another file")
+                raise UsageError(
+                    f"{option} {given} names a Python file inside {folder}, "
+                    "which is read as input: choose another file"
+                )
     if exists and refuse_existing and not force:
         raise UsageError(f"{option} {given} exists; pass --force to replace it")
     return absolute
@@ -87,8 +97,9 @@ def write_atomic(path: Path, text: str) -> None:
     A symlink is written through: its target is replaced, the link stays.
     """
     target = path.resolve() if path.is_symlink() else path
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                             dir=target.parent)
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+    )
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

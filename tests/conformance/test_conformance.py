@@ -26,29 +26,49 @@ CASES = Path(__file__).parent / "cases"
 ROOT = Path(__file__).resolve().parents[2]
 
 RUNS = [
-    ("save_model.py",), ("deepcopy_model.py",), ("pickle_optimizer.py",),
-    ("compile_model.py",), ("jit_model.py",), ("data_parallel.py",), ("user_hooks.py",),
-    ("dtypes.py",), ("sparse_gradients.py",), ("lbfgs_closure.py",),
-    ("warning_filters.py",), ("change_directory.py",), ("path_edits.py", "--flag", "x"),
+    ("save_model.py",),
+    ("deepcopy_model.py",),
+    ("pickle_optimizer.py",),
+    ("compile_model.py",),
+    ("jit_model.py",),
+    ("data_parallel.py",),
+    ("user_hooks.py",),
+    ("dtypes.py",),
+    ("sparse_gradients.py",),
+    ("lbfgs_closure.py",),
+    ("warning_filters.py",),
+    ("change_directory.py",),
+    ("path_edits.py", "--flag", "x"),
     ("fork_children.py",),
-    ("exits.py", "sys_exit_3"), ("exits.py", "sys_exit_message"), ("exits.py", "raise"),
-    ("exits.py", "os_exit"), ("exits.py", "sigterm"), ("exits.py", "sigint"),
+    ("exits.py", "sys_exit_3"),
+    ("exits.py", "sys_exit_message"),
+    ("exits.py", "raise"),
+    ("exits.py", "os_exit"),
+    ("exits.py", "sigterm"),
+    ("exits.py", "sigint"),
     ("exits.py", "own_handler"),
 ]
 
 
 def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
-           "PYTHONPATH": str(ROOT / "src")}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONPATH": str(ROOT / "src"),
+    }
     env.pop("PYTHONWARNINGS", None)
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=280, check=False)
+    return subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, env=env, timeout=280, check=False
+    )
 
 
 def written(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes()
-            for path in sorted(folder.rglob("*"))
-            if path.is_file() and "__pycache__" not in path.parts}
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
 
 
 def same_checkpoint(a: bytes, b: bytes) -> bool:
@@ -64,16 +84,25 @@ def same_checkpoint(a: bytes, b: bytes) -> bool:
 
 def same_value(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return (a.dtype == b.dtype and a.shape == b.shape and a.layout == b.layout
-                and (a.to_dense() if a.is_sparse else a).contiguous().view(torch.uint8).equal(
-                    (b.to_dense() if b.is_sparse else b).contiguous().view(torch.uint8)))
+        return (
+            a.dtype == b.dtype
+            and a.shape == b.shape
+            and a.layout == b.layout
+            and (a.to_dense() if a.is_sparse else a)
+            .contiguous()
+            .view(torch.uint8)
+            .equal((b.to_dense() if b.is_sparse else b).contiguous().view(torch.uint8))
+        )
     if isinstance(a, dict) and isinstance(b, dict):
         return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, torch.nn.Module) and isinstance(b, torch.nn.Module):
-        return (type(a) is type(b) and same_value(a.state_dict(), b.state_dict())
-                and len(a._forward_pre_hooks) == len(b._forward_pre_hooks))
+        return (
+            type(a) is type(b)
+            and same_value(a.state_dict(), b.state_dict())
+            and len(a._forward_pre_hooks) == len(b._forward_pre_hooks)
+        )
     return bool(a == b)
 
 
@@ -85,17 +114,31 @@ def test_the_script_behaves_the_same_under_run(case: tuple[str, ...], tmp_path: 
     shutil.copytree(CASES, watched_dir, ignore=ignore)
     plain = run([sys.executable, *case], plain_dir)
     report_file = tmp_path / "report.json"
-    watched = run([sys.executable, "-m", "torchdoctor.cli", "run", "--format", "json",
-                   "--report", str(report_file), *case], watched_dir)
+    watched = run(
+        [
+            sys.executable,
+            "-m",
+            "torchdoctor.cli",
+            "run",
+            "--format",
+            "json",
+            "--report",
+            str(report_file),
+            *case,
+        ],
+        watched_dir,
+    )
 
-    plain_out, plain_err = (text.replace(str(plain_dir), "<dir>")
-                            for text in (plain.stdout, plain.stderr))
-    out, err = (text.replace(str(watched_dir), "<dir>")
-                for text in (watched.stdout, watched.stderr))
+    plain_out, plain_err = (
+        text.replace(str(plain_dir), "<dir>") for text in (plain.stdout, plain.stderr)
+    )
+    out, err = (
+        text.replace(str(watched_dir), "<dir>") for text in (watched.stdout, watched.stderr)
+    )
     assert watched.returncode == plain.returncode, watched.stderr
     assert err == plain_err
     assert out.startswith(plain_out), (plain_out, out)
-    printed = out[len(plain_out):]
+    printed = out[len(plain_out) :]
     if case[1:] != ("os_exit",):  # os._exit skips the printed report, not the file
         assert json.loads(printed)["command"] == "run"
     report = json.loads(report_file.read_text(encoding="utf-8"))

@@ -29,9 +29,16 @@ def torchdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "torchdoctor.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, env=env, timeout=TIME_BUDGET,
-                          preexec_fn=limits, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIME_BUDGET,
+        preexec_fn=limits,
+        check=False,
+    )
 
 
 def assert_clean(result: subprocess.CompletedProcess[str], *, codes: tuple[int, ...]) -> None:
@@ -70,12 +77,15 @@ def test_lint_a_huge_file_is_skipped_by_the_size_cap(tmp_path: Path) -> None:
     assert "max-file-size" in result.stdout
 
 
-@pytest.mark.parametrize("source", [
-    "x = " + "(" * 100_000 + "1" + ")" * 100_000 + "\n",
-    "x = " + "[" * 5_000 + "]" * 5_000 + "\n",
-    "if x:\n" + "".join(" " * i + "if x:\n" for i in range(1, 200)) + " " * 200 + "pass\n",
-    "\0\xff garbage",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = " + "(" * 100_000 + "1" + ")" * 100_000 + "\n",
+        "x = " + "[" * 5_000 + "]" * 5_000 + "\n",
+        "if x:\n" + "".join(" " * i + "if x:\n" for i in range(1, 200)) + " " * 200 + "pass\n",
+        "\0\xff garbage",
+    ],
+)
 def test_lint_deep_or_binary_sources(tmp_path: Path, source: str) -> None:
     (tmp_path / "odd.py").write_text(source, encoding="utf-8", errors="surrogateescape")
     assert_clean(torchdoctor("lint", "odd.py", cwd=tmp_path), codes=(0, 1))
@@ -84,13 +94,16 @@ def test_lint_deep_or_binary_sources(tmp_path: Path, source: str) -> None:
 # --- configuration ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("config", [
-    b'[tool.torchdoctor]\nselcet = ["TD2"]\n',
-    b'[tool.torchdoctor]\nrespect-gitignore = "no"\n',
-    b'[tool.torchdoctor]\nselect = ["XYZ"]\n',
-    b'[tool.torchdoctor]\nselect = ["TD2"] # \xff\xfe not UTF-8\n',
-    b'[tool.torchdoctor\nselect = \n',
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        b'[tool.torchdoctor]\nselcet = ["TD2"]\n',
+        b'[tool.torchdoctor]\nrespect-gitignore = "no"\n',
+        b'[tool.torchdoctor]\nselect = ["XYZ"]\n',
+        b'[tool.torchdoctor]\nselect = ["TD2"] # \xff\xfe not UTF-8\n',
+        b"[tool.torchdoctor\nselect = \n",
+    ],
+)
 def test_bad_configs_are_usage_errors(tmp_path: Path, config: bytes) -> None:
     (tmp_path / "pyproject.toml").write_bytes(config)
     (tmp_path / "t.py").write_text("x = 1\n", encoding="utf-8")
@@ -109,8 +122,7 @@ def test_an_unknown_selector_on_the_command_line(tmp_path: Path) -> None:
 def test_a_deep_baseline(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("x = 1\n", encoding="utf-8")
     (tmp_path / "base.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
-    assert_clean(torchdoctor("lint", "--baseline", "base.json", "t.py", cwd=tmp_path),
-                 codes=(2,))
+    assert_clean(torchdoctor("lint", "--baseline", "base.json", "t.py", cwd=tmp_path), codes=(2,))
 
 
 # --- outputs that name inputs -------------------------------------------------------------
@@ -118,17 +130,21 @@ def test_a_deep_baseline(tmp_path: Path) -> None:
 SCRIPT = "import torch\nprint('ran')\n"
 
 
-@pytest.mark.parametrize("command", [
-    ("lint", "t.py", "-o", "t.py"),
-    ("lint", ".", "-o", "t.py"),
-    ("run", "--report", "t.py", "t.py"),
-    ("run", "--report", "missing/r.json", "t.py"),
-    ("check", "t.py:make", "-o", "t.py"),
-    ("ckpt", "c.pt", "--write-remapped", "c.pt"),
-    ("ckpt", "c.pt", "--write-remapped", "d.pt"),
-])
-def test_outputs_that_would_overwrite_inputs_are_refused(tmp_path: Path,
-                                                         command: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("lint", "t.py", "-o", "t.py"),
+        ("lint", ".", "-o", "t.py"),
+        ("run", "--report", "t.py", "t.py"),
+        ("run", "--report", "missing/r.json", "t.py"),
+        ("check", "t.py:make", "-o", "t.py"),
+        ("ckpt", "c.pt", "--write-remapped", "c.pt"),
+        ("ckpt", "c.pt", "--write-remapped", "d.pt"),
+    ],
+)
+def test_outputs_that_would_overwrite_inputs_are_refused(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
     (tmp_path / "t.py").write_text(SCRIPT, encoding="utf-8")
     (tmp_path / "c.pt").write_bytes(b"PK\x03\x04 not really")
     (tmp_path / "d.pt").write_bytes(b"existing")
@@ -149,9 +165,13 @@ def _base(tmp_path: Path) -> Path:
     return path
 
 
-def _rewrite(source: Path, target: Path, change: Callable[[str, bytes], bytes],
-             extra: dict[str, bytes] | None = None,
-             compression: int = zipfile.ZIP_STORED) -> None:
+def _rewrite(
+    source: Path,
+    target: Path,
+    change: Callable[[str, bytes], bytes],
+    extra: dict[str, bytes] | None = None,
+    compression: int = zipfile.ZIP_STORED,
+) -> None:
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", compression) as new:
         for info in old.infolist():
             new.writestr(info.filename, change(info.filename, old.read(info.filename)))
@@ -165,14 +185,16 @@ def _stride_zero(tmp_path: Path) -> None:
 
 
 def _zip_bomb(tmp_path: Path) -> None:
-    _rewrite(_base(tmp_path), tmp_path / "x.pt",
-             lambda name, data: b"\0" * (1 << 30) if name.endswith("data/0") else data,
-             compression=zipfile.ZIP_DEFLATED)
+    _rewrite(
+        _base(tmp_path),
+        tmp_path / "x.pt",
+        lambda name, data: b"\0" * (1 << 30) if name.endswith("data/0") else data,
+        compression=zipfile.ZIP_DEFLATED,
+    )
 
 
 def _traversal(tmp_path: Path) -> None:
-    _rewrite(_base(tmp_path), tmp_path / "x.pt", lambda name, data: data,
-             {"../../evil.txt": b"x"})
+    _rewrite(_base(tmp_path), tmp_path / "x.pt", lambda name, data: data, {"../../evil.txt": b"x"})
 
 
 def _lying_header(tmp_path: Path) -> None:
@@ -182,13 +204,13 @@ def _lying_header(tmp_path: Path) -> None:
     central = data.rfind(b"PK\x01\x02", 0, data.rfind(b"PK\x05\x06"))
     first = data.find(b"PK\x01\x02")
     for at in {central, first}:
-        data[at + 20:at + 28] = (1 << 31).to_bytes(4, "little") * 2
+        data[at + 20 : at + 28] = (1 << 31).to_bytes(4, "little") * 2
     (tmp_path / "x.pt").write_bytes(bytes(data))
 
 
 _PICKLES = {
     "stack_global": b"\x80\x04\x95\x1b\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06"
-                    b"system\x94\x93\x94\x8c\x02id\x94\x85\x94R\x94.",
+    b"system\x94\x93\x94\x8c\x02id\x94\x85\x94R\x94.",
     "global_reduce": b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.",
     "inst": b"(S'id'\nios\nsystem\n.",
     "obj": b"\x80\x02(cos\nsystem\nS'id'\no.",
@@ -200,19 +222,26 @@ _PICKLES = {
 def _pickle_in_zip(kind: str) -> Callable[[Path], None]:
     def build(tmp_path: Path) -> None:
         payload = _PICKLES[kind]
-        _rewrite(_base(tmp_path), tmp_path / "x.pt",
-                 lambda name, data: payload if name.endswith("data.pkl") else data)
+        _rewrite(
+            _base(tmp_path),
+            tmp_path / "x.pt",
+            lambda name, data: payload if name.endswith("data.pkl") else data,
+        )
+
     return build
 
 
 def _legacy_pickle(kind: str) -> Callable[[Path], None]:
     def build(tmp_path: Path) -> None:
         (tmp_path / "x.pt").write_bytes(_PICKLES[kind])
+
     return build
 
 
 CHECKPOINTS: dict[str, Callable[[Path], None]] = {
-    "stride-zero-view": _stride_zero, "zip-bomb": _zip_bomb, "path-traversal": _traversal,
+    "stride-zero-view": _stride_zero,
+    "zip-bomb": _zip_bomb,
+    "path-traversal": _traversal,
     "lying-header": _lying_header,
     **{f"zip-{kind}": _pickle_in_zip(kind) for kind in _PICKLES},
     **{f"legacy-{kind}": _legacy_pickle(kind) for kind in _PICKLES},

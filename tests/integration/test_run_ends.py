@@ -32,25 +32,35 @@ SCRIPT = textwrap.dedent("""
 
 def python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=240, check=False)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        check=False,
+    )
 
 
 def write(tmp_path: Path, end: str) -> None:
     (tmp_path / "s.py").write_text(SCRIPT.replace("END", end), encoding="utf-8")
 
 
-@pytest.mark.parametrize(("end", "status"), [
-    ("os.kill(os.getpid(), signal.SIGTERM)", -signal.SIGTERM),
-    ("os.kill(os.getpid(), signal.SIGHUP)", -signal.SIGHUP),
-    ("os._exit(3)", 3),
-])
-def test_the_report_file_survives_ends_without_unwinding(tmp_path: Path, end: str,
-                                                          status: int) -> None:
+@pytest.mark.parametrize(
+    ("end", "status"),
+    [
+        ("os.kill(os.getpid(), signal.SIGTERM)", -signal.SIGTERM),
+        ("os.kill(os.getpid(), signal.SIGHUP)", -signal.SIGHUP),
+        ("os._exit(3)", 3),
+    ],
+)
+def test_the_report_file_survives_ends_without_unwinding(
+    tmp_path: Path, end: str, status: int
+) -> None:
     write(tmp_path, end)
     plain = python("s.py", cwd=tmp_path)
-    watched = python("-m", "torchdoctor.cli", "run", "--report", "r.json", "s.py",
-                     cwd=tmp_path)
+    watched = python("-m", "torchdoctor.cli", "run", "--report", "r.json", "s.py", cwd=tmp_path)
     assert plain.returncode == watched.returncode == status
     assert "end" not in watched.stdout
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))

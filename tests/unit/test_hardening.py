@@ -46,14 +46,14 @@ def test_check_trains_a_closure_optimizer_without_internal_errors() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
     x = torch.randn(32, 4)
     optimizer = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=3)
-    report = torchdoctor.check(model, (x, x.sum(1, keepdim=True)), torch.nn.MSELoss(),
-                               optimizer)
+    report = torchdoctor.check(model, (x, x.sum(1, keepdim=True)), torch.nn.MSELoss(), optimizer)
     assert "TD001" not in report.codes()
     assert optimizer.state_dict()["state"] == {}  # the user's optimizer never stepped
 
 
-@pytest.mark.skipif(not (hasattr(os, "fork") and os.path.exists("/proc/self/statm")),
-                    reason="needs fork and procfs")
+@pytest.mark.skipif(
+    not (hasattr(os, "fork") and os.path.exists("/proc/self/statm")), reason="needs fork and procfs"
+)
 def test_resident_memory_is_read_for_the_forked_child_itself() -> None:
     from torchdoctor.runtime.detectors.memory import resident_bytes
 

@@ -12,7 +12,8 @@ from torchdoctor.outputs import checked_output, target_file, write_atomic
 
 
 def test_a_fresh_file_in_an_existing_directory_is_accepted_and_made_absolute(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = checked_output(Path("report.json"), "--output")
     assert path == tmp_path / "report.json" and path.is_absolute()

@@ -98,11 +98,13 @@ def load_checkpoint(path: str | Path, *, trust: bool = False) -> LoadedCheckpoin
     scan = _scan(file, fmt)
     unsafe = _unsafe_globals(file, fmt, scan)
     if unsafe and not trust:
-        return LoadedCheckpoint(file, fmt, size, None, unsafe_globals=unsafe,
-                                holds_module=scan.holds_module)
+        return LoadedCheckpoint(
+            file, fmt, size, None, unsafe_globals=unsafe, holds_module=scan.holds_module
+        )
     obj, locations, mapped = _torch_load(file, fmt, weights_only=not trust)
-    return LoadedCheckpoint(file, fmt, size, obj, locations, unsafe, scan.holds_module,
-                            mapped, trusted=trust)
+    return LoadedCheckpoint(
+        file, fmt, size, obj, locations, unsafe, scan.holds_module, mapped, trusted=trust
+    )
 
 
 def _readable_file(file: Path) -> Path:
@@ -131,8 +133,10 @@ def _sniff(file: Path) -> Format:
         return Format.TORCH_LEGACY
     if _looks_like_safetensors(file, head):
         return Format.SAFETENSORS
-    raise UsageError(f"{file} is not a PyTorch checkpoint (neither a torch.save zip archive, "
-                     "a legacy torch.save pickle, nor a safetensors file)")
+    raise UsageError(
+        f"{file} is not a PyTorch checkpoint (neither a torch.save zip archive, "
+        "a legacy torch.save pickle, nor a safetensors file)"
+    )
 
 
 def _looks_like_safetensors(file: Path, head: bytes) -> bool:
@@ -153,14 +157,23 @@ def _scan(file: Path, fmt: Format) -> PickleScan:
             if any(n.endswith("/constants.pkl") or "/code/" in n for n in names):
                 raise UsageError(
                     f"{file} is a TorchScript archive (torch.jit.save), not a checkpoint; "
-                    "load it with torch.jit.load, or save the model's state_dict instead")
+                    "load it with torch.jit.load, or save the model's state_dict instead"
+                )
             data = next((n for n in names if n.endswith("data.pkl")), None)
             if data is None:
-                raise UsageError(f"{file} is a zip archive without data.pkl: "
-                                 "not a torch.save checkpoint")
+                raise UsageError(
+                    f"{file} is a zip archive without data.pkl: not a torch.save checkpoint"
+                )
             return scan_pickle(io.BytesIO(archive.read(data)))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
-            pickle.UnpicklingError, RuntimeError) as err:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        OSError,
+        ValueError,
+        pickle.UnpicklingError,
+        RuntimeError,
+    ) as err:
         raise UsageError(f"{file} is truncated or corrupt: {_first_line(err)}") from None
     except MemoryError:
         raise UsageError(f"{file}: not enough memory to read its pickle") from None
@@ -182,36 +195,55 @@ def _check_members(file: Path, archive: zipfile.ZipFile) -> None:
         name = info.filename
         parts = name.replace("\\", "/").split("/")
         if name.startswith(("/", "\\")) or ".." in parts or len(parts) < 2 or ":" in parts[0]:
-            raise UsageError(f"{file} has a zip member outside its archive folder ({name!r}): "
-                             "not a torch.save checkpoint, and not safe to read")
+            raise UsageError(
+                f"{file} has a zip member outside its archive folder ({name!r}): "
+                "not a torch.save checkpoint, and not safe to read"
+            )
         tops.add(parts[0])
         if info.header_offset + info.compress_size > size:
-            raise UsageError(f"{file}: zip member {name!r} declares {info.compress_size} bytes "
-                             "beyond the end of the file (truncated or forged)")
+            raise UsageError(
+                f"{file}: zip member {name!r} declares {info.compress_size} bytes "
+                "beyond the end of the file (truncated or forged)"
+            )
         if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
-            raise UsageError(f"{file}: zip member {name!r} declares {info.file_size} bytes "
-                             f"but stores {info.compress_size} (a forged header)")
-        if (info.file_size > _RATIO_FLOOR
-                and info.file_size > _MAX_RATIO * max(info.compress_size, 1)):
-            raise UsageError(f"{file}: zip member {name!r} inflates {info.compress_size} bytes "
-                             f"to {info.file_size} (a zip bomb?); refused")
+            raise UsageError(
+                f"{file}: zip member {name!r} declares {info.file_size} bytes "
+                f"but stores {info.compress_size} (a forged header)"
+            )
+        if info.file_size > _RATIO_FLOOR and info.file_size > _MAX_RATIO * max(
+            info.compress_size, 1
+        ):
+            raise UsageError(
+                f"{file}: zip member {name!r} inflates {info.compress_size} bytes "
+                f"to {info.file_size} (a zip bomb?); refused"
+            )
         if name.endswith("data.pkl") and info.file_size > _PICKLE_LIMIT:
             raise UsageError(f"{file}: its pickle declares {info.file_size} bytes; refused")
     if len(tops) > 1:
-        raise UsageError(f"{file} has zip members in several top folders "
-                         f"({', '.join(sorted(tops)[:3])}): not a torch.save checkpoint")
+        raise UsageError(
+            f"{file} has zip members in several top folders "
+            f"({', '.join(sorted(tops)[:3])}): not a torch.save checkpoint"
+        )
 
 
 def _unsafe_globals(file: Path, fmt: Format, scan: PickleScan) -> tuple[str, ...]:
     torch = require_torch("torchdoctor ckpt")
-    if fmt is Format.TORCH_ZIP and hasattr(torch.serialization,
-                                           "get_unsafe_globals_in_checkpoint"):
+    if fmt is Format.TORCH_ZIP and hasattr(torch.serialization, "get_unsafe_globals_in_checkpoint"):
         try:
             found = set(torch.serialization.get_unsafe_globals_in_checkpoint(str(file)))
-        except (pickle.UnpicklingError, RuntimeError, ValueError, EOFError, KeyError,
-                IndexError, OSError) as error:
-            raise UsageError(f"{file} has a pickle torch cannot read as data: "
-                             f"{type(error).__name__}: {_first_line(error)}") from None
+        except (
+            pickle.UnpicklingError,
+            RuntimeError,
+            ValueError,
+            EOFError,
+            KeyError,
+            IndexError,
+            OSError,
+        ) as error:
+            raise UsageError(
+                f"{file} has a pickle torch cannot read as data: "
+                f"{type(error).__name__}: {_first_line(error)}"
+            ) from None
         return tuple(name for name in scan.globals if name in found) or tuple(sorted(found))
     allowed = _allowed_globals(torch)
     return tuple(name for name in scan.globals if name not in allowed)
@@ -221,8 +253,11 @@ def _allowed_globals(torch: Any) -> set[str]:
     # Private in every torch release that has it; without it, trust nothing beyond the
     # few globals any state_dict needs, so the worst case is a refusal, never a load.
     unpickler = getattr(torch, "_weights_only_unpickler", None)
-    allowed: set[str] = {"collections.OrderedDict", "torch._utils._rebuild_tensor_v2",
-                         "torch._utils._rebuild_parameter"}
+    allowed: set[str] = {
+        "collections.OrderedDict",
+        "torch._utils._rebuild_tensor_v2",
+        "torch._utils._rebuild_parameter",
+    }
     for getter in ("_get_allowed_globals", "_get_user_allowed_globals"):
         function = getattr(unpickler, getter, None)
         if function is not None:
@@ -230,8 +265,7 @@ def _allowed_globals(torch: Any) -> set[str]:
     return allowed
 
 
-def _torch_load(file: Path, fmt: Format, *, weights_only: bool
-                ) -> tuple[Any, dict[int, str], bool]:
+def _torch_load(file: Path, fmt: Format, *, weights_only: bool) -> tuple[Any, dict[int, str], bool]:
     torch = require_torch("torchdoctor ckpt")
     mmap = fmt is Format.TORCH_ZIP and "mmap" in inspect.signature(torch.load).parameters
     try:
@@ -244,8 +278,9 @@ def _torch_load(file: Path, fmt: Format, *, weights_only: bool
     return (*_load_once(torch, file, weights_only, False), False)
 
 
-def _load_once(torch: Any, file: Path, weights_only: bool, mmap: bool
-               ) -> tuple[Any, dict[int, str]]:
+def _load_once(
+    torch: Any, file: Path, weights_only: bool, mmap: bool
+) -> tuple[Any, dict[int, str]]:
     locations: dict[int, str] = {}
 
     def record_location(storage: Any, location: str) -> Any:
@@ -257,29 +292,34 @@ def _load_once(torch: Any, file: Path, weights_only: bool, mmap: bool
     options: dict[str, Any] = {"mmap": True} if mmap else {}
     try:
         with _current_directory_importable(not weights_only):
-            obj = torch.load(str(file), map_location=record_location,
-                             weights_only=weights_only, **options)
+            obj = torch.load(
+                str(file), map_location=record_location, weights_only=weights_only, **options
+            )
     except pickle.UnpicklingError as error:
         if weights_only:
-            raise UsageError(f"{file} cannot be loaded with weights_only=True: "
-                             f"{str(error).splitlines()[-1]}") from None
+            raise UsageError(
+                f"{file} cannot be loaded with weights_only=True: {str(error).splitlines()[-1]}"
+            ) from None
         raise UsageError(f"{file} is not a valid checkpoint pickle: {error}") from None
     except PermissionError as error:
         raise UsageError(f"{file} cannot be read: {error.strerror or error}") from None
     except MemoryError:
         raise UsageError(f"{file}: not enough memory to load it") from None
     except (RuntimeError, EOFError, ValueError, KeyError, OSError) as error:
-        raise UsageError(f"{file} is truncated or corrupt: "
-                         f"{type(error).__name__}: {_first_line(error)}") from None
+        raise UsageError(
+            f"{file} is truncated or corrupt: {type(error).__name__}: {_first_line(error)}"
+        ) from None
     except (AttributeError, ImportError) as error:
-        raise UsageError(f"{file} needs a class that is not importable here: {error}. Run "
-                         "from the directory of the code that saved it, or save a state_dict"
-                         ) from None
+        raise UsageError(
+            f"{file} needs a class that is not importable here: {error}. Run "
+            "from the directory of the code that saved it, or save a state_dict"
+        ) from None
     except Exception as error:  # noqa: BLE001 - a trusted pickle runs arbitrary code
         if weights_only:
             raise
-        raise UserCodeError(f"unpickling {file} raised {type(error).__name__}: {error}",
-                            original=error) from None
+        raise UserCodeError(
+            f"unpickling {file} raised {type(error).__name__}: {error}", original=error
+        ) from None
     return obj, locations
 
 

@@ -20,7 +20,8 @@ _UNIT = r"(epoch|step|iteration|iter|update|batch|sample|token)s?"
 _COUNTER = re.compile(
     rf"(^|_){_UNIT}(_(num|number|count|idx|index|no|done|seen))?$"
     rf"|^(n|num|number|total)_{_UNIT}(_(done|seen))?$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def is_state_dict(value: Any) -> bool:

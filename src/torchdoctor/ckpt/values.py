@@ -49,7 +49,7 @@ def count_non_finite(tensor: Any) -> tuple[int, int]:
     flat = _flat(tensor.detach())
     nan = inf = 0
     for start in range(0, flat.numel(), CHUNK_ELEMENTS):
-        chunk = flat[start:start + CHUNK_ELEMENTS]
+        chunk = flat[start : start + CHUNK_ELEMENTS]
         if bool(torch.isfinite(chunk).all()):
             continue
         nan += int(torch.isnan(chunk).sum())
@@ -71,16 +71,17 @@ def max_abs_difference(first: Any, second: Any) -> float:
         return float(bool((first != second).any()))
     a, b = _flat(first.detach()), _flat(second.detach())
     if a.numel() != b.numel():  # views read through storages of different layouts
-        same_layout = (first.stride() == second.stride()
-                       and first.storage_offset() == second.storage_offset())
+        same_layout = (
+            first.stride() == second.stride() and first.storage_offset() == second.storage_offset()
+        )
         if not same_layout:
             return float("nan")  # cannot be compared value by value within the budget
-        a, b = a[:min(a.numel(), b.numel())], b[:min(a.numel(), b.numel())]
+        a, b = a[: min(a.numel(), b.numel())], b[: min(a.numel(), b.numel())]
     wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
     worst = 0.0
     for start in range(0, a.numel(), CHUNK_ELEMENTS):
-        x = a[start:start + CHUNK_ELEMENTS].to(wide)
-        y = b[start:start + CHUNK_ELEMENTS].to(wide)
+        x = a[start : start + CHUNK_ELEMENTS].to(wide)
+        y = b[start : start + CHUNK_ELEMENTS].to(wide)
         same = (x == y) | (torch.isnan(x) & torch.isnan(y))
         difference = torch.where(same, torch.zeros((), dtype=torch.float64), (x - y).abs())
         if bool(torch.isnan(difference).any()):

@@ -23,12 +23,18 @@ from typing import Any
 
 from torchdoctor.errors import UsageError, UserCodeError
 
-__all__ = ["DEFAULT_PROBE_TIMEOUT", "ProbeTimeout", "lingering_threads", "probe_budget",
-           "probe_timeout"]
+__all__ = [
+    "DEFAULT_PROBE_TIMEOUT",
+    "ProbeTimeout",
+    "lingering_threads",
+    "probe_budget",
+    "probe_timeout",
+]
 
 DEFAULT_PROBE_TIMEOUT = 60.0
 _TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "torchdoctor_probe_timeout", default=DEFAULT_PROBE_TIMEOUT)
+    "torchdoctor_probe_timeout", default=DEFAULT_PROBE_TIMEOUT
+)
 _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -67,8 +73,11 @@ def probe_budget(name: str) -> Iterator[None]:
             user's code was waiting.
     """
     seconds = _TIMEOUT.get()
-    if (not seconds or not hasattr(signal, "setitimer")
-            or threading.current_thread() is not threading.main_thread()):
+    if (
+        not seconds
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
         yield
         return
     theirs = signal.getitimer(signal.ITIMER_REAL)
@@ -89,7 +98,9 @@ def probe_budget(name: str) -> Iterator[None]:
             f"check: probe {name} ran out of its {seconds:g} s budget while waiting in "
             f"{timeout.waiting}; a DataLoader that never yields, a forward that blocks or "
             "a lock never released would hang training too (raise the budget with "
-            "--timeout, or 0 for none)", where=timeout.waiting) from None
+            "--timeout, or 0 for none)",
+            where=timeout.waiting,
+        ) from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -115,19 +126,28 @@ def _waiting_at(frame: FrameType | None) -> str:
 
 
 def _library(path: str) -> bool:
-    return path.startswith("<") or os.sep + "torch" + os.sep in path or (
-        "site-packages" not in path and "python3" in path and os.sep + "lib" in path)
+    return (
+        path.startswith("<")
+        or os.sep + "torch" + os.sep in path
+        or ("site-packages" not in path and "python3" in path and os.sep + "lib" in path)
+    )
 
 
 def _describe(frame: FrameType) -> str:
-    return (f"`{frame.f_code.co_name}` at {os.path.basename(frame.f_code.co_filename)}:"
-            f"{frame.f_lineno}")
+    return (
+        f"`{frame.f_code.co_name}` at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    )
 
 
 def lingering_threads(before: set[Any]) -> list[str]:
     """Names of non-daemon threads started since ``before`` (a snapshot of
     ``threading.enumerate()``) and still running: the interpreter would wait for them at
     exit, forever if they never end."""
-    return [thread.name for thread in threading.enumerate()
-            if thread not in before and thread.is_alive() and not thread.daemon
-            and thread is not threading.main_thread()]
+    return [
+        thread.name
+        for thread in threading.enumerate()
+        if thread not in before
+        and thread.is_alive()
+        and not thread.daemon
+        and thread is not threading.main_thread()
+    ]

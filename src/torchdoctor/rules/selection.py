@@ -68,8 +68,11 @@ def check_selectors(values: Iterable[str], option: str, where: str = "") -> None
     codes = [*RULES, *_CUSTOM]
     for value in values:
         text = value.strip().upper()
-        if not text or any(code.startswith(text) for code in codes) or (
-                text.startswith(_CUSTOM_PREFIX) or _CUSTOM_PREFIX.startswith(text)):
+        if (
+            not text
+            or any(code.startswith(text) for code in codes)
+            or (text.startswith(_CUSTOM_PREFIX) or _CUSTOM_PREFIX.startswith(text))
+        ):
             continue
         import difflib
 
@@ -78,8 +81,11 @@ def check_selectors(values: Iterable[str], option: str, where: str = "") -> None
         lookalike = text.replace("O", "0").replace("I", "1").replace("L", "1")
         if any(code.startswith(lookalike) for code in codes):  # TD2O1 -> TD201
             close = [lookalike, *(c for c in close if c != lookalike)][:3]
-        hint = f"; did you mean {', '.join(close)}?" if close else \
-            "; `torchdoctor rules` lists the codes"
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else "; `torchdoctor rules` lists the codes"
+        )
         source = f"{where}: " if where else ""
         from torchdoctor.errors import UsageError
 

@@ -71,12 +71,19 @@ class ScriptResult:
         return 1 if worst and max(worst) >= fail_on else 0
 
 
-def run_script(target: str, args: list[str] | tuple[str, ...] = (), *, module: bool = False,
-               max_steps: int | None = None, sample_every: int | None = None,
-               selection: Selection | None = None, status: bool | None = None,
-               localise_non_finite: bool = False,
-               progress: Callable[[Report], None] | None = None,
-               on_signal: Callable[[ScriptResult], None] | None = None) -> ScriptResult:
+def run_script(
+    target: str,
+    args: list[str] | tuple[str, ...] = (),
+    *,
+    module: bool = False,
+    max_steps: int | None = None,
+    sample_every: int | None = None,
+    selection: Selection | None = None,
+    status: bool | None = None,
+    localise_non_finite: bool = False,
+    progress: Callable[[Report], None] | None = None,
+    on_signal: Callable[[ScriptResult], None] | None = None,
+) -> ScriptResult:
     """Run ``target`` (a path, or a module name with ``module=True``) under the monitor.
 
     Args:
@@ -103,20 +110,36 @@ def run_script(target: str, args: list[str] | tuple[str, ...] = (), *, module: b
         if not module and script is not None:
             _set_path0(str(script.parent))
         sys.argv = [target, *args]
-        result = _run(target, script, module, MonitorOptions(
-            command="run", max_steps=max_steps, sample_every=sample_every,
-            selection=selection or Selection(), status=status, script=script,
-            localise_non_finite=localise_non_finite, progress=progress,
-            roots=(script.parent,) if script is not None and not module else (Path.cwd(),)),
-            on_signal)
+        result = _run(
+            target,
+            script,
+            module,
+            MonitorOptions(
+                command="run",
+                max_steps=max_steps,
+                sample_every=sample_every,
+                selection=selection or Selection(),
+                status=status,
+                script=script,
+                localise_non_finite=localise_non_finite,
+                progress=progress,
+                roots=(script.parent,) if script is not None and not module else (Path.cwd(),),
+            ),
+            on_signal,
+        )
     finally:
         sys.argv = saved_argv
         _set_path0(saved_path0)
     return result
 
 
-def _run(target: str, script: Path | None, module: bool, options: MonitorOptions,
-         on_signal: Callable[[ScriptResult], None] | None = None) -> ScriptResult:
+def _run(
+    target: str,
+    script: Path | None,
+    module: bool,
+    options: MonitorOptions,
+    on_signal: Callable[[ScriptResult], None] | None = None,
+) -> ScriptResult:
     monitor = Monitor(options)
     monitor.attach()
     exit_status, stopped = 0, False
@@ -159,8 +182,7 @@ class _Ends:
     handler is still the default, and ``os._exit``. Installed in the run's own process
     only; in a forked child they act as if they were not there."""
 
-    def __init__(self, monitor: Monitor, on_signal: Callable[[ScriptResult], None] | None
-                 ) -> None:
+    def __init__(self, monitor: Monitor, on_signal: Callable[[ScriptResult], None] | None) -> None:
         self._monitor = monitor
         self._on_signal = on_signal
         self._pid = os.getpid()
@@ -301,8 +323,11 @@ def _print_traceback(error: BaseException, script: Path | None) -> None:
     (the script's own frames stay, even when it lives inside torchdoctor: the demo)."""
     tb = error.__traceback__
     own = str(script) if script is not None else None
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES) and (
-            tb.tb_frame.f_code.co_filename != own):
+    while (
+        tb is not None
+        and tb.tb_frame.f_code.co_filename.startswith(_OWN_FILES)
+        and (tb.tb_frame.f_code.co_filename != own)
+    ):
         tb = tb.tb_next
     traceback.print_exception(type(error), error, tb, file=sys.stderr)
     sys.stderr.flush()

@@ -44,8 +44,10 @@ class ProbeSet:
 
     def stale(self, params: tuple[torch.Tensor, ...]) -> bool:
         """Whether a parameter's storage was swapped (``p.data = ...``) since the views."""
-        return any(_storage_pointer(params[i]) != ptr
-                   for i, ptr in zip(self.owners, self._storage, strict=True))
+        return any(
+            _storage_pointer(params[i]) != ptr
+            for i, ptr in zip(self.owners, self._storage, strict=True)
+        )
 
 
 def _probe_view(param: torch.Tensor) -> torch.Tensor:
@@ -72,8 +74,14 @@ class StepStats:
     into a :class:`StepSample`.
     """
 
-    def __init__(self, torch: ModuleType, info: OptimizerInfo, probes: ProbeSet | None,
-                 step: int, global_step: int) -> None:
+    def __init__(
+        self,
+        torch: ModuleType,
+        info: OptimizerInfo,
+        probes: ProbeSet | None,
+        step: int,
+        global_step: int,
+    ) -> None:
         self._torch = torch
         self.info = info
         self.probes = probes
@@ -132,20 +140,25 @@ class StepStats:
         for index in self._grad_index:
             grad_norms[index] = values[cursor]
             cursor += 1
-        param_norms = tuple(values[cursor:cursor + count])
+        param_norms = tuple(values[cursor : cursor + count])
         cursor += count
         ratios: tuple[float | None, ...] | None = None
         if self.probes is not None and self.probes.views:
             probes = len(self.probes.views)
-            deltas, weights = values[cursor:cursor + probes], values[cursor + probes:]
+            deltas, weights = values[cursor : cursor + probes], values[cursor + probes :]
             by_param: list[float | None] = [None] * count
             for owner, delta, weight in zip(self.probes.owners, deltas, weights, strict=True):
                 by_param[owner] = delta / weight if weight > 0 else None
             ratios = tuple(by_param)
         return StepSample(
-            optimizer=self.info, step=self.step, global_step=self.global_step,
-            grad_norms=tuple(grad_norms), param_norms=param_norms, update_ratios=ratios,
-            lrs=self._lrs, group_of=self._group_of,
+            optimizer=self.info,
+            step=self.step,
+            global_step=self.global_step,
+            grad_norms=tuple(grad_norms),
+            param_norms=param_norms,
+            update_ratios=ratios,
+            lrs=self._lrs,
+            group_of=self._group_of,
         )
 
 
@@ -195,11 +208,15 @@ def _foreach_norm(torch: ModuleType, tensors: list[Any]) -> list[Any]:
         return _foreach_norm_narrow(torch, tensors)
     result: list[Any] = [None] * len(tensors)
     low = [i for i, t in enumerate(tensors) if t.dtype in narrow]
-    for index, value in zip(low, _foreach_norm_narrow(torch, [tensors[i] for i in low]),
-                            strict=True):
+    for index, value in zip(
+        low, _foreach_norm_narrow(torch, [tensors[i] for i in low]), strict=True
+    ):
         result[index] = value
-    wide = [i for i, t in enumerate(tensors)
-            if t.dtype not in narrow and (t.is_floating_point() or t.is_complex())]
+    wide = [
+        i
+        for i, t in enumerate(tensors)
+        if t.dtype not in narrow and (t.is_floating_point() or t.is_complex())
+    ]
     if wide:
         values = torch._foreach_norm([tensors[i] for i in wide], 2)
         for index, value in zip(wide, values, strict=True):
@@ -222,4 +239,3 @@ def _foreach_norm_narrow(torch: ModuleType, tensors: list[Any]) -> list[Any]:
     if _FOREACH_DTYPE[0]:
         return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
     return [n.float() for n in torch._foreach_norm([t.float() for t in tensors], 2)]
-

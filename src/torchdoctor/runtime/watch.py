@@ -38,8 +38,7 @@ class Watch:
     becomes a ``TD001`` finding instead of an exception in the training code.
     """
 
-    def __init__(self, options: MonitorOptions, models: list[Any], optimizers: list[Any]
-                 ) -> None:
+    def __init__(self, options: MonitorOptions, models: list[Any], optimizers: list[Any]) -> None:
         self._options = options
         self._models = models
         self._optimizers = optimizers
@@ -93,8 +92,12 @@ class Watch:
             self._monitor.detachable = False  # a with block ends where it ends
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
         self.stop(exc)
         return isinstance(exc, StopTraining)  # max_steps reached: a clean end
 
@@ -174,9 +177,14 @@ def watch(
     if status is not None:
         status_line = None if status else False
     options = MonitorOptions(
-        command="watch", max_steps=max_steps, sample_every=sample_every,
-        selection=Selection.from_options(select, ignore), status=status_line,
-        roots=roots, localise_non_finite=localise_non_finite, detectors=tuple(detectors),
+        command="watch",
+        max_steps=max_steps,
+        sample_every=sample_every,
+        selection=Selection.from_options(select, ignore),
+        status=status_line,
+        roots=roots,
+        localise_non_finite=localise_non_finite,
+        detectors=tuple(detectors),
     )
     return Watch(options, _as_list(model), _as_list(optimizer))
 

@@ -52,11 +52,14 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     except OSError as error:
         raise UsageError(f"cannot read baseline {path}: {error.strerror or error}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise UsageError(f"{path} is not a torchdoctor JSON report ({error}); write one "
-                         "with `torchdoctor lint PATH --format json -o FILE`") from None
+        raise UsageError(
+            f"{path} is not a torchdoctor JSON report ({error}); write one "
+            "with `torchdoctor lint PATH --format json -o FILE`"
+        ) from None
     except RecursionError:
-        raise UsageError(f"{path} is not a torchdoctor JSON report: it is nested too "
-                         "deeply to read") from None
+        raise UsageError(
+            f"{path} is not a torchdoctor JSON report: it is nested too deeply to read"
+        ) from None
     except MemoryError:
         raise UsageError(f"{path} is too large to read as a baseline") from None
     return Counter(_key(f) for f in report.findings)

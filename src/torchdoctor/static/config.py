@@ -35,21 +35,50 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["DEFAULT_EXCLUDE", "DEFAULT_MAX_FILE_SIZE", "KNOWN_KEYS", "LintConfig",
-           "find_config", "load_config", "parse_size"]
+__all__ = [
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_MAX_FILE_SIZE",
+    "KNOWN_KEYS",
+    "LintConfig",
+    "find_config",
+    "load_config",
+    "parse_size",
+]
 
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 
 # Every key of [tool.torchdoctor]; anything else is a typo (or a key of a newer version).
 KNOWN_KEYS: tuple[str, ...] = (
-    "select", "ignore", "exclude", "extend-exclude", "respect-gitignore",
-    "per-file-ignores", "max-file-size",
+    "select",
+    "ignore",
+    "exclude",
+    "extend-exclude",
+    "respect-gitignore",
+    "per-file-ignores",
+    "max-file-size",
 )
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
-    ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", ".eggs", "*.egg-info",
-    "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".ipynb_checkpoints",
-    "node_modules", "build", "dist", "site-packages", "__pypackages__",
+    ".git",
+    ".hg",
+    ".svn",
+    ".bzr",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "*.egg-info",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".ipynb_checkpoints",
+    "node_modules",
+    "build",
+    "dist",
+    "site-packages",
+    "__pypackages__",
 )
 
 
@@ -91,14 +120,17 @@ def load_config(path: Path) -> LintConfig:
         UsageError: the file cannot be read, is not TOML, or a key has the wrong type.
     """
     data = _read_toml(path)
-    table = _table(data.get("tool", {})).get("torchdoctor") if path.name == "pyproject.toml" \
-        else data
+    table = (
+        _table(data.get("tool", {})).get("torchdoctor") if path.name == "pyproject.toml" else data
+    )
     table = _table(table or {})
     _check_keys(table, path)
     per_file_value = table.get("per-file-ignores", {})
     if not isinstance(per_file_value, Mapping):
-        raise UsageError(f"{path}: [tool.torchdoctor] per-file-ignores must be a table of "
-                         "patterns to lists of codes")
+        raise UsageError(
+            f"{path}: [tool.torchdoctor] per-file-ignores must be a table of "
+            "patterns to lists of codes"
+        )
     per_file = _table(per_file_value)
     from torchdoctor.rules.selection import check_selectors
 
@@ -106,12 +138,14 @@ def load_config(path: Path) -> LintConfig:
     check_selectors(select, "select", str(path))
     check_selectors(ignore, "ignore", str(path))
     for pattern in per_file:
-        check_selectors(_strings(per_file, pattern, path), f"per-file-ignores {pattern!r}",
-                        str(path))
+        check_selectors(
+            _strings(per_file, pattern, path), f"per-file-ignores {pattern!r}", str(path)
+        )
     respect = table.get("respect-gitignore", True)
     if not isinstance(respect, bool):
-        raise UsageError(f"{path}: [tool.torchdoctor] respect-gitignore must be true or "
-                         f"false, not {respect!r}")
+        raise UsageError(
+            f"{path}: [tool.torchdoctor] respect-gitignore must be true or false, not {respect!r}"
+        )
     size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
     try:
         max_file_size = parse_size(size)
@@ -122,8 +156,9 @@ def load_config(path: Path) -> LintConfig:
         ignore=ignore,
         exclude=_strings(table, "exclude", path) if "exclude" in table else DEFAULT_EXCLUDE,
         extend_exclude=_strings(table, "extend-exclude", path),
-        per_file_ignores=tuple((pattern, _strings(per_file, pattern, path))
-                               for pattern in per_file),
+        per_file_ignores=tuple(
+            (pattern, _strings(per_file, pattern, path)) for pattern in per_file
+        ),
         respect_gitignore=respect,
         max_file_size=max_file_size,
         root=path.resolve().parent,
@@ -140,8 +175,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path} is not valid TOML: {error}") from None
     except UnicodeDecodeError as error:
-        raise UsageError(f"{path} is not UTF-8 text (byte {error.start}): TOML files must "
-                         "be UTF-8") from None
+        raise UsageError(
+            f"{path} is not UTF-8 text (byte {error.start}): TOML files must be UTF-8"
+        ) from None
     except RecursionError:
         raise UsageError(f"{path} is nested too deeply to read") from None
 
@@ -151,8 +187,9 @@ def _check_keys(table: Mapping[str, Any], path: Path) -> None:
         if key in KNOWN_KEYS:
             continue
         close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.5)
-        hint = f"; did you mean {close[0]!r}?" if close else \
-            f"; known keys: {', '.join(KNOWN_KEYS)}"
+        hint = (
+            f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(KNOWN_KEYS)}"
+        )
         raise UsageError(f"{path}: unknown key {key!r} in [tool.torchdoctor]{hint}")
 
 
@@ -167,13 +204,13 @@ def parse_size(value: object) -> int:
         ValueError: not a positive size.
     """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValueError(f"expected a size such as 10485760 or \"10MB\", not {value!r}")
+        raise ValueError(f'expected a size such as 10485760 or "10MB", not {value!r}')
     if isinstance(value, int):
         size = value
     else:
         match = _SIZE.match(value)
         if match is None:
-            raise ValueError(f"expected a size such as \"10MB\" or \"512KB\", not {value!r}")
+            raise ValueError(f'expected a size such as "10MB" or "512KB", not {value!r}')
         size = int(float(match.group(1)) * _UNITS[(match.group(2) or "")[:1].lower()])
     if size <= 0:
         raise ValueError(f"the size must be positive, not {value!r}")

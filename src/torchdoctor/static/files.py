@@ -37,22 +37,32 @@ def read_source(path: str, max_bytes: int | None = DEFAULT_MAX_FILE_SIZE) -> byt
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            return _skipped(path, f"{path} is {_kind(info.st_mode)}, not a regular file; "
-                            "skipped", "Exclude it, or lint the file it stands for.")
+            return _skipped(
+                path,
+                f"{path} is {_kind(info.st_mode)}, not a regular file; skipped",
+                "Exclude it, or lint the file it stands for.",
+            )
         if max_bytes is not None and info.st_size > max_bytes:
             return _too_large(path, info.st_size, max_bytes)
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(descriptor, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return _skipped(path, f"{path} is not a regular file; skipped",
-                                "Exclude it, or lint the file it stands for.")
+                return _skipped(
+                    path,
+                    f"{path} is not a regular file; skipped",
+                    "Exclude it, or lint the file it stands for.",
+                )
             data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     except OSError as error:
         from torchdoctor.rules.registry import finding
 
-        return finding(_UNPARSABLE, f"{path} cannot be read: {error.strerror or error}",
-                       Location(path=path), Depth.LINT,
-                       fix_hint="Check the path and its permissions.")
+        return finding(
+            _UNPARSABLE,
+            f"{path} cannot be read: {error.strerror or error}",
+            Location(path=path),
+            Depth.LINT,
+            fix_hint="Check the path and its permissions.",
+        )
     if max_bytes is not None and len(data) > max_bytes:  # grew since the stat
         return _too_large(path, len(data), max_bytes)
     return data
@@ -71,9 +81,11 @@ def _kind(mode: int) -> str:
 
 
 def _too_large(path: str, size: int, limit: int) -> Finding:
-    return _skipped(path, f"{path} is {_mib(size)}, over max-file-size ({_mib(limit)}); "
-                    "skipped", "Raise `max-file-size` in [tool.torchdoctor] to lint it, or "
-                    "exclude it (generated code).")
+    return _skipped(
+        path,
+        f"{path} is {_mib(size)}, over max-file-size ({_mib(limit)}); skipped",
+        "Raise `max-file-size` in [tool.torchdoctor] to lint it, or exclude it (generated code).",
+    )
 
 
 def _mib(size: int) -> str:
@@ -83,8 +95,9 @@ def _mib(size: int) -> str:
 def _skipped(path: str, message: str, hint: str) -> Finding:
     from torchdoctor.rules.registry import finding
 
-    return finding(_UNPARSABLE, message, Location(path=path), Depth.LINT, fix_hint=hint,
-                   severity=Severity.INFO)
+    return finding(
+        _UNPARSABLE, message, Location(path=path), Depth.LINT, fix_hint=hint, severity=Severity.INFO
+    )
 
 
 def exclusion_spec(config: LintConfig, root: Path) -> pathspec.GitIgnoreSpec:
@@ -97,8 +110,9 @@ def exclusion_spec(config: LintConfig, root: Path) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def collect_files(paths: Iterable[str | os.PathLike[str]], config: LintConfig,
-                  root: Path) -> list[str]:
+def collect_files(
+    paths: Iterable[str | os.PathLike[str]], config: LintConfig, root: Path
+) -> list[str]:
     """The files to lint, in a stable order, each spelled as the user would see it.
 
     Raises:
@@ -136,8 +150,7 @@ def _walk(top: Path, spec: pathspec.GitIgnoreSpec, root: Path) -> list[str]:
     for directory, dirnames, filenames in os.walk(top, followlinks=False):
         base = Path(directory)
         relative_dir = _relative(base, top, top_abs, root)
-        dirnames[:] = sorted(d for d in dirnames
-                             if not spec.match_file(f"{relative_dir}{d}/"))
+        dirnames[:] = sorted(d for d in dirnames if not spec.match_file(f"{relative_dir}{d}/"))
         for name in sorted(filenames):
             if name.endswith(".py") and not spec.match_file(f"{relative_dir}{name}"):
                 found.append(os.path.normpath(os.path.join(directory, name)))

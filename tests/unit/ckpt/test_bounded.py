@@ -17,9 +17,13 @@ from torchdoctor.ckpt.values import count_non_finite, max_abs_difference  # noqa
 from torchdoctor.errors import UsageError  # noqa: E402
 
 
-def rewritten(source: Path, target: Path, change: dict[str, bytes | None],
-              extra: dict[str, bytes] | None = None,
-              compression: int = zipfile.ZIP_STORED) -> Path:
+def rewritten(
+    source: Path,
+    target: Path,
+    change: dict[str, bytes | None],
+    extra: dict[str, bytes] | None = None,
+    compression: int = zipfile.ZIP_STORED,
+) -> Path:
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", compression) as new:
         for info in old.infolist():
             data = old.read(info.filename)
@@ -62,8 +66,12 @@ def test_a_stride_zero_checkpoint_loads_in_bounded_time(tmp_path: Path) -> None:
 
 
 def test_a_zip_bomb_is_refused_before_inflating(small: Path, tmp_path: Path) -> None:
-    bomb = rewritten(small, tmp_path / "bomb.pt", {"data/0": b"\0" * (64 << 20)},
-                     compression=zipfile.ZIP_DEFLATED)
+    bomb = rewritten(
+        small,
+        tmp_path / "bomb.pt",
+        {"data/0": b"\0" * (64 << 20)},
+        compression=zipfile.ZIP_DEFLATED,
+    )
     with pytest.raises(UsageError, match="zip bomb"):
         load_checkpoint(bomb)
 
@@ -80,8 +88,7 @@ def test_members_in_two_top_folders_are_refused(small: Path, tmp_path: Path) -> 
         load_checkpoint(odd)
 
 
-def test_a_header_declaring_bytes_beyond_the_file_is_refused(small: Path, tmp_path: Path
-                                                              ) -> None:
+def test_a_header_declaring_bytes_beyond_the_file_is_refused(small: Path, tmp_path: Path) -> None:
     data = bytearray(small.read_bytes())
     truncated = tmp_path / "cut.pt"
     truncated.write_bytes(bytes(data[: len(data) // 2]) + bytes(data[-200:]))
@@ -89,16 +96,20 @@ def test_a_header_declaring_bytes_beyond_the_file_is_refused(small: Path, tmp_pa
         load_checkpoint(truncated)
 
 
-@pytest.mark.parametrize("pickle_bytes", [
-    b"\x80\x04\x95\x1b\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06system\x94\x93\x94"
-    b"\x8c\x02id\x94\x85\x94R\x94.",                                   # STACK_GLOBAL + REDUCE
-    b"(S'id'\nios\nsystem\n.",                                         # INST
-    b"\x80\x02(cos\nsystem\nS'id'\no.",                                # OBJ
-    b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.",  # GLOBAL + REDUCE
-    b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00.",                 # a lying FRAME
-])
-def test_hostile_pickles_in_a_zip_are_refused_or_named(small: Path, tmp_path: Path,
-                                                        pickle_bytes: bytes) -> None:
+@pytest.mark.parametrize(
+    "pickle_bytes",
+    [
+        b"\x80\x04\x95\x1b\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06system\x94\x93\x94"
+        b"\x8c\x02id\x94\x85\x94R\x94.",  # STACK_GLOBAL + REDUCE
+        b"(S'id'\nios\nsystem\n.",  # INST
+        b"\x80\x02(cos\nsystem\nS'id'\no.",  # OBJ
+        b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.",  # GLOBAL + REDUCE
+        b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00.",  # a lying FRAME
+    ],
+)
+def test_hostile_pickles_in_a_zip_are_refused_or_named(
+    small: Path, tmp_path: Path, pickle_bytes: bytes
+) -> None:
     hostile = rewritten(small, tmp_path / "hostile.pt", {"data.pkl": pickle_bytes})
     try:
         loaded = load_checkpoint(hostile)
@@ -118,8 +129,19 @@ def test_an_unreadable_file_is_a_usage_error(small: Path) -> None:
         small.chmod(0o644)
 
 
-@pytest.mark.parametrize("key", ["iter_num", "global_step", "step", "iteration", "epoch",
-                                 "num_updates", "tokens_seen", "epoch_idx"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "iter_num",
+        "global_step",
+        "step",
+        "iteration",
+        "epoch",
+        "num_updates",
+        "tokens_seen",
+        "epoch_idx",
+    ],
+)
 def test_step_counters_of_common_training_loops_are_recognised(key: str) -> None:
     assert counters({"model": {"w": torch.zeros(1)}, key: 5}) == ((key, "5"),)
 
@@ -130,11 +152,13 @@ def test_other_numbers_are_not_counters(key: str) -> None:
 
 
 def test_trust_imports_a_class_defined_in_the_current_directory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "netdef_here.py").write_text(
         "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.fc = torch.nn.Linear(2, 2)\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     import netdef_here  # type: ignore[import-not-found]
 

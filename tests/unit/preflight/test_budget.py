@@ -53,8 +53,11 @@ def test_an_except_exception_in_user_code_does_not_swallow_the_timeout() -> None
             except Exception:  # noqa: BLE001 - what careless user code does
                 continue
 
-    with probe_timeout(0.3), pytest.raises(UserCodeError, match="stubborn"), \
-            probe_budget("stubborn"):
+    with (
+        probe_timeout(0.3),
+        pytest.raises(UserCodeError, match="stubborn"),
+        probe_budget("stubborn"),
+    ):
         stubborn()
 
 

@@ -41,14 +41,14 @@ def test_a_watched_model_pickles_and_copies_as_an_unwatched_one(localise: bool) 
         pickle.dumps(optimizer)
         copy.deepcopy(optimizer)
     assert saved_bytes(model) == watched  # the very same bytes as outside the watch
-    assert all(torch.equal(a, b) for a, b in zip(twin.parameters(), model.parameters(),
-                                                 strict=True))
+    assert all(
+        torch.equal(a, b) for a, b in zip(twin.parameters(), model.parameters(), strict=True)
+    )
     assert state["param_groups"][0]["momentum"] == 0.9
     assert not [f for f in w.report.findings if f.code == INTERNAL_ERROR_CODE]
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16", "complex64",
-                                   "complex128"])
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16", "complex64", "complex128"])
 def test_any_parameter_dtype_is_watched_without_failure(dtype: str) -> None:
     kind = getattr(torch, dtype)
     torch.manual_seed(0)
@@ -66,10 +66,14 @@ def test_any_parameter_dtype_is_watched_without_failure(dtype: str) -> None:
 
 
 def test_norms_are_float32_and_in_order_for_mixed_dtypes() -> None:
-    tensors = [torch.full((4,), 2.0, dtype=torch.float64), torch.full((4,), 1.0),
-               torch.full((1,), 3 + 4j, dtype=torch.complex64),
-               torch.full((4,), 3, dtype=torch.int64), torch.ones(4, dtype=torch.bool),
-               torch.full((4,), 1.0, dtype=torch.bfloat16)]
+    tensors = [
+        torch.full((4,), 2.0, dtype=torch.float64),
+        torch.full((4,), 1.0),
+        torch.full((1,), 3 + 4j, dtype=torch.complex64),
+        torch.full((4,), 3, dtype=torch.int64),
+        torch.ones(4, dtype=torch.bool),
+        torch.full((4,), 1.0, dtype=torch.bfloat16),
+    ]
     with torch.no_grad():
         result = norms(torch, tensors)
     assert result.dtype == torch.float32
@@ -114,7 +118,8 @@ def test_a_with_block_still_refuses_a_nested_watch() -> None:
 
 
 def test_a_failure_inside_finish_is_a_finding_and_leaves_nothing_behind(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from torchdoctor.runtime import monitor as monitor_module
 
     def broken(self: object, exc: object) -> None:

@@ -52,8 +52,9 @@ def test_a_link_to_a_device_is_skipped(tmp_path: Path) -> None:
 def test_a_file_over_the_size_cap_is_skipped_with_a_note(tmp_path: Path) -> None:
     big = tmp_path / "generated.py"
     big.write_text("x = 1\n" * 1000, encoding="utf-8")
-    (tmp_path / "pyproject.toml").write_text('[tool.torchdoctor]\nmax-file-size = "4KB"\n',
-                                             encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torchdoctor]\nmax-file-size = "4KB"\n', encoding="utf-8"
+    )
     notes = lint(big).by_code("TD002")
     assert len(notes) == 1 and "max-file-size" in notes[0].message
     assert lint(big, config=LintConfig()).by_code("TD002") == []  # default cap: 10 MiB
