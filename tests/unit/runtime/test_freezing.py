@@ -22,8 +22,9 @@ class Net(nn.Module):
         return self.head(self.backbone(x))
 
 
-def fit(model: Net, *, eval_backbone: bool = False, toggle: bool = False,
-        steps: int = 24) -> set[str]:
+def fit(
+    model: Net, *, eval_backbone: bool = False, toggle: bool = False, steps: int = 24
+) -> set[str]:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     with torchdoctor.watch(sample_every=1) as session:
         for step in range(steps):

@@ -30,24 +30,36 @@ def train(outputs: int, loss_of: Callable[[Any, Any], Any], steps: int = 30) -> 
     return session.report.codes()
 
 
-@pytest.mark.parametrize("loss_of", [
-    lambda out, y: F.cross_entropy(out, y),
-    lambda out, y: nn.CrossEntropyLoss()(out, y),
-    lambda out, y: F.nll_loss(F.log_softmax(out, dim=1), torch.zeros(len(y), dtype=torch.long)),
-], ids=["functional", "module", "nll-after-log-softmax"])
+@pytest.mark.parametrize(
+    "loss_of",
+    [
+        lambda out, y: F.cross_entropy(out, y),
+        lambda out, y: nn.CrossEntropyLoss()(out, y),
+        lambda out, y: F.nll_loss(F.log_softmax(out, dim=1), torch.zeros(len(y), dtype=torch.long)),
+    ],
+    ids=["functional", "module", "nll-after-log-softmax"],
+)
 def test_one_class_cross_entropy_is_named_instead_of_its_symptoms(loss_of: Any) -> None:
     codes = train(1, loss_of)
     assert "TD308" in codes
     assert not {"TD210", "TD218", "TD614"} & codes  # no wrong explanation beside it
 
 
-@pytest.mark.parametrize(("outputs", "loss_of"), [
-    (2, lambda out, y: F.cross_entropy(out, y.squeeze(1).long())),
-    (1, lambda out, y: F.binary_cross_entropy_with_logits(out, y)),
-    (3, lambda out, y: F.cross_entropy(out.unsqueeze(-1), y.long().expand(-1, 1))),
-    (3, lambda out, y: F.nll_loss(F.log_softmax(out, dim=-1), y.squeeze(1).long())),
-], ids=["two-classes", "bce-on-one-logit", "per-position-with-three-classes",
-        "log-softmax-on-the-last-dim"])
+@pytest.mark.parametrize(
+    ("outputs", "loss_of"),
+    [
+        (2, lambda out, y: F.cross_entropy(out, y.squeeze(1).long())),
+        (1, lambda out, y: F.binary_cross_entropy_with_logits(out, y)),
+        (3, lambda out, y: F.cross_entropy(out.unsqueeze(-1), y.long().expand(-1, 1))),
+        (3, lambda out, y: F.nll_loss(F.log_softmax(out, dim=-1), y.squeeze(1).long())),
+    ],
+    ids=[
+        "two-classes",
+        "bce-on-one-logit",
+        "per-position-with-three-classes",
+        "log-softmax-on-the-last-dim",
+    ],
+)
 def test_correct_losses_are_quiet(outputs: int, loss_of: Any) -> None:
     assert "TD308" not in train(outputs, loss_of)
 

@@ -17,8 +17,9 @@ import torchdoctor  # noqa: E402
 Make = Callable[[Any], Any]
 
 
-def train(make_scheduler: Make, *, per_batch: bool, epochs: int = 4,
-          batches: int = 10) -> torchdoctor.Report:
+def train(
+    make_scheduler: Make, *, per_batch: bool, epochs: int = 4, batches: int = 10
+) -> torchdoctor.Report:
     torch.manual_seed(0)
     model = nn.Linear(6, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -38,26 +39,40 @@ def train(make_scheduler: Make, *, per_batch: bool, epochs: int = 4,
     return session.report
 
 
-@pytest.mark.parametrize("make", [
-    lambda o: sched.StepLR(o, step_size=2, gamma=0.5),
-    lambda o: sched.MultiStepLR(o, milestones=[5, 12, 20], gamma=0.1),
-    lambda o: sched.ExponentialLR(o, gamma=0.8),
-    lambda o: sched.CosineAnnealingLR(o, T_max=8),
-], ids=["step", "multistep", "exponential", "cosine-short-period"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda o: sched.StepLR(o, step_size=2, gamma=0.5),
+        lambda o: sched.MultiStepLR(o, milestones=[5, 12, 20], gamma=0.1),
+        lambda o: sched.ExponentialLR(o, gamma=0.8),
+        lambda o: sched.CosineAnnealingLR(o, T_max=8),
+    ],
+    ids=["step", "multistep", "exponential", "cosine-short-period"],
+)
 def test_an_epoch_scheduler_stepped_every_batch_is_found(make: Make) -> None:
     [found] = train(make, per_batch=True).by_code("TD615")
     assert found.evidence["collapsed_at_step"] <= 40
     assert "once per epoch" in found.fix_hint
 
 
-@pytest.mark.parametrize(("make", "per_batch"), [
-    (lambda o: sched.StepLR(o, step_size=2, gamma=0.5), False),
-    (lambda o: sched.ExponentialLR(o, gamma=0.5), False),
-    (lambda o: sched.CosineAnnealingLR(o, T_max=40), True),
-    (lambda o: sched.OneCycleLR(o, max_lr=0.1, total_steps=40), True),
-    (lambda o: sched.ExponentialLR(o, gamma=0.999), True),
-    (lambda o: sched.StepLR(o, step_size=30, gamma=0.5), True),
-], ids=["step-per-epoch", "exponential-per-epoch", "cosine-over-the-run", "one-cycle",
-        "slow-exponential-per-batch", "step-in-iterations"])
+@pytest.mark.parametrize(
+    ("make", "per_batch"),
+    [
+        (lambda o: sched.StepLR(o, step_size=2, gamma=0.5), False),
+        (lambda o: sched.ExponentialLR(o, gamma=0.5), False),
+        (lambda o: sched.CosineAnnealingLR(o, T_max=40), True),
+        (lambda o: sched.OneCycleLR(o, max_lr=0.1, total_steps=40), True),
+        (lambda o: sched.ExponentialLR(o, gamma=0.999), True),
+        (lambda o: sched.StepLR(o, step_size=30, gamma=0.5), True),
+    ],
+    ids=[
+        "step-per-epoch",
+        "exponential-per-epoch",
+        "cosine-over-the-run",
+        "one-cycle",
+        "slow-exponential-per-batch",
+        "step-in-iterations",
+    ],
+)
 def test_schedules_that_fit_how_they_are_stepped_are_quiet(make: Make, per_batch: bool) -> None:
     assert not train(make, per_batch=per_batch).by_code("TD615")

@@ -38,9 +38,9 @@ def requires_grad_attribute(ctx: CheckContext) -> Iterator[Finding]:
             f"`{name}.requires_grad = False` set a plain attribute on the module "
             f"({type(module).__name__}): {training} of its {len(params)} parameters still "
             "have `requires_grad=True`, get gradients and train. The module is not frozen.",
-            Location(object=name), Depth.CHECK,
+            Location(object=name),
+            Depth.CHECK,
             fix_hint=f"Call `{name.split('.')[-1] or 'module'}.requires_grad_(False)` (the "
-                     "method, with an underscore), which sets the flag on every parameter.",
-            evidence={"module": name, "trainable_parameters": training,
-                      "parameters": len(params)},
+            "method, with an underscore), which sets the flag on every parameter.",
+            evidence={"module": name, "trainable_parameters": training, "parameters": len(params)},
         )

@@ -43,8 +43,13 @@ def frozen_parts(model: Any) -> list[tuple[str, Any]]:
 def _norms(module: Any) -> list[Any]:
     import torch
 
-    return [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._NormBase)
-            and m.track_running_stats and m.num_batches_tracked is not None]
+    return [
+        m
+        for m in module.modules()
+        if isinstance(m, torch.nn.modules.batchnorm._NormBase)
+        and m.track_running_stats
+        and m.num_batches_tracked is not None
+    ]
 
 
 @dataclass(slots=True)
@@ -88,10 +93,14 @@ class FrozenModuleUpdating(RuntimeDetector):
                 self._models[id(model)] = model
                 part = self._parts.setdefault(key, _Part())
                 part.training = part.training or module.training
-                counts = torch.stack([m.num_batches_tracked.detach().float().reshape(())
-                                      for m in _norms(module)]).sum().reshape(1)
-                self.monitor.defer(counts, functools.partial(self._count, key,
-                                                             event.global_step))
+                counts = (
+                    torch.stack(
+                        [m.num_batches_tracked.detach().float().reshape(()) for m in _norms(module)]
+                    )
+                    .sum()
+                    .reshape(1)
+                )
+                self.monitor.defer(counts, functools.partial(self._count, key, event.global_step))
 
     def _count(self, key: tuple[int, str], step: int, values: list[float]) -> None:
         part = self._parts[key]
@@ -107,23 +116,28 @@ class FrozenModuleUpdating(RuntimeDetector):
                 continue
             model = self._models[model_id]
             shown = display_path(self.monitor, model, path)
-            location = assignment_location(self.monitor, model, path) or \
-                Location(object=shown)
+            location = assignment_location(self.monitor, model, path) or Location(object=shown)
             counted = int(part.counts[-1] - part.counts[0])
-            self.emit(finding(
-                "TD507",
-                f"`{shown}` is frozen (every parameter has `requires_grad=False`) but still "
-                f"in training mode: its BatchNorm layers counted {counted} more batches "
-                f"between sampled steps (first by step {part.first_step}), so their running "
-                "statistics keep changing. The frozen features drift, and evaluation "
-                "normalises with statistics the head was never trained on",
-                location, Depth.RUN,
-                fix_hint=f"Put the frozen part in eval mode after every `model.train()`: "
-                         f"override `train()` to call `self.{path.split('.')[-1]}.eval()` "
-                         "after `super().train(mode)`, or call it at the top of each epoch.",
-                evidence={"module": shown, "batches_counted": counted,
-                          "sampled_rises": part.rises},
-            ))
+            self.emit(
+                finding(
+                    "TD507",
+                    f"`{shown}` is frozen (every parameter has `requires_grad=False`) but still "
+                    f"in training mode: its BatchNorm layers counted {counted} more batches "
+                    f"between sampled steps (first by step {part.first_step}), so their running "
+                    "statistics keep changing. The frozen features drift, and evaluation "
+                    "normalises with statistics the head was never trained on",
+                    location,
+                    Depth.RUN,
+                    fix_hint=f"Put the frozen part in eval mode after every `model.train()`: "
+                    f"override `train()` to call `self.{path.split('.')[-1]}.eval()` "
+                    "after `super().train(mode)`, or call it at the top of each epoch.",
+                    evidence={
+                        "module": shown,
+                        "batches_counted": counted,
+                        "sampled_rises": part.rises,
+                    },
+                )
+            )
 
 
 def _torch() -> Any:

@@ -23,8 +23,11 @@ from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import BackwardEvent, CallSite, RuntimeDetector
 
 __all__ = [
-    "SingleLogitCrossEntropy", "StaleOptimizerParameters", "TargetNetworkGetsGradients",
-    "single_logit_shape", "stale_match",
+    "SingleLogitCrossEntropy",
+    "StaleOptimizerParameters",
+    "TargetNetworkGetsGradients",
+    "single_logit_shape",
+    "stale_match",
 ]
 
 _CHECKS_PER_SITE = 4
@@ -73,17 +76,20 @@ class SingleLogitCrossEntropy(RuntimeDetector):
         if shape is None:
             return
         self._checked[event.site] = _CHECKS_PER_SITE  # found: no need to look again
-        self.emit(finding(
-            "TD308",
-            f"The loss of `backward()` at {event.site} is a cross-entropy over a single "
-            f"class: the scores have shape {list(shape)}, one logit per example. "
-            "`log_softmax` of one value is exactly 0, so the loss is constant and every "
-            "gradient is exactly zero: the model never learns",
-            event.site.location(object="loss"), Depth.RUN,
-            fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
-                     "(`target.float()`); for C classes give the last layer C outputs.",
-            evidence={"scores_shape": list(shape), "backward_call": event.index},
-        ))
+        self.emit(
+            finding(
+                "TD308",
+                f"The loss of `backward()` at {event.site} is a cross-entropy over a single "
+                f"class: the scores have shape {list(shape)}, one logit per example. "
+                "`log_softmax` of one value is exactly 0, so the loss is constant and every "
+                "gradient is exactly zero: the model never learns",
+                event.site.location(object="loss"),
+                Depth.RUN,
+                fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
+                "(`target.float()`); for C classes give the last layer C outputs.",
+                evidence={"scores_shape": list(shape), "backward_call": event.index},
+            )
+        )
 
 
 def stale_match(missing: list[Any], foreign: list[Any]) -> bool:
@@ -111,8 +117,9 @@ class StaleOptimizerParameters(RuntimeDetector):
             if not foreign:
                 continue
             for model in self.monitor.models:
-                missing = [p for p in model.inner.parameters()
-                           if p.requires_grad and id(p) not in held]
+                missing = [
+                    p for p in model.inner.parameters() if p.requires_grad and id(p) not in held
+                ]
                 if stale_match(missing, foreign):
                     self._emit(info, model, missing, foreign)
 
@@ -122,21 +129,32 @@ class StaleOptimizerParameters(RuntimeDetector):
         shown = ", ".join(f"`{n}`" for n in names[:4]) + (" ..." if len(names) > 4 else "")
         where = f" (built at {site})" if site is not None else ""
         whole = len(missing) == sum(1 for p in model.inner.parameters() if p.requires_grad)
-        what = (f"every trainable parameter of `{model.label}`" if whole
-                else f"{len(missing)} parameter(s) of `{model.label}`: {shown}")
-        self.emit(finding(
-            "TD620",
-            f"{info.label}{where} steps {len(foreign)} tensor(s) that belong to no model "
-            f"but have the shapes of {what}, which no optimizer holds: it was built for a "
-            "copy of the model (a `deepcopy`, or layers replaced after it was made), so "
-            "its steps never change the model that runs",
-            site.location(object=model.label) if site is not None
-            else self.monitor.user_location(object=model.label), Depth.RUN,
-            fix_hint="Build the optimizer from the model that is trained, after the model "
-                     "is complete (after any deepcopy, `.to()` rebuild or layer replacement).",
-            evidence={"optimizer": info.label, "model": model.label,
-                      "stale_tensors": len(foreign), "model_parameters": names[:20]},
-        ))
+        what = (
+            f"every trainable parameter of `{model.label}`"
+            if whole
+            else f"{len(missing)} parameter(s) of `{model.label}`: {shown}"
+        )
+        self.emit(
+            finding(
+                "TD620",
+                f"{info.label}{where} steps {len(foreign)} tensor(s) that belong to no model "
+                f"but have the shapes of {what}, which no optimizer holds: it was built for a "
+                "copy of the model (a `deepcopy`, or layers replaced after it was made), so "
+                "its steps never change the model that runs",
+                site.location(object=model.label)
+                if site is not None
+                else self.monitor.user_location(object=model.label),
+                Depth.RUN,
+                fix_hint="Build the optimizer from the model that is trained, after the model "
+                "is complete (after any deepcopy, `.to()` rebuild or layer replacement).",
+                evidence={
+                    "optimizer": info.label,
+                    "model": model.label,
+                    "stale_tensors": len(foreign),
+                    "model_parameters": names[:20],
+                },
+            )
+        )
 
 
 def _shapes(module: Any) -> list[tuple[int, ...]]:
@@ -151,8 +169,9 @@ class TargetNetworkGetsGradients(RuntimeDetector):
 
     def on_finish(self, report: Any) -> None:
         held = {id(p) for info in self.monitor.optimizers for p in info.params}
-        trained = [m for m in self.monitor.models
-                   if any(id(p) in held for p in m.inner.parameters())]
+        trained = [
+            m for m in self.monitor.models if any(id(p) in held for p in m.inner.parameters())
+        ]
         for model in self.monitor.models:
             params = list(model.inner.parameters())
             if not params or any(id(p) in held for p in params):
@@ -167,17 +186,26 @@ class TargetNetworkGetsGradients(RuntimeDetector):
 
     def _emit(self, model: Any, twin: Any, with_grad: int, total: int) -> None:
         name = model.label or model.class_name
-        role = (f"a copy of `{twin.label or twin.class_name}`, which an optimizer trains"
-                if twin is not None else "kept in eval mode like a teacher")
-        self.emit(finding(
-            "TD222",
-            f"`{name}` ({role}) is in no optimizer, yet backward() filled the gradients of "
-            f"{with_grad} of its {total} parameters: its output reached the loss with its "
-            "graph, so every step also differentiates through it (time and memory), and "
-            "the target is not the fixed value it is meant to be",
-            Location(object=name), Depth.RUN,
-            fix_hint="Compute the target/teacher output under `torch.no_grad()` (or "
-                     "`.detach()` it), and freeze the network with `requires_grad_(False)`.",
-            evidence={"model": name, "parameters_with_grad": with_grad,
-                      "copy_of": (twin.label or twin.class_name) if twin is not None else None},
-        ))
+        role = (
+            f"a copy of `{twin.label or twin.class_name}`, which an optimizer trains"
+            if twin is not None
+            else "kept in eval mode like a teacher"
+        )
+        self.emit(
+            finding(
+                "TD222",
+                f"`{name}` ({role}) is in no optimizer, yet backward() filled the gradients of "
+                f"{with_grad} of its {total} parameters: its output reached the loss with its "
+                "graph, so every step also differentiates through it (time and memory), and "
+                "the target is not the fixed value it is meant to be",
+                Location(object=name),
+                Depth.RUN,
+                fix_hint="Compute the target/teacher output under `torch.no_grad()` (or "
+                "`.detach()` it), and freeze the network with `requires_grad_(False)`.",
+                evidence={
+                    "model": name,
+                    "parameters_with_grad": with_grad,
+                    "copy_of": (twin.label or twin.class_name) if twin is not None else None,
+                },
+            )
+        )

@@ -24,9 +24,9 @@ from torchdoctor.runtime.detectors.base import RuntimeDetector, StepEvent
 __all__ = ["EpochSchedulerPerBatch", "schedulers_of"]
 
 _EPOCH_SCHEDULERS = frozenset({"StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR"})
-_COLLAPSED = 0.01        # the learning rate below this share of its start
-_WITHIN_STEPS = 300      # ... this early in the run
-_PER_BATCH = 0.8         # scheduler calls per optimizer step that mean "every batch"
+_COLLAPSED = 0.01  # the learning rate below this share of its start
+_WITHIN_STEPS = 300  # ... this early in the run
+_PER_BATCH = 0.8  # scheduler calls per optimizer step that mean "every batch"
 _MIN_STEPS = 10
 _COSINE = "CosineAnnealingLR"
 
@@ -38,10 +38,15 @@ def schedulers_of(optimizer: Any) -> list[Any]:
 
     import torch
 
-    base = getattr(torch.optim.lr_scheduler, "LRScheduler", None) or \
-        torch.optim.lr_scheduler._LRScheduler
-    return [obj for obj in gc.get_referrers(optimizer)
-            if issubclass(type(obj), base) and getattr(obj, "optimizer", None) is optimizer]
+    base = (
+        getattr(torch.optim.lr_scheduler, "LRScheduler", None)
+        or torch.optim.lr_scheduler._LRScheduler
+    )
+    return [
+        obj
+        for obj in gc.get_referrers(optimizer)
+        if issubclass(type(obj), base) and getattr(obj, "optimizer", None) is optimizer
+    ]
 
 
 @dataclass(slots=True)
@@ -50,8 +55,8 @@ class _Suspect:
 
     scheduler: Any  # a weak reference: a scheduler local to a function may be gone
     name: str
-    calls: int      # its calls when the learning rate collapsed
-    step: int       # the optimizer's step then
+    calls: int  # its calls when the learning rate collapsed
+    step: int  # the optimizer's step then
     t_max: int | None
     confirmed: bool  # a cosine is confirmed once it runs past its period
 
@@ -61,7 +66,7 @@ class EpochSchedulerPerBatch(RuntimeDetector):
     """Flags an epoch-based scheduler whose decay ran out within the first steps."""
 
     def __init__(self) -> None:
-        self._start: dict[int, float] = {}       # optimizer key -> lr at its first step
+        self._start: dict[int, float] = {}  # optimizer key -> lr at its first step
         self._suspects: dict[int, list[_Suspect]] = {}
 
     def on_step_end(self, event: StepEvent) -> None:
@@ -72,7 +77,8 @@ class EpochSchedulerPerBatch(RuntimeDetector):
                 if suspect.t_max is not None and not suspect.confirmed:
                     alive = suspect.scheduler()
                     suspect.confirmed = alive is not None and int(alive.last_epoch) > int(
-                        suspect.t_max)
+                        suspect.t_max
+                    )
             return
         if event.step > _WITHIN_STEPS:
             return
@@ -84,12 +90,18 @@ class EpochSchedulerPerBatch(RuntimeDetector):
         start = self._start[key]
         if isinstance(lr, (int, float)) and start > 0 and lr < _COLLAPSED * start:
             self._suspects[key] = [
-                _Suspect(weakref.ref(scheduler), name, calls, event.step,
-                         getattr(scheduler, "T_max", None) if name == _COSINE else None,
-                         name != _COSINE)
+                _Suspect(
+                    weakref.ref(scheduler),
+                    name,
+                    calls,
+                    event.step,
+                    getattr(scheduler, "T_max", None) if name == _COSINE else None,
+                    name != _COSINE,
+                )
                 for scheduler in schedulers_of(event.optimizer.optimizer)
                 if (name := type(scheduler).__name__) in _EPOCH_SCHEDULERS
-                and (calls := int(getattr(scheduler, "last_epoch", 0))) >= _PER_BATCH * event.step]
+                and (calls := int(getattr(scheduler, "last_epoch", 0))) >= _PER_BATCH * event.step
+            ]
 
     def on_finish(self, report: Any) -> None:
         for info in self.monitor.optimizers:
@@ -102,17 +114,24 @@ class EpochSchedulerPerBatch(RuntimeDetector):
         start = self._start.get(id(info), 0.0)
         site = self.monitor.optimizer_site(info.optimizer)
         where = f" (optimizer built at {site})" if site is not None else ""
-        self.emit(finding(
-            "TD615",
-            f"`{name}` on {info.label}{where} was stepped {calls} times for {steps} "
-            f"optimizer steps, once per batch, but it counts epochs: the learning rate fell "
-            f"from {start:.3g} to below 1% of it by step {step}, spending a decay meant for "
-            "the whole training in its first batches, so training stalls",
-            Location(object=f"{name} of {info.label}"), Depth.RUN,
-            fix_hint="Call `scheduler.step()` once per epoch, after the batch loop; or use a "
-                     "per-iteration schedule (`OneCycleLR`, `CosineAnnealingLR(T_max=total "
-                     "steps)`) if you mean to step it every batch.",
-            evidence={"scheduler": name, "scheduler_steps": calls, "optimizer_steps": steps,
-                      "lr_start": start, "collapsed_at_step": step},
-        ))
-
+        self.emit(
+            finding(
+                "TD615",
+                f"`{name}` on {info.label}{where} was stepped {calls} times for {steps} "
+                f"optimizer steps, once per batch, but it counts epochs: the learning rate fell "
+                f"from {start:.3g} to below 1% of it by step {step}, spending a decay meant for "
+                "the whole training in its first batches, so training stalls",
+                Location(object=f"{name} of {info.label}"),
+                Depth.RUN,
+                fix_hint="Call `scheduler.step()` once per epoch, after the batch loop; or use a "
+                "per-iteration schedule (`OneCycleLR`, `CosineAnnealingLR(T_max=total "
+                "steps)`) if you mean to step it every batch.",
+                evidence={
+                    "scheduler": name,
+                    "scheduler_steps": calls,
+                    "optimizer_steps": steps,
+                    "lr_start": start,
+                    "collapsed_at_step": step,
+                },
+            )
+        )
