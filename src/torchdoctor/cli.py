@@ -57,6 +57,11 @@ def guarded(command: F) -> F:
         except KeyboardInterrupt:
             click.secho("torchdoctor: interrupted", fg="red", err=True)
             sys.exit(EXIT_ERROR)
+        except BrokenPipeError:  # `torchdoctor ... | head`: the reader left, nothing to say
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_ERROR)
         except Exception as error:  # noqa: BLE001 - the last line of defence
             if _debug_requested():
                 traceback.print_exc()
