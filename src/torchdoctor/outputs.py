@@ -94,9 +94,23 @@ def _same_file(a: Path, b: Path) -> bool:
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (UTF-8) through a temporary file and a rename.
 
-    A symlink is written through: its target is replaced, the link stays.
+    A symlink is written through: its target is replaced, the link stays. A device or a
+    pipe (``-o /dev/stdout``) is written directly.
+
+    Raises:
+        UsageError: the file cannot be written.
     """
-    target = path.resolve() if path.is_symlink() else path
+    try:
+        if path.exists() and not path.is_file():
+            with open(path, "w", encoding="utf-8", newline="") as stream:
+                stream.write(text)
+            return
+        _replace(path.resolve() if path.is_symlink() else path, text)
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _replace(target: Path, text: str) -> None:
     descriptor, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
     )

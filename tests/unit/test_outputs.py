@@ -75,3 +75,15 @@ def test_write_atomic_replaces_the_content_and_keeps_a_symlink(tmp_path: Path) -
     assert link.is_symlink() and real.read_bytes() == b"new\r\n"
     assert real.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_write_atomic_writes_a_device_directly_and_never_replaces_it() -> None:
+    import stat
+
+    write_atomic(Path(os.devnull), "report\n")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_write_atomic_turns_os_errors_into_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot write"):
+        write_atomic(tmp_path / "missing" / "r.json", "x")
