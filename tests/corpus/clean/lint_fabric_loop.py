@@ -8,6 +8,7 @@ from torch import nn
 def main() -> None:
     fabric = Fabric(accelerator="cpu", devices=1)
     fabric.seed_everything(0)
+    torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     model, optimizer = fabric.setup(model, optimizer)

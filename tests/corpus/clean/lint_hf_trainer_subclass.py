@@ -24,3 +24,16 @@ class WeightedLossTrainer(Trainer):
         loss = self.compute_loss(model, inputs)
         self.accelerator.backward(loss)
         return loss.detach()
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    weights = torch.tensor([1.0, 4.0])
+    print(
+        f"a trainer class with class weights {weights.tolist()} is defined; "
+        "Trainer(model=..., args=..., class_weights=weights) would fine-tune with it"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -45,6 +45,7 @@ class GAN(L.LightningModule):
 
 def main() -> None:
     L.seed_everything(0)
+    torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(256, 4) * 0.5 + 1.0)
     loader = torch.utils.data.DataLoader(data, batch_size=32, shuffle=True)
     L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False).fit(GAN(), loader)

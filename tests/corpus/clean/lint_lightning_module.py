@@ -37,6 +37,7 @@ class LitClassifier(L.LightningModule):
 
 def main() -> None:
     L.seed_everything(0)
+    torch.manual_seed(0)
     x = torch.randn(512, 16)
     data = torch.utils.data.TensorDataset(x, x[:, :4].argmax(dim=1))
     train = torch.utils.data.DataLoader(data, batch_size=32, shuffle=True)
