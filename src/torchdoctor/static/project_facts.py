@@ -213,11 +213,19 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
     if cls is ast.Call:
         call: ast.Call = expr  # type: ignore[assignment]
         called = namer.name(call.func)
-        if called is not None:
-            out.add(called)
         training = False
-        if call.func.__class__ is ast.Attribute:
-            training = _calls(call.func.value, namer, out, depth + 1)
+        func = call.func
+        if func.__class__ is ast.Attribute and func.value.__class__ is ast.Call:
+            training = _calls(func.value, namer, out, depth + 1)  # nn.Sequential(...).to(d)
+        if called is None:
+            # self.block(x), x.view(...): not a layer being built; only a mode flag passed
+            # on (`training=self.training`) matters among its arguments.
+            for keyword in call.keywords:
+                value = keyword.value
+                if value.__class__ is ast.Attribute and value.attr == "training":
+                    training = True
+            return training
+        out.add(called)
         for argument in call.args:
             training = _calls(argument, namer, out, depth + 1) or training
         for keyword in call.keywords:
