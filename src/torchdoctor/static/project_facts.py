@@ -204,6 +204,10 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
+# Methods that collect layers built in their arguments: layers.append(nn.BatchNorm2d(c)).
+_COLLECTING = frozenset({"append", "extend", "insert", "add_module", "register_module"})
+
+
 def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -> bool:
     """Add the qualified callees of ``expr`` (a call, its arguments, lists of calls) to
     ``out``; returns whether it reads ``.training``. Nested only a few levels deep."""
@@ -217,7 +221,7 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
         func = call.func
         if func.__class__ is ast.Attribute and func.value.__class__ is ast.Call:
             training = _calls(func.value, namer, out, depth + 1)  # nn.Sequential(...).to(d)
-        if called is None:
+        if called is None and not (func.__class__ is ast.Attribute and func.attr in _COLLECTING):
             # self.block(x), x.view(...): not a layer being built; only a mode flag passed
             # on (`training=self.training`) matters among its arguments.
             for keyword in call.keywords:
@@ -225,7 +229,8 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
                 if value.__class__ is ast.Attribute and value.attr == "training":
                     training = True
             return training
-        out.add(called)
+        if called is not None:
+            out.add(called)
         for argument in call.args:
             training = _calls(argument, namer, out, depth + 1) or training
         for keyword in call.keywords:

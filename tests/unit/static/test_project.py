@@ -321,3 +321,38 @@ def test_a_factory_function_of_another_file_gives_its_class(tmp_path: Path) -> N
         for f in lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings
     ]
     assert found == [("train.py", 7)]  # build_either returns two kinds: not judged
+
+
+def test_layers_collected_in_a_list_count_and_calls_on_self_do_not() -> None:
+    project = index(
+        nets="""
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layers = []
+        for channels in (3, 8):
+            layers.append(nn.Conv2d(channels, 8, 3))
+            layers.append(nn.BatchNorm2d(8))
+        self.body = nn.Sequential(*layers).to("cpu")
+
+class Flagged(nn.Module):
+    def forward(self, x):
+        return self.mix(x, training=self.training)
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+    def forward(self, x):
+        return F.relu(self.fc(x))
+"""
+    )
+    stack, flagged, plain = (
+        project.module_class(f"nets.{n}") for n in ("Stack", "Flagged", "Plain")
+    )
+    assert stack is not None and stack.has_dropout_or_batchnorm is True
+    assert flagged is not None and flagged.has_dropout_or_batchnorm is True
+    assert plain is not None and plain.has_dropout_or_batchnorm is False
