@@ -452,13 +452,21 @@ def _show_internal_errors(report: Report) -> None:
 @click.option("--localise-nan", is_flag=True,
               help="Check every module's output for NaN/Inf from the first step (slower), "
                    "to name the module where NaN/Inf starts.")
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
+              help="Launch N ranks through torch.distributed.run (torchrun), each running "
+                   "the script watched; one report for the whole job.")
+@click.option("--follow-children/--no-follow-children", default=True, show_default=True,
+              help="Also watch the processes the script starts to train "
+                   "(torch.multiprocessing.spawn, multiprocessing, Python subprocesses; "
+                   "never DataLoader workers).")
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @guarded
 def run_command(as_module: bool, max_steps: int | None, report_path: Path | None,
                 output_format: str, fail_on: str, select: tuple[str, ...],
                 ignore: tuple[str, ...], sample_every: int | None, status: bool | None,
-                localise_nan: bool, target: str, script_args: tuple[str, ...]) -> None:
+                localise_nan: bool, nproc_per_node: int | None, follow_children: bool,
+                target: str, script_args: tuple[str, ...]) -> None:
     """Run a training script under the monitor: `torchdoctor run train.py [ARGS]...`.
 
     The script runs as `python train.py ARGS` would (every argument after TARGET is its
@@ -466,9 +474,10 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
     however it ends (the script shares that output: use --report for a JSON file of its
     own); the script's exit status is passed through.
     """
+    from torchdoctor.distributed.job import run_job
     from torchdoctor.outputs import checked_output
     from torchdoctor.rules.selection import Selection
-    from torchdoctor.runtime.script import ScriptResult, die_by, run_script
+    from torchdoctor.runtime.script import ScriptResult, die_by
 
     # Checked and made absolute before the script starts: a missing directory is an error
     # now, not after the run, and the script's os.chdir cannot move the file.
@@ -485,12 +494,17 @@ def run_command(as_module: bool, max_steps: int | None, report_path: Path | None
         write_report(ended.report)
         emit(ended.report, output_format, title=title)
 
-    result = run_script(target, list(script_args), module=as_module, max_steps=max_steps,
-                        sample_every=sample_every, status=status,
-                        localise_non_finite=localise_nan,
-                        selection=Selection.from_options(select or None, ignore or None),
-                        progress=write_report if report_path is not None else None,
-                        on_signal=signalled)
+    extra: dict[str, Any] = {"on_signal": signalled}
+    if report_path is not None:
+        extra["progress"] = write_report
+    result = run_job(target, list(script_args), nproc_per_node=nproc_per_node,
+                     follow=follow_children, module=as_module, max_steps=max_steps,
+                     sample_every=sample_every, status=status,
+                     localise_non_finite=localise_nan,
+                     selection=Selection.from_options(select or None, ignore or None),
+                     **extra)
+    if isinstance(result, int):  # a torchrun rank other than 0: rank 0 reports the job
+        sys.exit(result)
     _show_internal_errors(result.report)
     write_report(result.report)
     emit(result.report, output_format, title=title)

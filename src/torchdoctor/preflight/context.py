@@ -57,10 +57,10 @@ class CheckContext:
         self._iterator: Any = None
         self._loader_state: LoaderState | None = None
         self.step_times: list[float] = []
-        self.forecast_options: Any = None  # ForecastOptions, when a forecast is asked for
         # Loss per step of the probes' own training runs (the overfit-one-batch curve),
         # which the report keeps as series for plots.
         self.curves: dict[str, list[float]] = {}
+        self.forecast_options: Any = None  # ForecastOptions, when a forecast is asked for
 
     def enabled(self, code: str) -> bool:
         """Whether findings of ``code`` will be reported (skip work for disabled ones)."""
