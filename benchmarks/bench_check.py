@@ -40,8 +40,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(channels)
         self.shortcut = nn.Sequential()
         if stride != 1 or channels_in != channels:
-            self.shortcut = nn.Sequential(nn.Conv2d(channels_in, channels, 1, stride, bias=False),
-                                          nn.BatchNorm2d(channels))
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(channels_in, channels, 1, stride, bias=False), nn.BatchNorm2d(channels)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.relu(self.bn1(self.conv1(x)))
@@ -53,8 +54,9 @@ class ResNet18(nn.Module):
 
     def __init__(self, classes: int = 10) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64),
-                                  nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()
+        )
         blocks, width = [], 64
         for channels, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
             blocks += [BasicBlock(width, channels, stride), BasicBlock(channels, channels, 1)]
@@ -131,8 +133,9 @@ def _median_step(setup: tuple[Any, ...], steps: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def check_seconds(make: Callable[[int], tuple[Any, ...]], batch: int, repeats: int
-                  ) -> tuple[float, float, dict[str, Any]]:
+def check_seconds(
+    make: Callable[[int], tuple[Any, ...]], batch: int, repeats: int
+) -> tuple[float, float, dict[str, Any]]:
     """Median wall and CPU time of a full check, and the facts of the last run."""
     walls, cpus, facts = [], [], {}
     for _ in range(repeats):
@@ -159,14 +162,13 @@ def main() -> None:
         step, step_cpu, threads = step_seconds(make(args.batch), args.steps)
         total, total_cpu, facts = check_seconds(make, args.batch, args.repeats)
         slowest = sorted(facts["probe_seconds"].items(), key=lambda item: -item[1])[:4]
-        print(f"{name:18s} step {step * 1000:8.1f} ms ({threads} threads, cpu "
-              f"{step_cpu * 1000:.0f} ms)   check {total:6.2f} s (cpu {total_cpu:.2f} s, "
-              f"{facts.get('threads', '?')} threads)   = {total / step:5.1f} steps "
-              f"(cpu {total_cpu / step_cpu:5.1f})")
-        print("    slowest probes: " + ", ".join(f"{p} {s / step:.1f} steps"
-                                                  for p, s in slowest))
-
-
+        print(
+            f"{name:18s} step {step * 1000:8.1f} ms ({threads} threads, cpu "
+            f"{step_cpu * 1000:.0f} ms)   check {total:6.2f} s (cpu {total_cpu:.2f} s, "
+            f"{facts.get('threads', '?')} threads)   = {total / step:5.1f} steps "
+            f"(cpu {total_cpu / step_cpu:5.1f})"
+        )
+        print("    slowest probes: " + ", ".join(f"{p} {s / step:.1f} steps" for p, s in slowest))
 
 
 # --- the memory forecast: accuracy and cost ---------------------------------------------
@@ -177,9 +179,15 @@ class MLP(nn.Module):
 
     def __init__(self, width: int = 2048) -> None:
         super().__init__()
-        self.layers = nn.Sequential(nn.Linear(1024, width), nn.ReLU(), nn.Linear(width, width),
-                                    nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                                    nn.Linear(width, 10))
+        self.layers = nn.Sequential(
+            nn.Linear(1024, width),
+            nn.ReLU(),
+            nn.Linear(width, width),
+            nn.ReLU(),
+            nn.Linear(width, width),
+            nn.ReLU(),
+            nn.Linear(width, 10),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
@@ -196,8 +204,10 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, time_steps, width = x.shape
-        q, k, v = (t.view(batch, time_steps, self.heads, width // self.heads).transpose(1, 2)
-                   for t in self.qkv(x).split(width, dim=2))
+        q, k, v = (
+            t.view(batch, time_steps, self.heads, width // self.heads).transpose(1, 2)
+            for t in self.qkv(x).split(width, dim=2)
+        )
         y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.out(y.transpose(1, 2).reshape(batch, time_steps, width))
 
@@ -210,8 +220,9 @@ class GPTBlock(nn.Module):
         self.norm1 = nn.LayerNorm(width)
         self.attention = CausalSelfAttention(width, heads)
         self.norm2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
-                                 nn.Linear(4 * width, width), nn.Dropout(0.1))
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width), nn.Dropout(0.1)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attention(self.norm1(x))
@@ -223,8 +234,9 @@ class GPT(nn.Module):
     6 heads, width 384, 256 tokens of context), with the output head tied to the token
     embedding."""
 
-    def __init__(self, vocab: int = 65, width: int = 384, layers: int = 6, heads: int = 6,
-                 context: int = 256) -> None:
+    def __init__(
+        self, vocab: int = 65, width: int = 384, layers: int = 6, heads: int = 6, context: int = 256
+    ) -> None:
         super().__init__()
         self.tokens = nn.Embedding(vocab, width)
         self.positions = nn.Embedding(context, width)
@@ -249,27 +261,46 @@ def memory_setups() -> dict[str, Callable[[int], tuple[Any, ...]]]:
 
     def mlp(batch: int) -> tuple[Any, ...]:
         model = MLP()
-        return (model, (torch.randn(batch, 1024), torch.randint(0, 10, (batch,))),
-                nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), 1e-3))
+        return (
+            model,
+            (torch.randn(batch, 1024), torch.randint(0, 10, (batch,))),
+            nn.CrossEntropyLoss(),
+            torch.optim.Adam(model.parameters(), 1e-3),
+        )
 
     def resnet(batch: int) -> tuple[Any, ...]:
         model = ResNet18()
-        return (model, (torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))),
-                nn.CrossEntropyLoss(),
-                torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+        return (
+            model,
+            (torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))),
+            nn.CrossEntropyLoss(),
+            torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+        )
 
     def transformer(batch: int) -> tuple[Any, ...]:
         model = Encoder()
-        return (model, (torch.randint(0, 5000, (batch, 64)), torch.randint(0, 4, (batch,))),
-                nn.CrossEntropyLoss(), torch.optim.AdamW(model.parameters(), 3e-4))
+        return (
+            model,
+            (torch.randint(0, 5000, (batch, 64)), torch.randint(0, 4, (batch,))),
+            nn.CrossEntropyLoss(),
+            torch.optim.AdamW(model.parameters(), 3e-4),
+        )
 
     def gpt(batch: int) -> tuple[Any, ...]:
         model = GPT()
-        return (model, (torch.randint(0, 65, (batch, 256)), torch.randint(0, 65, (batch, 256))),
-                _sequence_loss, torch.optim.AdamW(model.parameters(), 1e-3, weight_decay=0.1))
+        return (
+            model,
+            (torch.randint(0, 65, (batch, 256)), torch.randint(0, 65, (batch, 256))),
+            _sequence_loss,
+            torch.optim.AdamW(model.parameters(), 1e-3, weight_decay=0.1),
+        )
 
-    return {"MLP": mlp, "ResNet-18 CNN": resnet, "Transformer": transformer,
-            "GPT (nanoGPT char)": gpt}
+    return {
+        "MLP": mlp,
+        "ResNet-18 CNN": resnet,
+        "Transformer": transformer,
+        "GPT (nanoGPT char)": gpt,
+    }
 
 
 def measured_peak(setup: tuple[Any, ...]) -> tuple[int, float]:
@@ -294,17 +325,29 @@ def measured_peak(setup: tuple[Any, ...]) -> tuple[int, float]:
     optimizer.zero_grad(set_to_none=True)
     step()
     optimizer.zero_grad(set_to_none=True)
-    tensors = [*model.parameters(), *model.buffers(), inputs, targets,
-               *(value for state in optimizer.state.values() for value in state.values()
-                 if isinstance(value, torch.Tensor))]
-    start = sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                 for t in tensors}.values())
+    tensors = [
+        *model.parameters(),
+        *model.buffers(),
+        inputs,
+        targets,
+        *(
+            value
+            for state in optimizer.state.values()
+            for value in state.values()
+            if isinstance(value, torch.Tensor)
+        ),
+    ]
+    start = sum(
+        {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values()
+    )
     begin = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
     seconds = time.perf_counter() - begin
-    events = sorted((event for event in prof.profiler.kineto_results.events()
-                     if event.name() == "[memory]"), key=lambda event: event.start_ns())
+    events = sorted(
+        (event for event in prof.profiler.kineto_results.events() if event.name() == "[memory]"),
+        key=lambda event: event.start_ns(),
+    )
     running = highest = 0
     for event in events:
         running += event.nbytes()
@@ -317,10 +360,14 @@ def forecast_accuracy(batch: int) -> None:
     from torchdoctor.preflight.batch import split_batch
     from torchdoctor.preflight.forecast import ForecastOptions, forecast_memory
 
-    print(f"\nforecast accuracy (CPU, batch {batch}; measured: torch.profiler allocator "
-          "events of one real step)")
-    print(f"{'model':20s} {'params':>8s} {'measured MiB':>13s} {'forecast MiB':>13s} "
-          f"{'error':>7s} {'accelerate x4 MiB':>18s} {'its error':>9s}")
+    print(
+        f"\nforecast accuracy (CPU, batch {batch}; measured: torch.profiler allocator "
+        "events of one real step)"
+    )
+    print(
+        f"{'model':20s} {'params':>8s} {'measured MiB':>13s} {'forecast MiB':>13s} "
+        f"{'error':>7s} {'accelerate x4 MiB':>18s} {'its error':>9s}"
+    )
     for name, make in memory_setups().items():
         torch.manual_seed(0)
         model, data, loss_fn, optimizer = make(batch)
@@ -330,9 +377,11 @@ def forecast_accuracy(batch: int) -> None:
         actual, _ = measured_peak((model, data, loss_fn, optimizer))
         params = sum(p.numel() for p in model.parameters())
         rule = 4 * sum(p.numel() * p.element_size() for p in model.parameters())
-        print(f"{name:20s} {params / 1e6:7.1f}M {actual / 2**20:13.1f} {predicted / 2**20:13.1f} "
-              f"{(predicted - actual) / actual:+7.1%} {rule / 2**20:18.1f} "
-              f"{(rule - actual) / actual:+9.1%}")
+        print(
+            f"{name:20s} {params / 1e6:7.1f}M {actual / 2**20:13.1f} {predicted / 2**20:13.1f} "
+            f"{(predicted - actual) / actual:+7.1%} {rule / 2**20:18.1f} "
+            f"{(rule - actual) / actual:+9.1%}"
+        )
 
 
 def forecast_cost(sizes: tuple[int, ...], steps: int) -> None:
@@ -342,8 +391,10 @@ def forecast_cost(sizes: tuple[int, ...], steps: int) -> None:
     from torchdoctor.preflight.forecast import ForecastOptions, forecast_memory
 
     largest = max(sizes)
-    print(f"\nforecast cost (batch sizes {','.join(map(str, sizes))}, 80 GiB CUDA, remedies "
-          f"on; real step: median of {steps} at batch {largest}, after a warm-up)")
+    print(
+        f"\nforecast cost (batch sizes {','.join(map(str, sizes))}, 80 GiB CUDA, remedies "
+        f"on; real step: median of {steps} at batch {largest}, after a warm-up)"
+    )
     for name, make in memory_setups().items():
         torch.manual_seed(0)
         model, data, loss_fn, optimizer = make(largest)
@@ -362,17 +413,20 @@ def forecast_cost(sizes: tuple[int, ...], steps: int) -> None:
         begin = time.perf_counter()
         forecast = forecast_memory(model, optimizer, loss_fn, split_batch(data), options)
         seconds = time.perf_counter() - begin
-        print(f"{name:20s} forecast {seconds:6.2f} s   real step {step * 1000:8.1f} ms   "
-              f"= {seconds / step:5.1f} steps   (largest batch in 80 GiB: "
-              f"{forecast.largest_batch_size}, {len(forecast.remedies)} remedies)")
+        print(
+            f"{name:20s} forecast {seconds:6.2f} s   real step {step * 1000:8.1f} ms   "
+            f"= {seconds / step:5.1f} steps   (largest batch in 80 GiB: "
+            f"{forecast.largest_batch_size}, {len(forecast.remedies)} remedies)"
+        )
 
 
 def run_all() -> None:
     """``--section``: check (the default), forecast, or all."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--section", choices=("check", "forecast", "all"), default="check")
-    parser.add_argument("--forecast-batch", type=int, default=16,
-                        help="Batch size of the forecast accuracy table.")
+    parser.add_argument(
+        "--forecast-batch", type=int, default=16, help="Batch size of the forecast accuracy table."
+    )
     parser.add_argument("--forecast-steps", type=int, default=3)
     args, rest = parser.parse_known_args()
     if args.section in ("check", "all"):

@@ -99,41 +99,55 @@ _MEASURE = textwrap.dedent(
 
 def build(path: Path, size_mb: float, tensors: int) -> None:
     """Write the checkpoint in a separate process."""
-    subprocess.run([sys.executable, "-c", _BUILD, str(path), str(size_mb), str(tensors)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-c", _BUILD, str(path), str(size_mb), str(tensors)], check=True
+    )
 
 
 def measure(path: Path, mode: str) -> dict[str, float]:
     """Inspect ``path`` in a fresh process and return its timings and memory peaks."""
-    result = subprocess.run([sys.executable, "-c", _MEASURE, str(path), mode], check=True,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(path), mode],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=float, default=1024.0,
-                        help="checkpoint size in MiB (default 1024)")
+    parser.add_argument(
+        "--size-mb", type=float, default=1024.0, help="checkpoint size in MiB (default 1024)"
+    )
     parser.add_argument("--tensors", type=int, default=64, help="number of tensors")
-    parser.add_argument("--skip-full-read", action="store_true",
-                        help="measure only the memory-mapped inspection")
+    parser.add_argument(
+        "--skip-full-read", action="store_true", help="measure only the memory-mapped inspection"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-ckpt-") as folder:
         path = Path(folder) / "large.pt"
         started = time.perf_counter()
         build(path, args.size_mb, args.tensors)
         size_mib = path.stat().st_size / 2**20
-        print(f"checkpoint: {size_mib:.1f} MiB on disk, {args.tensors} tensors "
-              f"(built in {time.perf_counter() - started:.1f} s)")
-        print(f"{'mode':<10} {'time':>7} {'peak RSS':>12} {'peak private':>14} "
-              f"{'private/file':>13}")
+        print(
+            f"checkpoint: {size_mib:.1f} MiB on disk, {args.tensors} tensors "
+            f"(built in {time.perf_counter() - started:.1f} s)"
+        )
+        print(
+            f"{'mode':<10} {'time':>7} {'peak RSS':>12} {'peak private':>14} {'private/file':>13}"
+        )
         modes = ["mmap"] if args.skip_full_read else ["mmap", "full read"]
         for mode in modes:
             row = measure(path, mode)
-            print(f"{mode:<10} {row['seconds']:>6.2f}s {row['rss_mib']:>8.1f} MiB "
-                  f"{row['private_mib']:>10.1f} MiB {row['private_mib'] / size_mib:>13.3f}")
-        print("RSS above counts mapped file pages (page cache, shared and reclaimable); "
-              "private memory is what the inspection itself allocated.")
+            print(
+                f"{mode:<10} {row['seconds']:>6.2f}s {row['rss_mib']:>8.1f} MiB "
+                f"{row['private_mib']:>10.1f} MiB {row['private_mib'] / size_mib:>13.3f}"
+            )
+        print(
+            "RSS above counts mapped file pages (page cache, shared and reclaimable); "
+            "private memory is what the inspection itself allocated."
+        )
 
 
 if __name__ == "__main__":

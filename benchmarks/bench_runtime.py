@@ -28,17 +28,32 @@ import torchdoctor
 
 
 def mlp() -> tuple[nn.Module, Callable[[], tuple[Any, Any]], nn.Module]:
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.1),
-                          nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    model = nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(784, 512),
+        nn.ReLU(),
+        nn.Dropout(0.1),
+        nn.Linear(512, 256),
+        nn.ReLU(),
+        nn.Linear(256, 10),
+    )
     x, y = torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,))
     return model, lambda: (x, y), nn.CrossEntropyLoss()
 
 
 def cnn() -> tuple[nn.Module, Callable[[], tuple[Any, Any]], nn.Module]:
     model = nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 8 * 8, 10),
+    )
     x, y = torch.randn(16, 3, 32, 32), torch.randint(0, 10, (16,))
     return model, lambda: (x, y), nn.CrossEntropyLoss()
 
@@ -62,8 +77,13 @@ def transformer() -> tuple[nn.Module, Callable[[], tuple[Any, Any]], nn.Module]:
     return TinyTransformer(), lambda: (x, y), nn.CrossEntropyLoss()
 
 
-def run(model: nn.Module, batch: Callable[[], tuple[Any, Any]], loss_fn: nn.Module,
-        optimizer: torch.optim.Optimizer, steps: int) -> None:
+def run(
+    model: nn.Module,
+    batch: Callable[[], tuple[Any, Any]],
+    loss_fn: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    steps: int,
+) -> None:
     for _ in range(steps):
         x, y = batch()
         optimizer.zero_grad(set_to_none=True)
@@ -72,9 +92,15 @@ def run(model: nn.Module, batch: Callable[[], tuple[Any, Any]], loss_fn: nn.Modu
         optimizer.step()
 
 
-def timed(mode: str, model: nn.Module, batch: Any, loss_fn: nn.Module,
-          optimizer: torch.optim.Optimizer, steps: int, warmup: int
-          ) -> tuple[float, float, float]:
+def timed(
+    mode: str,
+    model: nn.Module,
+    batch: Any,
+    loss_fn: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    steps: int,
+    warmup: int,
+) -> tuple[float, float, float]:
     """CPU time and wall time of ``steps`` steps in one mode, and the monitor's own share
     of the whole watched run."""
     with warnings.catch_warnings():
@@ -93,8 +119,9 @@ def timed(mode: str, model: nn.Module, batch: Any, loss_fn: nn.Module,
         return (*_time(model, batch, loss_fn, optimizer, steps), 0.0)
 
 
-def _time(model: nn.Module, batch: Any, loss_fn: nn.Module,
-          optimizer: torch.optim.Optimizer, steps: int) -> tuple[float, float]:
+def _time(
+    model: nn.Module, batch: Any, loss_fn: nn.Module, optimizer: torch.optim.Optimizer, steps: int
+) -> tuple[float, float]:
     cpu, wall = time.process_time(), time.perf_counter()
     run(model, batch, loss_fn, optimizer, steps)
     return time.process_time() - cpu, time.perf_counter() - wall
@@ -106,7 +133,11 @@ def bench(name: str, factory: Any, steps: int, warmup: int, rounds: int) -> dict
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     run(model, batch, loss_fn, optimizer, 10)  # warm up allocator and kernels
     times: dict[str, list[tuple[float, float, float]]] = {
-        "bare": [], "start": [], "steady": [], "anomaly": []}
+        "bare": [],
+        "start": [],
+        "steady": [],
+        "anomaly": [],
+    }
     modes = list(times)
     for index in range(rounds):
         turn = index % len(modes)
@@ -114,8 +145,9 @@ def bench(name: str, factory: Any, steps: int, warmup: int, rounds: int) -> dict
             times[mode].append(timed(mode, model, batch, loss_fn, optimizer, steps, warmup))
 
     def ratio(mode: str, clock: int) -> float:
-        return statistics.median(t[clock] / b[clock]
-                                 for t, b in zip(times[mode], times["bare"], strict=True))
+        return statistics.median(
+            t[clock] / b[clock] for t, b in zip(times[mode], times["bare"], strict=True)
+        )
 
     step_ms = statistics.median(t[0] for t in times["bare"]) / steps * 1e3
     result = {"step_ms": step_ms, "anomaly": ratio("anomaly", 0)}
@@ -123,27 +155,40 @@ def bench(name: str, factory: Any, steps: int, warmup: int, rounds: int) -> dict
         result[mode] = ratio(mode, 0)
         result[f"{mode}_wall"] = ratio(mode, 1)
         result[f"{mode}_own"] = statistics.median(t[2] for t in times[mode])
-    print(f"{name:12s} step {step_ms:6.2f} ms   "
-          + "   ".join(f"{mode} x{result[mode]:.3f} (wall x{result[f'{mode}_wall']:.3f}, "
-                       f"in hooks {result[f'{mode}_own']:.1%})" for mode in ("start", "steady"))
-          + f"   detect_anomaly x{result['anomaly']:.2f}")
+    print(
+        f"{name:12s} step {step_ms:6.2f} ms   "
+        + "   ".join(
+            f"{mode} x{result[mode]:.3f} (wall x{result[f'{mode}_wall']:.3f}, "
+            f"in hooks {result[f'{mode}_own']:.1%})"
+            for mode in ("start", "steady")
+        )
+        + f"   detect_anomaly x{result['anomaly']:.2f}"
+    )
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps per run")
-    parser.add_argument("--warmup", type=int, default=300,
-                        help="untimed steps inside the watch before a steady-state run")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=300,
+        help="untimed steps inside the watch before a steady-state run",
+    )
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {args.threads} thread(s), {args.steps} steps x "
-          f"{args.rounds} rounds (steady: after {args.warmup} steps); ratios are medians of "
-          "watched/bare CPU times per run")
-    results = {name: bench(name, factory, args.steps, args.warmup, args.rounds)
-               for name, factory in (("mlp", mlp), ("cnn", cnn), ("transformer", transformer))}
+    print(
+        f"torch {torch.__version__}, {args.threads} thread(s), {args.steps} steps x "
+        f"{args.rounds} rounds (steady: after {args.warmup} steps); ratios are medians of "
+        "watched/bare CPU times per run"
+    )
+    results = {
+        name: bench(name, factory, args.steps, args.warmup, args.rounds)
+        for name, factory in (("mlp", mlp), ("cnn", cnn), ("transformer", transformer))
+    }
     for mode in ("start", "steady"):
         worst = max(r[mode] for r in results.values())
         print(f"worst {mode} overhead: x{worst:.3f} (target <= x1.03)")

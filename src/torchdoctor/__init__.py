@@ -110,8 +110,9 @@ def lint(
     """
     from torchdoctor.static import lint as lint_paths
 
-    return lint_paths(paths, select=select, ignore=ignore, config=config,
-                      baseline=baseline, jobs=jobs)
+    return lint_paths(
+        paths, select=select, ignore=ignore, config=config, baseline=baseline, jobs=jobs
+    )
 
 
 def check(
@@ -161,9 +162,19 @@ def check(
     """
     from torchdoctor.preflight import check as check_setup
 
-    return check_setup(model, data, loss_fn, optimizer, device=device, select=select,
-                       ignore=ignore, seed=seed, forecast=forecast, probes=probes,
-                       timeout=timeout)
+    return check_setup(
+        model,
+        data,
+        loss_fn,
+        optimizer,
+        device=device,
+        select=select,
+        ignore=ignore,
+        seed=seed,
+        forecast=forecast,
+        probes=probes,
+        timeout=timeout,
+    )
 
 
 def watch(
@@ -213,9 +224,17 @@ def watch(
     from torchdoctor.runtime.watch import watch as watch_training
 
     return watch_training(
-        model, optimizer, max_steps=max_steps, sample_every=sample_every, select=select,
-        ignore=ignore, status_line=status_line, localise_non_finite=localise_non_finite,
-        status=status, detectors=detectors, _caller=sys._getframe(1).f_code.co_filename,
+        model,
+        optimizer,
+        max_steps=max_steps,
+        sample_every=sample_every,
+        select=select,
+        ignore=ignore,
+        status_line=status_line,
+        localise_non_finite=localise_non_finite,
+        status=status,
+        detectors=detectors,
+        _caller=sys._getframe(1).f_code.co_filename,
     )
 
 

@@ -28,8 +28,7 @@ def require_torch(feature: str) -> ModuleType:
         ) from None
     if torch_version(torch) < MIN_TORCH:
         raise TorchMissingError(
-            f"{feature} needs PyTorch >= {MIN_TORCH[0]}.{MIN_TORCH[1]}; "
-            f"found {torch.__version__}."
+            f"{feature} needs PyTorch >= {MIN_TORCH[0]}.{MIN_TORCH[1]}; found {torch.__version__}."
         )
     return torch
 

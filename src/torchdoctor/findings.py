@@ -125,8 +125,13 @@ class Location:
     @property
     def sort_key(self) -> tuple[bool, str, int, int, str]:
         """Stable ordering: places in files first (by file, line, column), then objects."""
-        return (self.path is None, self.path or "", self.line or 0, self.column or 0,
-                self.object or "")
+        return (
+            self.path is None,
+            self.path or "",
+            self.line or 0,
+            self.column or 0,
+            self.object or "",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +213,7 @@ class Finding:
         message is kept (it is usually the most specific); evidence is joined.
         """
         depths = tuple(d for d in Depth if d in self.depths or d in other.depths)
-        confidence = min(
-            (self.confidence, other.confidence), key=list(Confidence).index
-        )
+        confidence = min((self.confidence, other.confidence), key=list(Confidence).index)
         same_depth = set(other.depths) <= set(self.depths)
         return replace(
             self,

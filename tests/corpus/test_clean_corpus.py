@@ -78,8 +78,7 @@ MAX_STEPS = 400  # a safety cap; no corpus script takes this many optimizer step
 
 # (depth, test id) -> why the finding is a false alarm. Remove an entry once its
 # detector is fixed (the strict xfail then fails, saying so).
-KNOWN_FALSE_ALARMS: dict[tuple[str, str], str] = {
-}
+KNOWN_FALSE_ALARMS: dict[tuple[str, str], str] = {}
 
 _ISOLATED_LINT_PATH = "{name}"  # lint as a user's file: TD102 skips anything under tests/
 
@@ -106,8 +105,10 @@ def _describe(findings: Iterable[Finding]) -> str:
 def _assert_quiet(findings: list[Finding], what: str) -> None:
     loud = _loud(findings)
     info = [f for f in findings if f.severity < Severity.WARNING]
-    assert not loud, (f"{what} draws findings on correct code:\n{_describe(loud)}\n"
-                      f"info findings:\n{_describe(info)}")
+    assert not loud, (
+        f"{what} draws findings on correct code:\n{_describe(loud)}\n"
+        f"info findings:\n{_describe(info)}"
+    )
 
 
 # --- lint ---------------------------------------------------------------------------------
@@ -117,8 +118,9 @@ def _assert_quiet(findings: list[Finding], what: str) -> None:
 def test_lint_is_quiet(path: Path) -> None:
     from torchdoctor.static import lint_source
 
-    findings = lint_source(path.read_text(encoding="utf-8"),
-                           path=_ISOLATED_LINT_PATH.format(name=path.name)).findings
+    findings = lint_source(
+        path.read_text(encoding="utf-8"), path=_ISOLATED_LINT_PATH.format(name=path.name)
+    ).findings
     _assert_quiet(findings, f"lint of {path}")
 
 
@@ -206,7 +208,8 @@ def test_run_is_quiet(path: Path, args: tuple[str, ...]) -> None:
         result = run_script(str(path), list(args), max_steps=MAX_STEPS, status=False)
     assert result.exit_status == 0, f"{path.name} failed:\n{_describe(result.report.findings)}"
     assert result.report.facts.get("steps") or result.report.facts.get("backward_calls"), (
-        f"the monitor saw no training in {path.name}: {result.report.facts}")
+        f"the monitor saw no training in {path.name}: {result.report.facts}"
+    )
     _assert_quiet(result.report.findings, f"run of {path.name} {' '.join(args)}".strip())
 
 

@@ -20,8 +20,12 @@ class MLP(nn.Module):
     def __init__(self, features: int = 20, classes: int = 5) -> None:
         super().__init__()
         self.net = nn.Sequential(
-            nn.Linear(features, 64), nn.ReLU(), nn.Dropout(0.1),
-            nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, classes),
+            nn.Linear(features, 64),
+            nn.ReLU(),
+            nn.Dropout(0.1),
+            nn.Linear(64, 64),
+            nn.ReLU(),
+            nn.Linear(64, classes),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -34,9 +38,13 @@ class SmallCNN(nn.Module):
     def __init__(self, classes: int = 10) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(3, 16, 3, padding=1, bias=False),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
             nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1, bias=False),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
             nn.AdaptiveAvgPool2d(1),
         )
         self.dropout = nn.Dropout(0.3)
@@ -49,13 +57,13 @@ class SmallCNN(nn.Module):
 class TinyTransformer(nn.Module):
     """A sequence classifier: token and position embeddings, a Transformer encoder."""
 
-    def __init__(self, vocab: int = 100, classes: int = 4, dim: int = 32, length: int = 16
-                 ) -> None:
+    def __init__(self, vocab: int = 100, classes: int = 4, dim: int = 32, length: int = 16) -> None:
         super().__init__()
         self.tokens = nn.Embedding(vocab, dim)
         self.positions = nn.Embedding(length, dim)
-        layer = nn.TransformerEncoderLayer(dim, nhead=4, dim_feedforward=64, dropout=0.1,
-                                           batch_first=True)
+        layer = nn.TransformerEncoderLayer(
+            dim, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, num_layers=2)
         self.head = nn.Linear(dim, classes)
 
@@ -115,5 +123,4 @@ def lstm_setup() -> tuple[Any, ...]:
     return model, {"inputs": ids, "labels": labels}, nn.CrossEntropyLoss(), optimizer
 
 
-SETUPS = {"mlp": mlp_setup, "cnn": cnn_setup, "transformer": transformer_setup,
-          "lstm": lstm_setup}
+SETUPS = {"mlp": mlp_setup, "cnn": cnn_setup, "transformer": transformer_setup, "lstm": lstm_setup}

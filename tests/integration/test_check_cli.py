@@ -89,16 +89,30 @@ def test_error_finding_exits_1_and_json_is_parseable(setups) -> None:
 
 
 def test_fail_on_never_and_ignore(setups) -> None:
-    assert _invoke("check", f"{setups}:softmaxed", "--select", "TD3",
-                   "--fail-on", "never").exit_code == 0
-    assert _invoke("check", f"{setups}:softmaxed", "--select", "TD3",
-                   "--ignore", "TD301").exit_code == 0
+    assert (
+        _invoke("check", f"{setups}:softmaxed", "--select", "TD3", "--fail-on", "never").exit_code
+        == 0
+    )
+    assert (
+        _invoke("check", f"{setups}:softmaxed", "--select", "TD3", "--ignore", "TD301").exit_code
+        == 0
+    )
 
 
 def test_output_file_and_device_option(setups, tmp_path) -> None:
     out = tmp_path / "report.json"
-    result = _invoke("check", f"{setups}:softmaxed", "--select", "TD101,TD301",
-                     "--device", "cpu", "--format", "json", "--output", str(out))
+    result = _invoke(
+        "check",
+        f"{setups}:softmaxed",
+        "--select",
+        "TD101,TD301",
+        "--device",
+        "cpu",
+        "--format",
+        "json",
+        "--output",
+        str(out),
+    )
     assert result.exit_code == 1 and result.stdout == ""
     assert json.loads(out.read_text())["facts"]["device"] == "cpu"
 
@@ -109,15 +123,17 @@ def test_nan_everywhere_is_a_finding_not_a_crash(setups) -> None:
     assert "TD401" in result.output and "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("factory, expected", [
-    ("shape_bug", "the model's forward raised RuntimeError: mat1 and mat2 shapes"),
-    ("out_of_memory", "the model's forward ran out of memory"),
-    ("factory_raises", "FileNotFoundError: data/train.csv"),
-    ("interrupted", "torchdoctor: interrupted"),
-    ("no_such_factory", "has no attribute 'no_such_factory'"),
-])
-def test_failures_exit_2_with_a_clear_message_and_no_traceback(setups, factory, expected
-                                                                ) -> None:
+@pytest.mark.parametrize(
+    "factory, expected",
+    [
+        ("shape_bug", "the model's forward raised RuntimeError: mat1 and mat2 shapes"),
+        ("out_of_memory", "the model's forward ran out of memory"),
+        ("factory_raises", "FileNotFoundError: data/train.csv"),
+        ("interrupted", "torchdoctor: interrupted"),
+        ("no_such_factory", "has no attribute 'no_such_factory'"),
+    ],
+)
+def test_failures_exit_2_with_a_clear_message_and_no_traceback(setups, factory, expected) -> None:
     result = _invoke("check", f"{setups}:{factory}", "--select", "TD1,TD2,TD3,TD4")
     assert result.exit_code == 2
     assert expected in result.stderr

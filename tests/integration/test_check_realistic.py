@@ -17,7 +17,6 @@ pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
 def test_correct_models_are_quiet(name: str) -> None:
     model, data, loss_fn, optimizer = SETUPS[name]()
     report = torchdoctor.check(model, data, loss_fn, optimizer)
-    loud = [f"{f.code} {f.location}: {f.message}" for f in report
-            if f.severity >= Severity.WARNING]
+    loud = [f"{f.code} {f.location}: {f.message}" for f in report if f.severity >= Severity.WARNING]
     assert not loud, "\n".join(loud)
     assert report.exit_code(Severity.WARNING) == 0

@@ -55,8 +55,12 @@ def workdir(tmp_path, monkeypatch) -> Path:
 
 def _net_state(prefix: str = "encoder."):
     torch.manual_seed(0)
-    state = {"encoder.0.weight": torch.randn(8, 4), "encoder.0.bias": torch.zeros(8),
-             "head.weight": torch.randn(2, 8), "head.bias": torch.zeros(2)}
+    state = {
+        "encoder.0.weight": torch.randn(8, 4),
+        "encoder.0.bias": torch.zeros(8),
+        "head.weight": torch.randn(2, 8),
+        "head.bias": torch.zeros(2),
+    }
     return {k.replace("encoder.", prefix, 1): v for k, v in state.items()}
 
 
@@ -65,8 +69,9 @@ def _run(*args: str):
 
 
 def test_inspecting_a_clean_checkpoint(workdir) -> None:
-    torch.save({"model": _net_state(), "epoch": 1, "optimizer": {"state": {},
-                                                                 "param_groups": []}}, "a.pt")
+    torch.save(
+        {"model": _net_state(), "epoch": 1, "optimizer": {"state": {}, "param_groups": []}}, "a.pt"
+    )
     result = _run("ckpt", "a.pt")
     assert result.exit_code == 0, result.output
     assert "kind: training" in result.output and "memory-mapped" in result.output
@@ -85,8 +90,9 @@ def test_json_output(workdir) -> None:
 
 def test_model_remap_writes_a_strictly_loadable_copy(workdir) -> None:
     torch.save(_net_state("backbone."), "old.pt")
-    result = _run("ckpt", "old.pt", "--model", "models_for_cli.py:make",
-                  "--write-remapped", "new.pt")
+    result = _run(
+        "ckpt", "old.pt", "--model", "models_for_cli.py:make", "--write-remapped", "new.pt"
+    )
     assert result.exit_code == 1, result.output  # TD910 is reported for the source file
     assert "rename 'backbone.' -> 'encoder.': 2 keys" in result.output
     assert "Wrote the remapped checkpoint to new.pt" in result.output
@@ -115,8 +121,19 @@ def test_diff(workdir) -> None:
     assert "head.bias" in result.output and "max |diff| 0.125" in result.output
 
 
-@pytest.mark.parametrize("case", ["empty", "directory", "text", "truncated", "missing",
-                                  "other model", "no model", "factory raises"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "empty",
+        "directory",
+        "text",
+        "truncated",
+        "missing",
+        "other model",
+        "no model",
+        "factory raises",
+    ],
+)
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(workdir, case) -> None:
     torch.save(_net_state(), "good.pt")
     target, extra = "input.pt", ["--model", "models_for_cli:make"]

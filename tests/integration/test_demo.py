@@ -20,8 +20,7 @@ from torchdoctor.findings import Depth  # noqa: E402
 def line_of(text: str) -> int:
     """The first line of the demo script's code that starts with ``text``."""
     lines = SCRIPT.read_text(encoding="utf-8").splitlines()
-    return next(number for number, line in enumerate(lines, 1)
-                if line.strip().startswith(text))
+    return next(number for number, line in enumerate(lines, 1) if line.strip().startswith(text))
 
 
 @pytest.fixture(scope="module")

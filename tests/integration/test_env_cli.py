@@ -15,8 +15,12 @@ from torchdoctor.cli import main
 
 @pytest.mark.needs_torch
 def test_text_output_lists_facts_and_says_clean(monkeypatch) -> None:
-    for name in ("CUDA_LAUNCH_BLOCKING", "TORCH_DISTRIBUTED_DEBUG", "OMP_NUM_THREADS",
-                 "MKL_NUM_THREADS"):
+    for name in (
+        "CUDA_LAUNCH_BLOCKING",
+        "TORCH_DISTRIBUTED_DEBUG",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+    ):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(main, ["env"])
     assert result.exit_code == 0, result.output
@@ -49,8 +53,9 @@ def test_env_runs_without_torch() -> None:
         main(["env", "--format", "json"])
         """
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     facts = json.loads(result.stdout)["facts"]["environment"]
     assert facts["torch"] is None and facts["intra_op_threads"] is None

@@ -39,8 +39,20 @@ def _invoke(*args: str):
 
 
 def test_check_forecast_json_has_a_point_per_batch_size(target) -> None:
-    result = _invoke("check", target, "--select", "TD3", "--forecast", "cuda",
-                     "--batch-sizes", "8,16,32", "--device-memory", "1GiB", "--format", "json")
+    result = _invoke(
+        "check",
+        target,
+        "--select",
+        "TD3",
+        "--forecast",
+        "cuda",
+        "--batch-sizes",
+        "8,16,32",
+        "--device-memory",
+        "1GiB",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     facts = json.loads(result.output)["facts"]
     assert [p["batch_size"] for p in facts["forecast"]] == [8, 16, 32]
@@ -50,9 +62,22 @@ def test_check_forecast_json_has_a_point_per_batch_size(target) -> None:
 
 
 def test_check_forecast_text_shows_the_table_and_the_summary_depth(target) -> None:
-    result = _invoke("check", target, "--select", "TD3", "--forecast", "cpu",
-                     "--batch-sizes", "4", "--device-memory", "100MiB", "--amp", "bf16",
-                     "--summary-depth", "1")
+    result = _invoke(
+        "check",
+        target,
+        "--select",
+        "TD3",
+        "--forecast",
+        "cpu",
+        "--batch-sizes",
+        "4",
+        "--device-memory",
+        "100MiB",
+        "--amp",
+        "bf16",
+        "--summary-depth",
+        "1",
+    )
     assert result.exit_code == 0, result.output
     assert "Memory forecast of one training step (cpu, 100.0 MiB" in result.output
     assert "autocast bf16" in result.output
@@ -65,9 +90,14 @@ def test_check_without_forecast_has_the_summary_only(target) -> None:
     assert facts["summary"] and "forecast" not in facts
 
 
-@pytest.mark.parametrize("args", [("--batch-sizes", "8"), ("--forecast", "cuda",
-                                   "--device-memory", "lots"),
-                                  ("--forecast", "cuda", "--batch-sizes", "8,x")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--batch-sizes", "8"),
+        ("--forecast", "cuda", "--device-memory", "lots"),
+        ("--forecast", "cuda", "--batch-sizes", "8,x"),
+    ],
+)
 def test_bad_forecast_options_exit_2_with_a_message(target, args) -> None:
     result = _invoke("check", target, *args)
     assert result.exit_code == 2

@@ -78,8 +78,9 @@ def test_select_ignore_and_noqa(project: Path) -> None:
     (project / "train.py").write_text(BUGGY, encoding="utf-8")
     assert run("train.py", "--ignore", "TD201")[0] == 0
     assert run("train.py", "--select", "TD5")[0] == 0
-    (project / "train.py").write_text(BUGGY.replace("step()", "step()  # noqa: TD201"),
-                                      encoding="utf-8")
+    (project / "train.py").write_text(
+        BUGGY.replace("step()", "step()  # noqa: TD201"), encoding="utf-8"
+    )
     assert run("train.py")[0] == 0
 
 
@@ -100,8 +101,7 @@ def test_sarif_paths_are_repo_relative(project: Path) -> None:
     (project / "src" / "train.py").write_text(BUGGY, encoding="utf-8")
     _, out, _ = run(str(project / "src"), "--format", "sarif")
     result = json.loads(out)["runs"][0]["results"][0]
-    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
-        "src/train.py"
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/train.py"
 
 
 def test_statistics(project: Path) -> None:
@@ -109,8 +109,10 @@ def test_statistics(project: Path) -> None:
     (project / "b.py").write_text(BUGGY + FORWARD, encoding="utf-8")
     code, out, _ = run(".", "--statistics")
     assert code == 1
-    assert out.splitlines() == ["2  TD201  [*] grads-never-cleared",
-                                "1  TD206  [*] forward-called-directly"]
+    assert out.splitlines() == [
+        "2  TD201  [*] grads-never-cleared",
+        "1  TD206  [*] forward-called-directly",
+    ]
 
 
 def test_output_file(project: Path) -> None:
@@ -140,8 +142,7 @@ def test_diff_writes_nothing_and_fix_applies_unsafe_only_when_asked(project: Pat
     code, out, err = run("net.py", "--fix", "--unsafe-fixes")
     assert code == 0 and out == "" and "applied 1 fix(es) in 1 file(s)" in err
     assert path.read_text(encoding="utf-8") == FORWARD.replace("model.forward(x)", "model(x)")
-    assert run("net.py", "--fix", "--unsafe-fixes")[2].startswith(
-        "torchdoctor: applied 0 fix(es)")
+    assert run("net.py", "--fix", "--unsafe-fixes")[2].startswith("torchdoctor: applied 0 fix(es)")
 
 
 def test_usage_errors_exit_2(project: Path) -> None:
@@ -161,8 +162,7 @@ def test_syntax_error_is_a_finding_not_a_crash(project: Path) -> None:
     assert "binary.py:1:1: TD002" in out and "broken.py:1:7: TD002" in out
 
 
-def test_internal_error_in_a_rule_exits_2(project: Path, monkeypatch: pytest.MonkeyPatch
-                                          ) -> None:
+def test_internal_error_in_a_rule_exits_2(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from torchdoctor.static import engine
     from torchdoctor.static.rules.base import LintRule
 
@@ -170,8 +170,7 @@ def test_internal_error_in_a_rule_exits_2(project: Path, monkeypatch: pytest.Mon
         def visit_Module(self, node: object) -> None:
             raise RuntimeError("bug")
 
-    monkeypatch.setattr(engine, "_SPECS", [*engine.rule_specs(),
-                                           engine._spec(Broken, ("TD206",))])
+    monkeypatch.setattr(engine, "_SPECS", [*engine.rule_specs(), engine._spec(Broken, ("TD206",))])
     (project / "train.py").write_text(CLEAN, encoding="utf-8")
     code, out, _ = run("train.py", "--jobs", "1")
     assert code == 2 and "TD001" in out and "Broken" in out
@@ -188,12 +187,12 @@ def _broken_rule(monkeypatch: pytest.MonkeyPatch) -> None:
         def explode(self) -> None:
             raise RuntimeError("bug in a rule")
 
-    monkeypatch.setattr(engine, "_SPECS", [*engine.rule_specs(),
-                                           engine._spec(Broken, ("TD206",))])
+    monkeypatch.setattr(engine, "_SPECS", [*engine.rule_specs(), engine._spec(Broken, ("TD206",))])
 
 
-def test_debug_prints_the_traceback_of_a_crashed_rule(project: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_debug_prints_the_traceback_of_a_crashed_rule(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _broken_rule(monkeypatch)
     (project / "train.py").write_text(CLEAN, encoding="utf-8")
     result = CliRunner().invoke(main, ["--debug", "lint", "train.py", "--jobs", "1"])
@@ -204,8 +203,9 @@ def test_debug_prints_the_traceback_of_a_crashed_rule(project: Path,
 
 
 @pytest.mark.parametrize("fmt", ["concise", "json"])
-def test_traceback_of_a_crashed_rule_only_under_debug(project: Path, fmt: str,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_traceback_of_a_crashed_rule_only_under_debug(
+    project: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _broken_rule(monkeypatch)
     (project / "train.py").write_text(CLEAN, encoding="utf-8")
     code, out, err = run("train.py", "--jobs", "1", "--format", fmt)
@@ -217,12 +217,14 @@ def test_traceback_of_a_crashed_rule_only_under_debug(project: Path, fmt: str,
         assert "traceback" not in found["evidence"]
 
 
-def test_debug_shows_the_traceback_with_diff_too(project: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_debug_shows_the_traceback_with_diff_too(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _broken_rule(monkeypatch)
     (project / "net.py").write_text(FORWARD, encoding="utf-8")
-    result = CliRunner().invoke(main, ["--debug", "lint", "net.py", "--jobs", "1", "--diff",
-                                       "--unsafe-fixes"])
+    result = CliRunner().invoke(
+        main, ["--debug", "lint", "net.py", "--jobs", "1", "--diff", "--unsafe-fixes"]
+    )
     assert "RuntimeError: bug in a rule" in result.stderr
     assert "+out = model(x)" in result.stdout
 
@@ -251,29 +253,40 @@ def _parses(text: str) -> bool:
 @pytest.mark.slow
 def test_every_fix_on_the_lab_is_idempotent_and_keeps_the_code_valid(tmp_path: Path) -> None:
     copies = _lab_copies(tmp_path / "lab")
-    fix_all = ["lint", "--isolated", "--jobs", "1", "--fix", "--unsafe-fixes",
-               str(tmp_path / "lab")]
+    fix_all = [
+        "lint",
+        "--isolated",
+        "--jobs",
+        "1",
+        "--fix",
+        "--unsafe-fixes",
+        str(tmp_path / "lab"),
+    ]
     first = CliRunner().invoke(main, fix_all)
     assert first.exit_code in (0, 1), first.stderr
     assert "applied 0 fix(es)" not in first.stderr  # the lab has fixable findings
     after_first = {path: path.read_text(encoding="utf-8") for path in copies}
     second = CliRunner().invoke(main, fix_all)
     assert "applied 0 fix(es) in 0 file(s)" in second.stderr
-    changed = [path.parent.name for path in copies
-               if path.read_text(encoding="utf-8") != after_first[path]]
+    changed = [
+        path.parent.name for path in copies if path.read_text(encoding="utf-8") != after_first[path]
+    ]
     assert not changed, f"a second --fix changed {changed}"
-    broken = [path.parent.name for path, text in after_first.items()
-              if _parses(copies[path]) and not _parses(text)]
+    broken = [
+        path.parent.name
+        for path, text in after_first.items()
+        if _parses(copies[path]) and not _parses(text)
+    ]
     assert not broken, f"--fix left invalid Python in {broken}"
-    diff = CliRunner().invoke(main, [*fix_all[:4], "--diff", "--unsafe-fixes",
-                                     str(tmp_path / "lab")])
+    diff = CliRunner().invoke(
+        main, [*fix_all[:4], "--diff", "--unsafe-fixes", str(tmp_path / "lab")]
+    )
     assert diff.exit_code == 0 and diff.stdout == ""
 
 
 def test_many_files_in_parallel_give_the_same_report(project: Path) -> None:
     for index in range(60):
-        (project / f"m{index:02d}.py").write_text(BUGGY if index % 3 else CLEAN,
-                                                  encoding="utf-8")
+        (project / f"m{index:02d}.py").write_text(BUGGY if index % 3 else CLEAN, encoding="utf-8")
     serial = run(".", "--jobs", "1", "--format", "json")[1]
     parallel = run(".", "--jobs", "2", "--format", "json")[1]
 
@@ -302,7 +315,11 @@ _BLOCK_TORCH = textwrap.dedent("""
 def test_lint_runs_without_torch(project: Path) -> None:
     (project / "train.py").write_text(BUGGY, encoding="utf-8")
     for fmt in ("concise", "json", "sarif", "github", "text"):
-        result = subprocess.run([sys.executable, "-c", _BLOCK_TORCH, "train.py", "--format",
-                                 fmt], capture_output=True, text=True, timeout=120,
-                                cwd=project)
+        result = subprocess.run(
+            [sys.executable, "-c", _BLOCK_TORCH, "train.py", "--format", fmt],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=project,
+        )
         assert "TD201" in result.stdout, result.stderr

@@ -45,30 +45,46 @@ TRAIN = textwrap.dedent("""
 """)
 
 
-def script(tmp_path: Path, *, end: str = "pass", clear: bool = True, workers: int = 0,
-           context: str = "fork") -> Path:
+def script(
+    tmp_path: Path,
+    *,
+    end: str = "pass",
+    clear: bool = True,
+    workers: int = 0,
+    context: str = "fork",
+) -> Path:
     path = tmp_path / "train.py"
-    path.write_text(TRAIN.replace("END", end).replace("WORKERS", str(workers))
-                    .replace("CONTEXT", repr(context))
-                    .replace("CLEAR", "optimizer.zero_grad()" if clear else "pass"),
-                    encoding="utf-8")
+    path.write_text(
+        TRAIN.replace("END", end)
+        .replace("WORKERS", str(workers))
+        .replace("CONTEXT", repr(context))
+        .replace("CLEAR", "optimizer.zero_grad()" if clear else "pass"),
+        encoding="utf-8",
+    )
     return path
 
 
 def torchdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "torchdoctor.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "torchdoctor.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_arguments_after_the_script_are_the_scripts_and_its_status_passes(tmp_path) -> None:
     script(tmp_path, end="sys.exit(3)")
-    result = torchdoctor("run", "--no-status", "train.py", "--help", "--max-steps", "1",
-                         cwd=tmp_path)
+    result = torchdoctor(
+        "run", "--no-status", "train.py", "--help", "--max-steps", "1", cwd=tmp_path
+    )
     assert "argv ['--help', '--max-steps', '1']" in result.stdout
     assert result.returncode == 3, result.stderr
     assert "torchdoctor run train.py" in result.stdout  # the report follows the run
-    assert "torchdoctor: step" not in result.stderr     # no status line outside a terminal
+    assert "torchdoctor: step" not in result.stderr  # no status line outside a terminal
 
 
 def test_report_is_written_when_the_script_raises(tmp_path) -> None:
@@ -91,18 +107,16 @@ def test_ctrl_c_still_writes_the_report(tmp_path) -> None:
 def test_findings_fail_the_run_only_with_fail_on(tmp_path) -> None:
     script(tmp_path, clear=False)
     plain = torchdoctor("run", "train.py", cwd=tmp_path)
-    failing = torchdoctor("run", "--fail-on", "error", "--format", "json", "train.py",
-                          cwd=tmp_path)
+    failing = torchdoctor("run", "--fail-on", "error", "--format", "json", "train.py", cwd=tmp_path)
     assert plain.returncode == 0 and "TD201" in plain.stdout
     assert failing.returncode == 1
-    findings = json.loads(failing.stdout[failing.stdout.index("{"):])["findings"]
+    findings = json.loads(failing.stdout[failing.stdout.index("{") :])["findings"]
     assert any(f["code"] == "TD201" for f in findings)
 
 
 def test_max_steps_stops_and_reports(tmp_path) -> None:
     script(tmp_path)
-    result = torchdoctor("run", "--max-steps", "2", "--report", "r.json", "train.py",
-                         cwd=tmp_path)
+    result = torchdoctor("run", "--max-steps", "2", "--report", "r.json", "train.py", cwd=tmp_path)
     assert result.returncode == 0 and "finished" not in result.stdout
     assert json.loads((tmp_path / "r.json").read_text())["facts"]["steps"] == 2
 
@@ -135,8 +149,7 @@ def test_missing_script_is_a_usage_error(tmp_path) -> None:
 def step_line(path: Path) -> int:
     """The line of the script's `optimizer.step()` call (not its mention in a docstring)."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    return next(n for n, text in enumerate(lines, 1)
-                if text.strip().startswith("optimizer.step()"))
+    return next(n for n, text in enumerate(lines, 1) if text.strip().startswith("optimizer.step()"))
 
 
 def test_findings_point_at_the_scripts_line_from_another_folder(tmp_path) -> None:
@@ -146,9 +159,14 @@ def test_findings_point_at_the_scripts_line_from_another_folder(tmp_path) -> Non
     target = os.path.relpath(lab / "buggy.py", tmp_path)
     launcher = Path(sys.executable).with_name("torchdoctor")
     command = [str(launcher)] if launcher.exists() else [sys.executable, "-m", "torchdoctor.cli"]
-    result = subprocess.run([*command, "run", "--max-steps", "6", "--report", "r.json", target],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    result = subprocess.run(
+        [*command, "run", "--max-steps", "6", "--report", "r.json", target],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert result.returncode == 0, result.stderr
     findings = json.loads((tmp_path / "r.json").read_text())["findings"]
     [grads] = [f for f in findings if f["code"] == "TD201"]

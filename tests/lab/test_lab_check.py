@@ -14,8 +14,11 @@ from tests.lab import labkit
 from torchdoctor.findings import Depth, Report
 
 # Buggy setups make torch warn on purpose (duplicate parameters in a group, TD603).
-pytestmark = [pytest.mark.needs_torch, pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [
+    pytest.mark.needs_torch,
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+]
 
 
 def _check(path: Path) -> Report:

@@ -35,17 +35,33 @@ def restored_process_state() -> Iterator[None]:
     """Undo whatever a lab's ``configure()`` changes in this process."""
     cudnn = torch.backends.cudnn
     environ = dict(os.environ)
-    saved = (torch.get_default_dtype(), torch.get_num_threads(), torch.is_anomaly_enabled(),
-             torch.is_anomaly_check_nan_enabled(), cudnn.benchmark, cudnn.deterministic,
-             torch.are_deterministic_algorithms_enabled(),
-             torch.is_deterministic_algorithms_warn_only_enabled(), torch.get_rng_state())
+    saved = (
+        torch.get_default_dtype(),
+        torch.get_num_threads(),
+        torch.is_anomaly_enabled(),
+        torch.is_anomaly_check_nan_enabled(),
+        cudnn.benchmark,
+        cudnn.deterministic,
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.get_rng_state(),
+    )
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(environ)
-        (dtype, threads, anomaly, check_nan, benchmark, deterministic, algorithms, warn_only,
-         rng) = saved
+        (
+            dtype,
+            threads,
+            anomaly,
+            check_nan,
+            benchmark,
+            deterministic,
+            algorithms,
+            warn_only,
+            rng,
+        ) = saved
         torch.set_default_dtype(dtype)
         torch.set_num_threads(threads)
         torch.autograd.set_detect_anomaly(anomaly, check_nan)

@@ -38,8 +38,9 @@ def test_fixed_file_is_quiet(case: labkit.LabCase) -> None:
 
 
 def _fixed_files() -> list[object]:
-    return [pytest.param(path, id=path.parent.name)
-            for path in sorted(labkit.LAB.glob("*/fixed.py"))]
+    return [
+        pytest.param(path, id=path.parent.name) for path in sorted(labkit.LAB.glob("*/fixed.py"))
+    ]
 
 
 @pytest.mark.parametrize("path", _fixed_files())

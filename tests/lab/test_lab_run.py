@@ -78,8 +78,13 @@ def run_job_lab(path: Path, nproc: int) -> Report:
     os.environ["TORCHDOCTOR_HANG_TIMEOUT"] = JOB_HANG_S  # a hang lab stops in seconds
     try:
         with isolated(path.parent):
-            result = launch(str(path), [], nproc, timeout=JOB_TIMEOUT_S,
-                            config=ChildConfig(parts="", max_steps=JOB_MAX_STEPS))
+            result = launch(
+                str(path),
+                [],
+                nproc,
+                timeout=JOB_TIMEOUT_S,
+                config=ChildConfig(parts="", max_steps=JOB_MAX_STEPS),
+            )
     finally:
         if saved is None:
             os.environ.pop("TORCHDOCTOR_HANG_TIMEOUT", None)

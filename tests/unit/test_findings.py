@@ -5,8 +5,7 @@ from torchdoctor.rules.registry import finding
 
 
 def _at(line: int, depth: Depth = Depth.LINT, code: str = "TD201"):
-    return finding(code, f"msg {line}", Location(path="t.py", line=line), depth,
-                   fix_hint="do it")
+    return finding(code, f"msg {line}", Location(path="t.py", line=line), depth, fix_hint="do it")
 
 
 def test_finding_takes_the_rule_default_severity() -> None:
@@ -55,8 +54,14 @@ def test_internal_error_means_exit_2() -> None:
 
 def test_merge_keeps_worst_severity_and_best_confidence() -> None:
     report = Report()
-    low = finding("TD201", "a", Location(path="t.py", line=1), Depth.LINT,
-                  severity=Severity.WARNING, confidence=Confidence.LOW)
+    low = finding(
+        "TD201",
+        "a",
+        Location(path="t.py", line=1),
+        Depth.LINT,
+        severity=Severity.WARNING,
+        confidence=Confidence.LOW,
+    )
     report.add(low)
     report.add(_at(1, Depth.RUN))
     (merged,) = report.findings
@@ -73,8 +78,9 @@ def test_location_str() -> None:
 def test_a_line_from_lint_and_the_same_line_with_an_object_from_run_merge() -> None:
     report = Report()
     report.add(_at(7, Depth.LINT))
-    report.add(finding("TD201", "grads grew", Location(path="t.py", line=7, object="SGD"),
-                       Depth.RUN))
+    report.add(
+        finding("TD201", "grads grew", Location(path="t.py", line=7, object="SGD"), Depth.RUN)
+    )
     (merged,) = report.findings
     assert merged.depths == (Depth.LINT, Depth.RUN)
 
@@ -82,15 +88,17 @@ def test_a_line_from_lint_and_the_same_line_with_an_object_from_run_merge() -> N
 def test_two_objects_at_one_line_from_one_depth_stay_apart() -> None:
     report = Report()
     for name in ("fc.weight", "fc.bias"):
-        report.add(finding("TD208", "no grad", Location(path="t.py", line=7, object=name),
-                           Depth.RUN))
+        report.add(
+            finding("TD208", "no grad", Location(path="t.py", line=7, object=name), Depth.RUN)
+        )
     assert len(report) == 2
 
 
 def test_a_module_named_by_check_and_placed_by_run_merge_either_way_round() -> None:
     check = finding("TD601", "in no group", Location(object="features"), Depth.CHECK)
-    run = finding("TD601", "never changed", Location(path="t.py", line=26, object="features"),
-                  Depth.RUN)
+    run = finding(
+        "TD601", "never changed", Location(path="t.py", line=26, object="features"), Depth.RUN
+    )
     for first, second in ((check, run), (run, check)):
         report = Report()
         report.add(first)
@@ -106,6 +114,12 @@ def test_a_module_named_by_check_and_placed_by_run_merge_either_way_round() -> N
 def test_the_same_object_in_two_files_stays_apart() -> None:
     report = Report()
     for path in ("a.py", "b.py"):
-        report.add(finding("TD601", "m", Location(path=path, line=3, object="head"),
-                           Depth.RUN if path == "a.py" else Depth.CHECK))
+        report.add(
+            finding(
+                "TD601",
+                "m",
+                Location(path=path, line=3, object="head"),
+                Depth.RUN if path == "a.py" else Depth.CHECK,
+            )
+        )
     assert len(report) == 2

@@ -21,8 +21,12 @@ _BLOCK_TORCH = textwrap.dedent(
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", _BLOCK_TORCH + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", _BLOCK_TORCH + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_import_and_cli_start_without_torch() -> None:

@@ -47,10 +47,16 @@ def inspect_checkpoint(path: str | Path, *, trust: bool = False) -> CheckpointCo
     return _open(path, trust).contents
 
 
-def diagnose(path: str | Path, *, model: Any = None, trust: bool = False,
-             write_remapped: str | Path | None = None, diff: str | Path | None = None,
-             select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
-             ) -> Report:
+def diagnose(
+    path: str | Path,
+    *,
+    model: Any = None,
+    trust: bool = False,
+    write_remapped: str | Path | None = None,
+    diff: str | Path | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+) -> Report:
     """Inspect a checkpoint and report its problems; optionally compare, remap and diff.
 
     Args:
@@ -76,8 +82,11 @@ def diagnose(path: str | Path, *, model: Any = None, trust: bool = False,
         raise UsageError("--write-remapped needs --model: the mapping is proposed against it")
     selection = Selection.from_options(select, ignore)
     opened = _open(path, trust)
-    report = Report(tool_version=__version__, command="ckpt",
-                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    report = Report(
+        tool_version=__version__,
+        command="ckpt",
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     report.facts["checkpoint"] = contents_facts(opened.contents)
     # A refused file has no loaded weights to compare; TD902 already says why.
     comparable = model is not None and opened.contents.kind != "refused"
@@ -91,11 +100,12 @@ def diagnose(path: str | Path, *, model: Any = None, trust: bool = False,
         from torchdoctor.ckpt.remap import write_remapped as write
 
         if comparison is None:
-            raise UsageError(f"{path} was not loaded (it needs arbitrary unpickling, see "
-                             "TD902), so no remapped copy was written")
+            raise UsageError(
+                f"{path} was not loaded (it needs arbitrary unpickling, see "
+                "TD902), so no remapped copy was written"
+            )
         out = Path(write_remapped)
-        write(opened.loaded, opened.contents, opened.live, comparison, model_entries(model),
-              out)
+        write(opened.loaded, opened.contents, opened.live, comparison, model_entries(model), out)
         report.facts["remapped"] = str(out)
     return report
 
@@ -114,16 +124,19 @@ def _compare(opened: _Opened, model: Any) -> Comparison:
             f"{opened.loaded.path} is not a checkpoint of {name}: only {matched} of the "
             f"model's {len(entries)} tensors are found in it (by name and shape, after "
             f"trying key renames), and {len(primary.tensors) - used} of its "
-            f"{len(primary.tensors)} tensors have no place in the model")
+            f"{len(primary.tensors)} tensors have no place in the model"
+        )
     return comparison
 
 
 def _add_diff(report: Report, first: _Opened, second: _Opened, selection: Selection) -> None:
     for side in (first, second):
         if side.contents.kind == "refused":
-            raise UsageError(f"cannot diff: {side.loaded.path} was not loaded (it needs "
-                             "arbitrary unpickling, see TD902); pass --trust only if you "
-                             "trust its source")
+            raise UsageError(
+                f"cannot diff: {side.loaded.path} was not loaded (it needs "
+                "arbitrary unpickling, see TD902); pass --trust only if you "
+                "trust its source"
+            )
     difference = diff_contents(first.contents, first.live, second.contents, second.live)
     report.facts["diff"] = diff_facts(first.contents.path, second.contents.path, difference)
     report.facts["other_checkpoint"] = contents_facts(second.contents)
@@ -134,7 +147,14 @@ def _run_detectors(context: CheckpointContext, selection: Selection) -> list[Fin
     found: list[Finding] = []
     for info in registered_detectors(Depth.CKPT):
         function = cast(Callable[[Any], Iterable[Finding]], info.target)
-        found.extend(run_detector(
-            f"ckpt detector {info.name}", info.codes, functools.partial(function, context),
-            Depth.CKPT, context.at(), selection))
+        found.extend(
+            run_detector(
+                f"ckpt detector {info.name}",
+                info.codes,
+                functools.partial(function, context),
+                Depth.CKPT,
+                context.at(),
+                selection,
+            )
+        )
     return found

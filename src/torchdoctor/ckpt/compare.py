@@ -68,14 +68,18 @@ class Comparison:
     @property
     def loads_after_mapping(self) -> bool:
         """``strict=True`` loading would succeed once the mapping is applied."""
-        return not (self.remaining_missing or self.remaining_unexpected
-                    or self.remaining_shape_mismatches)
+        return not (
+            self.remaining_missing or self.remaining_unexpected or self.remaining_shape_mismatches
+        )
 
     @property
     def matched_after_mapping(self) -> int:
         """Model keys found, with their shape, once the mapping is applied."""
-        return len(self.model_keys) - len(self.remaining_missing) - len(
-            self.remaining_shape_mismatches)
+        return (
+            len(self.model_keys)
+            - len(self.remaining_missing)
+            - len(self.remaining_shape_mismatches)
+        )
 
 
 def model_entries(model: Any) -> dict[str, ModelEntry]:
@@ -87,33 +91,40 @@ def model_entries(model: Any) -> dict[str, ModelEntry]:
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        raise UsageError(f"the model factory returned {type(model).__name__}, "
-                         "not a torch.nn.Module")
+        raise UsageError(
+            f"the model factory returned {type(model).__name__}, not a torch.nn.Module"
+        )
     lazy = getattr(torch.nn.parameter, "UninitializedTensorMixin", ())
     entries = {}
     for key, value in model.state_dict(keep_vars=True).items():
         if not isinstance(value, torch.Tensor):
             continue
         if isinstance(value, lazy):
-            raise UsageError(f"the model's {key!r} is an uninitialised lazy parameter; run "
-                             "one forward pass in the factory before returning the model")
+            raise UsageError(
+                f"the model's {key!r} is an uninitialised lazy parameter; run "
+                "one forward pass in the factory before returning the model"
+            )
         entries[key] = ModelEntry(tuple(value.shape), str(value.dtype).removeprefix("torch."))
     return entries
 
 
-def compare(state_dict: StateDict, model: Mapping[str, ModelEntry], model_name: str
-            ) -> Comparison:
+def compare(state_dict: StateDict, model: Mapping[str, ModelEntry], model_name: str) -> Comparison:
     """Compare one checkpoint state_dict with a model's entries."""
     ours = state_dict.by_key()
     missing = tuple(k for k in model if k not in ours)
     unexpected = tuple(k for k in ours if k not in model)
     common = [k for k in ours if k in model]
-    shapes = tuple((k, ours[k].shape, model[k].shape) for k in common
-                   if ours[k].shape != model[k].shape)
-    dtypes = tuple((k, ours[k].dtype, model[k].dtype) for k in common
-                   if ours[k].shape == model[k].shape and ours[k].dtype != model[k].dtype)
-    mapping = propose_mapping({k: ours[k].shape for k in unexpected},
-                              {k: model[k].shape for k in missing})
+    shapes = tuple(
+        (k, ours[k].shape, model[k].shape) for k in common if ours[k].shape != model[k].shape
+    )
+    dtypes = tuple(
+        (k, ours[k].dtype, model[k].dtype)
+        for k in common
+        if ours[k].shape == model[k].shape and ours[k].dtype != model[k].dtype
+    )
+    mapping = propose_mapping(
+        {k: ours[k].shape for k in unexpected}, {k: model[k].shape for k in missing}
+    )
     mapped = {mapping.apply(k): info.shape for k, info in ours.items()}
     return Comparison(
         state_dict_path=state_dict.path,
@@ -126,6 +137,7 @@ def compare(state_dict: StateDict, model: Mapping[str, ModelEntry], model_name: 
         mapping=mapping,
         remaining_missing=tuple(k for k in model if k not in mapped),
         remaining_unexpected=tuple(k for k in ours if mapping.apply(k) not in model),
-        remaining_shape_mismatches=tuple(k for k in model
-                                         if k in mapped and mapped[k] != model[k].shape),
+        remaining_shape_mismatches=tuple(
+            k for k in model if k in mapped and mapped[k] != model[k].shape
+        ),
     )

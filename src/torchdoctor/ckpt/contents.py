@@ -15,12 +15,28 @@ from torchdoctor.ckpt.safetensors_file import SafetensorsFile
 from torchdoctor.ckpt.structure import counters, is_state_dict, param_groups, top_level
 from torchdoctor.ckpt.values import count_non_finite
 
-__all__ = ["CheckpointContents", "LiveTensors", "StateDict", "TensorInfo", "describe",
-           "describe_live", "join_key"]
+__all__ = [
+    "CheckpointContents",
+    "LiveTensors",
+    "StateDict",
+    "TensorInfo",
+    "describe",
+    "describe_live",
+    "join_key",
+]
 
 # Names under which training code commonly stores the model's weights, best first.
-_MODEL_NAMES = ("model", "state_dict", "model_state_dict", "model_state", "net", "network",
-                "module", "weights", "params")
+_MODEL_NAMES = (
+    "model",
+    "state_dict",
+    "model_state_dict",
+    "model_state",
+    "net",
+    "network",
+    "module",
+    "weights",
+    "params",
+)
 _MAX_DEPTH = 8
 
 LiveTensors = dict[str, Callable[[], Any]]
@@ -145,9 +161,13 @@ def describe(loaded: LoadedCheckpoint) -> CheckpointContents:
 def describe_live(loaded: LoadedCheckpoint) -> tuple[CheckpointContents, LiveTensors]:
     """:func:`describe`, plus access to the loaded tensors by full key."""
     base: dict[str, Any] = {
-        "path": str(loaded.path), "format": loaded.format.value,
-        "file_size": loaded.file_size, "unsafe_globals": loaded.unsafe_globals,
-        "holds_module": loaded.holds_module, "mmap": loaded.mmap, "trusted": loaded.trusted,
+        "path": str(loaded.path),
+        "format": loaded.format.value,
+        "file_size": loaded.file_size,
+        "unsafe_globals": loaded.unsafe_globals,
+        "holds_module": loaded.holds_module,
+        "mmap": loaded.mmap,
+        "trusted": loaded.trusted,
     }
     if loaded.obj is None:
         return CheckpointContents(kind="refused", **base), {}
@@ -242,8 +262,15 @@ class _Walker:
         if saved_from is None and self.loaded.format is not Format.SAFETENSORS:
             saved_from = _only_location(self.loaded.locations)
         nan, inf = count_non_finite(tensor)
-        return TensorInfo(name, tuple(tensor.shape), str(tensor.dtype).removeprefix("torch."),
-                          _nbytes(tensor), saved_from, nan, inf)
+        return TensorInfo(
+            name,
+            tuple(tensor.shape),
+            str(tensor.dtype).removeprefix("torch."),
+            _nbytes(tensor),
+            saved_from,
+            nan,
+            inf,
+        )
 
     def location_of(self, tensor: Any) -> str | None:
         try:
@@ -282,8 +309,7 @@ def _only_location(locations: Mapping[int, str]) -> str | None:
 
 
 def _rekeyed(info: TensorInfo, key: str) -> TensorInfo:
-    return TensorInfo(key, info.shape, info.dtype, info.nbytes, info.saved_from, info.nan,
-                      info.inf)
+    return TensorInfo(key, info.shape, info.dtype, info.nbytes, info.saved_from, info.nan, info.inf)
 
 
 def _primary_rank(state_dict: StateDict) -> tuple[int, int]:

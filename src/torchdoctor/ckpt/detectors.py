@@ -61,16 +61,19 @@ def unsafe_checkpoint_load(context: CheckpointContext) -> Iterator[Finding]:
     if contents.trusted:
         outcome = "torchdoctor loaded it with weights_only=False because --trust was given"
     else:
-        outcome = ("torchdoctor did not load it: with weights_only=False the pickle may run "
-                   "any code its author chose")
+        outcome = (
+            "torchdoctor did not load it: with weights_only=False the pickle may run "
+            "any code its author chose"
+        )
     yield finding(
         "TD902",
         f"{contents.path} can only be loaded by unpickling arbitrary objects: it imports "
         f"{names}, outside torch's weights_only allowlist; {outcome}.",
-        context.at(), CKPT,
+        context.at(),
+        CKPT,
         fix_hint="Save only tensors and plain containers (`model.state_dict()` instead of "
-                 "the model, `vars(args)` instead of an argparse Namespace); if you trust "
-                 "this file's source, inspect it with `torchdoctor ckpt --trust`.",
+        "the model, `vars(args)` instead of an argparse Namespace); if you trust "
+        "this file's source, inspect it with `torchdoctor ckpt --trust`.",
         evidence={"globals": list(contents.unsafe_globals)},
     )
 
@@ -86,9 +89,10 @@ def whole_module_saved(context: CheckpointContext) -> Iterator[Finding]:
         "TD903",
         f"{contents.path} holds a whole pickled module ({owner}), not a state_dict: loading "
         "it needs weights_only=False and that class's code at the same import path.",
-        context.at(), CKPT,
+        context.at(),
+        CKPT,
         fix_hint="Save `model.state_dict()` and rebuild the model in code before "
-                 "`load_state_dict`.",
+        "`load_state_dict`.",
     )
 
 
@@ -107,10 +111,11 @@ def saved_from_accelerator(context: CheckpointContext) -> Iterator[Finding]:
         f"{', '.join(devices)}, e.g. '{remote[0].key}': torch.load without map_location "
         "fails on a machine without that device and otherwise puts them back on "
         f"{devices[0]}, whatever device the loading process uses.",
-        context.at(remote[0].key), CKPT,
+        context.at(remote[0].key),
+        CKPT,
         fix_hint='Load with `torch.load(path, map_location="cpu")` (or the target device); '
-                 "to make the file portable, save CPU copies "
-                 "(`{k: v.cpu() for k, v in state_dict.items()}`).",
+        "to make the file portable, save CPU copies "
+        "(`{k: v.cpu() for k, v in state_dict.items()}`).",
         evidence={"devices": devices, "tensors": len(remote)},
     )
 
@@ -120,8 +125,9 @@ def _prefixed(state_dict: StateDict, prefix: str) -> bool:
     return bool(keys) and all(key.startswith(prefix) for key in keys)
 
 
-def _model_has(context: CheckpointContext, segment: str, *, everywhere: bool = False
-               ) -> bool | None:
+def _model_has(
+    context: CheckpointContext, segment: str, *, everywhere: bool = False
+) -> bool | None:
     """Whether the compared model's keys carry ``segment`` (any key, or every key first)."""
     if context.comparison is None:
         return None
@@ -145,11 +151,12 @@ def ddp_prefixed_state_dict(context: CheckpointContext) -> Iterator[Finding]:
             "TD805",
             f"All {count} keys of {_where(state_dict)} start with 'module.' (e.g. '{first}'): "
             "it was saved from the DistributedDataParallel/DataParallel wrapper, so "
-            "load_state_dict on the bare model fails with \"Missing key(s)\" for every key.",
-            context.at(state_dict.path), CKPT,
+            'load_state_dict on the bare model fails with "Missing key(s)" for every key.',
+            context.at(state_dict.path),
+            CKPT,
             fix_hint="Save `model.module.state_dict()`; for this file, strip the prefix with "
-                     "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "
-                     "'module.')` or `torchdoctor ckpt FILE --model ... --write-remapped OUT`.",
+            "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "
+            "'module.')` or `torchdoctor ckpt FILE --model ... --write-remapped OUT`.",
             evidence={"keys": count},
             confidence=Confidence.HIGH if model_has is False else Confidence.MEDIUM,
         )
@@ -169,10 +176,11 @@ def compiled_prefix_in_keys(context: CheckpointContext) -> Iterator[Finding]:
             f"{len(hits)} of {len(state_dict.tensors)} keys of {_where(state_dict)} carry "
             f"'_orig_mod.' (e.g. '{hits[0]}'): it was saved from the torch.compile wrapper, "
             "and an uncompiled model reports every one of them as unexpected.",
-            context.at(state_dict.path), CKPT,
+            context.at(state_dict.path),
+            CKPT,
             fix_hint="Save the original module's weights: "
-                     "`getattr(model, '_orig_mod', model).state_dict()`; for this file, "
-                     "`torchdoctor ckpt FILE --model ... --write-remapped OUT`.",
+            "`getattr(model, '_orig_mod', model).state_dict()`; for this file, "
+            "`torchdoctor ckpt FILE --model ... --write-remapped OUT`.",
             evidence={"keys": len(hits)},
         )
 
@@ -189,8 +197,10 @@ def incomplete_resume_checkpoint(context: CheckpointContext) -> Iterator[Finding
     if not contents.counters:
         missing.append("an epoch or step counter (the loop and schedule restart at 0)")
     if contents.scheduler_used and not contents.scheduler_paths:
-        missing.append("the LR scheduler's state (the optimizer's param_groups carry "
-                       "initial_lr, so one was used; the schedule restarts from its start)")
+        missing.append(
+            "the LR scheduler's state (the optimizer's param_groups carry "
+            "initial_lr, so one was used; the schedule restarts from its start)"
+        )
     if not missing:
         return
     present = [name for name, _ in contents.counters] + list(contents.optimizer_paths)
@@ -199,10 +209,11 @@ def incomplete_resume_checkpoint(context: CheckpointContext) -> Iterator[Finding
         f"{contents.path} holds training state ({examples(present)}) next to the model but "
         f"lacks {'; '.join(missing)}: a run resumed from it silently trains differently "
         "from the run that saved it.",
-        context.at(), CKPT,
+        context.at(),
+        CKPT,
         fix_hint="Save everything a resume needs: `{'model': model.state_dict(), "
-                 "'optimizer': optimizer.state_dict(), 'scheduler': scheduler.state_dict(), "
-                 "'epoch': epoch}` (plus the GradScaler's state with AMP).",
+        "'optimizer': optimizer.state_dict(), 'scheduler': scheduler.state_dict(), "
+        "'epoch': epoch}` (plus the GradScaler's state with AMP).",
         evidence={"missing": len(missing)},
     )
 
@@ -223,20 +234,23 @@ def non_finite_in_checkpoint(context: CheckpointContext) -> Iterator[Finding]:
         if not bad:
             continue
         where = f"'{section}'" if section else "the state_dict"
-        detail = ", ".join(f"'{t.key}' ({t.nan} NaN, {t.inf} Inf of {t.numel})"
-                           for t in bad[:3])
+        detail = ", ".join(f"'{t.key}' ({t.nan} NaN, {t.inf} Inf of {t.numel})" for t in bad[:3])
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         yield finding(
             "TD911",
             f"{len(bad)} of {len(tensors)} tensors in {where} hold non-finite values: "
             f"{detail}{more}. A model loaded from it outputs NaN; training resumed from it "
             "cannot recover.",
-            context.at(bad[0].key), CKPT,
+            context.at(bad[0].key),
+            CKPT,
             fix_hint="Resume from an earlier checkpoint, and save only after checking "
-                     "`torch.isfinite(loss)` (lower the learning rate, clip gradients, or use "
-                     "GradScaler with fp16).",
-            evidence={"tensors": len(bad), "nan": sum(t.nan for t in bad),
-                      "inf": sum(t.inf for t in bad)},
+            "`torch.isfinite(loss)` (lower the learning rate, clip gradients, or use "
+            "GradScaler with fp16).",
+            evidence={
+                "tensors": len(bad),
+                "nan": sum(t.nan for t in bad),
+                "inf": sum(t.inf for t in bad),
+            },
         )
 
 
@@ -253,10 +267,11 @@ def float64_weights(context: CheckpointContext) -> Iterator[Finding]:
             f"float64 ({human_bytes(sum(t.nbytes for t in wide))}), e.g. '{wide[0].key}': "
             "the model trained in double precision, twice the memory of float32 and many "
             "times slower on GPUs.",
-            context.at(state_dict.path), CKPT,
+            context.at(state_dict.path),
+            CKPT,
             fix_hint="Build the model in float32 (no `.double()`, no "
-                     "`torch.set_default_dtype(torch.float64)`); convert this file's weights "
-                     "with `{k: v.float() for k, v in sd.items()}`.",
+            "`torch.set_default_dtype(torch.float64)`); convert this file's weights "
+            "with `{k: v.float() for k, v in sd.items()}`.",
             evidence={"tensors": len(wide)},
             severity=Severity.WARNING,
         )

@@ -51,15 +51,22 @@ class CheckpointDiff:
     def identical(self) -> bool:
         """Same keys, shapes, dtypes and values."""
         return not (self.only_first or self.only_second) and all(
-            d.max_abs_difference == 0.0 and d.dtype == d.other_dtype for d in self.common)
+            d.max_abs_difference == 0.0 and d.dtype == d.other_dtype for d in self.common
+        )
 
 
-def diff_contents(first: CheckpointContents, first_live: LiveTensors,
-                  second: CheckpointContents, second_live: LiveTensors) -> CheckpointDiff:
+def diff_contents(
+    first: CheckpointContents,
+    first_live: LiveTensors,
+    second: CheckpointContents,
+    second_live: LiveTensors,
+) -> CheckpointDiff:
     """Compare two described checkpoints, reading values one tensor pair at a time."""
     a, b, aligned = _aligned(first, second)
-    a_live, b_live = _rekey_live(first_live, first, aligned), _rekey_live(second_live, second,
-                                                                          aligned)
+    a_live, b_live = (
+        _rekey_live(first_live, first, aligned),
+        _rekey_live(second_live, second, aligned),
+    )
     common = []
     for key, info in a.items():
         other = b.get(key)
@@ -68,14 +75,17 @@ def diff_contents(first: CheckpointContents, first_live: LiveTensors,
         value = None
         if info.shape == other.shape:
             value = max_abs_difference(a_live[key](), b_live[key]())
-        common.append(TensorDifference(key, info.shape, other.shape, info.dtype, other.dtype,
-                                       value))
-    return CheckpointDiff(tuple(k for k in a if k not in b), tuple(k for k in b if k not in a),
-                          tuple(common), aligned)
+        common.append(
+            TensorDifference(key, info.shape, other.shape, info.dtype, other.dtype, value)
+        )
+    return CheckpointDiff(
+        tuple(k for k in a if k not in b), tuple(k for k in b if k not in a), tuple(common), aligned
+    )
 
 
-def _aligned(first: CheckpointContents, second: CheckpointContents
-             ) -> tuple[dict[str, TensorInfo], dict[str, TensorInfo], str]:
+def _aligned(
+    first: CheckpointContents, second: CheckpointContents
+) -> tuple[dict[str, TensorInfo], dict[str, TensorInfo], str]:
     p, q = first.primary, second.primary
     if p is not None and q is not None and p.path != q.path:
         return p.by_key(), q.by_key(), "state_dict"
@@ -87,4 +97,4 @@ def _rekey_live(live: LiveTensors, contents: CheckpointContents, aligned: str) -
     if aligned == "tensors" or primary is None or not primary.path:
         return live
     prefix = primary.path + "/"
-    return {key[len(prefix):]: get for key, get in live.items() if key.startswith(prefix)}
+    return {key[len(prefix) :]: get for key, get in live.items() if key.startswith(prefix)}

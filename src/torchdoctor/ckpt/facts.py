@@ -25,8 +25,7 @@ def contents_facts(contents: CheckpointContents) -> dict[str, Any]:
         "unsafe_globals": list(contents.unsafe_globals),
         "top_level": dict(contents.top_level),
         "counters": dict(contents.counters),
-        "state_dicts": [{"path": s.path, "tensors": len(s.tensors)}
-                        for s in contents.state_dicts],
+        "state_dicts": [{"path": s.path, "tensors": len(s.tensors)} for s in contents.state_dicts],
         "optimizers": list(contents.optimizer_paths),
         "schedulers": list(contents.scheduler_paths),
         "tensor_count": len(tensors),
@@ -34,9 +33,17 @@ def contents_facts(contents: CheckpointContents) -> dict[str, Any]:
         "dtypes": dict(Counter(t.dtype for t in tensors)),
         "saved_from": dict(Counter(t.saved_from or "unknown" for t in tensors)),
         "non_finite_tensors": sum(1 for t in tensors if t.nan or t.inf),
-        "tensors": [{"key": t.key, "shape": list(t.shape), "dtype": t.dtype,
-                     "saved_from": t.saved_from, "nan": t.nan, "inf": t.inf}
-                    for t in tensors],
+        "tensors": [
+            {
+                "key": t.key,
+                "shape": list(t.shape),
+                "dtype": t.dtype,
+                "saved_from": t.saved_from,
+                "nan": t.nan,
+                "inf": t.inf,
+            }
+            for t in tensors
+        ],
     }
 
 
@@ -50,12 +57,16 @@ def comparison_facts(comparison: Comparison) -> dict[str, Any]:
         "loads_after_mapping": comparison.loads_after_mapping,
         "missing": list(comparison.missing),
         "unexpected": list(comparison.unexpected),
-        "shape_mismatches": [{"key": k, "checkpoint": list(a), "model": list(b)}
-                             for k, a, b in comparison.shape_mismatches],
-        "dtype_mismatches": [{"key": k, "checkpoint": a, "model": b}
-                             for k, a, b in comparison.dtype_mismatches],
-        "mapping": [{"old": r.old, "new": r.new, "keys": r.keys}
-                    for r in comparison.mapping.rewrites],
+        "shape_mismatches": [
+            {"key": k, "checkpoint": list(a), "model": list(b)}
+            for k, a, b in comparison.shape_mismatches
+        ],
+        "dtype_mismatches": [
+            {"key": k, "checkpoint": a, "model": b} for k, a, b in comparison.dtype_mismatches
+        ],
+        "mapping": [
+            {"old": r.old, "new": r.new, "keys": r.keys} for r in comparison.mapping.rewrites
+        ],
     }
 
 
@@ -68,7 +79,15 @@ def diff_facts(first: str, second: str, diff: CheckpointDiff) -> dict[str, Any]:
         "identical": diff.identical,
         "only_first": list(diff.only_first),
         "only_second": list(diff.only_second),
-        "tensors": [{"key": d.key, "shape": list(d.shape), "other_shape": list(d.other_shape),
-                     "dtype": d.dtype, "other_dtype": d.other_dtype,
-                     "max_abs_difference": d.max_abs_difference} for d in diff.common],
+        "tensors": [
+            {
+                "key": d.key,
+                "shape": list(d.shape),
+                "other_shape": list(d.other_shape),
+                "dtype": d.dtype,
+                "other_dtype": d.other_dtype,
+                "max_abs_difference": d.max_abs_difference,
+            }
+            for d in diff.common
+        ],
     }

@@ -63,12 +63,10 @@ class KeyMapping:
 
     def describe(self) -> str:
         """``strip 'module.' (12 keys); 'backbone.' -> 'encoder.' (8 keys)``."""
-        return "; ".join(f"{r} ({r.keys} key{'s' if r.keys != 1 else ''})"
-                         for r in self.rewrites)
+        return "; ".join(f"{r} ({r.keys} key{'s' if r.keys != 1 else ''})" for r in self.rewrites)
 
 
-def propose_mapping(checkpoint: Mapping[str, Shape], model: Mapping[str, Shape]
-                    ) -> KeyMapping:
+def propose_mapping(checkpoint: Mapping[str, Shape], model: Mapping[str, Shape]) -> KeyMapping:
     """Find prefix rewrites that map unmatched checkpoint keys onto unmatched model keys.
 
     Args:
@@ -91,8 +89,9 @@ def propose_mapping(checkpoint: Mapping[str, Shape], model: Mapping[str, Shape]
     return KeyMapping(tuple(rewrites), renamed)
 
 
-def _ranked_candidates(loose: Mapping[str, Shape], wanted: Mapping[str, Shape]
-                       ) -> list[tuple[str, str]]:
+def _ranked_candidates(
+    loose: Mapping[str, Shape], wanted: Mapping[str, Shape]
+) -> list[tuple[str, str]]:
     by_suffix: dict[tuple[str, Shape], list[str]] = defaultdict(list)
     for key, shape in wanted.items():
         for suffix in _suffixes(key):
@@ -106,8 +105,9 @@ def _ranked_candidates(loose: Mapping[str, Shape], wanted: Mapping[str, Shape]
                 for target in hits:
                     support[(old, target[: len(target) - len(suffix)])] += 1
                 break
-    ranked = sorted(support.items(), key=lambda item: (-item[1], len(item[0][0]) +
-                                                       len(item[0][1]), item[0]))
+    ranked = sorted(
+        support.items(), key=lambda item: (-item[1], len(item[0][0]) + len(item[0][1]), item[0])
+    )
     return _drop_ambiguous(ranked)
 
 
@@ -123,14 +123,19 @@ def _drop_ambiguous(ranked: list[tuple[tuple[str, str], int]]) -> list[tuple[str
     return [(old, new) for (old, new), _ in ranked if old not in tied]
 
 
-def _pairs_for(old: str, new: str, loose: Mapping[str, Shape], wanted: Mapping[str, Shape],
-               renamed: Mapping[str, str]) -> dict[str, str]:
+def _pairs_for(
+    old: str,
+    new: str,
+    loose: Mapping[str, Shape],
+    wanted: Mapping[str, Shape],
+    renamed: Mapping[str, str],
+) -> dict[str, str]:
     taken = set(renamed.values())
     pairs: dict[str, str] = {}
     for key, shape in loose.items():
         if key in renamed or not key.startswith(old):
             continue
-        target = new + key[len(old):]
+        target = new + key[len(old) :]
         if wanted.get(target) == shape and target not in taken:
             pairs[key] = target
             taken.add(target)

@@ -19,8 +19,17 @@ __all__ = ["PickleScan", "scan_pickle", "scan_pickles"]
 # The attribute names every nn.Module pickles in its __dict__; all three together mean
 # the pickle holds a module object, not a state_dict.
 _MODULE_STATE_KEYS = frozenset({"_parameters", "_buffers", "_modules"})
-_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
-                         "SHORT_BINSTRING", "BINSTRING", "STRING"})
+_STRING_OPS = frozenset(
+    {
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "BINUNICODE8",
+        "UNICODE",
+        "SHORT_BINSTRING",
+        "BINSTRING",
+        "STRING",
+    }
+)
 _PUT_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _GET_OPS = frozenset({"GET", "BINGET", "LONG_BINGET"})
 

@@ -23,8 +23,14 @@ from torchdoctor.errors import UsageError
 __all__ = ["write_remapped"]
 
 
-def write_remapped(loaded: LoadedCheckpoint, contents: CheckpointContents, live: LiveTensors,
-                   comparison: Comparison, model: Mapping[str, ModelEntry], out: Path) -> None:
+def write_remapped(
+    loaded: LoadedCheckpoint,
+    contents: CheckpointContents,
+    live: LiveTensors,
+    comparison: Comparison,
+    model: Mapping[str, ModelEntry],
+    out: Path,
+) -> None:
     """Write ``loaded`` with its primary state_dict's keys renamed by the comparison's mapping.
 
     Raises:
@@ -34,9 +40,11 @@ def write_remapped(loaded: LoadedCheckpoint, contents: CheckpointContents, live:
     _check_target(loaded.path, out)
     _check_complete(comparison)
     prefix = f"{comparison.state_dict_path}/" if comparison.state_dict_path else ""
-    renamed = {comparison.mapping.apply(key[len(prefix):]): get()
-               for key, get in live.items() if key.startswith(prefix)
-               and comparison.mapping.apply(key[len(prefix):]) in model}
+    renamed = {
+        comparison.mapping.apply(key[len(prefix) :]): get()
+        for key, get in live.items()
+        if key.startswith(prefix) and comparison.mapping.apply(key[len(prefix) :]) in model
+    }
     state_dict = {key: renamed[key] for key in model if key in renamed}
     _atomic_write(out, lambda path: _save(loaded, comparison, state_dict, path))
     _verify(out, comparison.state_dict_path if out.suffix != ".safetensors" else "", model)
@@ -46,8 +54,10 @@ def _check_target(source: Path, out: Path) -> None:
     if out.is_dir():
         raise UsageError(f"--write-remapped {out} is a directory; give a file name")
     if out.resolve() == source.resolve() or (out.exists() and out.samefile(source)):
-        raise UsageError("--write-remapped must name a new file: torchdoctor never "
-                         f"modifies the checkpoint it reads ({source})")
+        raise UsageError(
+            "--write-remapped must name a new file: torchdoctor never "
+            f"modifies the checkpoint it reads ({source})"
+        )
 
 
 def _check_complete(comparison: Comparison) -> None:
@@ -60,12 +70,15 @@ def _check_complete(comparison: Comparison) -> None:
         problems.append(f"unexpected {examples(comparison.remaining_unexpected)}")
     if comparison.remaining_shape_mismatches:
         problems.append(f"shape mismatch {examples(comparison.remaining_shape_mismatches)}")
-    raise UsageError(f"not writing a remapped copy: no key mapping makes the checkpoint fit "
-                     f"{comparison.model_name} ({'; '.join(problems)}); nothing was written")
+    raise UsageError(
+        f"not writing a remapped copy: no key mapping makes the checkpoint fit "
+        f"{comparison.model_name} ({'; '.join(problems)}); nothing was written"
+    )
 
 
-def _save(loaded: LoadedCheckpoint, comparison: Comparison, state_dict: dict[str, Any],
-          path: Path) -> None:
+def _save(
+    loaded: LoadedCheckpoint, comparison: Comparison, state_dict: dict[str, Any], path: Path
+) -> None:
     if path.name.endswith(".safetensors"):
         from torchdoctor.ckpt.safetensors_file import save_safetensors
 
@@ -94,9 +107,11 @@ def _replace(root: Any, path: str, state_dict: dict[str, Any]) -> Any:
 
 def _atomic_write(out: Path, write: Any) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp"
-                                    + (".safetensors" if out.suffix == ".safetensors" else ""),
-                                    dir=out.parent)
+    handle, name = tempfile.mkstemp(
+        prefix=f".{out.name}.",
+        suffix=".tmp" + (".safetensors" if out.suffix == ".safetensors" else ""),
+        dir=out.parent,
+    )
     os.close(handle)
     temporary = Path(name)
     try:
@@ -114,5 +129,7 @@ def _verify(out: Path, state_dict_path: str, model: Mapping[str, ModelEntry]) ->
     shapes = {t.key: t.shape for t in match.tensors} if match else {}
     if shapes != {key: entry.shape for key, entry in model.items()}:
         out.unlink(missing_ok=True)
-        raise UsageError(f"the remapped copy {out} did not read back with the model's keys "
-                         "and shapes; it was removed")
+        raise UsageError(
+            f"the remapped copy {out} did not read back with the model's keys "
+            "and shapes; it was removed"
+        )

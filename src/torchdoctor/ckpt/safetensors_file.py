@@ -19,10 +19,22 @@ _INSTALL_HINT = "install it with `pip install 'torchdoctor[safetensors]'`"
 
 # safetensors dtype codes -> torch dtype names.
 _DTYPES = {
-    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
-    "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
-    "U16": "uint16", "U32": "uint32", "U64": "uint64", "BOOL": "bool",
-    "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "C64": "complex64",
+    "F64": "float64",
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I32": "int32",
+    "I16": "int16",
+    "I8": "int8",
+    "U8": "uint8",
+    "U16": "uint16",
+    "U32": "uint32",
+    "U64": "uint64",
+    "BOOL": "bool",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "C64": "complex64",
 }
 
 
@@ -60,8 +72,9 @@ def _safetensors() -> Any:
     try:
         import safetensors
     except ImportError:
-        raise UsageError(f"reading .safetensors files needs the safetensors package; "
-                         f"{_INSTALL_HINT}") from None
+        raise UsageError(
+            f"reading .safetensors files needs the safetensors package; {_INSTALL_HINT}"
+        ) from None
     return safetensors
 
 
@@ -79,8 +92,9 @@ def open_safetensors(path: Path) -> SafetensorsFile:
     return SafetensorsFile(path, handle)
 
 
-def save_safetensors(tensors: Mapping[str, Any], path: Path,
-                     metadata: Mapping[str, str] | None = None) -> None:
+def save_safetensors(
+    tensors: Mapping[str, Any], path: Path, metadata: Mapping[str, str] | None = None
+) -> None:
     """Write ``tensors`` to ``path`` in the safetensors format."""
     _safetensors()
     from safetensors.torch import save_file

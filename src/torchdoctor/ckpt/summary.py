@@ -36,13 +36,13 @@ def _counts(counter: Mapping[str, int]) -> str:
 
 def _contents(info: Mapping[str, Any]) -> list[str]:
     mapped = ", memory-mapped" if info["mmap"] else ""
-    lines = [f"{info['path']}  ({info['format']}, {human_bytes(info['file_size'])} on disk"
-             f"{mapped})"]
+    lines = [
+        f"{info['path']}  ({info['format']}, {human_bytes(info['file_size'])} on disk{mapped})"
+    ]
     if info["kind"] == "refused":
         lines.append("  not loaded: it needs arbitrary unpickling (see TD902)")
         return lines
-    lines.append(f"  kind: {info['kind']}" + ("  (loaded with --trust)" if info["trusted"]
-                                               else ""))
+    lines.append(f"  kind: {info['kind']}" + ("  (loaded with --trust)" if info["trusted"] else ""))
     for key, description in info["top_level"].items():
         lines.append(f"  [{key}] {description}")
     lines.append(f"  tensors: {info['tensor_count']}, {human_bytes(info['tensor_bytes'])}")
@@ -57,8 +57,10 @@ def _comparison(info: Mapping[str, Any]) -> list[str]:
     head = f"  against {info['model']} ({info['model_keys']} keys), {where}: "
     if info["loads_strict"]:
         return [head + "loads with strict=True"]
-    lines = [head + f"{len(info['missing'])} missing, {len(info['unexpected'])} unexpected, "
-             f"{len(info['shape_mismatches'])} shape mismatches"]
+    lines = [
+        head + f"{len(info['missing'])} missing, {len(info['unexpected'])} unexpected, "
+        f"{len(info['shape_mismatches'])} shape mismatches"
+    ]
     for rewrite in info["mapping"]:
         lines.append(f"    {_rewrite(rewrite['old'], rewrite['new'])}: {rewrite['keys']} keys")
     if info["mapping"]:
@@ -74,14 +76,21 @@ def _rewrite(old: str, new: str) -> str:
 
 
 def _diff(info: Mapping[str, Any]) -> list[str]:
-    lines = ["", f"diff {info['first']} -> {info['second']}"
-             + ("  (primary state_dicts aligned)" if info["aligned_on"] == "state_dict"
-                else "")]
-    for label, keys in (("only in first", info["only_first"]),
-                        ("only in second", info["only_second"])):
+    lines = [
+        "",
+        f"diff {info['first']} -> {info['second']}"
+        + ("  (primary state_dicts aligned)" if info["aligned_on"] == "state_dict" else ""),
+    ]
+    for label, keys in (
+        ("only in first", info["only_first"]),
+        ("only in second", info["only_second"]),
+    ):
         if keys:
-            lines.append(f"  {label} ({len(keys)}): " + ", ".join(keys[:20])
-                         + (" ..." if len(keys) > 20 else ""))
+            lines.append(
+                f"  {label} ({len(keys)}): "
+                + ", ".join(keys[:20])
+                + (" ..." if len(keys) > 20 else "")
+            )
     rows = [row for row in info["tensors"] if _differs(row)]
     same = len(info["tensors"]) - len(rows)
     lines.append(f"  {len(info['tensors'])} common tensors, {same} identical")

@@ -49,8 +49,10 @@ def _reworded(error: Any, spec: str, location: str, name: str) -> str:
     if error.kind == "python":
         return f"--model: cannot import {error.subject} as Python"
     if error.kind == "module":
-        return (f"--model: no module named {error.subject!r} (run from the project root, or "
-                "give a file path: path/to/file.py:factory)")
+        return (
+            f"--model: no module named {error.subject!r} (run from the project root, or "
+            "give a file path: path/to/file.py:factory)"
+        )
     return f"--model {spec!r}: {location} has no callable {name!r}"
 
 
@@ -63,6 +65,8 @@ def _model_from(result: Any, spec: str) -> Any:
     elif isinstance(result, Mapping):
         candidate = result.get("model")
     if not isinstance(candidate, torch.nn.Module):
-        raise UsageError(f"--model {spec!r} returned {type(result).__name__}; expected an "
-                         "nn.Module, a tuple starting with one, or a dict with 'model'")
+        raise UsageError(
+            f"--model {spec!r} returned {type(result).__name__}; expected an "
+            "nn.Module, a tuple starting with one, or a dict with 'model'"
+        )
     return candidate

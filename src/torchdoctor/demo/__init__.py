@@ -55,13 +55,24 @@ def run_demo(*, run_steps: int = 40) -> DemoResult:
 
     require_torch("torchdoctor demo")
     sections = (
-        _timed(Depth.LINT, "Static analysis: the source, never run",
-               f"torchdoctor lint {SCRIPT}", _lint),
-        _timed(Depth.CHECK, "Pre-flight: the model, a batch, the loss and the optimizer",
-               f"torchdoctor check {SCRIPT}:make", _check),
-        _timed(Depth.RUN, f"Runtime: the script itself, for {run_steps} optimizer steps",
-               f"torchdoctor run {SCRIPT} --max-steps {run_steps}",
-               lambda: _run(run_steps)),
+        _timed(
+            Depth.LINT,
+            "Static analysis: the source, never run",
+            f"torchdoctor lint {SCRIPT}",
+            _lint,
+        ),
+        _timed(
+            Depth.CHECK,
+            "Pre-flight: the model, a batch, the loss and the optimizer",
+            f"torchdoctor check {SCRIPT}:make",
+            _check,
+        ),
+        _timed(
+            Depth.RUN,
+            f"Runtime: the script itself, for {run_steps} optimizer steps",
+            f"torchdoctor run {SCRIPT} --max-steps {run_steps}",
+            lambda: _run(run_steps),
+        ),
     )
     combined = Report(command="demo")
     for section in sections:

@@ -21,8 +21,10 @@ def render_demo(result: DemoResult, *, width: int = 100, color: bool = False) ->
     parts = [_INTRO.format(script=result.script)]
     for section in result.sections:
         rule = "-" * min(width, 100)
-        parts.append(f"{rule}\n{section.title} ({section.seconds:.1f} s)\n"
-                     f"reproduce: {section.command}\n{rule}\n")
+        parts.append(
+            f"{rule}\n{section.title} ({section.seconds:.1f} s)\n"
+            f"reproduce: {section.command}\n{rule}\n"
+        )
         options = RenderOptions(width=width, color=color, root=str(result.script.parent))
         parts.append(render(section.report, "text", options))
     parts.append(_merged_summary(result))
@@ -31,8 +33,7 @@ def render_demo(result: DemoResult, *, width: int = 100, color: bool = False) ->
 
 def _merged_summary(result: DemoResult) -> str:
     shared = [f for f in result.combined.findings if len(f.depths) > 1]
-    lines = [f"In all: {len(result.combined)} findings from "
-             f"{len(result.sections)} depths."]
+    lines = [f"In all: {len(result.combined)} findings from {len(result.sections)} depths."]
     if shared:
         lines.append("Seen by more than one depth (one problem, one entry in the report):")
         for finding in shared:

@@ -18,8 +18,12 @@ from torchdoctor.rules.selection import Selection
 __all__ = ["diagnose", "facts_to_dict"]
 
 
-def diagnose(env: EnvFacts | None = None, *, select: Iterable[str] | None = None,
-             ignore: Iterable[str] | None = None) -> Report:
+def diagnose(
+    env: EnvFacts | None = None,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+) -> Report:
     """Report the environment's facts and the settings that hurt training.
 
     Args:
@@ -29,8 +33,11 @@ def diagnose(env: EnvFacts | None = None, *, select: Iterable[str] | None = None
         ignore: rule codes or prefixes not to report; the longest match wins.
     """
     env = env if env is not None else facts()
-    report = Report(tool_version=__version__, command="env",
-                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    report = Report(
+        tool_version=__version__,
+        command="env",
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     report.facts["environment"] = facts_to_dict(env)
     report.extend(_run_detectors(env, Selection.from_options(select, ignore)))
     return report
@@ -49,7 +56,14 @@ def _run_detectors(env: EnvFacts, selection: Selection) -> list[Finding]:
     found: list[Finding] = []
     for info in registered_detectors(Depth.ENV):
         function = cast(Callable[[Any], Iterable[Finding]], info.target)
-        found.extend(run_detector(
-            f"env detector {info.name}", info.codes, functools.partial(function, env),
-            Depth.ENV, Location(object="environment"), selection))
+        found.extend(
+            run_detector(
+                f"env detector {info.name}",
+                info.codes,
+                functools.partial(function, env),
+                Depth.ENV,
+                Location(object="environment"),
+                selection,
+            )
+        )
     return found

@@ -15,8 +15,10 @@ from pathlib import Path
 __all__ = ["cgroup_cpu_quota", "usable_cpus"]
 
 _CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
-_CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
-              Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+_CGROUP_V1 = (
+    Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+    Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+)
 
 
 def usable_cpus(root: Path | None = None) -> int | None:

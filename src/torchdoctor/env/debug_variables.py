@@ -31,22 +31,38 @@ class DebugVariable:
 _ON = frozenset({"1", "TRUE", "YES", "ON"})
 
 DEBUG_VARIABLES: tuple[DebugVariable, ...] = (
-    DebugVariable("TORCH_DISTRIBUTED_DEBUG", frozenset({"DETAIL"}),
-                  "every collective is wrapped in an extra consistency-check collective and "
-                  "DDP logs per-iteration details"),
-    DebugVariable("NCCL_DEBUG", frozenset({"TRACE"}),
-                  "NCCL writes a log line for every collective call"),
-    DebugVariable("PYTORCH_NO_CUDA_MEMORY_CACHING", _ON,
-                  "the CUDA caching allocator is off, so every tensor allocation and free "
-                  "calls cudaMalloc/cudaFree, which synchronise the device"),
-    DebugVariable("TORCH_NCCL_BLOCKING_WAIT", _ON,
-                  "the host thread blocks until every NCCL collective finishes, so "
-                  "communication no longer overlaps with computation"),
-    DebugVariable("NCCL_BLOCKING_WAIT", _ON,
-                  "(the older name of TORCH_NCCL_BLOCKING_WAIT) the host thread blocks until "
-                  "every NCCL collective finishes"),
-    DebugVariable("TORCH_CUDA_SANITIZER", _ON,
-                  "CUDA Sanitizer checks every kernel's tensor accesses for stream races"),
+    DebugVariable(
+        "TORCH_DISTRIBUTED_DEBUG",
+        frozenset({"DETAIL"}),
+        "every collective is wrapped in an extra consistency-check collective and "
+        "DDP logs per-iteration details",
+    ),
+    DebugVariable(
+        "NCCL_DEBUG", frozenset({"TRACE"}), "NCCL writes a log line for every collective call"
+    ),
+    DebugVariable(
+        "PYTORCH_NO_CUDA_MEMORY_CACHING",
+        _ON,
+        "the CUDA caching allocator is off, so every tensor allocation and free "
+        "calls cudaMalloc/cudaFree, which synchronise the device",
+    ),
+    DebugVariable(
+        "TORCH_NCCL_BLOCKING_WAIT",
+        _ON,
+        "the host thread blocks until every NCCL collective finishes, so "
+        "communication no longer overlaps with computation",
+    ),
+    DebugVariable(
+        "NCCL_BLOCKING_WAIT",
+        _ON,
+        "(the older name of TORCH_NCCL_BLOCKING_WAIT) the host thread blocks until "
+        "every NCCL collective finishes",
+    ),
+    DebugVariable(
+        "TORCH_CUDA_SANITIZER",
+        _ON,
+        "CUDA Sanitizer checks every kernel's tensor accesses for stream races",
+    ),
 )
 
 
@@ -60,8 +76,8 @@ def debug_variables_left_on(env: EnvFacts) -> Iterator[Finding]:
         yield finding(
             "TD014",
             f"{variable.name}={value} is a debugging setting: {variable.cost}.",
-            Location(object=variable.name), Depth.ENV,
-            fix_hint=f"Unset {variable.name} for training runs; set it only while "
-                     "debugging.",
+            Location(object=variable.name),
+            Depth.ENV,
+            fix_hint=f"Unset {variable.name} for training runs; set it only while debugging.",
             evidence={"value": value},
         )

@@ -29,17 +29,21 @@ def cuda_launch_blocking_set(env: EnvFacts) -> Iterator[Finding]:
     value = env.variable("CUDA_LAUNCH_BLOCKING")
     if value is None or value.strip() in ("", "0"):
         return
-    effect = ("every CUDA kernel launch waits for the GPU to finish it" if env.cuda_available
-              else "no effect on this machine (no CUDA), but every CUDA run that inherits it "
-                   "waits for each kernel to finish")
+    effect = (
+        "every CUDA kernel launch waits for the GPU to finish it"
+        if env.cuda_available
+        else "no effect on this machine (no CUDA), but every CUDA run that inherits it "
+        "waits for each kernel to finish"
+    )
     yield finding(
         "TD010",
         f"CUDA_LAUNCH_BLOCKING={value}: {effect}, so the CPU can no longer queue work ahead "
         "of the GPU. It is a debugging switch for locating the kernel behind an "
         "asynchronous CUDA error.",
-        _at("CUDA_LAUNCH_BLOCKING"), ENV,
+        _at("CUDA_LAUNCH_BLOCKING"),
+        ENV,
         fix_hint="Unset CUDA_LAUNCH_BLOCKING (remove it from the script, the shell profile "
-                 "or the job file) once the failing kernel is found.",
+        "or the job file) once the failing kernel is found.",
         evidence={"value": value},
     )
 
@@ -59,10 +63,11 @@ def threads_oversubscribe_cores(env: EnvFacts) -> Iterator[Finding]:
         f"torch runs {threads} intra-op threads{sharing} but this process may use {cpus} "
         f"CPUs (affinity and cgroup quota, of {env.cpu_count} on the machine): the threads "
         "wait for each other and for the CPU, and every parallel op gets slower.",
-        _at("torch.get_num_threads()"), ENV,
+        _at("torch.get_num_threads()"),
+        ENV,
         fix_hint=f"Use at most {max(1, cpus // processes)} threads per process: "
-                 f"`torch.set_num_threads({max(1, cpus // processes)})`, or set "
-                 "OMP_NUM_THREADS before the process starts.",
+        f"`torch.set_num_threads({max(1, cpus // processes)})`, or set "
+        "OMP_NUM_THREADS before the process starts.",
         evidence={"threads": threads, "usable_cpus": cpus, "processes": processes},
     )
 
@@ -98,18 +103,22 @@ def thread_variable_ignored(env: EnvFacts) -> Iterator[Finding]:
     if threads <= wanted:
         return
     other = {k: v for k, v in requested.items() if k != name and v >= threads}
-    cause = (f"{next(iter(other))}={next(iter(other.values()))} takes precedence in torch"
-             if other else "the variable was set after torch started (torch reads it once, "
-             "at import) or torch.set_num_threads() overrode it")
+    cause = (
+        f"{next(iter(other))}={next(iter(other.values()))} takes precedence in torch"
+        if other
+        else "the variable was set after torch started (torch reads it once, "
+        "at import) or torch.set_num_threads() overrode it"
+    )
     yield finding(
         "TD012",
         f"{name}={env.variable(name)} asks for {wanted} thread(s) but torch runs {threads}: "
         f"{cause}. Processes meant to share the CPUs (DataLoader workers, several ranks) "
         "then compete for them.",
-        _at(name), ENV,
+        _at(name),
+        ENV,
         fix_hint=f"Set {name} before Python starts (in the shell or job file), or call "
-                 f"`torch.set_num_threads({wanted})` in the program; make "
-                 "OMP_NUM_THREADS and MKL_NUM_THREADS agree.",
+        f"`torch.set_num_threads({wanted})` in the program; make "
+        "OMP_NUM_THREADS and MKL_NUM_THREADS agree.",
         evidence={"variable": name, "requested": wanted, "threads": threads},
     )
 
@@ -121,18 +130,23 @@ def default_dtype_changed(env: EnvFacts) -> Iterator[Finding]:
     if dtype is None or dtype == "float32":
         return
     if dtype == "float64":
-        effect = ("every tensor and layer built without a dtype is float64: twice the "
-                  "memory, and 32-64x lower throughput on GPUs without full-rate FP64")
+        effect = (
+            "every tensor and layer built without a dtype is float64: twice the "
+            "memory, and 32-64x lower throughput on GPUs without full-rate FP64"
+        )
     else:
-        effect = (f"every parameter built without a dtype is {dtype}, so optimizer updates "
-                  "smaller than its precision are rounded away (no mixed precision master "
-                  "weights)")
+        effect = (
+            f"every parameter built without a dtype is {dtype}, so optimizer updates "
+            "smaller than its precision are rounded away (no mixed precision master "
+            "weights)"
+        )
     yield finding(
         "TD013",
         f"The default dtype is {dtype} (torch.set_default_dtype): {effect}.",
-        _at("torch.get_default_dtype()"), ENV,
+        _at("torch.get_default_dtype()"),
+        ENV,
         fix_hint="Remove `torch.set_default_dtype(...)`; ask for float64 per tensor where "
-                 "you need it, and use torch.autocast for reduced precision.",
+        "you need it, and use torch.autocast for reduced precision.",
         evidence={"default_dtype": dtype},
     )
 
@@ -147,9 +161,10 @@ def anomaly_detection_enabled(env: EnvFacts) -> Iterator[Finding]:
         "Autograd anomaly detection is enabled: every forward op records a traceback and "
         "every backward op checks its output for NaN (2.5x the step time of a small MLP in "
         "our measurement).",
-        _at("torch.autograd.set_detect_anomaly"), ENV,
+        _at("torch.autograd.set_detect_anomaly"),
+        ENV,
         fix_hint="Remove `torch.autograd.set_detect_anomaly(True)` (or the detect_anomaly "
-                 "context) once the NaN's origin is found.",
+        "context) once the NaN's origin is found.",
     )
 
 
@@ -163,8 +178,9 @@ def cudnn_benchmark_with_deterministic(env: EnvFacts) -> Iterator[Finding]:
         "torch.backends.cudnn.benchmark and .deterministic are both True: benchmark mode "
         "picks convolution algorithms by timing them, so two runs can pick different ones "
         "and the reproducibility deterministic=True was set for is not guaranteed.",
-        _at("torch.backends.cudnn"), ENV,
+        _at("torch.backends.cudnn"),
+        ENV,
         fix_hint="For reproducible runs set `torch.backends.cudnn.benchmark = False`; for "
-                 "speed, drop `deterministic = True`.",
+        "speed, drop `deterministic = True`.",
         confidence=Confidence.HIGH,
     )

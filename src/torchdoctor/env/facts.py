@@ -23,12 +23,39 @@ from torchdoctor.env.cpus import usable_cpus
 
 __all__ = ["DeviceInfo", "EnvFacts", "PACKAGES", "facts"]
 
-PACKAGES = ("torch", "torchvision", "torchaudio", "lightning", "pytorch-lightning",
-            "transformers", "accelerate", "deepspeed", "timm", "triton", "numpy",
-            "safetensors", "torchdoctor")
-_VARIABLE_PREFIXES = ("CUDA_", "NCCL_", "GLOO_", "TORCH_", "PYTORCH_", "OMP_", "MKL_",
-                      "KMP_", "CUBLAS_", "NVIDIA_TF32", "LOCAL_WORLD_SIZE", "WORLD_SIZE",
-                      "LOCAL_RANK", "RANK", "MASTER_ADDR", "MASTER_PORT")
+PACKAGES = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "lightning",
+    "pytorch-lightning",
+    "transformers",
+    "accelerate",
+    "deepspeed",
+    "timm",
+    "triton",
+    "numpy",
+    "safetensors",
+    "torchdoctor",
+)
+_VARIABLE_PREFIXES = (
+    "CUDA_",
+    "NCCL_",
+    "GLOO_",
+    "TORCH_",
+    "PYTORCH_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "CUBLAS_",
+    "NVIDIA_TF32",
+    "LOCAL_WORLD_SIZE",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
 # Never copy anything that may be a credential into a report meant for bug trackers.
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL")
 
@@ -168,17 +195,21 @@ def _devices(torch: Any) -> tuple[DeviceInfo, ...]:
     found = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
-        found.append(DeviceInfo(index, props.name, f"{props.major}.{props.minor}",
-                                int(props.total_memory)))
+        found.append(
+            DeviceInfo(index, props.name, f"{props.major}.{props.minor}", int(props.total_memory))
+        )
     return tuple(found)
 
 
 def _variables() -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(
-        (name, value) for name, value in os.environ.items()
-        if name.startswith(_VARIABLE_PREFIXES)
-        and not any(word in name.upper() for word in _SECRET_WORDS)
-    ))
+    return tuple(
+        sorted(
+            (name, value)
+            for name, value in os.environ.items()
+            if name.startswith(_VARIABLE_PREFIXES)
+            and not any(word in name.upper() for word in _SECRET_WORDS)
+        )
+    )
 
 
 def _packages() -> tuple[tuple[str, str], ...]:

@@ -29,24 +29,35 @@ def render_env_summary(facts: Mapping[str, Any]) -> str:
         ("cuDNN", _flag(env["cudnn"])),
         ("CUDA available", _flag(env["cuda_available"])),
     ]
-    rows += [(f"cuda:{d['index']}", f"{d['name']} (sm {d['capability']}, "
-              f"{d['memory'] / 2**30:.1f} GiB)") for d in env["devices"]]
+    rows += [
+        (f"cuda:{d['index']}", f"{d['name']} (sm {d['capability']}, {d['memory'] / 2**30:.1f} GiB)")
+        for d in env["devices"]
+    ]
     rows += [
         ("CPUs", f"{_flag(env['usable_cpus'])} usable of {_flag(env['cpu_count'])}"),
-        ("threads", f"{_flag(env['intra_op_threads'])} intra-op, "
-                    f"{_flag(env['inter_op_threads'])} inter-op"),
+        (
+            "threads",
+            f"{_flag(env['intra_op_threads'])} intra-op, {_flag(env['inter_op_threads'])} inter-op",
+        ),
         ("start method", env["start_method"] or f"{env['default_start_method']} (default)"),
         ("default dtype", _flag(env["default_dtype"])),
-        ("cuDNN flags", f"enabled={_flag(env['cudnn_enabled'])} "
-                        f"benchmark={_flag(env['cudnn_benchmark'])} "
-                        f"deterministic={_flag(env['cudnn_deterministic'])}"),
+        (
+            "cuDNN flags",
+            f"enabled={_flag(env['cudnn_enabled'])} "
+            f"benchmark={_flag(env['cudnn_benchmark'])} "
+            f"deterministic={_flag(env['cudnn_deterministic'])}",
+        ),
         ("deterministic algorithms", _flag(env["deterministic_algorithms"])),
-        ("TF32", f"matmul={_flag(env['matmul_tf32'])} cudnn={_flag(env['cudnn_tf32'])} "
-                 f"float32_matmul_precision={_flag(env['float32_matmul_precision'])}"),
+        (
+            "TF32",
+            f"matmul={_flag(env['matmul_tf32'])} cudnn={_flag(env['cudnn_tf32'])} "
+            f"float32_matmul_precision={_flag(env['float32_matmul_precision'])}",
+        ),
         ("anomaly detection", _flag(env["anomaly_detection"])),
     ]
     rows += [(name, value) for name, value in env["variables"].items()]
-    rows += [(f"package {name}", version) for name, version in env["packages"].items()
-             if name != "torch"]
+    rows += [
+        (f"package {name}", version) for name, version in env["packages"].items() if name != "torch"
+    ]
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows) + "\n\n"

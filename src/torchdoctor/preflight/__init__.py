@@ -99,11 +99,27 @@ def check(
     from torchdoctor.preflight.memory_facts import memory_only_report, on_meta_device
 
     if forecast is not None and on_meta_device(model):
-        return memory_only_report(CheckContext(
-            model, data, loss_fn, optimizer, device=device,
-            selection=Selection.from_options(select, ignore), seed=seed), forecast)
-    context = CheckContext(model, data, loss_fn, optimizer, device=device,
-                           selection=Selection.from_options(select, ignore), seed=seed)
+        return memory_only_report(
+            CheckContext(
+                model,
+                data,
+                loss_fn,
+                optimizer,
+                device=device,
+                selection=Selection.from_options(select, ignore),
+                seed=seed,
+            ),
+            forecast,
+        )
+    context = CheckContext(
+        model,
+        data,
+        loss_fn,
+        optimizer,
+        device=device,
+        selection=Selection.from_options(select, ignore),
+        seed=seed,
+    )
     context.forecast_options = forecast
     from torchdoctor.preflight.budget import probe_timeout
 
@@ -118,13 +134,17 @@ def check(
 def _validate(torch: Any, model: Any, loss_fn: Any, optimizer: Any) -> None:
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    lazy = [name for name, tensor in (*model.named_parameters(), *model.named_buffers())
-            if torch.nn.parameter.is_lazy(tensor)]
+    lazy = [
+        name
+        for name, tensor in (*model.named_parameters(), *model.named_buffers())
+        if torch.nn.parameter.is_lazy(tensor)
+    ]
     if lazy:
         raise UsageError(
             f"`{lazy[0]}` is an uninitialised parameter of a lazy module ({len(lazy)} in all), "
             "so its shape is not known yet; run one forward first (`model(inputs)`) to "
-            "materialise it, as the first training step would, then check")
+            "materialise it, as the first training step would, then check"
+        )
     if not callable(loss_fn):
         raise UsageError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):

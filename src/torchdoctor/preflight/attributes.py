@@ -81,9 +81,12 @@ class AttributeState:
         managed = _torch_managed()
         self._modules = modules
         with torch.no_grad():
-            self._saved = [_Saved(module, name, value, _contents(value))
-                           for module in modules for name, value in vars(module).items()
-                           if name not in managed]
+            self._saved = [
+                _Saved(module, name, value, _contents(value))
+                for module in modules
+                for name, value in vars(module).items()
+                if name not in managed
+            ]
         self._names = {id(m): {s.name for s in self._saved if s.module is m} for m in modules}
         self._managed = managed
 
@@ -108,9 +111,13 @@ def _same(first: Any, second: Any) -> bool:
         return True  # a container holding the very same objects (no value compared)
 
     if isinstance(first, torch.Tensor) or isinstance(second, torch.Tensor):
-        return (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
-                and first.shape == second.shape and first.dtype == second.dtype
-                and bool(torch.equal(first.detach(), second.detach())))
+        return (
+            isinstance(first, torch.Tensor)
+            and isinstance(second, torch.Tensor)
+            and first.shape == second.shape
+            and first.dtype == second.dtype
+            and bool(torch.equal(first.detach(), second.detach()))
+        )
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(first, numpy.ndarray):
         return bool(numpy.array_equal(first, second, equal_nan=first.dtype.kind in "fc"))
@@ -122,8 +129,7 @@ def _same(first: Any, second: Any) -> bool:
 
 def _same_items(first: Any, second: Any) -> bool:
     if isinstance(first, list) and isinstance(second, list):
-        return len(first) == len(second) and all(
-            a is b for a, b in zip(first, second, strict=True))
+        return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
     if isinstance(first, dict) and isinstance(second, dict):
         return first.keys() == second.keys() and all(first[k] is second[k] for k in first)
     return False
@@ -139,14 +145,15 @@ def attribute_differences(before: AttributeState, after: AttributeState) -> list
         if first is None or second is None:
             some = first or second
             assert some is not None
-            problems.append(f"attribute {type(some.module).__name__}.{some.name} "
-                            f"{'added' if first is None else 'removed'}")
+            problems.append(
+                f"attribute {type(some.module).__name__}.{some.name} "
+                f"{'added' if first is None else 'removed'}"
+            )
             continue
         label = f"attribute {type(first.module).__name__}.{first.name}"
         if not _same(first.original, second.original):
             problems.append(f"{label}: {first.original!r} then {second.original!r}")
-        elif first.original is not second.original and not isinstance(
-                first.original, _IMMUTABLE):
+        elif first.original is not second.original and not isinstance(first.original, _IMMUTABLE):
             problems.append(f"{label}: a different object")
         elif first.contents is not _MISSING and not _same(first.contents, second.contents):
             problems.append(f"{label}: contents differ")

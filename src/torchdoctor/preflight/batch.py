@@ -63,8 +63,11 @@ def is_batch(data: Any) -> bool:
     A list whose items are all tuples, lists or dicts is a list of batches, used like a
     loader.
     """
-    if isinstance(data, list) and data and all(
-            isinstance(item, (tuple, list, dict)) for item in data):
+    if (
+        isinstance(data, list)
+        and data
+        and all(isinstance(item, (tuple, list, dict)) for item in data)
+    ):
         return False
     return isinstance(data, (tuple, list, dict))
 

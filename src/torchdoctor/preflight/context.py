@@ -43,9 +43,17 @@ class CheckContext:
             probe compares the loader with these instead of timing steps of its own.
     """
 
-    def __init__(self, model: Any, data: Any, loss_fn: Any, optimizer: Any | None = None,
-                 *, device: Any | None = None, selection: Selection | None = None,
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        model: Any,
+        data: Any,
+        loss_fn: Any,
+        optimizer: Any | None = None,
+        *,
+        device: Any | None = None,
+        selection: Selection | None = None,
+        seed: int = 0,
+    ) -> None:
         self.model = model
         self.data = data
         self.loss_fn = loss_fn
@@ -178,9 +186,14 @@ class CheckContext:
         import torch
 
         batch = self.batch_as_given
-        return all(bool(torch.isfinite(t).all()) for _, t in
-                   (*iter_tensors(batch.inputs, "inputs"), *iter_tensors(batch.targets, "targets"))
-                   if t.is_floating_point() or t.is_complex())
+        return all(
+            bool(torch.isfinite(t).all())
+            for _, t in (
+                *iter_tensors(batch.inputs, "inputs"),
+                *iter_tensors(batch.targets, "targets"),
+            )
+            if t.is_floating_point() or t.is_complex()
+        )
 
     # --- the loss -----------------------------------------------------------------------
 
@@ -228,8 +241,9 @@ class CheckContext:
         """The model's output in eval mode, without gradients (detached)."""
         return self.forward(self.model, train=False, grad=False)
 
-    def forward(self, model: Any, batch: Batch | None = None, *, train: bool = True,
-                grad: bool = True) -> Any:
+    def forward(
+        self, model: Any, batch: Batch | None = None, *, train: bool = True, grad: bool = True
+    ) -> Any:
         """Run ``model`` on ``batch`` (default: the first batch), seeded, in a given mode.
 
         The mode of ``model`` is left as set here; the engine restores the user's model

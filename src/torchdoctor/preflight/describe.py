@@ -6,8 +6,13 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["covering_module", "describe_optimizer", "format_number", "peak_learning_rate",
-           "summarise_names"]
+__all__ = [
+    "covering_module",
+    "describe_optimizer",
+    "format_number",
+    "peak_learning_rate",
+    "summarise_names",
+]
 
 
 def format_number(value: Any) -> str:
@@ -65,8 +70,9 @@ def covering_module(paths: Iterable[str], *, parameters: bool = True) -> str:
     last part is dropped; otherwise they are module paths. ``["features.0.weight",
     "features.4.bias"]`` -> ``"features"``: one place for a finding about all of them.
     """
-    parts = [path.split(".")[:-1] if parameters else path.split(".") if path else []
-             for path in paths]
+    parts = [
+        path.split(".")[:-1] if parameters else path.split(".") if path else [] for path in paths
+    ]
     common: list[str] = []
     for level in zip(*parts, strict=False):
         if len(set(level)) != 1:

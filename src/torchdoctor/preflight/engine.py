@@ -40,8 +40,11 @@ def run_probes(ctx: CheckContext, probes: list[ProbeInfo]) -> Report:
             out; the user's state is restored first.
         KeyboardInterrupt: passed through, after restoring the user's state.
     """
-    report = Report(tool_version=__version__, command="check",
-                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    report = Report(
+        tool_version=__version__,
+        command="check",
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     snapshot = Snapshot(_watched_modules(ctx), ctx.optimizer)
     started = time.perf_counter()
     explained: list[Finding] = []
@@ -80,8 +83,9 @@ def user_probes(probes: Iterable[Any]) -> list[ProbeInfo]:
         if not isinstance(probe, Probe):
             raise UsageError(
                 f"probes must be instances of torchdoctor.custom.Probe, got "
-                f"{type(probe).__name__}" + (" (a class: pass an instance)"
-                                             if isinstance(probe, type) else ""))
+                f"{type(probe).__name__}"
+                + (" (a class: pass an instance)" if isinstance(probe, type) else "")
+            )
         codes = declared_codes(probe, Depth.CHECK)
         run = functools.partial(_run_user_probe, probe)
         run.__name__ = type(probe).__name__  # type: ignore[attr-defined]
@@ -104,8 +108,14 @@ def _watched_modules(ctx: CheckContext) -> Any:
     return ctx.model
 
 
-def _run_all(ctx: CheckContext, probes: list[ProbeInfo], report: Report, snapshot: Snapshot,
-             explained: list[Finding], timings: dict[str, float]) -> None:
+def _run_all(
+    ctx: CheckContext,
+    probes: list[ProbeInfo],
+    report: Report,
+    snapshot: Snapshot,
+    explained: list[Finding],
+    timings: dict[str, float],
+) -> None:
     import torch
 
     with probe_budget("thread timing"):
@@ -138,14 +148,24 @@ def _run_one(info: ProbeInfo, ctx: CheckContext, explained: list[Finding]) -> li
             raise user_code_error(f"probe {info.name}", error) from error
         return None
 
-    return run_detector(f"probe {info.name}", info.codes, lambda: list(info.function(ctx)),
-                        Depth.CHECK, Location(object=f"probe {info.name}"), ctx.selection,
-                        on_error=on_error)
+    return run_detector(
+        f"probe {info.name}",
+        info.codes,
+        lambda: list(info.function(ctx)),
+        Depth.CHECK,
+        Location(object=f"probe {info.name}"),
+        ctx.selection,
+        on_error=on_error,
+    )
 
 
 def _facts(ctx: CheckContext, timings: dict[str, float], seconds: float) -> dict[str, object]:
-    facts: dict[str, object] = {"seconds": round(seconds, 4), "probe_seconds": timings,
-                                "seed": ctx.seed, "model": type(ctx.model).__name__}
+    facts: dict[str, object] = {
+        "seconds": round(seconds, 4),
+        "probe_seconds": timings,
+        "seed": ctx.seed,
+        "model": type(ctx.model).__name__,
+    }
     if "device" in ctx.__dict__:
         facts["device"] = str(ctx.device)
     if "loss_spec" in ctx.__dict__:
@@ -153,11 +173,17 @@ def _facts(ctx: CheckContext, timings: dict[str, float], seconds: float) -> dict
     if "batch" in ctx.__dict__:
         from torchdoctor.preflight.batch import iter_tensors
 
-        facts["batch"] = {name: list(t.shape) for name, t in
-                          (*iter_tensors(ctx.batch.inputs, "inputs"),
-                           *iter_tensors(ctx.batch.targets, "targets"))}
+        facts["batch"] = {
+            name: list(t.shape)
+            for name, t in (
+                *iter_tensors(ctx.batch.inputs, "inputs"),
+                *iter_tensors(ctx.batch.targets, "targets"),
+            )
+        }
     if "train_pass" in ctx.__dict__:  # gradient norm per parameter of the one training pass
-        facts["layer_grad_norms"] = {name: float(f"{float(grad.float().norm()):.4g}")
-                                     for name, grad in ctx.train_pass.gradients.items()
-                                     if grad is not None and not grad.is_sparse}
+        facts["layer_grad_norms"] = {
+            name: float(f"{float(grad.float().norm()):.4g}")
+            for name, grad in ctx.train_pass.gradients.items()
+            if grad is not None and not grad.is_sparse
+        }
     return facts

@@ -60,16 +60,31 @@ class CheckTarget:
             "(model, data, loss_fn, optimizer) or a dict with those keys"
         )
 
-    def check(self, *, select: Iterable[str] | None = None,
-              ignore: Iterable[str] | None = None, device: Any = None,
-              seed: int = 0, forecast: Any = None, timeout: float | None = 60.0) -> Report:
+    def check(
+        self,
+        *,
+        select: Iterable[str] | None = None,
+        ignore: Iterable[str] | None = None,
+        device: Any = None,
+        seed: int = 0,
+        forecast: Any = None,
+        timeout: float | None = 60.0,
+    ) -> Report:
         """Run :func:`torchdoctor.preflight.check` on these objects."""
         from torchdoctor.preflight import check
 
-        return check(self.model, self.data, self.loss_fn, self.optimizer,
-                     device=device if device is not None else self.device,
-                     select=select, ignore=ignore, seed=seed, forecast=forecast,
-                     timeout=timeout)
+        return check(
+            self.model,
+            self.data,
+            self.loss_fn,
+            self.optimizer,
+            device=device if device is not None else self.device,
+            select=select,
+            ignore=ignore,
+            seed=seed,
+            forecast=forecast,
+            timeout=timeout,
+        )
 
 
 def _describe(value: Any) -> str:
@@ -78,17 +93,23 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def check_factory(target: str, *, select: Iterable[str] | None = None,
-                  ignore: Iterable[str] | None = None, device: Any = None,
-                  seed: int = 0, forecast: Any = None, timeout: float | None = 60.0
-                  ) -> Report:
+def check_factory(
+    target: str,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    device: Any = None,
+    seed: int = 0,
+    forecast: Any = None,
+    timeout: float | None = 60.0,
+) -> Report:
     """Load ``target``'s factory, call it, and check what it returns (with ``forecast``,
     a :class:`~torchdoctor.preflight.forecast.ForecastOptions`, the memory forecast too;
     ``timeout``: wall-clock seconds per probe)."""
     factory, label = load_factory(target)
     made = call_user(f"the factory {label}", factory)
     report = CheckTarget.from_result(made, f"the factory {label}").check(
-        select=select, ignore=ignore, device=device, seed=seed, forecast=forecast,
-        timeout=timeout)
+        select=select, ignore=ignore, device=device, seed=seed, forecast=forecast, timeout=timeout
+    )
     report.facts["target"] = label
     return report

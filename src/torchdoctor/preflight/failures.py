@@ -22,8 +22,14 @@ from torchdoctor._usercode import (
 )
 from torchdoctor.findings import Finding
 
-__all__ = ["SharedWorkFailed", "call_user", "error_location", "is_out_of_memory",
-           "user_code_error", "user_frame"]
+__all__ = [
+    "SharedWorkFailed",
+    "call_user",
+    "error_location",
+    "is_out_of_memory",
+    "user_code_error",
+    "user_frame",
+]
 
 
 class SharedWorkFailed(Exception):  # noqa: N818 - a signal between context and engine
@@ -34,8 +40,9 @@ class SharedWorkFailed(Exception):  # noqa: N818 - a signal between context and 
         self.finding = finding
 
 
-def user_frame(frames: list[traceback.FrameSummary], *, inside_model: bool = False
-               ) -> traceback.FrameSummary | None:
+def user_frame(
+    frames: list[traceback.FrameSummary], *, inside_model: bool = False
+) -> traceback.FrameSummary | None:
     """The innermost frame that belongs to the user's code (the one classifier,
     :func:`torchdoctor._usercode.user_frame_summary`).
 

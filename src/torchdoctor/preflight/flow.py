@@ -82,6 +82,10 @@ def vanishing(ctx: CheckContext) -> Vanishing | None:
 
 def dead_relu_sites(ctx: CheckContext) -> list[ReluSite]:
     """ReLU sites of the shared pass where most units output zero for the whole batch."""
-    return [site for site in ctx.train_pass.trace.relu_sites.values()
-            if site.units >= MIN_RELU_UNITS and site.observations >= MIN_RELU_OBSERVATIONS
-            and site.units - int(site.alive.sum()) >= DEAD_FRACTION * site.units]
+    return [
+        site
+        for site in ctx.train_pass.trace.relu_sites.values()
+        if site.units >= MIN_RELU_UNITS
+        and site.observations >= MIN_RELU_OBSERVATIONS
+        and site.units - int(site.alive.sum()) >= DEAD_FRACTION * site.units
+    ]

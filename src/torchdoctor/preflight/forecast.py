@@ -32,15 +32,34 @@ from typing import Any
 
 from torchdoctor.errors import UsageError
 
-__all__ = ["Forecast", "ForecastOptions", "ForecastPoint", "Remedy", "forecast_memory",
-           "parse_bytes"]
+__all__ = [
+    "Forecast",
+    "ForecastOptions",
+    "ForecastPoint",
+    "Remedy",
+    "forecast_memory",
+    "parse_bytes",
+]
 
 _CUDA_CONTEXT = 512 * 2**20
 _FRAGMENTATION = 0.05
 _MAX_BATCH = 2**24
-_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
-          "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
-          "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "t": 10**12,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def parse_bytes(text: str) -> int:
@@ -51,14 +70,13 @@ def parse_bytes(text: str) -> int:
     """
     cleaned = text.strip().lower().replace(" ", "")
     number = cleaned.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = cleaned[len(number):]
+    unit = cleaned[len(number) :]
     try:
         value = float(number)
     except ValueError:
         value = -1.0
     if unit not in _UNITS or value <= 0:
-        raise UsageError(f"cannot read {text!r} as a memory size; write e.g. 80GiB, 24GB "
-                         "or 512MiB")
+        raise UsageError(f"cannot read {text!r} as a memory size; write e.g. 80GiB, 24GB or 512MiB")
     return int(value * _UNITS[unit])
 
 
@@ -101,8 +119,12 @@ class ForecastPoint:
 
     def to_fact(self) -> dict[str, Any]:
         """``{batch_size, peak_bytes, fits, breakdown}``."""
-        return {"batch_size": self.batch_size, "peak_bytes": self.peak_bytes,
-                "fits": self.fits, "breakdown": dict(self.breakdown)}
+        return {
+            "batch_size": self.batch_size,
+            "peak_bytes": self.peak_bytes,
+            "fits": self.fits,
+            "breakdown": dict(self.breakdown),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +138,12 @@ class Remedy:
 
     def to_fact(self) -> dict[str, Any]:
         """``{name, peak_bytes, saving_bytes, fits}``."""
-        return {"name": self.name, "peak_bytes": self.peak_bytes,
-                "saving_bytes": self.saving_bytes, "fits": self.fits}
+        return {
+            "name": self.name,
+            "peak_bytes": self.peak_bytes,
+            "saving_bytes": self.saving_bytes,
+            "fits": self.fits,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,21 +176,24 @@ class Forecast:
     def to_facts(self) -> dict[str, Any]:
         """``forecast`` (the points) and ``forecast_detail`` (everything else)."""
         detail = {
-            "device": self.options.device, "amp": self.options.amp,
-            "device_memory": self.device_memory, "usable_bytes": self.usable_bytes,
+            "device": self.options.device,
+            "amp": self.options.amp,
+            "device_memory": self.device_memory,
+            "usable_bytes": self.usable_bytes,
             "largest_batch_size": self.largest_batch_size,
-            "per_sample_bytes": (None if self.per_sample_bytes is None
-                                 else round(self.per_sample_bytes, 1)),
-            "top_modules": [{"module": name, "activation_bytes": size}
-                            for name, size in self.top_modules],
+            "per_sample_bytes": (
+                None if self.per_sample_bytes is None else round(self.per_sample_bytes, 1)
+            ),
+            "top_modules": [
+                {"module": name, "activation_bytes": size} for name, size in self.top_modules
+            ],
             "remedies": [remedy.to_fact() for remedy in self.remedies],
             "method": "fake tensors, live bytes by storage"
-                      + (", CUDA 512-byte blocks" if self.options.device == "cuda" else ""),
+            + (", CUDA 512-byte blocks" if self.options.device == "cuda" else ""),
         }
         if self.error:
             detail["error"] = self.error
-        return {"forecast": [point.to_fact() for point in self.points],
-                "forecast_detail": detail}
+        return {"forecast": [point.to_fact() for point in self.points], "forecast_detail": detail}
 
 
 def detected_memory(device: str) -> int | None:
@@ -191,8 +220,9 @@ def usable_memory(device: str, memory: int | None) -> int | None:
     return max(0, int(memory * (1 - _FRAGMENTATION)) - reserve)
 
 
-def forecast_memory(model: Any, optimizer: Any | None, loss_fn: Any, batch: Any,
-                    options: ForecastOptions) -> Forecast:
+def forecast_memory(
+    model: Any, optimizer: Any | None, loss_fn: Any, batch: Any, options: ForecastOptions
+) -> Forecast:
     """Measure the peak memory of a training step at each batch size of ``options``.
 
     ``batch`` is the probe batch (:class:`~torchdoctor.preflight.batch.Batch`). Nothing
@@ -209,11 +239,15 @@ def forecast_memory(model: Any, optimizer: Any | None, loss_fn: Any, batch: Any,
     except Exception as error:  # noqa: BLE001 - the user's code on fake tensors
         from torchdoctor.preflight.memory_step import NotMeasurable
 
-        reason = (str(error) if isinstance(error, NotMeasurable)
-                  else f"{type(error).__name__}: {error}")
-        return Forecast(options, device_memory=memory, usable_bytes=usable,
-                        error="the training step cannot be measured on fake tensors: "
-                              + reason)
+        reason = (
+            str(error) if isinstance(error, NotMeasurable) else f"{type(error).__name__}: {error}"
+        )
+        return Forecast(
+            options,
+            device_memory=memory,
+            usable_bytes=usable,
+            error="the training step cannot be measured on fake tensors: " + reason,
+        )
     finally:
         process.restore()
 
@@ -221,8 +255,15 @@ def forecast_memory(model: Any, optimizer: Any | None, loss_fn: Any, batch: Any,
 class _Run:
     """One forecast: a fake copy, its tracker, and the measurements on it."""
 
-    def __init__(self, model: Any, optimizer: Any | None, loss_fn: Any, batch: Any,
-                 options: ForecastOptions, usable: int | None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        optimizer: Any | None,
+        loss_fn: Any,
+        batch: Any,
+        options: ForecastOptions,
+        usable: int | None,
+    ) -> None:
         from torchdoctor.preflight.memory import LiveBytes, allocator_rounding
         from torchdoctor.preflight.memory_step import batch_size_of, fake_copy
 
@@ -247,15 +288,26 @@ class _Run:
         dtype = torch.bfloat16 if amp == "bf16" else torch.float16
         return torch.autocast("cpu", dtype=dtype)
 
-    def step(self, size: int, *, copy: Any = None, tracker: Any = None,
-             keep_grads: bool = False, amp: str | None = "default") -> Any:
+    def step(
+        self,
+        size: int,
+        *,
+        copy: Any = None,
+        tracker: Any = None,
+        keep_grads: bool = False,
+        amp: str | None = "default",
+    ) -> Any:
         from torchdoctor.preflight.memory_step import measure_step, resize_batch
 
         copy = copy or self.copy
         batch = resize_batch(copy.batch, size, copy.mode)
-        return measure_step(copy, tracker or self.tracker, batch, keep_grads=keep_grads,
-                            autocast=self.autocast(self.options.amp if amp == "default"
-                                                   else amp))
+        return measure_step(
+            copy,
+            tracker or self.tracker,
+            batch,
+            keep_grads=keep_grads,
+            autocast=self.autocast(self.options.amp if amp == "default" else amp),
+        )
 
     def at(self, size: int) -> Any:
         if size not in self.measured:
@@ -265,14 +317,19 @@ class _Run:
     def forecast(self, memory: int | None) -> Forecast:
         sizes = self.options.batch_sizes or (self.probe_size,)
         self.step(min(sizes))  # creates the optimizer's state
-        points = tuple(ForecastPoint(size, self.at(size).peak, self.fits(self.at(size).peak),
-                                     self.at(size).breakdown) for size in sizes)
+        points = tuple(
+            ForecastPoint(
+                size, self.at(size).peak, self.fits(self.at(size).peak), self.at(size).breakdown
+            )
+            for size in sizes
+        )
         largest = max(sizes)
         slope, largest_fit = self.largest_fitting(largest)
         top = sorted(self.at(largest).module_activations.items(), key=lambda kv: -kv[1])[:5]
         remedies = tuple(self.remedies(largest)) if self.options.remedies else ()
-        return Forecast(self.options, points, memory, self.usable, largest_fit, slope,
-                        tuple(top), remedies)
+        return Forecast(
+            self.options, points, memory, self.usable, largest_fit, slope, tuple(top), remedies
+        )
 
     def largest_fitting(self, largest: int) -> tuple[float | None, int | None]:
         """The fitted growth per sample, and the largest batch size measured to fit."""
@@ -324,16 +381,21 @@ class _Run:
         with _checkpointed(self.copy.model, self.at(size).module_activations) as blocks:
             if blocks:
                 yield remedy(f"activation checkpointing of {blocks}", self.step(size).peak)
-        yield remedy("zero_grad(set_to_none=False) instead of True (a cost when negative)",
-                     self.step(size, keep_grads=True).peak)
+        yield remedy(
+            "zero_grad(set_to_none=False) instead of True (a cost when negative)",
+            self.step(size, keep_grads=True).peak,
+        )
         sgd = self.sgd_peak(size)
         if sgd is not None:
-            yield remedy("SGD with momentum instead of "
-                         f"{type(self.copy.optimizer).__name__} (a bound)", sgd)
+            yield remedy(
+                f"SGD with momentum instead of {type(self.copy.optimizer).__name__} (a bound)", sgd
+            )
         for parts in (2, 4):
             if size % parts == 0 and size // parts >= 1:
-                yield remedy(f"gradient accumulation {parts} x {size // parts}",
-                             self.step(size // parts, keep_grads=True).peak)
+                yield remedy(
+                    f"gradient accumulation {parts} x {size // parts}",
+                    self.step(size // parts, keep_grads=True).peak,
+                )
 
     def sgd_peak(self, size: int) -> int | None:
         """The peak with SGD (momentum 0.9) in place of an optimizer with more state."""
@@ -347,10 +409,10 @@ class _Run:
             return None
         params = [p for group in optimizer.param_groups for p in group["params"]]
         with self.copy.context():
-            sgd = torch.optim.SGD(params, lr=0.01, momentum=0.9,
-                                  foreach=self.options.device == "cuda")
-        copy = StepCopy(self.copy.model, sgd, self.copy.loss_fn, self.copy.mode,
-                        self.copy.batch)
+            sgd = torch.optim.SGD(
+                params, lr=0.01, momentum=0.9, foreach=self.options.device == "cuda"
+            )
+        copy = StepCopy(self.copy.model, sgd, self.copy.loss_fn, self.copy.mode, self.copy.batch)
         tracker = LiveBytes(self.rounding)
         saved = dict(optimizer.state)
         optimizer.state.clear()  # the other optimizer's state is not alive with SGD
@@ -380,21 +442,33 @@ def _checkpointed(model: Any, activations: dict[str, int]) -> Iterator[str | Non
     blocks = []
     for path, module in model.named_modules():
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
-            children = [(f"{path}.{name}" if path else name, child)
-                        for name, child in module.named_children()]
+            children = [
+                (f"{path}.{name}" if path else name, child)
+                for name, child in module.named_children()
+            ]
             kinds = [type(child) for _, child in children]
-            blocks += [(name, child) for name, child in children
-                       if kinds.count(type(child)) > 1 and any(child.children())
-                       and _saved(activations, name) > 0]
+            blocks += [
+                (name, child)
+                for name, child in children
+                if kinds.count(type(child)) > 1
+                and any(child.children())
+                and _saved(activations, name) > 0
+            ]
     names = {name for name, _ in blocks}
-    blocks = [(name, child) for name, child in blocks
-              if not any(name.startswith(other + ".") for other in names)]
+    blocks = [
+        (name, child)
+        for name, child in blocks
+        if not any(name.startswith(other + ".") for other in names)
+    ]
     originals = []
     for _, child in blocks:
         originals.append((child, child.__dict__.get("forward")))
         child.forward = functools.partial(
-            checkpoint, functools.partial(type(child).forward, child), use_reentrant=False,
-            preserve_rng_state=False)
+            checkpoint,
+            functools.partial(type(child).forward, child),
+            use_reentrant=False,
+            preserve_rng_state=False,
+        )
     try:
         if not blocks:
             yield None
@@ -410,6 +484,6 @@ def _checkpointed(model: Any, activations: dict[str, int]) -> Iterator[str | Non
 
 
 def _saved(activations: dict[str, int], path: str) -> int:
-    return sum(size for name, size in activations.items()
-               if name == path or name.startswith(path + "."))
-
+    return sum(
+        size for name, size in activations.items() if name == path or name.startswith(path + ".")
+    )

@@ -16,17 +16,27 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LoaderState", "WorkerDraws", "clone_loader", "draw_in_workers", "labels_in_order",
-           "replay_loader", "shut_down"]
+__all__ = [
+    "LoaderState",
+    "WorkerDraws",
+    "clone_loader",
+    "draw_in_workers",
+    "labels_in_order",
+    "replay_loader",
+    "shut_down",
+]
 
 SAMPLED_LABELS = 64
 
 
 def _settings(loader: Any) -> dict[str, Any]:
     settings: dict[str, Any] = {
-        "batch_size": loader.batch_size, "collate_fn": loader.collate_fn,
-        "num_workers": loader.num_workers, "drop_last": loader.drop_last,
-        "timeout": loader.timeout, "worker_init_fn": loader.worker_init_fn,
+        "batch_size": loader.batch_size,
+        "collate_fn": loader.collate_fn,
+        "num_workers": loader.num_workers,
+        "drop_last": loader.drop_last,
+        "timeout": loader.timeout,
+        "worker_init_fn": loader.worker_init_fn,
         "multiprocessing_context": loader.multiprocessing_context,
     }
     if loader.num_workers > 0:
@@ -73,8 +83,11 @@ def replayable(loader: Any) -> bool:
     from torch.utils.data import DataLoader
 
     kind = type(loader)
-    return (isinstance(loader, DataLoader) and kind.__iter__ is DataLoader.__iter__
-            and kind._get_iterator is DataLoader._get_iterator)
+    return (
+        isinstance(loader, DataLoader)
+        and kind.__iter__ is DataLoader.__iter__
+        and kind._get_iterator is DataLoader._get_iterator
+    )
 
 
 def replay_loader(loader: Any) -> Any:
@@ -97,8 +110,9 @@ def replay_loader(loader: Any) -> Any:
     elif loader.batch_size is None:  # no automatic batching: the sampler yields samples
         settings["sampler"] = copy.deepcopy(loader.sampler, memo)
     else:
-        settings.update(batch_size=1, drop_last=False,
-                        batch_sampler=copy.deepcopy(loader.batch_sampler, memo))
+        settings.update(
+            batch_size=1, drop_last=False, batch_sampler=copy.deepcopy(loader.batch_sampler, memo)
+        )
     return _build(loader, settings)
 
 
@@ -110,8 +124,12 @@ class LoaderState:
     def __init__(self, loader: Any) -> None:
         self._loader = loader
         self._iterator = vars(loader).get("_iterator") if hasattr(loader, "__dict__") else None
-        holders = [loader, getattr(loader, "sampler", None), getattr(loader, "batch_sampler", None),
-                   getattr(getattr(loader, "batch_sampler", None), "sampler", None)]
+        holders = [
+            loader,
+            getattr(loader, "sampler", None),
+            getattr(loader, "batch_sampler", None),
+            getattr(getattr(loader, "batch_sampler", None), "sampler", None),
+        ]
         self._generators = [(g, g.get_state()) for g in _generators(holders)]
 
     def restore(self) -> None:
@@ -129,7 +147,7 @@ def _generators(holders: list[Any]) -> list[Any]:
 
     found: dict[int, Any] = {}
     for holder in holders:
-        for value in (vars(holder).values() if hasattr(holder, "__dict__") else ()):
+        for value in vars(holder).values() if hasattr(holder, "__dict__") else ():
             if isinstance(value, torch.Generator):
                 found.setdefault(id(value), value)
     return list(found.values())
@@ -152,8 +170,16 @@ class WorkerDraws:
 
 def draw_in_workers(loader: Any, timeout: float, **overrides: Any) -> WorkerDraws:
     """Load sample 0 four times with two workers, alternating (w0, w1, w0, w1)."""
-    clone = clone_loader(loader, batch_size=None, sampler=[0, 0, 0, 0], num_workers=2,
-                         collate_fn=None, drop_last=False, timeout=timeout, **overrides)
+    clone = clone_loader(
+        loader,
+        batch_size=None,
+        sampler=[0, 0, 0, 0],
+        num_workers=2,
+        collate_fn=None,
+        drop_last=False,
+        timeout=timeout,
+        **overrides,
+    )
     iterator = iter(clone)
     try:
         first0, first1, second0, second1 = (next(iterator) for _ in range(4))
@@ -209,8 +235,9 @@ def labels_in_order(dataset: Any, budget: float) -> list[int] | None:
     size = len(dataset)
     if size < 2:
         return None
-    positions = sorted({round(i * (size - 1) / (SAMPLED_LABELS - 1))
-                        for i in range(min(SAMPLED_LABELS, size))})
+    positions = sorted(
+        {round(i * (size - 1) / (SAMPLED_LABELS - 1)) for i in range(min(SAMPLED_LABELS, size))}
+    )
     known = _known_targets(dataset)
     labels: list[int] = []
     begin = time.perf_counter()

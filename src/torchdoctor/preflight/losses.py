@@ -15,8 +15,14 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClassIndexOutOfRange", "LossCall", "LossKind", "LossRecorder", "LossSpec",
-           "recognise_loss"]
+__all__ = [
+    "ClassIndexOutOfRange",
+    "LossCall",
+    "LossKind",
+    "LossRecorder",
+    "LossSpec",
+    "recognise_loss",
+]
 
 
 class LossKind(enum.Enum):
@@ -102,7 +108,8 @@ def recognise_loss(loss_fn: Any) -> LossSpec:
 
 def _spec(kind: LossKind, name: str, options: dict[str, Any]) -> LossSpec:
     return LossSpec(
-        kind, name,
+        kind,
+        name,
         reduction=str(options.get("reduction", "mean")),
         ignore_index=int(options.get("ignore_index", -100)),
         label_smoothing=float(options.get("label_smoothing", 0.0)),
@@ -127,17 +134,23 @@ class ClassIndexOutOfRange(Exception):  # noqa: N818 - raised instead of running
     """
 
     def __init__(self, call: LossCall, low: int, high: int, classes: int) -> None:
-        super().__init__(f"Target {high if high >= classes else low} is out of bounds "
-                         f"(classes 0..{classes - 1})")
+        super().__init__(
+            f"Target {high if high >= classes else low} is out of bounds (classes 0..{classes - 1})"
+        )
         self.call, self.low, self.high, self.classes = call, low, high, classes
 
 
 def _index_range(call: LossCall) -> tuple[int, int, int] | None:
     """``(min, max, classes)`` of class-index targets that fall out of range, else None."""
     scores, target = call.input, call.target
-    if (not call.spec.kind.classifies or not hasattr(target, "is_floating_point")
-            or target.is_floating_point() or target.shape == scores.shape
-            or scores.dim() == 0 or target.numel() == 0):
+    if (
+        not call.spec.kind.classifies
+        or not hasattr(target, "is_floating_point")
+        or target.is_floating_point()
+        or target.shape == scores.shape
+        or scores.dim() == 0
+        or target.numel() == 0
+    ):
         return None
     classes = int(scores.shape[1] if scores.dim() >= 2 else scores.shape[0])
     kept = target[target != call.spec.ignore_index]
@@ -155,8 +168,9 @@ def _make_recorder() -> Any:
             super().__init__()
             self.call: LossCall | None = None
 
-        def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_function__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             kwargs = kwargs or {}
             name = getattr(func, "__name__", "")
             if name in _FUNCTION_KINDS and func is _functional(name):

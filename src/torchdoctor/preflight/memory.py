@@ -30,8 +30,7 @@ from typing import Any
 
 __all__ = ["CATEGORIES", "LiveBytes", "allocator_rounding", "storage_of"]
 
-CATEGORIES = ("parameters", "batch", "gradients", "optimizer_state", "activations",
-              "temporaries")
+CATEGORIES = ("parameters", "batch", "gradients", "optimizer_state", "activations", "temporaries")
 
 # The CUDA caching allocator hands out blocks in multiples of 512 bytes (its smallest block
 # is 512 bytes); `max_memory_allocated` counts those block sizes. The CPU allocator counts
@@ -116,8 +115,9 @@ class LiveBytes:
         self.peak = self._counts.live
         self.peak_breakdown = self.breakdown()
 
-    def track(self, tensor: Any, category: str, module: str | None = None, *,
-              recategorise: bool = True) -> None:
+    def track(
+        self, tensor: Any, category: str, module: str | None = None, *, recategorise: bool = True
+    ) -> None:
         """Count ``tensor``'s storage (once) and give it ``category``.
 
         An ``activations`` category is given only to a storage that is a temporary so
@@ -149,7 +149,8 @@ class LiveBytes:
         counts.by_category[entry.category] += sign * entry.bytes
         if entry.category == "activations" and entry.module is not None:
             counts.by_module[entry.module] = counts.by_module.get(entry.module, 0) + (
-                sign * entry.bytes)
+                sign * entry.bytes
+            )
         if sign > 0 and counts.live > self.peak:
             self.peak = counts.live
             self.peak_breakdown = dict(counts.by_category)
@@ -168,8 +169,7 @@ class LiveBytes:
         with ExitStack() as stack:
             if model is not None:
                 stack.callback(_attribution_hooks(self, model))
-            stack.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack,
-                                                                         _unpack))
+            stack.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack))
             stack.enter_context(_dispatch_class()(self))
             yield self
 
@@ -192,6 +192,7 @@ def _attribution_hooks(tracker: LiveBytes, model: Any) -> Callable[[], None]:
         def hook(*_: Any) -> None:
             stack.append(tracker.module)
             tracker.module = path
+
         return hook
 
     def leave(*_: Any) -> None:
@@ -205,6 +206,7 @@ def _attribution_hooks(tracker: LiveBytes, model: Any) -> Callable[[], None]:
         for handle in handles:
             handle.remove()
         tracker.module = None
+
     return remove
 
 
@@ -219,8 +221,9 @@ def _dispatch_class() -> Any:
             super().__init__()  # type: ignore[no-untyped-call]
             self._tracker = tracker
 
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             out = func(*args, **(kwargs or {}))
             for tensor in _tensors(out):
                 self._tracker.track(tensor, "temporaries", recategorise=False)

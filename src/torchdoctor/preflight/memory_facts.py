@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["add_memory_facts", "memory_only_report", "on_meta_device", "summary_factory"]
 
 
-def add_memory_facts(report: Report, ctx: CheckContext,
-                     forecast: ForecastOptions | None = None) -> None:
+def add_memory_facts(
+    report: Report, ctx: CheckContext, forecast: ForecastOptions | None = None
+) -> None:
     """Add ``summary`` (always) and ``forecast`` (when asked) to ``report.facts``."""
     from torchdoctor.preflight.summary import summarise
 
@@ -61,10 +62,14 @@ def summary_factory(target: str) -> Report:
     from torchdoctor.preflight.summary import summarise
 
     factory, label = load_factory(target)
-    made = CheckTarget.from_result(call_user(f"the factory {label}", factory),
-                                   f"the factory {label}")
-    report = Report(tool_version=__version__, command="summary",
-                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    made = CheckTarget.from_result(
+        call_user(f"the factory {label}", factory), f"the factory {label}"
+    )
+    report = Report(
+        tool_version=__version__,
+        command="summary",
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     ctx = CheckContext(made.model, made.data, made.loss_fn, made.optimizer)
     report.facts.update(summarise(made.model, _probe_batch(ctx)).to_facts())
     report.facts["target"] = label
@@ -85,13 +90,17 @@ def memory_only_report(ctx: CheckContext, forecast: ForecastOptions) -> Report:
     from torchdoctor.findings import Report
     from torchdoctor.preflight.probes.forecast import batch_does_not_fit
 
-    report = Report(tool_version=__version__, command="check",
-                    created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    report = Report(
+        tool_version=__version__,
+        command="check",
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     ctx.forecast_options = forecast
     if ctx.enabled("TD712"):
         report.extend(batch_does_not_fit(ctx))
     add_memory_facts(report, ctx, forecast)
     report.facts["model"] = type(ctx.model).__name__
-    report.facts["probes_skipped"] = ("the model is on the meta device: only the summary and "
-                                      "the memory forecast ran")
+    report.facts["probes_skipped"] = (
+        "the model is on the meta device: only the summary and the memory forecast ran"
+    )
     return report

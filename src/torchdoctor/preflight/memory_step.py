@@ -25,8 +25,17 @@ from torchdoctor.preflight.batch import Batch, iter_tensors
 from torchdoctor.preflight.memory import LiveBytes
 from torchdoctor.preflight.training import deep_copy, reduce_loss
 
-__all__ = ["NotMeasurable", "StepCopy", "StepMemory", "batch_size_of", "fake_copy",
-           "measure_forward", "measure_step", "real_copy", "resize_batch"]
+__all__ = [
+    "NotMeasurable",
+    "StepCopy",
+    "StepMemory",
+    "batch_size_of",
+    "fake_copy",
+    "measure_forward",
+    "measure_step",
+    "real_copy",
+    "resize_batch",
+]
 
 
 class NotMeasurable(Exception):  # noqa: N818 - a reason, reported as a fact
@@ -68,8 +77,10 @@ class StepMemory:
 
 def batch_size_of(batch: Batch) -> int | None:
     """The first dimension of the batch's first tensor of one dimension or more."""
-    for _, tensor in (*iter_tensors(batch.inputs, "inputs"),
-                      *iter_tensors(batch.targets, "targets")):
+    for _, tensor in (
+        *iter_tensors(batch.inputs, "inputs"),
+        *iter_tensors(batch.targets, "targets"),
+    ):
         if tensor.dim() >= 1:
             return int(tensor.shape[0])
     return None
@@ -87,8 +98,9 @@ def resize_batch(batch: Batch, size: int, mode: Any | None) -> Batch:
                 return value
             if mode is not None:
                 with mode:
-                    return torch.empty((size, *value.shape[1:]), dtype=value.dtype,
-                                       device=value.device)
+                    return torch.empty(
+                        (size, *value.shape[1:]), dtype=value.dtype, device=value.device
+                    )
             return value[torch.arange(size, device=value.device) % old]
         if isinstance(value, dict):
             return {key: resize(item) for key, item in value.items()}
@@ -105,8 +117,9 @@ def _fake_like(mode: Any, tensor: Any) -> Any:
     import torch
 
     with mode:
-        return torch.empty_strided(tuple(tensor.shape), tuple(tensor.stride()),
-                                   dtype=tensor.dtype, device="cpu")
+        return torch.empty_strided(
+            tuple(tensor.shape), tuple(tensor.stride()), dtype=tensor.dtype, device="cpu"
+        )
 
 
 def _fake_scalar(mode: Any, tensor: Any) -> Any:
@@ -123,8 +136,7 @@ def _fake_batch(mode: Any, batch: Batch) -> Batch:
 
     def fake(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            return _fake_like(mode, value.contiguous() if value.device.type != "meta"
-                              else value)
+            return _fake_like(mode, value.contiguous() if value.device.type != "meta" else value)
         if isinstance(value, dict):
             return {key: fake(item) for key, item in value.items()}
         if isinstance(value, tuple) and hasattr(value, "_fields"):
@@ -161,20 +173,32 @@ def fake_copy(model: Any, optimizer: Any | None, loss_fn: Any, batch: Batch) -> 
     memo: dict[int, Any] = {}
     for module in modules:
         for param in module.parameters(recurse=False):
-            memo.setdefault(id(param), torch.nn.Parameter(
-                _fake_like(mode, param), requires_grad=param.requires_grad))
+            memo.setdefault(
+                id(param),
+                torch.nn.Parameter(_fake_like(mode, param), requires_grad=param.requires_grad),
+            )
         for buffer in module.buffers(recurse=False):
             memo.setdefault(id(buffer), _fake_like(mode, buffer))
-    for entries in (optimizer.state.values() if optimizer is not None else ()):
+    for entries in optimizer.state.values() if optimizer is not None else ():
         for value in entries.values():
             if isinstance(value, torch.Tensor) and id(value) not in memo:
-                memo[id(value)] = (_fake_scalar(mode, value) if value.numel() <= 1
-                                   else _fake_like(mode, value))
-    copied = deep_copy((model, loss_fn if owner is not None else None, optimizer), modules,
-                       memo=memo, computed=lambda tensor: _fake_like(mode, tensor))
+                memo[id(value)] = (
+                    _fake_scalar(mode, value) if value.numel() <= 1 else _fake_like(mode, value)
+                )
+    copied = deep_copy(
+        (model, loss_fn if owner is not None else None, optimizer),
+        modules,
+        memo=memo,
+        computed=lambda tensor: _fake_like(mode, tensor),
+    )
     model_copy, loss_copy, optimizer_copy = copied
-    return StepCopy(model_copy, optimizer_copy, loss_copy if owner is not None else loss_fn,
-                    mode, _fake_batch(mode, batch))
+    return StepCopy(
+        model_copy,
+        optimizer_copy,
+        loss_copy if owner is not None else loss_fn,
+        mode,
+        _fake_batch(mode, batch),
+    )
 
 
 def real_copy(model: Any, optimizer: Any | None, loss_fn: Any, batch: Batch) -> StepCopy:
@@ -182,9 +206,11 @@ def real_copy(model: Any, optimizer: Any | None, loss_fn: Any, batch: Batch) -> 
     owner = _loss_owner(loss_fn)
     modules = [*model.modules(), *(owner.modules() if owner is not None else ())]
     model_copy, loss_copy, optimizer_copy = deep_copy(
-        (model, loss_fn if owner is not None else None, optimizer), modules)
-    return StepCopy(model_copy, optimizer_copy, loss_copy if owner is not None else loss_fn,
-                    None, batch)
+        (model, loss_fn if owner is not None else None, optimizer), modules
+    )
+    return StepCopy(
+        model_copy, optimizer_copy, loss_copy if owner is not None else loss_fn, None, batch
+    )
 
 
 def _clear_grads(copy: StepCopy, keep: bool) -> None:
@@ -198,9 +224,11 @@ def _clear_grads(copy: StepCopy, keep: bool) -> None:
 
 @contextlib.contextmanager
 def _grad_hooks(copy: StepCopy, tracker: LiveBytes) -> Iterator[None]:
-    handles = [param.register_post_accumulate_grad_hook(
-        lambda p: tracker.track(p.grad, "gradients"))
-        for param in copy.model.parameters() if param.requires_grad]
+    handles = [
+        param.register_post_accumulate_grad_hook(lambda p: tracker.track(p.grad, "gradients"))
+        for param in copy.model.parameters()
+        if param.requires_grad
+    ]
     try:
         yield
     finally:
@@ -217,8 +245,10 @@ def _track_existing(copy: StepCopy, batch: Batch, tracker: LiveBytes) -> None:
         tracker.track(tensor, "parameters")
         if getattr(tensor, "grad", None) is not None:
             tracker.track(tensor.grad, "gradients")
-    for _, tensor in (*iter_tensors(batch.inputs, "inputs"),
-                      *iter_tensors(batch.targets, "targets")):
+    for _, tensor in (
+        *iter_tensors(batch.inputs, "inputs"),
+        *iter_tensors(batch.targets, "targets"),
+    ):
         tracker.track(tensor, "batch")
     _track_state(copy, tracker)
 
@@ -226,14 +256,20 @@ def _track_existing(copy: StepCopy, batch: Batch, tracker: LiveBytes) -> None:
 def _track_state(copy: StepCopy, tracker: LiveBytes) -> None:
     import torch
 
-    for entries in (copy.optimizer.state.values() if copy.optimizer is not None else ()):
+    for entries in copy.optimizer.state.values() if copy.optimizer is not None else ():
         for value in entries.values():
             if isinstance(value, torch.Tensor):
                 tracker.track(value, "optimizer_state")
 
 
-def measure_step(copy: StepCopy, tracker: LiveBytes, batch: Batch, *, keep_grads: bool = False,
-                 autocast: Any | None = None) -> StepMemory:
+def measure_step(
+    copy: StepCopy,
+    tracker: LiveBytes,
+    batch: Batch,
+    *,
+    keep_grads: bool = False,
+    autocast: Any | None = None,
+) -> StepMemory:
     """Measure one step (forward, loss, backward, optimizer step) of ``copy`` on ``batch``.
 
     Gradients of the previous step are freed first (``zero_grad(set_to_none=True)``), or
@@ -251,8 +287,7 @@ def measure_step(copy: StepCopy, tracker: LiveBytes, batch: Batch, *, keep_grads
         _track_existing(copy, batch, tracker)
         tracker.reset_peak()
         copy.model.train()
-        with _grad_hooks(copy, tracker), _translate_fake_errors(), \
-                tracker.active(copy.model):
+        with _grad_hooks(copy, tracker), _translate_fake_errors(), tracker.active(copy.model):
             with autocast if autocast is not None else contextlib.nullcontext():
                 loss = reduce_loss(copy.loss_fn(batch.call(copy.model), batch.targets))
             activations = tracker.module_activations()
@@ -265,8 +300,9 @@ def measure_step(copy: StepCopy, tracker: LiveBytes, batch: Batch, *, keep_grads
     return StepMemory(tracker.peak, dict(tracker.peak_breakdown), activations)
 
 
-def measure_forward(copy: StepCopy, tracker: LiveBytes, batch: Batch
-                    ) -> tuple[dict[str, Any], dict[str, int]]:
+def measure_forward(
+    copy: StepCopy, tracker: LiveBytes, batch: Batch
+) -> tuple[dict[str, Any], dict[str, int]]:
     """One training-mode forward with gradients; returns each module's first output
     shape (``None`` for modules that returned no tensor) and the bytes saved for backward
     per module at the end of the forward.
@@ -279,9 +315,11 @@ def measure_forward(copy: StepCopy, tracker: LiveBytes, batch: Batch
     shapes: dict[str, Any] = {}
     handles = []
     for path, module in copy.model.named_modules():
+
         def record(_: Any, __: Any, output: Any, path: str = path) -> None:
             if path not in shapes:
                 shapes[path] = _first_shape(output)
+
         handles.append(module.register_forward_hook(record))
     try:
         with copy.context():
@@ -313,6 +351,9 @@ def _translate_fake_errors() -> Iterator[None]:
 
     try:
         yield
-    except (DataDependentOutputException, DynamicOutputShapeException,
-            UnsupportedOperatorException) as error:
+    except (
+        DataDependentOutputException,
+        DynamicOutputShapeException,
+        UnsupportedOperatorException,
+    ) as error:
         raise NotMeasurable(f"{type(error).__name__}: {error}") from error

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = ["loss_input_location", "non_finite_loss_op", "non_finite_origin"]
 
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>[^\n]+)\n'
-                    r"(?:\s*(?P<code>[^\n]*))?")
+_FRAME = re.compile(
+    r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>[^\n]+)\n'
+    r"(?:\s*(?P<code>[^\n]*))?"
+)
 
 
 def _producing_node(tensor: Any) -> Any:
@@ -39,8 +41,11 @@ def _frames(lines: list[str]) -> list[traceback.FrameSummary]:
     for entry in lines:
         match = _FRAME.search(entry)
         if match:
-            frames.append(traceback.FrameSummary(match["file"], int(match["line"]),
-                                                 match["name"], line=match["code"] or ""))
+            frames.append(
+                traceback.FrameSummary(
+                    match["file"], int(match["line"]), match["name"], line=match["code"] or ""
+                )
+            )
     return frames
 
 
@@ -67,8 +72,9 @@ def loss_input_location(ctx: CheckContext, module: str | None) -> Location:
     frame = user_frame(_frames(stack), inside_model=True) if isinstance(stack, list) else None
     if frame is None:
         return fallback
-    return Location(path=frame.filename, line=frame.lineno, object=fallback.object,
-                    snippet=frame.line or None)
+    return Location(
+        path=frame.filename, line=frame.lineno, object=fallback.object, snippet=frame.line or None
+    )
 
 
 def non_finite_origin(ctx: CheckContext) -> str | None:
@@ -79,8 +85,7 @@ def non_finite_origin(ctx: CheckContext) -> str | None:
     trace = ForwardTrace(ctx.model)
 
     def finite(values: Any) -> bool:
-        return all(bool(torch.isfinite(v).all()) for v in _tensors(values)
-                   if v.is_floating_point())
+        return all(bool(torch.isfinite(v).all()) for v in _tensors(values) if v.is_floating_point())
 
     def after(module: Any, args: Any, output: Any) -> None:
         if not found and not finite(output) and finite(args):
@@ -120,16 +125,30 @@ def _non_finite_mode(found: list[tuple[str, Location]]) -> Any:
     from torch.overrides import TorchFunctionMode
 
     class _Watch(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_function__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             result = func(*args, **(kwargs or {}))
-            if not found and not _all_finite(result) and _all_finite(
-                    (list(args), list((kwargs or {}).values()))):
+            if (
+                not found
+                and not _all_finite(result)
+                and _all_finite((list(args), list((kwargs or {}).values())))
+            ):
                 frame = user_frame(traceback.extract_stack())
                 name = getattr(func, "__name__", "an op")
-                found.append((name, Location(path=frame.filename, line=frame.lineno,
-                                             snippet=frame.line or None, object="loss_fn")
-                              if frame is not None else Location(object="loss_fn")))
+                found.append(
+                    (
+                        name,
+                        Location(
+                            path=frame.filename,
+                            line=frame.lineno,
+                            snippet=frame.line or None,
+                            object="loss_fn",
+                        )
+                        if frame is not None
+                        else Location(object="loss_fn"),
+                    )
+                )
             return result
 
     return _Watch()

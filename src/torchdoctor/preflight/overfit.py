@@ -25,9 +25,19 @@ from torchdoctor.preflight.training import (
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["CLEAR_DROP", "PATIENT_STEPS", "REFERENCE_RATES", "SOME_DROP", "STEPS",
-           "GroupUpdate", "Trajectory", "dropped", "reference_run", "run_steps",
-           "use_peak_rates"]
+__all__ = [
+    "CLEAR_DROP",
+    "PATIENT_STEPS",
+    "REFERENCE_RATES",
+    "SOME_DROP",
+    "STEPS",
+    "GroupUpdate",
+    "Trajectory",
+    "dropped",
+    "reference_run",
+    "run_steps",
+    "use_peak_rates",
+]
 
 STEPS = 15
 PATIENT_STEPS = 6  # after this many, a steady 2% fall ends the run: the verdict is in
@@ -86,12 +96,15 @@ def _weights(optimizer: Any) -> list[list[tuple[Any, Any]]]:
     import torch
 
     with torch.no_grad():
-        return [[(p, p.detach().clone()) for p in group["params"] if p.requires_grad]
-                for group in optimizer.param_groups]
+        return [
+            [(p, p.detach().clone()) for p in group["params"] if p.requires_grad]
+            for group in optimizer.param_groups
+        ]
 
 
-def _updates(optimizer: Any, before: list[list[tuple[Any, Any]]], names: dict[int, str]
-             ) -> tuple[GroupUpdate, ...]:
+def _updates(
+    optimizer: Any, before: list[list[tuple[Any, Any]]], names: dict[int, str]
+) -> tuple[GroupUpdate, ...]:
     import torch
 
     updates = []
@@ -102,13 +115,18 @@ def _updates(optimizer: Any, before: list[list[tuple[Any, Any]]], names: dict[in
             if not pairs or weight == 0.0:
                 continue  # nothing trained, or no weight scale to compare with
             delta = sum(float((p.detach() - old).double().pow(2).sum()) for p, old in pairs)
-            updates.append(GroupUpdate(index, (delta / weight) ** 0.5, group.get("lr"),
-                                       tuple(names.get(id(p), "?") for p, _ in pairs)))
+            updates.append(
+                GroupUpdate(
+                    index,
+                    (delta / weight) ** 0.5,
+                    group.get("lr"),
+                    tuple(names.get(id(p), "?") for p, _ in pairs),
+                )
+            )
     return tuple(updates)
 
 
-def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = False
-              ) -> Trajectory:
+def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = False) -> Trajectory:
     """Train ``training`` on the batch until the loss falls clearly (10%, or a steady 2%
     after :data:`PATIENT_STEPS`), turns non-finite, or :data:`STEPS` steps have run.
 
@@ -138,15 +156,15 @@ def run_steps(ctx: CheckContext, training: TrainingCopy, *, measure: bool = Fals
         if len(losses) >= PATIENT_STEPS and dropped(losses, SOME_DROP):
             break
     finite = all(is_finite(loss) for loss in losses) or _finite_weights(training.model)
-    return Trajectory(tuple(losses), updates, _moved(ctx.model, training.model),
-                      weights_finite=finite)
+    return Trajectory(
+        tuple(losses), updates, _moved(ctx.model, training.model), weights_finite=finite
+    )
 
 
 def _finite_weights(model: Any) -> bool:
     import torch
 
-    return all(bool(torch.isfinite(p).all()) for p in model.parameters()
-               if p.is_floating_point())
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters() if p.is_floating_point())
 
 
 def _moved(original: Any, trained: Any) -> bool:
@@ -154,8 +172,11 @@ def _moved(original: Any, trained: Any) -> bool:
     import torch
 
     before = dict(original.named_parameters())
-    return any(not torch.equal(p.detach(), before[n].detach()) for n, p in
-               trained.named_parameters() if n in before and p.shape == before[n].shape)
+    return any(
+        not torch.equal(p.detach(), before[n].detach())
+        for n, p in trained.named_parameters()
+        if n in before and p.shape == before[n].shape
+    )
 
 
 def reference_run(ctx: CheckContext) -> Trajectory:
@@ -174,8 +195,7 @@ def reference_run(ctx: CheckContext) -> Trajectory:
         if dropped(run.losses, SOME_DROP):
             return run
         # A finite run is the better witness: min() over NaN losses means nothing.
-        if best is None or (run.finite and (not best.finite
-                                            or min(run.losses) < min(best.losses))):
+        if best is None or (run.finite and (not best.finite or min(run.losses) < min(best.losses))):
             best = run
     assert best is not None
     return best

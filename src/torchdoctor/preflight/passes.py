@@ -25,17 +25,48 @@ if TYPE_CHECKING:
 __all__ = ["TrainPass", "normalisations_upstream", "producing_op", "run_train_pass"]
 
 # Ops that only move or reshape values: look through them to the op that computed them.
-_PASS_THROUGH = frozenset({
-    "View", "Reshape", "ReshapeAlias", "UnsafeView", "Squeeze", "Unsqueeze", "Permute",
-    "Transpose", "T", "Clone", "ToCopy", "Slice", "Select", "Expand", "Alias", "Contiguous",
-})
+_PASS_THROUGH = frozenset(
+    {
+        "View",
+        "Reshape",
+        "ReshapeAlias",
+        "UnsafeView",
+        "Squeeze",
+        "Unsqueeze",
+        "Permute",
+        "Transpose",
+        "T",
+        "Clone",
+        "ToCopy",
+        "Slice",
+        "Select",
+        "Expand",
+        "Alias",
+        "Contiguous",
+    }
+)
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 # Elementwise arithmetic a loss applies to normalised scores (a focal loss's
 # `(1 - p) ** gamma * log_p`, a mask, a temperature): it keeps what the scores are.
-_ELEMENTWISE = frozenset({
-    "Mul", "Div", "Pow", "Add", "Sub", "Rsub", "Neg", "Exp", "Clamp", "ClampMin",
-    "ClampMax", "MaskedFill", "Where", "Index", "Gather",
-})
+_ELEMENTWISE = frozenset(
+    {
+        "Mul",
+        "Div",
+        "Pow",
+        "Add",
+        "Sub",
+        "Rsub",
+        "Neg",
+        "Exp",
+        "Clamp",
+        "ClampMin",
+        "ClampMax",
+        "MaskedFill",
+        "Where",
+        "Index",
+        "Gather",
+    }
+)
 _NORMALISATIONS = frozenset({"Softmax", "LogSoftmax", "Sigmoid"})
 _UPSTREAM_LIMIT = 64  # graph nodes visited; the arithmetic after a normalisation is short
 
@@ -146,9 +177,9 @@ def _forward(ctx: CheckContext, trace: ForwardTrace) -> Any:
         explained = forward_failure(ctx, error, module)
         if explained is not None:
             raise SharedWorkFailed(explained) from error
-        raise user_code_error("the model's forward",
-                              error, ctx.name(module) if module is not None else None
-                              ) from error
+        raise user_code_error(
+            "the model's forward", error, ctx.name(module) if module is not None else None
+        ) from error
 
 
 def _loss(ctx: CheckContext, output: Any) -> tuple[Any, BaseException | None, LossCall | None]:
@@ -160,14 +191,19 @@ def _loss(ctx: CheckContext, output: Any) -> tuple[Any, BaseException | None, Lo
             loss = ctx.loss_fn(output, ctx.batch.targets)
     except Exception as error:  # noqa: BLE001 - the user's loss
         explained = loss_failure(ctx, error, recorder.call)
-        failure: BaseException = (SharedWorkFailed(explained) if explained is not None
-                                  else user_code_error("the loss function", error))
+        failure: BaseException = (
+            SharedWorkFailed(explained)
+            if explained is not None
+            else user_code_error("the loss function", error)
+        )
         failure.__cause__ = error
         return None, failure, recorder.call
     loss = unpack_loss(loss)  # the common `return loss, logs` shape
     if not is_loss_value(loss):
-        raise UsageError(f"loss_fn returned a {type(loss).__name__}; it must return the loss "
-                         "as a tensor (or a tuple whose first item is the loss)")
+        raise UsageError(
+            f"loss_fn returned a {type(loss).__name__}; it must return the loss "
+            "as a tensor (or a tuple whose first item is the loss)"
+        )
     return loss, None, recorder.call
 
 
@@ -175,8 +211,10 @@ def _backward(ctx: CheckContext, loss: Any) -> str | None:
     import torch
 
     if not isinstance(loss, torch.Tensor):
-        return (f"loss_fn returns a Python {type(loss).__name__} (from `.item()` or "
-                "`float()`), not a tensor, so nothing can be backpropagated")
+        return (
+            f"loss_fn returns a Python {type(loss).__name__} (from `.item()` or "
+            "`float()`), not a tensor, so nothing can be backpropagated"
+        )
     if not loss.requires_grad:
         return "the loss does not require grad: no parameter takes part in computing it"
     try:
@@ -211,8 +249,16 @@ def run_train_pass(ctx: CheckContext) -> TrainPass:
     if loss is not None and not isinstance(loss, torch.Tensor):
         loss = torch.as_tensor(float(loss))
     return TrainPass(
-        output=_detach(output), loss=_detach(loss), loss_error=loss_error, loss_call=call,
-        loss_input=_detach(scores), loss_target=_detach(target), loss_input_op=op,
-        loss_input_module=module, loss_input_sources=sources, gradients=gradients,
-        backward_error=backward_error, trace=trace,
+        output=_detach(output),
+        loss=_detach(loss),
+        loss_error=loss_error,
+        loss_call=call,
+        loss_input=_detach(scores),
+        loss_target=_detach(target),
+        loss_input_op=op,
+        loss_input_module=module,
+        loss_input_sources=sources,
+        gradients=gradients,
+        backward_error=backward_error,
+        trace=trace,
     )

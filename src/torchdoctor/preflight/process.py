@@ -64,8 +64,7 @@ def _save_flags() -> dict[str, Any]:
         "anomaly": (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
-        "cudnn": (backends.cudnn.enabled, backends.cudnn.deterministic,
-                  backends.cudnn.benchmark),
+        "cudnn": (backends.cudnn.enabled, backends.cudnn.deterministic, backends.cudnn.benchmark),
         "mkldnn": backends.mkldnn.enabled,
         "default_dtype": torch.get_default_dtype(),
         "threads": torch.get_num_threads(),
@@ -78,10 +77,10 @@ def _restore_flags(saved: dict[str, Any]) -> None:
     backends = torch.backends
     torch.set_grad_enabled(saved["grad"])
     torch.set_anomaly_enabled(*saved["anomaly"])
-    torch.use_deterministic_algorithms(saved["deterministic"],
-                                       warn_only=saved["deterministic_warn_only"])
-    backends.cudnn.enabled, backends.cudnn.deterministic, backends.cudnn.benchmark = (
-        saved["cudnn"])
+    torch.use_deterministic_algorithms(
+        saved["deterministic"], warn_only=saved["deterministic_warn_only"]
+    )
+    backends.cudnn.enabled, backends.cudnn.deterministic, backends.cudnn.benchmark = saved["cudnn"]
     backends.mkldnn.enabled = saved["mkldnn"]
     torch.set_default_dtype(saved["default_dtype"])
     if torch.get_num_threads() != saved["threads"]:
@@ -102,9 +101,13 @@ def process_differences(before: ProcessState, after: ProcessState) -> list[str]:
         a, b = first["numpy"], second["numpy"]
         if a[0] != b[0] or (a[1] != b[1]).any() or a[2:] != b[2:]:
             problems.append("numpy RNG state differs")
-    if "cuda" in first and "cuda" in second and not all(
-            torch.equal(x, y) for x, y in zip(first["cuda"], second["cuda"], strict=False)):
+    if (
+        "cuda" in first
+        and "cuda" in second
+        and not all(torch.equal(x, y) for x, y in zip(first["cuda"], second["cuda"], strict=False))
+    ):
         problems.append("CUDA RNG state differs")
-    problems += [f"flag {key} differs" for key in before.flags
-                 if before.flags[key] != after.flags[key]]
+    problems += [
+        f"flag {key} differs" for key in before.flags if before.flags[key] != after.flags[key]
+    ]
     return problems

@@ -22,14 +22,43 @@ if TYPE_CHECKING:
 __all__ = ["RandomCall", "record_random_calls"]
 
 # Functionals that are random only when their ``training`` argument is true.
-_SWITCHED = frozenset({"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d",
-                       "dropout2d", "dropout3d", "rrelu"})
-_ALWAYS = frozenset({
-    "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm",
-    "normal", "bernoulli", "multinomial", "poisson", "gumbel_softmax", "native_dropout",
-    "bernoulli_", "normal_", "uniform_", "random_", "exponential_", "geometric_", "cauchy_",
-    "log_normal_", "rrelu_",
-})
+_SWITCHED = frozenset(
+    {
+        "dropout",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "dropout1d",
+        "dropout2d",
+        "dropout3d",
+        "rrelu",
+    }
+)
+_ALWAYS = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "randperm",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "poisson",
+        "gumbel_softmax",
+        "native_dropout",
+        "bernoulli_",
+        "normal_",
+        "uniform_",
+        "random_",
+        "exponential_",
+        "geometric_",
+        "cauchy_",
+        "log_normal_",
+        "rrelu_",
+    }
+)
 _LIMIT = 20  # calls kept; a forward drawing more than this is already well explained
 
 
@@ -76,19 +105,26 @@ def _recorder(trace: ForwardTrace, calls: list[RandomCall]) -> Any:
     from torch.overrides import TorchFunctionMode
 
     class _RandomCalls(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_function__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             kwargs = kwargs or {}
             name = getattr(func, "__name__", "")
             if (name in _SWITCHED or name in _ALWAYS) and len(calls) < _LIMIT:
                 description, random = _describe(func, name, args, kwargs)
                 if random:
                     frame = user_frame(traceback.extract_stack()[:-1])
-                    calls.append(RandomCall(
-                        name, description, trace.current_module or "",
-                        frame.filename if frame else None, frame.lineno if frame else None,
-                        (frame.line or None) if frame else None,
-                        "dropout" in name))
+                    calls.append(
+                        RandomCall(
+                            name,
+                            description,
+                            trace.current_module or "",
+                            frame.filename if frame else None,
+                            frame.lineno if frame else None,
+                            (frame.line or None) if frame else None,
+                            "dropout" in name,
+                        )
+                    )
             return func(*args, **kwargs)
 
     return _RandomCalls()

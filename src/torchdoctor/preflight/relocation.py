@@ -28,10 +28,23 @@ __all__ = ["StrayTensor", "find_stray_tensor"]
 
 # Calls that legitimately take CPU tensors next to device tensors (indices, lengths) or
 # that move tensors between devices.
-_ALLOWED = frozenset({
-    "to", "copy_", "cpu", "cuda", "type_as", "__getitem__", "__setitem__", "index_put_",
-    "_pack_padded_sequence", "pack_padded_sequence", "new_tensor", "__get__", "__set__",
-})
+_ALLOWED = frozenset(
+    {
+        "to",
+        "copy_",
+        "cpu",
+        "cuda",
+        "type_as",
+        "__getitem__",
+        "__setitem__",
+        "index_put_",
+        "_pack_padded_sequence",
+        "pack_padded_sequence",
+        "new_tensor",
+        "__get__",
+        "__set__",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +70,17 @@ def _meta_copy(model: Any) -> Any:
 
     memo: dict[int, Any] = {}
     for param in model.parameters():
-        memo[id(param)] = torch.nn.Parameter(torch.empty_like(param, device="meta"),
-                                             requires_grad=param.requires_grad)
+        memo[id(param)] = torch.nn.Parameter(
+            torch.empty_like(param, device="meta"), requires_grad=param.requires_grad
+        )
     for buffer in model.buffers():
         memo[id(buffer)] = torch.empty_like(buffer, device="meta")
-    return deep_copy(model, model.modules(), memo=memo,
-                     computed=lambda tensor: torch.empty_like(tensor, device="meta"))
+    return deep_copy(
+        model,
+        model.modules(),
+        memo=memo,
+        computed=lambda tensor: torch.empty_like(tensor, device="meta"),
+    )
 
 
 def _plain_attributes(model: Any) -> dict[int, str]:
@@ -96,19 +114,26 @@ def _guard_mode(trace: ForwardTrace, attributes: dict[int, str]) -> Any:
     created: dict[int, tuple[Any, Location]] = {}
 
     class _DeviceGuard(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_function__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             kwargs = kwargs or {}
             name = getattr(func, "__name__", "")
             tensors = _tensors((*args, *kwargs.values()))
             if name not in _ALLOWED:
                 on_meta = any(t.device.type == "meta" for t in tensors)
-                stray = next((t for t in tensors if t.device.type == "cpu" and t.dim() > 0),
-                             None)
+                stray = next((t for t in tensors if t.device.type == "cpu" and t.dim() > 0), None)
                 if on_meta and stray is not None:
                     origin = created.get(id(stray))
-                    raise _Found(_describe(name, stray, trace, attributes,
-                                           origin[1] if origin is not None else None))
+                    raise _Found(
+                        _describe(
+                            name,
+                            stray,
+                            trace,
+                            attributes,
+                            origin[1] if origin is not None else None,
+                        )
+                    )
             result = func(*args, **kwargs)
             _remember_creation(result, tensors, created, trace)
             return result
@@ -116,8 +141,9 @@ def _guard_mode(trace: ForwardTrace, attributes: dict[int, str]) -> Any:
     return _DeviceGuard()
 
 
-def _remember_creation(result: Any, inputs: list[Any], created: dict[int, tuple[Any, Location]],
-                       trace: ForwardTrace) -> None:
+def _remember_creation(
+    result: Any, inputs: list[Any], created: dict[int, tuple[Any, Location]], trace: ForwardTrace
+) -> None:
     """Record where a CPU tensor made inside the forward comes from: the user's line of a
     factory call (``torch.arange(n)``), inherited by the CPU tensors computed from it."""
     import torch
@@ -131,21 +157,34 @@ def _remember_creation(result: Any, inputs: list[Any], created: dict[int, tuple[
         frame = user_frame(traceback.extract_stack(), inside_model=True)
         if frame is not None:
             module = trace.current_module
-            created[id(result)] = (result, Location(
-                path=frame.filename, line=frame.lineno, snippet=frame.line or None,
-                object=(module or type(trace.model).__name__) if module is not None else None))
+            created[id(result)] = (
+                result,
+                Location(
+                    path=frame.filename,
+                    line=frame.lineno,
+                    snippet=frame.line or None,
+                    object=(module or type(trace.model).__name__) if module is not None else None,
+                ),
+            )
 
 
-def _describe(name: str, stray: Any, trace: ForwardTrace, attributes: dict[int, str],
-              created_at: Location | None = None) -> StrayTensor:
+def _describe(
+    name: str,
+    stray: Any,
+    trace: ForwardTrace,
+    attributes: dict[int, str],
+    created_at: Location | None = None,
+) -> StrayTensor:
     if created_at is not None:  # the line that made the tensor, not the one that used it
         return StrayTensor(name, tuple(stray.shape), attributes.get(id(stray)), created_at)
     frame = user_frame(traceback.extract_stack(), inside_model=True)
     module = trace.current_module
     display = (module or type(trace.model).__name__) if module is not None else None
-    location = (Location(path=frame.filename, line=frame.lineno, object=display,
-                         snippet=frame.line or None)
-                if frame is not None else Location(object=display))
+    location = (
+        Location(path=frame.filename, line=frame.lineno, object=display, snippet=frame.line or None)
+        if frame is not None
+        else Location(object=display)
+    )
     return StrayTensor(name, tuple(stray.shape), attributes.get(id(stray)), location)
 
 

@@ -45,17 +45,25 @@ class Snapshot:
         self._model = model
         self._optimizer = optimizer
         with torch.no_grad():
-            self._slots = [_save_slot(m, n, kind) for m in model.modules()
-                           for kind in ("_parameters", "_buffers")
-                           for n in list(getattr(m, kind).keys())]
+            self._slots = [
+                _save_slot(m, n, kind)
+                for m in model.modules()
+                for kind in ("_parameters", "_buffers")
+                for n in list(getattr(m, kind).keys())
+            ]
             self._slots += _loose_slots(model, optimizer)
         self._modes = [(module, module.training) for module in model.modules()]
         self._attributes = AttributeState(list(model.modules()))
         self._optimizer_state = _save_optimizer(optimizer) if optimizer is not None else None
-        self._hooks = HookState(list(model.modules()),
-                                [slot.original for slot in self._slots
-                                 if slot.kind != "_buffers" and slot.original is not None],
-                                optimizer)
+        self._hooks = HookState(
+            list(model.modules()),
+            [
+                slot.original
+                for slot in self._slots
+                if slot.kind != "_buffers" and slot.original is not None
+            ],
+            optimizer,
+        )
         self._process = ProcessState()
 
     def restore(self) -> None:
@@ -82,8 +90,16 @@ def _save_slot(module: Any, name: str, kind: str, tensor: Any = None) -> _Tensor
     if module is not None:
         tensor = getattr(module, kind)[name]
     grad = getattr(tensor, "grad", None) if kind != "_buffers" and tensor is not None else None
-    return _TensorSlot(module, name, kind, tensor, _clone(tensor),
-                       bool(getattr(tensor, "requires_grad", False)), grad, _clone(grad))
+    return _TensorSlot(
+        module,
+        name,
+        kind,
+        tensor,
+        _clone(tensor),
+        bool(getattr(tensor, "requires_grad", False)),
+        grad,
+        _clone(grad),
+    )
 
 
 def _loose_slots(model: Any, optimizer: Any | None) -> list[_TensorSlot]:
@@ -104,8 +120,11 @@ def _loose_slots(model: Any, optimizer: Any | None) -> list[_TensorSlot]:
 
 def _copy_into(target: Any, values: Any) -> None:
     """Write ``values`` into ``target`` keeping its storage when shapes and types allow."""
-    if (target.shape == values.shape and target.dtype == values.dtype
-            and target.device == values.device):
+    if (
+        target.shape == values.shape
+        and target.dtype == values.dtype
+        and target.device == values.device
+    ):
         target.copy_(values)
     else:  # a probe changed its shape, dtype or device: swap the data back instead
         target.data = values.clone()
@@ -130,8 +149,13 @@ def _restore_slot(slot: _TensorSlot) -> None:
 def _save_optimizer(optimizer: Any) -> dict[str, Any]:
     state = {}
     for param, entries in optimizer.state.items():
-        state[param] = (entries, {key: (value, _clone(value) if _is_tensor(value) else value)
-                                  for key, value in entries.items()})
+        state[param] = (
+            entries,
+            {
+                key: (value, _clone(value) if _is_tensor(value) else value)
+                for key, value in entries.items()
+            },
+        )
     groups = [(group, dict(group), list(group["params"])) for group in optimizer.param_groups]
     return {"state": state, "groups": groups, "group_list": list(optimizer.param_groups)}
 
@@ -168,8 +192,11 @@ def state_differences(before: Snapshot, after: Snapshot) -> list[str]:
     """
     problems: list[str] = []
     for old, new in zip(before._slots, after._slots, strict=False):
-        where = f"{type(old.module).__name__}.{old.name}" if old.module is not None else (
-            f"optimizer {old.name}")
+        where = (
+            f"{type(old.module).__name__}.{old.name}"
+            if old.module is not None
+            else (f"optimizer {old.name}")
+        )
         if old.original is not new.original:
             problems.append(f"{where}: a different tensor object")
         if not _same_bits(old.values, new.values):
@@ -180,8 +207,11 @@ def state_differences(before: Snapshot, after: Snapshot) -> list[str]:
             problems.append(f"{where}: .grad differs")
     if len(before._slots) != len(after._slots):
         problems.append("the set of parameters and buffers differs")
-    problems += [f"{type(m).__name__}: training={t} then {t2}"
-                 for (m, t), (_, t2) in zip(before._modes, after._modes, strict=False) if t != t2]
+    problems += [
+        f"{type(m).__name__}: training={t} then {t2}"
+        for (m, t), (_, t2) in zip(before._modes, after._modes, strict=False)
+        if t != t2
+    ]
     problems += attribute_differences(before._attributes, after._attributes)
     problems += _optimizer_differences(before._optimizer_state, after._optimizer_state)
     problems += hook_differences(before._hooks, after._hooks)
@@ -221,9 +251,11 @@ def _optimizer_differences(first: Any, second: Any) -> list[str]:
             same = _same_bits(copy, twin) if _is_tensor(copy) else copy == twin
             if not same:
                 problems.append(f"optimizer state {key!r} differs")
-    for (_, contents, params), (_, contents2, params2) in zip(first["groups"], second["groups"],
-                                                                strict=False):
+    for (_, contents, params), (_, contents2, params2) in zip(
+        first["groups"], second["groups"], strict=False
+    ):
         if {k: v for k, v in contents.items() if k != "params"} != {
-                k: v for k, v in contents2.items() if k != "params"} or params != params2:
+            k: v for k, v in contents2.items() if k != "params"
+        } or params != params2:
             problems.append("optimizer param_groups differ")
     return problems

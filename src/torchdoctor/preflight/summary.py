@@ -54,10 +54,18 @@ class ModuleRow:
 
     def to_fact(self) -> dict[str, Any]:
         """The JSON-ready form (``facts["summary"]`` holds a list of these)."""
-        return {"module": self.module, "type": self.kind, "depth": self.depth,
-                "parameters": self.parameters, "trainable": self.trainable,
-                "buffers": self.buffers, "dtype": self.dtype, "device": self.device,
-                "output_shape": self.output_shape, "activation_bytes": self.activation_bytes}
+        return {
+            "module": self.module,
+            "type": self.kind,
+            "depth": self.depth,
+            "parameters": self.parameters,
+            "trainable": self.trainable,
+            "buffers": self.buffers,
+            "dtype": self.dtype,
+            "device": self.device,
+            "output_shape": self.output_shape,
+            "activation_bytes": self.activation_bytes,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +109,7 @@ def summarise(model: Any, batch: Any = None, loss_fn: Any = None) -> ModelSummar
     return ModelSummary(rows, _shared(model), note)
 
 
-def _measure(model: Any, batch: Any) -> tuple[dict[str, Any], dict[str, int] | None,
-                                              str | None]:
+def _measure(model: Any, batch: Any) -> tuple[dict[str, Any], dict[str, int] | None, str | None]:
     from torchdoctor.preflight.memory import LiveBytes
     from torchdoctor.preflight.memory_step import NotMeasurable, fake_copy, measure_forward
     from torchdoctor.preflight.process import ProcessState
@@ -116,30 +123,42 @@ def _measure(model: Any, batch: Any) -> tuple[dict[str, Any], dict[str, int] | N
     except NotMeasurable as error:
         return {}, None, f"output shapes and activations not measured: {error}"
     except Exception as error:  # noqa: BLE001 - the user's forward on fake tensors
-        return {}, None, (f"output shapes and activations not measured: the forward "
-                          f"failed on fake tensors ({type(error).__name__}: {error})")
+        return (
+            {},
+            None,
+            (
+                f"output shapes and activations not measured: the forward "
+                f"failed on fake tensors ({type(error).__name__}: {error})"
+            ),
+        )
     finally:
         process.restore()
 
 
-def _row(path: str, module: Any, model: Any, shapes: dict[str, Any],
-         activations: dict[str, int] | None) -> ModuleRow:
+def _row(
+    path: str, module: Any, model: Any, shapes: dict[str, Any], activations: dict[str, int] | None
+) -> ModuleRow:
     params = list(module.parameters())
     dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in params})
     devices = sorted({str(p.device) for p in params})
     saved = None
     if activations is not None:
         prefix = f"{path}." if path else ""
-        saved = sum(size for name, size in activations.items()
-                    if name == path or name.startswith(prefix))
+        saved = sum(
+            size for name, size in activations.items() if name == path or name.startswith(prefix)
+        )
     return ModuleRow(
-        module=path or type(model).__name__, kind=type(module).__name__,
+        module=path or type(model).__name__,
+        kind=type(module).__name__,
         depth=path.count(".") + 1 if path else 0,
         parameters=sum(p.numel() for p in params),
         trainable=sum(p.numel() for p in params if p.requires_grad),
         buffers=sum(b.numel() for b in module.buffers()),
-        dtype="+".join(dtypes) or None, device="+".join(devices) or None,
-        output_shape=shapes.get(path), activation_bytes=saved)
+        dtype="+".join(dtypes) or None,
+        device="+".join(devices) or None,
+        output_shape=shapes.get(path),
+        activation_bytes=saved,
+    )
 
 
 def _shared(model: Any) -> tuple[tuple[str, ...], ...]:

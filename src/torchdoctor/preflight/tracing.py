@@ -129,8 +129,9 @@ def _relu_mode(trace: ForwardTrace) -> Any:
     from torch.overrides import TorchFunctionMode
 
     class _ReluRecorder(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_function__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             result = func(*args, **(kwargs or {}))
             if getattr(func, "__name__", "") in _RELU_NAMES:
                 trace.record_relu(result)

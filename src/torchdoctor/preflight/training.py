@@ -29,9 +29,19 @@ if TYPE_CHECKING:
     from torchdoctor.preflight.batch import Batch
     from torchdoctor.preflight.context import CheckContext
 
-__all__ = ["CopyUnavailable", "TrainingCopy", "copy_for_training", "deep_copy", "forward_loss",
-           "is_finite",
-           "is_loss_value", "reduce_loss", "train_step", "unpack_loss", "with_optimizer"]
+__all__ = [
+    "CopyUnavailable",
+    "TrainingCopy",
+    "copy_for_training",
+    "deep_copy",
+    "forward_loss",
+    "is_finite",
+    "is_loss_value",
+    "reduce_loss",
+    "train_step",
+    "unpack_loss",
+    "with_optimizer",
+]
 
 
 class CopyUnavailable(Exception):  # noqa: N818 - a reason to skip, not an error
@@ -81,8 +91,13 @@ def copy_for_training(ctx: CheckContext, *, with_optimizer: bool = True) -> Trai
     return TrainingCopy(model, optimizer_copy, loss_copy if loss is not None else ctx.loss_fn)
 
 
-def deep_copy(objects: Any, modules: Iterable[Any], *, memo: dict[int, Any] | None = None,
-              computed: Callable[[Any], Any] | None = None) -> Any:
+def deep_copy(
+    objects: Any,
+    modules: Iterable[Any],
+    *,
+    memo: dict[int, Any] | None = None,
+    computed: Callable[[Any], Any] | None = None,
+) -> Any:
     """``copy.deepcopy(objects)`` in one go, as every copy ``check`` makes is made.
 
     Pruning and the old ``weight_norm`` keep ``weight`` as a non-leaf tensor computed from
@@ -109,14 +124,16 @@ def deep_copy(objects: Any, modules: Iterable[Any], *, memo: dict[int, Any] | No
         raise CopyUnavailable(f"{type(error).__name__}: {error}") from error
 
 
-def _restore_dropped_state(torch: Any, objects: Any, copied: Any, memo: dict[int, Any]
-                           ) -> None:
+def _restore_dropped_state(torch: Any, objects: Any, copied: Any, memo: dict[int, Any]) -> None:
     """``Optimizer.__getstate__`` keeps only defaults, state and param_groups, so a deep
     copy of LBFGS (``_params``, ``_numel_cache``) or of a user's optimizer with its own
     attributes lacks them; they are copied over with the same memo (the same parameter
     copies)."""
-    pairs = zip(objects, copied, strict=False) if isinstance(objects, (tuple, list)) \
+    pairs = (
+        zip(objects, copied, strict=False)
+        if isinstance(objects, (tuple, list))
         else [(objects, copied)]
+    )
     for original, twin in pairs:
         if isinstance(original, torch.optim.Optimizer) and twin is not original:
             for name, value in vars(original).items():

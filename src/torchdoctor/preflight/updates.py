@@ -37,29 +37,41 @@ def _update_finding(update: GroupUpdate, described: str) -> Finding:
     rate = format_number(update.lr)
     if update.ratio > RATIO_HIGH:
         effect = "above 1 every step overwrites the weights."
-        hint = (f"Lower this group's learning rate (lr={rate}) about "
-                f"{update.ratio / 1e-2:.0f}x, or the loss scale (a `reduction='sum'` loss "
-                "grows with the batch).")
+        hint = (
+            f"Lower this group's learning rate (lr={rate}) about "
+            f"{update.ratio / 1e-2:.0f}x, or the loss scale (a `reduction='sum'` loss "
+            "grows with the batch)."
+        )
     elif update.ratio == 0.0:
-        effect = ("the update is below float32 resolution, so the weights do not change at "
-                  "all.")
-        hint = (f"Raise this group's learning rate (lr={rate}), or check that the loss is "
-                "not scaled down.")
+        effect = "the update is below float32 resolution, so the weights do not change at all."
+        hint = (
+            f"Raise this group's learning rate (lr={rate}), or check that the loss is "
+            "not scaled down."
+        )
     else:
-        effect = (f"below {RATIO_LOW:g} the weights barely move: ten million steps change "
-                  "them by their own size.")
-        hint = (f"Raise this group's learning rate (lr={rate}) about "
-                f"{1e-3 / update.ratio:.0f}x, or check that the loss is not scaled down.")
+        effect = (
+            f"below {RATIO_LOW:g} the weights barely move: ten million steps change "
+            "them by their own size."
+        )
+        hint = (
+            f"Raise this group's learning rate (lr={rate}) about "
+            f"{1e-3 / update.ratio:.0f}x, or check that the loss is not scaled down."
+        )
     return finding(
         "TD606",
         f"One {described} step changes the weights of param_groups[{update.index}] "
         f"({summarise_names(update.names)}) by {update.ratio:.3g} of their norm "
         f"(‖Δw‖/‖w‖); {effect}",
-        Location(object=f"optimizer.param_groups[{update.index}]"), Depth.CHECK,
+        Location(object=f"optimizer.param_groups[{update.index}]"),
+        Depth.CHECK,
         fix_hint=hint,
-        evidence={"update_ratio": update.ratio, "lr": _plain(update.lr),
-                  "group": update.index, "parameters": len(update.names),
-                  "band": [RATIO_LOW, RATIO_HIGH]},
+        evidence={
+            "update_ratio": update.ratio,
+            "lr": _plain(update.lr),
+            "group": update.index,
+            "parameters": len(update.names),
+            "band": [RATIO_LOW, RATIO_HIGH],
+        },
     )
 
 

@@ -43,12 +43,17 @@ def render_github(report: Report, options: RenderOptions) -> str:
     if hidden:
         lines += [_plain(finding, options) for finding in hidden]
         counts = {s: sum(1 for f in hidden if f.severity is s) for s in Severity}
-        parts = [f"{counts[s]} {_COMMAND[s]}{'s' if counts[s] != 1 else ''}"
-                 for s in (Severity.ERROR, Severity.WARNING, Severity.INFO) if counts[s]]
-        summary = (f"torchdoctor: {len(hidden)} more finding(s) ({', '.join(parts)}) are not "
-                   f"annotations: GitHub shows at most {ANNOTATIONS_PER_KIND} errors, "
-                   f"{ANNOTATIONS_PER_KIND} warnings and {ANNOTATIONS_PER_KIND} notices per "
-                   "step; they are listed above in this log.")
+        parts = [
+            f"{counts[s]} {_COMMAND[s]}{'s' if counts[s] != 1 else ''}"
+            for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
+            if counts[s]
+        ]
+        summary = (
+            f"torchdoctor: {len(hidden)} more finding(s) ({', '.join(parts)}) are not "
+            f"annotations: GitHub shows at most {ANNOTATIONS_PER_KIND} errors, "
+            f"{ANNOTATIONS_PER_KIND} warnings and {ANNOTATIONS_PER_KIND} notices per "
+            "step; they are listed above in this log."
+        )
         if used[Severity.INFO] < ANNOTATIONS_PER_KIND:
             lines.append(f"::notice title=torchdoctor::{_data(summary)}")
         else:

@@ -41,8 +41,14 @@ from torchdoctor.findings import (
 from torchdoctor.report.options import RenderOptions
 from torchdoctor.rules.registry import Rule, get_rule
 
-__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "finding_to_dict", "render_json",
-           "report_from_json", "report_to_dict"]
+__all__ = [
+    "READABLE_VERSIONS",
+    "SCHEMA_VERSION",
+    "finding_to_dict",
+    "render_json",
+    "report_from_json",
+    "report_to_dict",
+]
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -177,8 +183,9 @@ def _finding_from_dict(item: Mapping[str, Any]) -> Finding:
             description=auto["description"],
             applicability=Applicability(auto["applicability"]),
             edits=tuple(
-                Edit(e["start"][0], e["start"][1] - 1, e["end"][0], e["end"][1] - 1,
-                     e["replacement"])
+                Edit(
+                    e["start"][0], e["start"][1] - 1, e["end"][0], e["end"][1] - 1, e["replacement"]
+                )
                 for e in auto["edits"]
             ),
         )

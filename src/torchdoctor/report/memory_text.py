@@ -13,13 +13,24 @@ from typing import Any
 
 from rich.text import Text
 
-__all__ = ["DEFAULT_DEPTH", "format_bytes", "forecast_lines", "render_summary_text",
-           "skipped_lines", "summary_lines"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "format_bytes",
+    "forecast_lines",
+    "render_summary_text",
+    "skipped_lines",
+    "summary_lines",
+]
 
 DEFAULT_DEPTH = 2
-_BREAKDOWN = (("parameters", "params"), ("gradients", "grads"),
-              ("optimizer_state", "optimizer"), ("activations", "activations"),
-              ("temporaries", "temporaries"), ("batch", "batch"))
+_BREAKDOWN = (
+    ("parameters", "params"),
+    ("gradients", "grads"),
+    ("optimizer_state", "optimizer"),
+    ("activations", "activations"),
+    ("temporaries", "temporaries"),
+    ("batch", "batch"),
+)
 
 
 def format_bytes(size: float | None) -> str:
@@ -52,19 +63,26 @@ def summary_lines(facts: Mapping[str, Any]) -> list[Text]:
         return []
     depth = int(facts.get("summary_depth", DEFAULT_DEPTH))
     shown = [row for row in rows if int(row.get("depth", 0)) <= depth]
-    lines = [Text(f"Model summary (modules to depth {depth}; {len(rows)} in all)",
-                  style="bold"),
-             Text(f"  {'module':30s} {'params':>8s} {'trainable':>9s} {'buffers':>8s} "
-                  f"{'dtype':9s} {'output':16s} {'activations':>11s}", style="dim")]
+    lines = [
+        Text(f"Model summary (modules to depth {depth}; {len(rows)} in all)", style="bold"),
+        Text(
+            f"  {'module':30s} {'params':>8s} {'trainable':>9s} {'buffers':>8s} "
+            f"{'dtype':9s} {'output':16s} {'activations':>11s}",
+            style="dim",
+        ),
+    ]
     for row in shown:
         name = "  " * int(row.get("depth", 0)) + str(row["module"])
         if len(name) > 30:
             name = name[:29] + "~"
-        lines.append(Text(
-            f"  {name:30s} {_count(row['parameters']):>8s} {_count(row['trainable']):>9s} "
-            f"{_count(row['buffers']):>8s} {str(row.get('dtype') or '-')[:9]:9s} "
-            f"{_shape(row.get('output_shape'))[:16]:16s} "
-            f"{format_bytes(row.get('activation_bytes')):>11s}"))
+        lines.append(
+            Text(
+                f"  {name:30s} {_count(row['parameters']):>8s} {_count(row['trainable']):>9s} "
+                f"{_count(row['buffers']):>8s} {str(row.get('dtype') or '-')[:9]:9s} "
+                f"{_shape(row.get('output_shape'))[:16]:16s} "
+                f"{format_bytes(row.get('activation_bytes')):>11s}"
+            )
+        )
     for names in facts.get("shared_parameters", []):
         lines.append(Text(f"  shared (counted once): {', '.join(names)}", style="dim"))
     if facts.get("summary_note"):
@@ -79,21 +97,35 @@ def forecast_lines(facts: Mapping[str, Any]) -> list[Text]:
     if not isinstance(detail, Mapping):
         return []
     memory = detail.get("device_memory")
-    where = (f"{detail.get('device')}, {format_bytes(memory)} "
-             f"(usable {format_bytes(detail.get('usable_bytes'))})" if memory
-             else f"{detail.get('device')}, memory unknown")
+    where = (
+        f"{detail.get('device')}, {format_bytes(memory)} "
+        f"(usable {format_bytes(detail.get('usable_bytes'))})"
+        if memory
+        else f"{detail.get('device')}, memory unknown"
+    )
     amp = f", autocast {detail['amp']}" if detail.get("amp") else ""
     lines = [Text(f"Memory forecast of one training step ({where}{amp})", style="bold")]
     if detail.get("error"):
         return [*lines, Text(f"  {detail['error']}", style="yellow")]
-    lines.append(Text(f"  {'batch':>7s} {'peak':>11s} {'fits':>5s} " + " ".join(
-        f"{label:>11s}" for _, label in _BREAKDOWN), style="dim"))
+    lines.append(
+        Text(
+            f"  {'batch':>7s} {'peak':>11s} {'fits':>5s} "
+            + " ".join(f"{label:>11s}" for _, label in _BREAKDOWN),
+            style="dim",
+        )
+    )
     for point in facts.get("forecast", []):
         fits = {True: "yes", False: "NO", None: "?"}[point.get("fits")]
-        parts = " ".join(f"{format_bytes(point['breakdown'].get(key, 0)):>11s}"
-                         for key, _ in _BREAKDOWN)
-        lines.append(Text(f"  {point['batch_size']:>7d} {format_bytes(point['peak_bytes']):>11s} "
-                          f"{fits:>5s} {parts}", style="" if fits != "NO" else "red"))
+        parts = " ".join(
+            f"{format_bytes(point['breakdown'].get(key, 0)):>11s}" for key, _ in _BREAKDOWN
+        )
+        lines.append(
+            Text(
+                f"  {point['batch_size']:>7d} {format_bytes(point['peak_bytes']):>11s} "
+                f"{fits:>5s} {parts}",
+                style="" if fits != "NO" else "red",
+            )
+        )
     lines += _forecast_notes(detail)
     return lines
 
@@ -102,23 +134,32 @@ def _forecast_notes(detail: Mapping[str, Any]) -> list[Text]:
     lines = []
     per_sample = detail.get("per_sample_bytes")
     if detail.get("largest_batch_size") is not None:
-        lines.append(Text(f"  largest batch size that fits: {detail['largest_batch_size']} "
-                          f"(measured; {format_bytes(per_sample)} per sample)"))
+        lines.append(
+            Text(
+                f"  largest batch size that fits: {detail['largest_batch_size']} "
+                f"(measured; {format_bytes(per_sample)} per sample)"
+            )
+        )
     elif per_sample is not None:
         lines.append(Text(f"  {format_bytes(per_sample)} per sample"))
     top = detail.get("top_modules") or []
     if top:
         lines.append(Text("  most activation memory (end of the forward, largest batch):"))
-        lines += [Text(f"    {item['module']}: {format_bytes(item['activation_bytes'])}")
-                  for item in top]
+        lines += [
+            Text(f"    {item['module']}: {format_bytes(item['activation_bytes'])}") for item in top
+        ]
     remedies = detail.get("remedies") or []
     if remedies:
         lines.append(Text("  remedies at the largest batch size (measured the same way):"))
         for remedy in remedies:
             saving = remedy["saving_bytes"]
             verb = "saves" if saving >= 0 else "costs"
-            lines.append(Text(f"    {remedy['name']}: {format_bytes(remedy['peak_bytes'])} "
-                              f"({verb} {format_bytes(abs(saving))})"))
+            lines.append(
+                Text(
+                    f"    {remedy['name']}: {format_bytes(remedy['peak_bytes'])} "
+                    f"({verb} {format_bytes(abs(saving))})"
+                )
+            )
     lines.append(Text(f"  method: {detail.get('method')}", style="dim"))
     return lines
 

@@ -27,12 +27,12 @@ from torchdoctor.rules.registry import Rule
 
 __all__ = ["SARIF_SCHEMA", "fingerprint", "render_sarif", "repo_relative"]
 
-SARIF_SCHEMA = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
-                "sarif-schema-2.1.0.json")
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 INFORMATION_URI = "https://github.com/torchdoctor/torchdoctor"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-_PROBLEM = {Severity.ERROR: "error", Severity.WARNING: "warning",
-            Severity.INFO: "recommendation"}
+_PROBLEM = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
 _PRECISION = {Confidence.HIGH: "high", Confidence.MEDIUM: "medium", Confidence.LOW: "low"}
 
 
@@ -64,25 +64,30 @@ def render_sarif(report: Report, options: RenderOptions) -> str:
     seen: Counter[tuple[str, str, str]] = Counter()
     results = []
     for finding in findings:
-        path = repo_relative(finding.location.path, options.root) \
-            if finding.location.path else ""
+        path = repo_relative(finding.location.path, options.root) if finding.location.path else ""
         key = (finding.code, path, " ".join((finding.location.snippet or "").split()))
         results.append(_result(finding, path, index.get(finding.code, -1), seen[key]))
         seen[key] += 1
     log = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "torchdoctor",
-                "version": report.tool_version or "0",
-                "informationUri": INFORMATION_URI,
-                "rules": [_rule(rule) if (rule := rule_for(code)) else {"id": code}
-                          for code in codes],
-            }},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "torchdoctor",
+                        "version": report.tool_version or "0",
+                        "informationUri": INFORMATION_URI,
+                        "rules": [
+                            _rule(rule) if (rule := rule_for(code)) else {"id": code}
+                            for code in codes
+                        ],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }
     return json.dumps(log, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
@@ -122,8 +127,10 @@ def _result(finding: Finding, path: str, rule_index: int, occurrence: int) -> di
         "message": {"text": text},
         "locations": [_location(finding, path)],
         "partialFingerprints": {"torchdoctor/v1": fingerprint(finding, path, occurrence)},
-        "properties": {"precision": _PRECISION[finding.confidence],
-                       "depths": [d.value for d in finding.depths]},
+        "properties": {
+            "precision": _PRECISION[finding.confidence],
+            "depths": [d.value for d in finding.depths],
+        },
     }
     if rule_index >= 0:
         result["ruleIndex"] = rule_index

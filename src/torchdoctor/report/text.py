@@ -46,8 +46,11 @@ def render_text(report: Report, options: RenderOptions) -> str:
         for finding in group:
             _print_finding(console, finding, options)
         console.print()
-    for section in (summary_lines(report.facts), forecast_lines(report.facts),
-                    skipped_lines(report.facts)):
+    for section in (
+        summary_lines(report.facts),
+        forecast_lines(report.facts),
+        skipped_lines(report.facts),
+    ):
         for line in section:
             console.print(line)
         if section:

@@ -26,8 +26,9 @@ def render_rules_text(selection: Selection) -> str:
             topic = rule.topic
             lines += ["", topic.title] if lines else [topic.title]
         depths = ",".join(d.value for d in Depth if d in rule.depths)
-        lines.append(f"  {rule.code}  {rule.name:<40} {rule.severity.value:<8} {depths:<18} "
-                     f"{rule.summary}")
+        lines.append(
+            f"  {rule.code}  {rule.name:<40} {rule.severity.value:<8} {depths:<18} {rule.summary}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -51,8 +51,7 @@ class RuleDoc:
         """The whole doc, title and generated sections included."""
         rule = self.rule
         parts = [f"# {rule.code} {rule.name}", "", f"{rule.summary}.", ""]
-        parts.append(f"Default severity: **{rule.severity.value}**. "
-                     f"Topic: {rule.topic.title}.")
+        parts.append(f"Default severity: **{rule.severity.value}**. Topic: {rule.topic.title}.")
         parts.append("")
         for heading in SECTIONS:
             parts += [f"## {heading}", "", self.section(heading), ""]
@@ -74,8 +73,10 @@ def load_doc(code: str) -> RuleDoc:
     """
     rule = get_rule(code)
     try:
-        text = resources.files("torchdoctor.rules").joinpath(f"docs/{rule.code}.md").read_text(
-            encoding="utf-8"
+        text = (
+            resources.files("torchdoctor.rules")
+            .joinpath(f"docs/{rule.code}.md")
+            .read_text(encoding="utf-8")
         )
     except FileNotFoundError:
         raise MissingDocError(f"{rule.code} has no documentation file") from None
@@ -91,5 +92,5 @@ def _split_sections(text: str) -> dict[str, str]:
     sections: dict[str, str] = {}
     for index, match in enumerate(matches):
         end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-        sections[match.group(1)] = text[match.end():end].strip()
+        sections[match.group(1)] = text[match.end() : end].strip()
     return sections

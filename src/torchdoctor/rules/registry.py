@@ -15,8 +15,15 @@ from typing import Any
 from torchdoctor.errors import UnknownRuleError, UsageError
 from torchdoctor.findings import Confidence, Depth, Finding, Fix, Location, Severity
 
-__all__ = ["RULES", "Rule", "Topic", "UnknownRuleError", "finding", "get_rule",
-           "register_custom_rule"]
+__all__ = [
+    "RULES",
+    "Rule",
+    "Topic",
+    "UnknownRuleError",
+    "finding",
+    "get_rule",
+    "register_custom_rule",
+]
 
 
 class Topic(enum.Enum):
@@ -78,8 +85,9 @@ E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 LINT, CHECK, RUN, CKPT, ENV = Depth.LINT, Depth.CHECK, Depth.RUN, Depth.CKPT, Depth.ENV
 
 
-def _r(code: str, name: str, severity: Severity, depths: Iterable[Depth], summary: str,
-       **extra: Any) -> Rule:
+def _r(
+    code: str, name: str, severity: Severity, depths: Iterable[Depth], summary: str, **extra: Any
+) -> Rule:
     return Rule(code, name, severity, frozenset(depths), summary, **extra)
 
 
@@ -360,12 +368,14 @@ def register_custom_rule(rule: Rule) -> None:
     if known is None:
         _CUSTOM[rule.code] = rule
         return
-    if (known.name, known.severity, known.summary) != (rule.name, rule.severity,
-                                                       rule.summary):
-        raise UsageError(f"custom rule {rule.code} is declared twice, differently: "
-                         f"{known.name!r} and {rule.name!r}")
-    _CUSTOM[rule.code] = Rule(known.code, known.name, known.severity,
-                              known.depths | rule.depths, known.summary)
+    if (known.name, known.severity, known.summary) != (rule.name, rule.severity, rule.summary):
+        raise UsageError(
+            f"custom rule {rule.code} is declared twice, differently: "
+            f"{known.name!r} and {rule.name!r}"
+        )
+    _CUSTOM[rule.code] = Rule(
+        known.code, known.name, known.severity, known.depths | rule.depths, known.summary
+    )
 
 
 def get_rule(code: str) -> Rule:
@@ -380,7 +390,8 @@ def get_rule(code: str) -> Rule:
         if custom is not None:
             return custom
         raise UnknownRuleError(
-            f"unknown rule code {code!r}; `torchdoctor rules` lists them") from None
+            f"unknown rule code {code!r}; `torchdoctor rules` lists them"
+        ) from None
 
 
 def finding(

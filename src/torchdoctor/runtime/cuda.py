@@ -61,8 +61,14 @@ class SyncCounter:
         _filters_mutated()
         previous = self._previous_show = warnings.showwarning
 
-        def showwarning(message: Any, category: Any, filename: str, lineno: int,
-                        file: Any = None, line: Any = None) -> None:
+        def showwarning(
+            message: Any,
+            category: Any,
+            filename: str,
+            lineno: int,
+            file: Any = None,
+            line: Any = None,
+        ) -> None:
             if _SYNC_MESSAGE in str(message):
                 self.count += 1
                 return

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ModelRegistry", "unwrap"]
 
-_WRAPPER_ATTRIBUTES = (("OptimizedModule", "_orig_mod"), ("DistributedDataParallel", "module"),
-                       ("DataParallel", "module"))
+_WRAPPER_ATTRIBUTES = (
+    ("OptimizedModule", "_orig_mod"),
+    ("DistributedDataParallel", "module"),
+    ("DataParallel", "module"),
+)
 
 
 def unwrap(module: torch.nn.Module) -> torch.nn.Module:

@@ -26,8 +26,12 @@ FindingKey = tuple[str, str | None, int | None, str | None]
 class Dispatcher:
     """Detectors of one run, their hook lists, and the findings they emitted."""
 
-    def __init__(self, infos: Iterable[DetectorInfo], selection: Selection,
-                 extra: Iterable[RuntimeDetector] = ()) -> None:
+    def __init__(
+        self,
+        infos: Iterable[DetectorInfo],
+        selection: Selection,
+        extra: Iterable[RuntimeDetector] = (),
+    ) -> None:
         """Build the hook lists.
 
         Args:
@@ -59,8 +63,9 @@ class Dispatcher:
         if not isinstance(detector, RuntimeDetector):
             raise UsageError(
                 f"detectors must be instances of torchdoctor.custom.Detector, got "
-                f"{type(detector).__name__}" + (" (a class: pass an instance)"
-                                                 if isinstance(detector, type) else ""))
+                f"{type(detector).__name__}"
+                + (" (a class: pass an instance)" if isinstance(detector, type) else "")
+            )
         codes = declared_codes(detector, Depth.RUN)
         if wanted(codes, self.selection):
             self._add(detector, codes)
@@ -95,8 +100,7 @@ class Dispatcher:
             except Exception as error:  # noqa: BLE001 - isolate the detector's bug
                 self.disable(detector, error, hook)
 
-    def guarded(self, detector: RuntimeDetector, callback: Callable[..., None],
-                *args: Any) -> None:
+    def guarded(self, detector: RuntimeDetector, callback: Callable[..., None], *args: Any) -> None:
         """Run a detector's callback (a deferred read-back) with the same isolation."""
         if not any(d is detector for d in self.detectors):
             return
@@ -118,20 +122,26 @@ class Dispatcher:
         for entries in self.hooks.values():
             entries[:] = [e for e in entries if e[0] is not detector]
         codes = self._codes.get(id(detector), ())
-        self._record(f"detector {detector.name}", internal_error(
-            f"runtime detector `{detector.name}`", error, Depth.RUN,
-            Location(object=f"detector {detector.name}"), codes=codes,
-            during=f" in `{hook}`",
-            consequence=f"it was switched off; rules {', '.join(codes)} were not checked "
-                        "for the rest of the run",
-        ))
+        self._record(
+            f"detector {detector.name}",
+            internal_error(
+                f"runtime detector `{detector.name}`",
+                error,
+                Depth.RUN,
+                Location(object=f"detector {detector.name}"),
+                codes=codes,
+                during=f" in `{hook}`",
+                consequence=f"it was switched off; rules {', '.join(codes)} were not checked "
+                "for the rest of the run",
+            ),
+        )
 
-    def internal_error(self, message: str, obj: str, error: BaseException | None = None
-                       ) -> None:
+    def internal_error(self, message: str, obj: str, error: BaseException | None = None) -> None:
         """Record a ``TD001`` finding about torchdoctor itself (the monitor, not one
         detector)."""
-        self._record(obj, internal_error(obj, error, Depth.RUN, Location(object=obj),
-                                         message=message))
+        self._record(
+            obj, internal_error(obj, error, Depth.RUN, Location(object=obj), message=message)
+        )
 
     def _record(self, obj: str, item: Finding) -> None:
         self.findings[(INTERNAL_ERROR_CODE, None, None, obj)] = item

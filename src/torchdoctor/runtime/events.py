@@ -110,16 +110,24 @@ class EventHandlers:
     def _rediscover(self) -> None:
         """An optimizer built after discovery ended trains a model built late (a second
         fine-tuning run, a new phase): look for models again for a few steps."""
-        if (self._discovering and self._discovery_handle is None and self._hooks is not None
-                and self._discovery_calls <= _DISCOVERY_CALL_LIMIT):
+        if (
+            self._discovering
+            and self._discovery_handle is None
+            and self._hooks is not None
+            and self._discovery_calls <= _DISCOVERY_CALL_LIMIT
+        ):
             self._discovery_handle = self._hooks.module_forward_pre_hook(self._discover)
             self._discovery_until = self.global_step + self.m.options.discovery_steps
 
     def _remember_site(self, optimizer: Any) -> None:
         """Remember the user's line that built ``optimizer``: the innermost user frame
         that is not the ``__init__`` of the optimizer itself (a user-defined optimizer)."""
-        site = self.m.user.site(sys._getframe(1), skip=lambda frame: (
-            frame.f_code.co_name == "__init__" and _initialises(frame, optimizer)))
+        site = self.m.user.site(
+            sys._getframe(1),
+            skip=lambda frame: (
+                frame.f_code.co_name == "__init__" and _initialises(frame, optimizer)
+            ),
+        )
         if site is not None:
             self.m.optimizer_sites[optimizer] = site
 
@@ -145,18 +153,30 @@ class EventHandlers:
         # Called for every module: one dict lookup for the ones that are not roots. Most
         # calls train with gradients on; detectors that only want evaluation-style calls
         # ("no_grad") cost one flag read for them.
-        if id(module) in self._roots and self.m.enabled and (
-                self._forward_always or not self.m.torch.is_grad_enabled()
-                or self.m.torch.is_inference_mode_enabled()):
+        if (
+            id(module) in self._roots
+            and self.m.enabled
+            and (
+                self._forward_always
+                or not self.m.torch.is_grad_enabled()
+                or self.m.torch.is_inference_mode_enabled()
+            )
+        ):
             self._guard(self._forward, "the model forward hook", module)
 
     def _forward(self, module: Any) -> None:
         torch = self.m.torch
         info = self._roots.get(id(module))
         if info is not None:
-            self.m.dispatch.call("on_forward", ForwardEvent(
-                info, torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
-                self.global_step))
+            self.m.dispatch.call(
+                "on_forward",
+                ForwardEvent(
+                    info,
+                    torch.is_grad_enabled(),
+                    torch.is_inference_mode_enabled(),
+                    self.global_step,
+                ),
+            )
 
     def _before_backward(self, tensors: Any, retain_graph: Any) -> None:
         if self.m.enabled:
@@ -173,13 +193,23 @@ class EventHandlers:
         site = self._caller()
         if loss.numel() == 1 and loss.is_floating_point():
             self.losses.add(loss, site, index, self.global_step)
-        self.m.dispatch.call("on_backward", BackwardEvent(
-            loss, site, index, self.global_step,
-            None if retain_graph is None else bool(retain_graph)))
+        self.m.dispatch.call(
+            "on_backward",
+            BackwardEvent(
+                loss,
+                site,
+                index,
+                self.global_step,
+                None if retain_graph is None else bool(retain_graph),
+            ),
+        )
         if self.manual.due(index):
             states = self._states.values()
-            self.manual.backward(index, sum(state.steps for state in states),
-                                 any("event" in state.extra for state in states))
+            self.manual.backward(
+                index,
+                sum(state.steps for state in states),
+                any("event" in state.extra for state in states),
+            )
 
     def _caller(self) -> CallSite:
         """Where backward() was called from; one CallSite object per file and line.
@@ -207,16 +237,18 @@ class EventHandlers:
         state = self._state_for(optimizer)
         state.steps += 1
         sampled = self.m.sampler.should_sample(state)
-        event = StepEvent(state.info, state.steps, max(self.global_step, state.steps), sampled,
-                          closure)
+        event = StepEvent(
+            state.info, state.steps, max(self.global_step, state.steps), sampled, closure
+        )
         state.extra["event"] = event
         if sampled:
             start = time.perf_counter()
             params = state.info.params
             if state.probes is None or state.probes.stale(params):
                 state.probes = ProbeSet(self.m.torch, params)
-            state.current = StepStats(self.m.torch, state.info, state.probes, state.steps,
-                                      event.global_step)
+            state.current = StepStats(
+                self.m.torch, state.info, state.probes, state.steps, event.global_step
+            )
             state.current.before()
             state.extra["cost"] = time.perf_counter() - start
         self.m.dispatch.call("on_step_begin", event)
@@ -255,13 +287,11 @@ class EventHandlers:
         if event.sampled:
             self.m.dispatch.call("on_step_end:sampled", event)
             self.m.progress()
-        if self._discovery_handle is not None and (
-                self.global_step >= self._discovery_until):
+        if self._discovery_handle is not None and (self.global_step >= self._discovery_until):
             self._end_discovery()
         now = time.perf_counter()
         self.m.sampler.step_finished(now)
-        self.m.status.update(now, self.global_step, self.losses.last,
-                             len(self.m.dispatch.findings))
+        self.m.status.update(now, self.global_step, self.losses.last, len(self.m.dispatch.findings))
 
     def _batch(self, iterator: Any, wait: float, first: bool) -> None:
         if self.m.enabled:
@@ -276,25 +306,31 @@ class EventHandlers:
         info = self._loaders.get(id(sampler))
         if info is None:
             info = self._loaders[id(sampler)] = _loader_info(iterator)
-        self.m.dispatch.call("on_batch", BatchEvent(
-            info, id(sampler), wait, first, self.global_step, time.perf_counter()))
+        self.m.dispatch.call(
+            "on_batch",
+            BatchEvent(info, id(sampler), wait, first, self.global_step, time.perf_counter()),
+        )
 
     def _warning(self, message: Any, category: Any, filename: str, lineno: int) -> None:
         if self.m.enabled:
-            self._guard(self._on_warning, "the warnings hook", message, category, filename,
-                        lineno)
+            self._guard(self._on_warning, "the warnings hook", message, category, filename, lineno)
 
     def _on_warning(self, message: Any, category: Any, filename: str, lineno: int) -> None:
         site = self.m.user.site(sys._getframe(3))
-        self.m.dispatch.call("on_warning", WarningRecord(
-            str(message), category, filename, lineno, site, self.global_step))
+        self.m.dispatch.call(
+            "on_warning",
+            WarningRecord(str(message), category, filename, lineno, site, self.global_step),
+        )
 
     # -- optimizers, losses, samples -----------------------------------------------------
 
     def _state_for(self, optimizer: Any) -> OptimizerState:
         state = self._states.get(id(optimizer))
-        if (state is not None and state.info.optimizer is optimizer
-                and len(optimizer.param_groups) == state.groups):
+        if (
+            state is not None
+            and state.info.optimizer is optimizer
+            and len(optimizer.param_groups) == state.groups
+        ):
             return state
         info = self.m.registry.add_optimizer(optimizer)
         if state is None:
@@ -348,8 +384,9 @@ class ManualUpdates:
     @staticmethod
     def due(index: int) -> bool:
         """Whether backward pass ``index`` is one where parameters are read."""
-        return index > 0 and (index & (index - 1) == 0 and index <= _MANUAL_DENSE
-                              or index % _MANUAL_DENSE == 0)
+        return index > 0 and (
+            index & (index - 1) == 0 and index <= _MANUAL_DENSE or index % _MANUAL_DENSE == 0
+        )
 
     def backward(self, index: int, steps: int, in_step: bool = False) -> None:
         """Before backward pass ``index``, with ``steps`` optimizer steps so far.
@@ -362,16 +399,20 @@ class ManualUpdates:
             return
         if not self.due(index):
             return
-        params = [p for model in self.m.registry.models for p in model.inner.parameters()
-                  if p.requires_grad and p.numel() and p.is_floating_point()
-                  and p.device.type != "meta"][:_MANUAL_PARAMS]
+        params = [
+            p
+            for model in self.m.registry.models
+            for p in model.inner.parameters()
+            if p.requires_grad and p.numel() and p.is_floating_point() and p.device.type != "meta"
+        ][:_MANUAL_PARAMS]
         if not params:
             return
         torch = self.m.torch
         with torch.no_grad():
             device = params[0].device
-            vector = torch.stack([p.detach().reshape(-1)[:_MANUAL_VALUES].float().sum()
-                                  .to(device) for p in params])
+            vector = torch.stack(
+                [p.detach().reshape(-1)[:_MANUAL_VALUES].float().sum().to(device) for p in params]
+            )
         ids = tuple(id(p) for p in params)
         self.m.defer(vector, functools.partial(self._compare, steps, ids))
 

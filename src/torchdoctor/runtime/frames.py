@@ -61,8 +61,9 @@ class UserCode:
     def _classify(self, filename: str) -> bool:
         return is_user_file(filename, scripts=self.scripts)
 
-    def site(self, frame: FrameType | None,
-             skip: Callable[[FrameType], bool] | None = None) -> CallSite | None:
+    def site(
+        self, frame: FrameType | None, skip: Callable[[FrameType], bool] | None = None
+    ) -> CallSite | None:
         """The innermost user frame at or above ``frame``, below any runpy launcher, that
         ``skip`` (if given) does not pass over."""
         while frame is not None:
@@ -79,9 +80,14 @@ class UserCode:
         always outside."""
         outside = self._outside_torch.get(filename)
         if outside is None:
-            outside = bool(filename) and not filename.startswith("<") and (
-                is_run_script(filename, scripts=self.scripts)
-                or not (is_torch_file(filename) or is_torchdoctor_file(filename)))
+            outside = (
+                bool(filename)
+                and not filename.startswith("<")
+                and (
+                    is_run_script(filename, scripts=self.scripts)
+                    or not (is_torch_file(filename) or is_torchdoctor_file(filename))
+                )
+            )
             self._outside_torch[filename] = outside
         return outside
 
@@ -111,8 +117,7 @@ class UserCode:
         code = frame.f_code
         if self.is_user_file(code.co_filename):
             return CallSite(code.co_filename, frame.f_lineno, code.co_name, True)
-        return self.site(frame) or CallSite(code.co_filename, frame.f_lineno, code.co_name,
-                                            False)
+        return self.site(frame) or CallSite(code.co_filename, frame.f_lineno, code.co_name, False)
 
     def site_from_traceback(self, tb: TracebackType | None) -> CallSite | None:
         """The deepest user frame of a traceback (where the user's code called in)."""

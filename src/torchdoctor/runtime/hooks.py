@@ -126,8 +126,13 @@ class HookSet:
         original = autograd.backward
         before = self._relay(before)
 
-        def backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None,
-                     *args: Any, **kwargs: Any) -> Any:
+        def backward(
+            tensors: Any,
+            grad_tensors: Any = None,
+            retain_graph: Any = None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> Any:
             before(tensors, retain_graph)
             return original(tensors, grad_tensors, retain_graph, *args, **kwargs)
 
@@ -178,8 +183,14 @@ class HookSet:
         original = warnings.showwarning
         seen = self._relay(seen)
 
-        def showwarning(message: Any, category: Any, filename: str, lineno: int,
-                        file: Any = None, line: Any = None) -> None:
+        def showwarning(
+            message: Any,
+            category: Any,
+            filename: str,
+            lineno: int,
+            file: Any = None,
+            line: Any = None,
+        ) -> None:
             seen(message, category, filename, lineno)
             original(message, category, filename, lineno, file, line)
 

@@ -68,8 +68,10 @@ class LossStream:
             self._m.readback.submit(vector, functools.partial(self._deliver, metas))
 
     def _deliver(self, metas: list[Any], values: list[float]) -> None:
-        batch = [LossValue(value, site, index, step)
-                 for (site, index, step), value in zip(metas, values, strict=True)]
+        batch = [
+            LossValue(value, site, index, step)
+            for (site, index, step), value in zip(metas, values, strict=True)
+        ]
         for loss in batch:
             self._watch(loss.value)
             self.series.setdefault(loss.site, []).append(loss.value)

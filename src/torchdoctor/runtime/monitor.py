@@ -99,8 +99,12 @@ if hasattr(os, "register_at_fork"):
 class Monitor:
     """Watches one training run; implements the detectors' ``MonitorView``."""
 
-    def __init__(self, options: MonitorOptions | None = None,
-                 models: Sequence[Any] = (), optimizers: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        options: MonitorOptions | None = None,
+        models: Sequence[Any] = (),
+        optimizers: Sequence[Any] = (),
+    ) -> None:
         self.options = options or MonitorOptions()
         self.torch = require_torch(f"torchdoctor {self.options.command}")
         self.enabled = False
@@ -111,8 +115,7 @@ class Monitor:
         self.facts: dict[str, Any] = {}
         self.series: dict[str, list[float]] = {}
         # Where each optimizer built during the run was built (weak: never keeps one alive).
-        self.optimizer_sites: weakref.WeakKeyDictionary[Any, CallSite] = (
-            weakref.WeakKeyDictionary())
+        self.optimizer_sites: weakref.WeakKeyDictionary[Any, CallSite] = weakref.WeakKeyDictionary()
         self.status = StatusLine(enabled=self.options.status)
         self._given_models = list(models)
         self._given_optimizers = list(optimizers)
@@ -125,8 +128,9 @@ class Monitor:
         self._progress_count = -1
         self._progress_off = False
         load_detector_modules((Depth.RUN,))
-        self.dispatch = Dispatcher(registered_detectors(Depth.RUN), self.options.selection,
-                                   self.options.detectors)
+        self.dispatch = Dispatcher(
+            registered_detectors(Depth.RUN), self.options.selection, self.options.detectors
+        )
         self.readback = Readback(self.torch, self._readback_failed)
         self.events = EventHandlers(self)
 
@@ -193,8 +197,9 @@ class Monitor:
             return
         device = tensors[0].device
         with torch.no_grad():
-            vector = torch.stack([t.detach().reshape(()).to(device, torch.float32)
-                                  for t in tensors])
+            vector = torch.stack(
+                [t.detach().reshape(()).to(device, torch.float32) for t in tensors]
+            )
         self.readback.submit(vector, callback)
 
     def emit(self, finding: Finding) -> None:
@@ -228,14 +233,17 @@ class Monitor:
         if _ACTIVE:
             from torchdoctor.errors import UsageError
 
-            raise UsageError("torchdoctor is already watching this process; nested "
-                             "watch() blocks are not supported")
+            raise UsageError(
+                "torchdoctor is already watching this process; nested "
+                "watch() blocks are not supported"
+            )
         _ACTIVE.append(self)
         if self.options.script is not None:  # errors and warnings it raises are the user's
             add_run_script(str(self.options.script))
         self._started = time.perf_counter()
         self._started_clock = datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds")
+            timespec="seconds"
+        )
         self.enabled = True
         for detector in list(self.dispatch.detectors):
             self.dispatch.guarded(detector, detector.on_attach, self)
@@ -280,10 +288,10 @@ class Monitor:
             self.events.flush()
             self.readback.flush()
         except Exception as error:  # noqa: BLE001
-            self.dispatch.internal_error(f"the monitor failed while finishing: {error}",
-                                         "monitor", error)
-        if exc is not None and not isinstance(exc, (StopTraining, SystemExit,
-                                                    KeyboardInterrupt)):
+            self.dispatch.internal_error(
+                f"the monitor failed while finishing: {error}", "monitor", error
+            )
+        if exc is not None and not isinstance(exc, (StopTraining, SystemExit, KeyboardInterrupt)):
             self.dispatch.call("on_exception", exc)
         self.events.record_facts()
         # In registration order, each with the findings so far: a detector may build on
@@ -313,9 +321,13 @@ class Monitor:
     def _report(self) -> Report:
         elapsed = time.perf_counter() - self._started if self._started else 0.0
         self.facts.setdefault("duration_s", round(elapsed, 3))
-        report = Report(tool_version=__version__, command=self.options.command,
-                        created=self._started_clock, facts=dict(self.facts),
-                        series=dict(self.series))
+        report = Report(
+            tool_version=__version__,
+            command=self.options.command,
+            created=self._started_clock,
+            facts=dict(self.facts),
+            series=dict(self.series),
+        )
         report.extend(self.dispatch.findings.values())
         return report
 
@@ -325,7 +337,8 @@ class Monitor:
         self.dispatch.internal_error(
             f"torchdoctor's monitor failed in {where} ({type(error).__name__}: {error}) and "
             "stopped watching; findings cover the run up to that point",
-            "monitor", error,
+            "monitor",
+            error,
         )
 
     def _readback_failed(self, callback: Callable[..., None], error: BaseException) -> None:

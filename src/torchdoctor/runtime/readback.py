@@ -21,8 +21,9 @@ Callback = Callable[[list[float]], None]
 class Readback:
     """A queue of device vectors waiting to reach the host."""
 
-    def __init__(self, torch: ModuleType, on_error: Callable[[Callback, BaseException], None]
-                 ) -> None:
+    def __init__(
+        self, torch: ModuleType, on_error: Callable[[Callback, BaseException], None]
+    ) -> None:
         self._torch = torch
         self._pending: deque[tuple[Any, Any, Callback]] = deque()
         self._on_error = on_error

@@ -76,8 +76,9 @@ class Sampler:
         """Record the end of a step, to estimate the time of a training step."""
         if self._last_step_end is not None:
             elapsed = now - self._last_step_end
-            self._step_time = elapsed if not self._step_time else (
-                0.9 * self._step_time + 0.1 * elapsed)
+            self._step_time = (
+                elapsed if not self._step_time else (0.9 * self._step_time + 0.1 * elapsed)
+            )
         self._last_step_end = now
 
     def sample_cost(self, seconds: float) -> None:

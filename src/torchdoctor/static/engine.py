@@ -73,7 +73,7 @@ def _spec(cls: type[LintRule], codes: tuple[str, ...]) -> RuleSpec:
     visits = []
     for attribute in dir(cls):
         if attribute.startswith("visit_") and attribute != "visit_call":
-            node_class = getattr(ast, attribute[len("visit_"):], None)
+            node_class = getattr(ast, attribute[len("visit_") :], None)
             if isinstance(node_class, type) and issubclass(node_class, ast.AST):
                 visits.append((node_class, attribute))
     leaves = tuple(hook for hook in SCOPE_HOOKS if getattr(cls, hook, None) is not None)
@@ -125,8 +125,9 @@ class _Guard:
         self.findings = findings
         self.failed: set[str] = set()
 
-    def wrap(self, spec: RuleSpec, rule: LintRule, hook: Callable[[Any], None]
-             ) -> Callable[[Any], None]:
+    def wrap(
+        self, spec: RuleSpec, rule: LintRule, hook: Callable[[Any], None]
+    ) -> Callable[[Any], None]:
         failed = self.failed
         name = spec.name
 
@@ -144,8 +145,11 @@ class _Guard:
     def _internal_error(self, spec: RuleSpec, argument: Any, error: Exception) -> Finding:
         line = getattr(getattr(argument, "node", argument), "lineno", None)
         return internal_error(
-            f"lint rule {spec.name}", error, Depth.LINT,
-            Location(path=self.ctx.path, line=line), codes=spec.codes,
+            f"lint rule {spec.name}",
+            error,
+            Depth.LINT,
+            Location(path=self.ctx.path, line=line),
+            codes=spec.codes,
             during=f" on {self.ctx.path}{f' near line {line}' if line else ''}",
             consequence="its findings for this file are missing, the other rules ran",
         )

@@ -69,14 +69,21 @@ def apply_fixes(text: str, fixes: Sequence[Fix]) -> tuple[str, int]:
     planned: list[tuple[int, int, str]] = []
     accepted = 0
     seen: set[tuple[Edit, ...]] = set()
-    ranked = sorted(fixes, key=lambda f: min((e.start_line, e.start_column) for e in f.edits)
-                    if f.edits else (0, 0))
+    ranked = sorted(
+        fixes,
+        key=lambda f: min((e.start_line, e.start_column) for e in f.edits) if f.edits else (0, 0),
+    )
     for fix in ranked:
         if not fix.edits or fix.edits in seen:
             continue
-        ranges = [(_offset(starts, text, e.start_line, e.start_column),
-                   _offset(starts, text, e.end_line, e.end_column), e.replacement)
-                  for e in fix.edits]
+        ranges = [
+            (
+                _offset(starts, text, e.start_line, e.start_column),
+                _offset(starts, text, e.end_line, e.end_column),
+                e.replacement,
+            )
+            for e in fix.edits
+        ]
         if any(start > end for start, end, _ in ranges) or _overlaps(ranges, planned):
             continue
         seen.add(fix.edits)
@@ -93,7 +100,7 @@ def _overlaps(ranges: list[tuple[int, int, str]], planned: list[tuple[int, int, 
             if start == other_start or (start < other_end and other_start < end):
                 return True
     for index, (start, end, _) in enumerate(ranges):
-        for other_start, other_end, _ in ranges[index + 1:]:
+        for other_start, other_end, _ in ranges[index + 1 :]:
             if start == other_start or (start < other_end and other_start < end):
                 return True
     return False
@@ -111,8 +118,7 @@ def fix_file(job: FileJob, selection: Selection, *, unsafe: bool = False) -> Fil
     cannot be read or decoded (lint reports why)."""
     from torchdoctor.static.files import read_source
 
-    data = read_source(job.path) if job.max_bytes is None else read_source(
-        job.path, job.max_bytes)
+    data = read_source(job.path) if job.max_bytes is None else read_source(job.path, job.max_bytes)
     if isinstance(data, Finding):
         return None
     decoded = decode(data, job.path)
@@ -124,8 +130,11 @@ def fix_file(job: FileJob, selection: Selection, *, unsafe: bool = False) -> Fil
     crlf = "\r\n" in original and original.count("\r\n") == original.count("\n")
     text, applied = (original.replace("\r\n", "\n") if crlf else original), 0
     for _ in range(_MAX_ROUNDS):
-        found = [f for f in lint_text(job.path, text, selection)
-                 if not any(f.code.startswith(p) for p in job.ignored)]
+        found = [
+            f
+            for f in lint_text(job.path, text, selection)
+            if not any(f.code.startswith(p) for p in job.ignored)
+        ]
         fixes = [fix for fix in (_wanted(f, unsafe) for f in found) if fix is not None]
         if not fixes:
             break
@@ -141,8 +150,11 @@ def fix_file(job: FileJob, selection: Selection, *, unsafe: bool = False) -> Fil
 def unified_diff(result: FileFix) -> str:
     """The change of one file as a unified diff (``--- a/path`` / ``+++ b/path``)."""
     lines = difflib.unified_diff(
-        result.original.splitlines(keepends=True), result.fixed.splitlines(keepends=True),
-        fromfile=f"a/{result.path}", tofile=f"b/{result.path}")
+        result.original.splitlines(keepends=True),
+        result.fixed.splitlines(keepends=True),
+        fromfile=f"a/{result.path}",
+        tofile=f"b/{result.path}",
+    )
     out = "".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in lines)
     return out
 

@@ -4,7 +4,7 @@ from common import model_and_optimizer, train
 
 model, optimizer = model_and_optimizer(optimizer="adam")
 print("first", train(model, optimizer, steps=3))
-ema = copy.deepcopy(model)                          # an EMA / teacher copy, mid-training
+ema = copy.deepcopy(model)  # an EMA / teacher copy, mid-training
 for p in ema.parameters():
     p.requires_grad_(False)
 print("second", train(model, optimizer, steps=3))

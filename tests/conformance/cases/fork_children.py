@@ -21,8 +21,9 @@ def child(path):
 
 if __name__ == "__main__":
     model, optimizer = model_and_optimizer()
-    loader = torch.utils.data.DataLoader(Numbers(), batch_size=8, num_workers=2,
-                                         multiprocessing_context="fork")
+    loader = torch.utils.data.DataLoader(
+        Numbers(), batch_size=8, num_workers=2, multiprocessing_context="fork"
+    )
     for x, y in loader:
         optimizer.zero_grad()
         (model(x) - y).pow(2).mean().backward()

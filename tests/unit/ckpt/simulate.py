@@ -34,6 +34,8 @@ def saved_on_cuda(device: str = "cuda:0") -> Iterator[None]:
     def location_tag(storage: object) -> str:
         return "cpu" if storage.data_ptr() in host else device  # type: ignore[attr-defined]
 
-    with mock.patch.object(torch.Tensor, "cpu", cpu), \
-            mock.patch.object(torch.serialization, "location_tag", location_tag):
+    with (
+        mock.patch.object(torch.Tensor, "cpu", cpu),
+        mock.patch.object(torch.serialization, "location_tag", location_tag),
+    ):
         yield

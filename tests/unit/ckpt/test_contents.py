@@ -30,9 +30,16 @@ def test_bare_state_dict(save, model) -> None:
 def test_training_checkpoint_finds_model_optimizer_scheduler_and_counter(save, model) -> None:
     optimizer = _training_state(model)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
-    contents = inspect_checkpoint(save({
-        "epoch": 4, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict()}))
+    contents = inspect_checkpoint(
+        save(
+            {
+                "epoch": 4,
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+            }
+        )
+    )
     assert contents.kind == "training"
     assert contents.primary.path == "model"
     assert len(contents.state_dicts) == 1, "Adam's per-parameter state is not a model"
@@ -52,15 +59,17 @@ def test_preferred_model_entry_wins_over_a_larger_state_dict(save, model) -> Non
 
 def test_optimizer_without_scheduler_does_not_claim_one(save, model) -> None:
     optimizer = _training_state(model)
-    contents = inspect_checkpoint(save({"model": model.state_dict(),
-                                        "optimizer": optimizer.state_dict()}))
+    contents = inspect_checkpoint(
+        save({"model": model.state_dict(), "optimizer": optimizer.state_dict()})
+    )
     assert not contents.scheduler_used and contents.counters == ()
 
 
 def test_non_finite_values_are_counted_per_tensor(save) -> None:
     weight = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
-    contents = inspect_checkpoint(save({"w": weight, "ok": torch.ones(3),
-                                        "steps": torch.tensor([1, 2])}))
+    contents = inspect_checkpoint(
+        save({"w": weight, "ok": torch.ones(3), "steps": torch.tensor([1, 2])})
+    )
     found = contents.primary.by_key()
     assert (found["w"].nan, found["w"].inf) == (1, 2)
     assert (found["ok"].nan, found["ok"].inf) == (0, 0)

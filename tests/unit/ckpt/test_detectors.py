@@ -43,43 +43,66 @@ class Wrapper(torch.nn.Module):
 POSITIVE = {
     "TD805 ddp keys": (lambda m, s: s(_prefixed(m, "module.")), "TD805"),
     "TD909 compiled keys": (lambda m, s: s(_prefixed(m, "_orig_mod.")), "TD909"),
-    "TD902 namespace": (lambda m, s: s({"model": m.state_dict(),
-                                        "args": argparse.Namespace(lr=1)}), "TD902"),
+    "TD902 namespace": (
+        lambda m, s: s({"model": m.state_dict(), "args": argparse.Namespace(lr=1)}),
+        "TD902",
+    ),
     "TD903 whole module": (lambda m, s: s(m), "TD903"),
     "TD905 no optimizer": (lambda m, s: s({"model": m.state_dict(), "epoch": 3}), "TD905"),
-    "TD905 no scheduler": (lambda m, s: s({"model": m.state_dict(), "epoch": 3,
-                                           "optimizer": _optimizer(m, True).state_dict()}),
-                           "TD905"),
-    "TD911 nan weight": (lambda m, s: s({**m.state_dict(),
-                                         "head.bias": torch.tensor([0.0, float("nan"), 1.0])}),
-                         "TD911"),
+    "TD905 no scheduler": (
+        lambda m, s: s(
+            {"model": m.state_dict(), "epoch": 3, "optimizer": _optimizer(m, True).state_dict()}
+        ),
+        "TD905",
+    ),
+    "TD911 nan weight": (
+        lambda m, s: s({**m.state_dict(), "head.bias": torch.tensor([0.0, float("nan"), 1.0])}),
+        "TD911",
+    ),
     "TD102 float64": (lambda m, s: s(m.double().state_dict()), "TD102"),
 }
 NEGATIVE = {
     "TD805 plain keys": (lambda m, s: s(m.state_dict()), "TD805"),
-    "TD805 one submodule named module": (lambda m, s: s({**m.state_dict(),
-                                                         "module.scale": torch.ones(1)}),
-                                         "TD805"),
+    "TD805 one submodule named module": (
+        lambda m, s: s({**m.state_dict(), "module.scale": torch.ones(1)}),
+        "TD805",
+    ),
     "TD909 plain keys": (lambda m, s: s(m.state_dict()), "TD909"),
-    "TD909 lookalike segment": (lambda m, s: s({"my_orig_mod.weight": torch.ones(2)}),
-                                "TD909"),
-    "TD902 plain training dict": (lambda m, s: s({"model": m.state_dict(), "args": {"lr": 1},
-                                                  "epoch": 1,
-                                                  "optimizer": _optimizer(m).state_dict()}),
-                                  "TD902"),
-    "TD903 namespace is not a module": (lambda m, s: s({"args": argparse.Namespace()}),
-                                        "TD903"),
+    "TD909 lookalike segment": (lambda m, s: s({"my_orig_mod.weight": torch.ones(2)}), "TD909"),
+    "TD902 plain training dict": (
+        lambda m, s: s(
+            {
+                "model": m.state_dict(),
+                "args": {"lr": 1},
+                "epoch": 1,
+                "optimizer": _optimizer(m).state_dict(),
+            }
+        ),
+        "TD902",
+    ),
+    "TD903 namespace is not a module": (lambda m, s: s({"args": argparse.Namespace()}), "TD903"),
     "TD905 bare weights": (lambda m, s: s(m.state_dict()), "TD905"),
-    "TD905 weights with config": (lambda m, s: s({"model": m.state_dict(),
-                                                  "config": {"width": 8}}), "TD905"),
-    "TD905 complete without scheduler": (lambda m, s: s({"model": m.state_dict(), "step": 9,
-                                                         "optimizer": _optimizer(m).state_dict()}),
-                                         "TD905"),
+    "TD905 weights with config": (
+        lambda m, s: s({"model": m.state_dict(), "config": {"width": 8}}),
+        "TD905",
+    ),
+    "TD905 complete without scheduler": (
+        lambda m, s: s(
+            {"model": m.state_dict(), "step": 9, "optimizer": _optimizer(m).state_dict()}
+        ),
+        "TD905",
+    ),
     "TD911 large but finite": (lambda m, s: s({"w": torch.full((4,), 3e38)}), "TD911"),
     "TD102 float32": (lambda m, s: s(m.state_dict()), "TD102"),
-    "TD102 float64 scalar and lone tensor": (lambda m, s: s({
-        "model": {**m.state_dict(), "temperature": torch.tensor(0.5, dtype=torch.float64)},
-        "history": torch.zeros(100, dtype=torch.float64)}), "TD102"),
+    "TD102 float64 scalar and lone tensor": (
+        lambda m, s: s(
+            {
+                "model": {**m.state_dict(), "temperature": torch.tensor(0.5, dtype=torch.float64)},
+                "history": torch.zeros(100, dtype=torch.float64),
+            }
+        ),
+        "TD102",
+    ),
 }
 
 
@@ -146,8 +169,9 @@ def test_a_failing_detector_becomes_one_internal_error(model, save, monkeypatch)
     def broken(context):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(api, "registered_detectors",
-                        lambda depth: [DetectorInfo(("TD911",), depth, broken)])
+    monkeypatch.setattr(
+        api, "registered_detectors", lambda depth: [DetectorInfo(("TD911",), depth, broken)]
+    )
     report = diagnose(save(model.state_dict()))
     assert report.codes() == {"TD001"} and report.exit_code() == 2
     assert "broken" in report.by_code("TD001")[0].message

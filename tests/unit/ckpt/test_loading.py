@@ -56,8 +56,10 @@ def test_safetensors_file_is_read_lazily(tmp_path, model) -> None:
 @pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
 def test_malicious_pickle_runs_no_code_without_trust(save, tmp_path, legacy) -> None:
     marker = tmp_path / "pwned"
-    path = save({"weights": torch.ones(2), "payload": MakesDirectory(marker)},
-                _use_new_zipfile_serialization=not legacy)
+    path = save(
+        {"weights": torch.ones(2), "payload": MakesDirectory(marker)},
+        _use_new_zipfile_serialization=not legacy,
+    )
     before = digest(path)
     loaded = load_checkpoint(path)
     assert loaded.refused and loaded.obj is None
@@ -69,8 +71,9 @@ def test_malicious_pickle_runs_no_code_without_trust(save, tmp_path, legacy) -> 
 
 
 def test_unsafe_classes_are_named_and_a_plain_checkpoint_has_none(save, model) -> None:
-    unsafe = load_checkpoint(save({"model": model.state_dict(), "args": argparse.Namespace()},
-                                  "args.pt"))
+    unsafe = load_checkpoint(
+        save({"model": model.state_dict(), "args": argparse.Namespace()}, "args.pt")
+    )
     assert unsafe.unsafe_globals == ("argparse.Namespace",)
     safe = load_checkpoint(save({"model": model.state_dict(), "args": {"lr": 0.1}}))
     assert safe.unsafe_globals == () and safe.obj is not None
@@ -97,14 +100,17 @@ def _truncate(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("case, message", [
-    ("missing", "no such file"),
-    ("directory", "is a directory"),
-    ("empty", "is empty"),
-    ("text", "not a PyTorch checkpoint"),
-    ("truncated zip", "truncated or corrupt"),
-    ("truncated legacy", "truncated or corrupt"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "no such file"),
+        ("directory", "is a directory"),
+        ("empty", "is empty"),
+        ("text", "not a PyTorch checkpoint"),
+        ("truncated zip", "truncated or corrupt"),
+        ("truncated legacy", "truncated or corrupt"),
+    ],
+)
 def test_bad_input_is_a_clear_usage_error(tmp_path, save, model, case, message) -> None:
     path = tmp_path / "input.pt"
     if case == "directory":
@@ -116,7 +122,6 @@ def test_bad_input_is_a_clear_usage_error(tmp_path, save, model, case, message) 
     elif case == "truncated zip":
         path = _truncate(save(model.state_dict(), "zip.pt"))
     elif case == "truncated legacy":
-        path = _truncate(save(model.state_dict(), "old.pt",
-                              _use_new_zipfile_serialization=False))
+        path = _truncate(save(model.state_dict(), "old.pt", _use_new_zipfile_serialization=False))
     with pytest.raises(UsageError, match=message):
         load_checkpoint(path)

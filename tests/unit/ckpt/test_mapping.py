@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from torchdoctor.ckpt.mapping import propose_mapping
 
-MODEL = {"encoder.0.weight": (8, 4), "encoder.0.bias": (8,), "encoder.2.weight": (8, 8),
-         "encoder.2.bias": (8,), "head.weight": (3, 8), "head.bias": (3,)}
+MODEL = {
+    "encoder.0.weight": (8, 4),
+    "encoder.0.bias": (8,),
+    "encoder.2.weight": (8, 8),
+    "encoder.2.bias": (8,),
+    "head.weight": (3, 8),
+    "head.bias": (3,),
+}
 
 
 def _prefixed(prefix: str, keys: dict) -> dict:

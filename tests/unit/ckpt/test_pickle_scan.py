@@ -19,8 +19,10 @@ class Exploding:
 
 @pytest.mark.parametrize("protocol", [2, 4, 5])
 def test_names_every_global_in_order_for_old_and_new_protocols(protocol: int) -> None:
-    data = pickle.dumps({"args": argparse.Namespace(lr=0.1), "call": Exploding(),
-                         "od": collections.OrderedDict()}, protocol=protocol)
+    data = pickle.dumps(
+        {"args": argparse.Namespace(lr=0.1), "call": Exploding(), "od": collections.OrderedDict()},
+        protocol=protocol,
+    )
     scan = scan_pickle(io.BytesIO(data))
     assert scan.globals[:2] == ("argparse.Namespace", "builtins.exec")
     assert "collections.OrderedDict" in scan.globals

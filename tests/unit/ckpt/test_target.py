@@ -53,14 +53,17 @@ def test_file_and_module_specs_give_the_model(factory_file, name) -> None:
         assert isinstance(built, torch.nn.Linear) and built.out_features == 3
 
 
-@pytest.mark.parametrize("spec, error, message", [
-    ("no_colon_here", UsageError, "expected 'package.module:factory'"),
-    ("factories_for_ckpt:missing", UsageError, "has no callable 'missing'"),
-    ("no_such_module_xyz:model", UsageError, "no module named"),
-    ("missing_dir/file.py:model", UsageError, "no such file"),
-    ("factories_for_ckpt:broken", UserCodeError, "ValueError: no such config"),
-    ("factories_for_ckpt:not_a_model", UsageError, "returned int"),
-])
+@pytest.mark.parametrize(
+    "spec, error, message",
+    [
+        ("no_colon_here", UsageError, "expected 'package.module:factory'"),
+        ("factories_for_ckpt:missing", UsageError, "has no callable 'missing'"),
+        ("no_such_module_xyz:model", UsageError, "no module named"),
+        ("missing_dir/file.py:model", UsageError, "no such file"),
+        ("factories_for_ckpt:broken", UserCodeError, "ValueError: no such config"),
+        ("factories_for_ckpt:not_a_model", UsageError, "returned int"),
+    ],
+)
 def test_bad_specs_and_failing_factories_are_clear(factory_file, spec, error, message) -> None:
     with pytest.raises(error, match=message):
         load_model(spec)

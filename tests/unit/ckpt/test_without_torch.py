@@ -24,8 +24,9 @@ def test_import_and_a_clear_error_without_torch(tmp_path) -> None:
         main(["ckpt", {str(target)!r}])
         """
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2, result.stderr
     assert "torchdoctor ckpt needs PyTorch" in result.stderr
     assert "Traceback" not in result.stderr

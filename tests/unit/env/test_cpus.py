@@ -15,8 +15,9 @@ def _write(root, relative: str, text: str) -> None:
     path.write_text(text)
 
 
-@pytest.mark.parametrize("text, quota", [("max 100000\n", None), ("200000 100000\n", 2.0),
-                                         ("150000 100000", 1.5)])
+@pytest.mark.parametrize(
+    "text, quota", [("max 100000\n", None), ("200000 100000\n", 2.0), ("150000 100000", 1.5)]
+)
 def test_cgroup_v2_quota(tmp_path, text, quota) -> None:
     _write(tmp_path, "sys/fs/cgroup/cpu.max", text)
     assert cgroup_cpu_quota(tmp_path) == quota

@@ -8,9 +8,18 @@ import pytest
 
 from torchdoctor.env import EnvFacts, diagnose
 
-BASE = EnvFacts(python="3.11.0", platform="Linux", torch="2.5.0", cpu_count=8,
-                usable_cpus=8, intra_op_threads=8, default_dtype="float32",
-                anomaly_detection=False, cudnn_benchmark=False, cudnn_deterministic=False)
+BASE = EnvFacts(
+    python="3.11.0",
+    platform="Linux",
+    torch="2.5.0",
+    cpu_count=8,
+    usable_cpus=8,
+    intra_op_threads=8,
+    default_dtype="float32",
+    anomaly_detection=False,
+    cudnn_benchmark=False,
+    cudnn_deterministic=False,
+)
 
 
 def env(variables: dict[str, str] | None = None, **changes: object) -> EnvFacts:
@@ -29,15 +38,16 @@ POSITIVE = {
     "distributed detail": (env({"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}), "TD014"),
     "no caching allocator": (env({"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}), "TD014"),
     "anomaly mode": (env(anomaly_detection=True), "TD015"),
-    "benchmark and deterministic": (env(cudnn_benchmark=True, cudnn_deterministic=True),
-                                    "TD705"),
+    "benchmark and deterministic": (env(cudnn_benchmark=True, cudnn_deterministic=True), "TD705"),
 }
 NEGATIVE = {
     "launch blocking unset": (env(), "TD010"),
     "launch blocking zero": (env({"CUDA_LAUNCH_BLOCKING": "0"}), "TD010"),
     "threads equal cpus": (env(), "TD011"),
-    "pinned ranks do not share": (env({"LOCAL_WORLD_SIZE": "4"}, usable_cpus=2,
-                                      intra_op_threads=2), "TD011"),
+    "pinned ranks do not share": (
+        env({"LOCAL_WORLD_SIZE": "4"}, usable_cpus=2, intra_op_threads=2),
+        "TD011",
+    ),
     "cpus unknown": (env(usable_cpus=None, intra_op_threads=64), "TD011"),
     "omp above the cores is capped": (env({"OMP_NUM_THREADS": "64"}), "TD012"),
     "omp agrees": (env({"OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": "8"}), "TD012"),

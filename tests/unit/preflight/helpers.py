@@ -21,11 +21,14 @@ def classifier(features: int = 8, classes: int = 4, hidden: int = 16) -> nn.Modu
     return nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, classes))
 
 
-def class_batch(size: int = 32, features: int = 8, classes: int = 4
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def class_batch(
+    size: int = 32, features: int = 8, classes: int = 4
+) -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(1)
-    return (torch.randn(size, features, generator=generator),
-            torch.randint(0, classes, (size,), generator=generator))
+    return (
+        torch.randn(size, features, generator=generator),
+        torch.randint(0, classes, (size,), generator=generator),
+    )
 
 
 def messages(report: Report, code: str) -> str:

@@ -33,8 +33,11 @@ def test_tuple_of_inputs_is_unpacked() -> None:
 
 
 def test_dict_with_labels_passes_the_rest_as_keywords() -> None:
-    raw = {"input_ids": torch.ones(2, 4), "attention_mask": torch.ones(2, 4),
-           "labels": torch.zeros(2)}
+    raw = {
+        "input_ids": torch.ones(2, 4),
+        "attention_mask": torch.ones(2, 4),
+        "labels": torch.zeros(2),
+    }
     batch = split_batch(raw)
     assert batch.style is CallStyle.KWARGS and batch.targets is raw["labels"]
     assert batch.call(lambda **kw: sorted(kw)) == ["attention_mask", "input_ids"]
@@ -59,8 +62,7 @@ def test_move_keeps_structure_and_namedtuples() -> None:
 
 
 def test_iter_tensors_names_nested_tensors() -> None:
-    names = [n for n, _ in iter_tensors({"ids": torch.ones(1), "extra": [torch.ones(1)]},
-                                        "inputs")]
+    names = [n for n, _ in iter_tensors({"ids": torch.ones(1), "extra": [torch.ones(1)]}, "inputs")]
     assert names == ["inputs['ids']", "inputs['extra'][0]"]
 
 

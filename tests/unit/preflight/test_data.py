@@ -16,24 +16,31 @@ pytestmark = pytest.mark.needs_torch
 
 def _cnn() -> nn.Module:
     torch.manual_seed(0)
-    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-                         nn.Flatten(), nn.Linear(4, 3))
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(4, 3),
+    )
 
 
 def _pixels(scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(1)
-    return (torch.rand(16, 1, 8, 8, generator=generator) * scale,
-            torch.randint(0, 3, (16,), generator=generator))
+    return (
+        torch.rand(16, 1, 8, 8, generator=generator) * scale,
+        torch.randint(0, 3, (16,), generator=generator),
+    )
 
 
 # --- TD401 -------------------------------------------------------------------------------
+
 
 def test_nan_inputs_are_counted_with_the_first_example() -> None:
     inputs, targets = class_batch()
     inputs[5, 2] = float("nan")
     inputs[9, 0] = float("inf")
-    [found] = run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD401").by_code(
-        "TD401")
+    [found] = run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD401").by_code("TD401")
     assert "2 non-finite values (1 NaN, 1 Inf) of 256" in found.message
     assert "example 5" in found.message and found.location.object == "inputs"
 
@@ -47,8 +54,7 @@ def test_nan_regression_targets_are_found() -> None:
 
 
 def test_finite_data_is_quiet() -> None:
-    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD401").by_code(
-        "TD401")
+    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD401").by_code("TD401")
 
 
 def test_integer_inputs_are_skipped() -> None:
@@ -59,6 +65,7 @@ def test_integer_inputs_are_skipped() -> None:
 
 # --- TD402 -------------------------------------------------------------------------------
 
+
 def test_raw_pixels_are_found_at_the_first_convolution() -> None:
     [found] = run(_cnn(), _pixels(255.0), nn.CrossEntropyLoss(), "TD402").by_code("TD402")
     assert found.location.object == "0"
@@ -68,8 +75,7 @@ def test_raw_pixels_are_found_at_the_first_convolution() -> None:
 def test_one_unscaled_tabular_feature_is_named() -> None:
     inputs, targets = class_batch()
     inputs[:, 3] = inputs[:, 3] * 20000 + 50000  # an income in dollars
-    found = messages(run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD402"),
-                     "TD402")
+    found = messages(run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD402"), "TD402")
     assert "1 of 8 input features" in found and "feature 3" in found
 
 
@@ -105,10 +111,12 @@ def test_token_ids_are_not_inputs_to_normalise() -> None:
 
 # --- TD403 -------------------------------------------------------------------------------
 
+
 def test_one_based_labels() -> None:
     inputs, targets = class_batch()
-    [found] = run(classifier(), (inputs, targets + 1), nn.CrossEntropyLoss(),
-                  "TD403").by_code("TD403")
+    [found] = run(classifier(), (inputs, targets + 1), nn.CrossEntropyLoss(), "TD403").by_code(
+        "TD403"
+    )
     assert "class indices 1..4 but the model outputs 4 classes" in found.message
     assert "1-based" in found.message and "targets - 1" in found.fix_hint
 
@@ -119,19 +127,18 @@ def test_negative_label_with_nll() -> None:
     loss = nn.NLLLoss()
     model = nn.Sequential(classifier(), nn.LogSoftmax(dim=1))
     assert "1 of 32 targets are out of range" in messages(
-        run(model, (inputs, targets), loss, "TD403"), "TD403")
+        run(model, (inputs, targets), loss, "TD403"), "TD403"
+    )
 
 
 def test_labels_in_range_are_quiet() -> None:
-    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD403").by_code(
-        "TD403")
+    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD403").by_code("TD403")
 
 
 def test_ignore_index_is_not_out_of_range() -> None:
     inputs, targets = class_batch()
     targets[:5] = -100
-    assert not run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD403").by_code(
-        "TD403")
+    assert not run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD403").by_code("TD403")
 
 
 def test_custom_ignore_index_is_honoured() -> None:
@@ -143,6 +150,7 @@ def test_custom_ignore_index_is_honoured() -> None:
 
 # --- TD404 -------------------------------------------------------------------------------
 
+
 def _sorted_loader(shuffle: bool) -> DataLoader:
     inputs, _ = class_batch(size=96)
     labels = torch.arange(4).repeat_interleave(24)
@@ -150,8 +158,9 @@ def _sorted_loader(shuffle: bool) -> DataLoader:
 
 
 def test_batches_of_one_class_from_a_sorted_loader() -> None:
-    found = messages(run(classifier(), _sorted_loader(shuffle=False), nn.CrossEntropyLoss(),
-                         "TD404"), "TD404")
+    found = messages(
+        run(classifier(), _sorted_loader(shuffle=False), nn.CrossEntropyLoss(), "TD404"), "TD404"
+    )
     assert "All 16 targets of the batch are class 0" in found
 
 
@@ -174,8 +183,7 @@ def test_small_binary_batch_of_one_class_is_quiet() -> None:
 
 
 def test_mixed_batch_is_quiet() -> None:
-    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD404").by_code(
-        "TD404")
+    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD404").by_code("TD404")
 
 
 def test_regression_targets_are_not_classes() -> None:

@@ -114,8 +114,9 @@ def test_cpu_lengths_for_packing_are_allowed() -> None:
             self.head = nn.Linear(8, 2)
 
         def forward(self, x, lengths):
-            packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
-                                                       enforce_sorted=False)
+            packed = nn.utils.rnn.pack_padded_sequence(
+                x, lengths.cpu(), batch_first=True, enforce_sorted=False
+            )
             _, state = self.rnn(packed)
             return self.head(state[-1])
 
@@ -142,14 +143,21 @@ def test_scalar_cpu_tensors_are_allowed() -> None:
 def test_forward_failing_on_a_device_error_becomes_td101() -> None:
     from torchdoctor.preflight.explain import is_device_error
 
-    assert is_device_error(RuntimeError(
-        "Expected all tensors to be on the same device, but found at least two devices, "
-        "cuda:0 and cpu!"))
-    assert is_device_error(RuntimeError(
-        "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be "
-        "the same or input should be a MKLDNN tensor and weight is a dense tensor"))
-    assert not is_device_error(RuntimeError(
-        "Input type (double) and bias type (float) should be the same"))
+    assert is_device_error(
+        RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:0 and cpu!"
+        )
+    )
+    assert is_device_error(
+        RuntimeError(
+            "Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be "
+            "the same or input should be a MKLDNN tensor and weight is a dense tensor"
+        )
+    )
+    assert not is_device_error(
+        RuntimeError("Input type (double) and bias type (float) should be the same")
+    )
     assert not is_device_error(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
 
 
@@ -160,8 +168,10 @@ def test_a_forward_that_fails_on_devices_is_reported_not_raised() -> None:
             self.linear = nn.Linear(8, 4)
 
         def forward(self, x):
-            raise RuntimeError("Expected all tensors to be on the same device, but found at "
-                               "least two devices, cuda:0 and cpu!")
+            raise RuntimeError(
+                "Expected all tensors to be on the same device, but found at "
+                "least two devices, cuda:0 and cpu!"
+            )
 
     report = run(Broken(), class_batch(), nn.CrossEntropyLoss(), "TD1")
     [found] = report.by_code("TD101")

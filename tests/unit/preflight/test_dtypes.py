@@ -18,10 +18,10 @@ pytestmark = pytest.mark.needs_torch
 
 # --- TD102 -------------------------------------------------------------------------------
 
+
 def test_float64_model_is_one_finding_naming_the_model() -> None:
     inputs, targets = class_batch()
-    report = run(classifier().double(), (inputs.double(), targets), nn.CrossEntropyLoss(),
-                 "TD102")
+    report = run(classifier().double(), (inputs.double(), targets), nn.CrossEntropyLoss(), "TD102")
     text = messages(report, "TD102")
     assert "All 4 parameters of Sequential are float64" in text
     assert "`inputs` (shape [32, 8]) is float64" in text
@@ -56,6 +56,7 @@ def test_integer_and_half_tensors_are_not_float64() -> None:
 
 # --- TD103 -------------------------------------------------------------------------------
 
+
 def test_half_layer_in_float32_model_is_named() -> None:
     model = classifier()
     model[0].to(torch.bfloat16)
@@ -74,12 +75,12 @@ def test_float32_normalisation_in_half_model_is_quiet() -> None:
 
 
 def test_uniform_half_model_is_quiet() -> None:
-    report = run(classifier().to(torch.bfloat16), class_batch(), nn.CrossEntropyLoss(),
-                 "TD103")
+    report = run(classifier().to(torch.bfloat16), class_batch(), nn.CrossEntropyLoss(), "TD103")
     assert not report.by_code("TD103")
 
 
 # --- TD104 -------------------------------------------------------------------------------
+
 
 def test_float_class_indices_for_cross_entropy() -> None:
     inputs, targets = class_batch()
@@ -143,6 +144,10 @@ def test_integer_targets_for_mse_are_quiet() -> None:
 
 def test_uniform_bfloat16_training_is_not_float64() -> None:
     inputs, targets = class_batch()
-    report = run(classifier().to(torch.bfloat16), (inputs.to(torch.bfloat16), targets),
-                 nn.CrossEntropyLoss(), "TD102")
+    report = run(
+        classifier().to(torch.bfloat16),
+        (inputs.to(torch.bfloat16), targets),
+        nn.CrossEntropyLoss(),
+        "TD102",
+    )
     assert not report.by_code("TD102")

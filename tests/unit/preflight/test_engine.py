@@ -29,6 +29,7 @@ def _context(**options) -> CheckContext:
 def _reports(code: str, text: str = "found"):
     def probe(ctx):
         yield finding(code, text, Location(object="x"), Depth.CHECK)
+
     return probe
 
 
@@ -59,21 +60,28 @@ def test_findings_of_disabled_codes_are_dropped_from_multi_code_probes() -> None
         yield from _reports("TD211")(ctx)
         yield from _reports("TD212")(ctx)
 
-    report = run_probes(_context(selection=Selection.from_options(select=["TD212"])),
-                        [ProbeInfo(("TD211", "TD212"), both)])
+    report = run_probes(
+        _context(selection=Selection.from_options(select=["TD212"])),
+        [ProbeInfo(("TD211", "TD212"), both)],
+    )
     assert report.codes() == {"TD212"}
 
 
 def test_explained_failures_are_kept_only_for_codes_no_probe_reported() -> None:
     def fails(code):
         def probe(ctx):
-            raise SharedWorkFailed(finding(code, "from the failure", Location(object="f"),
-                                           Depth.CHECK))
+            raise SharedWorkFailed(
+                finding(code, "from the failure", Location(object="f"), Depth.CHECK)
+            )
             yield  # pragma: no cover
+
         return probe
 
-    probes = [ProbeInfo(("TD101",), fails("TD101")), ProbeInfo(("TD104",), fails("TD104")),
-              ProbeInfo(("TD104",), _reports("TD104", "from the probe"))]
+    probes = [
+        ProbeInfo(("TD101",), fails("TD101")),
+        ProbeInfo(("TD104",), fails("TD104")),
+        ProbeInfo(("TD104",), _reports("TD104", "from the probe")),
+    ]
     report = run_probes(_context(), probes)
     assert [f.message for f in report.by_code("TD104")] == ["from the probe"]
     assert [f.message for f in report.by_code("TD101")] == ["from the failure"]
@@ -98,6 +106,7 @@ def test_each_probe_sees_the_users_state_not_the_previous_probes() -> None:
 
 def test_facts_record_timings_device_and_batch() -> None:
     ctx = _context()
+
     def touches_the_train_pass(ctx):
         assert ctx.train_pass.loss is not None
         return []
@@ -123,8 +132,9 @@ def test_probes_run_with_the_chosen_thread_count_and_the_users_is_put_back(monke
     try:
         torch.set_num_threads(2)
         monkeypatch.setattr(engine, "fastest_thread_count", lambda ctx: 1)
-        report = run_probes(_context(), [ProbeInfo(("TD211",), records),
-                                         ProbeInfo(("TD212",), records)])
+        report = run_probes(
+            _context(), [ProbeInfo(("TD211",), records), ProbeInfo(("TD212",), records)]
+        )
         assert seen == [1, 1] and torch.get_num_threads() == 2
         assert report.facts["threads"] == 1
     finally:
@@ -132,8 +142,7 @@ def test_probes_run_with_the_chosen_thread_count_and_the_users_is_put_back(monke
 
 
 @pytest.mark.parametrize("slowdown, chosen", [(10.0, 1), (0.8, 1), (0.1, 2)])
-def test_the_thread_count_is_the_faster_of_the_users_and_one(monkeypatch, slowdown,
-                                                             chosen) -> None:
+def test_the_thread_count_is_the_faster_of_the_users_and_one(monkeypatch, slowdown, chosen) -> None:
     """A forward slower with the user's threads (as a busy machine makes a small model's),
     or barely faster, runs single-threaded; one that threads speed up clearly keeps them."""
     import time
@@ -141,8 +150,11 @@ def test_the_thread_count_is_the_faster_of_the_users_and_one(monkeypatch, slowdo
     from torchdoctor.preflight.threads import fastest_thread_count
 
     clock = iter(range(1000))
-    monkeypatch.setattr(time, "perf_counter", lambda: next(clock) * (
-        slowdown if torch.get_num_threads() > 1 else 1.0))
+    monkeypatch.setattr(
+        time,
+        "perf_counter",
+        lambda: next(clock) * (slowdown if torch.get_num_threads() > 1 else 1.0),
+    )
     users = torch.get_num_threads()
     try:
         torch.set_num_threads(2)

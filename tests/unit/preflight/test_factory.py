@@ -60,16 +60,23 @@ def test_factory_that_raises_names_the_users_line(target_file) -> None:
     with pytest.raises(UserCodeError) as caught:
         check_factory(f"{target_file}:raises")
     assert "ValueError: the dataset path does not exist" in str(caught.value)
-    line = textwrap.dedent(GOOD).splitlines().index(
-        '    raise ValueError("the dataset path does not exist")') + 1
+    line = (
+        textwrap.dedent(GOOD)
+        .splitlines()
+        .index('    raise ValueError("the dataset path does not exist")')
+        + 1
+    )
     assert caught.value.where.endswith(f"train_setup.py:{line}")
 
 
-@pytest.mark.parametrize("suffix, message", [
-    (":missing", "has no attribute 'missing'"),
-    (":NOT_A_FUNCTION", "not a function"),
-    (":wrong", "returned a int"),
-])
+@pytest.mark.parametrize(
+    "suffix, message",
+    [
+        (":missing", "has no attribute 'missing'"),
+        (":NOT_A_FUNCTION", "not a function"),
+        (":wrong", "returned a int"),
+    ],
+)
 def test_bad_factories_are_usage_errors(target_file, suffix, message) -> None:
     with pytest.raises(UsageError, match=message):
         check_factory(f"{target_file}{suffix}")

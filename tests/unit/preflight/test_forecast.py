@@ -81,8 +81,9 @@ def test_the_breakdown_holds_parameters_and_adam_state_exactly() -> None:
 @pytest.mark.slow
 def test_the_fake_step_predicts_the_same_step_on_real_tensors() -> None:
     model, opt, loss, batch = _setup(16)
-    predicted = forecast_memory(model, opt, loss, split_batch(batch),
-                                ForecastOptions("cpu", (16,), remedies=False)).points[0]
+    predicted = forecast_memory(
+        model, opt, loss, split_batch(batch), ForecastOptions("cpu", (16,), remedies=False)
+    ).points[0]
     copy = real_copy(model, opt, loss, split_batch(batch))
     tracker = LiveBytes()
     measure_step(copy, tracker, copy.batch)
@@ -101,8 +102,7 @@ def test_only_activations_temporaries_and_the_batch_grow_with_the_batch_size() -
 
 
 def test_cuda_sizes_are_rounded_to_the_allocators_blocks() -> None:
-    point = _forecast(ForecastOptions("cuda", (8,), device_memory=2**30, remedies=False)
-                      ).points[0]
+    point = _forecast(ForecastOptions("cuda", (8,), device_memory=2**30, remedies=False)).points[0]
     cpu = _forecast(ForecastOptions("cpu", (8,), remedies=False)).points[0]
     assert point.peak_bytes % 512 == 0 and point.peak_bytes > cpu.peak_bytes
 
@@ -115,15 +115,18 @@ def test_the_largest_batch_size_that_fits_is_measured_at_the_boundary() -> None:
     usable = usable_memory("cpu", memory)
     assert forecast.usable_bytes == usable
     model, opt, loss, batch = _setup(8)
-    at = forecast_memory(model, opt, loss, split_batch(batch),
-                         ForecastOptions("cpu", (largest, largest + 1), device_memory=memory,
-                                         remedies=False)).points
+    at = forecast_memory(
+        model,
+        opt,
+        loss,
+        split_batch(batch),
+        ForecastOptions("cpu", (largest, largest + 1), device_memory=memory, remedies=False),
+    ).points
     assert at[0].fits and not at[1].fits
 
 
 def test_a_batch_size_too_large_does_not_fit() -> None:
-    forecast = _forecast(ForecastOptions("cpu", (8, 4096), device_memory=8 * 2**20,
-                                         remedies=False))
+    forecast = _forecast(ForecastOptions("cpu", (8, 4096), device_memory=8 * 2**20, remedies=False))
     assert [p.fits for p in forecast.points] == [True, False]
     assert forecast.largest_batch_size is not None and 8 <= forecast.largest_batch_size < 4096
 
@@ -148,8 +151,10 @@ def test_remedies_are_measured_and_save_what_they_should() -> None:
     assert remedy("SGD with momentum instead of Adam").saving_bytes >= _param_bytes() - 1024
     assert remedy("zero_grad(set_to_none=False)").saving_bytes <= 0
     accumulation = [r for r in forecast.remedies if r.name.startswith("gradient accumulation")]
-    assert [r.name for r in accumulation] == ["gradient accumulation 2 x 256",
-                                              "gradient accumulation 4 x 128"]
+    assert [r.name for r in accumulation] == [
+        "gradient accumulation 2 x 256",
+        "gradient accumulation 4 x 128",
+    ]
     assert base > accumulation[0].peak_bytes > accumulation[1].peak_bytes
 
 
@@ -157,8 +162,9 @@ def test_sgd_has_no_sgd_remedy_and_no_optimizer_means_no_state() -> None:
     forecast = _forecast(ForecastOptions("cpu", (8,)), optimizer=torch.optim.SGD)
     assert not any(r.name.startswith("SGD") for r in forecast.remedies)
     model, _, loss, batch = _setup()
-    alone = forecast_memory(model, None, loss, split_batch(batch),
-                            ForecastOptions("cpu", (8,), remedies=False)).points[0]
+    alone = forecast_memory(
+        model, None, loss, split_batch(batch), ForecastOptions("cpu", (8,), remedies=False)
+    ).points[0]
     assert alone.breakdown["optimizer_state"] == 0
 
 
@@ -166,9 +172,13 @@ def test_a_model_built_on_the_meta_device_is_forecast() -> None:
     with torch.device("meta"):
         model = Net()
     batch = split_batch((torch.randn(8, FEATURES), torch.randint(0, CLASSES, (8,))))
-    forecast = forecast_memory(model, torch.optim.Adam(model.parameters()),
-                               nn.CrossEntropyLoss(), batch,
-                               ForecastOptions("cpu", (8,), remedies=False))
+    forecast = forecast_memory(
+        model,
+        torch.optim.Adam(model.parameters()),
+        nn.CrossEntropyLoss(),
+        batch,
+        ForecastOptions("cpu", (8,), remedies=False),
+    )
     assert forecast.error is None
     assert forecast.points[0].breakdown["parameters"] == _param_bytes()
 
@@ -185,9 +195,13 @@ class Masked(nn.Module):
 
 def test_a_step_that_reads_values_says_it_cannot_be_measured() -> None:
     model = Masked()
-    forecast = forecast_memory(model, None, nn.MSELoss(),
-                               split_batch((torch.randn(8, 4), torch.randn(8))),
-                               ForecastOptions("cpu", (8,)))
+    forecast = forecast_memory(
+        model,
+        None,
+        nn.MSELoss(),
+        split_batch((torch.randn(8, 4), torch.randn(8))),
+        ForecastOptions("cpu", (8,)),
+    )
     assert forecast.points == () and forecast.error
     assert "cannot be measured on fake tensors" in forecast.error
     facts = forecast.to_facts()
@@ -201,9 +215,16 @@ def test_batches_are_resized_along_the_first_dimension_only() -> None:
     assert bigger.targets.tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
 
 
-@pytest.mark.parametrize(("text", "size"), [("80GiB", 80 * 2**30), ("24GB", 24 * 10**9),
-                                            ("512 MiB", 512 * 2**20), ("1000", 1000),
-                                            ("1.5GiB", 3 * 2**29)])
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("80GiB", 80 * 2**30),
+        ("24GB", 24 * 10**9),
+        ("512 MiB", 512 * 2**20),
+        ("1000", 1000),
+        ("1.5GiB", 3 * 2**29),
+    ],
+)
 def test_memory_sizes_are_read(text: str, size: int) -> None:
     assert parse_bytes(text) == size
 
@@ -228,15 +249,26 @@ def test_check_with_a_forecast_renders_it_and_leaves_the_user_state_alone() -> N
     numpy.random.seed(5)
     random.seed(5)
     rng = (torch.get_rng_state(), numpy.random.get_state()[1].copy(), random.getstate())
-    report = torchdoctor.check(model, batch, loss, opt, select=["TD3"],
-                               forecast=ForecastOptions("cuda", (8, 16), device_memory=2**30))
+    report = torchdoctor.check(
+        model,
+        batch,
+        loss,
+        opt,
+        select=["TD3"],
+        forecast=ForecastOptions("cuda", (8, 16), device_memory=2**30),
+    )
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert not opt.state and all(p.grad is None for p in model.parameters())
     assert torch.equal(rng[0], torch.get_rng_state())
     assert (rng[1] == numpy.random.get_state()[1]).all() and rng[2] == random.getstate()
     assert [p["batch_size"] for p in report.facts["forecast"]] == [8, 16]
     assert set(report.facts["forecast"][0]["breakdown"]) >= {
-        "parameters", "gradients", "optimizer_state", "activations", "temporaries"}
+        "parameters",
+        "gradients",
+        "optimizer_state",
+        "activations",
+        "temporaries",
+    }
     text = render(report, "text", RenderOptions(width=100))
     assert "Memory forecast of one training step (cuda, 1.0 GiB" in text
     assert "largest batch size that fits" in text and "remedies" in text
@@ -256,9 +288,14 @@ def test_check_with_summary_and_forecast_leaves_everything_as_it_found_it() -> N
         numpy.random.seed(123)
         random.seed(123)
         before = _state(model, loss_fn, optimizer)
-        report = torchdoctor.check(model, loader, loss_fn, optimizer, select=["TD3"],
-                                   forecast=ForecastOptions("cuda", (16, 32),
-                                                            device_memory=2**30))
+        report = torchdoctor.check(
+            model,
+            loader,
+            loss_fn,
+            optimizer,
+            select=["TD3"],
+            forecast=ForecastOptions("cuda", (16, 32), device_memory=2**30),
+        )
         after = _state(model, loss_fn, optimizer)
     assert report.facts["summary"] and len(report.facts["forecast"]) == 2
     assert "error" not in report.facts["forecast_detail"]
@@ -268,8 +305,9 @@ def test_check_with_summary_and_forecast_leaves_everything_as_it_found_it() -> N
 
 def _td712(forecast: ForecastOptions | None) -> list:
     model, opt, loss, batch = _setup()
-    return torchdoctor.check(model, batch, loss, opt, select=["TD712"],
-                             forecast=forecast).by_code("TD712")
+    return torchdoctor.check(model, batch, loss, opt, select=["TD712"], forecast=forecast).by_code(
+        "TD712"
+    )
 
 
 def test_td712_names_the_batch_size_that_does_not_fit_and_the_largest_that_does() -> None:
@@ -298,9 +336,13 @@ def test_a_model_larger_than_this_machine_is_forecast_without_its_memory() -> No
     with torch.device("meta"):
         model = nn.Sequential(nn.Linear(2**16, 2**16), nn.ReLU(), nn.Linear(2**16, 10))
     batch = split_batch((torch.randn(4, 2**16), torch.randint(0, 10, (4,))))
-    forecast = forecast_memory(model, torch.optim.AdamW(model.parameters()),
-                               nn.CrossEntropyLoss(), batch,
-                               ForecastOptions("cuda", (4,), device_memory=80 * 2**30))
+    forecast = forecast_memory(
+        model,
+        torch.optim.AdamW(model.parameters()),
+        nn.CrossEntropyLoss(),
+        batch,
+        ForecastOptions("cuda", (4,), device_memory=80 * 2**30),
+    )
     point = forecast.points[0]
     assert point.breakdown["parameters"] > 16 * 2**30  # 4.3 G parameters in float32
     assert point.breakdown["optimizer_state"] >= 2 * point.breakdown["parameters"]
@@ -312,9 +354,13 @@ def test_check_of_a_meta_model_gives_the_summary_and_forecast_only() -> None:
         model = Net()
     batch = (torch.randn(8, FEATURES), torch.randint(0, CLASSES, (8,)))
     optimizer = torch.optim.Adam(model.parameters())
-    report = torchdoctor.check(model, batch, nn.CrossEntropyLoss(), optimizer,
-                               forecast=ForecastOptions("cuda", (8, 10**6),
-                                                        device_memory=2**30))
+    report = torchdoctor.check(
+        model,
+        batch,
+        nn.CrossEntropyLoss(),
+        optimizer,
+        forecast=ForecastOptions("cuda", (8, 10**6), device_memory=2**30),
+    )
     assert "meta device" in report.facts["probes_skipped"]
     assert report.facts["forecast"][0]["breakdown"]["parameters"] >= _param_bytes()
     assert report.codes() == {"TD712"} and report.facts["summary"][0]["output_shape"] == [8, 10]

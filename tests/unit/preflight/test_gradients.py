@@ -44,6 +44,7 @@ def _flow(mode: str):
 
 # --- TD208 / TD211 / TD212 ---------------------------------------------------------------
 
+
 def test_module_that_never_runs_is_named() -> None:
     report = _flow("unused")
     found = messages(report, "TD208")
@@ -111,33 +112,41 @@ def test_nan_loss_is_not_reported_again_as_gradients() -> None:
 
 # --- TD215 -------------------------------------------------------------------------------
 
+
 def _deep(activation, norm: bool = False, depth: int = 10) -> nn.Module:
     torch.manual_seed(0)
     layers: list[nn.Module] = []
     width = 8
     for _ in range(depth):
-        layers += [nn.Linear(width, 32)] + ([nn.BatchNorm1d(32)] if norm else []) + [
-            activation()]
+        layers += [nn.Linear(width, 32)] + ([nn.BatchNorm1d(32)] if norm else []) + [activation()]
         width = 32
     return nn.Sequential(*layers, nn.Linear(32, 4))
 
 
 def test_deep_sigmoid_network_vanishes() -> None:
-    [found] = run(_deep(nn.Sigmoid), class_batch(), nn.CrossEntropyLoss(), "TD215").by_code(
-        "TD215")
+    [found] = run(_deep(nn.Sigmoid), class_batch(), nn.CrossEntropyLoss(), "TD215").by_code("TD215")
     assert found.location.object == "0.weight" and found.evidence["ratio"] < 1e-4
     assert "`20.weight`" in found.message
 
 
-@pytest.mark.parametrize("cut", [
-    lambda loss: loss.item(),  # a Python float
-    lambda loss: loss.detach(),  # a 0-dim tensor without grad
-    lambda loss: torch.tensor(loss.item()),
-], ids=["float", "detached", "rebuilt"])
+@pytest.mark.parametrize(
+    "cut",
+    [
+        lambda loss: loss.item(),  # a Python float
+        lambda loss: loss.detach(),  # a 0-dim tensor without grad
+        lambda loss: torch.tensor(loss.item()),
+    ],
+    ids=["float", "detached", "rebuilt"],
+)
 def test_a_loss_without_a_graph_on_a_vanishing_network_does_not_fail(cut) -> None:
     """No gradient reaches any layer: nothing to compare, and no internal error."""
-    report = run(_deep(nn.Sigmoid), class_batch(),
-                 lambda out, y: cut(nn.functional.cross_entropy(out, y)), "TD215", "TD605")
+    report = run(
+        _deep(nn.Sigmoid),
+        class_batch(),
+        lambda out, y: cut(nn.functional.cross_entropy(out, y)),
+        "TD215",
+        "TD605",
+    )
     assert not report.by_code("TD001") and not report.by_code("TD215")
     assert "cannot be backpropagated" in messages(report, "TD605")
 
@@ -161,6 +170,7 @@ def test_transformer_with_embeddings_is_quiet() -> None:
 
 # --- TD217 -------------------------------------------------------------------------------
 
+
 def _biased(bias: float) -> nn.Module:
     model = classifier(hidden=64)
     nn.init.constant_(model[0].bias, bias)
@@ -168,15 +178,15 @@ def _biased(bias: float) -> nn.Module:
 
 
 def test_negative_bias_kills_most_units() -> None:
-    [found] = run(_biased(-3.0), class_batch(), nn.CrossEntropyLoss(), "TD217").by_code(
-        "TD217")
+    [found] = run(_biased(-3.0), class_batch(), nn.CrossEntropyLoss(), "TD217").by_code("TD217")
     assert found.location.object == "1" and found.evidence["dead"] >= 32
 
 
 def test_dead_units_at_several_sites_are_one_finding() -> None:
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
-                          nn.Linear(32, 4))
+    model = nn.Sequential(
+        nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4)
+    )
     nn.init.constant_(model[0].bias, -3.0)
     nn.init.constant_(model[2].bias, -3.0)
     [found] = run(model, class_batch(), nn.CrossEntropyLoss(), "TD217").by_code("TD217")
@@ -249,4 +259,5 @@ def test_zero_init_residual_is_quiet_but_round_behind_it_is_not() -> None:
 
     assert not run(Block(False), class_batch(), nn.CrossEntropyLoss(), *FLOW).codes()
     assert "`inner.weight`" in messages(
-        run(Block(True), class_batch(), nn.CrossEntropyLoss(), *FLOW), "TD211")
+        run(Block(True), class_batch(), nn.CrossEntropyLoss(), *FLOW), "TD211"
+    )

@@ -28,8 +28,9 @@ def _mlp(dropout: float = 0.0) -> nn.Module:
 
 
 def _findings(model, optimizer, loss_fn=None, batch=None):
-    report = check(model, batch or _batch(), loss_fn or nn.CrossEntropyLoss(), optimizer,
-                   select=CODES)
+    report = check(
+        model, batch or _batch(), loss_fn or nn.CrossEntropyLoss(), optimizer, select=CODES
+    )
     return report.by_code("TD605"), report.by_code("TD606")
 
 
@@ -91,8 +92,9 @@ def test_a_summed_loss_with_sgd_blows_up_and_the_first_update_is_far_too_large()
     def summed(output, target):
         return F.mse_loss(output, target, reduction="sum") * 100
 
-    [learning], [update] = _findings(model, torch.optim.SGD(model.parameters(), lr=0.01),
-                                     summed, (inputs, inputs))
+    [learning], [update] = _findings(
+        model, torch.optim.SGD(model.parameters(), lr=0.01), summed, (inputs, inputs)
+    )
     assert "far too large" in learning.message or "overshoot" in learning.message
     assert update.evidence["update_ratio"] > 1.0
     assert update.location.object == "optimizer.param_groups[0]"
@@ -128,11 +130,13 @@ def test_a_model_whose_gradients_vanish_is_told_so_not_that_it_is_miswired() -> 
 
 def test_a_loss_cut_off_from_the_model_is_one_finding_not_one_per_parameter() -> None:
     model = _mlp()
+
     def rebuilt(output, target):  # a leaf made from the value: backward reaches nothing
         return F.cross_entropy(output, target).detach().requires_grad_()
 
-    report = check(model, _batch(), rebuilt, torch.optim.Adam(model.parameters()),
-                   select=["TD208", *CODES])
+    report = check(
+        model, _batch(), rebuilt, torch.optim.Adam(model.parameters()), select=["TD208", *CODES]
+    )
     assert report.codes() == {"TD605"}
     assert "no parameter received a gradient" in report.findings[0].message
 
@@ -148,11 +152,15 @@ def test_a_learning_rate_far_too_small_is_information_with_the_evidence() -> Non
 # --- TD605: negative ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [
-    lambda p: torch.optim.Adam(p, lr=1e-3),
-    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
-    lambda p: torch.optim.AdamW(p, lr=3e-4, weight_decay=0.01),
-], ids=["adam", "sgd-momentum", "adamw"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: torch.optim.Adam(p, lr=1e-3),
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+        lambda p: torch.optim.AdamW(p, lr=3e-4, weight_decay=0.01),
+    ],
+    ids=["adam", "sgd-momentum", "adamw"],
+)
 def test_healthy_setups_with_dropout_are_quiet(make) -> None:
     model = _mlp(dropout=0.3)
     learning, update = _findings(model, make(model.parameters()))
@@ -184,8 +192,9 @@ def test_a_loss_that_starts_at_zero_is_not_asked_to_fall() -> None:
     inputs = _batch()[0]
     with torch.no_grad():
         targets = model(inputs)
-    learning, _ = _findings(model, torch.optim.Adam(model.parameters()), nn.MSELoss(),
-                            (inputs, targets))
+    learning, _ = _findings(
+        model, torch.optim.Adam(model.parameters()), nn.MSELoss(), (inputs, targets)
+    )
     assert learning == []
 
 
@@ -193,8 +202,9 @@ def test_a_loss_that_is_already_nan_is_left_to_the_non_finite_rules() -> None:
     model = _mlp()
     inputs, targets = _batch()
     inputs[0, 0] = float("nan")
-    learning, update = _findings(model, torch.optim.Adam(model.parameters()),
-                                 batch=(inputs, targets))
+    learning, update = _findings(
+        model, torch.optim.Adam(model.parameters()), batch=(inputs, targets)
+    )
     assert learning == [] and update == []
 
 
@@ -209,8 +219,7 @@ def _log_of_a_shrinking_output():
 
 
 @pytest.mark.parametrize("slow_optimizer", [False, True])
-def test_a_reference_run_that_turns_nan_is_that_problem_not_cannot_fit(
-        slow_optimizer) -> None:
+def test_a_reference_run_that_turns_nan_is_that_problem_not_cannot_fit(slow_optimizer) -> None:
     model, batch, loss_fn = _log_of_a_shrinking_output()
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-10) if slow_optimizer else None
     learning, _ = _findings(model, optimizer, loss_fn, batch)
@@ -238,11 +247,15 @@ def test_a_fully_frozen_model_is_not_a_learning_problem() -> None:
 # --- TD606: negative ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [
-    lambda p: torch.optim.AdamW(p, lr=1e-5),  # fine-tuning
-    lambda p: torch.optim.SGD(p, lr=1e-3),  # slow, plain SGD
-    lambda p: torch.optim.Adam(p, lr=1e-2),
-], ids=["adamw-1e-5", "sgd-1e-3", "adam-1e-2"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: torch.optim.AdamW(p, lr=1e-5),  # fine-tuning
+        lambda p: torch.optim.SGD(p, lr=1e-3),  # slow, plain SGD
+        lambda p: torch.optim.Adam(p, lr=1e-2),
+    ],
+    ids=["adamw-1e-5", "sgd-1e-3", "adam-1e-2"],
+)
 def test_update_ratios_of_slow_and_fast_healthy_rates_are_in_band(make) -> None:
     model = _mlp()
     _, update = _findings(model, make(model.parameters()))
@@ -253,9 +266,13 @@ def test_a_group_of_zero_initialised_biases_has_no_scale_and_is_skipped() -> Non
     model = _mlp()
     for layer in (model[0], model[3]):
         nn.init.zeros_(layer.bias)
-    optimizer = torch.optim.SGD([{"params": [model[0].weight, model[3].weight]},
-                                 {"params": [model[0].bias, model[3].bias], "lr": 1.0}],
-                                lr=0.1)
+    optimizer = torch.optim.SGD(
+        [
+            {"params": [model[0].weight, model[3].weight]},
+            {"params": [model[0].bias, model[3].bias], "lr": 1.0},
+        ],
+        lr=0.1,
+    )
     _, update = _findings(model, optimizer)
     assert update == []
 
@@ -265,8 +282,9 @@ def test_a_group_of_zero_initialised_biases_has_no_scale_and_is_skipped() -> Non
 
 def test_a_group_whose_updates_are_vanishingly_small_is_named() -> None:
     model = _mlp()
-    optimizer = torch.optim.SGD([{"params": model[0].parameters(), "lr": 1e-9},
-                                 {"params": model[3].parameters()}], lr=0.1)
+    optimizer = torch.optim.SGD(
+        [{"params": model[0].parameters(), "lr": 1e-9}, {"params": model[3].parameters()}], lr=0.1
+    )
     _, [update] = _findings(model, optimizer)
     assert update.location.object == "optimizer.param_groups[0]"
     assert update.evidence["update_ratio"] < 1e-7
@@ -306,9 +324,13 @@ def test_nan_inputs_that_the_loss_hides_are_left_to_td401() -> None:
     inputs, targets = _batch()
     inputs[3, 2] = float("nan")
     kept = torch.arange(32) != 3
-    report = check(model, (inputs, targets),
-                   lambda out, y: F.cross_entropy(out[kept], y[kept]),
-                   torch.optim.Adam(model.parameters()), select=["TD401", *CODES])
+    report = check(
+        model,
+        (inputs, targets),
+        lambda out, y: F.cross_entropy(out[kept], y[kept]),
+        torch.optim.Adam(model.parameters()),
+        select=["TD401", *CODES],
+    )
     assert report.codes() == {"TD401"}, [f.message for f in report.findings]
 
 
@@ -326,26 +348,36 @@ def test_nan_gradients_from_a_finite_loss_are_left_to_td212() -> None:
     second = inputs.clone()
     second[1::2] += 1.0  # half the pairs identical: distance exactly 0
     model = Distance()
-    report = check(model, (inputs, second, torch.ones(32)), lambda d, y: (d * y).mean(),
-                   torch.optim.Adam(model.parameters()), select=["TD212", *CODES])
+    report = check(
+        model,
+        (inputs, second, torch.ones(32)),
+        lambda d, y: (d * y).mean(),
+        torch.optim.Adam(model.parameters()),
+        select=["TD212", *CODES],
+    )
     assert report.codes() == {"TD212"}, [f.message for f in report.findings]
 
 
 def _trajectory(losses, ratio, weights_finite):
     from torchdoctor.preflight.overfit import GroupUpdate, Trajectory
 
-    return Trajectory(tuple(losses), (GroupUpdate(0, ratio, 0.1, ("w",)),),
-                      weights_finite=weights_finite)
+    return Trajectory(
+        tuple(losses), (GroupUpdate(0, ratio, 0.1, ("w",)),), weights_finite=weights_finite
+    )
 
 
-@pytest.mark.parametrize("losses, ratio, weights_finite, reason", [
-    ([1.0, 40.0, float("nan")], 3.0, False, "far too large (the first changed the weights"),
-    ([1.0, 1.5, 9.0, float("inf")], 0.01, False, "far too large (the loss rose first)"),
-    ([1.0, 0.99, 0.98, float("nan")], 0.01, False, "a gradient turned NaN/Inf"),
-    ([1.0, 0.99, float("nan")], 0.01, True, "the forward or the loss produces NaN/Inf"),
-])
+@pytest.mark.parametrize(
+    "losses, ratio, weights_finite, reason",
+    [
+        ([1.0, 40.0, float("nan")], 3.0, False, "far too large (the first changed the weights"),
+        ([1.0, 1.5, 9.0, float("inf")], 0.01, False, "far too large (the loss rose first)"),
+        ([1.0, 0.99, 0.98, float("nan")], 0.01, False, "a gradient turned NaN/Inf"),
+        ([1.0, 0.99, float("nan")], 0.01, True, "the forward or the loss produces NaN/Inf"),
+    ],
+)
 def test_a_loss_that_turns_non_finite_is_given_its_measured_cause(
-        losses, ratio, weights_finite, reason) -> None:
+    losses, ratio, weights_finite, reason
+) -> None:
     from torchdoctor.preflight.context import CheckContext
     from torchdoctor.preflight.probes.learning import _turned_non_finite
 

@@ -52,8 +52,9 @@ def _model() -> nn.Module:
 
 def _run(loader, code):
     model = _model()
-    report = check(model, loader, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters()),
-                   select=[code])
+    report = check(
+        model, loader, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters()), select=[code]
+    )
     return report.by_code(code)
 
 
@@ -74,13 +75,22 @@ class Folders(Dataset):
 # --- TD407 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [
-    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32),
-    lambda: DataLoader(Folders(), batch_size=32),
-    lambda: DataLoader(Subset(Folders(), range(0, 256, 2)), batch_size=32),
-    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32, sampler=DistributedSampler(
-        TensorDataset(*_data(sort=True)), num_replicas=1, rank=0, shuffle=False)),
-], ids=["tensor-dataset", "targets-attribute", "subset", "distributed-no-shuffle"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32),
+        lambda: DataLoader(Folders(), batch_size=32),
+        lambda: DataLoader(Subset(Folders(), range(0, 256, 2)), batch_size=32),
+        lambda: DataLoader(
+            TensorDataset(*_data(sort=True)),
+            batch_size=32,
+            sampler=DistributedSampler(
+                TensorDataset(*_data(sort=True)), num_replicas=1, rank=0, shuffle=False
+            ),
+        ),
+    ],
+    ids=["tensor-dataset", "targets-attribute", "subset", "distributed-no-shuffle"],
+)
 def test_an_in_order_loader_over_sorted_labels_is_reported(make) -> None:
     [found] = _run(make(), "TD407")
     assert found.location.object == "DataLoader"
@@ -89,16 +99,32 @@ def test_an_in_order_loader_over_sorted_labels_is_reported(make) -> None:
     assert found.evidence["classes_in_first_batch"] == 1
 
 
-@pytest.mark.parametrize("make", [
-    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32, shuffle=True),
-    lambda: DataLoader(TensorDataset(*_data()), batch_size=32),  # stored in random order
-    lambda: DataLoader(TensorDataset(_data()[0], _data()[0][:, 0].sort().values), batch_size=32),
-    lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_sampler=BatchSampler(
-        SequentialSampler(range(256)), batch_size=32, drop_last=False)),
-    lambda: DataLoader(TensorDataset(_data()[0], torch.zeros(256, dtype=torch.long)),
-                       batch_size=32),
-], ids=["shuffled", "random-storage-order", "sorted-float-targets", "custom-batch-sampler",
-        "one-class"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DataLoader(TensorDataset(*_data(sort=True)), batch_size=32, shuffle=True),
+        lambda: DataLoader(TensorDataset(*_data()), batch_size=32),  # stored in random order
+        lambda: DataLoader(
+            TensorDataset(_data()[0], _data()[0][:, 0].sort().values), batch_size=32
+        ),
+        lambda: DataLoader(
+            TensorDataset(*_data(sort=True)),
+            batch_sampler=BatchSampler(
+                SequentialSampler(range(256)), batch_size=32, drop_last=False
+            ),
+        ),
+        lambda: DataLoader(
+            TensorDataset(_data()[0], torch.zeros(256, dtype=torch.long)), batch_size=32
+        ),
+    ],
+    ids=[
+        "shuffled",
+        "random-storage-order",
+        "sorted-float-targets",
+        "custom-batch-sampler",
+        "one-class",
+    ],
+)
 def test_shuffled_unsorted_regression_or_unknown_orders_are_quiet(make) -> None:
     model = _model()
 
@@ -107,8 +133,7 @@ def test_shuffled_unsorted_regression_or_unknown_orders_are_quiet(make) -> None:
             return nn.functional.mse_loss(output[:, 0], target)
         return nn.functional.cross_entropy(output, target)
 
-    report = check(model, make(), loss_fn, torch.optim.Adam(model.parameters()),
-                   select=["TD407"])
+    report = check(model, make(), loss_fn, torch.optim.Adam(model.parameters()), select=["TD407"])
     assert report.by_code("TD407") == []
 
 
@@ -139,35 +164,44 @@ def test_an_in_memory_dataset_is_not_data_bound() -> None:
     assert _run(DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True), "TD409") == []
 
 
-@pytest.mark.parametrize(("per_batch", "step", "workers", "bound"), [
-    (0.010, 0.002, 0, True),  # loading and training take turns: 83% waiting
-    (0.010, 0.012, 0, False),  # 45% waiting
-    (0.010, 0.004, 4, True),  # workers overlap, but loading is still 2.5x slower
-    (0.010, 0.011, 4, False),  # workers keep up: no waiting at all
-])
-def test_the_waiting_share_accounts_for_overlap_with_workers(per_batch, step, workers,
-                                                             bound) -> None:
+@pytest.mark.parametrize(
+    ("per_batch", "step", "workers", "bound"),
+    [
+        (0.010, 0.002, 0, True),  # loading and training take turns: 83% waiting
+        (0.010, 0.012, 0, False),  # 45% waiting
+        (0.010, 0.004, 4, True),  # workers overlap, but loading is still 2.5x slower
+        (0.010, 0.011, 4, False),  # workers keep up: no waiting at all
+    ],
+)
+def test_the_waiting_share_accounts_for_overlap_with_workers(
+    per_batch, step, workers, bound
+) -> None:
     timing = LoaderTiming(first_batch=per_batch, per_batch=per_batch, batches=8)
     assert (waiting_share(timing, step, workers) >= 0.5) is bound
 
 
-@pytest.mark.parametrize(("per_batch", "step", "workers", "bound"), [
-    (0.010, 0.004, 0, True),  # loading takes 2.5 steps: bound even with a step twice as slow
-    (0.010, 0.006, 0, False),  # 62% waiting as measured, but not beyond timing noise
-    (0.010, 0.002, 4, True),  # the workers deliver a batch every 5 steps
-    (0.010, 0.004, 4, False),  # 60% waiting as measured, within the margin
-])
-def test_the_verdict_keeps_a_margin_against_timing_noise(per_batch, step, workers,
-                                                        bound) -> None:
+@pytest.mark.parametrize(
+    ("per_batch", "step", "workers", "bound"),
+    [
+        (0.010, 0.004, 0, True),  # loading takes 2.5 steps: bound even with a step twice as slow
+        (0.010, 0.006, 0, False),  # 62% waiting as measured, but not beyond timing noise
+        (0.010, 0.002, 4, True),  # the workers deliver a batch every 5 steps
+        (0.010, 0.004, 4, False),  # 60% waiting as measured, within the margin
+    ],
+)
+def test_the_verdict_keeps_a_margin_against_timing_noise(per_batch, step, workers, bound) -> None:
     timing = LoaderTiming(first_batch=per_batch, per_batch=per_batch, batches=8)
     assert data_bound(timing, step, workers) is bound
 
 
-@pytest.mark.parametrize(("rate", "shared", "bound"), [
-    (0.010, 0.002, False),  # starved workers deliver slowly; alone they would keep up
-    (0.010, 0.020, True),  # loading in this process is no faster: the rate stands
-    (0.010, None, True),  # no in-process timing (a stream that cannot be copied)
-])
+@pytest.mark.parametrize(
+    ("rate", "shared", "bound"),
+    [
+        (0.010, 0.002, False),  # starved workers deliver slowly; alone they would keep up
+        (0.010, 0.020, True),  # loading in this process is no faster: the rate stands
+        (0.010, None, True),  # no in-process timing (a stream that cannot be copied)
+    ],
+)
 def test_workers_starved_of_cpu_are_judged_by_their_own_cost(rate, shared, bound) -> None:
     timing = LoaderTiming(first_batch=0.1, per_batch=rate, batches=8, shared_in_process=shared)
     assert timing.delivered == min(rate, shared or rate)
@@ -223,8 +257,13 @@ class Jittery(nn.Module):
 def test_a_step_slowed_now_and_then_does_not_hide_a_slow_loader() -> None:
     """The step's fastest timing counts: noise only ever adds time."""
     model = Jittery()
-    report = check(model, DataLoader(Decoded(), batch_size=16), nn.CrossEntropyLoss(),
-                   torch.optim.Adam(model.parameters()), select=["TD409"])
+    report = check(
+        model,
+        DataLoader(Decoded(), batch_size=16),
+        nn.CrossEntropyLoss(),
+        torch.optim.Adam(model.parameters()),
+        select=["TD409"],
+    )
     [found] = report.by_code("TD409")
     assert found.evidence["batch_to_step_ratio"] >= 2  # the margin
 
@@ -241,8 +280,13 @@ def test_the_overfit_runs_steps_are_timed_once_for_the_loader_probe(monkeypatch)
     model, users = _model(), torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        report = check(model, DataLoader(Decoded(), batch_size=16), nn.CrossEntropyLoss(),
-                       torch.optim.Adam(model.parameters()), select=["TD409", "TD605"])
+        report = check(
+            model,
+            DataLoader(Decoded(), batch_size=16),
+            nn.CrossEntropyLoss(),
+            torch.optim.Adam(model.parameters()),
+            select=["TD409", "TD605"],
+        )
     finally:
         torch.set_num_threads(users)
     [found] = report.by_code("TD409")
@@ -252,12 +296,14 @@ def test_the_overfit_runs_steps_are_timed_once_for_the_loader_probe(monkeypatch)
 # --- TD412 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("startup", "batches", "reported"), [
-    (0.2, 8, True),  # 0.2 s of start-up in front of a 0.08 s epoch
-    (0.2, 10_000, False),  # negligible in front of a 100 s epoch
-])
-def test_the_restart_share_weighs_start_up_against_the_epoch(startup, batches,
-                                                              reported) -> None:
+@pytest.mark.parametrize(
+    ("startup", "batches", "reported"),
+    [
+        (0.2, 8, True),  # 0.2 s of start-up in front of a 0.08 s epoch
+        (0.2, 10_000, False),  # negligible in front of a 100 s epoch
+    ],
+)
+def test_the_restart_share_weighs_start_up_against_the_epoch(startup, batches, reported) -> None:
     timing = LoaderTiming(first_batch=startup + 0.01, per_batch=0.01, batches=8)
     share, iteration = restart_share(timing, step=0.005, batches=batches)
     assert iteration == 0.01
@@ -273,8 +319,9 @@ def test_workers_restarted_for_a_short_epoch_are_information() -> None:
 
 
 def test_persistent_workers_are_quiet() -> None:
-    loader = DataLoader(TensorDataset(*_data()), batch_size=32, num_workers=2, shuffle=True,
-                        persistent_workers=True)
+    loader = DataLoader(
+        TensorDataset(*_data()), batch_size=32, num_workers=2, shuffle=True, persistent_workers=True
+    )
     assert _run(loader, "TD412") == []
 
 
@@ -332,12 +379,16 @@ def test_a_worker_init_fn_that_seeds_every_worker_alike_is_reported() -> None:
     assert "puts every worker on the same seed" in found.message
 
 
-@pytest.mark.parametrize(("source", "options"), [
-    ("numpy-global", {}),  # torch seeds numpy's global generator in each worker
-    ("torch", {}),
-    ("own-generator", {"worker_init_fn": _own_seed}),
-    ("none", {}),  # no augmentation at all: identical, and rightly so
-], ids=["numpy-global", "torch", "reseeded-in-workers", "deterministic"])
+@pytest.mark.parametrize(
+    ("source", "options"),
+    [
+        ("numpy-global", {}),  # torch seeds numpy's global generator in each worker
+        ("torch", {}),
+        ("own-generator", {"worker_init_fn": _own_seed}),
+        ("none", {}),  # no augmentation at all: identical, and rightly so
+    ],
+    ids=["numpy-global", "torch", "reseeded-in-workers", "deterministic"],
+)
 def test_per_worker_streams_and_deterministic_datasets_are_quiet(source, options) -> None:
     assert _run(_workers(source, **options), "TD410") == []
 
@@ -363,11 +414,14 @@ def test_pinned_memory_or_cpu_training_is_quiet(pin, device) -> None:
     assert list(pin_memory_off_with_cuda(_context(loader, device))) == []
 
 
-@pytest.mark.parametrize(("stamps", "workers", "rate"), [
-    ([1.0, 1.0, 1.5, 2.0, 2.5], 2, 0.5),  # two workers: the first two batches arrive together
-    ([1.0, 1.5, 2.0, 2.5], 1, 0.5),
-    ([1.0, 1.0], 2, None),  # a two-batch epoch: the workers' pace cannot be seen
-])
+@pytest.mark.parametrize(
+    ("stamps", "workers", "rate"),
+    [
+        ([1.0, 1.0, 1.5, 2.0, 2.5], 2, 0.5),  # two workers: the first two batches arrive together
+        ([1.0, 1.5, 2.0, 2.5], 1, 0.5),
+        ([1.0, 1.0], 2, None),  # a two-batch epoch: the workers' pace cannot be seen
+    ],
+)
 def test_the_workers_pace_is_read_after_their_first_round(stamps, workers, rate) -> None:
     from torchdoctor.preflight.loader_timing import _steady_rate
 

@@ -31,12 +31,15 @@ def _seeded(seed: int = 7) -> torch.Generator:
 
 def _loaders(kind: str) -> tuple[DataLoader, DataLoader]:
     """Two identical loaders: one for the check, one that nothing touches."""
+
     def make() -> DataLoader:
         dataset = _dataset()
         if kind == "sampler":
-            return DataLoader(dataset, batch_size=16,
-                              sampler=RandomSampler(dataset, generator=_seeded()))
+            return DataLoader(
+                dataset, batch_size=16, sampler=RandomSampler(dataset, generator=_seeded())
+            )
         return DataLoader(dataset, batch_size=16, shuffle=True, generator=_seeded())
+
     return make(), make()
 
 
@@ -78,8 +81,14 @@ class _OwnIteration(DataLoader):
 
 def test_a_loader_iterated_in_place_is_put_back() -> None:
     dataset = _dataset()
-    loader = _OwnIteration(dataset, batch_size=16, shuffle=True, generator=_seeded(),
-                           num_workers=1, persistent_workers=True)
+    loader = _OwnIteration(
+        dataset,
+        batch_size=16,
+        shuffle=True,
+        generator=_seeded(),
+        num_workers=1,
+        persistent_workers=True,
+    )
     state = loader.generator.get_state()
     before = set(multiprocessing.active_children())
     torchdoctor.check(classifier(), loader, nn.CrossEntropyLoss(), select=CODES)
@@ -90,8 +99,13 @@ def test_a_loader_iterated_in_place_is_put_back() -> None:
 
 def _persistent_with_own_generator() -> DataLoader:
     dataset = _dataset()
-    return DataLoader(dataset, batch_size=16, sampler=RandomSampler(dataset, generator=_seeded()),
-                      num_workers=2, persistent_workers=True)
+    return DataLoader(
+        dataset,
+        batch_size=16,
+        sampler=RandomSampler(dataset, generator=_seeded()),
+        num_workers=2,
+        persistent_workers=True,
+    )
 
 
 @pytest.mark.slow
@@ -108,8 +122,9 @@ def test_a_full_check_leaves_a_persistent_loader_and_its_sampler_as_found(mid_tr
     before = set(multiprocessing.active_children())
     model = classifier()
     try:
-        report = torchdoctor.check(model, checked, nn.CrossEntropyLoss(),
-                                   torch.optim.Adam(model.parameters()))
+        report = torchdoctor.check(
+            model, checked, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters())
+        )
         assert not report.by_code("TD001")
         assert torch.equal(checked.sampler.generator.get_state(), state)
         assert checked._iterator is iterator

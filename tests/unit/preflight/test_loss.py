@@ -37,9 +37,11 @@ def _codes(model, loss, batch=None) -> set[str]:
 
 # --- positives ---------------------------------------------------------------------------
 
+
 def test_softmax_in_forward_with_cross_entropy_points_at_the_line() -> None:
-    report = run(Ending(lambda z: torch.softmax(z, dim=1)), class_batch(),
-                 nn.CrossEntropyLoss(), *WIRING)
+    report = run(
+        Ending(lambda z: torch.softmax(z, dim=1)), class_batch(), nn.CrossEntropyLoss(), *WIRING
+    )
     [found] = report.by_code("TD301")
     assert found.location.path.endswith("test_loss.py") and "softmax" in found.location.snippet
     assert "0.74 to 1.74 here" in found.message  # ln(e + 3) = 1.74 for 4 classes
@@ -60,8 +62,12 @@ def test_softmax_inside_a_loss_wrapper_is_seen_through() -> None:
 
 
 def test_hand_written_softmax_is_recognised_from_values() -> None:
-    report = run(Ending(lambda z: z.exp() / z.exp().sum(1, keepdim=True)), class_batch(),
-                 nn.CrossEntropyLoss(), *WIRING)
+    report = run(
+        Ending(lambda z: z.exp() / z.exp().sum(1, keepdim=True)),
+        class_batch(),
+        nn.CrossEntropyLoss(),
+        *WIRING,
+    )
     [found] = report.by_code("TD301")
     assert found.confidence is Confidence.MEDIUM
 
@@ -88,6 +94,7 @@ def test_probabilities_to_nll() -> None:
 
 
 # --- negatives ---------------------------------------------------------------------------
+
 
 def test_logits_with_cross_entropy_are_quiet() -> None:
     assert _codes(classifier(), nn.CrossEntropyLoss()) == set()
@@ -181,6 +188,7 @@ def test_softmax_used_for_attention_inside_the_model_is_quiet() -> None:
 
 # --- TD306 -------------------------------------------------------------------------------
 
+
 def _regressor() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
@@ -206,8 +214,7 @@ def test_hand_written_mse_broadcast_is_found_empirically() -> None:
 
 def test_bce_with_mismatched_shapes_is_found_although_torch_raises() -> None:
     inputs, targets = _regression_batch()
-    report = run(_regressor(), (inputs, (targets > 0).float()), nn.BCEWithLogitsLoss(),
-                 "TD306")
+    report = run(_regressor(), (inputs, (targets > 0).float()), nn.BCEWithLogitsLoss(), "TD306")
     assert report.by_code("TD306")
 
 
@@ -225,8 +232,7 @@ def test_custom_loss_that_squeezes_itself_is_quiet() -> None:
 
 
 def test_class_index_targets_are_not_broadcasting() -> None:
-    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD306").by_code(
-        "TD306")
+    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD306").by_code("TD306")
 
 
 def test_per_sample_weights_broadcast_inside_a_custom_loss_are_quiet() -> None:

@@ -28,6 +28,7 @@ def _positive_targets() -> tuple[torch.Tensor, torch.Tensor]:
 
 # --- TD213 -------------------------------------------------------------------------------
 
+
 def test_log_of_negative_prediction_inside_the_loss_is_located() -> None:
     def log_error(predicted, target):
         return F.mse_loss(torch.log(predicted), torch.log(target))
@@ -57,15 +58,13 @@ def test_module_that_makes_nan_from_finite_inputs_is_named() -> None:
 
 
 def test_finite_loss_is_quiet() -> None:
-    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD213").by_code(
-        "TD213")
+    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD213").by_code("TD213")
 
 
 def test_nan_in_the_batch_is_left_to_td401() -> None:
     inputs, targets = class_batch()
     inputs[0, 0] = float("nan")
-    assert not run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD213").by_code(
-        "TD213")
+    assert not run(classifier(), (inputs, targets), nn.CrossEntropyLoss(), "TD213").by_code("TD213")
 
 
 def test_clamped_log_in_the_loss_is_quiet() -> None:
@@ -76,6 +75,7 @@ def test_clamped_log_in_the_loss_is_quiet() -> None:
 
 
 # --- TD307 -------------------------------------------------------------------------------
+
 
 def _wide_init(model: nn.Module, std: float) -> nn.Module:
     for module in model.modules():
@@ -95,13 +95,13 @@ def test_sigmoid_outputs_with_huge_logits_for_bce_with_logits() -> None:
     inputs, _ = class_batch()
     targets = torch.randint(0, 2, (32, 4)).float()
     model = _wide_init(classifier(hidden=256), std=1.0)
-    assert "ln(2) = 0.693" in messages(run(model, (inputs, targets), nn.BCEWithLogitsLoss(),
-                                           "TD307"), "TD307")
+    assert "ln(2) = 0.693" in messages(
+        run(model, (inputs, targets), nn.BCEWithLogitsLoss(), "TD307"), "TD307"
+    )
 
 
 def test_default_initialisation_is_quiet() -> None:
-    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD307").by_code(
-        "TD307")
+    assert not run(classifier(), class_batch(), nn.CrossEntropyLoss(), "TD307").by_code("TD307")
 
 
 def test_sum_reduction_is_not_compared_with_ln_c() -> None:

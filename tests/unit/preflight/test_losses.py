@@ -16,26 +16,28 @@ from torchdoctor.preflight.losses import LossKind, LossRecorder, recognise_loss 
 pytestmark = pytest.mark.needs_torch
 
 
-@pytest.mark.parametrize("loss, kind", [
-    (nn.CrossEntropyLoss(), LossKind.CROSS_ENTROPY),
-    (nn.NLLLoss(), LossKind.NLL),
-    (nn.BCELoss(), LossKind.BCE),
-    (nn.BCEWithLogitsLoss(), LossKind.BCE_WITH_LOGITS),
-    (nn.MSELoss(), LossKind.REGRESSION),
-    (nn.HuberLoss(), LossKind.REGRESSION),
-    (F.cross_entropy, LossKind.CROSS_ENTROPY),
-    (F.binary_cross_entropy_with_logits, LossKind.BCE_WITH_LOGITS),
-    (functools.partial(F.nll_loss, ignore_index=3), LossKind.NLL),
-    (lambda out, y: F.cross_entropy(out, y), LossKind.OTHER),
-    (nn.KLDivLoss(), LossKind.OTHER),
-])
+@pytest.mark.parametrize(
+    "loss, kind",
+    [
+        (nn.CrossEntropyLoss(), LossKind.CROSS_ENTROPY),
+        (nn.NLLLoss(), LossKind.NLL),
+        (nn.BCELoss(), LossKind.BCE),
+        (nn.BCEWithLogitsLoss(), LossKind.BCE_WITH_LOGITS),
+        (nn.MSELoss(), LossKind.REGRESSION),
+        (nn.HuberLoss(), LossKind.REGRESSION),
+        (F.cross_entropy, LossKind.CROSS_ENTROPY),
+        (F.binary_cross_entropy_with_logits, LossKind.BCE_WITH_LOGITS),
+        (functools.partial(F.nll_loss, ignore_index=3), LossKind.NLL),
+        (lambda out, y: F.cross_entropy(out, y), LossKind.OTHER),
+        (nn.KLDivLoss(), LossKind.OTHER),
+    ],
+)
 def test_recognised_kinds(loss, kind) -> None:
     assert recognise_loss(loss).kind is kind
 
 
 def test_options_come_from_modules_and_partials() -> None:
-    spec = recognise_loss(nn.CrossEntropyLoss(ignore_index=7, label_smoothing=0.2,
-                                              reduction="sum"))
+    spec = recognise_loss(nn.CrossEntropyLoss(ignore_index=7, label_smoothing=0.2, reduction="sum"))
     assert (spec.ignore_index, spec.label_smoothing, spec.reduction) == (7, 0.2, "sum")
     assert recognise_loss(functools.partial(F.cross_entropy, ignore_index=5)).ignore_index == 5
 

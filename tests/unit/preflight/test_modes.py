@@ -114,14 +114,23 @@ def test_numpy_randomness_is_reported_for_the_model() -> None:
     assert "no PyTorch random op ran" in found.message
 
 
-@pytest.mark.parametrize("make", [
-    lambda: FunctionalDropout(mode_aware=True),
-    lambda: Noise("training-only"),
-    lambda: nn.Sequential(nn.Linear(6, 16), nn.Dropout(0.5), nn.Linear(16, 3)),
-    lambda: nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.AlphaDropout(0.2),
-                          nn.RReLU(), nn.Linear(16, 3)),
-], ids=["mode-aware-functional", "training-only-noise", "dropout-module",
-        "batchnorm-alphadropout-rrelu"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: FunctionalDropout(mode_aware=True),
+        lambda: Noise("training-only"),
+        lambda: nn.Sequential(nn.Linear(6, 16), nn.Dropout(0.5), nn.Linear(16, 3)),
+        lambda: nn.Sequential(
+            nn.Linear(6, 16), nn.BatchNorm1d(16), nn.AlphaDropout(0.2), nn.RReLU(), nn.Linear(16, 3)
+        ),
+    ],
+    ids=[
+        "mode-aware-functional",
+        "training-only-noise",
+        "dropout-module",
+        "batchnorm-alphadropout-rrelu",
+    ],
+)
 def test_models_that_follow_eval_mode_are_quiet(make) -> None:
     torch.manual_seed(0)
     assert _run(make(), _batch(), "TD504") == []
@@ -160,8 +169,9 @@ def _loader(samples: int, batch_size: int = 8, **options) -> DataLoader:
 
 def test_a_batch_of_one_through_batchnorm1d_is_explained_instead_of_crashing() -> None:
     model = _bn1d()
-    report = check(model, _batch(1), nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(),
-                                                                           lr=0.1))
+    report = check(
+        model, _batch(1), nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+    )
     [found] = report.by_code("TD503")
     assert found.location.object == "1"
     assert "raised `ValueError: Expected more than 1 value per channel" in found.message
@@ -170,8 +180,7 @@ def test_a_batch_of_one_through_batchnorm1d_is_explained_instead_of_crashing() -
 
 def test_a_batch_of_one_through_batchnorm2d_is_reported_though_it_runs() -> None:
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(),
-                          nn.Linear(64, 3))
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(64, 3))
     [found] = _run(model, (torch.randn(1, 1, 6, 6), torch.tensor([2])), "TD503")
     assert "with its own statistics" in found.message
     assert found.evidence["raised"] is False
@@ -180,16 +189,19 @@ def test_a_batch_of_one_through_batchnorm2d_is_reported_though_it_runs() -> None
 def test_a_loader_whose_last_batch_holds_one_example_is_reported() -> None:
     [found] = _run(_bn1d(), _loader(17, shuffle=True), "TD503")
     assert found.location.object == "DataLoader"
-    assert found.evidence == {"samples": 17, "batch_size": 8, "module": "1",
-                              "input_shape": [8, 8]}
+    assert found.evidence == {"samples": 17, "batch_size": 8, "module": "1", "input_shape": [8, 8]}
     assert "drop_last=True" in found.fix_hint
 
 
-@pytest.mark.parametrize("loader", [
-    lambda: _loader(17, drop_last=True),
-    lambda: _loader(18),
-    lambda: _loader(16),
-], ids=["drop-last", "last-batch-of-two", "no-partial-batch"])
+@pytest.mark.parametrize(
+    "loader",
+    [
+        lambda: _loader(17, drop_last=True),
+        lambda: _loader(18),
+        lambda: _loader(16),
+    ],
+    ids=["drop-last", "last-batch-of-two", "no-partial-batch"],
+)
 def test_loaders_without_a_single_example_batch_are_quiet(loader) -> None:
     assert _run(_bn1d(), loader(), "TD503") == []
 

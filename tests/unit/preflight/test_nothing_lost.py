@@ -38,8 +38,7 @@ class Classifier(nn.Module):
         super().__init__()
         torch.manual_seed(0)
         self.stem = nn.Linear(8, 16)
-        self.body = nn.Sequential(nn.Linear(16, 16), nn.BatchNorm1d(16), nn.ReLU(),
-                                  nn.Dropout(0.2))
+        self.body = nn.Sequential(nn.Linear(16, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.2))
         self.head = nn.Linear(16, 4)
         self.stem.requires_grad_(False)
         self.scale = 1.0
@@ -57,8 +56,9 @@ def _setup() -> tuple[nn.Module, DataLoader, nn.Module, Any]:
     model.head.weight.register_hook(_no_op_hook)
     model.head.bias.register_post_accumulate_grad_hook(_no_op_hook)
     generator = torch.Generator().manual_seed(1)
-    data = TensorDataset(torch.randn(64, 8, generator=generator),
-                         torch.randint(0, 4, (64,), generator=generator))
+    data = TensorDataset(
+        torch.randn(64, 8, generator=generator), torch.randint(0, 4, (64,), generator=generator)
+    )
     loader = DataLoader(data, batch_size=16, shuffle=True)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     optimizer.register_step_post_hook(_no_op_hook)
@@ -95,30 +95,54 @@ def _hook_registries(model: nn.Module, optimizer: Any) -> dict[str, dict[Any, An
     import torch.nn.modules.module as module_globals
     import torch.optim.optimizer as optimizer_globals
 
-    found = {f"{name}.{key}": dict(value) for name, module in model.named_modules()
-             for key, value in vars(module).items() if "hook" in key and isinstance(value, dict)}
-    found.update({f"{name}.{key}": dict(getattr(param, key) or {})
-                  for name, param in model.named_parameters()
-                  for key in ("_backward_hooks", "_post_accumulate_grad_hooks")})
-    found.update({f"optimizer.{key}": dict(value) for key, value in vars(optimizer).items()
-                  if "hook" in key and isinstance(value, dict)})
+    found = {
+        f"{name}.{key}": dict(value)
+        for name, module in model.named_modules()
+        for key, value in vars(module).items()
+        if "hook" in key and isinstance(value, dict)
+    }
+    found.update(
+        {
+            f"{name}.{key}": dict(getattr(param, key) or {})
+            for name, param in model.named_parameters()
+            for key in ("_backward_hooks", "_post_accumulate_grad_hooks")
+        }
+    )
+    found.update(
+        {
+            f"optimizer.{key}": dict(value)
+            for key, value in vars(optimizer).items()
+            if "hook" in key and isinstance(value, dict)
+        }
+    )
     for source in (module_globals, optimizer_globals):
-        found.update({key: dict(value) for key, value in vars(source).items()
-                      if key.startswith("_global_") and isinstance(value, dict)})
+        found.update(
+            {
+                key: dict(value)
+                for key, value in vars(source).items()
+                if key.startswith("_global_") and isinstance(value, dict)
+            }
+        )
     return found
 
 
 def _process_state() -> dict[str, Any]:
     return {
-        "torch_rng": torch.get_rng_state(), "numpy_rng": numpy.random.get_state()[1].tolist(),
-        "random_rng": random.getstate(), "threads": torch.get_num_threads(),
-        "grad_enabled": torch.is_grad_enabled(), "anomaly": torch.is_anomaly_enabled(),
+        "torch_rng": torch.get_rng_state(),
+        "numpy_rng": numpy.random.get_state()[1].tolist(),
+        "random_rng": random.getstate(),
+        "threads": torch.get_num_threads(),
+        "grad_enabled": torch.is_grad_enabled(),
+        "anomaly": torch.is_anomaly_enabled(),
         "anomaly_check_nan": torch.is_anomaly_check_nan_enabled(),
         "inference_mode": torch.is_inference_mode_enabled(),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "default_dtype": torch.get_default_dtype(),
-        "cudnn": (torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark,
-                  torch.backends.cudnn.deterministic),
+        "cudnn": (
+            torch.backends.cudnn.enabled,
+            torch.backends.cudnn.benchmark,
+            torch.backends.cudnn.deterministic,
+        ),
         "mkldnn": torch.backends.mkldnn.enabled,
     }
 
@@ -156,8 +180,11 @@ def _unusual_settings() -> Iterator[None]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("settings", [contextlib.nullcontext, _unusual_settings],
-                         ids=["defaults", "no-grad-anomaly-one-thread"])
+@pytest.mark.parametrize(
+    "settings",
+    [contextlib.nullcontext, _unusual_settings],
+    ids=["defaults", "no-grad-anomaly-one-thread"],
+)
 def test_a_full_check_leaves_everything_as_it_found_it(settings) -> None:
     model, loader, loss_fn, optimizer = _setup()
     with settings():

@@ -16,8 +16,7 @@ from torchdoctor.preflight import check  # noqa: E402
 
 pytestmark = pytest.mark.needs_torch
 
-BATCH = (torch.randn(16, 4, generator=torch.Generator().manual_seed(1)),
-         torch.arange(16) % 3)
+BATCH = (torch.randn(16, 4, generator=torch.Generator().manual_seed(1)), torch.arange(16) % 3)
 
 
 class Net(nn.Module):
@@ -39,8 +38,7 @@ def _run_both(model, optimizer):
     """TD601 and TD620 together: one of them explains a parameter the optimizer misses."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = check(model, BATCH, nn.CrossEntropyLoss(), optimizer,
-                       select=["TD601", "TD620"])
+        report = check(model, BATCH, nn.CrossEntropyLoss(), optimizer, select=["TD601", "TD620"])
     return list(report.findings)
 
 
@@ -90,12 +88,14 @@ def test_an_optimizer_of_another_architecture_is_missing_every_parameter() -> No
 
 def test_parameters_missing_from_several_modules_are_one_finding_at_their_parent() -> None:
     """The demo's mistake (an optimizer over the head only) is one problem: one finding."""
+
     class Small(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             torch.manual_seed(0)
-            self.features = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.ReLU(),
-                                          nn.Linear(8, 8), nn.LayerNorm(8))
+            self.features = nn.Sequential(
+                nn.Linear(4, 8), nn.LayerNorm(8), nn.ReLU(), nn.Linear(8, 8), nn.LayerNorm(8)
+            )
             self.head = nn.Linear(8, 3)
 
         def forward(self, x):
@@ -106,8 +106,7 @@ def test_parameters_missing_from_several_modules_are_one_finding_at_their_parent
     assert found.location.object == "features"
     assert "8 trainable parameter(s) in 4 modules" in found.message
     assert "features.0 (weight, bias), features.1 (weight, bias)" in found.message
-    assert found.evidence["modules"] == ["features.0", "features.1", "features.3",
-                                         "features.4"]
+    assert found.evidence["modules"] == ["features.0", "features.1", "features.3", "features.4"]
 
 
 def test_a_trainable_loss_module_outside_the_optimizer_is_reported() -> None:
@@ -140,8 +139,13 @@ def test_tied_weights_held_once_are_not_missing() -> None:
     model = nn.Sequential(nn.Embedding(10, 6), nn.Linear(6, 10, bias=False))
     model[1].weight = model[0].weight
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    report = check(model, (torch.arange(8), torch.arange(8)), nn.CrossEntropyLoss(),
-                   optimizer, select=["TD601", "TD603"])
+    report = check(
+        model,
+        (torch.arange(8), torch.arange(8)),
+        nn.CrossEntropyLoss(),
+        optimizer,
+        select=["TD601", "TD603"],
+    )
     assert report.findings == []
 
 
@@ -188,8 +192,9 @@ def test_a_module_listed_twice_in_one_group_is_one_finding() -> None:
 
 def test_a_repeat_across_groups_added_behind_torchs_back_is_found() -> None:
     model = _net()
-    optimizer = torch.optim.SGD([{"params": model.body.parameters()},
-                                 {"params": model.head.parameters()}], lr=0.1)
+    optimizer = torch.optim.SGD(
+        [{"params": model.body.parameters()}, {"params": model.head.parameters()}], lr=0.1
+    )
     optimizer.param_groups[0]["params"].append(model.head.weight)  # bypasses the check
     [found] = _run(model, optimizer, "TD603")
     assert found.location.object == "head.weight"
@@ -198,19 +203,25 @@ def test_a_repeat_across_groups_added_behind_torchs_back_is_found() -> None:
 
 def test_disjoint_groups_with_their_own_settings_are_quiet() -> None:
     model = _net()
-    optimizer = torch.optim.SGD([{"params": model.body.parameters(), "lr": 0.01},
-                                 {"params": model.head.parameters()}], lr=0.1)
+    optimizer = torch.optim.SGD(
+        [{"params": model.body.parameters(), "lr": 0.01}, {"params": model.head.parameters()}],
+        lr=0.1,
+    )
     assert _run(model, optimizer, "TD603") == []
 
 
 # --- TD604 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("make", "side"), [
-    (lambda p: torch.optim.Adam(p, lr=0.1), "above"),
-    (lambda p: torch.optim.SGD(p, lr=50.0), "above"),
-    (lambda p: torch.optim.AdamW(p, lr=1e-9), "below"),
-], ids=["adam-0.1", "sgd-50", "adamw-1e-9"])
+@pytest.mark.parametrize(
+    ("make", "side"),
+    [
+        (lambda p: torch.optim.Adam(p, lr=0.1), "above"),
+        (lambda p: torch.optim.SGD(p, lr=50.0), "above"),
+        (lambda p: torch.optim.AdamW(p, lr=1e-9), "below"),
+    ],
+    ids=["adam-0.1", "sgd-50", "adamw-1e-9"],
+)
 def test_a_rate_far_outside_the_family_band_is_reported(make, side) -> None:
     model = _net()
     [found] = _run(model, make(model.parameters()), "TD604")
@@ -227,18 +238,24 @@ def test_a_zero_rate_without_a_scheduler_is_reported() -> None:
 
 def test_one_zero_group_beside_training_groups_is_information() -> None:
     model = _net()
-    optimizer = torch.optim.SGD([{"params": model.body.parameters(), "lr": 0.0},
-                                 {"params": model.head.parameters()}], lr=0.1)
+    optimizer = torch.optim.SGD(
+        [{"params": model.body.parameters(), "lr": 0.0}, {"params": model.head.parameters()}],
+        lr=0.1,
+    )
     [found] = _run(model, optimizer, "TD604")
     assert found.severity is Severity.INFO
     assert found.location.object == "optimizer.param_groups[0]"
 
 
-@pytest.mark.parametrize("schedule", [
-    lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda epoch: min(1.0, epoch / 100)),
-    lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=1e-4, total_iters=100),
-    lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=0.01, total_steps=100),
-], ids=["lambda-from-zero", "linear-from-1e-4", "one-cycle"])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda epoch: min(1.0, epoch / 100)),
+        lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=1e-4, total_iters=100),
+        lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=0.01, total_steps=100),
+    ],
+    ids=["lambda-from-zero", "linear-from-1e-4", "one-cycle"],
+)
 def test_a_warm_up_that_starts_at_zero_or_tiny_is_quiet(schedule) -> None:
     model = _net()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
@@ -246,17 +263,29 @@ def test_a_warm_up_that_starts_at_zero_or_tiny_is_quiet(schedule) -> None:
     assert _run(model, optimizer, "TD604") == []
 
 
-@pytest.mark.parametrize("make", [
-    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
-    lambda p: torch.optim.SGD(p, lr=3.2, momentum=0.9),  # large-batch linear scaling
-    lambda p: torch.optim.Adam(p, lr=1e-3),
-    lambda p: torch.optim.AdamW(p, lr=2e-6),  # fine-tuning
-    lambda p: torch.optim.RMSprop(p, lr=1e-3),
-    lambda p: torch.optim.Adagrad(p, lr=0.01),
-    lambda p: torch.optim.Adadelta(p),
-    lambda p: torch.optim.Rprop(p, lr=5.0),  # no band: only zero and negative count
-], ids=["sgd", "sgd-large-batch", "adam", "adamw-fine-tune", "rmsprop", "adagrad",
-        "adadelta", "rprop"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+        lambda p: torch.optim.SGD(p, lr=3.2, momentum=0.9),  # large-batch linear scaling
+        lambda p: torch.optim.Adam(p, lr=1e-3),
+        lambda p: torch.optim.AdamW(p, lr=2e-6),  # fine-tuning
+        lambda p: torch.optim.RMSprop(p, lr=1e-3),
+        lambda p: torch.optim.Adagrad(p, lr=0.01),
+        lambda p: torch.optim.Adadelta(p),
+        lambda p: torch.optim.Rprop(p, lr=5.0),  # no band: only zero and negative count
+    ],
+    ids=[
+        "sgd",
+        "sgd-large-batch",
+        "adam",
+        "adamw-fine-tune",
+        "rmsprop",
+        "adagrad",
+        "adadelta",
+        "rprop",
+    ],
+)
 def test_usual_rates_of_every_family_are_quiet(make) -> None:
     model = _net()
     assert _run(model, make(model.parameters()), "TD604") == []
@@ -271,6 +300,7 @@ def test_a_negative_rate_set_after_construction_is_reported() -> None:
 
 
 def test_no_optimizer_means_no_optimizer_findings() -> None:
-    report = check(_net(), BATCH, nn.CrossEntropyLoss(),
-                   select=["TD601", "TD602", "TD603", "TD604"])
+    report = check(
+        _net(), BATCH, nn.CrossEntropyLoss(), select=["TD601", "TD602", "TD603", "TD604"]
+    )
     assert report.findings == []

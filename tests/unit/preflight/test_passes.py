@@ -54,13 +54,15 @@ def test_a_loss_returned_with_logs_is_used() -> None:
 
 def test_a_loss_returned_with_logs_trains_the_copies_too() -> None:
     """The probes that train copies unpack `(loss, logs)` as the shared pass does."""
+
     def loss(output, target):
         value = F.cross_entropy(output, target)
         return value, {"loss": float(value)}
 
     model = classifier()
-    report = torchdoctor.check(model, class_batch(), loss,
-                               torch.optim.Adam(model.parameters(), lr=1e-2))
+    report = torchdoctor.check(
+        model, class_batch(), loss, torch.optim.Adam(model.parameters(), lr=1e-2)
+    )
     assert not report.codes(), [f"{f.code} {f.message}" for f in report.findings]
 
 
@@ -71,20 +73,28 @@ def test_a_loss_that_is_not_a_number_is_a_usage_error() -> None:
 
 def _deep() -> nn.Module:
     torch.manual_seed(0)
-    return nn.Sequential(*[layer for _ in range(5) for layer in (nn.Linear(8, 8), nn.Tanh())],
-                         nn.Linear(8, 4))
+    return nn.Sequential(
+        *[layer for _ in range(5) for layer in (nn.Linear(8, 8), nn.Tanh())], nn.Linear(8, 4)
+    )
 
 
-@pytest.mark.parametrize("cut", [
-    lambda loss: loss.item(),
-    lambda loss: (loss.item(), {"loss": loss.item()}),
-    lambda loss: torch.tensor(loss.item()),
-])
+@pytest.mark.parametrize(
+    "cut",
+    [
+        lambda loss: loss.item(),
+        lambda loss: (loss.item(), {"loss": loss.item()}),
+        lambda loss: torch.tensor(loss.item()),
+    ],
+)
 def test_a_loss_cut_off_from_the_graph_is_one_clear_finding(cut) -> None:
     """Every probe copes (none fails with TD001), and the one problem is said once."""
     model = _deep()
-    report = torchdoctor.check(model, class_batch(), lambda out, y: cut(F.cross_entropy(out, y)),
-                               torch.optim.SGD(model.parameters(), lr=0.1))
+    report = torchdoctor.check(
+        model,
+        class_batch(),
+        lambda out, y: cut(F.cross_entropy(out, y)),
+        torch.optim.SGD(model.parameters(), lr=0.1),
+    )
     assert report.codes() == {"TD605"}, [f"{f.code} {f.message}" for f in report.findings]
     [found] = report.findings
     assert "cannot be backpropagated" in found.message

@@ -62,8 +62,11 @@ class NoisySGD(torch.optim.SGD):
         with torch.no_grad():
             for group in self.param_groups:
                 for param in group["params"]:
-                    param.add_(torch.from_numpy(
-                        np.random.default_rng().normal(0, 0.05, param.shape)).float())
+                    param.add_(
+                        torch.from_numpy(
+                            np.random.default_rng().normal(0, 0.05, param.shape)
+                        ).float()
+                    )
         return loss
 
 
@@ -73,8 +76,9 @@ def _run(model, optimizer="sgd"):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     elif optimizer == "noisy":
         optimizer = NoisySGD(model.parameters(), lr=0.1)
-    return check(model, _batch(), nn.CrossEntropyLoss(), optimizer,
-                 select=["TD907"]).by_code("TD907")
+    return check(model, _batch(), nn.CrossEntropyLoss(), optimizer, select=["TD907"]).by_code(
+        "TD907"
+    )
 
 
 @pytest.mark.parametrize("source", ["fresh-numpy", "clock-generator", "global-counter"])
@@ -97,8 +101,9 @@ def test_an_update_no_seed_controls_shows_only_after_the_step() -> None:
     assert "use_deterministic_algorithms" in found.fix_hint
 
 
-@pytest.mark.parametrize("source", ["torch", "global-numpy", "random-module",
-                                    "instance-counter", "none"])
+@pytest.mark.parametrize(
+    "source", ["torch", "global-numpy", "random-module", "instance-counter", "none"]
+)
 def test_randomness_from_seeded_generators_and_copied_state_is_quiet(source) -> None:
     torch.manual_seed(0)
     assert _run(Augmented(source)) == []

@@ -63,8 +63,11 @@ class Annealed(nn.Module):
 
 def _run(model):
     torch.manual_seed(0)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1) if any(
-        True for _ in model.parameters()) else None
+    optimizer = (
+        torch.optim.SGD(model.parameters(), lr=0.1)
+        if any(True for _ in model.parameters())
+        else None
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pruning and old weight_norm warn on use
         report = check(model, _batch(), nn.CrossEntropyLoss(), optimizer, select=["TD908"])
@@ -158,14 +161,19 @@ def test_a_running_mean_in_a_buffer_is_quiet() -> None:
     assert _run(_centred("buffer")) == []
 
 
-@pytest.mark.parametrize("make", [
-    lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3)),
-    lambda: nn.Sequential(weight_norm(nn.Linear(4, 8)), spectral_norm(nn.Linear(8, 3))),
-    lambda: nn.Sequential(prune.l1_unstructured(nn.Linear(4, 8), "weight", 0.5),
-                          nn.Linear(8, 3)),
-    lambda: nn.Sequential(nn.utils.weight_norm(nn.Linear(4, 3))),
-    lambda: Annealed(temperature_used=False).requires_grad_(True),
-], ids=["batchnorm", "parametrizations", "pruning", "old-weight-norm", "no-number-used"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3)),
+        lambda: nn.Sequential(weight_norm(nn.Linear(4, 8)), spectral_norm(nn.Linear(8, 3))),
+        lambda: nn.Sequential(
+            prune.l1_unstructured(nn.Linear(4, 8), "weight", 0.5), nn.Linear(8, 3)
+        ),
+        lambda: nn.Sequential(nn.utils.weight_norm(nn.Linear(4, 3))),
+        lambda: Annealed(temperature_used=False).requires_grad_(True),
+    ],
+    ids=["batchnorm", "parametrizations", "pruning", "old-weight-norm", "no-number-used"],
+)
 def test_state_kept_in_parameters_buffers_or_recomputed_is_not_a_warning(make) -> None:
     torch.manual_seed(0)
     with warnings.catch_warnings():

@@ -85,8 +85,12 @@ def test_differences_are_detected() -> None:
     next(model.parameters()).grad = None
     torch.rand(1)
     problems = "\n".join(state_differences(before, Snapshot(model, optimizer)))
-    for expected in ("values differ", "training=True then False", ".grad differs",
-                     "torch RNG state differs"):
+    for expected in (
+        "values differ",
+        "training=True then False",
+        ".grad differs",
+        "torch RNG state differs",
+    ):
         assert expected in problems
 
 
@@ -104,11 +108,14 @@ class _Explodes(nn.Module):
         raise self.error
 
 
-@pytest.mark.parametrize("error, expected", [
-    (ValueError("broken forward"), UserCodeError),
-    (MemoryError(), UserCodeError),
-    (KeyboardInterrupt(), KeyboardInterrupt),
-])
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (ValueError("broken forward"), UserCodeError),
+        (MemoryError(), UserCodeError),
+        (KeyboardInterrupt(), KeyboardInterrupt),
+    ],
+)
 def test_state_is_restored_when_check_raises(error, expected) -> None:
     model = _Explodes(error)
     optimizer = torch.optim.Adam(model.parameters())
@@ -123,17 +130,22 @@ def test_state_is_restored_when_check_raises(error, expected) -> None:
 def test_memory_error_message_says_out_of_memory() -> None:
     model = _Explodes(MemoryError())
     with pytest.raises(UserCodeError, match="ran out of memory"):
-        torchdoctor.check(model, (torch.randn(8, 4), torch.randint(0, 2, (8,))),
-                          nn.CrossEntropyLoss())
+        torchdoctor.check(
+            model, (torch.randn(8, 4), torch.randint(0, 2, (8,))), nn.CrossEntropyLoss()
+        )
 
 
 def test_a_lazy_module_not_yet_materialised_is_a_clear_usage_error() -> None:
     """Its parameters have no shape to save or copy; the user's model stays lazy."""
     model = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 2))
-    with pytest.raises(UsageError, match=r"`0.weight` is an uninitialised parameter.*"
-                                         r"run one forward first"):
-        torchdoctor.check(model, (torch.randn(8, 4), torch.randint(0, 2, (8,))),
-                          nn.CrossEntropyLoss())
+    with pytest.raises(
+        UsageError,
+        match=r"`0.weight` is an uninitialised parameter.*"
+        r"run one forward first",
+    ):
+        torchdoctor.check(
+            model, (torch.randn(8, 4), torch.randint(0, 2, (8,))), nn.CrossEntropyLoss()
+        )
     assert isinstance(model[0], nn.LazyLinear) and model(torch.randn(3, 4)).shape == (3, 2)
 
 
@@ -191,7 +203,11 @@ def test_attribute_differences_are_detected() -> None:
     before = Snapshot(model)
     model(torch.randn(2, 4))
     problems = "\n".join(state_differences(before, Snapshot(model)))
-    for expected in ("_Annealed.temperature: 2.0 then 1.8", "_Annealed.calls: 0 then 1",
-                     "_Annealed.history: contents differ", "_Annealed.ema: contents differ",
-                     "_Annealed.last_input added"):
+    for expected in (
+        "_Annealed.temperature: 2.0 then 1.8",
+        "_Annealed.calls: 0 then 1",
+        "_Annealed.history: contents differ",
+        "_Annealed.ema: contents differ",
+        "_Annealed.last_input added",
+    ):
         assert expected in problems, problems

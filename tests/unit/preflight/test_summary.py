@@ -42,8 +42,11 @@ def test_counts_per_module_count_a_shared_parameter_once_and_name_it() -> None:
     summary = summarise(model)
     rows = {row.module: row for row in summary.rows}
     assert summary.rows[0].module == "Tied" and summary.rows[0].depth == 0
-    assert rows["Tied"].parameters == sum(p.numel() for p in model.parameters()) == (
-        50 * 16 + 16 * 32 + 32 + 32 * 16 + 16 + 2 * 16)
+    assert (
+        rows["Tied"].parameters
+        == sum(p.numel() for p in model.parameters())
+        == (50 * 16 + 16 * 32 + 32 + 32 * 16 + 16 + 2 * 16)
+    )
     assert rows["Tied"].trainable == rows["Tied"].parameters - (16 * 32 + 32)
     assert rows["head"].parameters == 50 * 16 and rows["body.0"].trainable == 0
     assert rows["norm"].buffers == 16 + 16 + 1
@@ -61,7 +64,8 @@ def test_output_shapes_and_activations_come_from_a_fake_forward() -> None:
     assert rows["body.1"]["activation_bytes"] == 8 * 32 * 4
     assert rows["body.2"]["activation_bytes"] == 0
     assert rows["body"]["activation_bytes"] == sum(
-        rows[f"body.{i}"]["activation_bytes"] for i in range(3))
+        rows[f"body.{i}"]["activation_bytes"] for i in range(3)
+    )
     assert rows["Tied"]["activation_bytes"] >= rows["body"]["activation_bytes"] > 0
 
 
@@ -101,8 +105,15 @@ def test_every_check_report_carries_the_summary_in_json_and_text() -> None:
     batch = (torch.randn(4, 6), torch.randint(0, 3, (4,)))
     report = torchdoctor.check(model, batch, nn.CrossEntropyLoss(), select=["TD3"])
     first = report.facts["summary"][0]
-    assert set(first) >= {"module", "parameters", "trainable", "buffers", "dtype",
-                          "output_shape", "activation_bytes"}
+    assert set(first) >= {
+        "module",
+        "parameters",
+        "trainable",
+        "buffers",
+        "dtype",
+        "output_shape",
+        "activation_bytes",
+    }
     assert first["parameters"] == 6 * 8 + 8 + 8 * 3 + 3 and first["output_shape"] == [4, 3]
     text = render(report, "text", RenderOptions(width=100))
     assert "Model summary" in text and "Sequential" in text
@@ -112,8 +123,9 @@ def test_every_check_report_carries_the_summary_in_json_and_text() -> None:
 
 def test_the_text_table_is_cut_at_the_summary_depth() -> None:
     model = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2))))
-    report = torchdoctor.check(model, (torch.randn(4, 2), torch.randn(4, 2)), nn.MSELoss(),
-                               select=["TD3"])
+    report = torchdoctor.check(
+        model, (torch.randn(4, 2), torch.randn(4, 2)), nn.MSELoss(), select=["TD3"]
+    )
     report.facts["summary_depth"] = 1
 
     def table() -> list[str]:

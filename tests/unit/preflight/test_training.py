@@ -56,6 +56,7 @@ def _parametrized(apply) -> Any:
         model = Gated()
         apply(model.inner)
         return model
+
     return make
 
 
@@ -90,8 +91,9 @@ def test_the_optimizer_copy_holds_no_tensor_of_the_users() -> None:
     model = classifier()
     temperature = nn.Parameter(torch.ones(()))  # trained, but not part of the model
     optimizer = torch.optim.SGD([*model.parameters(), temperature], lr=0.5, momentum=0.9)
-    ctx = CheckContext(model, class_batch(), lambda out, y: F.cross_entropy(out / temperature, y),
-                       optimizer)
+    ctx = CheckContext(
+        model, class_batch(), lambda out, y: F.cross_entropy(out / temperature, y), optimizer
+    )
     training = copy_for_training(ctx)
     users = {id(t) for t in (*model.parameters(), temperature)}
     assert not users & {id(t) for t in _tensors(training.optimizer)}
@@ -109,8 +111,9 @@ def test_a_tensor_trained_outside_the_model_is_left_as_found() -> None:
     model = classifier()
     temperature = nn.Parameter(torch.full((), 2.0))
     optimizer = torch.optim.Adam([*model.parameters(), temperature], lr=1e-2)
-    torchdoctor.check(model, class_batch(), lambda out, y: F.cross_entropy(out / temperature, y),
-                      optimizer)
+    torchdoctor.check(
+        model, class_batch(), lambda out, y: F.cross_entropy(out / temperature, y), optimizer
+    )
     assert temperature.grad is None and float(temperature.detach()) == 2.0
     assert optimizer.state == {} or not any(optimizer.state.values())
 
@@ -125,8 +128,9 @@ def test_a_scheduled_optimizer_steps_the_copy_not_the_users() -> None:
     before = [p.detach().clone() for p in model.parameters()]
     train_step(training, ctx.batch, 0)
     assert all(torch.equal(p, b) for p, b in zip(model.parameters(), before, strict=True))
-    assert not all(torch.equal(p, b) for p, b in
-                   zip(training.model.parameters(), before, strict=True))
+    assert not all(
+        torch.equal(p, b) for p, b in zip(training.model.parameters(), before, strict=True)
+    )
 
 
 @pytest.mark.parametrize("make", COMPUTED_WEIGHTS.values(), ids=COMPUTED_WEIGHTS.keys())
@@ -155,6 +159,7 @@ def test_a_zero_gate_in_a_model_with_computed_weights_is_quiet(make) -> None:
 def test_the_device_simulation_copies_pruned_models_too() -> None:
     """The meta-device copy behind TD101 is made the same way: a pruned model whose forward
     creates a CPU tensor is still checked."""
+
     class Stray(Gated):
         def forward(self, x):
             return super().forward(x) + torch.ones(x.shape[0], 4)  # no device=

@@ -11,11 +11,25 @@ from torchdoctor.rules.registry import finding
 
 def _report() -> Report:
     report = Report(tool_version="0.1.0", command="lint", created="2026-01-01T00:00:00Z")
-    report.add(finding("TD611", "deprecated", Location(path="a.py", line=2, column=4),
-                       Depth.LINT, fix_hint="use torch.amp",
-                       fix=Fix("rewrite", (Edit(2, 4, 2, 10, "x"),), Applicability.SAFE)))
-    report.add(finding("TD208", "no grad", Location(object="head.weight"), Depth.CHECK,
-                       evidence={"ratio": math.inf, "steps": 3}))
+    report.add(
+        finding(
+            "TD611",
+            "deprecated",
+            Location(path="a.py", line=2, column=4),
+            Depth.LINT,
+            fix_hint="use torch.amp",
+            fix=Fix("rewrite", (Edit(2, 4, 2, 10, "x"),), Applicability.SAFE),
+        )
+    )
+    report.add(
+        finding(
+            "TD208",
+            "no grad",
+            Location(object="head.weight"),
+            Depth.CHECK,
+            evidence={"ratio": math.inf, "steps": 3},
+        )
+    )
     return report
 
 

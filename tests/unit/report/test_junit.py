@@ -9,8 +9,15 @@ from torchdoctor.rules.registry import finding
 
 def test_each_finding_is_a_failing_case_with_its_place() -> None:
     report = Report(command="lint", created="2026-01-01T00:00:00Z")
-    report.add(finding("TD201", "grads <pile> up", Location(path="t.py", line=9), Depth.LINT,
-                       fix_hint="Call zero_grad()"))
+    report.add(
+        finding(
+            "TD201",
+            "grads <pile> up",
+            Location(path="t.py", line=9),
+            Depth.LINT,
+            fix_hint="Call zero_grad()",
+        )
+    )
     report.add(finding("TD208", "no grad", Location(object="fc.bias"), Depth.CHECK))
     root = ElementTree.fromstring(render(report, "junit"))
     suite = root.find("testsuite")

@@ -41,12 +41,14 @@ def test_paths_are_relative_to_the_root_and_columns_one_based() -> None:
     by_rule = {r["ruleId"]: r for r in results}
     physical = by_rule["TD203"]["locations"][0]["physicalLocation"]
     assert physical["artifactLocation"] == {"uri": "train.py", "uriBaseId": "%SRCROOT%"}
-    assert physical["region"] == {"startLine": 31, "startColumn": 9, "endLine": 31,
-                                  "endColumn": 30}
-    assert by_rule["TD202"]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] \
+    assert physical["region"] == {"startLine": 31, "startColumn": 9, "endLine": 31, "endColumn": 30}
+    assert (
+        by_rule["TD202"]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
         == "src/steps, v2/step.py"
+    )
     assert by_rule["TD207"]["locations"] == [
-        {"logicalLocations": [{"fullyQualifiedName": "encoder.weight"}]}]
+        {"logicalLocations": [{"fullyQualifiedName": "encoder.weight"}]}
+    ]
     assert by_rule["TD207"]["level"] == "note"
 
 
@@ -58,8 +60,10 @@ def test_fingerprints_ignore_line_numbers_but_not_line_text() -> None:
         moved.add(replace(item, location=replace(loc, line=(loc.line or 0) + 5)))
 
     def prints(log: dict) -> dict[str, str]:
-        return {r["ruleId"]: r["partialFingerprints"]["torchdoctor/v1"]
-                for r in log["runs"][0]["results"]}
+        return {
+            r["ruleId"]: r["partialFingerprints"]["torchdoctor/v1"]
+            for r in log["runs"][0]["results"]
+        }
 
     assert prints(sarif(report)) == prints(sarif(moved))
     edited = Report()
@@ -76,6 +80,9 @@ def test_empty_report_is_a_valid_log_with_no_results() -> None:
 @pytest.mark.parametrize("root", [None, "/elsewhere"])
 def test_paths_outside_the_root_stay_absolute_file_uris(root: str | None) -> None:
     results = sarif(rich_report(), root=root)["runs"][0]["results"]
-    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-            for r in results if "physicalLocation" in r["locations"][0]}
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in results
+        if "physicalLocation" in r["locations"][0]
+    }
     assert f"file://{ROOT}/train.py" in uris and "src/steps, v2/step.py" in uris

@@ -7,11 +7,24 @@ from torchdoctor.rules.registry import finding
 
 def test_groups_by_severity_with_place_and_fix() -> None:
     report = Report()
-    report.add(finding("TD906", "never seeded", Location(path="t.py", line=1), Depth.LINT,
-                       fix_hint="Call torch.manual_seed"))
-    report.add(finding("TD201", "grads pile up", Location(path="t.py", line=9, column=8,
-                                                         snippet="optimizer.step()"),
-                       Depth.LINT, fix_hint="Call optimizer.zero_grad()"))
+    report.add(
+        finding(
+            "TD906",
+            "never seeded",
+            Location(path="t.py", line=1),
+            Depth.LINT,
+            fix_hint="Call torch.manual_seed",
+        )
+    )
+    report.add(
+        finding(
+            "TD201",
+            "grads pile up",
+            Location(path="t.py", line=9, column=8, snippet="optimizer.step()"),
+            Depth.LINT,
+            fix_hint="Call optimizer.zero_grad()",
+        )
+    )
     text = render(report, "text", RenderOptions(width=100))
     assert text.index("Errors (1)") < text.index("Info (1)")
     assert "t.py:9:9" in text and "fix: Call optimizer.zero_grad()" in text
@@ -26,8 +39,9 @@ def test_empty_report_says_so() -> None:
 
 def test_concise_is_one_line_per_finding() -> None:
     report = Report()
-    report.add(finding("TD201", "grads pile up", Location(path="t.py", line=9, column=8),
-                       Depth.LINT))
+    report.add(
+        finding("TD201", "grads pile up", Location(path="t.py", line=9, column=8), Depth.LINT)
+    )
     report.add(finding("TD208", "no grad", Location(object="fc.bias"), Depth.CHECK))
     lines = render(report, "concise").splitlines()
     assert lines == ["t.py:9:9: TD201 grads pile up", "fc.bias: TD208 no grad"]

@@ -72,11 +72,13 @@ def test_breaks_inside_torchdoctor_are_never_blamed_on_the_user(monkeypatch) -> 
     import torch._dynamo.utils as dynamo_utils
 
     ours = str(Path(torchdoctor.__file__).parent / "runtime" / "events.py")
-    record = types.SimpleNamespace(reason="call_function in a hook",
-                                   user_stack=[traceback.FrameSummary(ours, 10, "_discover")])
+    record = types.SimpleNamespace(
+        reason="call_function in a hook", user_stack=[traceback.FrameSummary(ours, 10, "_discover")]
+    )
     since = snapshot()
-    monkeypatch.setattr(dynamo_utils, "graph_break_reasons",
-                        [*dynamo_utils.graph_break_reasons, record])
+    monkeypatch.setattr(
+        dynamo_utils, "graph_break_reasons", [*dynamo_utils.graph_break_reasons, record]
+    )
     assert graph_breaks(since) == []
 
 

@@ -98,9 +98,12 @@ def test_groups_chosen_by_name_that_miss_parameters_are_missing_from_the_optimiz
     model = mlp(batchnorm=True)
     named = list(model.named_parameters())
     optimizer = torch.optim.AdamW(  # "1.weight" (the BatchNorm scale) fits neither filter
-        [{"params": [p for n, p in named if n in {"0.weight", "3.weight"}]},
-         {"params": [p for n, p in named if n.endswith("bias")], "weight_decay": 0.0}],
-        lr=1e-3)
+        [
+            {"params": [p for n, p in named if n in {"0.weight", "3.weight"}]},
+            {"params": [p for n, p in named if n.endswith("bias")], "weight_decay": 0.0},
+        ],
+        lr=1e-3,
+    )
     with torchdoctor.watch() as w:
         train(model, optimizer)
     [found] = w.report.by_code("TD601")
@@ -112,8 +115,9 @@ def test_groups_chosen_by_name_that_miss_parameters_are_missing_from_the_optimiz
 def test_parameter_group_with_zero_lr_never_changes() -> None:
     torch.manual_seed(0)
     model = mlp()
-    optimizer = torch.optim.SGD([{"params": model[0].parameters()},
-                                 {"params": model[2].parameters(), "lr": 0.0}], lr=0.1)
+    optimizer = torch.optim.SGD(
+        [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 0.0}], lr=0.1
+    )
     with torchdoctor.watch() as w:
         train(model, optimizer)
     [found] = w.report.by_code("TD218")
@@ -126,8 +130,12 @@ def test_learning_rate_floored_to_zero_never_changes() -> None:
     torch.manual_seed(0)
     model = mlp()
     lr = 1e-3
-    optimizer = torch.optim.Adam([{"params": model[0].parameters(), "lr": lr // 10},
-                                  {"params": model[2].parameters(), "lr": lr}])
+    optimizer = torch.optim.Adam(
+        [
+            {"params": model[0].parameters(), "lr": lr // 10},
+            {"params": model[2].parameters(), "lr": lr},
+        ]
+    )
     with torchdoctor.watch() as w:
         train(model, optimizer)
     [found] = w.report.by_code("TD218")
@@ -303,12 +311,20 @@ class ClippedSGD(torch.optim.SGD):
         super().__init__(params, lr=lr)
 
 
-@pytest.mark.parametrize(("make", "marker"), [
-    (lambda model: torch.optim.SGD(model[2].parameters(), lr=0.1),  # built: torch
-     "built: torch"),
-    (lambda model: ClippedSGD(model[2].parameters(), lr=0.1),  # built: subclass
-     "built: subclass"),
-], ids=["torch-optimizer", "user-subclass"])
+@pytest.mark.parametrize(
+    ("make", "marker"),
+    [
+        (
+            lambda model: torch.optim.SGD(model[2].parameters(), lr=0.1),  # built: torch
+            "built: torch",
+        ),
+        (
+            lambda model: ClippedSGD(model[2].parameters(), lr=0.1),  # built: subclass
+            "built: subclass",
+        ),
+    ],
+    ids=["torch-optimizer", "user-subclass"],
+)
 def test_parameters_in_no_optimizer_point_at_the_line_that_built_it(make, marker) -> None:
     """Built while watched, the optimizer's construction line is where the fix goes; the
     monitor remembers it without keeping the optimizer alive."""
@@ -331,9 +347,13 @@ def test_a_zero_learning_rate_points_at_the_line_that_built_the_optimizer() -> N
     torch.manual_seed(0)
     model = mlp()
     with torchdoctor.watch() as w:
-        optimizer = torch.optim.SGD([  # marker: groups
-            {"params": model[0].parameters(), "lr": 0.1 // 10},
-            {"params": model[2].parameters()}], lr=0.1)
+        optimizer = torch.optim.SGD(
+            [  # marker: groups
+                {"params": model[0].parameters(), "lr": 0.1 // 10},
+                {"params": model[2].parameters()},
+            ],
+            lr=0.1,
+        )
         train(model, optimizer)
     [found] = w.report.by_code("TD218")
     assert (found.location.path, found.location.line) == (HERE, line_of("marker: groups"))

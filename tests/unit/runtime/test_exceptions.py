@@ -191,29 +191,53 @@ def test_chained_torch_error_is_still_recognised() -> None:
 def _raise(text: str, kind: type[BaseException] = RuntimeError) -> Callable[[], None]:
     def action() -> None:
         raise kind(text)  # synthetic-raise
+
     return action
 
 
-@pytest.mark.parametrize(("text", "code"), [
-    ("Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
-     "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
-     DEVICE_CODE),
-    ("Expected all tensors to be on the same device, but got mat2 is on cpu, different from "
-     "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_mm)", DEVICE_CODE),
-    ("Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the "
-     "same or input should be a MKLDNN tensor and weight is a dense tensor", DEVICE_CODE),
-    ("Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be "
-     "the same", "TD107"),
-    ("expected scalar type Float but found Double", "TD107"),
-    ("size mismatch, m1: [4 x 8], m2: [16 x 2] at /pytorch/aten/src/TH/generic/THTensorMath.cpp",
-     "TD108"),
-    ("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.56 "
-     "GiB already allocated; 3.44 MiB free; 14.77 GiB reserved in total by PyTorch)", "TD709"),
-    ("DataLoader worker (pid(s) 123, 456) exited unexpectedly", "TD413"),
-    ("Assertion `cur_target >= 0 && cur_target < n_classes' failed.", "TD403"),
-    ("CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
-     "reported", "TD004"),
-])
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        (
+            "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+            "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+            DEVICE_CODE,
+        ),
+        (
+            "Expected all tensors to be on the same device, but got mat2 is on cpu, different from "
+            "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_mm)",
+            DEVICE_CODE,
+        ),
+        (
+            "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the "
+            "same or input should be a MKLDNN tensor and weight is a dense tensor",
+            DEVICE_CODE,
+        ),
+        (
+            "Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be "
+            "the same",
+            "TD107",
+        ),
+        ("expected scalar type Float but found Double", "TD107"),
+        (
+            "size mismatch, m1: [4 x 8], m2: [16 x 2] at "
+            "/pytorch/aten/src/TH/generic/THTensorMath.cpp",
+            "TD108",
+        ),
+        (
+            "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; "
+            "14.56 GiB already allocated; 3.44 MiB free; 14.77 GiB reserved in total by PyTorch)",
+            "TD709",
+        ),
+        ("DataLoader worker (pid(s) 123, 456) exited unexpectedly", "TD413"),
+        ("Assertion `cur_target >= 0 && cur_target < n_classes' failed.", "TD403"),
+        (
+            "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
+            "reported",
+            "TD004",
+        ),
+    ],
+)
 def test_wordings_of_other_versions_and_devices(text: str, code: str) -> None:
     found = explain(_raise(text))
     assert found.code == code
@@ -222,9 +246,11 @@ def test_wordings_of_other_versions_and_devices(text: str, code: str) -> None:
 
 
 def test_cuda_oom_with_fragmentation_suggests_expandable_segments() -> None:
-    text = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-            "80.00 GiB of which 1.20 GiB is free. Of the allocated memory 70.00 GiB is "
-            "allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.")
+    text = (
+        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "80.00 GiB of which 1.20 GiB is free. Of the allocated memory 70.00 GiB is "
+        "allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated."
+    )
     oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError  # < 2.5
     found = explain(_raise(text, oom))
     assert found.code == "TD709"
@@ -232,8 +258,9 @@ def test_cuda_oom_with_fragmentation_suggests_expandable_segments() -> None:
     assert "expandable_segments:True" in found.fix_hint
 
 
-@pytest.mark.parametrize(("signal", "advice"), [("Killed", "host memory"),
-                                                 ("Bus error", "shared memory")])
+@pytest.mark.parametrize(
+    ("signal", "advice"), [("Killed", "host memory"), ("Bus error", "shared memory")]
+)
 def test_worker_killed_by_signal_gets_signal_specific_advice(signal: str, advice: str) -> None:
     found = explain(_raise(f"DataLoader worker (pid 4242) is killed by signal: {signal}. "))
     assert found.code == "TD413"
@@ -257,10 +284,12 @@ def test_worker_death_is_placed_at_the_loop_over_the_loader() -> None:
 
 
 def test_dataset_error_in_a_worker_points_at_the_dataset_line() -> None:
-    text = ("Caught KeyError in DataLoader worker process 0.\nOriginal Traceback (most recent "
-            f'call last):\n  File "{sys.modules["torch"].__file__}", line 10, in _worker_loop\n'
-            f'    data = fetcher.fetch(index)\n  File "{HERE}", line 7, in __getitem__\n'
-            "    return self.rows[index]['label']\nKeyError: 'label'\n")
+    text = (
+        "Caught KeyError in DataLoader worker process 0.\nOriginal Traceback (most recent "
+        f'call last):\n  File "{sys.modules["torch"].__file__}", line 10, in _worker_loop\n'
+        f'    data = fetcher.fetch(index)\n  File "{HERE}", line 7, in __getitem__\n'
+        "    return self.rows[index]['label']\nKeyError: 'label'\n"
+    )
     found = explain(_raise(text, KeyError))
     assert found.code == "TD004"
     assert (found.location.path, found.location.line) == (HERE, 7)
@@ -275,28 +304,31 @@ def test_interruptions_and_exits_are_not_findings(kind: type[BaseException]) -> 
     assert explain(_raise("", kind)) is None
 
 
-@pytest.mark.parametrize("text", [
-    "config key 'device' must be one of cpu, cuda",
-    "expected dtype to be given in the YAML file",
-    "cache is out of memory budget; raise cache_mb",
-    "my worker pool died: restart it",
-    "Target column 'label' missing from the CSV",
-    "index out of range in self",  # not inside an embedding: no claim about tables
-    "shape of the image is invalid",
-    "GPU not found",
-    "",
-    "backward pass disabled by config",
-    "list index out of range",
-    "tuple index out of range",
-    "not enough values to unpack (expected 3, got 2)",
-    "Target 'train' is out of date; rebuild it",
-    "element 0 of the list is None",
-    "running_mean missing from the statistics file",
-    "CUDA driver is out of date",
-    "worker process killed by the user",
-    "No module named 'torchvision'",
-    "mat1 not found in the cache",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "config key 'device' must be one of cpu, cuda",
+        "expected dtype to be given in the YAML file",
+        "cache is out of memory budget; raise cache_mb",
+        "my worker pool died: restart it",
+        "Target column 'label' missing from the CSV",
+        "index out of range in self",  # not inside an embedding: no claim about tables
+        "shape of the image is invalid",
+        "GPU not found",
+        "",
+        "backward pass disabled by config",
+        "list index out of range",
+        "tuple index out of range",
+        "not enough values to unpack (expected 3, got 2)",
+        "Target 'train' is out of date; rebuild it",
+        "element 0 of the list is None",
+        "running_mean missing from the statistics file",
+        "CUDA driver is out of date",
+        "worker process killed by the user",
+        "No module named 'torchvision'",
+        "mat1 not found in the cache",
+    ],
+)
 def test_lookalike_messages_are_generic_not_misdiagnosed(text: str) -> None:
     """Messages of other libraries and of user code that share words with torch's."""
     found = explain(_raise(text, ValueError))
@@ -316,10 +348,14 @@ def test_an_unreadable_message_still_gives_the_known_meaning(monkeypatch) -> Non
 
     [entry] = [e for e in catalogue.KNOWN_ERRORS if e.key == "view-size"]
     index = catalogue.KNOWN_ERRORS.index(entry)
-    patched = catalogue.KnownError(entry.key, entry.code, entry.pattern, entry.meaning,
-                                   ("Use `x.flatten(1)`.",), broken)
-    monkeypatch.setattr(catalogue, "KNOWN_ERRORS", (*catalogue.KNOWN_ERRORS[:index], patched,
-                                                    *catalogue.KNOWN_ERRORS[index + 1:]))
+    patched = catalogue.KnownError(
+        entry.key, entry.code, entry.pattern, entry.meaning, ("Use `x.flatten(1)`.",), broken
+    )
+    monkeypatch.setattr(
+        catalogue,
+        "KNOWN_ERRORS",
+        (*catalogue.KNOWN_ERRORS[:index], patched, *catalogue.KNOWN_ERRORS[index + 1 :]),
+    )
     found = explain(lambda: torch.randn(4, 8).view(3, -1))
     assert found.code == "TD108"
     assert found.message.startswith("A view or reshape asked for a shape")

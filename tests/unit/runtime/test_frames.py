@@ -41,14 +41,17 @@ def test_a_folder_merely_named_torchdoctor_is_user_code(tmp_path: Path) -> None:
     assert UserCode().is_user_file(str(script))
 
 
-@pytest.mark.parametrize("filename", [
-    click.core.__file__,
-    runpy.__file__,
-    "<frozen runpy>",
-    str(Path(sysconfig.get_paths()["scripts"]) / "torchdoctor"),  # the console script
-    "<string>",
-    "",
-])
+@pytest.mark.parametrize(
+    "filename",
+    [
+        click.core.__file__,
+        runpy.__file__,
+        "<frozen runpy>",
+        str(Path(sysconfig.get_paths()["scripts"]) / "torchdoctor"),  # the console script
+        "<string>",
+        "",
+    ],
+)
 def test_launchers_and_libraries_are_never_user_code(filename: str) -> None:
     assert not UserCode(scripts=[DEMO_SCRIPT]).is_user_file(filename)
 
@@ -56,10 +59,13 @@ def test_launchers_and_libraries_are_never_user_code(filename: str) -> None:
 def test_a_stack_walk_stops_at_runpy(tmp_path: Path) -> None:
     # Above runpy sits whoever launched the script: here this test file, which would count
     # as user code; under `torchdoctor run`, click and the entry point. Never a location.
-    found = run_script(tmp_path, "inner = user.site(sys._getframe())\n"
-                                 "outer = user.site(sys._getframe().f_back)\n"
-                                 "key = user.caller_outside_torch(sys._getframe().f_back)\n",
-                       UserCode())
+    found = run_script(
+        tmp_path,
+        "inner = user.site(sys._getframe())\n"
+        "outer = user.site(sys._getframe().f_back)\n"
+        "key = user.caller_outside_torch(sys._getframe().f_back)\n",
+        UserCode(),
+    )
     inner = found["inner"]
     assert isinstance(inner, CallSite) and Path(inner.path).name == "train.py"
     assert (inner.line, inner.user) == (1, True)
@@ -70,13 +76,17 @@ def test_a_stack_walk_stops_at_runpy(tmp_path: Path) -> None:
 def test_a_library_caller_gives_way_to_the_users_line(tmp_path: Path) -> None:
     # copy.deepcopy (a library frame) calls back into the script, like Lightning's loop
     # calling backward(): the location is the user's line that called the library.
-    found = run_script(tmp_path, textwrap.dedent("""\
+    found = run_script(
+        tmp_path,
+        textwrap.dedent("""\
         import copy
         class Probe:
             def __deepcopy__(self, memo):
                 return user.caller_outside_torch(sys._getframe(1))
         site = copy.deepcopy(Probe())
-    """), UserCode())
+    """),
+        UserCode(),
+    )
     site = found["site"]
     assert isinstance(site, CallSite) and Path(site.path).name == "train.py"
     assert (site.line, site.user) == (5, True)
@@ -102,8 +112,12 @@ def test_errors_and_warnings_place_the_run_script_as_user_code(tmp_path: Path) -
 
     script = str(DEMO_SCRIPT)
     launcher = str(tmp_path / "launch.py")  # outside every library: user-like on its own
-    stack = [FrameRef(launcher, 3, "main"), FrameRef("<frozen runpy>", 88, "_run_code"),
-             FrameRef(script, 77, "train"), FrameRef(frames_module.__file__, 10, "hook")]
+    stack = [
+        FrameRef(launcher, 3, "main"),
+        FrameRef("<frozen runpy>", 88, "_run_code"),
+        FrameRef(script, 77, "train"),
+        FrameRef(frames_module.__file__, 10, "hook"),
+    ]
     assert is_library_file(script) and user_frame(stack) is None
     add_run_script(script)
     try:

@@ -56,8 +56,9 @@ def test_clearing_only_every_other_step_is_found() -> None:
 # -- TD201: quiet ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["optimizer-none", "optimizer-zero", "model", "grad-none",
-                                 "inplace-zero", "data-zero"])
+@pytest.mark.parametrize(
+    "how", ["optimizer-none", "optimizer-zero", "model", "grad-none", "inplace-zero", "data-zero"]
+)
 def test_every_way_of_clearing_is_recognised(how: str) -> None:
     model, optimizer = seeded()
     with torchdoctor.watch(sample_every=1) as w:
@@ -106,8 +107,9 @@ def test_gan_with_two_optimizers_is_quiet() -> None:
             real, noise = torch.randn(16, 8) + 2, torch.randn(16, 4)
             discriminator.zero_grad()
             fake = generator(noise)
-            loss_d = (bce(discriminator(real), torch.ones(16, 1))
-                      + bce(discriminator(fake.detach()), torch.zeros(16, 1)))
+            loss_d = bce(discriminator(real), torch.ones(16, 1)) + bce(
+                discriminator(fake.detach()), torch.zeros(16, 1)
+            )
             loss_d.backward()
             opt_d.step()
             generator.zero_grad()
@@ -135,8 +137,9 @@ def test_lbfgs_with_a_closure_is_quiet() -> None:
     assert not w.report.codes() & {"TD201", "TD210"}
 
 
-def wgan(n_critic: int, clear_generator: str = "optimizer-none",
-         clear_critic: bool = True) -> torchdoctor.Report:
+def wgan(
+    n_critic: int, clear_generator: str = "optimizer-none", clear_critic: bool = True
+) -> torchdoctor.Report:
     """WGAN-style training: ``n_critic`` critic steps, then one generator step.
 
     The critic's backward passes never reach the generator (its samples are made under

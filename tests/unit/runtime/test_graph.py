@@ -169,8 +169,7 @@ def test_loss_variables_replaced_every_few_steps_are_quiet() -> None:
     # A WGAN's loss_g lives through the critic's steps until the next generator step:
     # older than a few steps, but only one such graph is ever alive at a time.
     torch.manual_seed(0)
-    generator, critic = nn.Linear(4, 2), nn.Sequential(nn.Linear(2, 8), nn.ReLU(),
-                                                       nn.Linear(8, 1))
+    generator, critic = nn.Linear(4, 2), nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
     opt_g = torch.optim.RMSprop(generator.parameters(), lr=5e-4)
     opt_c = torch.optim.RMSprop(critic.parameters(), lr=5e-4)
     with torchdoctor.watch(sample_every=1) as w:

@@ -31,8 +31,9 @@ class _Info:
         self.optimizer = _Optimizer(lr)
 
 
-def judge(curves: dict[CallSite, list[float]], lrs: list[float] | None = None,
-          optimizers: int = 1) -> set[str]:
+def judge(
+    curves: dict[CallSite, list[float]], lrs: list[float] | None = None, optimizers: int = 1
+) -> set[str]:
     """Feed curves (one loss per step) and learning rates; return the codes found."""
     monitor = FakeMonitor()
     detector = attach(LossDynamics(), monitor)
@@ -113,8 +114,11 @@ def test_loss_that_never_moves_from_its_start_is_found() -> None:
 
 
 def test_diverging_loss_is_found() -> None:
-    curve = noisy([1.0 * math.exp(-s / 20) + 0.3 for s in range(60)]
-                  + [0.3 * math.exp(s / 12) for s in range(60)], 0.05)
+    curve = noisy(
+        [1.0 * math.exp(-s / 20) + 0.3 for s in range(60)]
+        + [0.3 * math.exp(s / 12) for s in range(60)],
+        0.05,
+    )
     assert "TD613" in judge({SITE: curve})
 
 
@@ -151,8 +155,11 @@ def test_a_loss_over_longer_and_longer_episodes_is_not_diverging() -> None:
 
 
 def test_a_summed_loss_of_fixed_length_that_rises_is_still_judged() -> None:
-    curve = noisy([1.0 * math.exp(-s / 20) + 0.3 for s in range(60)]
-                  + [0.3 * math.exp(s / 12) for s in range(60)], 0.05)
+    curve = noisy(
+        [1.0 * math.exp(-s / 20) + 0.3 for s in range(60)]
+        + [0.3 * math.exp(s / 12) for s in range(60)],
+        0.05,
+    )
     monitor = FakeMonitor()
     detector = attach(LossDynamics(), monitor)
     import torch

@@ -25,9 +25,15 @@ def hook_state() -> tuple[object, ...]:
     module_hooks = importlib.import_module("torch.nn.modules.module")
     optim = importlib.import_module("torch.optim.optimizer")
     loader = torch.utils.data.dataloader._BaseDataLoaderIter
-    return (len(module_hooks._global_forward_pre_hooks), len(module_hooks._global_forward_hooks),
-            len(optim._global_optimizer_pre_hooks), len(optim._global_optimizer_post_hooks),
-            torch.autograd.backward, loader.__next__, warnings.showwarning)
+    return (
+        len(module_hooks._global_forward_pre_hooks),
+        len(module_hooks._global_forward_hooks),
+        len(optim._global_optimizer_pre_hooks),
+        len(optim._global_optimizer_post_hooks),
+        torch.autograd.backward,
+        loader.__next__,
+        warnings.showwarning,
+    )
 
 
 def training_run(watched: bool, **options: object) -> tuple[list[float], dict, object]:
@@ -60,8 +66,11 @@ def training_run(watched: bool, **options: object) -> tuple[list[float], dict, o
     return losses, model.state_dict(), torch.get_rng_state()
 
 
-@pytest.mark.parametrize("options", [{}, {"sample_every": 1, "localise_non_finite": True}],
-                         ids=["default", "everything-on"])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"sample_every": 1, "localise_non_finite": True}],
+    ids=["default", "everything-on"],
+)
 def test_watching_never_changes_training_results(options: dict) -> None:
     plain_losses, plain_state, plain_rng = training_run(False)
     losses, state, rng = training_run(True, **options)
@@ -124,8 +133,11 @@ class Exploding(RuntimeDetector):
 
 def test_a_failing_detector_is_reported_once_and_switched_off(monkeypatch) -> None:
     real = monitor_module.registered_detectors
-    monkeypatch.setattr(monitor_module, "registered_detectors", lambda depth: [
-        *real(depth), DetectorInfo(("TD612",), Depth.RUN, Exploding)])
+    monkeypatch.setattr(
+        monitor_module,
+        "registered_detectors",
+        lambda depth: [*real(depth), DetectorInfo(("TD612",), Depth.RUN, Exploding)],
+    )
     Exploding.calls = 0
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -196,8 +208,9 @@ def test_forked_dataloader_workers_run_under_the_monitor() -> None:
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     data = torch.utils.data.TensorDataset(*batch(64))
-    loader = torch.utils.data.DataLoader(data, batch_size=16, num_workers=2,
-                                         multiprocessing_context="fork")
+    loader = torch.utils.data.DataLoader(
+        data, batch_size=16, num_workers=2, multiprocessing_context="fork"
+    )
     with torchdoctor.watch() as w:
         for x, y in loader:
             optimizer.zero_grad()
@@ -218,8 +231,9 @@ def test_each_backward_line_gets_its_own_loss_curve() -> None:
             nn.functional.cross_entropy(model(x), y).backward()
             torch.autograd.backward([model(x).pow(2).mean() * 1e-3])
             optimizer.step()
-    curves = {name: len(values) for name, values in w.report.series.items()
-              if name.startswith("loss")}  # the other curves are the run's (grad_norm, ...)
+    curves = {
+        name: len(values) for name, values in w.report.series.items() if name.startswith("loss")
+    }  # the other curves are the run's (grad_norm, ...)
     assert len(curves) == 2 and set(curves.values()) == {5}
     assert all(name.startswith("loss@test_monitor.py:") for name in curves)
 

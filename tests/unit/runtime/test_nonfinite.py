@@ -59,7 +59,7 @@ def test_exploding_parameters_are_named() -> None:
     torch.manual_seed(0)
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.3 ** s)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.3**s)
     with torchdoctor.watch(sample_every=1) as w:
         for _ in range(60):
             step(model, optimizer)

@@ -30,8 +30,11 @@ def test_parameters_gradients_and_optimizer_state_are_counted_once_each() -> Non
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
     steps = 4 * len(list(model.parameters()))  # one float32 step counter per parameter
     spent = spent_on([model], [optimizer], "cpu")
-    assert spent == {"parameters": params + buffers, "gradients": params,
-                     "optimizer_state": 2 * params + steps}
+    assert spent == {
+        "parameters": params + buffers,
+        "gradients": params,
+        "optimizer_state": 2 * params + steps,
+    }
 
 
 def test_the_oom_finding_carries_the_breakdown() -> None:
@@ -39,7 +42,8 @@ def test_the_oom_finding_carries_the_breakdown() -> None:
     found = explain_exception(RuntimeError(OOM), models=[model], optimizers=[optimizer])
     assert found is not None and found.code == "TD709"
     assert found.evidence["memory_breakdown"]["gradients"] == sum(
-        p.numel() * 4 for p in model.parameters())
+        p.numel() * 4 for p in model.parameters()
+    )
     assert "the model and optimizer hold parameters" in found.message
 
 

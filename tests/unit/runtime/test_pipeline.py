@@ -19,8 +19,9 @@ class _Info:
     params = ()
 
 
-def simulate(wait_s: float, compute_s: float, steps: int = 60, workers: int = 0,
-             persistent: bool = False) -> list:
+def simulate(
+    wait_s: float, compute_s: float, steps: int = 60, workers: int = 0, persistent: bool = False
+) -> list:
     """Alternate a batch that waited ``wait_s`` with a step of ``compute_s``."""
     monitor = FakeMonitor()
     detector = attach(InputPipeline(), monitor)

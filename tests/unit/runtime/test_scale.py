@@ -14,8 +14,9 @@ from tests.unit.runtime.training import mlp, step  # noqa: E402
 CODES = {"TD215", "TD216", "TD606"}
 
 
-def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int,
-          scheduler: object = None) -> torchdoctor.Report:
+def train(
+    model: nn.Module, optimizer: torch.optim.Optimizer, steps: int, scheduler: object = None
+) -> torchdoctor.Report:
     with torchdoctor.watch(sample_every=2) as w:
         for _ in range(steps):
             step(model, optimizer)
@@ -46,7 +47,7 @@ def test_gradients_exploding_under_a_growing_learning_rate() -> None:
     torch.manual_seed(0)
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.12 ** s)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.12**s)
     [found] = train(model, optimizer, 70, scheduler).by_code("TD216")
     assert found.evidence["growth"] >= 100
 
@@ -61,12 +62,16 @@ def test_learning_rate_below_float32_resolution_means_nothing_changes() -> None:
 # -- quiet -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make_optimizer", [
-    lambda p: torch.optim.Adam(p, lr=1e-3),
-    lambda p: torch.optim.Adam(p, lr=1e-2),
-    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
-    lambda p: torch.optim.AdamW(p, lr=3e-4, weight_decay=0.1),
-], ids=["adam-1e-3", "adam-1e-2", "sgd-momentum", "adamw"])
+@pytest.mark.parametrize(
+    "make_optimizer",
+    [
+        lambda p: torch.optim.Adam(p, lr=1e-3),
+        lambda p: torch.optim.Adam(p, lr=1e-2),
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+        lambda p: torch.optim.AdamW(p, lr=3e-4, weight_decay=0.1),
+    ],
+    ids=["adam-1e-3", "adam-1e-2", "sgd-momentum", "adamw"],
+)
 def test_healthy_optimizers_are_quiet(make_optimizer: object) -> None:
     torch.manual_seed(0)
     model = mlp(dropout=0.1)

@@ -38,8 +38,9 @@ if __name__ == "__main__":
 
 def write(tmp_path: Path, end: str = "pass", steps: int = 5, prelude: str = "") -> Path:
     script = tmp_path / "train.py"
-    script.write_text(prelude + TRAIN.replace("STEPS", str(steps)).replace("END", end),
-                      encoding="utf-8")
+    script.write_text(
+        prelude + TRAIN.replace("STEPS", str(steps)).replace("END", end), encoding="utf-8"
+    )
     return script
 
 
@@ -67,8 +68,9 @@ def test_script_sees_argv_path_and_main(tmp_path: Path) -> None:
     assert (sys.argv[:], sys.path[0]) == saved
 
 
-@pytest.mark.parametrize(("end", "status"), [
-    ("sys.exit(3)", 3), ("sys.exit()", 0), ("sys.exit('bad config')", 1)])
+@pytest.mark.parametrize(
+    ("end", "status"), [("sys.exit(3)", 3), ("sys.exit()", 0), ("sys.exit('bad config')", 1)]
+)
 def test_sys_exit_status_passes_through(tmp_path: Path, end: str, status: int) -> None:
     result = run_script(str(write(tmp_path, end=end)))
     assert result.exit_status == status
@@ -97,7 +99,8 @@ def test_max_steps_stops_early(tmp_path: Path) -> None:
 
 def test_a_script_using_watch_itself_runs_under_torchdoctor_run(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import torch
         import torchdoctor
 
@@ -108,7 +111,9 @@ def test_a_script_using_watch_itself_runs_under_torchdoctor_run(tmp_path: Path) 
                 model(torch.randn(8, 4)).pow(2).mean().backward()  # never cleared
                 optimizer.step()
         print("inner report", sorted(w.report.codes()))
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     result = run_script(str(script))
     assert result.exit_status == 0 and result.report.facts["steps"] == 5
     assert result.report.by_code("TD201")
@@ -118,8 +123,9 @@ def test_module_runs_like_python_dash_m(tmp_path: Path, monkeypatch) -> None:
     package = tmp_path / "project"
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
-    (package / "train.py").write_text(TRAIN.replace("STEPS", "3").replace("END", "pass"),
-                                      encoding="utf-8")
+    (package / "train.py").write_text(
+        TRAIN.replace("STEPS", "3").replace("END", "pass"), encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
     result = run_script("project.train", module=True)
     assert result.exit_status == 0 and result.report.facts["steps"] == 3
@@ -135,8 +141,7 @@ def test_missing_script_or_module_is_a_usage_error(tmp_path: Path) -> None:
 def test_findings_change_the_exit_code_only_with_fail_on(tmp_path: Path) -> None:
     uncleared = TRAIN.replace("        optimizer.zero_grad()\n", "")
     script = tmp_path / "train.py"
-    script.write_text(uncleared.replace("STEPS", "20").replace("END", "pass"),
-                      encoding="utf-8")
+    script.write_text(uncleared.replace("STEPS", "20").replace("END", "pass"), encoding="utf-8")
     result = run_script(str(script))
     assert result.report.by_code("TD201")
     assert result.exit_code(None) == 0
@@ -145,13 +150,13 @@ def test_findings_change_the_exit_code_only_with_fail_on(tmp_path: Path) -> None
     assert failing.exit_code(Severity.INFO) == 4  # the script's own failure wins
 
 
-def test_findings_point_at_the_scripts_line_given_a_relative_path(tmp_path: Path,
-                                                                  monkeypatch) -> None:
+def test_findings_point_at_the_scripts_line_given_a_relative_path(
+    tmp_path: Path, monkeypatch
+) -> None:
     uncleared = TRAIN.replace("        optimizer.zero_grad()\n", "")
     script = tmp_path / "project" / "train.py"
     script.parent.mkdir()
-    script.write_text(uncleared.replace("STEPS", "20").replace("END", "pass"),
-                      encoding="utf-8")
+    script.write_text(uncleared.replace("STEPS", "20").replace("END", "pass"), encoding="utf-8")
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     location = run_script("../project/train.py").report.by_code("TD201")[0].location
@@ -160,13 +165,13 @@ def test_findings_point_at_the_scripts_line_given_a_relative_path(tmp_path: Path
     assert location.snippet == "        optimizer.step()"
 
 
-def test_the_traceback_keeps_a_script_that_lives_among_our_files(tmp_path: Path, capsys,
-                                                                   monkeypatch) -> None:
+def test_the_traceback_keeps_a_script_that_lives_among_our_files(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
     # The demo script lives inside torchdoctor, whose frames the traceback leaves out.
     from torchdoctor.runtime import script as script_module
 
-    monkeypatch.setattr(script_module, "_OWN_FILES",
-                        (*script_module._OWN_FILES, str(tmp_path)))
+    monkeypatch.setattr(script_module, "_OWN_FILES", (*script_module._OWN_FILES, str(tmp_path)))
     result = run_script(str(write(tmp_path, end="raise ValueError('bad batch')")))
     assert result.exit_status == 1
     assert 'train.py", line' in capsys.readouterr().err
@@ -189,4 +194,5 @@ def test_status_text_has_rate_loss_and_findings() -> None:
     line = StatusLine(enabled=True, stream=io.StringIO())
     line.update(0.0, 0, None, 0)
     assert line.text(2.0, 100, 0.25, 2) == (
-        "torchdoctor: step 100 | loss 0.25 | 50.0 steps/s | 2 findings")
+        "torchdoctor: step 100 | loss 0.25 | 50.0 steps/s | 2 findings"
+    )

@@ -24,9 +24,11 @@ def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> tor
     return w.report
 
 
-def curve_fit(make_optimizer: Callable[[nn.Module], torch.optim.Optimizer],
-              steps: int = 8, head_std: float | None = None
-              ) -> tuple[torchdoctor.Report, list[float]]:
+def curve_fit(
+    make_optimizer: Callable[[nn.Module], torch.optim.Optimizer],
+    steps: int = 8,
+    head_std: float | None = None,
+) -> tuple[torchdoctor.Report, list[float]]:
     """Full-batch regression of sin(2x) driven by ``optimizer.step(closure)``."""
     torch.manual_seed(0)
     x = torch.linspace(-2, 2, 128).unsqueeze(1)
@@ -103,15 +105,22 @@ def test_lbfgs_overshooting_with_the_loss_rising_is_found_by_parameter_name() ->
 
 
 def test_lbfgs_first_step_larger_than_a_small_layer_is_quiet() -> None:
-    report, losses = curve_fit(lambda m: torch.optim.LBFGS(
-        m.parameters(), lr=1.0, max_iter=20, history_size=10, line_search_fn="strong_wolfe"))
+    report, losses = curve_fit(
+        lambda m: torch.optim.LBFGS(
+            m.parameters(), lr=1.0, max_iter=20, history_size=10, line_search_fn="strong_wolfe"
+        )
+    )
     assert losses[-1] < 0.1 * losses[0]
     assert not report.by_code("TD606")
 
 
 def test_lbfgs_converged_to_tiny_steps_is_quiet() -> None:
-    report, losses = curve_fit(lambda m: torch.optim.LBFGS(
-        m.parameters(), lr=1.0, max_iter=20, line_search_fn="strong_wolfe"), steps=20)
+    report, losses = curve_fit(
+        lambda m: torch.optim.LBFGS(
+            m.parameters(), lr=1.0, max_iter=20, line_search_fn="strong_wolfe"
+        ),
+        steps=20,
+    )
     assert losses[-1] < 0.1 * losses[0]
     assert not report.by_code("TD606")
 
@@ -119,8 +128,7 @@ def test_lbfgs_converged_to_tiny_steps_is_quiet() -> None:
 def test_any_line_search_optimizer_is_judged_by_the_loss() -> None:
     # First steps many times the near-zero head's size, accepted by the line search
     # because the loss fell: not a learning rate to lower.
-    report, losses = curve_fit(lambda m: BacktrackingSGD(m.parameters(), lr=10.0),
-                               head_std=1e-4)
+    report, losses = curve_fit(lambda m: BacktrackingSGD(m.parameters(), lr=10.0), head_std=1e-4)
     assert losses[-1] < losses[0]
     assert not report.by_code("TD606")
 
@@ -142,8 +150,9 @@ class LocalLayer(nn.Linear):
 
     def fit(self, pos: torch.Tensor, neg: torch.Tensor, epochs: int) -> tuple[Any, Any]:
         for _ in range(epochs):
-            goodness = torch.cat([2.0 - self.forward(pos).pow(2).mean(1),
-                                  self.forward(neg).pow(2).mean(1) - 2.0])
+            goodness = torch.cat(
+                [2.0 - self.forward(pos).pow(2).mean(1), self.forward(neg).pow(2).mean(1) - 2.0]
+            )
             loss = torch.log1p(torch.exp(goodness)).mean()
             self.opt.zero_grad()
             loss.backward()
@@ -178,7 +187,8 @@ def test_forward_forward_layers_whose_loss_does_not_fall_are_named_by_their_modu
 def test_a_parameter_group_is_named_when_the_optimizer_has_several() -> None:
     torch.manual_seed(0)
     model = mlp()
-    optimizer = torch.optim.SGD([{"params": model[0].parameters()},
-                                 {"params": model[2].parameters(), "lr": 200.0}], lr=0.01)
+    optimizer = torch.optim.SGD(
+        [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 200.0}], lr=0.01
+    )
     [found] = train(model, optimizer, 8).by_code("TD606")
     assert found.location.object == "2.weight" and "(parameter group 1)" in found.message

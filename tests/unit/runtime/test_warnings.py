@@ -26,8 +26,9 @@ def line_of(marker: str) -> int:
     return next(i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}"))
 
 
-def train(steps: int = 3, *, target_shape: tuple[int, ...] = (16,),
-          scheduler_first: bool = False) -> None:
+def train(
+    steps: int = 3, *, target_shape: tuple[int, ...] = (16,), scheduler_first: bool = False
+) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -126,22 +127,29 @@ def test_torch_warning_without_an_entry_is_td003_info() -> None:
     assert found is not None and (found.code, found.severity) == ("TD003", Severity.INFO)
 
 
-@pytest.mark.parametrize("text", [
-    "Sparse invariant checks are implicitly disabled. Memory errors (e.g. SEGFAULT) will "
-    "occur when operating on a sparse tensor which violates the invariants.",
-    "The PyTorch API of nested tensors is in prototype stage and will change in the near "
-    "future.",
-    "enable_nested_tensor is True, but self.use_nested_tensor is False because "
-    "encoder_layer.self_attn.batch_first was not True",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Sparse invariant checks are implicitly disabled. Memory errors (e.g. SEGFAULT) will "
+        "occur when operating on a sparse tensor which violates the invariants.",
+        "The PyTorch API of nested tensors is in prototype stage and will change in the near "
+        "future.",
+        "enable_nested_tensor is True, but self.use_nested_tensor is False because "
+        "encoder_layer.self_attn.batch_first was not True",
+    ],
+)
 def test_torch_information_notices_are_dropped(text: str) -> None:
     assert classify_warning(text, UserWarning, Origin.TORCH, "fn") is None
 
 
 def test_dropout2d_on_a_flat_input_is_a_warning_that_says_whole_rows_are_zeroed() -> None:
-    found = classify_warning("dropout2d: Received a 2-D input to dropout2d, which is "
-                             "deprecated and will result in an error in a future release.",
-                             UserWarning, Origin.TORCH, "dropout2d")
+    found = classify_warning(
+        "dropout2d: Received a 2-D input to dropout2d, which is "
+        "deprecated and will result in an error in a future release.",
+        UserWarning,
+        Origin.TORCH,
+        "dropout2d",
+    )
     assert found is not None and found.severity is Severity.WARNING
     assert "whole rows" in found.meaning and "nn.Dropout" in found.fix
 
@@ -153,8 +161,11 @@ def _scaler_run(autocast_dtype: Any) -> torchdoctor.Report:
         warnings.simplefilter("always")
         scaler = torch.amp.GradScaler("cuda")  # no CUDA here: torch switches it off
         for _ in range(3):
-            context = (torch.autocast("cpu", dtype=autocast_dtype) if autocast_dtype
-                       else contextlib.nullcontext())
+            context = (
+                torch.autocast("cpu", dtype=autocast_dtype)
+                if autocast_dtype
+                else contextlib.nullcontext()
+            )
             with context:
                 loss = model(torch.randn(8, 4)).float().pow(2).mean()
             optimizer.zero_grad()
@@ -205,26 +216,34 @@ def test_third_party_warning_is_info_at_most() -> None:
 
 
 def test_cpp_warning_raised_on_a_user_line_is_torchs() -> None:
-    found = classify_warning("unknown C++ warning", UserWarning, Origin.USER, "main",
-                             "y = torch.frobnicate(x)")
+    found = classify_warning(
+        "unknown C++ warning", UserWarning, Origin.USER, "main", "y = torch.frobnicate(x)"
+    )
     assert found is not None and found.code == "TD003"
     assert found.confidence is Confidence.MEDIUM
 
 
-@pytest.mark.parametrize(("category", "line"), [
-    (UserWarning, 'warnings.warn("lr looks high")'),   # the user's own warning
-    (RuntimeWarning, "ratio = a / b"),                  # NumPy's C code, not torch
-])
-def test_warnings_of_the_users_own_code_are_not_reported(category: type[Warning],
-                                                         line: str) -> None:
+@pytest.mark.parametrize(
+    ("category", "line"),
+    [
+        (UserWarning, 'warnings.warn("lr looks high")'),  # the user's own warning
+        (RuntimeWarning, "ratio = a / b"),  # NumPy's C code, not torch
+    ],
+)
+def test_warnings_of_the_users_own_code_are_not_reported(
+    category: type[Warning], line: str
+) -> None:
     assert classify_warning("message", category, Origin.USER, "main", line) is None
 
 
-@pytest.mark.parametrize("text", [
-    "Using `torch.compile(module)` when there are global hooks on modules (e.g., from "
-    "`register_module_forward_hook`); this will cause the hooks to fire an extra time",
-    "anything at all",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Using `torch.compile(module)` when there are global hooks on modules (e.g., from "
+        "`register_module_forward_hook`); this will cause the hooks to fire an extra time",
+        "anything at all",
+    ],
+)
 def test_warnings_torchdoctor_causes_are_not_reported(text: str) -> None:
     origin = Origin.TORCH if text.startswith("Using") else Origin.TORCHDOCTOR
     assert classify_warning(text, UserWarning, origin) is None
@@ -232,8 +251,11 @@ def test_warnings_torchdoctor_causes_are_not_reported(text: str) -> None:
 
 def test_known_torch_warning_gets_its_explanation() -> None:
     found = classify_warning(
-        "reduction: 'mean' divides the total loss by both the batch size and the support "
-        "size.", UserWarning, Origin.TORCH, "kl_div")
+        "reduction: 'mean' divides the total loss by both the batch size and the support size.",
+        UserWarning,
+        Origin.TORCH,
+        "kl_div",
+    )
     assert found is not None and "batchmean" in found.fix
 
 

@@ -11,7 +11,9 @@ from torch import nn
 
 
 def test_unscaled_accumulation_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train(model, loader, optimizer, accum_steps):
     for i, (x, y) in enumerate(loader):
         loss = nn.functional.mse_loss(model(x), y)
@@ -19,11 +21,15 @@ def train(model, loader, optimizer, accum_steps):
         if (i + 1) % accum_steps == 0:
             optimizer.step()
             optimizer.zero_grad()
-""", "TD618")
+""",
+        "TD618",
+    )
 
 
 def test_unscaled_accumulation_in_a_step_method_is_flagged_with_a_fix() -> None:
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 class Trainer:
     def step(self, batch, index):
         loss = self.criterion(self.model(batch[0]), batch[1])
@@ -32,13 +38,17 @@ class Trainer:
             self.optimizer.step()
             self.optimizer.zero_grad()
 """
+    )
     found = lint_findings(source, "TD618")
     assert [(f.code, f.location.line) for f in found] == [("TD618", 8)]
     assert found[0].fix is not None and found[0].fix.edits[0].replacement == "(loss / 8)"
 
 
 def test_scaled_losses_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def divided(model, loader, optimizer, k):
     for i, (x, y) in enumerate(loader):
         loss = nn.functional.mse_loss(model(x), y) / k
@@ -64,11 +74,18 @@ def scaled_by_amp(model, loader, optimizer, scaler, k):
             scaler.step(optimizer)
             scaler.update()
             optimizer.zero_grad()
-""", "TD618") == []
+""",
+            "TD618",
+        )
+        == []
+    )
 
 
 def test_not_accumulation_or_unknown_losses_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def every_step(model, loader, optimizer):
     for i, (x, y) in enumerate(loader):
         optimizer.zero_grad()
@@ -91,11 +108,17 @@ def model_loss(model, loader, optimizer, k):
         if (i + 1) % k == 0:
             optimizer.step()
             optimizer.zero_grad()
-""", "TD618") == []
+""",
+            "TD618",
+        )
+        == []
+    )
 
 
 def test_backward_in_a_helper_is_flagged_without_an_edit() -> None:
-    found = lint_findings(HEADER + """
+    found = lint_findings(
+        HEADER
+        + """
 def train_step(model, batch):
     x, y = batch
     loss = nn.functional.mse_loss(model(x), y)
@@ -107,13 +130,18 @@ def fit(model, loader, opt, k):
         if (i + 1) % k == 0:
             opt.step()
             opt.zero_grad()
-""", "TD618")
+""",
+        "TD618",
+    )
     assert [(f.code, f.location.line) for f in found] == [("TD618", 8)]
     assert found[0].fix is None
 
 
 def test_helper_that_scales_its_loss_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def compute_loss(model, batch, k):
     x, y = batch
     return nn.functional.mse_loss(model(x), y) / k
@@ -125,4 +153,8 @@ def fit(model, loader, opt, k):
         if (i + 1) % k == 0:
             opt.step()
             opt.zero_grad()
-""", "TD618") == []
+""",
+            "TD618",
+        )
+        == []
+    )

@@ -45,8 +45,9 @@ def test_a_changed_line_is_a_new_finding(tmp_path: Path) -> None:
     source, baseline = tmp_path / "train.py", tmp_path / "baseline.json"
     source.write_text(LOOP, encoding="utf-8")
     write_baseline(source, baseline)
-    source.write_text(LOOP.replace("optimizer.step()", "optimizer.step()  # tuned"),
-                      encoding="utf-8")
+    source.write_text(
+        LOOP.replace("optimizer.step()", "optimizer.step()  # tuned"), encoding="utf-8"
+    )
     assert lint(source, config=LintConfig(), baseline=baseline).codes() == {"TD201"}
 
 

@@ -33,8 +33,17 @@ def relative(paths: list[str], root: Path) -> list[str]:
 
 
 def test_folders_are_walked_and_default_excludes_apply(tmp_path: Path) -> None:
-    tree(tmp_path, {"a.py": "", "pkg/b.py": "", "pkg/notes.txt": "", ".venv/c.py": "",
-                    "build/d.py": "", "pkg/__pycache__/e.py": ""})
+    tree(
+        tmp_path,
+        {
+            "a.py": "",
+            "pkg/b.py": "",
+            "pkg/notes.txt": "",
+            ".venv/c.py": "",
+            "build/d.py": "",
+            "pkg/__pycache__/e.py": "",
+        },
+    )
     files = collect_files([tmp_path], LintConfig(root=tmp_path), tmp_path)
     assert relative(files, tmp_path) == ["a.py", "pkg/b.py"]
 
@@ -65,16 +74,21 @@ def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_pyproject_settings_are_found_and_applied(tmp_path: Path) -> None:
-    tree(tmp_path, {
-        "pyproject.toml": """
+    tree(
+        tmp_path,
+        {
+            "pyproject.toml": """
 [tool.torchdoctor]
 ignore = ["TD204"]
 extend-exclude = ["skipped/"]
 [tool.torchdoctor.per-file-ignores]
 "scripts/*.py" = ["TD2"]
 """,
-        "src/train.py": BUGGY, "scripts/try.py": BUGGY, "skipped/x.py": BUGGY,
-    })
+            "src/train.py": BUGGY,
+            "scripts/try.py": BUGGY,
+            "skipped/x.py": BUGGY,
+        },
+    )
     config = find_config(tmp_path / "src")
     assert config == tmp_path / "pyproject.toml"
     report = lint(tmp_path)
@@ -84,8 +98,7 @@ extend-exclude = ["skipped/"]
 
 
 def test_command_line_select_overrides_config_ignore_by_longest_prefix(tmp_path: Path) -> None:
-    tree(tmp_path, {"pyproject.toml": "[tool.torchdoctor]\nignore = [\"TD2\"]\n",
-                    "train.py": BUGGY})
+    tree(tmp_path, {"pyproject.toml": '[tool.torchdoctor]\nignore = ["TD2"]\n', "train.py": BUGGY})
     assert lint(tmp_path).codes() == set()
     assert lint(tmp_path, select=["TD201"]).codes() == {"TD201"}
 
@@ -95,10 +108,13 @@ def test_pyproject_without_our_table_is_skipped(tmp_path: Path) -> None:
     assert find_config(tmp_path) is None
 
 
-@pytest.mark.parametrize("text, words", [
-    ("[tool.torchdoctor\n", "not valid TOML"),
-    ("[tool.torchdoctor]\nselect = 3\n", "select must be a list of strings"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("[tool.torchdoctor\n", "not valid TOML"),
+        ("[tool.torchdoctor]\nselect = 3\n", "select must be a list of strings"),
+    ],
+)
 def test_bad_config_is_a_clear_usage_error(tmp_path: Path, text: str, words: str) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text(text, encoding="utf-8")

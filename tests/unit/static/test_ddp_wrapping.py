@@ -25,18 +25,26 @@ LOOPS = LOOP + LOOP.replace("in loader", "in given")
 
 
 def test_training_loader_without_sampler_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def main(rank):
     dist.init_process_group("nccl")
     dataset = load_dataset("train")
     ddp_model = DDP(nn.Linear(2, 2).to(rank), device_ids=[rank])
     loader = DataLoader(dataset, batch_size=8, shuffle=True)  # expect: TD806
     train_loader = DataLoader(dataset, batch_size=8)  # expect: TD806
-""" + LOOP, "TD806")
+"""
+        + LOOP,
+        "TD806",
+    )
 
 
 def test_loaders_with_samplers_or_hidden_arguments_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 class Stream(IterableDataset):
     def __iter__(self):
         yield 1
@@ -52,11 +60,18 @@ def main(dataset, kwargs, rank):
     train_stream = DataLoader(stream, batch_size=8)
     shard = make_shard(rank=rank)
     train_shard = DataLoader(shard, batch_size=8)
-""" + LOOPS, "TD806") == []
+"""
+            + LOOPS,
+            "TD806",
+        )
+        == []
+    )
 
 
 def test_loaders_without_ddp_are_quiet() -> None:
-    assert lint_codes("""
+    assert (
+        lint_codes(
+            """
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
@@ -69,11 +84,17 @@ def main(dataset):
         opt.zero_grad()
         model(x).sum().backward()
         opt.step()
-""", "TD806") == []
+""",
+            "TD806",
+        )
+        == []
+    )
 
 
 def test_forward_through_module_or_unwrapped_model_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def main(loader):
     model = nn.Linear(2, 2)
     ddp_model = DDP(model)
@@ -84,11 +105,16 @@ def main(loader):
         opt.zero_grad()
         loss.backward()
         opt.step()
-""", "TD807")
+""",
+        "TD807",
+    )
 
 
 def test_forward_through_the_wrapper_or_for_evaluation_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def main(loader):
     model = nn.Linear(2, 2)
     early = model(torch.zeros(1, 2))
@@ -107,45 +133,72 @@ def same_name(model, loader):
     model = DDP(model)
     for x, y in loader:
         model(x).sum().backward()
-""", "TD807") == []
+""",
+            "TD807",
+        )
+        == []
+    )
 
 
 def test_cast_after_wrap_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def main(loader):
     model = nn.Linear(2, 2)
     ddp_model = DDP(model)
     model.half()  # expect: TD808
     ddp_model.module.to(torch.bfloat16)  # expect: TD808
     ddp_model.to(dtype=torch.float64)  # expect: TD808
-""" + LOOP, "TD808")
+"""
+        + LOOP,
+        "TD808",
+    )
 
 
 def test_cast_before_wrap_moves_and_casts_after_training_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def main(loader, device):
     model = nn.Linear(2, 2).half()
     ddp_model = DDP(model.to(device))
     ddp_model.to(device)
-""" + LOOP + """
+"""
+            + LOOP
+            + """
     ddp_model.module.half()
     torch.save(ddp_model.module.state_dict(), "half.pt")
-""", "TD808") == []
+""",
+            "TD808",
+        )
+        == []
+    )
 
 
 def test_a_wrapper_wrapped_again_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def main(model, x):
     model = DDP(model)
     static = DDP(model, static_graph=True)
     for _ in range(3):
         model(x).sum().backward()
         static(x).sum().backward()
-""", "TD807") == []
+""",
+            "TD807",
+        )
+        == []
+    )
 
 
 def test_regulariser_helper_calling_the_unwrapped_model_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 model = nn.Linear(2, 2)
 
 def consistency(x):
@@ -163,11 +216,16 @@ for x, y in loader:
     loss.backward()
     opt.step()
     score = evaluate(x)
-""", "TD807")
+""",
+        "TD807",
+    )
 
 
 def test_helpers_called_before_the_wrap_or_through_it_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 model = nn.Linear(2, 2)
 
 def warmup(x):
@@ -184,11 +242,17 @@ for x, y in loader:
     opt.zero_grad()
     loss.backward()
     opt.step()
-""", "TD807") == []
+""",
+            "TD807",
+        )
+        == []
+    )
 
 
 def test_loader_passed_to_a_training_function_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train(model, device, loader, optimizer):
     for x, y in loader:
         optimizer.zero_grad()
@@ -203,4 +267,6 @@ def main(rank):
     model = DDP(nn.Linear(2, 2))
     train(model, rank, data, torch.optim.SGD(model.parameters(), lr=0.1))
     check(model, evaluation)
-""", "TD806")
+""",
+        "TD806",
+    )

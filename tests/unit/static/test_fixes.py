@@ -18,9 +18,11 @@ out = model.forward(x)  # called directly
 
 def test_edits_replace_insert_and_delete_by_position() -> None:
     text = "a = 1\nb = 2\nc = 3\n"
-    fixes = [Fix("replace", (Edit(1, 4, 1, 5, "10"),)),
-             Fix("insert", (Edit(2, 0, 2, 0, "# note\n"),)),
-             Fix("delete", (Edit(3, 0, 4, 0, ""),))]
+    fixes = [
+        Fix("replace", (Edit(1, 4, 1, 5, "10"),)),
+        Fix("insert", (Edit(2, 0, 2, 0, "# note\n"),)),
+        Fix("delete", (Edit(3, 0, 4, 0, ""),)),
+    ]
     assert apply_fixes(text, fixes) == ("a = 10\n# note\nb = 2\n", 3)
 
 
@@ -57,8 +59,11 @@ def test_unsafe_fixes_need_opting_in_and_nothing_is_written_for_diff(tmp_path: P
 
 def test_fix_writes_in_place_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
-    data = ("# -*- coding: latin-1 -*-\n" + FORWARD.replace("directly", "directly é")
-            ).replace("\n", "\r\n").encode("latin-1")
+    data = (
+        ("# -*- coding: latin-1 -*-\n" + FORWARD.replace("directly", "directly é"))
+        .replace("\n", "\r\n")
+        .encode("latin-1")
+    )
     path.write_bytes(data)
     first = fix(path, unsafe=True, config=LintConfig(), select=["TD206"])
     assert first.applied == 1 and first.report.by_code("TD206") == []
@@ -70,7 +75,8 @@ def test_fix_writes_in_place_and_a_second_run_changes_nothing(tmp_path: Path) ->
 
 def test_fixes_of_several_rules_in_one_loop_converge(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
-    path.write_text("""\
+    path.write_text(
+        """\
 import torch
 def train(model, loader, optimizer, criterion):
     total = 0
@@ -81,10 +87,14 @@ def train(model, loader, optimizer, criterion):
         optimizer.step()
         total += loss
     return total
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     outcome = fix(path, unsafe=True, config=LintConfig(), select=["TD2"])
     assert outcome.report.codes() == set()
-    assert path.read_text(encoding="utf-8") == """\
+    assert (
+        path.read_text(encoding="utf-8")
+        == """\
 import torch
 def train(model, loader, optimizer, criterion):
     total = 0
@@ -96,6 +106,7 @@ def train(model, loader, optimizer, criterion):
         total += loss.item()
     return total
 """
+    )
 
 
 def test_fix_records_are_marked_unsafe_when_behaviour_changes() -> None:

@@ -12,7 +12,9 @@ from torch.nn.utils import clip_grad_norm_
 
 
 def test_clip_after_step_in_a_loop_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train(model, loader, optimizer):
     for x, y in loader:
         loss = model(x).sum()
@@ -21,11 +23,15 @@ def train(model, loader, optimizer):
         optimizer.step()
         clip_grad_norm_(model.parameters(), 1.0)  # expect: TD616
         torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)  # expect: TD616
-""", "TD616")
+""",
+        "TD616",
+    )
 
 
 def test_clip_after_step_across_helper_methods_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 class Trainer:
     def __init__(self, model):
         self.model = model
@@ -39,11 +45,16 @@ class Trainer:
         self.opt.step()
         self.clip()
         self.opt.zero_grad()
-""", "TD616")
+""",
+        "TD616",
+    )
 
 
 def test_clip_between_backward_and_step_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, loader, optimizer, scaler):
     for x, y in loader:
         optimizer.zero_grad()
@@ -53,11 +64,18 @@ def train(model, loader, optimizer, scaler):
         clip_grad_norm_(model.parameters(), 1.0)
         scaler.step(optimizer)
         scaler.update()
-""", "TD616") == []
+""",
+            "TD616",
+        )
+        == []
+    )
 
 
 def test_clip_after_a_later_backward_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def gan(G, D, loader, opt_d, opt_g):
     for x in loader:
         opt_d.zero_grad()
@@ -67,11 +85,18 @@ def gan(G, D, loader, opt_d, opt_g):
         D(G(x)).mean().backward()
         clip_grad_norm_(G.parameters(), 1.0)
         opt_g.step()
-""", "TD616") == []
+""",
+            "TD616",
+        )
+        == []
+    )
 
 
 def test_clip_in_the_other_branch_or_without_training_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, loader, optimizer, use_clip):
     for x, y in loader:
         optimizer.zero_grad()
@@ -84,11 +109,17 @@ def train(model, loader, optimizer, use_clip):
 def report(model, optimizer):
     optimizer.step()
     return clip_grad_norm_(model.parameters(), float("inf"))
-""", "TD616") == []
+""",
+            "TD616",
+        )
+        == []
+    )
 
 
 def test_second_optimizer_never_cleared_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def gan(G, D, loader):
     opt_g = torch.optim.Adam(G.parameters())
     opt_d = torch.optim.Adam(D.parameters())
@@ -98,11 +129,16 @@ def gan(G, D, loader):
         opt_d.step()
         D(G(x)).mean().backward()
         opt_g.step()  # expect: TD201
-""", "TD201")
+""",
+        "TD201",
+    )
 
 
 def test_both_optimizers_cleared_or_modules_cleared_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def gan(G, D, loader):
     opt_g = torch.optim.Adam(G.parameters())
     opt_d = torch.optim.Adam(D.parameters())
@@ -124,11 +160,18 @@ def dcgan(netG, netD, loader):
         netG.zero_grad()
         netD(netG(x)).mean().backward()
         opt_g.step()
-""", "TD201") == []
+""",
+            "TD201",
+        )
+        == []
+    )
 
 
 def test_optimizers_sharing_or_hiding_their_parameters_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def shared(model, loader):
     opt_a = torch.optim.SGD(model.parameters(), lr=0.1)
     opt_b = torch.optim.Adam(model.parameters())
@@ -154,22 +197,33 @@ def over_all(G, D, loader):
         D(G(x)).mean().backward()
         opt_d.step()
         opt_g.step()
-""", "TD201") == []
+""",
+            "TD201",
+        )
+        == []
+    )
 
 
 def test_accelerator_clip_after_step_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train(model, loader, optimizer, accelerator):
     for x, y in loader:
         accelerator.backward(model(x).sum())
         optimizer.step()
         accelerator.clip_grad_norm_(model.parameters(), 1.0)  # expect: TD616
         optimizer.zero_grad()
-""", "TD616")
+""",
+        "TD616",
+    )
 
 
 def test_accelerator_clip_before_step_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, loader, optimizer, accelerator):
     for x, y in loader:
         accelerator.backward(model(x).sum())
@@ -177,4 +231,8 @@ def train(model, loader, optimizer, accelerator):
             accelerator.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad()
-""", "TD616") == []
+""",
+            "TD616",
+        )
+        == []
+    )

@@ -51,7 +51,9 @@ class Logits(nn.Module):
 
 
 def test_loss_helper_fed_a_sigmoid_model_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 BCE = nn.BCEWithLogitsLoss()
 
 def compute_loss(out, y):
@@ -61,11 +63,15 @@ def main(x, y):
     model = Tagger()
     out = model(x)
     loss = compute_loss(out, y)  # expect: TD303
-""", "TD303")
+""",
+        "TD303",
+    )
 
 
 def test_model_passed_to_a_training_function_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train(model, loader):
     ce = nn.CrossEntropyLoss()
     nll = nn.NLLLoss()
@@ -80,21 +86,31 @@ def train_nll(net, loader):
 def main(loader):
     train(Softmaxed(), loader)
     train_nll(Raw(), loader)
-""", "TD301", "TD305")
+""",
+        "TD301",
+        "TD305",
+    )
 
 
 def test_criterion_passed_in_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def step(model, loss_fn, x, y):
     return loss_fn(model(x), y)  # expect: TD303
 
 def main(x, y):
     step(Tagger(), nn.BCEWithLogitsLoss(), x, y)
-""", "TD303")
+""",
+        "TD303",
+    )
 
 
 def test_logits_through_helpers_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 BCE = nn.BCEWithLogitsLoss()
 
 def compute_loss(out, y):
@@ -113,11 +129,20 @@ def main(loader, x, y):
     train(Logits(), loader)
     step(Tagger(), nn.BCELoss(), x, y)
     step(Logits(), nn.CrossEntropyLoss(), x, y)
-""", "TD301", "TD303", "TD305") == []
+""",
+            "TD301",
+            "TD303",
+            "TD305",
+        )
+        == []
+    )
 
 
 def test_unknown_callers_and_mixed_criteria_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, loader):
     ce = nn.CrossEntropyLoss()
     for x, y in loader:
@@ -133,15 +158,25 @@ def main(x, y, external_model):
     step(Tagger(), nn.BCEWithLogitsLoss(), x, y)
     step(Tagger(), nn.BCELoss(), x, y)
     compute(external_model(x), y)
-""", "TD301", "TD303", "TD305") == []
+""",
+            "TD301",
+            "TD303",
+            "TD305",
+        )
+        == []
+    )
 
 
 def test_not_double_reported_with_the_local_loss_rule() -> None:
-    found = lint_codes(HEADER + """
+    found = lint_codes(
+        HEADER
+        + """
 def main(x, y):
     model = Tagger()
     loss = nn.BCEWithLogitsLoss()(model(x), y)
-""", "TD303")
+""",
+        "TD303",
+    )
     assert len(found) == 1
 
 
@@ -169,11 +204,17 @@ class Plain(nn.Module):
 
 
 def _project(train: str, *, extra: tuple[tuple[str, str], ...] = ()) -> list[tuple[str, int]]:
-    sources = [("proj/models/net.py", textwrap.dedent(_NET)),
-               ("proj/train.py", textwrap.dedent(train)), *extra]
+    sources = [
+        ("proj/models/net.py", textwrap.dedent(_NET)),
+        ("proj/train.py", textwrap.dedent(train)),
+        *extra,
+    ]
     found = lint_sources(sources, Selection.from_options(("TD301", "TD303", "TD305")))
-    return sorted((f.code, f.location.line or 0) for f in found
-                  if f.location.path and f.location.path.endswith("train.py"))
+    return sorted(
+        (f.code, f.location.line or 0)
+        for f in found
+        if f.location.path and f.location.path.endswith("train.py")
+    )
 
 
 def test_model_class_of_another_file_is_found_through_the_project_index() -> None:
@@ -192,7 +233,9 @@ def main(loader):
 
 def test_logits_of_another_file_and_ambiguous_classes_are_quiet() -> None:
     other = ("proj/other/net.py", textwrap.dedent(_NET))
-    assert _project("""
+    assert (
+        _project(
+            """
 from torch import nn
 from models.net import Plain, Tagger
 
@@ -203,4 +246,8 @@ def main(loader):
     for x, y in loader:
         crit(model(x), y).backward()
         crit(tagger(x), y).backward()
-""", extra=(other,)) == []
+""",
+            extra=(other,),
+        )
+        == []
+    )

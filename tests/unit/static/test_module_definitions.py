@@ -17,7 +17,9 @@ from torch import nn
 
 
 def test_requires_grad_on_modules_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -33,20 +35,29 @@ def main():
         child.requires_grad = False  # expect: TD221
     for name, sub in model.named_modules():
         sub.requires_grad = True  # expect: TD221
-""", "TD221")
+""",
+        "TD221",
+    )
 
 
 def test_requires_grad_fix_calls_requires_grad_() -> None:
-    found = lint_findings(HEADER + """
+    found = lint_findings(
+        HEADER
+        + """
 model = nn.Linear(2, 2)
 model.requires_grad = False
-""", "TD221")
+""",
+        "TD221",
+    )
     assert found[0].fix is not None
     assert found[0].fix.edits[0].replacement == "model.requires_grad_(False)"
 
 
 def test_requires_grad_on_parameters_and_tensors_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 model = nn.Linear(2, 2)
 for p in model.parameters():
     p.requires_grad = False
@@ -55,11 +66,18 @@ for name, p in model.named_parameters():
 model.weight.requires_grad = False
 x = torch.zeros(2)
 x.requires_grad = True
-""", "TD221") == []
+""",
+            "TD221",
+        )
+        == []
+    )
 
 
 def test_requires_grad_on_unknown_or_custom_objects_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 class Flagged(nn.Module):
     requires_grad = True
 
@@ -68,11 +86,17 @@ def f(thing, layer_config):
     layer_config.requires_grad = False
     custom = Flagged()
     custom.requires_grad = False
-""", "TD221") == []
+""",
+            "TD221",
+        )
+        == []
+    )
 
 
 def test_layers_in_plain_containers_are_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
@@ -87,22 +111,31 @@ class Net(nn.Module):
         self.blocks = []  # expect: TD223
         for _ in range(n):
             self.blocks.append(Block())
-""", "TD223")
+""",
+        "TD223",
+    )
 
 
 def test_plain_container_fix_wraps_in_module_list() -> None:
-    found = lint_findings(HEADER + """
+    found = lint_findings(
+        HEADER
+        + """
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.layers = [nn.Linear(4, 4), nn.Linear(4, 4)]
-""", "TD223")
+""",
+        "TD223",
+    )
     assert found[0].fix is not None
     assert found[0].fix.edits[0].replacement == "nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])"
 
 
 def test_registered_or_parameter_free_containers_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 class Net(nn.Module):
     def __init__(self, n):
         super().__init__()
@@ -115,11 +148,18 @@ class Net(nn.Module):
         self.stages = [nn.Linear(4, 4), nn.Linear(4, 4)]
         self.trunk = nn.Sequential(*self.stages)
         self.named = [self.body]
-""", "TD223") == []
+""",
+            "TD223",
+        )
+        == []
+    )
 
 
 def test_containers_registered_by_hand_or_outside_modules_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 class Registered(nn.Module):
     def __init__(self):
         super().__init__()
@@ -130,11 +170,17 @@ class Registered(nn.Module):
 class Config:
     def __init__(self):
         self.layers = [nn.Linear(4, 4)]
-""", "TD223") == []
+""",
+            "TD223",
+        )
+        == []
+    )
 
 
 def test_functional_dropout_without_training_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -147,21 +193,30 @@ class Net(nn.Module):
 
     def helper(self, x):
         return nn.functional.alpha_dropout(x, 0.2)  # expect: TD506
-""", "TD506")
+""",
+        "TD506",
+    )
 
 
 def test_dropout_fix_adds_training_flag() -> None:
-    found = lint_findings(HEADER + """
+    found = lint_findings(
+        HEADER
+        + """
 class Net(nn.Module):
     def forward(self, x):
         return F.dropout(x, 0.5)
-""", "TD506")
+""",
+        "TD506",
+    )
     assert found[0].fix is not None
     assert found[0].fix.edits[0].replacement == ", training=self.training"
 
 
 def test_functional_dropout_that_follows_the_mode_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 class Net(nn.Module):
     def forward(self, x, **options):
         x = F.dropout(x, 0.5, training=self.training)
@@ -177,11 +232,17 @@ def plain_function(x):
 class NotAModule:
     def forward(self, x):
         return F.dropout(x, 0.5)
-""", "TD506") == []
+""",
+            "TD506",
+        )
+        == []
+    )
 
 
 def test_a_local_dropout_function_is_quiet() -> None:
-    assert lint_codes("""
+    assert (
+        lint_codes(
+            """
 from torch import nn
 
 def dropout(x, p):
@@ -190,7 +251,11 @@ def dropout(x, p):
 class Net(nn.Module):
     def forward(self, x):
         return dropout(x, 0.5)
-""", "TD506") == []
+""",
+            "TD506",
+        )
+        == []
+    )
 
 
 _MODELS = """
@@ -207,8 +272,10 @@ class Settings:
 
 
 def _project_codes(train: str) -> list[tuple[str, int]]:
-    sources = [("proj/models/encoders.py", textwrap.dedent(_MODELS)),
-               ("proj/train.py", textwrap.dedent(train))]
+    sources = [
+        ("proj/models/encoders.py", textwrap.dedent(_MODELS)),
+        ("proj/train.py", textwrap.dedent(train)),
+    ]
     found = lint_sources(sources, Selection.from_options(("TD221",)))
     return sorted((f.code, f.location.line or 0) for f in found)
 
@@ -224,10 +291,13 @@ def main():
 
 
 def test_non_module_class_of_another_file_is_quiet() -> None:
-    assert _project_codes("""
+    assert (
+        _project_codes("""
 from models.encoders import Settings
 
 def main():
     settings = Settings()
     settings.requires_grad = False
-""") == []
+""")
+        == []
+    )

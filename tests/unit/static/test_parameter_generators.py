@@ -11,7 +11,9 @@ from torch import nn
 
 
 def test_generator_consumed_by_optimizer_then_clipping_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train(loader):
     model = nn.Linear(2, 2)
     params = model.parameters()
@@ -21,11 +23,15 @@ def train(loader):
         torch.nn.utils.clip_grad_norm_(params, 1.0)  # expect: TD617
         opt.step()
         opt.zero_grad()
-""", "TD617")
+""",
+        "TD617",
+    )
 
 
 def test_two_groups_and_comprehensions_and_attributes_are_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def groups(model: nn.Module):
     trainable = filter(lambda p: p.requires_grad, model.parameters())
     opt = torch.optim.AdamW([{"params": trainable, "weight_decay": 0.1}])
@@ -39,17 +45,22 @@ class Trainer:
 
     def clip(self):
         torch.nn.utils.clip_grad_norm_(self.params, 1.0)  # expect: TD617
-""", "TD617")
+""",
+        "TD617",
+    )
 
 
 def test_consumer_in_a_loop_is_flagged_and_fix_stores_a_list() -> None:
-    source = HEADER + """
+    source = (
+        HEADER
+        + """
 def clip_each_step(loader):
     model = nn.Linear(2, 2)
     params = model.parameters()
     for x in loader:
         torch.nn.utils.clip_grad_norm_(params, 1.0)
 """
+    )
     found = lint_findings(source, "TD617")
     assert [(f.code, f.location.line) for f in found] == [("TD617", 9)]
     assert found[0].fix is not None
@@ -57,7 +68,10 @@ def clip_each_step(loader):
 
 
 def test_lists_and_single_use_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(loader):
     model = nn.Linear(2, 2)
     params = list(model.parameters())
@@ -72,11 +86,18 @@ def train(loader):
     opt3 = torch.optim.Adam(fresh)
     fresh = model.parameters()
     opt4 = torch.optim.Adam(fresh)
-""", "TD617") == []
+""",
+            "TD617",
+        )
+        == []
+    )
 
 
 def test_parameters_of_non_modules_and_rebuilt_in_the_loop_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def f(group, loader):
     params = group.parameters()
     a = use(params)
@@ -85,11 +106,18 @@ def f(group, loader):
     for x in loader:
         params = model.parameters()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
-""", "TD617") == []
+""",
+            "TD617",
+        )
+        == []
+    )
 
 
 def test_named_parameters_consumed_once_per_function_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def decay_groups(model: nn.Module):
     named = model.named_parameters()
     decay = [p for n, p in named if p.ndim >= 2]
@@ -98,15 +126,26 @@ def decay_groups(model: nn.Module):
 def other(model: nn.Module):
     named = model.named_parameters()
     return dict(named)
-""", "TD617") == []
+""",
+            "TD617",
+        )
+        == []
+    )
 
 
 def test_stepping_a_generator_by_hand_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def first_parameters(model: nn.Module):
     found = model.parameters()
     while True:
         param = next(found)
         if param.ndim > 1:
             yield param
-""", "TD617") == []
+""",
+            "TD617",
+        )
+        == []
+    )

@@ -13,7 +13,9 @@ from torch.utils.data import DataLoader
 
 
 def test_epoch_schedulers_in_the_batch_loop_are_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train(model, dataset, epochs):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     step = lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
@@ -33,11 +35,15 @@ def train(model, dataset, epochs):
             decay.step()  # expect: TD615
             plateau.step(loss)  # expect: TD615
             cosine.step()  # expect: TD615
-""", "TD615")
+""",
+        "TD615",
+    )
 
 
 def test_scheduler_passed_to_an_epoch_function_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def train_one_epoch(model, loader, opt, scheduler):
     for x, y in loader:
         model(x).sum().backward()
@@ -50,22 +56,31 @@ def main(model, loader):
     sched = lr_scheduler.StepLR(opt, 10)
     for epoch in range(5):
         train_one_epoch(model, loader, opt, sched)
-""", "TD615")
+""",
+        "TD615",
+    )
 
 
 def test_scheduler_stepped_from_an_iteration_handler_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def attach(trainer, opt):
     sched = lr_scheduler.StepLR(opt, step_size=2)
 
     @trainer.on(Events.ITERATION_COMPLETED)
     def step_schedule(engine):
         sched.step()  # expect: TD615
-""", "TD615")
+""",
+        "TD615",
+    )
 
 
 def test_per_epoch_and_per_step_schedules_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, loader, epochs, total):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     step = lr_scheduler.StepLR(opt, step_size=30)
@@ -81,11 +96,18 @@ def train(model, loader, epochs, total):
             warm.step()
             cosine.step()
         step.step()
-""", "TD615") == []
+""",
+            "TD615",
+        )
+        == []
+    )
 
 
 def test_iteration_sized_or_periodic_steps_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, loader, args):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     by_iteration = lr_scheduler.StepLR(opt, step_size=30000)
@@ -110,11 +132,18 @@ def attach(trainer, opt):
     @trainer.on(Events.EPOCH_COMPLETED)
     def step_schedule(engine):
         sched.step()
-""", "TD615") == []
+""",
+            "TD615",
+        )
+        == []
+    )
 
 
 def test_epoch_loops_and_unknown_schedulers_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, loader, scheduler, epochs):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     step = lr_scheduler.StepLR(opt, step_size=30)
@@ -128,11 +157,18 @@ def train(model, loader, scheduler, epochs):
     while True:
         step.step()
         break
-""", "TD615") == []
+""",
+            "TD615",
+        )
+        == []
+    )
 
 
 def test_lengths_counted_in_batches_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def train(model, train_loader, opt, epochs, args):
     cosine = lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * len(train_loader))
     step = lr_scheduler.StepLR(opt, step_size=args.decay_steps)
@@ -145,11 +181,17 @@ def train(model, train_loader, opt, epochs, args):
             cosine.step()
             step.step()
             multi.step()
-""", "TD615") == []
+""",
+            "TD615",
+        )
+        == []
+    )
 
 
 def test_scheduler_stepped_from_a_started_handler_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def build(trainer, model):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     sched = lr_scheduler.StepLR(opt, step_size=1)
@@ -167,11 +209,16 @@ def build(trainer, model):
         sched.step()  # expect: TD607
 
     trainer.add_event_handler(Events.ITERATION_STARTED, warm)
-""", "TD607")
+""",
+        "TD607",
+    )
 
 
 def test_scheduler_stepped_from_completed_handlers_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def build(trainer, model):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     sched = lr_scheduler.StepLR(opt, step_size=1)
@@ -193,4 +240,8 @@ def build(trainer, model):
     def maybe(engine):
         if engine.state.epoch > 1:
             sched.step()
-""", "TD607") == []
+""",
+            "TD607",
+        )
+        == []
+    )

@@ -13,7 +13,9 @@ from torch import nn
 
 
 def test_deepcopy_target_used_with_grad_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 def dqn(q_net: nn.Module, loader):
     target_net = copy.deepcopy(q_net)
     opt = torch.optim.Adam(q_net.parameters())
@@ -23,11 +25,15 @@ def dqn(q_net: nn.Module, loader):
         opt.zero_grad()
         loss.backward()
         opt.step()
-""", "TD222")
+""",
+        "TD222",
+    )
 
 
 def test_named_teacher_in_a_method_is_flagged() -> None:
-    assert_marked(HEADER + """
+    assert_marked(
+        HEADER
+        + """
 class Distiller:
     def __init__(self, student):
         self.student = student
@@ -40,11 +46,16 @@ class Distiller:
         loss.backward()
         self.opt.step()
         self.opt.zero_grad()
-""", "TD222")
+""",
+        "TD222",
+    )
 
 
 def test_no_grad_detach_and_frozen_targets_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def dqn(q_net: nn.Module, loader):
     target_net = copy.deepcopy(q_net)
     ema = copy.deepcopy(q_net)
@@ -63,11 +74,18 @@ def dqn(q_net: nn.Module, loader):
         opt.zero_grad()
         loss.backward()
         opt.step()
-""", "TD222") == []
+""",
+            "TD222",
+        )
+        == []
+    )
 
 
 def test_trained_targets_eval_copies_and_unknown_networks_are_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def byol(online: nn.Module, target_encoder, loader):
     predictor = nn.Linear(4, 4)
     target_head = nn.Linear(4, 4)
@@ -83,15 +101,26 @@ def byol(online: nn.Module, target_encoder, loader):
 def evaluate(model):
     shadow = copy.deepcopy(model)
     return shadow(torch.zeros(1, 4))
-""", "TD222") == []
+""",
+            "TD222",
+        )
+        == []
+    )
 
 
 def test_a_reference_copy_trained_on_its_own_is_quiet() -> None:
-    assert lint_codes(HEADER + """
+    assert (
+        lint_codes(
+            HEADER
+            + """
 def compare(model: nn.Module, x):
     local_net = copy.deepcopy(model)
     out = model(x).sum()
     local_out = local_net(x).sum()
     out.backward()
     local_out.backward()
-""", "TD222") == []
+""",
+            "TD222",
+        )
+        == []
+    )

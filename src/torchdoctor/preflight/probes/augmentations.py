@@ -60,19 +60,28 @@ def own_generators(dataset: Any) -> list[str]:
         kinds += [numpy.random.Generator, numpy.random.RandomState]
     except ImportError:  # pragma: no cover - numpy comes with the test extras
         pass
-    found = [f"{type(dataset).__name__}.{key}" for key, value in vars(dataset).items()
-             if isinstance(value, tuple(kinds))]
+    found = [
+        f"{type(dataset).__name__}.{key}"
+        for key, value in vars(dataset).items()
+        if isinstance(value, tuple(kinds))
+    ]
     inner = getattr(dataset, "dataset", None)
-    return found + (own_generators(inner) if inner is not None and not found
-                    and hasattr(inner, "__dict__") else [])
+    return found + (
+        own_generators(inner)
+        if inner is not None and not found and hasattr(inner, "__dict__")
+        else []
+    )
 
 
 def repeats_across_workers(draws: WorkerDraws) -> bool:
     """Whether a worker's two draws differ (the sample is random) while the two workers
     produce the same two results (they share one stream)."""
     (first0, second0), (first1, second1) = draws.worker0, draws.worker1
-    return (not same_sample(first0, second0) and same_sample(first0, first1)
-            and same_sample(second0, second1))
+    return (
+        not same_sample(first0, second0)
+        and same_sample(first0, first1)
+        and same_sample(second0, second1)
+    )
 
 
 def _shared_stream_cause(loader: Any) -> tuple[str, str | None]:
@@ -88,8 +97,11 @@ def _shared_stream_cause(loader: Any) -> tuple[str, str | None]:
             return f": the worker_init_fn `{name}` puts every worker on the same seed", name
     holders = own_generators(loader.dataset)
     if holders:
-        return (f": the dataset carries its own generator ({', '.join(holders)}), copied "
-                "into every worker with the same state", holders[0])
+        return (
+            f": the dataset carries its own generator ({', '.join(holders)}), copied "
+            "into every worker with the same state",
+            holders[0],
+        )
     return "", None
 
 
@@ -108,11 +120,14 @@ def identical_worker_augmentations(ctx: CheckContext) -> Iterator[Finding]:
         return
     cause, culprit = _shared_stream_cause(loader)
     yield finding(
-        "TD410", f"The DataLoader's workers draw identical random augmentations: sample 0 "
+        "TD410",
+        f"The DataLoader's workers draw identical random augmentations: sample 0 "
         "loaded twice in one worker comes out different, but worker 0 and worker 1 produce "
         f"the same two results{cause}. With {loader.num_workers} workers each augmentation "
         f"repeats {loader.num_workers} times per epoch.",
-        Location(object=culprit or type(loader.dataset).__name__), Depth.CHECK,
+        Location(object=culprit or type(loader.dataset).__name__),
+        Depth.CHECK,
         fix_hint="Draw with torch (seeded per worker), or reseed in a `worker_init_fn` from "
-                 "`torch.utils.data.get_worker_info().seed`, which differs per worker.",
-        evidence={"num_workers": loader.num_workers, "cause": culprit})
+        "`torch.utils.data.get_worker_info().seed`, which differs per worker.",
+        evidence={"num_workers": loader.num_workers, "cause": culprit},
+    )

@@ -11,8 +11,12 @@ from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
-__all__ = ["class_index_out_of_range", "inputs_not_normalised", "non_finite_inputs",
-           "single_class_batch"]
+__all__ = [
+    "class_index_out_of_range",
+    "inputs_not_normalised",
+    "non_finite_inputs",
+    "single_class_batch",
+]
 
 # Per-feature root mean square above which inputs are "not normalised": standardised data
 # has about 1, images in [0, 1] about 0.5, raw 0-255 pixels about 150.
@@ -30,8 +34,10 @@ def non_finite_inputs(ctx: CheckContext) -> Iterator[Finding]:
     import torch
 
     batch = ctx.batch_as_given
-    for name, tensor in (*iter_tensors(batch.inputs, "inputs"),
-                         *iter_tensors(batch.targets, "targets")):
+    for name, tensor in (
+        *iter_tensors(batch.inputs, "inputs"),
+        *iter_tensors(batch.targets, "targets"),
+    ):
         if not tensor.is_floating_point() and not tensor.is_complex():
             continue
         bad = ~torch.isfinite(tensor)
@@ -41,14 +47,20 @@ def non_finite_inputs(ctx: CheckContext) -> Iterator[Finding]:
         nans = int(torch.isnan(tensor).sum())
         example = int(bad.reshape(bad.shape[0], -1).any(1).nonzero()[0, 0]) if bad.dim() else 0
         yield finding(
-            "TD401", f"`{name}` (shape {list(tensor.shape)}) holds {count} non-finite values "
-                     f"({nans} NaN, {count - nans} Inf) of {tensor.numel()}, the first in "
-                     f"example {example}; every loss and gradient they touch becomes NaN.",
-            Location(object=name), Depth.CHECK,
+            "TD401",
+            f"`{name}` (shape {list(tensor.shape)}) holds {count} non-finite values "
+            f"({nans} NaN, {count - nans} Inf) of {tensor.numel()}, the first in "
+            f"example {example}; every loss and gradient they touch becomes NaN.",
+            Location(object=name),
+            Depth.CHECK,
             fix_hint="Clean the data where it is built: impute or drop missing values "
-                     "(`torch.nan_to_num`, `dropna()`), and guard divisions and logs.",
-            evidence={"nan": nans, "inf": count - nans, "values": tensor.numel(),
-                      "first_example": example},
+            "(`torch.nan_to_num`, `dropna()`), and guard divisions and logs.",
+            evidence={
+                "nan": nans,
+                "inf": count - nans,
+                "values": tensor.numel(),
+                "first_example": example,
+            },
         )
 
 
@@ -85,17 +97,24 @@ def inputs_not_normalised(ctx: CheckContext) -> Iterator[Finding]:
     low, high = float(tensor.min()), float(tensor.max())
     unit = "features" if dim == tensor.dim() - 1 or tensor.dim() == 2 else "channels"
     yield finding(
-        "TD402", f"The first layer `{ctx.name(path)}` ({type(layer).__name__}) reads inputs in "
-                 f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} input {unit} "
-                 f"{'has' if large == 1 else 'have'} a root "
-                 f"mean square above {NORMALISED_RMS_LIMIT:g} ({unit[:-1]} {worst}: mean "
-                 f"{float(means[worst]):.4g}, rms {float(rms[worst]):.4g}). Large inputs "
-                 "saturate activations and make the first layer's gradients dominate.",
-        Location(object=ctx.name(path)), Depth.CHECK,
+        "TD402",
+        f"The first layer `{ctx.name(path)}` ({type(layer).__name__}) reads inputs in "
+        f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} input {unit} "
+        f"{'has' if large == 1 else 'have'} a root "
+        f"mean square above {NORMALISED_RMS_LIMIT:g} ({unit[:-1]} {worst}: mean "
+        f"{float(means[worst]):.4g}, rms {float(rms[worst]):.4g}). Large inputs "
+        "saturate activations and make the first layer's gradients dominate.",
+        Location(object=ctx.name(path)),
+        Depth.CHECK,
         fix_hint="Normalise the inputs: scale pixels to [0, 1] and standardise each feature "
-                 "with the training set's mean and std (`(x - mean) / std`).",
-        evidence={"min": low, "max": high, "features_over_limit": large,
-                  "worst_feature": worst, "worst_rms": float(rms[worst])},
+        "with the training set's mean and std (`(x - mean) / std`).",
+        evidence={
+            "min": low,
+            "max": high,
+            "features_over_limit": large,
+            "worst_feature": worst,
+            "worst_rms": float(rms[worst]),
+        },
     )
 
 
@@ -125,14 +144,18 @@ def class_index_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
     outside = int(((target < 0) | (target >= classes)).sum())
     one_based = " The labels look 1-based." if low == 1 and high == classes else ""
     yield finding(
-        "TD403", f"Targets hold class indices {low}..{high} but the model outputs {classes} "
-                 f"classes (valid: 0..{classes - 1}); {outside} of {target.numel()} targets are "
-                 "out of range. On CPU the loss raises; on CUDA it fails with a device-side "
-                 f"assert far from the cause.{one_based}",
-        Location(object="targets"), Depth.CHECK,
-        fix_hint=("Subtract 1 from the labels (`targets - 1`)." if one_based else
-                  f"Map the labels to 0..{classes - 1}, or give the last layer {high + 1} "
-                  "outputs."),
+        "TD403",
+        f"Targets hold class indices {low}..{high} but the model outputs {classes} "
+        f"classes (valid: 0..{classes - 1}); {outside} of {target.numel()} targets are "
+        "out of range. On CPU the loss raises; on CUDA it fails with a device-side "
+        f"assert far from the cause.{one_based}",
+        Location(object="targets"),
+        Depth.CHECK,
+        fix_hint=(
+            "Subtract 1 from the labels (`targets - 1`)."
+            if one_based
+            else f"Map the labels to 0..{classes - 1}, or give the last layer {high + 1} outputs."
+        ),
         evidence={"min": low, "max": high, "classes": classes, "out_of_range": outside},
     )
 
@@ -172,11 +195,13 @@ def single_class_batch(ctx: CheckContext) -> Iterator[Finding]:
     label = next(iter(labels))
     span = "the batch" if batches == 1 else f"the first {batches} batches"
     yield finding(
-        "TD404", f"All {examples} targets of {span} are class {label} (the model has "
-                 f"{ctx.num_classes} classes): each step pushes every prediction towards one "
-                 "class, and the loss curve swings from batch to batch.",
-        Location(object="targets"), Depth.CHECK,
+        "TD404",
+        f"All {examples} targets of {span} are class {label} (the model has "
+        f"{ctx.num_classes} classes): each step pushes every prediction towards one "
+        "class, and the loss curve swings from batch to batch.",
+        Location(object="targets"),
+        Depth.CHECK,
         fix_hint="Shuffle the training data (`DataLoader(..., shuffle=True)`), and check "
-                 "that the labels are read from the right column.",
+        "that the labels are read from the right column.",
         evidence={"class": label, "examples": examples, "batches": batches},
     )

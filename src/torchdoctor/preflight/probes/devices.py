@@ -14,9 +14,11 @@ from torchdoctor.rules.registry import finding
 
 __all__ = ["device_mismatch"]
 
-_MOVE_HINT = ("Register constant tensors with `self.register_buffer(name, tensor)` and create "
-              "tensors inside `forward` with `device=x.device`, so `model.to(device)` moves "
-              "them with the parameters.")
+_MOVE_HINT = (
+    "Register constant tensors with `self.register_buffer(name, tensor)` and create "
+    "tensors inside `forward` with `device=x.device`, so `model.to(device)` moves "
+    "them with the parameters."
+)
 
 
 def _own_tensors(module: Any) -> Iterator[tuple[str, Any]]:
@@ -41,10 +43,13 @@ def _split_modules(ctx: CheckContext) -> Iterator[Finding]:
             continue
         spread = "; ".join(f"{', '.join(names)} on {device}" for device, names in devices.items())
         yield finding(
-            "TD101", f"Module `{ctx.name(path)}` ({type(module).__name__}) holds tensors on "
-                     f"{len(devices)} devices: {spread}. Its forward will fail or silently "
-                     "copy every step.",
-            Location(object=ctx.name(path)), Depth.CHECK, fix_hint=_MOVE_HINT,
+            "TD101",
+            f"Module `{ctx.name(path)}` ({type(module).__name__}) holds tensors on "
+            f"{len(devices)} devices: {spread}. Its forward will fail or silently "
+            "copy every step.",
+            Location(object=ctx.name(path)),
+            Depth.CHECK,
+            fix_hint=_MOVE_HINT,
             evidence={"devices": {d: names for d, names in devices.items()}},
         )
 
@@ -61,13 +66,17 @@ def _model_not_moved(ctx: CheckContext) -> Iterator[Finding]:
     if not model_devices or ctx.requested_device is None:
         return
     wanted = ctx.device
-    if any(torch.device(d) == wanted or (torch.device(d).type == wanted.type
-                                         and wanted.index is None) for d in model_devices):
+    if any(
+        torch.device(d) == wanted or (torch.device(d).type == wanted.type and wanted.index is None)
+        for d in model_devices
+    ):
         return
     yield finding(
-        "TD101", f"Batches go to {wanted} but the model's parameters are on "
-                 f"{', '.join(sorted(model_devices))}: the first forward raises.",
-        Location(object=ctx.name("")), Depth.CHECK,
+        "TD101",
+        f"Batches go to {wanted} but the model's parameters are on "
+        f"{', '.join(sorted(model_devices))}: the first forward raises.",
+        Location(object=ctx.name("")),
+        Depth.CHECK,
         fix_hint=f"Call `model.to({str(wanted)!r})` before building the optimizer.",
         evidence={"batch_device": str(wanted), "model_devices": sorted(model_devices)},
     )
@@ -81,13 +90,17 @@ def _batch_elsewhere(ctx: CheckContext) -> Iterator[Finding]:
     for name, tensor in iter_tensors(ctx.batch_as_given.inputs, "inputs"):
         if tensor.device.type != "cpu" and str(tensor.device) not in model_devices:
             yield finding(
-                "TD101", f"`{name}` (shape {list(tensor.shape)}) is on {tensor.device} but the "
-                         f"model's parameters are on {', '.join(sorted(model_devices))}.",
-                Location(object=name), Depth.CHECK,
+                "TD101",
+                f"`{name}` (shape {list(tensor.shape)}) is on {tensor.device} but the "
+                f"model's parameters are on {', '.join(sorted(model_devices))}.",
+                Location(object=name),
+                Depth.CHECK,
                 fix_hint="Move the model and every batch to the same device "
-                         "(`model.to(device)`, `x.to(device)`).",
-                evidence={"tensor_device": str(tensor.device),
-                          "model_devices": sorted(model_devices)},
+                "(`model.to(device)`, `x.to(device)`).",
+                evidence={
+                    "tensor_device": str(tensor.device),
+                    "model_devices": sorted(model_devices),
+                },
             )
             return
 
@@ -99,16 +112,27 @@ def _simulated_move(ctx: CheckContext) -> Iterator[Finding]:
     stray = find_stray_tensor(ctx)
     if stray is None:
         return
-    what = (f"plain attribute `{stray.attribute}` (not a registered buffer)" if stray.attribute
-            else "a tensor created on the CPU inside the forward")
+    what = (
+        f"plain attribute `{stray.attribute}` (not a registered buffer)"
+        if stray.attribute
+        else "a tensor created on the CPU inside the forward"
+    )
     yield finding(
-        "TD101", f"The forward breaks once the model moves to a GPU: `{stray.function}` "
-                 f"receives {what}, shape {list(stray.shape)}, which stays on the CPU when "
-                 "`model.to(device)` moves the parameters, so the forward raises \"Expected "
-                 "all tensors to be on the same device\".",
-        stray.location, Depth.CHECK, severity=Severity.WARNING, fix_hint=_MOVE_HINT,
-        evidence={"function": stray.function, "shape": list(stray.shape),
-                  "attribute": stray.attribute, "simulated": "model.to('meta')"},
+        "TD101",
+        f"The forward breaks once the model moves to a GPU: `{stray.function}` "
+        f"receives {what}, shape {list(stray.shape)}, which stays on the CPU when "
+        '`model.to(device)` moves the parameters, so the forward raises "Expected '
+        'all tensors to be on the same device".',
+        stray.location,
+        Depth.CHECK,
+        severity=Severity.WARNING,
+        fix_hint=_MOVE_HINT,
+        evidence={
+            "function": stray.function,
+            "shape": list(stray.shape),
+            "attribute": stray.attribute,
+            "simulated": "model.to('meta')",
+        },
     )
 
 

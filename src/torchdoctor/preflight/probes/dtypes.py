@@ -30,22 +30,34 @@ def _float64_state(ctx: CheckContext) -> Iterator[Finding]:
     buffers = [n for n, b in ctx.model.named_buffers() if b.dtype == torch.float64]
     total = sum(1 for _ in ctx.model.parameters())
     if params and len(params) == total:
-        message = (f"All {total} parameters of {ctx.name('')} are float64: training takes twice "
-                   "the memory and runs far slower on GPUs (float64 throughput is 1/2 to 1/64 "
-                   "of float32).")
+        message = (
+            f"All {total} parameters of {ctx.name('')} are float64: training takes twice "
+            "the memory and runs far slower on GPUs (float64 throughput is 1/2 to 1/64 "
+            "of float32)."
+        )
         where = Location(object=ctx.name(""))
     elif params or buffers:
-        message = (f"float64 tensors in the model: {_names(params + buffers)} "
-                   f"({len(params)} parameters, {len(buffers)} buffers); the rest is "
-                   "float32, so every op that meets them runs in float64 or fails.")
+        message = (
+            f"float64 tensors in the model: {_names(params + buffers)} "
+            f"({len(params)} parameters, {len(buffers)} buffers); the rest is "
+            "float32, so every op that meets them runs in float64 or fails."
+        )
         where = Location(object=(params + buffers)[0])
     else:
         return
-    yield finding("TD102", message, where, Depth.CHECK,
-                  fix_hint="Build the model in float32 (`model.float()`); do not set "
-                           "`torch.set_default_dtype(torch.float64)` for training.",
-                  evidence={"float64_parameters": len(params), "float64_buffers": len(buffers),
-                            "parameters": total})
+    yield finding(
+        "TD102",
+        message,
+        where,
+        Depth.CHECK,
+        fix_hint="Build the model in float32 (`model.float()`); do not set "
+        "`torch.set_default_dtype(torch.float64)` for training.",
+        evidence={
+            "float64_parameters": len(params),
+            "float64_buffers": len(buffers),
+            "parameters": total,
+        },
+    )
 
 
 def _float64_batch(ctx: CheckContext) -> Iterator[Finding]:
@@ -53,18 +65,25 @@ def _float64_batch(ctx: CheckContext) -> Iterator[Finding]:
 
     batch = ctx.batch_as_given
     model_float64 = any(p.dtype == torch.float64 for p in ctx.model.parameters())
-    effect = ("the model was made float64 to match it" if model_float64 else
-              "ops that meet it run in float64 or fail against the float32 weights")
-    for name, tensor in (*iter_tensors(batch.inputs, "inputs"),
-                         *iter_tensors(batch.targets, "targets")):
+    effect = (
+        "the model was made float64 to match it"
+        if model_float64
+        else "ops that meet it run in float64 or fail against the float32 weights"
+    )
+    for name, tensor in (
+        *iter_tensors(batch.inputs, "inputs"),
+        *iter_tensors(batch.targets, "targets"),
+    ):
         if tensor.dtype != torch.float64:
             continue
         yield finding(
-            "TD102", f"`{name}` (shape {list(tensor.shape)}) is float64, typically from "
-                     f"`torch.from_numpy` on a NumPy array (NumPy's default dtype); {effect}.",
-            Location(object=name), Depth.CHECK,
+            "TD102",
+            f"`{name}` (shape {list(tensor.shape)}) is float64, typically from "
+            f"`torch.from_numpy` on a NumPy array (NumPy's default dtype); {effect}.",
+            Location(object=name),
+            Depth.CHECK,
             fix_hint="Convert it once when building the dataset: "
-                     "`torch.from_numpy(array).float()` or `array.astype(np.float32)`.",
+            "`torch.from_numpy(array).float()` or `array.astype(np.float32)`.",
             evidence={"tensor": name, "shape": list(tensor.shape)},
         )
 
@@ -86,7 +105,8 @@ def mixed_parameter_dtypes(ctx: CheckContext) -> Iterator[Finding]:
         for name, param in module.named_parameters(recurse=False):
             if param.is_floating_point():
                 groups.setdefault(str(param.dtype).replace("torch.", ""), []).append(
-                    f"{path}.{name}" if path else name)
+                    f"{path}.{name}" if path else name
+                )
     if len(groups) < 2:
         return
     # float32 is the reference when present: the others are the ones cast by hand.
@@ -94,13 +114,15 @@ def mixed_parameter_dtypes(ctx: CheckContext) -> Iterator[Finding]:
     others = [n for dtype, names in groups.items() if dtype != reference for n in names]
     counts = ", ".join(f"{len(names)} {dtype}" for dtype, names in groups.items())
     yield finding(
-        "TD103", f"The parameters have {len(groups)} dtypes ({counts}); not {reference}: "
-                 f"{_names(others)}. Ops between them need casts or fail, and the optimizer "
-                 "updates them at different precisions: a bfloat16 or float16 weight drops "
-                 "any update smaller than 1/256 or 1/2048 of its value.",
-        Location(object=others[0]), Depth.CHECK,
+        "TD103",
+        f"The parameters have {len(groups)} dtypes ({counts}); not {reference}: "
+        f"{_names(others)}. Ops between them need casts or fail, and the optimizer "
+        "updates them at different precisions: a bfloat16 or float16 weight drops "
+        "any update smaller than 1/256 or 1/2048 of its value.",
+        Location(object=others[0]),
+        Depth.CHECK,
         fix_hint=f"Keep every parameter in {reference} (`model.to(torch.{reference})`) and get "
-                 "the memory and speed of half precision from `torch.autocast`.",
+        "the memory and speed of half precision from `torch.autocast`.",
         evidence={dtype: len(names) for dtype, names in groups.items()},
     )
 
@@ -113,11 +135,15 @@ def _target_problem(kind: LossKind, scores: Any, target: Any) -> str | None:
     if kind.classifies:
         same_shape = target.shape == scores.shape
         if not same_shape and target.dtype not in (torch.int64, torch.uint8):
-            return (f"class indices must be int64; they are {dtype}, and the loss raises "
-                    "\"expected target dtype to be Long\"")
+            return (
+                f"class indices must be int64; they are {dtype}, and the loss raises "
+                '"expected target dtype to be Long"'
+            )
         if same_shape and not target.is_floating_point():
-            return (f"targets of the output's shape are read as class probabilities and must "
-                    f"be floating; they are {dtype} (one-hot labels?)")
+            return (
+                f"targets of the output's shape are read as class probabilities and must "
+                f"be floating; they are {dtype} (one-hot labels?)"
+            )
         if same_shape and kind is LossKind.NLL:
             return "NLLLoss takes class indices, not per-class targets of the output's shape"
     elif kind in (LossKind.BCE, LossKind.BCE_WITH_LOGITS) and not target.is_floating_point():
@@ -144,10 +170,17 @@ def target_dtype_for_loss(ctx: CheckContext) -> Iterator[Finding]:
     if problem is None:
         return
     yield finding(
-        "TD104", f"{ctx.loss_spec.name} gets targets of shape {list(target.shape)}, dtype "
-                 f"{str(target.dtype).replace('torch.', '')}, for outputs of shape "
-                 f"{list(scores.shape)}: {problem}.",
-        Location(object="targets"), Depth.CHECK, fix_hint=_TARGET_HINTS[kind.classifies],
-        evidence={"loss": ctx.loss_spec.name, "target_dtype": str(target.dtype),
-                  "target_shape": list(target.shape), "output_shape": list(scores.shape)},
+        "TD104",
+        f"{ctx.loss_spec.name} gets targets of shape {list(target.shape)}, dtype "
+        f"{str(target.dtype).replace('torch.', '')}, for outputs of shape "
+        f"{list(scores.shape)}: {problem}.",
+        Location(object="targets"),
+        Depth.CHECK,
+        fix_hint=_TARGET_HINTS[kind.classifies],
+        evidence={
+            "loss": ctx.loss_spec.name,
+            "target_dtype": str(target.dtype),
+            "target_shape": list(target.shape),
+            "output_shape": list(scores.shape),
+        },
     )

@@ -36,19 +36,26 @@ def _no_gradient(ctx: CheckContext, names: list[str]) -> Iterator[Finding]:
     called = ctx.train_pass.trace.called
     never_ran = [n for n in names if _owner(n) not in called]
     detached = [n for n in names if _owner(n) in called]
-    for group, why in ((never_ran, "their modules never run in the forward"),
-                       (detached, "their modules run, but their output does not reach the "
-                                  "loss (`.detach()`, `torch.no_grad()`, `.item()` or a "
-                                  "NumPy round trip)")):
+    for group, why in (
+        (never_ran, "their modules never run in the forward"),
+        (
+            detached,
+            "their modules run, but their output does not reach the "
+            "loss (`.detach()`, `torch.no_grad()`, `.item()` or a "
+            "NumPy round trip)",
+        ),
+    ):
         if not group:
             continue
         yield finding(
-            "TD208", f"{len(group)} parameters require grad but receive no gradient: "
-                     f"{_names(group)} (shape {_shape(ctx, group[0])}): {why}. They never "
-                     "train, and an optimizer with weight decay still shrinks them.",
-            Location(object=ctx.name(covering_module(group))), Depth.CHECK,
+            "TD208",
+            f"{len(group)} parameters require grad but receive no gradient: "
+            f"{_names(group)} (shape {_shape(ctx, group[0])}): {why}. They never "
+            "train, and an optimizer with weight decay still shrinks them.",
+            Location(object=ctx.name(covering_module(group))),
+            Depth.CHECK,
             fix_hint="Use the module in `forward` without detaching it, or remove it, or "
-                     "freeze it on purpose with `requires_grad_(False)`.",
+            "freeze it on purpose with `requires_grad_(False)`.",
             evidence={"parameters": group[:20], "count": len(group)},
         )
 
@@ -62,8 +69,11 @@ def _zero_gradients(ctx: CheckContext, grads: dict[str, Any]) -> list[str]:
     """
     zero = {n for n, g in grads.items() if g is not None and not bool(g.any())}
     flowing = {_owner(n) for n, g in grads.items() if g is not None and n not in zero}
-    found = [n for n in grads if n in zero and not (
-        ctx.model.get_parameter(n).dim() < 2 and _owner(n) in flowing)]
+    found = [
+        n
+        for n in grads
+        if n in zero and not (ctx.model.get_parameter(n).dim() < 2 and _owner(n) in flowing)
+    ]
     if not found:
         return found
     revived = _revived_without_zero_init(ctx)
@@ -111,24 +121,28 @@ def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
     zero = _zero_gradients(ctx, grads)
     if zero and single_logit_scores(ctx) is None:  # else TD308 names the cause
         yield finding(
-            "TD211", f"{len(zero)} of {len(grads)} parameters get a gradient of exactly zero: "
-                     f"{_names(zero)}. Something between them and the loss has zero "
-                     "derivative (round, sign, argmax, a clamp that always clips, a mask of "
-                     "zeros), so they never change.",
-            Location(object=ctx.name(covering_module(zero))), Depth.CHECK,
+            "TD211",
+            f"{len(zero)} of {len(grads)} parameters get a gradient of exactly zero: "
+            f"{_names(zero)}. Something between them and the loss has zero "
+            "derivative (round, sign, argmax, a clamp that always clips, a mask of "
+            "zeros), so they never change.",
+            Location(object=ctx.name(covering_module(zero))),
+            Depth.CHECK,
             fix_hint="Replace the non-differentiable op on their path (a straight-through "
-                     "estimator, a soft version) or remove the mask that zeroes it.",
+            "estimator, a soft version) or remove the mask that zeroes it.",
             evidence={"parameters": zero[:20], "count": len(zero)},
         )
     broken = [n for n, g in grads.items() if g is not None and not bool(torch.isfinite(g).all())]
     if broken:
         yield finding(
-            "TD212", f"The loss is finite but {len(broken)} parameters get NaN/Inf gradients: "
-                     f"{_names(broken)}. One optimizer step makes those weights NaN. Typical "
-                     "causes: sqrt or norm of 0, log of 0, division by a value that is 0.",
-            Location(object=broken[0]), Depth.CHECK,
+            "TD212",
+            f"The loss is finite but {len(broken)} parameters get NaN/Inf gradients: "
+            f"{_names(broken)}. One optimizer step makes those weights NaN. Typical "
+            "causes: sqrt or norm of 0, log of 0, division by a value that is 0.",
+            Location(object=broken[0]),
+            Depth.CHECK,
             fix_hint="Add an epsilon inside sqrt/log/division on their path "
-                     "(`torch.sqrt(x + 1e-12)`), or clamp the input.",
+            "(`torch.sqrt(x + 1e-12)`), or clamp the input.",
             evidence={"parameters": broken[:20], "count": len(broken)},
         )
 
@@ -141,16 +155,24 @@ def vanishing_gradients(ctx: CheckContext) -> Iterator[Finding]:
     if found is None:
         return
     yield finding(
-        "TD215", f"Gradients vanish through the {found.layers} layers: the first layer "
-                 f"`{found.first}` gets a gradient RMS of {found.first_rms:.3g}, the last "
-                 f"`{found.last}` {found.last_rms:.3g} (ratio {found.ratio:.2g}). The early "
-                 "layers barely train.",
-        Location(object=found.first), Depth.CHECK,
+        "TD215",
+        f"Gradients vanish through the {found.layers} layers: the first layer "
+        f"`{found.first}` gets a gradient RMS of {found.first_rms:.3g}, the last "
+        f"`{found.last}` {found.last_rms:.3g} (ratio {found.ratio:.2g}). The early "
+        "layers barely train.",
+        Location(object=found.first),
+        Depth.CHECK,
         fix_hint="Use ReLU/GELU instead of sigmoid/tanh between layers, add normalisation "
-                 "(BatchNorm/LayerNorm) or residual connections, and a suitable init "
-                 "(`nn.init.kaiming_normal_`).",
-        evidence={"first": found.first, "first_rms": found.first_rms, "last": found.last,
-                  "last_rms": found.last_rms, "ratio": found.ratio, "layers": found.layers},
+        "(BatchNorm/LayerNorm) or residual connections, and a suitable init "
+        "(`nn.init.kaiming_normal_`).",
+        evidence={
+            "first": found.first,
+            "first_rms": found.first_rms,
+            "last": found.last,
+            "last_rms": found.last_rms,
+            "ratio": found.ratio,
+            "layers": found.layers,
+        },
     )
 
 
@@ -162,25 +184,35 @@ def dead_relu_units(ctx: CheckContext) -> Iterator[Finding]:
     sites = dead_relu_sites(ctx)
     if not sites:
         return
-    counts = [(ctx.name(site.module), site.units - int(site.alive.sum()), site.units)
-              for site in sites]
+    counts = [
+        (ctx.name(site.module), site.units - int(site.alive.sum()), site.units) for site in sites
+    ]
     dead, units = sum(d for _, d, _ in counts), sum(u for _, _, u in counts)
     listed = ", ".join(f"`{where}` {d} of {u} ({d / u:.0%})" for where, d, u in counts[:_LISTED])
     more = f" and {len(counts) - _LISTED} more sites" if len(counts) > _LISTED else ""
     where = ctx.name(covering_module([site.module for site in sites], parameters=False))
     if len(sites) == 1:
-        what = (f"At `{counts[0][0]}`, {dead} of {units} ReLU units ({dead / units:.0%}) "
-                f"output zero for every one of {sites[0].observations} values in the batch")
+        what = (
+            f"At `{counts[0][0]}`, {dead} of {units} ReLU units ({dead / units:.0%}) "
+            f"output zero for every one of {sites[0].observations} values in the batch"
+        )
     else:
-        what = (f"At {len(sites)} ReLU sites, {dead} of {units} units output zero for every "
-                f"value in the batch ({listed}{more})")
+        what = (
+            f"At {len(sites)} ReLU sites, {dead} of {units} units output zero for every "
+            f"value in the batch ({listed}{more})"
+        )
     yield finding(
-        "TD217", f"{what}: they pass no gradient, so they can never recover.",
-        Location(object=where), Depth.CHECK,
+        "TD217",
+        f"{what}: they pass no gradient, so they can never recover.",
+        Location(object=where),
+        Depth.CHECK,
         fix_hint="Check the initialisation of the layer before it (no large negative "
-                 "biases; Kaiming init), normalise the inputs, lower the learning rate, "
-                 "or use LeakyReLU/GELU.",
-        evidence={"dead": dead, "units": units,
-                  "observations": min(site.observations for site in sites),
-                  "sites": {where: [d, u] for where, d, u in counts}},
+        "biases; Kaiming init), normalise the inputs, lower the learning rate, "
+        "or use LeakyReLU/GELU.",
+        evidence={
+            "dead": dead,
+            "units": units,
+            "observations": min(site.observations for site in sites),
+            "sites": {where: [d, u] for where, d, u in counts},
+        },
     )

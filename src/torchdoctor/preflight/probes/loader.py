@@ -63,8 +63,9 @@ def unshuffled_sampler(loader: Any) -> str | None:
     if not map_style(loader):
         return None
     batches = loader.batch_sampler
-    if batches is not None and not (type(batches) is BatchSampler
-                                    and batches.sampler is loader.sampler):
+    if batches is not None and not (
+        type(batches) is BatchSampler and batches.sampler is loader.sampler
+    ):
         return None  # a custom batch sampler decides the order
     if type(loader.sampler) is SequentialSampler:
         return "SequentialSampler (shuffle=False)"
@@ -97,16 +98,23 @@ def train_loader_not_shuffled(ctx: CheckContext) -> Iterator[Finding]:
     first = [t for _, t in iter_tensors(ctx.batch_as_given.targets, "targets")]
     in_first = len(set(first[0].reshape(-1).tolist())) if first else None
     yield finding(
-        "TD407", f"The training DataLoader reads the dataset in order ({order}) and its "
+        "TD407",
+        f"The training DataLoader reads the dataset in order ({order}) and its "
         f"targets are grouped by class: {changes} class changes across {len(labels)} evenly "
         f"spaced samples, where a shuffled order has about {expected:.0f}"
         + (f"; the first batch holds {in_first} class(es)." if in_first is not None else "."),
-        LOADER, Depth.CHECK,
+        LOADER,
+        Depth.CHECK,
         fix_hint="Pass `shuffle=True` to the training DataLoader (or `shuffle=True` to its "
-                 "DistributedSampler and call `set_epoch()` every epoch).",
-        evidence={"sampler": order, "label_changes": changes,
-                  "shuffled_changes": round(expected, 1), "samples_read": len(labels),
-                  "classes_in_first_batch": in_first})
+        "DistributedSampler and call `set_epoch()` every epoch).",
+        evidence={
+            "sampler": order,
+            "label_changes": changes,
+            "shuffled_changes": round(expected, 1),
+            "samples_read": len(labels),
+            "classes_in_first_batch": in_first,
+        },
+    )
 
 
 # --- TD411 ------------------------------------------------------------------------------------
@@ -118,17 +126,25 @@ def pin_memory_off_with_cuda(ctx: CheckContext) -> Iterator[Finding]:
     loader = torch_loader(ctx)
     if loader is None or ctx.device.type != "cuda" or loader.pin_memory:
         return
-    size = sum(t.numel() * t.element_size() for _, t in
-               (*iter_tensors(ctx.batch_as_given.inputs, "inputs"),
-                *iter_tensors(ctx.batch_as_given.targets, "targets")) if t.device.type == "cpu")
+    size = sum(
+        t.numel() * t.element_size()
+        for _, t in (
+            *iter_tensors(ctx.batch_as_given.inputs, "inputs"),
+            *iter_tensors(ctx.batch_as_given.targets, "targets"),
+        )
+        if t.device.type == "cpu"
+    )
     yield finding(
-        "TD411", f"Training runs on {ctx.device} from a DataLoader with pin_memory=False: "
+        "TD411",
+        f"Training runs on {ctx.device} from a DataLoader with pin_memory=False: "
         f"each batch ({size / 2**20:.2f} MiB) is copied to the GPU from pageable memory, "
         "which is slower and cannot overlap with compute.",
-        LOADER, Depth.CHECK,
+        LOADER,
+        Depth.CHECK,
         fix_hint="Pass `pin_memory=True` to the DataLoader and copy batches with "
-                 "`.to(device, non_blocking=True)`.",
-        evidence={"batch_bytes": size, "device": str(ctx.device)})
+        "`.to(device, non_blocking=True)`.",
+        evidence={"batch_bytes": size, "device": str(ctx.device)},
+    )
 
 
 # --- TD409 and TD412: timing ------------------------------------------------------------------
@@ -207,10 +223,14 @@ def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
         return
     workers = loader.num_workers
     share = waiting_share(timing, step, workers)
-    evidence = {"seconds_per_batch": timing.delivered, "seconds_per_step": step,
-                "batch_to_step_ratio": round(timing.delivered / step, 3) if step else None,
-                "batches_timed": timing.batches, "num_workers": workers,
-                "waiting_share": round(share, 3)}
+    evidence = {
+        "seconds_per_batch": timing.delivered,
+        "seconds_per_step": step,
+        "batch_to_step_ratio": round(timing.delivered / step, 3) if step else None,
+        "batches_timed": timing.batches,
+        "num_workers": workers,
+        "waiting_share": round(share, 3),
+    }
     if timing.shared_in_process is not None:
         evidence["seconds_per_batch_from_workers"] = timing.per_batch
     if ctx.enabled("TD409") and data_bound(timing, step, workers):
@@ -221,18 +241,27 @@ def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
             yield restart
 
 
-def _data_bound(timing: LoaderTiming, step: float, workers: int, share: float,
-                evidence: dict[str, Any]) -> Finding:
-    how = ("in the training process (num_workers=0)" if workers == 0
-           else f"with {workers} workers")
-    hint = ("Load in worker processes (`num_workers=4` or more, up to the free CPU cores) "
-            "and make `__getitem__` cheaper (decode once and cache)." if workers == 0 else
-            f"Make `__getitem__` cheaper (decode once and cache, augment on the GPU), or "
-            f"add workers if CPU cores are free (now {workers}).")
+def _data_bound(
+    timing: LoaderTiming, step: float, workers: int, share: float, evidence: dict[str, Any]
+) -> Finding:
+    how = "in the training process (num_workers=0)" if workers == 0 else f"with {workers} workers"
+    hint = (
+        "Load in worker processes (`num_workers=4` or more, up to the free CPU cores) "
+        "and make `__getitem__` cheaper (decode once and cache)."
+        if workers == 0
+        else f"Make `__getitem__` cheaper (decode once and cache, augment on the GPU), or "
+        f"add workers if CPU cores are free (now {workers})."
+    )
     return finding(
-        "TD409", f"Loading one batch takes {timing.delivered * 1e3:.1f} ms {how} and a "
+        "TD409",
+        f"Loading one batch takes {timing.delivered * 1e3:.1f} ms {how} and a "
         f"training step {step * 1e3:.1f} ms: training would wait for data {share:.0%} of "
-        "the time.", LOADER, Depth.CHECK, fix_hint=hint, evidence=evidence)
+        "the time.",
+        LOADER,
+        Depth.CHECK,
+        fix_hint=hint,
+        evidence=evidence,
+    )
 
 
 def restart_share(timing: LoaderTiming, step: float, batches: int) -> tuple[float, float]:
@@ -243,8 +272,9 @@ def restart_share(timing: LoaderTiming, step: float, batches: int) -> tuple[floa
     return (timing.startup / total if total > 0 else 0.0), iteration
 
 
-def _restart(loader: Any, timing: LoaderTiming, step: float, evidence: dict[str, Any]
-             ) -> Finding | None:
+def _restart(
+    loader: Any, timing: LoaderTiming, step: float, evidence: dict[str, Any]
+) -> Finding | None:
     try:
         batches = len(loader)
     except TypeError:
@@ -253,10 +283,18 @@ def _restart(loader: Any, timing: LoaderTiming, step: float, evidence: dict[str,
     if share < RESTART_SHARE:
         return None
     return finding(
-        "TD412", f"Every epoch restarts the DataLoader's {loader.num_workers} workers "
+        "TD412",
+        f"Every epoch restarts the DataLoader's {loader.num_workers} workers "
         f"(persistent_workers=False): its first batch takes {timing.startup * 1e3:.0f} ms "
         f"longer than the next ones, {share:.0%} of an estimated epoch of {batches} batches "
-        f"x {iteration * 1e3:.1f} ms.", LOADER, Depth.CHECK,
+        f"x {iteration * 1e3:.1f} ms.",
+        LOADER,
+        Depth.CHECK,
         fix_hint="Pass `persistent_workers=True` to the DataLoader.",
-        evidence={**evidence, "startup_seconds": timing.startup, "restart_share": share,
-                  "batches_per_epoch": batches})
+        evidence={
+            **evidence,
+            "startup_seconds": timing.startup,
+            "restart_share": share,
+            "batches_per_epoch": batches,
+        },
+    )

@@ -14,7 +14,9 @@ from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
 __all__ = [
-    "activation_before_loss", "loss_target_broadcast", "single_logit_cross_entropy",
+    "activation_before_loss",
+    "loss_target_broadcast",
+    "single_logit_cross_entropy",
     "single_logit_scores",
 ]
 
@@ -64,34 +66,43 @@ def _applied(ctx: CheckContext, scores: Any) -> tuple[str | None, Confidence]:
 _WIRING: dict[tuple[LossKind, str | None], tuple[str, str, str]] = {
     # (loss kind, op the scores went through) -> (code, what happens, fix)
     (LossKind.CROSS_ENTROPY, "Softmax"): (
-        "TD301", "CrossEntropyLoss applies log_softmax itself, so softmax runs twice: with C "
+        "TD301",
+        "CrossEntropyLoss applies log_softmax itself, so softmax runs twice: with C "
         "classes the loss is trapped between ln(e + C - 1) - 1 and ln(e + C - 1) ({low:.2f} "
         "to {high:.2f} here), gradients are scaled down by the extra softmax, and training "
         "stalls or learns far slower",
         "Return raw logits from the model (drop the final softmax); apply softmax only for "
-        "predictions."),
+        "predictions.",
+    ),
     (LossKind.CROSS_ENTROPY, "LogSoftmax"): (
-        "TD302", "CrossEntropyLoss applies log_softmax again; log_softmax is idempotent, so the "
+        "TD302",
+        "CrossEntropyLoss applies log_softmax again; log_softmax is idempotent, so the "
         "loss and gradients are unchanged, but the extra op costs time and memory and hides "
         "whether the model returns logits",
-        "Drop the log_softmax and keep CrossEntropyLoss, or keep it and use NLLLoss."),
+        "Drop the log_softmax and keep CrossEntropyLoss, or keep it and use NLLLoss.",
+    ),
     (LossKind.BCE_WITH_LOGITS, "Sigmoid"): (
-        "TD303", "BCEWithLogitsLoss applies sigmoid itself, so it runs twice: predictions are "
+        "TD303",
+        "BCEWithLogitsLoss applies sigmoid itself, so it runs twice: predictions are "
         "squeezed into (0.5, 0.73), the loss cannot go near 0, and the model barely learns",
         "Return raw logits from the model (drop the final sigmoid); apply sigmoid only for "
-        "predictions."),
+        "predictions.",
+    ),
 }
 
 
-_RECEIVED = {"Softmax": "probabilities (softmax output)",
-             "LogSoftmax": "log-probabilities (log_softmax output)",
-             "Sigmoid": "sigmoid outputs", None: "raw scores"}
+_RECEIVED = {
+    "Softmax": "probabilities (softmax output)",
+    "LogSoftmax": "log-probabilities (log_softmax output)",
+    "Sigmoid": "sigmoid outputs",
+    None: "raw scores",
+}
 
 _NLL_EFFECT = {
     "Softmax": "NLLLoss only negates the target's entry, so the loss is -p[target], stuck in "
-               "[-1, 0], and its gradient ignores every other class",
+    "[-1, 0], and its gradient ignores every other class",
     None: "NLLLoss only negates the target's entry, so the loss is unbounded below and the "
-          "model learns to inflate the target's score instead of separating the classes",
+    "model learns to inflate the target's score instead of separating the classes",
 }
 
 
@@ -107,9 +118,11 @@ def _nll_gets_log_probabilities(ctx: CheckContext, scores: Any) -> bool:
 def _wiring(kind: LossKind, op: str | None, scores: Any) -> tuple[str, str, str] | None:
     """(code, effect, fix) for a loss of ``kind`` fed scores that went through ``op``."""
     if kind is LossKind.NLL and op != "LogSoftmax":
-        return ("TD305", _NLL_EFFECT["Softmax" if op == "Softmax" else None],
-                "Apply `log_softmax(dim=1)` before NLLLoss, or use CrossEntropyLoss on the "
-                "raw logits.")
+        return (
+            "TD305",
+            _NLL_EFFECT["Softmax" if op == "Softmax" else None],
+            "Apply `log_softmax(dim=1)` before NLLLoss, or use CrossEntropyLoss on the raw logits.",
+        )
     if (kind, op) not in _WIRING:
         return None
     code, effect, fix = _WIRING[(kind, op)]
@@ -133,20 +146,33 @@ def activation_before_loss(ctx: CheckContext) -> Iterator[Finding]:
     if code == "TD305":
         confidence = Confidence.HIGH  # the values themselves are not log-probabilities
     module = ctx.train_pass.loss_input_module
-    source = (f"the output of `{module}` ({type(ctx.model.get_submodule(module)).__name__})"
-              if module else "from the model's forward")
+    source = (
+        f"the output of `{module}` ({type(ctx.model.get_submodule(module)).__name__})"
+        if module
+        else "from the model's forward"
+    )
     if op is None:
         total = float(scores.float().logsumexp(_class_dim(scores)).mean())
         seen = f"each row's logsumexp is {total:.3g} on average, not 0"
     else:
-        seen = ("seen in the autograd graph" if confidence is Confidence.HIGH
-                else "every row sums to 1")
+        seen = (
+            "seen in the autograd graph" if confidence is Confidence.HIGH else "every row sums to 1"
+        )
     yield finding(
-        code, f"{ctx.loss_spec.name} receives {_RECEIVED[op]} of shape {list(scores.shape)}, "
-              f"{source} ({seen}): {effect}.",
-        loss_input_location(ctx, module), Depth.CHECK, fix_hint=fix, confidence=confidence,
-        evidence={"loss": ctx.loss_spec.name, "op": op, "shape": list(scores.shape),
-                  "min": float(scores.min()), "max": float(scores.max())},
+        code,
+        f"{ctx.loss_spec.name} receives {_RECEIVED[op]} of shape {list(scores.shape)}, "
+        f"{source} ({seen}): {effect}.",
+        loss_input_location(ctx, module),
+        Depth.CHECK,
+        fix_hint=fix,
+        confidence=confidence,
+        evidence={
+            "loss": ctx.loss_spec.name,
+            "op": op,
+            "shape": list(scores.shape),
+            "min": float(scores.min()),
+            "max": float(scores.max()),
+        },
     )
 
 
@@ -164,13 +190,18 @@ def _broadcast_mode(shapes: tuple[Any, Any], seen: list[str]) -> Any:
     from torch.overrides import TorchFunctionMode
 
     class _Watch(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+        def __torch_function__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             result = func(*args, **(kwargs or {}))
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            if (not seen and len(tensors) == 2 and isinstance(result, torch.Tensor)
-                    and {tuple(t.shape) for t in tensors} == set(shapes)
-                    and result.numel() > max(t.numel() for t in tensors)):
+            if (
+                not seen
+                and len(tensors) == 2
+                and isinstance(result, torch.Tensor)
+                and {tuple(t.shape) for t in tensors} == set(shapes)
+                and result.numel() > max(t.numel() for t in tensors)
+            ):
                 seen.append(getattr(func, "__name__", "an op"))
             return result
 
@@ -209,15 +240,20 @@ def loss_target_broadcast(ctx: CheckContext) -> Iterator[Finding]:
         return
     n = math.prod(shape)
     yield finding(
-        "TD306", f"{ctx.loss_spec.name} compares outputs of shape {list(scores.shape)} with "
-                 f"targets of shape {list(target.shape)}; they broadcast to {list(shape)}, so "
-                 f"the loss averages {n} pairs instead of {scores.numel()}, almost all of them "
-                 "an output against another example's target.",
-        Location(object="targets"), Depth.CHECK,
+        "TD306",
+        f"{ctx.loss_spec.name} compares outputs of shape {list(scores.shape)} with "
+        f"targets of shape {list(target.shape)}; they broadcast to {list(shape)}, so "
+        f"the loss averages {n} pairs instead of {scores.numel()}, almost all of them "
+        "an output against another example's target.",
+        Location(object="targets"),
+        Depth.CHECK,
         fix_hint="Give the output and the target the same shape: `output.squeeze(-1)` or "
-                 "`target.view_as(output)`.",
-        evidence={"output_shape": list(scores.shape), "target_shape": list(target.shape),
-                  "broadcast_shape": list(shape)},
+        "`target.view_as(output)`.",
+        evidence={
+            "output_shape": list(scores.shape),
+            "target_shape": list(target.shape),
+            "broadcast_shape": list(shape),
+        },
     )
 
 
@@ -229,8 +265,11 @@ def single_logit_scores(ctx: CheckContext) -> Any | None:
     scores = ctx.train_pass.loss_input
     if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
         return None
-    if ctx.loss_kind is LossKind.NLL and "LogSoftmax" not in ctx.train_pass.loss_input_sources \
-            and ctx.train_pass.loss_input_op != "LogSoftmax":
+    if (
+        ctx.loss_kind is LossKind.NLL
+        and "LogSoftmax" not in ctx.train_pass.loss_input_sources
+        and ctx.train_pass.loss_input_op != "LogSoftmax"
+    ):
         return None
     if not ctx.loss_kind.classifies or scores.dim() < 2 or scores.shape[1] != 1:
         return None
@@ -250,8 +289,9 @@ def single_logit_cross_entropy(ctx: CheckContext) -> Iterator[Finding]:
         f"{list(scores.shape)}): a cross-entropy over a single class, where `log_softmax` is "
         f"exactly 0, so the loss is constant ({float(loss):.4g}) and every gradient is "
         "exactly zero. The model never learns.",
-        loss_input_location(ctx, None), Depth.CHECK,
+        loss_input_location(ctx, None),
+        Depth.CHECK,
         fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
-                 "(`target.float()`); for C classes give the last layer C outputs.",
+        "(`target.float()`); for C classes give the last layer C outputs.",
         evidence={"scores_shape": list(scores.shape), "loss": float(loss)},
     )

@@ -86,26 +86,39 @@ def _sites(calls: list[RandomCall]) -> list[RandomCall]:
 
 def _random_site(ctx: CheckContext, call: RandomCall, difference: float) -> Finding:
     module = ctx.name(call.module)
-    still_training = [name for name, m in ctx.model.named_modules()
-                      if name == call.module and m.training]
-    message = (f"In eval mode, `{module}` calls `{call.description}`: two eval "
-               f"forwards of the same batch differ by up to {difference:.3g} (relative).")
+    still_training = [
+        name for name, m in ctx.model.named_modules() if name == call.module and m.training
+    ]
+    message = (
+        f"In eval mode, `{module}` calls `{call.description}`: two eval "
+        f"forwards of the same batch differ by up to {difference:.3g} (relative)."
+    )
     if still_training:
         message += f" `{module}` is still in training mode after `model.eval()`."
     if still_training:
-        hint = (f"Let `model.eval()` reach `{module}`: an override of `train()`, or code "
-                "that sets `.training = True`, keeps it in training mode.")
+        hint = (
+            f"Let `model.eval()` reach `{module}`: an override of `train()`, or code "
+            "that sets `.training = True`, keeps it in training mode."
+        )
     elif call.dropout:
-        hint = ("Pass `training=self.training` to the functional dropout, or use an "
-                "`nn.Dropout` module, which follows `model.eval()`.")
+        hint = (
+            "Pass `training=self.training` to the functional dropout, or use an "
+            "`nn.Dropout` module, which follows `model.eval()`."
+        )
     else:
-        hint = ("Draw random numbers only when `self.training` is True, or make sampling "
-                "an explicit argument of `forward`.")
+        hint = (
+            "Draw random numbers only when `self.training` is True, or make sampling "
+            "an explicit argument of `forward`."
+        )
     return finding(
-        "TD504", message,
+        "TD504",
+        message,
         Location(path=call.path, line=call.line, object=module, snippet=call.snippet),
-        Depth.CHECK, fix_hint=hint, severity=None if call.dropout else Severity.WARNING,
-        evidence={"relative_difference": difference, "op": call.op})
+        Depth.CHECK,
+        fix_hint=hint,
+        severity=None if call.dropout else Severity.WARNING,
+        evidence={"relative_difference": difference, "op": call.op},
+    )
 
 
 def _unexplained(ctx: CheckContext, difference: float) -> Finding:
@@ -114,11 +127,14 @@ def _unexplained(ctx: CheckContext, difference: float) -> Finding:
         f"Two eval-mode forwards of the same batch differ by up to {difference:.3g} "
         "(relative), and no PyTorch random op ran: the forward draws from numpy or "
         "`random`, or changes state it reads (a counter, a cache).",
-        Location(object=ctx.name("")), Depth.CHECK, severity=Severity.WARNING,
+        Location(object=ctx.name("")),
+        Depth.CHECK,
+        severity=Severity.WARNING,
         fix_hint="Make the eval forward a pure function of its input: draw random numbers "
-                 "only in training mode and keep mutable state in buffers updated in "
-                 "training only.",
-        evidence={"relative_difference": difference})
+        "only in training mode and keep mutable state in buffers updated in "
+        "training only.",
+        evidence={"relative_difference": difference},
+    )
 
 
 # --- TD503: BatchNorm fed a batch of one ----------------------------------------------------
@@ -150,10 +166,15 @@ def _norm_inputs(ctx: CheckContext) -> tuple[list[NormInput], str | None]:
     handles = []
     for name, module in ctx.model.named_modules():
         if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+
             def record(module: Any, args: Any, name: str = name) -> None:
                 if args and isinstance(args[0], torch.Tensor) and args[0].dim() >= 2:
-                    seen.append(NormInput(name, type(module).__name__,
-                                          tuple(args[0].shape), module.training))
+                    seen.append(
+                        NormInput(
+                            name, type(module).__name__, tuple(args[0].shape), module.training
+                        )
+                    )
+
             handles.append(module.register_forward_pre_hook(record))
     if not handles:
         return [], None
@@ -210,31 +231,46 @@ def batchnorm_batch_of_one(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _one_now(ctx: CheckContext, seen: NormInput, error: str | None) -> Finding:
-    effect = (f"it raised `ValueError: {BATCHNORM_ONE}`" if error is not None else
-              "it normalises that example with its own statistics and feeds them into the "
-              "running averages used in eval mode")
+    effect = (
+        f"it raised `ValueError: {BATCHNORM_ONE}`"
+        if error is not None
+        else "it normalises that example with its own statistics and feeds them into the "
+        "running averages used in eval mode"
+    )
     return finding(
-        "TD503", f"`{ctx.name(seen.module)}` ({seen.kind}) receives a batch of one example "
+        "TD503",
+        f"`{ctx.name(seen.module)}` ({seen.kind}) receives a batch of one example "
         f"in training mode (input {list(seen.shape)}): {effect}.",
-        Location(object=ctx.name(seen.module)), Depth.CHECK,
+        Location(object=ctx.name(seen.module)),
+        Depth.CHECK,
         fix_hint="Train with batches of at least 2 examples (16 or more for stable "
-                 "statistics), or use `nn.GroupNorm` / `nn.LayerNorm`, which do not depend "
-                 "on the batch.",
-        evidence={"input_shape": list(seen.shape), "raised": error is not None})
+        "statistics), or use `nn.GroupNorm` / `nn.LayerNorm`, which do not depend "
+        "on the batch.",
+        evidence={"input_shape": list(seen.shape), "raised": error is not None},
+    )
 
 
 def _one_at_epoch_end(ctx: CheckContext, seen: NormInput, examples: int) -> Finding:
     loader: Any = ctx.loader
     samples = len(loader.sampler)
-    effect = (f"raises `ValueError: {BATCHNORM_ONE}` on it, after the whole epoch's work"
-              if seen.raises_on_one else
-              "normalises that example with its own statistics, in every epoch")
+    effect = (
+        f"raises `ValueError: {BATCHNORM_ONE}` on it, after the whole epoch's work"
+        if seen.raises_on_one
+        else "normalises that example with its own statistics, in every epoch"
+    )
     return finding(
-        "TD503", f"The DataLoader's last batch holds 1 example ({samples} samples, "
+        "TD503",
+        f"The DataLoader's last batch holds 1 example ({samples} samples, "
         f"batch_size={loader.batch_size}, drop_last=False), and `{ctx.name(seen.module)}` "
         f"({seen.kind}) sees the batch dimension (input {list(seen.shape)}): it {effect}.",
-        Location(object="DataLoader"), Depth.CHECK,
+        Location(object="DataLoader"),
+        Depth.CHECK,
         fix_hint="Pass `drop_last=True` to the training DataLoader (or change the batch "
-                 "size so that the last batch is not a single example).",
-        evidence={"samples": samples, "batch_size": loader.batch_size,
-                  "module": seen.module, "input_shape": list(seen.shape)})
+        "size so that the last batch is not a single example).",
+        evidence={
+            "samples": samples,
+            "batch_size": loader.batch_size,
+            "module": seen.module,
+            "input_shape": list(seen.shape),
+        },
+    )

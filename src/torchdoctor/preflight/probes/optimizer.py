@@ -24,6 +24,7 @@ from torchdoctor.rules.registry import finding
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
 
+
 @dataclass(frozen=True, slots=True)
 class LearningRateBand:
     """The learning rates an optimizer family works with; outside is "far out of range"."""
@@ -37,8 +38,13 @@ class LearningRateBand:
 _SGD = LearningRateBand("SGD", 1e-6, 10.0, "0.01 to 0.1 with momentum")
 _ADAM = LearningRateBand("Adam", 1e-7, 0.05, "1e-5 to 1e-2, 1e-3 to start")
 BANDS: dict[str, LearningRateBand] = {
-    "SGD": _SGD, "ASGD": _SGD,
-    "Adam": _ADAM, "AdamW": _ADAM, "NAdam": _ADAM, "RAdam": _ADAM, "Adamax": _ADAM,
+    "SGD": _SGD,
+    "ASGD": _SGD,
+    "Adam": _ADAM,
+    "AdamW": _ADAM,
+    "NAdam": _ADAM,
+    "RAdam": _ADAM,
+    "Adamax": _ADAM,
     "SparseAdam": _ADAM,
     "RMSprop": LearningRateBand("RMSprop", 1e-7, 0.1, "1e-4 to 1e-2"),
     "Adagrad": LearningRateBand("Adagrad", 1e-6, 1.0, "1e-3 to 0.1"),
@@ -52,8 +58,7 @@ def named_trainables(ctx: CheckContext) -> list[tuple[str, Any]]:
 
     named = [(n, p) for n, p in ctx.model.named_parameters() if p.requires_grad]
     if isinstance(ctx.loss_fn, torch.nn.Module):
-        named += [(f"loss_fn.{n}", p) for n, p in ctx.loss_fn.named_parameters()
-                  if p.requires_grad]
+        named += [(f"loss_fn.{n}", p) for n, p in ctx.loss_fn.named_parameters() if p.requires_grad]
     return named
 
 
@@ -92,8 +97,7 @@ def _foreign(ctx: CheckContext) -> list[Any]:
     """The optimizer's tensors that are no parameter of the model or the loss module."""
     own = {id(p) for _, p in named_trainables(ctx)} | set(_all_names(ctx))
     assert ctx.optimizer is not None
-    return [p for group in ctx.optimizer.param_groups for p in group["params"]
-            if id(p) not in own]
+    return [p for group in ctx.optimizer.param_groups for p in group["params"] if id(p) not in own]
 
 
 def holds_copies(ctx: CheckContext) -> bool:
@@ -120,36 +124,53 @@ def parameters_missing_from_optimizer(ctx: CheckContext) -> Iterator[Finding]:
     if holds_copies(ctx):
         where = covering_module(missing)
         yield finding(
-            "TD620", f"The optimizer holds {len(foreign)} tensor(s) that are not "
+            "TD620",
+            f"The optimizer holds {len(foreign)} tensor(s) that are not "
             f"{ctx.name('')}'s parameters but have the shapes of {len(missing)} of them "
             f"({summarise_names(missing, limit=4)}), which it does not hold: it was built for "
             "a copy of the model (a `deepcopy`, or layers replaced after it was made), so its "
             "steps never change this model.",
-            Location(object=ctx.name(where)), Depth.CHECK,
+            Location(object=ctx.name(where)),
+            Depth.CHECK,
             fix_hint="Build the optimizer from the model that is trained, after the model is "
-                     "complete (after any deepcopy or layer replacement).",
-            evidence={"stale_tensors": len(foreign), "parameters": missing[:20]})
+            "complete (after any deepcopy or layer replacement).",
+            evidence={"stale_tensors": len(foreign), "parameters": missing[:20]},
+        )
         return
-    hint = ("Build the optimizer after the model is complete, from all the parameters that "
-            "should train (`model.parameters()`), or freeze the ones meant to stay fixed "
-            "with `requires_grad_(False)`.")
+    hint = (
+        "Build the optimizer after the model is complete, from all the parameters that "
+        "should train (`model.parameters()`), or freeze the ones meant to stay fixed "
+        "with `requires_grad_(False)`."
+    )
     if len(missing) == len(trainable):
         yield finding(
-            "TD601", f"The optimizer holds none of the {len(trainable)} trainable parameters "
+            "TD601",
+            f"The optimizer holds none of the {len(trainable)} trainable parameters "
             f"of {ctx.name('')} (it holds {len(held)} other tensors): it was built for "
             "another model or copy, so no training step will change this model.",
-            Location(object=ctx.name("")), Depth.CHECK, fix_hint=hint,
-            evidence={"missing": len(missing), "trainable": len(trainable)})
+            Location(object=ctx.name("")),
+            Depth.CHECK,
+            fix_hint=hint,
+            evidence={"missing": len(missing), "trainable": len(trainable)},
+        )
         return
     modules = _by_module(missing)
     where = covering_module(missing)
     yield finding(
-        "TD601", f"{len(missing)} trainable parameter(s) in {_count(len(modules), 'module')} "
+        "TD601",
+        f"{len(missing)} trainable parameter(s) in {_count(len(modules), 'module')} "
         f"are in no optimizer parameter group: {summarise_names(missing, limit=4)}. They get "
         "gradients but never change.",
-        Location(object=ctx.name(where)), Depth.CHECK, fix_hint=hint,
-        evidence={"parameters": missing, "modules": list(modules), "missing": len(missing),
-                  "trainable": len(trainable)})
+        Location(object=ctx.name(where)),
+        Depth.CHECK,
+        fix_hint=hint,
+        evidence={
+            "parameters": missing,
+            "modules": list(modules),
+            "missing": len(missing),
+            "trainable": len(trainable),
+        },
+    )
 
 
 def _count(number: int, noun: str) -> str:
@@ -162,24 +183,33 @@ def frozen_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.optimizer is None:
         return
     names = _all_names(ctx)
-    frozen = [p for group in ctx.optimizer.param_groups for p in group["params"]
-              if not p.requires_grad]
+    frozen = [
+        p for group in ctx.optimizer.param_groups for p in group["params"] if not p.requires_grad
+    ]
     if not frozen:
         return
     moving = [p for p in frozen if p.grad is not None]
     labels = [names.get(id(p), f"<tensor {tuple(p.shape)}>") for p in frozen]
     common = covering_module(labels)
-    message = (f"{len(frozen)} frozen parameter(s) (requires_grad=False) are in the optimizer: "
-               f"{summarise_names(labels, limit=4)}.")
+    message = (
+        f"{len(frozen)} frozen parameter(s) (requires_grad=False) are in the optimizer: "
+        f"{summarise_names(labels, limit=4)}."
+    )
     if moving:
-        message += (f" {len(moving)} of them still hold a `.grad`, so weight decay and "
-                    "momentum keep changing them.")
+        message += (
+            f" {len(moving)} of them still hold a `.grad`, so weight decay and "
+            "momentum keep changing them."
+        )
     yield finding(
-        "TD602", message, Location(object=ctx.name(common)), Depth.CHECK,
+        "TD602",
+        message,
+        Location(object=ctx.name(common)),
+        Depth.CHECK,
         severity=Severity.WARNING if moving else None,
         fix_hint="Pass only trainable parameters: "
-                 "`[p for p in model.parameters() if p.requires_grad]`.",
-        evidence={"frozen": len(frozen), "with_grad": len(moving), "parameters": labels})
+        "`[p for p in model.parameters() if p.requires_grad]`.",
+        evidence={"frozen": len(frozen), "with_grad": len(moving), "parameters": labels},
+    )
 
 
 @probe("TD603")
@@ -201,13 +231,15 @@ def duplicate_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
             repeated.setdefault((_module_of(label), tuple(groups)), []).append(label)
     for (module, places), params in repeated.items():
         yield finding(
-            "TD603", f"{summarise_names(params)} appear {_places(places)} in the optimizer: "
+            "TD603",
+            f"{summarise_names(params)} appear {_places(places)} in the optimizer: "
             f"every step updates {'it' if len(params) == 1 else 'them'} {len(places)} times.",
-            Location(object=ctx.name(module) if len(params) > 1 else params[0]), Depth.CHECK,
+            Location(object=ctx.name(module) if len(params) > 1 else params[0]),
+            Depth.CHECK,
             fix_hint="List each parameter once; give parts of the model their own settings "
-                     "through separate, disjoint parameter groups.",
-            evidence={"appearances": len(places), "groups": list(places),
-                      "parameters": params})
+            "through separate, disjoint parameter groups.",
+            evidence={"appearances": len(places), "groups": list(places), "parameters": params},
+        )
 
 
 def _places(groups: tuple[int, ...]) -> str:
@@ -229,9 +261,11 @@ def learning_rate_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
     """Learning rates that are zero, negative, not finite or far out of the family's band."""
     if ctx.optimizer is None:
         return
-    groups = [(index, group, peak_learning_rate(group))
-              for index, group in enumerate(ctx.optimizer.param_groups)
-              if any(p.requires_grad for p in group["params"])]
+    groups = [
+        (index, group, peak_learning_rate(group))
+        for index, group in enumerate(ctx.optimizer.param_groups)
+        if any(p.requires_grad for p in group["params"])
+    ]
     training = [peak for _, _, peak in groups if peak is not None and peak > 0]
     band = band_for(ctx.optimizer)
     for index, group, peak in groups:
@@ -242,12 +276,20 @@ def learning_rate_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
             continue
         text, hint, severity, confidence = problem
         yield finding(
-            "TD604", f"param_groups[{index}] of {type(ctx.optimizer).__name__} has "
+            "TD604",
+            f"param_groups[{index}] of {type(ctx.optimizer).__name__} has "
             f"{_rate_text(group, peak)}: {text}.",
-            Location(object=f"optimizer.param_groups[{index}]"), Depth.CHECK,
-            fix_hint=hint, severity=severity, confidence=confidence,
-            evidence={"lr": peak, "group": index,
-                      **({"band": [band.low, band.high]} if band else {})})
+            Location(object=f"optimizer.param_groups[{index}]"),
+            Depth.CHECK,
+            fix_hint=hint,
+            severity=severity,
+            confidence=confidence,
+            evidence={
+                "lr": peak,
+                "group": index,
+                **({"band": [band.low, band.high]} if band else {}),
+            },
+        )
 
 
 def _rate_text(group: dict[str, Any], peak: float) -> str:
@@ -258,26 +300,41 @@ def _rate_text(group: dict[str, Any], peak: float) -> str:
     return text
 
 
-def _rate_problem(peak: float, band: LearningRateBand | None, *, trains_elsewhere: bool
-                  ) -> tuple[str, str, Severity | None, Confidence] | None:
+def _rate_problem(
+    peak: float, band: LearningRateBand | None, *, trains_elsewhere: bool
+) -> tuple[str, str, Severity | None, Confidence] | None:
     """What is wrong with a group's peak rate, its fix, severity and confidence, or None."""
     if math.isnan(peak) or peak < 0:
-        return ("not a usable learning rate", "Set a positive, finite learning rate.",
-                None, Confidence.HIGH)
+        return (
+            "not a usable learning rate",
+            "Set a positive, finite learning rate.",
+            None,
+            Confidence.HIGH,
+        )
     if peak == 0:
         if trains_elsewhere:
-            return ("its parameters never change while the other groups train",
-                    "Freeze them with `requires_grad_(False)` (which also skips their "
-                    "gradients) if that is the intent; otherwise give the group a rate.",
-                    Severity.INFO, Confidence.MEDIUM)
-        return ("no parameter will ever change", "Set a learning rate above zero "
-                "(a warm-up scheduler created before the check is recognised).",
-                None, Confidence.HIGH)
+            return (
+                "its parameters never change while the other groups train",
+                "Freeze them with `requires_grad_(False)` (which also skips their "
+                "gradients) if that is the intent; otherwise give the group a rate.",
+                Severity.INFO,
+                Confidence.MEDIUM,
+            )
+        return (
+            "no parameter will ever change",
+            "Set a learning rate above zero "
+            "(a warm-up scheduler created before the check is recognised).",
+            None,
+            Confidence.HIGH,
+        )
     if band is None or band.low <= peak <= band.high:
         return None
     side = "above" if peak > band.high else "below"
-    return (f"far {side} what {band.family} trains with "
-            f"(reported outside {format_number(band.low)} to {format_number(band.high)}; "
-            f"typical: {band.typical})",
-            f"Use a learning rate in {band.family}'s usual range ({band.typical}) and tune "
-            "from there.", None, Confidence.HIGH)
+    return (
+        f"far {side} what {band.family} trains with "
+        f"(reported outside {format_number(band.low)} to {format_number(band.high)}; "
+        f"typical: {band.typical})",
+        f"Use a learning rate in {band.family}'s usual range ({band.typical}) and tune from there.",
+        None,
+        Confidence.HIGH,
+    )

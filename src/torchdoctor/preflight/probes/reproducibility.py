@@ -70,36 +70,43 @@ def nondeterministic_step(ctx: CheckContext) -> Iterator[Finding]:
     evidence = {"seed": ctx.seed, "first_losses": [a0, b0], "after_step_losses": [a1, b1]}
     if not _same(a0, b0):
         yield finding(
-            "TD907", f"Two copies seeded identically (torch.manual_seed({ctx.seed}), numpy, "
+            "TD907",
+            f"Two copies seeded identically (torch.manual_seed({ctx.seed}), numpy, "
             f"random) give different losses at the first forward: {a0:.10g} vs {b0:.10g}. "
             "The forward draws randomness those seeds do not control (a fresh "
             "`np.random.default_rng()`, `random.SystemRandom`, a `torch.Generator` seeded "
             "from the clock) or reads state that changes between calls (a global counter).",
-            Location(object=ctx.name("")), Depth.CHECK,
+            Location(object=ctx.name("")),
+            Depth.CHECK,
             fix_hint="Draw random numbers from torch's global generator (`torch.randn_like`) "
-                     "or from generators seeded from the run's seed, and keep changing state "
-                     "inside the model.",
-            evidence={**evidence, "relative_difference": _relative(a0, b0)})
+            "or from generators seeded from the run's seed, and keep changing state "
+            "inside the model.",
+            evidence={**evidence, "relative_difference": _relative(a0, b0)},
+        )
         return
     if _same(a1, b1):
         return
     yield _kernel_finding(ctx, a0, a1, b1, evidence)
 
 
-def _kernel_finding(ctx: CheckContext, first: float, a1: float, b1: float,
-                    evidence: dict[str, object]) -> Finding:
+def _kernel_finding(
+    ctx: CheckContext, first: float, a1: float, b1: float, evidence: dict[str, object]
+) -> Finding:
     import torch
 
     difference = _relative(a1, b1)
     quiet = difference < KERNEL_NOISE and not torch.are_deterministic_algorithms_enabled()
     return finding(
-        "TD907", f"Two copies seeded identically agree at the first forward ({first:.10g}) "
+        "TD907",
+        f"Two copies seeded identically agree at the first forward ({first:.10g}) "
         f"but differ after one backward and optimizer step: {a1:.10g} vs {b1:.10g} "
         f"(relative {difference:.2g}). Kernels in the backward or the optimizer are not "
         "deterministic (atomic adds on the GPU: index_add_, scatter_add_, embedding "
         "backward), so runs drift apart a little more every step.",
-        Location(object=ctx.name("")), Depth.CHECK,
+        Location(object=ctx.name("")),
+        Depth.CHECK,
         severity=Severity.INFO if quiet else None,
         fix_hint="Call `torch.use_deterministic_algorithms(True)` (with "
-                 "`CUBLAS_WORKSPACE_CONFIG=:4096:8` on CUDA) when runs must repeat exactly.",
-        evidence={**evidence, "relative_difference": difference})
+        "`CUBLAS_WORKSPACE_CONFIG=:4096:8` on CUDA) when runs must repeat exactly.",
+        evidence={**evidence, "relative_difference": difference},
+    )

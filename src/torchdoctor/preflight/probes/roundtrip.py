@@ -55,16 +55,18 @@ def outside_state(model: Any) -> dict[str, OutsideState]:
         for key in sorted(getattr(module, "_non_persistent_buffers_set", ())):
             buffer = module._buffers.get(key)
             if buffer is not None:
-                found[prefix + key] = OutsideState(prefix + key, "non-persistent buffer",
-                                                   buffer.detach().clone())
+                found[prefix + key] = OutsideState(
+                    prefix + key, "non-persistent buffer", buffer.detach().clone()
+                )
         for key, value in vars(module).items():
             if key == "training":
                 continue
             if isinstance(value, torch.Tensor):
                 if value.requires_grad or (value.numel() and _storage(value) in saved):
                     continue
-                found[prefix + key] = OutsideState(prefix + key, "tensor attribute",
-                                                   value.detach().clone())
+                found[prefix + key] = OutsideState(
+                    prefix + key, "tensor attribute", value.detach().clone()
+                )
             elif isinstance(value, numbers.Number) and not isinstance(value, bool):
                 found[prefix + key] = OutsideState(prefix + key, "number attribute", value)
     return found
@@ -74,8 +76,12 @@ def _same(first: Any, second: Any) -> bool:
     import torch
 
     if isinstance(first, torch.Tensor) or isinstance(second, torch.Tensor):
-        return (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)
-                and first.shape == second.shape and torch.equal(first, second))
+        return (
+            isinstance(first, torch.Tensor)
+            and isinstance(second, torch.Tensor)
+            and first.shape == second.shape
+            and torch.equal(first, second)
+        )
     return bool(first == second)
 
 
@@ -106,17 +112,24 @@ def state_outside_state_dict(ctx: CheckContext) -> Iterator[Finding]:
         yield _cannot_round_trip(ctx, error)
         return
     difference = _output_difference(ctx, trained.model, fresh)
-    changed = [state for name, state in before.items()
-               if name not in after or not _same(state.value, after[name].value)]
+    changed = [
+        state
+        for name, state in before.items()
+        if name not in after or not _same(state.value, after[name].value)
+    ]
     for state in changed[:MAX_FINDINGS]:
         now = after.get(state.name)
         matters = difference > RELATIVE_TOLERANCE and (
-            len(changed) == 1 or _closes_gap(ctx, trained.model, fresh, now, difference))
+            len(changed) == 1 or _closes_gap(ctx, trained.model, fresh, now, difference)
+        )
         yield _changed(ctx, state, now, difference if matters else 0.0)
     changed_names = {state.name for state in changed}
-    plain = [state for state in before.values()
-             if state.kind == "tensor attribute" and state.name not in changed_names]
-    for state in plain[:max(0, MAX_FINDINGS - len(changed))]:
+    plain = [
+        state
+        for state in before.values()
+        if state.kind == "tensor attribute" and state.name not in changed_names
+    ]
+    for state in plain[: max(0, MAX_FINDINGS - len(changed))]:
         yield _plain_tensor(ctx, state)
     if not changed and difference > RELATIVE_TOLERANCE:
         yield _unexplained(ctx, difference)
@@ -134,8 +147,9 @@ def _output_difference(ctx: CheckContext, trained: Any, loaded: Any) -> float:
     return difference
 
 
-def _closes_gap(ctx: CheckContext, trained: Any, loaded: Any, state: OutsideState | None,
-                difference: float) -> bool:
+def _closes_gap(
+    ctx: CheckContext, trained: Any, loaded: Any, state: OutsideState | None, difference: float
+) -> bool:
     """Whether giving the loaded copy the trained value of ``state`` alone brings its eval
     output closer to the trained copy's (so this piece of state is one that matters)."""
     if state is None:
@@ -146,8 +160,10 @@ def _closes_gap(ctx: CheckContext, trained: Any, loaded: Any, state: OutsideStat
     original = store[leaf]
     store[leaf] = state.value.clone() if hasattr(state.value, "clone") else state.value
     try:
-        closer = largest_difference(ctx.forward(trained, train=False, grad=False),
-                                    ctx.forward(loaded, train=False, grad=False))
+        closer = largest_difference(
+            ctx.forward(trained, train=False, grad=False),
+            ctx.forward(loaded, train=False, grad=False),
+        )
     finally:
         store[leaf] = original
     return closer < difference
@@ -161,25 +177,35 @@ def _show(value: Any) -> str:
     return f"{value:.6g}" if isinstance(value, float) else repr(value)
 
 
-def _changed(ctx: CheckContext, state: OutsideState, now: OutsideState | None,
-             difference: float) -> Finding:
+def _changed(
+    ctx: CheckContext, state: OutsideState, now: OutsideState | None, difference: float
+) -> Finding:
     import torch
 
-    moved = "" if isinstance(state.value, torch.Tensor) or now is None else (
-        f" ({_show(state.value)} -> {_show(now.value)})")
+    moved = (
+        ""
+        if isinstance(state.value, torch.Tensor) or now is None
+        else (f" ({_show(state.value)} -> {_show(now.value)})")
+    )
     confirmed = difference > RELATIVE_TOLERANCE
-    effect = (f"a copy loaded from its state_dict gives eval outputs that differ by up to "
-              f"{difference:.3g} (relative)" if confirmed else
-              "a model loaded from a checkpoint starts again from the initial value; the eval "
-              "output does not depend on it, but training code may (a schedule, a counter)")
+    effect = (
+        f"a copy loaded from its state_dict gives eval outputs that differ by up to "
+        f"{difference:.3g} (relative)"
+        if confirmed
+        else "a model loaded from a checkpoint starts again from the initial value; the eval "
+        "output does not depend on it, but training code may (a schedule, a counter)"
+    )
     return finding(
-        "TD908", f"`{ctx.name(state.name)}` ({state.kind}) changed in a training step{moved} "
+        "TD908",
+        f"`{ctx.name(state.name)}` ({state.kind}) changed in a training step{moved} "
         f"but is not in the state_dict: {effect}.",
-        Location(object=ctx.name(state.name)), Depth.CHECK,
+        Location(object=ctx.name(state.name)),
+        Depth.CHECK,
         severity=None if confirmed else Severity.INFO,
         confidence=Confidence.HIGH if confirmed else Confidence.MEDIUM,
         fix_hint=_hint(state),
-        evidence={"kind": state.kind, "relative_difference": difference})
+        evidence={"kind": state.kind, "relative_difference": difference},
+    )
 
 
 def _hint(state: OutsideState) -> str:
@@ -187,42 +213,54 @@ def _hint(state: OutsideState) -> str:
     if state.kind == "non-persistent buffer":
         return f"Register `{leaf}` with `persistent=True` (the default) so it is saved."
     if state.kind == "number attribute":
-        return (f"Keep `{leaf}` in a buffer (`self.register_buffer('{leaf}', "
-                "torch.tensor(...))`) or return it from `get_extra_state()`.")
+        return (
+            f"Keep `{leaf}` in a buffer (`self.register_buffer('{leaf}', "
+            "torch.tensor(...))`) or return it from `get_extra_state()`."
+        )
     return f"Register `{leaf}` as a buffer: `self.register_buffer('{leaf}', tensor)`."
 
 
 def _plain_tensor(ctx: CheckContext, state: OutsideState) -> Finding:
     leaf = state.name.rpartition(".")[2]
     return finding(
-        "TD908", f"`{ctx.name(state.name)}` is a plain tensor attribute "
+        "TD908",
+        f"`{ctx.name(state.name)}` is a plain tensor attribute "
         f"({_show(state.value)}), not a parameter or buffer: it is not saved in the "
         "state_dict and does not move with `model.to(device)`.",
-        Location(object=ctx.name(state.name)), Depth.CHECK, severity=Severity.INFO,
+        Location(object=ctx.name(state.name)),
+        Depth.CHECK,
+        severity=Severity.INFO,
         confidence=Confidence.MEDIUM,
         fix_hint=f"Register it as a buffer: `self.register_buffer('{leaf}', tensor)`, with "
-                 "`persistent=False` when `__init__` rebuilds it.",
-        evidence={"kind": state.kind, "shape": list(state.value.shape)})
+        "`persistent=False` when `__init__` rebuilds it.",
+        evidence={"kind": state.kind, "shape": list(state.value.shape)},
+    )
 
 
 def _cannot_round_trip(ctx: CheckContext, error: BaseException) -> Finding:
     return finding(
-        "TD908", f"The model's state_dict does not survive a save and a "
+        "TD908",
+        f"The model's state_dict does not survive a save and a "
         f"`torch.load(weights_only=True)` into a fresh copy: {type(error).__name__}: "
         f"{str(error).splitlines()[0] if str(error) else ''}",
-        Location(object=ctx.name("")), Depth.CHECK,
+        Location(object=ctx.name("")),
+        Depth.CHECK,
         fix_hint="Keep only tensors (and plain numbers, strings, lists, dicts) in the "
-                 "state_dict: return such values from `get_extra_state()`.",
-        evidence={"error": f"{type(error).__name__}: {error}"[:400]})
+        "state_dict: return such values from `get_extra_state()`.",
+        evidence={"error": f"{type(error).__name__}: {error}"[:400]},
+    )
 
 
 def _unexplained(ctx: CheckContext, difference: float) -> Finding:
     return finding(
-        "TD908", f"After one training step, a copy loaded from the state_dict gives eval "
+        "TD908",
+        f"After one training step, a copy loaded from the state_dict gives eval "
         f"outputs that differ by up to {difference:.3g} (relative) from the trained copy, "
         "and no tensor or number attribute changed: the state lives in a container "
         "(list, dict), a closure or a global.",
-        Location(object=ctx.name("")), Depth.CHECK,
+        Location(object=ctx.name("")),
+        Depth.CHECK,
         fix_hint="Keep every value the forward reads and training changes in a parameter or "
-                 "a buffer.",
-        evidence={"relative_difference": difference})
+        "a buffer.",
+        evidence={"relative_difference": difference},
+    )

@@ -35,8 +35,9 @@ _MODULES = (
 
 # Every other module of this package follows, alphabetically: a new detector module needs
 # no line here, unless its `on_finish` must run before another module's.
-_UNLISTED = sorted(info.name for info in pkgutil.iter_modules(__path__)
-                   if info.name not in _MODULES)
+_UNLISTED = sorted(
+    info.name for info in pkgutil.iter_modules(__path__) if info.name not in _MODULES
+)
 
 for _name in (*_MODULES, *_UNLISTED):
     importlib.import_module(f"{__name__}.{_name}")

@@ -145,8 +145,11 @@ class MonitorView(Protocol):
     def is_user_file(self, path: str) -> bool:
         """Whether a file belongs to the user's code (not torch, torchdoctor or stdlib)."""
 
-    def defer(self, tensors: Sequence[torch.Tensor] | torch.Tensor,
-              callback: Callable[[list[float]], None]) -> None:
+    def defer(
+        self,
+        tensors: Sequence[torch.Tensor] | torch.Tensor,
+        callback: Callable[[list[float]], None],
+    ) -> None:
         """Read 0-d tensors (or one 1-D tensor) back later, without a sync now; call back.
 
         On the CPU the callback runs at once; on CUDA at a later step, or at the end of
@@ -253,8 +256,18 @@ class RuntimeDetector:
 
 # Hook names the monitor dispatches; a detector "uses" a hook when it overrides it.
 HOOKS: tuple[str, ...] = (
-    "on_model", "on_optimizer", "on_batch", "on_forward", "on_backward", "on_step_begin",
-    "on_step_end", "on_sample", "on_losses", "on_warning", "on_exception", "on_finish",
+    "on_model",
+    "on_optimizer",
+    "on_batch",
+    "on_forward",
+    "on_backward",
+    "on_step_begin",
+    "on_step_end",
+    "on_sample",
+    "on_losses",
+    "on_warning",
+    "on_exception",
+    "on_finish",
 )
 
 
@@ -265,6 +278,6 @@ def overridden_hooks(cls: type[RuntimeDetector]) -> frozenset[str]:
     """
     return frozenset(
         f"{name}:sampled" if name in cls.sampled_hooks else name
-        for name in HOOKS if getattr(cls, name) is not getattr(RuntimeDetector, name)
+        for name in HOOKS
+        if getattr(cls, name) is not getattr(RuntimeDetector, name)
     )
-

@@ -24,8 +24,17 @@ from torchdoctor.runtime.detectors.base import MonitorView, RuntimeDetector
 from torchdoctor.runtime.exceptions.compile_reasons import graph_break_advice, recompile_advice
 from torchdoctor.runtime.exceptions.frames import FrameRef, is_torchdoctor_file, user_frame
 
-__all__ = ["CompileWatcher", "GraphBreak", "Recompilation", "Snapshot", "graph_break_finding",
-           "graph_breaks", "recompilation_finding", "recompilations", "snapshot"]
+__all__ = [
+    "CompileWatcher",
+    "GraphBreak",
+    "Recompilation",
+    "Snapshot",
+    "graph_break_finding",
+    "graph_breaks",
+    "recompilation_finding",
+    "recompilations",
+    "snapshot",
+]
 
 # A function recompiled this many times is "repeatedly": a train/eval switch, a smaller
 # last batch and a grad-mode change explain up to three.
@@ -82,8 +91,10 @@ def snapshot() -> Snapshot:
         return Snapshot()
     breaks = getattr(utils, "graph_break_reasons", None)
     failures = getattr(utils, "guard_failures", None)
-    return Snapshot(len(breaks) if isinstance(breaks, list) else 0,
-                    {code: len(reasons) for code, reasons in dict(failures or {}).items()})
+    return Snapshot(
+        len(breaks) if isinstance(breaks, list) else 0,
+        {code: len(reasons) for code, reasons in dict(failures or {}).items()},
+    )
 
 
 def graph_breaks(since: Snapshot, roots: Iterable[str] = ()) -> list[GraphBreak]:
@@ -98,8 +109,10 @@ def graph_breaks(since: Snapshot, roots: Iterable[str] = ()) -> list[GraphBreak]
     start = since.graph_breaks if since.graph_breaks <= len(records) else 0
     grouped: dict[tuple[str, str | None, int | None], list[Any]] = {}
     for record in records[start:]:
-        stack = [FrameRef(f.filename, f.lineno or 0, f.name)
-                 for f in getattr(record, "user_stack", None) or []]
+        stack = [
+            FrameRef(f.filename, f.lineno or 0, f.name)
+            for f in getattr(record, "user_stack", None) or []
+        ]
         if stack and is_torchdoctor_file(stack[-1].path):
             continue
         frame = user_frame(stack, tuple(roots)) or (stack[-1] if stack else None)
@@ -109,8 +122,7 @@ def graph_breaks(since: Snapshot, roots: Iterable[str] = ()) -> list[GraphBreak]
     found = []
     for (title, _, _), items in grouped.items():
         text = str(getattr(items[0][0], "reason", ""))
-        found.append(GraphBreak(title, _explanation(text), _hints(text), items[0][1],
-                                len(items)))
+        found.append(GraphBreak(title, _explanation(text), _hints(text), items[0][1], len(items)))
     return sorted(found, key=lambda b: -b.count)
 
 
@@ -138,7 +150,7 @@ def recompilations(since: Snapshot) -> list[Recompilation]:
     before = since.guard_failures or {}
     found = []
     for code, reasons in list(failures.items()):
-        new = [str(r) for r in list(reasons)[before.get(code, 0):]]
+        new = [str(r) for r in list(reasons)[before.get(code, 0) :]]
         if not new or not hasattr(code, "co_filename"):
             continue
         function, line = code.co_name, code.co_firstlineno
@@ -146,8 +158,11 @@ def recompilations(since: Snapshot) -> list[Recompilation]:
         if resumed:  # the rest of a function after a graph break
             function = f"{resumed['function']} (after its graph break at line {resumed['line']})"
         distinct = tuple(dict.fromkeys(_clean_reason(r) for r in new))
-        found.append(Recompilation(function, code.co_filename, line, _events(new),
-                                   distinct, _recompile_limit()))
+        found.append(
+            Recompilation(
+                function, code.co_filename, line, _events(new), distinct, _recompile_limit()
+            )
+        )
     return found
 
 
@@ -186,18 +201,36 @@ def graph_break_finding(found: GraphBreak) -> Finding:
     frame = found.frame
     where = f" at {frame.where}" if frame else ""
     what = advice.meaning if advice else (found.explanation or found.reason)
-    message = (f"torch.compile breaks the graph{where}"
-               f"{f' in `{frame.function}`' if frame else ''}: {what} "
-               f"(torch: \"{_shorten(found.reason)}\"). The code before and after runs as "
-               "separate graphs with Python in between, which costs speed and blocks "
-               "optimisations across the break.")
-    fix = advice.fix if advice else " ".join(found.hints) or (
-        "Rewrite the construct torch names, or move it out of the compiled code.")
-    location = (Location(path=frame.path, line=frame.line, snippet=frame.snippet)
-                if frame else Location(object="torch.compile"))
-    return finding("TD707", message, location, Depth.RUN, fix_hint=fix,
-                   evidence={"reason": _shorten(found.reason, 300), "times_traced": found.count,
-                             "explanation": _shorten(found.explanation, 300)})
+    message = (
+        f"torch.compile breaks the graph{where}"
+        f"{f' in `{frame.function}`' if frame else ''}: {what} "
+        f'(torch: "{_shorten(found.reason)}"). The code before and after runs as '
+        "separate graphs with Python in between, which costs speed and blocks "
+        "optimisations across the break."
+    )
+    fix = (
+        advice.fix
+        if advice
+        else " ".join(found.hints)
+        or ("Rewrite the construct torch names, or move it out of the compiled code.")
+    )
+    location = (
+        Location(path=frame.path, line=frame.line, snippet=frame.snippet)
+        if frame
+        else Location(object="torch.compile")
+    )
+    return finding(
+        "TD707",
+        message,
+        location,
+        Depth.RUN,
+        fix_hint=fix,
+        evidence={
+            "reason": _shorten(found.reason, 300),
+            "times_traced": found.count,
+            "explanation": _shorten(found.explanation, 300),
+        },
+    )
 
 
 def recompilation_finding(item: Recompilation) -> Finding | None:
@@ -206,17 +239,28 @@ def recompilation_finding(item: Recompilation) -> Finding | None:
         return None
     last = item.reasons[-1] if item.reasons else "unknown"
     advice = recompile_advice(last)
-    message = (f"torch.compile recompiled `{item.function}` ({_where(item)}) {item.count} "
-               f"times because {advice.meaning} (last guard that failed: `{_shorten(last)}`)")
+    message = (
+        f"torch.compile recompiled `{item.function}` ({_where(item)}) {item.count} "
+        f"times because {advice.meaning} (last guard that failed: `{_shorten(last)}`)"
+    )
     if item.limit_hit:
-        message += (f"; it reached `recompile_limit` ({item.limit}), so from then on this "
-                    "function runs uncompiled")
+        message += (
+            f"; it reached `recompile_limit` ({item.limit}), so from then on this "
+            "function runs uncompiled"
+        )
     message += "."
-    return finding("TD708", message, Location(path=item.path, line=item.line,
-                                              object=item.function), Depth.RUN,
-                   fix_hint=advice.fix,
-                   evidence={"recompilations": item.count, "limit": item.limit,
-                             "reasons": [_shorten(r, 200) for r in item.reasons[-5:]]})
+    return finding(
+        "TD708",
+        message,
+        Location(path=item.path, line=item.line, object=item.function),
+        Depth.RUN,
+        fix_hint=advice.fix,
+        evidence={
+            "recompilations": item.count,
+            "limit": item.limit,
+            "reasons": [_shorten(r, 200) for r in item.reasons[-5:]],
+        },
+    )
 
 
 def _where(item: Recompilation) -> str:
@@ -225,7 +269,7 @@ def _where(item: Recompilation) -> str:
 
 def _shorten(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @detector("TD707", "TD708", depth=Depth.RUN)

@@ -16,8 +16,23 @@ from torchdoctor.runtime.exceptions import explain_exception
 __all__ = ["ExceptionExplainer"]
 
 
-@detector("TD004", "TD101", "TD104", "TD107", "TD108", "TD208", "TD209", "TD219", "TD220",
-          "TD306", "TD403", "TD413", "TD707", "TD709", depth=Depth.RUN)
+@detector(
+    "TD004",
+    "TD101",
+    "TD104",
+    "TD107",
+    "TD108",
+    "TD208",
+    "TD209",
+    "TD219",
+    "TD220",
+    "TD306",
+    "TD403",
+    "TD413",
+    "TD707",
+    "TD709",
+    depth=Depth.RUN,
+)
 class ExceptionExplainer(RuntimeDetector):
     """Turns the run's fatal exception into one finding: meaning, place, module, fixes."""
 

@@ -33,11 +33,11 @@ from torchdoctor.runtime.detectors.scopes import local_items
 __all__ = ["GraphRetained"]
 
 _KEY = "torchdoctor_sentinel"
-_AGE = 3             # optimizer steps a loss graph may outlive its step
+_AGE = 3  # optimizer steps a loss graph may outlive its step
 # A few loss variables each holding the last loss of their own loop (a GAN's loss_g and
 # loss_d) keep a bounded number of graphs alive; a leak keeps adding to it.
-_MIN_HELD = 4        # old graphs alive at the same time
-_MIN_RISES = 3       # checks at which that number rose, with no fall in between
+_MIN_HELD = 4  # old graphs alive at the same time
+_MIN_RISES = 3  # checks at which that number rose, with no fall in between
 _WALK_LIMIT = 20_000
 _ATTRIBUTE_LIMIT = 64
 
@@ -107,30 +107,46 @@ class GraphRetained(RuntimeDetector):
         self._emitted = len(held)
         first, site = held[0].step + 1, held[0].site
         trend = " -> ".join(str(count) for _, count in self._counts[-4:])
-        span = (f"{len(held)} sampled loss graphs from step {first} on are alive at once at "
-                f"step {now}, and their number kept rising ({trend})")
-        evidence: dict[str, Any] = {"live_graphs": len(held), "first_step": first,
-                                    "at_step": now, "live_graphs_rising": trend}
+        span = (
+            f"{len(held)} sampled loss graphs from step {first} on are alive at once at "
+            f"step {now}, and their number kept rising ({trend})"
+        )
+        evidence: dict[str, Any] = {
+            "live_graphs": len(held),
+            "first_step": first,
+            "at_step": now,
+            "live_graphs_rising": trend,
+        }
         if self._holder is not None:
             name, location = self._holder
             evidence["holder"] = name
-            message = (f"`{name}` holds the autograd graphs of past losses: {span}, so "
-                       "memory grows every step (a running total or list of loss tensors)")
+            message = (
+                f"`{name}` holds the autograd graphs of past losses: {span}, so "
+                "memory grows every step (a running total or list of loss tensors)"
+            )
         else:
             location = site.location(object="loss")
-            message = (f"The losses of `backward()` at {site} stay alive with their "
-                       f"autograd graphs: {span}; something keeps the tensors (a running "
-                       "total, a list), so memory grows every step")
-        self.emit(finding(
-            "TD205", message, location, Depth.RUN,
-            fix_hint="Accumulate `loss.item()` (or `loss.detach()`) instead of the loss "
-                     "tensor itself.",
-            evidence=evidence,
-        ))
+            message = (
+                f"The losses of `backward()` at {site} stay alive with their "
+                f"autograd graphs: {span}; something keeps the tensors (a running "
+                "total, a list), so memory grows every step"
+            )
+        self.emit(
+            finding(
+                "TD205",
+                message,
+                location,
+                Depth.RUN,
+                fix_hint="Accumulate `loss.item()` (or `loss.detach()`) instead of the loss "
+                "tensor itself.",
+                evidence=evidence,
+            )
+        )
 
 
-def _find_holder(frame: FrameType | None, monitor: Any, oldest: _Tag
-                 ) -> tuple[str, Location] | None:
+def _find_holder(
+    frame: FrameType | None, monitor: Any, oldest: _Tag
+) -> tuple[str, Location] | None:
     """The user variable whose tensors reach the oldest held loss graph, and the line that
     grows it (the newest loss reaches its own graph, but holds nothing old)."""
     sentinel = oldest.ref()
@@ -201,8 +217,8 @@ def _growing_line(path: str, first_line: int, name: str) -> int | None:
     scope: ast.AST = tree
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-                node.lineno == first_line or first_line in
-                [d.lineno for d in node.decorator_list]):
+            node.lineno == first_line or first_line in [d.lineno for d in node.decorator_list]
+        ):
             scope = node
             break
     lines = [getattr(n, "lineno", 0) for n in ast.walk(scope) if _grows(n, name)]
@@ -214,10 +230,10 @@ def _grows(node: ast.AST, name: str) -> bool:
         return _is_name(node.target, name)
     if isinstance(node, ast.Assign):
         return any(_is_name(t, name) for t in node.targets) and any(
-            _is_name(n, name) for n in ast.walk(node.value))
+            _is_name(n, name) for n in ast.walk(node.value)
+        )
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return node.func.attr in {"append", "extend", "insert"} and _is_name(
-            node.func.value, name)
+        return node.func.attr in {"append", "extend", "insert"} and _is_name(node.func.value, name)
     return False
 
 

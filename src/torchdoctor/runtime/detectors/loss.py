@@ -31,12 +31,12 @@ from torchdoctor.runtime.detectors.base import (
 
 __all__ = ["LossDynamics", "spearman"]
 
-CONSTANT_RUN = 20        # identical consecutive losses that make "constant"
-STALL_MIN_VALUES = 100   # losses at the working learning rate needed to call a stall
-STALL_MAX_GAIN = 0.05    # a stall improved on its first window by less than this
+CONSTANT_RUN = 20  # identical consecutive losses that make "constant"
+STALL_MIN_VALUES = 100  # losses at the working learning rate needed to call a stall
+STALL_MAX_GAIN = 0.05  # a stall improved on its first window by less than this
 DIVERGE_MIN_VALUES = 30
-_TERM_CHECKS = 64        # backward passes per site whose graph is read for a variable sum
-_GRAPH_NODES = 12        # autograd nodes read from the loss down, at most
+_TERM_CHECKS = 64  # backward passes per site whose graph is read for a variable sum
+_GRAPH_NODES = 12  # autograd nodes read from the loss down, at most
 _JOINS = frozenset({"StackBackward0", "CatBackward0"})
 
 
@@ -106,18 +106,21 @@ class LossDynamics(RuntimeDetector):
         while start > 0 and curve.values[start - 1] == tail[0]:
             start -= 1
         count = len(curve.values) - start
-        self.emit(finding(
-            "TD614",
-            f"The loss of {_where(site)} has been exactly {tail[0]!r} for the last {count} "
-            f"backward passes (from step {curve.steps[start] + 1}): nothing is learning, "
-            "and the output no longer depends on the input (dead or saturated output "
-            "activations, a detached output, or a learning rate of 0)",
-            _location(site), Depth.RUN,
-            fix_hint="Remove activations that can die or saturate from the output layer "
-                     "(no ReLU on logits), compute the loss on the model's live output, and "
-                     "check that the learning rate is not 0.",
-            evidence={"value": tail[0], "repeats": count, "from_step": curve.steps[start] + 1},
-        ))
+        self.emit(
+            finding(
+                "TD614",
+                f"The loss of {_where(site)} has been exactly {tail[0]!r} for the last {count} "
+                f"backward passes (from step {curve.steps[start] + 1}): nothing is learning, "
+                "and the output no longer depends on the input (dead or saturated output "
+                "activations, a detached output, or a learning rate of 0)",
+                _location(site),
+                Depth.RUN,
+                fix_hint="Remove activations that can die or saturate from the output layer "
+                "(no ReLU on logits), compute the loss on the model's live output, and "
+                "check that the learning rate is not 0.",
+                evidence={"value": tail[0], "repeats": count, "from_step": curve.steps[start] + 1},
+            )
+        )
         return True
 
     # -- TD613 ---------------------------------------------------------------------------
@@ -130,19 +133,23 @@ class LossDynamics(RuntimeDetector):
         best_index = min(range(len(medians)), key=medians.__getitem__)
         first, best, last = medians[0], medians[best_index], medians[-1]
         rising = len(medians) >= 3 and medians[-3] < medians[-2] < medians[-1]
-        if not (rising and best_index < len(medians) - 2
-                and last - best > max(abs(best), first - best)):
+        if not (
+            rising and best_index < len(medians) - 2 and last - best > max(abs(best), first - best)
+        ):
             return False
-        self.emit(finding(
-            "TD613",
-            f"The loss of {_where(site)} is diverging: it rose from a best of {best:.4g} "
-            f"(around step {curve.steps[best_index * width] + 1}) to {last:.4g} (last "
-            f"{width} passes) and is still rising",
-            _location(site), Depth.RUN,
-            fix_hint="Lower the learning rate (10x to start with), add a warm-up, and clip "
-                     "gradients with `torch.nn.utils.clip_grad_norm_`.",
-            evidence={"first": first, "best": best, "last": last, "window": width},
-        ))
+        self.emit(
+            finding(
+                "TD613",
+                f"The loss of {_where(site)} is diverging: it rose from a best of {best:.4g} "
+                f"(around step {curve.steps[best_index * width] + 1}) to {last:.4g} (last "
+                f"{width} passes) and is still rising",
+                _location(site),
+                Depth.RUN,
+                fix_hint="Lower the learning rate (10x to start with), add a warm-up, and clip "
+                "gradients with `torch.nn.utils.clip_grad_norm_`.",
+                evidence={"first": first, "best": best, "last": last, "window": width},
+            )
+        )
         return True
 
     # -- TD612 ---------------------------------------------------------------------------
@@ -155,25 +162,34 @@ class LossDynamics(RuntimeDetector):
         medians = _window_medians(values, width)
         first, best = medians[0], min(medians[1:])
         gain = (first - best) / abs(first) if first else 0.0
-        half = values[len(values) // 2:]
+        half = values[len(values) // 2 :]
         trend = spearman(half)
         # Still falling in its second half with a rank correlation three standard errors
         # below zero: slow learning, not a stall.
         if gain >= STALL_MAX_GAIN or trend < -3 / math.sqrt(len(half) - 1):
             return
-        self.emit(finding(
-            "TD612",
-            f"The loss of {_where(site)} has not decreased over {len(values)} backward "
-            f"passes (steps {steps[0] + 1}-{steps[-1] + 1}): {first:.4g} in the first "
-            f"{width}, {best:.4g} at best, {medians[-1]:.4g} in the last (window medians)",
-            _location(site), Depth.RUN,
-            fix_hint="Check that inputs and targets stay aligned (shuffled together), that "
-                     "the loss uses the model's output, and that the learning rate is not "
-                     "tiny; a model that cannot overfit one batch has a bug (`torchdoctor "
-                     "check`).",
-            evidence={"first": first, "best": best, "last": medians[-1], "gain": gain,
-                      "trend": trend, "values": len(values)},
-        ))
+        self.emit(
+            finding(
+                "TD612",
+                f"The loss of {_where(site)} has not decreased over {len(values)} backward "
+                f"passes (steps {steps[0] + 1}-{steps[-1] + 1}): {first:.4g} in the first "
+                f"{width}, {best:.4g} at best, {medians[-1]:.4g} in the last (window medians)",
+                _location(site),
+                Depth.RUN,
+                fix_hint="Check that inputs and targets stay aligned (shuffled together), that "
+                "the loss uses the model's output, and that the learning rate is not "
+                "tiny; a model that cannot overfit one batch has a bug (`torchdoctor "
+                "check`).",
+                evidence={
+                    "first": first,
+                    "best": best,
+                    "last": medians[-1],
+                    "gain": gain,
+                    "trend": trend,
+                    "values": len(values),
+                },
+            )
+        )
 
     def _working_part(self, curve: _Curve) -> tuple[list[float], list[int]]:
         """The losses computed at >= half the peak learning rate (after any warm-up)."""
@@ -209,7 +225,7 @@ def _joined_terms(loss: object) -> int | None:
 def _window_medians(values: list[float], width: int) -> list[float]:
     """Medians of consecutive windows, aligned on the end so the latest values count."""
     start = len(values) % width
-    return [statistics.median(values[i:i + width]) for i in range(start, len(values), width)]
+    return [statistics.median(values[i : i + width]) for i in range(start, len(values), width)]
 
 
 def spearman(values: list[float]) -> float:

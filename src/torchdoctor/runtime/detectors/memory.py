@@ -114,8 +114,7 @@ class MemoryGrowth(RuntimeDetector):
         if self._syncs is not None:
             self._syncs.stop()
             if self._syncs.windows:
-                self.monitor.set_fact("cuda_syncs_per_step", statistics.median(
-                    self._syncs.windows))
+                self.monitor.set_fact("cuda_syncs_per_step", statistics.median(self._syncs.windows))
         if self._kind == "cuda":
             import torch
 
@@ -140,18 +139,29 @@ class MemoryGrowth(RuntimeDetector):
         rose = points[-1][1] - start
         if r2 < 0.8 or growth < absolute or growth < relative * start or rose < 0.8 * growth:
             return
-        what = (f"CUDA memory allocated on {self._device}" if self._kind == "cuda"
-                else "The process's resident memory")
-        self.emit(finding(
-            "TD706",
-            f"{what} grew steadily by {growth / MIB:.0f} MiB over {span} steps "
-            f"({slope / MIB:.2f} MiB per step, R^2 {r2:.2f}, from {start / MIB:.0f} MiB): "
-            f"something keeps data from every step alive; at this rate that is "
-            f"{slope * 10_000 / (1024 * MIB):.1f} GiB more per 10,000 steps",
-            Location(object="cuda memory" if self._kind == "cuda" else "process memory"),
-            Depth.RUN,
-            fix_hint="Store `.item()` or `.detach().cpu()` copies in logs and metric lists, "
-                     "bound caches, and do not keep outputs or losses of every step.",
-            evidence={"slope_mib_per_step": slope / MIB, "r2": r2, "growth_mib": growth / MIB,
-                      "steps": span, "start_mib": start / MIB, "samples": len(points)},
-        ))
+        what = (
+            f"CUDA memory allocated on {self._device}"
+            if self._kind == "cuda"
+            else "The process's resident memory"
+        )
+        self.emit(
+            finding(
+                "TD706",
+                f"{what} grew steadily by {growth / MIB:.0f} MiB over {span} steps "
+                f"({slope / MIB:.2f} MiB per step, R^2 {r2:.2f}, from {start / MIB:.0f} MiB): "
+                f"something keeps data from every step alive; at this rate that is "
+                f"{slope * 10_000 / (1024 * MIB):.1f} GiB more per 10,000 steps",
+                Location(object="cuda memory" if self._kind == "cuda" else "process memory"),
+                Depth.RUN,
+                fix_hint="Store `.item()` or `.detach().cpu()` copies in logs and metric lists, "
+                "bound caches, and do not keep outputs or losses of every step.",
+                evidence={
+                    "slope_mib_per_step": slope / MIB,
+                    "r2": r2,
+                    "growth_mib": growth / MIB,
+                    "steps": span,
+                    "start_mib": start / MIB,
+                    "samples": len(points),
+                },
+            )
+        )

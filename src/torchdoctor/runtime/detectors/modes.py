@@ -104,29 +104,41 @@ class TrainInEvalMode(RuntimeDetector):
     def _emit(self, model: ModelInfo, modes: _Modes) -> None:
         checked = modes.train_steps + modes.eval_steps
         if modes.train_before_eval:
-            why = ("it trained in train mode before, so `model.train()` was not called "
-                   "again after an evaluation")
+            why = (
+                "it trained in train mode before, so `model.train()` was not called "
+                "again after an evaluation"
+            )
             confidence = Confidence.HIGH
         else:
-            why = ("it was in eval mode from the first step (`model.eval()` somewhere, or a "
-                   "loader that returns models in eval mode)")
+            why = (
+                "it was in eval mode from the first step (`model.eval()` somewhere, or a "
+                "loader that returns models in eval mode)"
+            )
             confidence = Confidence.MEDIUM
         where = f"`optimizer.step()` at {modes.site}" if modes.site else "`optimizer.step()`"
-        location = (modes.site.location(object=model.label) if modes.site
-                    else Location(object=model.label))
-        self.emit(finding(
-            "TD502",
-            f"{where} trained `{model.label}` in eval mode in {modes.eval_steps} of {checked} "
-            f"checked steps, from step {modes.first_eval}: {_describe(modes.eval_modules)} "
-            f"were inactive, so dropout is off and BatchNorm normalises with stale running "
-            f"statistics; {why}",
-            location, Depth.RUN, confidence=confidence,
-            fix_hint="Call `model.train()` at the start of every training epoch (after "
-                     "each evaluation).",
-            evidence={"eval_steps": modes.eval_steps, "checked_steps": checked,
-                      "first_eval_step": modes.first_eval,
-                      "modules": [p for p, _ in modes.eval_modules]},
-        ))
+        location = (
+            modes.site.location(object=model.label) if modes.site else Location(object=model.label)
+        )
+        self.emit(
+            finding(
+                "TD502",
+                f"{where} trained `{model.label}` in eval mode in {modes.eval_steps} of {checked} "
+                f"checked steps, from step {modes.first_eval}: {_describe(modes.eval_modules)} "
+                f"were inactive, so dropout is off and BatchNorm normalises with stale running "
+                f"statistics; {why}",
+                location,
+                Depth.RUN,
+                confidence=confidence,
+                fix_hint="Call `model.train()` at the start of every training epoch (after "
+                "each evaluation).",
+                evidence={
+                    "eval_steps": modes.eval_steps,
+                    "checked_steps": checked,
+                    "first_eval_step": modes.first_eval,
+                    "modules": [p for p, _ in modes.eval_modules],
+                },
+            )
+        )
 
 
 @dataclass(slots=True)
@@ -175,8 +187,7 @@ class EvalInTrainMode(RuntimeDetector):
 
     def on_finish(self, report: Report) -> None:
         self._close()
-        trained = {id(m) for info in self.monitor.optimizers
-                   for m in self.monitor.models_of(info)}
+        trained = {id(m) for info in self.monitor.optimizers for m in self.monitor.models_of(info)}
         for key, episodes in self._episodes.items():
             if key in trained and episodes:
                 self._emit(self._models[key], episodes)
@@ -192,19 +203,24 @@ class EvalInTrainMode(RuntimeDetector):
         calls = sum(e.calls for e in episodes)
         active = first.active
         site = first.site
-        self.emit(finding(
-            "TD501",
-            f"`{model.label}` was called {calls} times under `torch.no_grad()` in training "
-            f"mode ({len(episodes)} evaluation pass{'es' if len(episodes) > 1 else ''}, the "
-            f"first at {site}), with {_describe(active)} active: evaluation results are "
-            "noisy, and BatchNorm's running statistics absorb the evaluation data",
-            site.location(object=model.label) if site else Location(object=model.label),
-            Depth.RUN,
-            fix_hint="Call `model.eval()` before evaluating and `model.train()` before "
-                     "training again.",
-            evidence={"calls": calls, "passes": len(episodes),
-                      "modules": [p for p, _ in active]},
-        ))
+        self.emit(
+            finding(
+                "TD501",
+                f"`{model.label}` was called {calls} times under `torch.no_grad()` in training "
+                f"mode ({len(episodes)} evaluation pass{'es' if len(episodes) > 1 else ''}, the "
+                f"first at {site}), with {_describe(active)} active: evaluation results are "
+                "noisy, and BatchNorm's running statistics absorb the evaluation data",
+                site.location(object=model.label) if site else Location(object=model.label),
+                Depth.RUN,
+                fix_hint="Call `model.eval()` before evaluating and `model.train()` before "
+                "training again.",
+                evidence={
+                    "calls": calls,
+                    "passes": len(episodes),
+                    "modules": [p for p, _ in active],
+                },
+            )
+        )
 
 
 def _recalibrating(sensitive: list[tuple[str, Any]]) -> bool:

@@ -34,9 +34,11 @@ from torchdoctor.runtime.hooks import global_forward_hook
 __all__ = ["NonFinite"]
 
 _LOCALISE_STEPS = 3
-_FIX = ("Find where NaN/Inf starts: guard log/sqrt/division against zero (for example "
-        "`torch.log(x.clamp_min(1e-8))`), lower the learning rate or clip gradients "
-        "(`torch.nn.utils.clip_grad_norm_`), and check the inputs for NaN/Inf.")
+_FIX = (
+    "Find where NaN/Inf starts: guard log/sqrt/division against zero (for example "
+    "`torch.log(x.clamp_min(1e-8))`), lower the learning rate or clip gradients "
+    "(`torch.nn.utils.clip_grad_norm_`), and check the inputs for NaN/Inf."
+)
 
 
 @dataclass(slots=True)
@@ -95,15 +97,16 @@ class NonFinite(RuntimeDetector):
 
     def on_sample(self, sample: StepSample) -> None:
         params = sample.optimizer.params
-        bad_grads = [params[i] for i, n in enumerate(sample.grad_norms)
-                     if n is not None and not math.isfinite(n)]
-        bad_params = [params[i] for i, n in enumerate(sample.param_norms)
-                      if not math.isfinite(n)]
+        bad_grads = [
+            params[i]
+            for i, n in enumerate(sample.grad_norms)
+            if n is not None and not math.isfinite(n)
+        ]
+        bad_params = [params[i] for i, n in enumerate(sample.param_norms) if not math.isfinite(n)]
         self._grads = self._update(self._grads, "grads", bad_grads, sample.step)
         self._params = self._update(self._params, "params", bad_params, sample.step)
 
-    def _update(self, first: _First | None, kind: str, bad: list[Any], step: int
-                ) -> _First | None:
+    def _update(self, first: _First | None, kind: str, bad: list[Any], step: int) -> _First | None:
         if not bad:
             if first is None:
                 self._finite_sample[kind] = step
@@ -172,45 +175,68 @@ class NonFinite(RuntimeDetector):
     def _origin_text(self) -> str:
         if self._origin is not None:
             path, step, _ = self._origin
-            return (f"; it starts in `{path}`, the first module whose output turned "
-                    f"non-finite from finite inputs and parameters (at step {step})")
+            return (
+                f"; it starts in `{path}`, the first module whose output turned "
+                f"non-finite from finite inputs and parameters (at step {step})"
+            )
         if self._poisoned is not None:
-            return (f"; by the time modules were checked, parameters were already non-finite "
-                    f"(from `{self._poisoned}` on), so the origin cannot be found after the "
-                    "fact: rerun with `torchdoctor run --localise-nan` to check every module "
-                    "from the first step")
-        return ("; no module's output turned non-finite from finite inputs in the steps "
-                "checked after it, so it comes from outside the model (the loss "
-                "computation, the data) or was a one-off")
+            return (
+                f"; by the time modules were checked, parameters were already non-finite "
+                f"(from `{self._poisoned}` on), so the origin cannot be found after the "
+                "fact: rerun with `torchdoctor run --localise-nan` to check every module "
+                "from the first step"
+            )
+        return (
+            "; no module's output turned non-finite from finite inputs in the steps "
+            "checked after it, so it comes from outside the model (the loss "
+            "computation, the data) or was a one-off"
+        )
 
     def _emit_loss(self, site: CallSite, first: _First) -> None:
         total = self._losses_seen.get(site, first.count)
         where = f"`backward()` at {site}" if site.user else f"the loss at {site}"
-        self.emit(finding(
-            "TD213",
-            f"The loss of {where} was {first.value} at step {first.step}, and non-finite "
-            f"in {first.count} of {total} backward passes{self._origin_text()}",
-            site.location(object=self._origin[0] if self._origin else None),
-            Depth.RUN, fix_hint=_FIX,
-            evidence={"first_step": first.step, "non_finite": first.count, "losses": total,
-                      "origin": self._origin[0] if self._origin else None},
-        ))
+        self.emit(
+            finding(
+                "TD213",
+                f"The loss of {where} was {first.value} at step {first.step}, and non-finite "
+                f"in {first.count} of {total} backward passes{self._origin_text()}",
+                site.location(object=self._origin[0] if self._origin else None),
+                Depth.RUN,
+                fix_hint=_FIX,
+                evidence={
+                    "first_step": first.step,
+                    "non_finite": first.count,
+                    "losses": total,
+                    "origin": self._origin[0] if self._origin else None,
+                },
+            )
+        )
 
     def _emit_sampled(self, code: str, what: str, first: _First) -> None:
         shown = first.names[0]
-        since = (f" (they were finite at step {first.last_finite})"
-                 if first.last_finite is not None else "")
+        since = (
+            f" (they were finite at step {first.last_finite})"
+            if first.last_finite is not None
+            else ""
+        )
         place = first.site.location() if first.site is not None else Location()
         location = Location(path=place.path, line=place.line, snippet=place.snippet)
-        self.emit(finding(
-            code,
-            f"The {what} of {shown} turned NaN/Inf at step {first.step}{since}, and were "
-            f"non-finite in {first.count} sampled steps in all{self._origin_text()}",
-            location, Depth.RUN, fix_hint=_FIX,
-            evidence={"first_step": first.step, "parameters": first.names[0],
-                      "sampled_steps_non_finite": first.count,
-                      "origin": self._origin[0] if self._origin else None},
-        ))
+        self.emit(
+            finding(
+                code,
+                f"The {what} of {shown} turned NaN/Inf at step {first.step}{since}, and were "
+                f"non-finite in {first.count} sampled steps in all{self._origin_text()}",
+                location,
+                Depth.RUN,
+                fix_hint=_FIX,
+                evidence={
+                    "first_step": first.step,
+                    "parameters": first.names[0],
+                    "sampled_steps_non_finite": first.count,
+                    "origin": self._origin[0] if self._origin else None,
+                },
+            )
+        )
 
 
 def _all_finite(value: Any) -> bool:

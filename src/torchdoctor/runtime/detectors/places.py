@@ -18,7 +18,11 @@ from torchdoctor.findings import Location
 from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, MonitorView, OptimizerInfo
 
 __all__ = [
-    "assignment_location", "describe_params", "display_path", "group_by_module", "owner_name",
+    "assignment_location",
+    "describe_params",
+    "display_path",
+    "group_by_module",
+    "owner_name",
     "param_name",
     "script_assignment_location",
 ]
@@ -86,8 +90,9 @@ def _inside(path: str, group: str) -> bool:
     return group == "" or path == group or path.startswith(group + ".")
 
 
-def describe_params(monitor: MonitorView, params: Iterable[Any], limit: int = 4
-                    ) -> tuple[str, list[str]]:
+def describe_params(
+    monitor: MonitorView, params: Iterable[Any], limit: int = 4
+) -> tuple[str, list[str]]:
     """Readable text for a set of parameters, collapsed to modules, plus the group names.
 
     ``"`encoder.0` (2 parameters), `head.weight`"``; a whole model reads
@@ -132,8 +137,7 @@ def display_path(monitor: MonitorView, model: ModelInfo, path: str) -> str:
     return base or model.label
 
 
-def assignment_location(monitor: MonitorView, model: ModelInfo, path: str
-                        ) -> Location | None:
+def assignment_location(monitor: MonitorView, model: ModelInfo, path: str) -> Location | None:
     """Where the module at ``path`` is assigned, in the user's code, with its display path.
 
     Looks for ``self.<name> =`` in the parent module's class, then for ``.<name> =`` in
@@ -149,8 +153,9 @@ def assignment_location(monitor: MonitorView, model: ModelInfo, path: str
     return None
 
 
-def script_assignment_location(monitor: MonitorView, model: ModelInfo, path: str
-                               ) -> Location | None:
+def script_assignment_location(
+    monitor: MonitorView, model: ModelInfo, path: str
+) -> Location | None:
     """Where the script itself assigns the module at ``path`` (``model.head = ...``, a
     layer replaced after the model was built), or ``None``."""
     attribute = path.rpartition(".")[2]

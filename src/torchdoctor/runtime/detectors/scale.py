@@ -26,8 +26,8 @@ from torchdoctor.runtime.detectors.places import param_name
 
 __all__ = ["GradientScale", "weight_matrices"]
 
-EXPLODE_FACTOR = 100.0      # sustained growth of the total gradient norm
-VANISH_RATIO = 1e-4         # RMS gradient of the earliest layers vs the latest
+EXPLODE_FACTOR = 100.0  # sustained growth of the total gradient norm
+VANISH_RATIO = 1e-4  # RMS gradient of the earliest layers vs the latest
 _MIN_SAMPLES = 6
 _SKIPPED_MODULES = ("Embedding", "EmbeddingBag")  # sparse-by-nature gradients
 
@@ -99,48 +99,67 @@ class GradientScale(RuntimeDetector):
             return False
         first_step, last_step = history.totals[0][0], history.totals[-1][0]
         layers = _fastest_growing(history, self.monitor)
-        self.emit(finding(
-            "TD216",
-            f"The gradient norm of {history.info.label} grew x{now / base:.3g}, from "
-            f"{base:.3g} around step {first_step} to {now:.3g} around step {last_step}"
-            f"{_layers_text(layers)}; training is on its way to Inf/NaN",
-            _place(history, layers), Depth.RUN,
-            fix_hint="Clip gradients with `torch.nn.utils.clip_grad_norm_(model.parameters(), "
-                     "1.0)` before `optimizer.step()`, and lower the learning rate.",
-            evidence={"optimizer": history.info.label, "grad_norm_start": base,
-                      "grad_norm_end": now, "growth": now / base, "layers": layers},
-        ))
+        self.emit(
+            finding(
+                "TD216",
+                f"The gradient norm of {history.info.label} grew x{now / base:.3g}, from "
+                f"{base:.3g} around step {first_step} to {now:.3g} around step {last_step}"
+                f"{_layers_text(layers)}; training is on its way to Inf/NaN",
+                _place(history, layers),
+                Depth.RUN,
+                fix_hint="Clip gradients with `torch.nn.utils.clip_grad_norm_(model.parameters(), "
+                "1.0)` before `optimizer.step()`, and lower the learning rate.",
+                evidence={
+                    "optimizer": history.info.label,
+                    "grad_norm_start": base,
+                    "grad_norm_end": now,
+                    "growth": now / base,
+                    "layers": layers,
+                },
+            )
+        )
         return True
 
     def _vanishing(self, history: _History) -> None:
         if len(history.depth_ratio) < _MIN_SAMPLES:
             return
-        ratio = statistics.median(history.depth_ratio[len(history.depth_ratio) // 3:])
+        ratio = statistics.median(history.depth_ratio[len(history.depth_ratio) // 3 :])
         if ratio >= VANISH_RATIO:
             return
         weights = self._weights[id(history.info)]
         info = history.info
         early = param_name(self.monitor, info, weights[0])
         late = param_name(self.monitor, info, weights[-1])
-        self.emit(finding(
-            "TD215",
-            f"Gradients vanish towards the input: per element, `{early}` gets {ratio:.1e} "
-            f"times the gradient of `{late}` (median over {len(history.depth_ratio)} "
-            "sampled steps), so the early layers barely learn",
-            _place(history, [early]), Depth.RUN,
-            fix_hint="Use ReLU/GELU instead of sigmoid/tanh in deep stacks, add "
-                     "normalisation layers or residual connections, and use a "
-                     "fan-in-scaled initialisation (`nn.init.kaiming_normal_`).",
-            evidence={"optimizer": history.info.label, "ratio": ratio, "earliest": early,
-                      "latest": late},
-        ))
+        self.emit(
+            finding(
+                "TD215",
+                f"Gradients vanish towards the input: per element, `{early}` gets {ratio:.1e} "
+                f"times the gradient of `{late}` (median over {len(history.depth_ratio)} "
+                "sampled steps), so the early layers barely learn",
+                _place(history, [early]),
+                Depth.RUN,
+                fix_hint="Use ReLU/GELU instead of sigmoid/tanh in deep stacks, add "
+                "normalisation layers or residual connections, and use a "
+                "fan-in-scaled initialisation (`nn.init.kaiming_normal_`).",
+                evidence={
+                    "optimizer": history.info.label,
+                    "ratio": ratio,
+                    "earliest": early,
+                    "latest": late,
+                },
+            )
+        )
 
 
-def _depth_ratio(info: OptimizerInfo, norms: tuple[float | None, ...],
-                 weights: list[int]) -> float | None:
+def _depth_ratio(
+    info: OptimizerInfo, norms: tuple[float | None, ...], weights: list[int]
+) -> float | None:
     """Median RMS gradient of the first quarter of weight matrices over the last quarter."""
-    rms = [(norms[i] or 0.0) / math.sqrt(info.params[i].numel()) for i in weights
-           if norms[i] is not None]
+    rms = [
+        (norms[i] or 0.0) / math.sqrt(info.params[i].numel())
+        for i in weights
+        if norms[i] is not None
+    ]
     if len(rms) < 3:
         return None
     quarter = max(1, len(rms) // 4)

@@ -40,13 +40,13 @@ from torchdoctor.runtime.detectors.scale import weight_matrices
 
 __all__ = ["UpdateRatio"]
 
-UPDATE_TOO_LARGE = 0.3      # a step replacing this fraction of a weight matrix
-UPDATE_TOO_SMALL = 1e-6     # a step moving the weights by less than this fraction
-STEP_JUMP = 1.0             # one step larger than the weights themselves
-LINE_SEARCH_JUMP = 100.0    # the same, for optimizers that pick their own step length
-CONVERGING = 0.9            # last window median below this share of the first: learning
-_MIN_CURVE = 10             # losses an optimizer's curve needs before it can clear a verdict
-_MAX_RUNS = 10_000          # runs of one optimizer's steps remembered (alternating GANs)
+UPDATE_TOO_LARGE = 0.3  # a step replacing this fraction of a weight matrix
+UPDATE_TOO_SMALL = 1e-6  # a step moving the weights by less than this fraction
+STEP_JUMP = 1.0  # one step larger than the weights themselves
+LINE_SEARCH_JUMP = 100.0  # the same, for optimizers that pick their own step length
+CONVERGING = 0.9  # last window median below this share of the first: learning
+_MIN_CURVE = 10  # losses an optimizer's curve needs before it can clear a verdict
+_MAX_RUNS = 10_000  # runs of one optimizer's steps remembered (alternating GANs)
 
 
 @detector("TD606", depth=Depth.RUN)
@@ -60,10 +60,10 @@ class UpdateRatio(RuntimeDetector):
         self._site: dict[int, CallSite | None] = {}
         self._line_search: set[int] = set()
         self._closure_backwards: int | None = None  # counting inside a sampled closure step
-        self._first_loss: dict[int, float] = {}     # global step -> its first loss
+        self._first_loss: dict[int, float] = {}  # global step -> its first loss
         self._last_backward = -1
-        self._step_backward = -1                     # the last backward before the last step
-        self._owner: list[tuple[int, int]] = []     # (first backward index, optimizer key)
+        self._step_backward = -1  # the last backward before the last step
+        self._owner: list[tuple[int, int]] = []  # (first backward index, optimizer key)
         self._losses: list[tuple[int, float]] = []  # (backward index, finite loss)
 
     def on_step_begin(self, event: StepEvent) -> None:
@@ -133,24 +133,43 @@ class UpdateRatio(RuntimeDetector):
             if medians:
                 self._judge(info, medians, self._site.get(key), info.label in vanishing)
 
-    def _jump(self, info: OptimizerInfo, samples: list[StepSample], weights: list[int],
-              site: CallSite | None) -> bool:
+    def _jump(
+        self,
+        info: OptimizerInfo,
+        samples: list[StepSample],
+        weights: list[int],
+        site: CallSite | None,
+    ) -> bool:
         """Steps that moved a weight matrix by more than its own size, more than once."""
-        jumps = [(sample, found) for sample in samples
-                 if (found := _largest_ratio(sample, weights, STEP_JUMP)) is not None]
+        jumps = [
+            (sample, found)
+            for sample in samples
+            if (found := _largest_ratio(sample, weights, STEP_JUMP)) is not None
+        ]
         if len(jumps) < 2:
             return False  # one outlier step does not persist
         sample, (ratio, index) = jumps[0]
-        self._emit(info, site, self._name(info, index), ratio, "large",
-                   f"at step {sample.step} a single update was {ratio:.3g} times the size of "
-                   f"the weights ({len(jumps)} of {len(samples)} sampled steps were), and "
-                   "the loss did not fall: training is thrown off and usually diverges",
-                   "Lower the learning rate, or use a mean (not summed) loss so that "
-                   "gradients do not scale with the batch.")
+        self._emit(
+            info,
+            site,
+            self._name(info, index),
+            ratio,
+            "large",
+            f"at step {sample.step} a single update was {ratio:.3g} times the size of "
+            f"the weights ({len(jumps)} of {len(samples)} sampled steps were), and "
+            "the loss did not fall: training is thrown off and usually diverges",
+            "Lower the learning rate, or use a mean (not summed) loss so that "
+            "gradients do not scale with the batch.",
+        )
         return True
 
-    def _line_search_jump(self, info: OptimizerInfo, samples: list[StepSample],
-                          weights: list[int], site: CallSite | None) -> None:
+    def _line_search_jump(
+        self,
+        info: OptimizerInfo,
+        samples: list[StepSample],
+        weights: list[int],
+        site: CallSite | None,
+    ) -> None:
         """A step far larger than the weights that left the loss worse than before it."""
         for sample in samples:
             found = _largest_ratio(sample, weights, LINE_SEARCH_JUMP)
@@ -159,27 +178,46 @@ class UpdateRatio(RuntimeDetector):
             if found is None or before is None or after is None or not after > before:
                 continue
             ratio, index = found
-            self._emit(info, site, self._name(info, index), ratio, "large",
-                       f"at step {sample.step} a single update was {ratio:.3g} times the "
-                       f"size of the weights and the loss rose from {before:.4g} to "
-                       f"{after:.4g}, so the line search overshot",
-                       "Lower the learning rate, use `line_search_fn=\"strong_wolfe\"`, or "
-                       "limit `max_iter` of the first steps.")
+            self._emit(
+                info,
+                site,
+                self._name(info, index),
+                ratio,
+                "large",
+                f"at step {sample.step} a single update was {ratio:.3g} times the "
+                f"size of the weights and the loss rose from {before:.4g} to "
+                f"{after:.4g}, so the line search overshot",
+                'Lower the learning rate, use `line_search_fn="strong_wolfe"`, or '
+                "limit `max_iter` of the first steps.",
+            )
             return
 
-    def _judge(self, info: OptimizerInfo, medians: dict[int, float],
-               site: CallSite | None, vanishing: bool) -> None:
+    def _judge(
+        self, info: OptimizerInfo, medians: dict[int, float], site: CallSite | None, vanishing: bool
+    ) -> None:
         worst = max(medians, key=lambda i: medians[i])
         overall = statistics.median(medians.values())
         if medians[worst] > UPDATE_TOO_LARGE:
-            self._emit(info, site, self._name(info, worst), medians[worst], "large",
-                       "each step replaces a large part of the weights, and the loss did not "
-                       "fall: training is unstable or diverges",
-                       "Lower the learning rate (by 10x to start with).")
+            self._emit(
+                info,
+                site,
+                self._name(info, worst),
+                medians[worst],
+                "large",
+                "each step replaces a large part of the weights, and the loss did not "
+                "fall: training is unstable or diverges",
+                "Lower the learning rate (by 10x to start with).",
+            )
         elif 0 < overall < UPDATE_TOO_SMALL and not vanishing:  # TD215 says why
-            self._emit(info, site, info.label, overall, "small",
-                       "the weights barely move, so the model learns nothing in a useful time",
-                       "Raise the learning rate (check it for a typo such as 1e-9).")
+            self._emit(
+                info,
+                site,
+                info.label,
+                overall,
+                "small",
+                "the weights barely move, so the model learns nothing in a useful time",
+                "Raise the learning rate (check it for a typo such as 1e-9).",
+            )
 
     def _name(self, info: OptimizerInfo, index: int) -> str:
         """``encoder.0.weight``: the parameter's path in its model."""
@@ -195,19 +233,33 @@ class UpdateRatio(RuntimeDetector):
                 return f" (parameter group {g})"
         return ""
 
-    def _emit(self, info: OptimizerInfo, site: CallSite | None, obj: str, ratio: float,
-              kind: str, why: str, fix: str) -> None:
+    def _emit(
+        self,
+        info: OptimizerInfo,
+        site: CallSite | None,
+        obj: str,
+        ratio: float,
+        kind: str,
+        why: str,
+        fix: str,
+    ) -> None:
         lr = ", ".join(f"{g.get('lr')}" for g in info.optimizer.param_groups)
-        subject = f"`{obj}`{self._group_text(info, obj)}" if kind == "large" else \
-            f"the weights of {info.label}"
-        self.emit(finding(
-            "TD606",
-            f"Updates of {subject} are too {kind}: {info.label} steps change them by "
-            f"{ratio:.2e} of their size (healthy training is near 1e-3) at lr {lr}: {why}",
-            site.location(object=obj) if site is not None else Location(object=obj),
-            Depth.RUN, fix_hint=fix,
-            evidence={"optimizer": info.label, "update_ratio": ratio, "lr": lr},
-        ))
+        subject = (
+            f"`{obj}`{self._group_text(info, obj)}"
+            if kind == "large"
+            else f"the weights of {info.label}"
+        )
+        self.emit(
+            finding(
+                "TD606",
+                f"Updates of {subject} are too {kind}: {info.label} steps change them by "
+                f"{ratio:.2e} of their size (healthy training is near 1e-3) at lr {lr}: {why}",
+                site.location(object=obj) if site is not None else Location(object=obj),
+                Depth.RUN,
+                fix_hint=fix,
+                evidence={"optimizer": info.label, "update_ratio": ratio, "lr": lr},
+            )
+        )
 
 
 def _is_quasi_newton(info: OptimizerInfo) -> bool:
@@ -216,24 +268,36 @@ def _is_quasi_newton(info: OptimizerInfo) -> bool:
     return isinstance(info.optimizer, torch.optim.LBFGS)
 
 
-def _largest_ratio(sample: StepSample, weights: list[int], limit: float
-                   ) -> tuple[float, int] | None:
+def _largest_ratio(
+    sample: StepSample, weights: list[int], limit: float
+) -> tuple[float, int] | None:
     """The largest update ratio of a weight matrix above ``limit``, with its index."""
     ratios = sample.update_ratios or ()
-    jumps = [(r, i) for i in weights if i < len(ratios)
-             and (r := ratios[i]) is not None and math.isfinite(r) and r > limit]
+    jumps = [
+        (r, i)
+        for i in weights
+        if i < len(ratios) and (r := ratios[i]) is not None and math.isfinite(r) and r > limit
+    ]
     return max(jumps) if jumps else None
 
 
 def _median_ratios(samples: list[StepSample], weights: list[int]) -> dict[int, float]:
     """Per weight matrix, the median ratio over samples taken at >= half the peak lr."""
     peak = [max(s.lrs[g] for s in samples) for g in range(len(samples[0].lrs))]
-    working = [s for s in samples[1:] if all(
-        s.lrs[g] >= 0.5 * peak[g] for g in range(len(peak)) if peak[g] > 0)]
+    working = [
+        s
+        for s in samples[1:]
+        if all(s.lrs[g] >= 0.5 * peak[g] for g in range(len(peak)) if peak[g] > 0)
+    ]
     medians: dict[int, float] = {}
     for index in weights:
-        values = [r for s in working if s.update_ratios is not None
-                  and (r := s.update_ratios[index]) is not None and math.isfinite(r)]
+        values = [
+            r
+            for s in working
+            if s.update_ratios is not None
+            and (r := s.update_ratios[index]) is not None
+            and math.isfinite(r)
+        ]
         if len(values) >= 3:
             medians[index] = statistics.median(values)
     return medians

@@ -71,8 +71,9 @@ class Classified:
     condition: str | None = None
 
 
-def classify_warning(text: str, category: type[Warning], origin: Origin,
-                     function: str = "", issuing_line: str = "") -> Classified | None:
+def classify_warning(
+    text: str, category: type[Warning], origin: Origin, function: str = "", issuing_line: str = ""
+) -> Classified | None:
     """Map a warning to a rule, or ``None`` when it is not torchdoctor's business.
 
     Args:
@@ -91,12 +92,20 @@ def classify_warning(text: str, category: type[Warning], origin: Origin,
         if match is not None:
             if known.dropped:
                 return None
-            values = {**match.groupdict(), "function": function or "the loss",
-                      "broadcast": _broadcast(match.groupdict())}
+            values = {
+                **match.groupdict(),
+                "function": function or "the loss",
+                "broadcast": _broadcast(match.groupdict()),
+            }
             severity = known.severity or _rule_severity(known.code)
-            return Classified(known.code, severity, known.meaning.format(**values),
-                              known.fix.format(**values), known.key,
-                              condition=known.condition)
+            return Classified(
+                known.code,
+                severity,
+                known.meaning.format(**values),
+                known.fix.format(**values),
+                known.key,
+                condition=known.condition,
+            )
     confidence = Confidence.HIGH
     if origin is Origin.USER:
         from_torch_cpp = category is UserWarning and "warn" not in issuing_line
@@ -107,13 +116,26 @@ def classify_warning(text: str, category: type[Warning], origin: Origin,
     third_party = origin is Origin.THIRD_PARTY
     # Without an entry saying what it means for the run, a warning is information only.
     severity = Severity.INFO
-    meaning = "a deprecated API was used; it will change or go away in a later release" \
-        if deprecated else ""
-    fix = ("Replace the deprecated call as the warning says." if deprecated else
-           "Address what the warning names; silence it with `warnings.filterwarnings` only "
-           "once you know it is harmless.")
-    return Classified(TD003, severity, meaning, fix, "other",
-                      "A library" if third_party else "PyTorch", confidence)
+    meaning = (
+        "a deprecated API was used; it will change or go away in a later release"
+        if deprecated
+        else ""
+    )
+    fix = (
+        "Replace the deprecated call as the warning says."
+        if deprecated
+        else "Address what the warning names; silence it with `warnings.filterwarnings` only "
+        "once you know it is harmless."
+    )
+    return Classified(
+        TD003,
+        severity,
+        meaning,
+        fix,
+        "other",
+        "A library" if third_party else "PyTorch",
+        confidence,
+    )
 
 
 def _rule_severity(code: str) -> Severity:
@@ -126,8 +148,9 @@ def _broadcast(groups: dict[str, Any]) -> str:
     """The shape two ``torch.Size([...])`` strings broadcast to, or ``"?"``."""
     if not (groups.get("input") and groups.get("target")):
         return "?"
-    first, second = ([int(d) for d in re.findall(r"\d+", groups[name])]
-                     for name in ("input", "target"))
+    first, second = (
+        [int(d) for d in re.findall(r"\d+", groups[name])] for name in ("input", "target")
+    )
     size = max(len(first), len(second))
     first, second = [1] * (size - len(first)) + first, [1] * (size - len(second)) + second
     result = []
@@ -178,12 +201,19 @@ class TorchWarnings(RuntimeDetector):
         stack = frames_of_stack(sys._getframe(1))
         issuer = issuing_frame(stack)
         origin = origin_of(issuer)
-        if (issuer is not None and issuer.path.endswith(_DEPRECATION_WRAPPERS)
-                and "torch." in record.message):
+        if (
+            issuer is not None
+            and issuer.path.endswith(_DEPRECATION_WRAPPERS)
+            and "torch." in record.message
+        ):
             origin = Origin.TORCH  # `typing_extensions.deprecated` warning for torch's API
-        classified = classify_warning(record.message, record.category, origin,
-                                      issuer.function if issuer else "",
-                                      (issuer.snippet or "") if issuer else "")
+        classified = classify_warning(
+            record.message,
+            record.category,
+            origin,
+            issuer.function if issuer else "",
+            (issuer.snippet or "") if issuer else "",
+        )
         if classified is None:
             return
         user = user_frame(stack, [str(r) for r in self.monitor.user_roots])
@@ -205,8 +235,9 @@ class TorchWarnings(RuntimeDetector):
                 self.emit(self._finding(record, classified, user))
         self._pending.clear()
 
-    def _finding(self, record: WarningRecord, classified: Classified,
-                 user: FrameRef | None) -> Finding:
+    def _finding(
+        self, record: WarningRecord, classified: Classified, user: FrameRef | None
+    ) -> Finding:
         headline = f"{record.category.__name__}: {_first_line(record.message)}"
         # One problem, one finding: the same warning shown again from another line (a
         # DataLoader warns when built and again when iterated) counts at its first place.
@@ -217,28 +248,39 @@ class TorchWarnings(RuntimeDetector):
             location = Location(path=user.path, line=user.line, snippet=user.snippet)
         else:
             location = Location(path=record.filename, line=record.lineno)
-        self._places.setdefault((classified.code, classified.key, headline),
-                                (location, _detached(user)))
+        self._places.setdefault(
+            (classified.code, classified.key, headline), (location, _detached(user))
+        )
         texts = self._seen.setdefault((classified.code, location.path, location.line), {})
         texts[headline] = texts.get(headline, 0) + 1
         where = f" at {user.where}" if user else ""
         said = f"{classified.source} warned{where}: " + "; ".join(f"`{t}`" for t in texts)
-        message = f"{_sentence(classified.meaning)} ({said})." if classified.meaning else \
-            f"{said}."
-        return finding(classified.code, message, location, Depth.RUN, fix_hint=classified.fix,
-                       severity=classified.severity, confidence=classified.confidence,
-                       evidence={"warning": headline, "category": record.category.__name__,
-                                 "warned_in": f"{record.filename}:{record.lineno}",
-                                 "step": record.global_step, "times_shown": sum(texts.values()),
-                                 "known_warning": classified.key})
+        message = f"{_sentence(classified.meaning)} ({said})." if classified.meaning else f"{said}."
+        return finding(
+            classified.code,
+            message,
+            location,
+            Depth.RUN,
+            fix_hint=classified.fix,
+            severity=classified.severity,
+            confidence=classified.confidence,
+            evidence={
+                "warning": headline,
+                "category": record.category.__name__,
+                "warned_in": f"{record.filename}:{record.lineno}",
+                "step": record.global_step,
+                "times_shown": sum(texts.values()),
+                "known_warning": classified.key,
+            },
+        )
 
 
 def _first_line(text: str) -> str:
     """The warning's first line; a long one is cut at its first sentence, then shortened."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     if len(line) > _MAX_TEXT and ". " in line[:_MAX_TEXT]:
-        line = line[:line.index(". ") + 1]
-    return line if len(line) <= _MAX_TEXT else line[:_MAX_TEXT - 3] + "..."
+        line = line[: line.index(". ") + 1]
+    return line if len(line) <= _MAX_TEXT else line[: _MAX_TEXT - 3] + "..."
 
 
 def _detached(user: FrameRef | None) -> FrameRef | None:
@@ -271,8 +313,10 @@ class _AutocastWatch:
         torch = self._torch
         for device in ("cpu", "cuda", "xpu", "mps"):
             try:
-                if (torch.is_autocast_enabled(device)
-                        and torch.get_autocast_dtype(device) == torch.float16):
+                if (
+                    torch.is_autocast_enabled(device)
+                    and torch.get_autocast_dtype(device) == torch.float16
+                ):
                     self.seen = True
             except (RuntimeError, TypeError, AttributeError):  # no such device type here
                 continue
@@ -296,16 +340,24 @@ def _grad_scaler_in_scope(user: FrameRef | None) -> bool:
     if user is None or user.frame is None:
         return False
     values = [v for _, v in local_items(user.frame)] + list(user.frame.f_globals.values())
-    return any(type(value).__name__ == "GradScaler" and type(value).__module__.startswith(
-        "torch") and getattr(value, "_enabled", True) for value in values)
+    return any(
+        type(value).__name__ == "GradScaler"
+        and type(value).__module__.startswith("torch")
+        and getattr(value, "_enabled", True)
+        for value in values
+    )
 
 
 def _skipped_by_scaler(classified: Classified) -> Classified:
     return Classified(
-        classified.code, Severity.INFO,
+        classified.code,
+        Severity.INFO,
         classified.meaning + "; with a GradScaler in use this may instead be a first "
         "`scaler.step(optimizer)` that skipped `optimizer.step()` because of inf/NaN "
         "gradients, which is normal while the scale calibrates",
         classified.fix + " If your loop already calls `scaler.step(optimizer)` before "
         "`scheduler.step()`, ignore this.",
-        classified.key, classified.source, Confidence.LOW)
+        classified.key,
+        classified.source,
+        Confidence.LOW,
+    )

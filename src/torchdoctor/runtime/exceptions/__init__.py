@@ -11,5 +11,4 @@ from __future__ import annotations
 from torchdoctor.runtime.exceptions.catalogue import KNOWN_ERRORS, KnownError, match_known_error
 from torchdoctor.runtime.exceptions.explain import GENERIC_CODE, explain_exception
 
-__all__ = ["GENERIC_CODE", "KNOWN_ERRORS", "KnownError", "explain_exception",
-           "match_known_error"]
+__all__ = ["GENERIC_CODE", "KNOWN_ERRORS", "KnownError", "explain_exception", "match_known_error"]

@@ -44,26 +44,33 @@ def no_graph(facts: ErrorFacts) -> Detail:
         summary += f"; every one of the model's {total} parameters has requires_grad=False"
         fixes: tuple[str, ...] = (
             "Unfreeze the parameters you mean to train (`p.requires_grad_(True)`) before "
-            "building the optimizer; a fully frozen model has nothing to backpropagate into.",)
+            "building the optimizer; a fully frozen model has nothing to backpropagate into.",
+        )
     else:
-        fixes = ("Compute the loss with grad mode on: not inside `torch.no_grad()` or "
-                 "`torch.inference_mode()` (check validation code that shares the loop).",
-                 "Build the loss from the model's outputs, not from `.item()`, `.detach()`, "
-                 "`.numpy()` or `torch.tensor(output)`, which all cut the graph.")
+        fixes = (
+            "Compute the loss with grad mode on: not inside `torch.no_grad()` or "
+            "`torch.inference_mode()` (check validation code that shares the loop).",
+            "Build the loss from the model's outputs, not from `.item()`, `.detach()`, "
+            "`.numpy()` or `torch.tensor(output)`, which all cut the graph.",
+        )
     return Detail(summary, fixes, evidence)
 
 
 def freed_graph(facts: ErrorFacts) -> Detail:
     """``Trying to backward through the graph a second time``."""
-    summary = ("`backward()` reached part of a graph whose saved tensors an earlier "
-               "`backward()` already freed; something computed in one iteration was reused "
-               "in the next")
-    fixes = ("Detach state carried across iterations (an RNN hidden state, an EMA target, a "
-             "running loss): `hidden = hidden.detach()`.",
-             "Recompute inside the loop any tensor that was computed once before it from "
-             "parameters (for example an embedding lookup or a normalised weight).",
-             "Pass `retain_graph=True` only when you truly backpropagate twice through the "
-             "same graph (it keeps the whole graph in memory).")
+    summary = (
+        "`backward()` reached part of a graph whose saved tensors an earlier "
+        "`backward()` already freed; something computed in one iteration was reused "
+        "in the next"
+    )
+    fixes = (
+        "Detach state carried across iterations (an RNN hidden state, an EMA target, a "
+        "running loss): `hidden = hidden.detach()`.",
+        "Recompute inside the loop any tensor that was computed once before it from "
+        "parameters (for example an embedding lookup or a normalised weight).",
+        "Pass `retain_graph=True` only when you truly backpropagate twice through the "
+        "same graph (it keeps the whole graph in memory).",
+    )
     return Detail(summary, fixes, {})
 
 
@@ -81,21 +88,30 @@ def inplace_saved_tensor(facts: ErrorFacts) -> Detail:
     if shape or op:
         summary += f": the [{shape}] output of `{op or '?'}`"
         if facts.group("version"):
-            summary += (f" is at version {facts.group('version')}, autograd expected "
-                        f"{facts.group('expected')}")
+            summary += (
+                f" is at version {facts.group('version')}, autograd expected "
+                f"{facts.group('expected')}"
+            )
     suspects = _inplace_modules(_models(facts))
     evidence: dict[str, Any] = {"grad_fn": grad_fn, "shape": shape}
-    fixes = [f"Replace the in-place operation on that tensor with its out-of-place form "
-             f"(`x = x + y` for `x += y`, `x = x.{op.lower() or 'op'}()` for "
-             f"`x.{op.lower() or 'op'}_()`, `torch.where` or `x.clone()` before "
-             "`x[idx] = ...`)."]
+    fixes = [
+        f"Replace the in-place operation on that tensor with its out-of-place form "
+        f"(`x = x + y` for `x += y`, `x = x.{op.lower() or 'op'}()` for "
+        f"`x.{op.lower() or 'op'}_()`, `torch.where` or `x.clone()` before "
+        "`x[idx] = ...`)."
+    ]
     if suspects:
         names = ", ".join(f"`{name}`" for name in suspects[:5])
-        fixes.insert(0, f"Set `inplace=False` on {names}: modules with `inplace=True` overwrite "
-                        "tensors that other layers saved for backward.")
+        fixes.insert(
+            0,
+            f"Set `inplace=False` on {names}: modules with `inplace=True` overwrite "
+            "tensors that other layers saved for backward.",
+        )
         evidence["inplace_modules"] = suspects
-    fixes.append("Run one step under `torch.autograd.set_detect_anomaly(True)` to get the "
-                 "traceback of the forward operation whose input was overwritten.")
+    fixes.append(
+        "Run one step under `torch.autograd.set_detect_anomaly(True)` to get the "
+        "traceback of the forward operation whose input was overwritten."
+    )
     return Detail(summary, tuple(fixes), evidence)
 
 

@@ -43,8 +43,15 @@ class KnownError:
     types: tuple[str, ...] = ()
 
 
-def _k(key: str, code: str, pattern: str, meaning: str, *fixes: str,
-       detail: DetailFunction | None = None, types: tuple[str, ...] = ()) -> KnownError:
+def _k(
+    key: str,
+    code: str,
+    pattern: str,
+    meaning: str,
+    *fixes: str,
+    detail: DetailFunction | None = None,
+    types: tuple[str, ...] = (),
+) -> KnownError:
     return KnownError(key, code, re.compile(pattern, re.DOTALL), meaning, fixes, detail, types)
 
 
@@ -278,8 +285,9 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
 # fmt: on
 
 
-def match_known_error(type_names: tuple[str, ...], text: str
-                      ) -> tuple[KnownError, re.Match[str]] | None:
+def match_known_error(
+    type_names: tuple[str, ...], text: str
+) -> tuple[KnownError, re.Match[str]] | None:
     """The first known error matching an exception's class names and text, with its match.
 
     ``type_names`` are the qualified names (``torch._dynamo.exc.Unsupported``) of the

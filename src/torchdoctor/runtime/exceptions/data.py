@@ -9,21 +9,35 @@ from typing import Any
 from torchdoctor.runtime.exceptions.facts import Detail, ErrorFacts
 from torchdoctor.runtime.exceptions.frames import FrameRef
 
-__all__ = ["class_index", "collate_sizes", "device_assert", "embedding_index",
-           "loader_loop_line", "worker_died", "worker_raised"]
+__all__ = [
+    "class_index",
+    "collate_sizes",
+    "device_assert",
+    "embedding_index",
+    "loader_loop_line",
+    "worker_died",
+    "worker_raised",
+]
 
 _SIGNAL_ADVICE = {
-    "Killed": ("The operating system killed the worker, almost always for host memory: "
-               "lower `num_workers` or `prefetch_factor`, and keep the Dataset's samples in "
-               "NumPy arrays or tensors rather than Python lists of objects, which every "
-               "worker copies as it touches them."),
-    "Bus error": ("The workers ran out of shared memory (/dev/shm): raise it (`docker run "
-                  "--shm-size=8g` or `--ipc=host`), or lower `num_workers`."),
-    "Segmentation fault": ("Native code crashed inside the worker (an image/audio decoder, a "
-                           "C extension, a corrupt file): run with `num_workers=0` to get the "
-                           "crash in the main process, and validate inputs before decoding."),
-    "Aborted": ("Native code aborted inside the worker: run with `num_workers=0` to see its "
-                "error message."),
+    "Killed": (
+        "The operating system killed the worker, almost always for host memory: "
+        "lower `num_workers` or `prefetch_factor`, and keep the Dataset's samples in "
+        "NumPy arrays or tensors rather than Python lists of objects, which every "
+        "worker copies as it touches them."
+    ),
+    "Bus error": (
+        "The workers ran out of shared memory (/dev/shm): raise it (`docker run "
+        "--shm-size=8g` or `--ipc=host`), or lower `num_workers`."
+    ),
+    "Segmentation fault": (
+        "Native code crashed inside the worker (an image/audio decoder, a "
+        "C extension, a corrupt file): run with `num_workers=0` to get the "
+        "crash in the main process, and validate inputs before decoding."
+    ),
+    "Aborted": (
+        "Native code aborted inside the worker: run with `num_workers=0` to see its error message."
+    ),
 }
 
 
@@ -64,17 +78,25 @@ def class_index(facts: ErrorFacts) -> Detail:
     low = span[0] if span else bad
     high = span[1] if span else bad
     if low is not None and low < 0:
-        fixes.append(f"Targets of {low} look like padding: pass `ignore_index={low}` to the loss "
-                     "(the default ignores -100 only).")
+        fixes.append(
+            f"Targets of {low} look like padding: pass `ignore_index={low}` to the loss "
+            "(the default ignores -100 only)."
+        )
     if classes is not None and high is not None and high == classes:
-        fixes.append(f"Labels seem to run 1..{classes}: subtract 1 from them, or give the "
-                     f"output layer {classes + 1} classes.")
+        fixes.append(
+            f"Labels seem to run 1..{classes}: subtract 1 from them, or give the "
+            f"output layer {classes + 1} classes."
+        )
     if classes is not None and high is not None and high >= classes:
-        fixes.append(f"Build the output layer with `num_classes = max label + 1` "
-                     f"({high + 1}), computed from the whole dataset.")
+        fixes.append(
+            f"Build the output layer with `num_classes = max label + 1` "
+            f"({high + 1}), computed from the whole dataset."
+        )
     if not fixes:
-        fixes.append("Check `targets.min() >= 0` and `targets.max() < num_classes` over the "
-                     "dataset and size the output layer from it.")
+        fixes.append(
+            "Check `targets.min() >= 0` and `targets.max() < num_classes` over the "
+            "dataset and size the output layer from it."
+        )
     evidence = {"target": bad, "classes": classes, "target_span": list(span) if span else None}
     return Detail(summary, tuple(fixes), evidence)
 
@@ -94,20 +116,26 @@ def embedding_index(facts: ErrorFacts) -> Detail | None:
     if span is not None:
         summary += f" (indices span {span[0]}..{span[1]})"
     size = span[1] + 1 if span else "the vocabulary size"
-    fixes = (f"Build the embedding with `num_embeddings` = the vocabulary size ({size}), and "
-             "make sure the tokenizer and the model use the same vocabulary; map unknown ids "
-             "to an `<unk>` index.",)
+    fixes = (
+        f"Build the embedding with `num_embeddings` = the vocabulary size ({size}), and "
+        "make sure the tokenizer and the model use the same vocabulary; map unknown ids "
+        "to an `<unk>` index.",
+    )
     return Detail(summary, fixes, {"rows": rows, "index_span": list(span) if span else None})
 
 
 def device_assert(facts: ErrorFacts) -> Detail:
     """``CUDA error: device-side assert triggered``."""
-    summary = ("a CUDA kernel's assertion failed; CUDA reports it asynchronously, so the "
-               "failing line may come after the real cause")
-    fixes = ("Rerun with `CUDA_LAUNCH_BLOCKING=1` (or on the CPU) to get the real line.",
-             "The usual causes are a class index >= the number of classes (check "
-             "`targets.max() < num_classes`) and a token id >= an embedding's "
-             "`num_embeddings`.")
+    summary = (
+        "a CUDA kernel's assertion failed; CUDA reports it asynchronously, so the "
+        "failing line may come after the real cause"
+    )
+    fixes = (
+        "Rerun with `CUDA_LAUNCH_BLOCKING=1` (or on the CPU) to get the real line.",
+        "The usual causes are a class index >= the number of classes (check "
+        "`targets.max() < num_classes`) and a token id >= an embedding's "
+        "`num_embeddings`.",
+    )
     return Detail(summary, fixes, {})
 
 
@@ -119,8 +147,9 @@ def loader_loop_line(frame: FrameRef | None) -> int | None:
     """
     if frame is None or frame.frame is None:
         return None
-    loaders = {name for name, value in frame.frame.f_locals.items()
-               if type(value).__name__ == "DataLoader"}
+    loaders = {
+        name for name, value in frame.frame.f_locals.items() if type(value).__name__ == "DataLoader"
+    }
     try:
         tree = ast.parse("".join(linecache.getlines(frame.path)))
     except (SyntaxError, ValueError):
@@ -145,30 +174,42 @@ def worker_died(facts: ErrorFacts) -> Detail:
         summary = f"DataLoader worker (pid {pids}) was killed by signal {signal}"
     else:
         summary = f"DataLoader worker (pid {pids}) exited unexpectedly"
-    advice = _SIGNAL_ADVICE.get(signal, "Run with `num_workers=0` to see the worker's own "
-                                        "error in the main process.")
+    advice = _SIGNAL_ADVICE.get(
+        signal, "Run with `num_workers=0` to see the worker's own error in the main process."
+    )
     fixes = (advice,)
-    return Detail(summary, fixes, {"worker_pids": pids, "signal": signal or None},
-                  line=loader_loop_line(facts.user), asynchronous=True)
+    return Detail(
+        summary,
+        fixes,
+        {"worker_pids": pids, "signal": signal or None},
+        line=loader_loop_line(facts.user),
+        asynchronous=True,
+    )
 
 
 def worker_raised(facts: ErrorFacts) -> Detail:
     """``Caught ValueError in DataLoader worker process 0.`` plus the original traceback."""
     last = [line for line in facts.text.strip().splitlines() if line.strip()][-1].strip()
     where = f" at {facts.user.where}" if facts.user else ""
-    summary = (f"the Dataset or collate code raised `{facts.group('error')}` in DataLoader "
-               f"worker {facts.group('worker')}{where}: {last}")
-    fixes = (f"Fix the error in the Dataset code{where}; set `num_workers=0` to debug it in "
-             "the main process with an ordinary traceback.",)
-    return Detail(summary, fixes, {"worker": int(facts.group("worker")),
-                                   "original_error": last})
+    summary = (
+        f"the Dataset or collate code raised `{facts.group('error')}` in DataLoader "
+        f"worker {facts.group('worker')}{where}: {last}"
+    )
+    fixes = (
+        f"Fix the error in the Dataset code{where}; set `num_workers=0` to debug it in "
+        "the main process with an ordinary traceback.",
+    )
+    return Detail(summary, fixes, {"worker": int(facts.group("worker")), "original_error": last})
 
 
 def collate_sizes(facts: ErrorFacts) -> Detail:
     """``stack expects each tensor to be equal size, but got [3, 32, 32] at entry 0 and ...``."""
     first, second = facts.group("first"), facts.group("second")
-    summary = (f"the DataLoader could not batch samples of different shapes ([{first}] and "
-               f"[{second}])")
-    fixes = ("Resize or crop every sample to one shape in the Dataset's transform, or pass a "
-             "`collate_fn` that pads variable-length samples (`pad_sequence`).",)
+    summary = (
+        f"the DataLoader could not batch samples of different shapes ([{first}] and [{second}])"
+    )
+    fixes = (
+        "Resize or crop every sample to one shape in the Dataset's transform, or pass a "
+        "`collate_fn` that pads variable-length samples (`pad_sequence`).",
+    )
     return Detail(summary, fixes, {"shapes": [first, second]})

@@ -15,8 +15,14 @@ from typing import Any
 
 from torchdoctor.runtime.exceptions.frames import FrameRef, ModuleRef
 
-__all__ = ["DEVICE_MISMATCH_CODE", "Detail", "DetailFunction", "ErrorFacts", "format_bytes",
-           "torch_module"]
+__all__ = [
+    "DEVICE_MISMATCH_CODE",
+    "Detail",
+    "DetailFunction",
+    "ErrorFacts",
+    "format_bytes",
+    "torch_module",
+]
 
 # A device mismatch is one problem at every depth: TD101, whether `check` finds it before
 # the run or the run dies of it (TD004 stays "the script raised something else").

@@ -50,8 +50,9 @@ __all__ = [
     "user_frame",
 ]
 
-_WORKER_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$',
-                           re.MULTILINE)
+_WORKER_FRAME = re.compile(
+    r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$', re.MULTILINE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +158,7 @@ def user_frame(frames: Sequence[FrameRef], roots: Sequence[str] = ()) -> FrameRe
     # code and is never part of it.
     launchers = [i for i, f in enumerate(frames) if f.path in RUNPY_FILES]
     if launchers:
-        frames = frames[launchers[-1] + 1:]
+        frames = frames[launchers[-1] + 1 :]
     candidates = [f for f in frames if not is_library_file(f.path)]
     if roots:
         preferred = [f for f in candidates if under(f.path, roots)]
@@ -183,17 +184,19 @@ def embedded_traceback_frames(text: str) -> list[FrameRef]:
     error its "from user code:" stack: both point at the user's line better than the
     traceback of the re-raise.
     """
-    markers = [i for i in (text.find("Original Traceback"), text.find("from user code:"))
-               if i >= 0]
+    markers = [i for i in (text.find("Original Traceback"), text.find("from user code:")) if i >= 0]
     if not markers:
         return []
     marker = min(markers)
-    return [FrameRef(m["path"], int(m["line"]), m["func"].strip())
-            for m in _WORKER_FRAME.finditer(text, marker)]
+    return [
+        FrameRef(m["path"], int(m["line"]), m["func"].strip())
+        for m in _WORKER_FRAME.finditer(text, marker)
+    ]
 
 
-def running_module(frames: Sequence[FrameRef], models: Iterable[Any] = (),
-                   user: FrameRef | None = None) -> ModuleRef | None:
+def running_module(
+    frames: Sequence[FrameRef], models: Iterable[Any] = (), user: FrameRef | None = None
+) -> ModuleRef | None:
     """The innermost ``nn.Module`` whose code was on the stack, named by its model path.
 
     Modules of the known ``models`` are preferred (a loss module called from the loop is

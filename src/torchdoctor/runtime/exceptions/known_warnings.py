@@ -48,8 +48,15 @@ class KnownWarning:
     dropped: bool = False
 
 
-def _w(key: str, code: str, pattern: str, meaning: str, fix: str,
-       severity: Severity | None = None, condition: str | None = None) -> KnownWarning:
+def _w(
+    key: str,
+    code: str,
+    pattern: str,
+    meaning: str,
+    fix: str,
+    severity: Severity | None = None,
+    condition: str | None = None,
+) -> KnownWarning:
     return KnownWarning(key, code, re.compile(pattern), meaning, fix, severity, condition)
 
 

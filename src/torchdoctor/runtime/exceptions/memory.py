@@ -10,8 +10,18 @@ from torchdoctor.runtime.exceptions.facts import Detail, ErrorFacts, format_byte
 
 __all__ = ["out_of_memory", "parse_size", "spent_on"]
 
-_UNITS = {"B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4, "KIB": 1024,
-          "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4, "PIB": 1024**5}
+_UNITS = {
+    "B": 1,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+    "TIB": 1024**4,
+    "PIB": 1024**5,
+}
 _SIZE = r"[\d.]+ ?[KMGTP]?i?B"
 _FIELDS = {
     "requested": re.compile(rf"Tried to allocate ({_SIZE})|tried to allocate (\d+) bytes"),
@@ -62,9 +72,14 @@ def out_of_memory(facts: ErrorFacts) -> Detail:
     requested = _field(facts.text, "requested")
     total = _field(facts.text, "total") or (_host_memory() if kind.startswith("host") else None)
     free, unallocated = _field(facts.text, "free"), _field(facts.text, "unallocated")
-    evidence: dict[str, Any] = {"device": kind, "requested_bytes": requested,
-                                "total_bytes": total, "free_bytes": free,
-                                "reserved_unallocated_bytes": unallocated, **_peak()}
+    evidence: dict[str, Any] = {
+        "device": kind,
+        "requested_bytes": requested,
+        "total_bytes": total,
+        "free_bytes": free,
+        "reserved_unallocated_bytes": unallocated,
+        **_peak(),
+    }
     where = f" while {facts.module_label} was running" if facts.module else ""
     summary = f"the run ran out of {kind} memory{where}"
     spent = spent_on(facts.models, facts.optimizers, _DEVICE_TYPES.get(kind, "cpu"))
@@ -75,26 +90,36 @@ def out_of_memory(facts: ErrorFacts) -> Detail:
         if free is not None and total:
             summary += f" with {format_bytes(free)} free of {format_bytes(total)}"
         elif total:
-            summary += f"; the {'machine' if kind.startswith('host') else 'device'} has " \
-                       f"{format_bytes(total)}"
+            summary += (
+                f"; the {'machine' if kind.startswith('host') else 'device'} has "
+                f"{format_bytes(total)}"
+            )
     if requested and total and requested > _ABSURD_FACTOR * total:
-        summary += (f" (the request is {requested / total:,.0f}x that): a tensor shape is "
-                    "wrong, this is not a tuning problem")
+        summary += (
+            f" (the request is {requested / total:,.0f}x that): a tensor shape is "
+            "wrong, this is not a tuning problem"
+        )
         fixes: tuple[str, ...] = (
             "Print the shapes of the tensors at the failing line: look for a dimension that "
             "should be a batch or context size but is a dataset size, or an accidental "
-            "broadcast of [N] against [N, 1] into [N, N].",)
+            "broadcast of [N] against [N, 1] into [N, N].",
+        )
         return Detail(summary, fixes, evidence)
     if spent:
         summary += "; " + _spent_sentence(spent)
-    fixes_list = ["Lower the batch size (use gradient accumulation to keep the effective batch).",
-                  "Train in mixed precision (`torch.autocast`) and use activation checkpointing "
-                  "(`torch.utils.checkpoint`) for the largest blocks.",
-                  "Log losses with `loss.item()`: keeping loss tensors keeps their graphs alive."]
+    fixes_list = [
+        "Lower the batch size (use gradient accumulation to keep the effective batch).",
+        "Train in mixed precision (`torch.autocast`) and use activation checkpointing "
+        "(`torch.utils.checkpoint`) for the largest blocks.",
+        "Log losses with `loss.item()`: keeping loss tensors keeps their graphs alive.",
+    ]
     if unallocated and total and unallocated >= max(requested or 0, total // 20):
-        fixes_list.insert(0, f"{format_bytes(unallocated)} is reserved but unallocated "
-                             "(fragmentation): set "
-                             "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.")
+        fixes_list.insert(
+            0,
+            f"{format_bytes(unallocated)} is reserved but unallocated "
+            "(fragmentation): set "
+            "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.",
+        )
     return Detail(summary, tuple(fixes_list), evidence)
 
 
@@ -103,8 +128,10 @@ def _peak() -> dict[str, int]:
     cuda = getattr(torch, "cuda", None)
     try:
         if cuda is not None and cuda.is_initialized():
-            return {"cuda_peak_allocated_bytes": int(cuda.max_memory_allocated()),
-                    "cuda_reserved_bytes": int(cuda.memory_reserved())}
+            return {
+                "cuda_peak_allocated_bytes": int(cuda.max_memory_allocated()),
+                "cuda_reserved_bytes": int(cuda.memory_reserved()),
+            }
     except Exception:  # noqa: BLE001 - after a CUDA error the runtime may refuse every call
         return {}
     return {}
@@ -148,17 +175,28 @@ def spent_on(models: Any, optimizers: Any, device_type: str) -> dict[str, int]:
             spent["allocated"] = int(torch.cuda.memory_allocated())
         except Exception:  # noqa: BLE001 - after a CUDA error the runtime may refuse calls
             return spent if any(spent.values()) else {}
-        spent["other"] = max(0, spent["allocated"] - sum(
-            spent[key] for key in ("parameters", "gradients", "optimizer_state")))
+        spent["other"] = max(
+            0,
+            spent["allocated"]
+            - sum(spent[key] for key in ("parameters", "gradients", "optimizer_state")),
+        )
     return spent if any(spent.values()) else {}
 
 
 def _spent_sentence(spent: dict[str, int]) -> str:
-    parts = [f"{name} {format_bytes(spent[key])}"
-             for key, name in (("parameters", "parameters"), ("gradients", "gradients"),
-                               ("optimizer_state", "optimizer state"))]
+    parts = [
+        f"{name} {format_bytes(spent[key])}"
+        for key, name in (
+            ("parameters", "parameters"),
+            ("gradients", "gradients"),
+            ("optimizer_state", "optimizer state"),
+        )
+    ]
     if "other" in spent:
         parts.append(f"activations and temporaries {format_bytes(spent['other'])}")
-        return (f"of the {format_bytes(spent['allocated'])} allocated: " + ", ".join(parts)
-                + " (`torchdoctor check --forecast cuda` measures this per batch size)")
+        return (
+            f"of the {format_bytes(spent['allocated'])} allocated: "
+            + ", ".join(parts)
+            + " (`torchdoctor check --forecast cuda` measures this per batch size)"
+        )
     return "the model and optimizer hold " + ", ".join(parts)

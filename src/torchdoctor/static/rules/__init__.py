@@ -136,15 +136,15 @@ from torchdoctor.static.rules import (
     loss,  # noqa: F401
     memory,  # noqa: F401
     model_outputs,  # noqa: F401
-    module_definitions,  # noqa: F401
     modes,  # noqa: F401
+    module_definitions,  # noqa: F401
     optimizer,  # noqa: F401
     parameter_generators,  # noqa: F401
     reproducibility,  # noqa: F401
-    schedules,  # noqa: F401
     resume,  # noqa: F401
+    schedules,  # noqa: F401
     speed,  # noqa: F401
     state_dicts,  # noqa: F401
-    target_networks,  # noqa: F401
     target_dtype,  # noqa: F401
+    target_networks,  # noqa: F401
 )

@@ -25,8 +25,7 @@ def _modulus(test: ast.expr) -> ast.expr | None:
     """``k`` of an ``if (i + 1) % k == 0:`` / ``if not step % k:`` test (``None``: not one)."""
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
-            test.ops[0], ast.Eq):
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
         sides = [test.left, test.comparators[0]]
         if any(isinstance(s, ast.Constant) and s.value == 0 for s in sides):
             test = next(s for s in sides if not (isinstance(s, ast.Constant) and s.value == 0))
@@ -99,8 +98,11 @@ class AccumulatedLossNotScaled(LintRule):
         if isinstance(backward.target, ast.Name) and not backward.through_helper:
             # inside a helper, `k` may not be visible: no edit there
             text = f"({loss} / {count})"
-            fix = Fix(f"Divide the loss by `{count}` before backward()",
-                      (ctx.replace(backward.target, text),), Applicability.UNSAFE)
+            fix = Fix(
+                f"Divide the loss by `{count}` before backward()",
+                (ctx.replace(backward.target, text),),
+                Applicability.UNSAFE,
+            )
         self.report(
             backward.node,
             f"`{ctx.segment(backward.node)}` at line {backward.line} accumulates gradients "
@@ -109,7 +111,7 @@ class AccumulatedLossNotScaled(LintRule):
             f"step applies `{count}` times the gradient of one batch, as if the learning "
             f"rate were `{count}` times larger",
             fix_hint=f"Divide the loss by the number of accumulation steps before "
-                     f"backward(): `({loss} / {count}).backward()`.",
+            f"backward(): `({loss} / {count}).backward()`.",
             fix=fix,
             evidence={"step_line": step.line, "accumulation": count},
         )
@@ -121,19 +123,30 @@ def _scaled(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int) -> bool:
     if depth > _MAX_DEPTH:
         return True
     if isinstance(expr, ast.BinOp):
-        return isinstance(expr.op, (ast.Div, ast.Mult, ast.FloorDiv)) or _scaled(
-            ctx, expr.left, scope, depth + 1) or _scaled(ctx, expr.right, scope, depth + 1)
+        return (
+            isinstance(expr.op, (ast.Div, ast.Mult, ast.FloorDiv))
+            or _scaled(ctx, expr.left, scope, depth + 1)
+            or _scaled(ctx, expr.right, scope, depth + 1)
+        )
     if isinstance(expr, ast.Call):
         func = expr.func
-        if isinstance(func, ast.Attribute) and func.attr in ("scale", "div", "mul", "div_",
-                                                             "mul_", "__truediv__"):
+        if isinstance(func, ast.Attribute) and func.attr in (
+            "scale",
+            "div",
+            "mul",
+            "div_",
+            "mul_",
+            "__truediv__",
+        ):
             if func.attr != "scale":
                 return True
             return not expr.args or _scaled(ctx, expr.args[0], scope, depth + 1)
         callee = ctx.resolve_local_call(expr, scope)
         if callee is not None:
-            return any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Mult))
-                       for n in ast.walk(callee.node))
+            return any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.Mult))
+                for n in ast.walk(callee.node)
+            )
         return False  # a loss function's result: not scaled
     if isinstance(expr, ast.Name):
         if _augmented(ctx, expr, scope):
@@ -149,6 +162,10 @@ def _scaled(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int) -> bool:
 def _augmented(ctx: FileContext, name: ast.Name, scope: Scope) -> bool:
     """``loss /= k`` (or ``*=``) anywhere in the scope."""
     items = scope.items if scope is not None else ctx.module.items
-    return any(isinstance(i.node, ast.AugAssign) and isinstance(i.node.target, ast.Name)
-               and i.node.target.id == name.id and isinstance(
-                   i.node.op, (ast.Div, ast.Mult, ast.FloorDiv)) for i in items)
+    return any(
+        isinstance(i.node, ast.AugAssign)
+        and isinstance(i.node.target, ast.Name)
+        and i.node.target.id == name.id
+        and isinstance(i.node.op, (ast.Div, ast.Mult, ast.FloorDiv))
+        for i in items
+    )

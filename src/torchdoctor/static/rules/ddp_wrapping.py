@@ -27,8 +27,10 @@ from torchdoctor.static.values import constructor_of
 _DDP = "torch.nn.parallel.DistributedDataParallel"
 _LOADER = "torch.utils.data.DataLoader"
 _CASTS = frozenset({"half", "double", "float", "bfloat16"})
-_DTYPES = frozenset(f"torch.{name}" for name in (
-    "float16", "half", "bfloat16", "float64", "double", "float32", "float"))
+_DTYPES = frozenset(
+    f"torch.{name}"
+    for name in ("float16", "half", "bfloat16", "float64", "double", "float32", "float")
+)
 _SHARDED = ("rank", "world", "shard", "split_dataset_by_node", "num_replicas")
 
 
@@ -58,23 +60,33 @@ def wraps(ctx: FileContext) -> list[Wrap]:
         for scope, items in ctx.module.bodies():
             for item in items:
                 node = item.node
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                        node.value, ast.Call) and ctx.is_call_to(node.value, _DDP, scope=scope):
+                if (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.value, ast.Call)
+                    and ctx.is_call_to(node.value, _DDP, scope=scope)
+                ):
                     call = node.value
-                    module = call.args[0] if call.args else next(
-                        (k.value for k in call.keywords if k.arg == "module"), None)
+                    module = (
+                        call.args[0]
+                        if call.args
+                        else next((k.value for k in call.keywords if k.arg == "module"), None)
+                    )
                     module = None if module is None else _unchained(module)
-                    wrapped = ctx.segment(module) if isinstance(
-                        module, (ast.Name, ast.Attribute)) else ""
-                    found.append(Wrap(item, scope, wrapped, ctx.segment(node.targets[0]),
-                                      module))
+                    wrapped = (
+                        ctx.segment(module) if isinstance(module, (ast.Name, ast.Attribute)) else ""
+                    )
+                    found.append(Wrap(item, scope, wrapped, ctx.segment(node.targets[0]), module))
         cached = ctx.memo[key] = found
     return cached  # type: ignore[return-value]
 
 
 def _unchained(expr: ast.expr) -> ast.expr:
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
-            expr.func.attr in ("to", "cuda"):
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in ("to", "cuda")
+    ):
         expr = expr.func.value
     return expr
 
@@ -83,7 +95,8 @@ def _training_after(ctx: FileContext, scope: Scope, line: int) -> bool:
     """Whether a backward() runs after ``line`` in ``scope`` (directly or in a helper)."""
     for body in sequences(ctx):
         if body.scope is scope and any(
-                a.kind is Kind.BACKWARD and a.site.line > line for a in body.actions):
+            a.kind is Kind.BACKWARD and a.site.line > line for a in body.actions
+        ):
             return True
     return False
 
@@ -102,8 +115,11 @@ class CastAfterWrap(LintRule):
             names = {wrap.wrapped, wrap.wrapper, f"{wrap.wrapper}.module"} - {""}
             for item in items:
                 node = item.node
-                if item.line <= wrap.line or not isinstance(node, ast.Call) or not isinstance(
-                        node.func, ast.Attribute):
+                if (
+                    item.line <= wrap.line
+                    or not isinstance(node, ast.Call)
+                    or not isinstance(node.func, ast.Attribute)
+                ):
                     continue
                 if ctx.segment(node.func.value) not in names or not self._casts(node):
                     continue
@@ -130,7 +146,7 @@ class CastAfterWrap(LintRule):
             "cast parameters are not all-reduced as expected (errors, or ranks that drift "
             "apart)",
             fix_hint=f"Cast `{wrap.wrapped}` before wrapping it: `{wrap.wrapped}` = "
-                     f"`{wrap.wrapped}.half()` (or use autocast), then `DDP({wrap.wrapped})`.",
+            f"`{wrap.wrapped}.half()` (or use autocast), then `DDP({wrap.wrapped})`.",
             evidence={"wrap_line": wrap.line},
         )
 
@@ -165,8 +181,9 @@ class ForwardBypassesWrapper(LintRule):
                 elif wrap is None and grad_disabled_by(ctx, item.frames) is None:
                     self._in_helper(node, item, body.scope, all_wraps, reported)
 
-    def _in_helper(self, call: ast.Call, site: Item, scope: Scope, all_wraps: list[Wrap],
-                   reported: set[int]) -> None:
+    def _in_helper(
+        self, call: ast.Call, site: Item, scope: Scope, all_wraps: list[Wrap], reported: set[int]
+    ) -> None:
         """A loss or regulariser helper called in training that runs the unwrapped model
         (``def consistency(x): return model(x)...`` with ``model`` wrapped by then)."""
         ctx = self.ctx
@@ -178,20 +195,24 @@ class ForwardBypassesWrapper(LintRule):
                 continue
             for inner in helper.items:
                 node = inner.node
-                if not isinstance(node, ast.Call) or id(node) in reported or \
-                        grad_disabled_by(ctx, inner.frames) is not None:
+                if (
+                    not isinstance(node, ast.Call)
+                    or id(node) in reported
+                    or grad_disabled_by(ctx, inner.frames) is not None
+                ):
                     continue
                 func = node.func
                 text = ctx.segment(func)
                 bypass = text == f"{wrap.wrapper}.module" or (
-                    text == wrap.wrapped != wrap.wrapper and
-                    self._same_object(func, helper, wrap))
+                    text == wrap.wrapped != wrap.wrapper and self._same_object(func, helper, wrap)
+                )
                 if bypass:
                     reported.add(id(node))
                     self._report(node, wrap)
 
-    def _bypass(self, call: ast.Call, item: Item, scope: Scope, all_wraps: list[Wrap]
-                ) -> Wrap | None:
+    def _bypass(
+        self, call: ast.Call, item: Item, scope: Scope, all_wraps: list[Wrap]
+    ) -> Wrap | None:
         ctx = self.ctx
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "forward":
@@ -218,8 +239,7 @@ class ForwardBypassesWrapper(LintRule):
         if now is None or then is None or now[0].node is not then[0].node:
             return False
         value = now[0].value  # a wrapper wrapped again is still a wrapper
-        return not (isinstance(value, ast.Call) and self.ctx.is_call_to(value, _DDP,
-                                                                         scope=now[1]))
+        return not (isinstance(value, ast.Call) and self.ctx.is_call_to(value, _DDP, scope=now[1]))
 
     @staticmethod
     def _after(wrap: Wrap, item: Item, scope: Scope) -> bool:
@@ -227,9 +247,13 @@ class ForwardBypassesWrapper(LintRule):
         wrapped in ``__init__``) in another method of the class."""
         if scope is wrap.scope:
             return item.line > wrap.line
-        return wrap.scope is not None and wrap.scope.name == "__init__" and \
-            scope is not None and scope.owner is wrap.scope.owner and \
-            wrap.wrapped.startswith(f"{scope.self_name}.")
+        return (
+            wrap.scope is not None
+            and wrap.scope.name == "__init__"
+            and scope is not None
+            and scope.owner is wrap.scope.owner
+            and wrap.wrapped.startswith(f"{scope.self_name}.")
+        )
 
     def _report(self, call: ast.Call, wrap: Wrap) -> None:
         ctx = self.ctx
@@ -240,7 +264,7 @@ class ForwardBypassesWrapper(LintRule):
             "all-reduces gradients only for forwards that go through the wrapper, so each "
             "rank applies its own gradients and the replicas drift apart",
             fix_hint=f"Call the wrapper: `{wrap.wrapper}(...)` in training; keep "
-                     f"`{wrap.wrapper}.module` for saving and evaluation.",
+            f"`{wrap.wrapper}.module` for saving and evaluation.",
             evidence={"wrap_line": wrap.line},
         )
 
@@ -254,8 +278,9 @@ class LoaderWithoutDistributedSampler(LintRule):
 
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
-        if not wraps(ctx) or not any(name.startswith("torch.distributed")
-                                     for name in ctx.imports.values()):
+        if not wraps(ctx) or not any(
+            name.startswith("torch.distributed") for name in ctx.imports.values()
+        ):
             return
         training = self._training_loaders(module)
         for scope, items in module.bodies():
@@ -300,8 +325,11 @@ class LoaderWithoutDistributedSampler(LintRule):
     def _sharded(self, call: ast.Call, scope: Scope) -> bool:
         """An iterable dataset, or one the code splits by rank itself."""
         ctx = self.ctx
-        dataset = call.args[0] if call.args else next(
-            (k.value for k in call.keywords if k.arg == "dataset"), None)
+        dataset = (
+            call.args[0]
+            if call.args
+            else next((k.value for k in call.keywords if k.arg == "dataset"), None)
+        )
         if dataset is None:
             return True
         texts = [ctx.segment(dataset)]
@@ -314,7 +342,7 @@ class LoaderWithoutDistributedSampler(LintRule):
             return True
         type_name = ctx.instance_type(dataset, scope)
         if type_name is not None and type_name.startswith("<local>."):
-            cls = ctx.local_class(type_name[len("<local>."):])
+            cls = ctx.local_class(type_name[len("<local>.") :])
             return cls is None or any("Iterable" in ctx.segment(b) for b in cls.node.bases)
         return type_name is not None and "Iterable" in type_name
 
@@ -326,5 +354,5 @@ class LoaderWithoutDistributedSampler(LintRule):
             "has no `DistributedSampler`: every rank iterates the whole dataset in the same "
             "order, so the ranks train on identical batches and N GPUs do the work of one",
             fix_hint="Pass `sampler=DistributedSampler(dataset)` (and call "
-                     "`sampler.set_epoch(epoch)` every epoch), without `shuffle=True`.",
+            "`sampler.set_epoch(epoch)` every epoch), without `shuffle=True`.",
         )

@@ -21,22 +21,101 @@ from torchdoctor.static.rules.dataloader import iterated, loader_of
 __all__ = ["is_tensor"]
 
 # Tensor methods that return a new tensor and leave their receiver unchanged.
-_NOT_IN_PLACE = frozenset({
-    "to", "cuda", "cpu", "detach", "float", "half", "double", "bfloat16", "long", "int",
-    "bool", "contiguous", "clone", "pin_memory", "type", "view", "reshape", "squeeze",
-    "unsqueeze", "permute", "transpose", "t", "flatten", "add", "sub", "mul", "div", "clamp",
-    "abs", "sqrt", "exp", "log", "neg", "fill", "requires_grad",
-})
+_NOT_IN_PLACE = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "detach",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "long",
+        "int",
+        "bool",
+        "contiguous",
+        "clone",
+        "pin_memory",
+        "type",
+        "view",
+        "reshape",
+        "squeeze",
+        "unsqueeze",
+        "permute",
+        "transpose",
+        "t",
+        "flatten",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "clamp",
+        "abs",
+        "sqrt",
+        "exp",
+        "log",
+        "neg",
+        "fill",
+        "requires_grad",
+    }
+)
 # A fix that only rebinds the name keeps what the line meant to do.
-_SAFE_REBIND = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "long",
-                          "int", "bool", "contiguous", "pin_memory"})
+_SAFE_REBIND = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "long",
+        "int",
+        "bool",
+        "contiguous",
+        "pin_memory",
+    }
+)
 # torch functions whose result is always a tensor.
-_TENSOR_FACTORIES = frozenset(f"torch.{name}" for name in (
-    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "rand", "randn",
-    "randint", "randperm", "arange", "linspace", "logspace", "eye", "zeros_like",
-    "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
-    "cat", "concat", "stack", "where", "matmul", "bmm", "mm", "einsum", "Tensor",
-    "FloatTensor", "LongTensor"))
+_TENSOR_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "cat",
+        "concat",
+        "stack",
+        "where",
+        "matmul",
+        "bmm",
+        "mm",
+        "einsum",
+        "Tensor",
+        "FloatTensor",
+        "LongTensor",
+    )
+)
 _GRAD_SCOPES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode")
 _GRAD_NAMES = frozenset(name.rpartition(".")[2] for name in _GRAD_SCOPES)
 
@@ -50,8 +129,11 @@ def is_tensor(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
     if not isinstance(expr, ast.Name):
         return False
     found = ctx.lookup(expr, scope)
-    if found is not None and found[0].kind is BindingKind.UNPACKED and isinstance(
-            found[0].value, ast.Name):  # inputs, labels = batch; batch from a loader
+    if (
+        found is not None
+        and found[0].kind is BindingKind.UNPACKED
+        and isinstance(found[0].value, ast.Name)
+    ):  # inputs, labels = batch; batch from a loader
         return _loop_batch(ctx, found[0].value, found[1], whole=True)
     return _loop_batch(ctx, expr, scope, whole=False)
 
@@ -112,8 +194,7 @@ class TensorResultDiscarded(LintRule):
         if not isinstance(receiver, (ast.Name, ast.Attribute)):
             return
         ctx = self.ctx
-        if ctx.qualified_name(call.func) is not None or ctx.is_in_family(
-                receiver, torchapi.MODULE):
+        if ctx.qualified_name(call.func) is not None or ctx.is_in_family(receiver, torchapi.MODULE):
             return
         if not is_tensor(ctx, receiver, ctx.function):
             return
@@ -121,9 +202,11 @@ class TensorResultDiscarded(LintRule):
         text = ctx.segment(call)
         fix = None
         if isinstance(receiver, ast.Name) and "\n" not in text:
-            fix = Fix(f"Assign the result: `{name} = {text}`",
-                      (ctx.replace(node, f"{name} = {text}"),),
-                      Applicability.SAFE if method in _SAFE_REBIND else Applicability.UNSAFE)
+            fix = Fix(
+                f"Assign the result: `{name} = {text}`",
+                (ctx.replace(node, f"{name} = {text}"),),
+                Applicability.SAFE if method in _SAFE_REBIND else Applicability.UNSAFE,
+            )
         self.report(
             node,
             f"`{text}` at line {node.lineno} returns a new tensor and the result is thrown "
@@ -156,5 +239,5 @@ class GradModeCallWithoutWith(LintRule):
             "context manager, so autograd stays exactly as it was and the code below still "
             "records a graph",
             fix_hint=f"Use it as a block: `with {text}:` around the code it should cover (or "
-                     "as a decorator on the function).",
+            "as a decorator on the function).",
         )

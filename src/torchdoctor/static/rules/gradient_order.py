@@ -26,8 +26,12 @@ from torchdoctor.static.values import constructor_of
 def _closure_step(action: Action) -> bool:
     """``optimizer.step(closure)``: the closure runs backward itself (LBFGS)."""
     node = action.node
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-        node.func.value is action.target and bool(node.args or node.keywords)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.value is action.target
+        and bool(node.args or node.keywords)
+    )
 
 
 @detector("TD616", depth=Depth.LINT)
@@ -64,10 +68,12 @@ class ClipAfterStep(LintRule):
             if exclusive(self.ctx, action.site, clip.site):
                 continue
             earlier = actions[:position]
-            last_backward = max((i for i, a in enumerate(earlier) if a.kind is Kind.BACKWARD),
-                                default=None)
-            if last_backward is None and (body.loop is None or not any(
-                    a.kind is Kind.BACKWARD for a in actions[index:])):
+            last_backward = max(
+                (i for i, a in enumerate(earlier) if a.kind is Kind.BACKWARD), default=None
+            )
+            if last_backward is None and (
+                body.loop is None or not any(a.kind is Kind.BACKWARD for a in actions[index:])
+            ):
                 return None
             start = 0 if last_backward is None else last_backward
             if any(a.kind is Kind.CLIP for a in earlier[start:]):
@@ -88,7 +94,7 @@ class ClipAfterStep(LintRule):
             "gradients, so clipping protects nothing (a gradient spike still reaches the "
             "weights)",
             fix_hint="Clip between `loss.backward()` and `optimizer.step()` (after "
-                     "`scaler.unscale_(optimizer)` with AMP).",
+            "`scaler.unscale_(optimizer)` with AMP).",
             evidence={"step_line": step.line},
         )
 
@@ -119,8 +125,9 @@ class OtherOptimizerCleared(LintRule):
                     continue
                 if body.loop is None and self._cleared_by_callers(body.scope, name):
                     continue
-                if not self._separate(step, [a for a in steps
-                                             if text_of(ctx, a.target) in cleared]):
+                if not self._separate(
+                    step, [a for a in steps if text_of(ctx, a.target) in cleared]
+                ):
                     continue
                 reported.add(id(step.node))
                 self._report(step, name, sorted(cleared))
@@ -141,8 +148,11 @@ class OtherOptimizerCleared(LintRule):
                 return None
         for action in zeros:
             name = text_of(ctx, action.target)
-            if not name or not isinstance(action.node, ast.Call) or not ctx.is_in_family(
-                    action.target, torchapi.OPTIMIZER, action.scope):  # type: ignore[arg-type]
+            if (
+                not name
+                or not isinstance(action.node, ast.Call)
+                or not ctx.is_in_family(action.target, torchapi.OPTIMIZER, action.scope)  # type: ignore[arg-type]
+            ):
                 return None
             cleared.add(name)
         return cleared
@@ -161,9 +171,13 @@ class OtherOptimizerCleared(LintRule):
         built = constructor_of(self.ctx, step.target, step.scope)
         if built is None or not built.args:
             return set()
-        return {self.ctx.segment(node.func.value) for node in ast.walk(built.args[0])
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("parameters", "named_parameters")}
+        return {
+            self.ctx.segment(node.func.value)
+            for node in ast.walk(built.args[0])
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("parameters", "named_parameters")
+        }
 
     def _cleared_by_callers(self, function: FunctionScope | None, name: str) -> bool:
         if function is None:
@@ -173,8 +187,10 @@ class OtherOptimizerCleared(LintRule):
             return False
         for body in sequences(self.ctx):
             calls_it = any(site.node is item.node for _, item in callers for site in body.items)
-            if calls_it and any(a.kind is Kind.ZERO_GRAD and text_of(
-                    self.ctx, a.target) in (name, "") for a in body.actions):
+            if calls_it and any(
+                a.kind is Kind.ZERO_GRAD and text_of(self.ctx, a.target) in (name, "")
+                for a in body.actions
+            ):
                 return True
         return False
 
@@ -187,6 +203,6 @@ class OtherOptimizerCleared(LintRule):
             f"iteration only clears other optimizers ({others}): `{name}`'s gradients add "
             "up over every iteration, so each step applies the sum of all gradients so far",
             fix_hint=f"Call `{name}.zero_grad()` before the backward() whose gradients "
-                     f"`{name}` applies.",
+            f"`{name}` applies.",
             evidence={"cleared": cleared},
         )

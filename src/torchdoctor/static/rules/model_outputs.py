@@ -31,27 +31,43 @@ _MAX_DEPTH = 2
 _LOSS_CLASSES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
 _PROBLEMS: dict[tuple[LossKind, Activation], tuple[str, str, str]] = {
     (LossKind.CROSS_ENTROPY, Activation.SOFTMAX): (
-        "TD301", "probabilities into a loss that applies log_softmax itself (a double "
+        "TD301",
+        "probabilities into a loss that applies log_softmax itself (a double "
         "softmax): the loss cannot fall below log(1 + (C-1)/e) and training stalls early",
-        "Return the logits from the model; apply softmax only for predictions."),
+        "Return the logits from the model; apply softmax only for predictions.",
+    ),
     (LossKind.BCE_WITH_LOGITS, Activation.SIGMOID): (
-        "TD303", "probabilities into a loss that applies sigmoid itself: every input is "
+        "TD303",
+        "probabilities into a loss that applies sigmoid itself: every input is "
         "squashed into (0.5, 0.73) and gradients vanish",
         "Return the logits from the model (drop the final sigmoid); apply sigmoid only "
-        "for predictions."),
+        "for predictions.",
+    ),
     (LossKind.NLL, Activation.SOFTMAX): (
-        "TD305", "probabilities, not log-probabilities, into `NLLLoss`",
-        "Use `log_softmax` instead of softmax at the end of the model."),
+        "TD305",
+        "probabilities, not log-probabilities, into `NLLLoss`",
+        "Use `log_softmax` instead of softmax at the end of the model.",
+    ),
     (LossKind.NLL, Activation.SIGMOID): (
-        "TD305", "sigmoid outputs, not log-probabilities, into `NLLLoss`",
-        "End the model with `log_softmax`, or use `CrossEntropyLoss` on the raw scores."),
+        "TD305",
+        "sigmoid outputs, not log-probabilities, into `NLLLoss`",
+        "End the model with `log_softmax`, or use `CrossEntropyLoss` on the raw scores.",
+    ),
     (LossKind.NLL, Activation.RAW): (
-        "TD305", "raw scores, not log-probabilities, into `NLLLoss`: the loss has no lower "
+        "TD305",
+        "raw scores, not log-probabilities, into `NLLLoss`: the loss has no lower "
         "bound and runs to minus infinity",
-        "Apply `log_softmax(dim=1)` at the end of the model, or use `CrossEntropyLoss`."),
+        "Apply `log_softmax(dim=1)` at the end of the model, or use `CrossEntropyLoss`.",
+    ),
 }
-_LOSS_WORDS = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss",
-               "BCEWithLogitsLoss", "binary_cross_entropy_with_logits")
+_LOSS_WORDS = (
+    "cross_entropy",
+    "CrossEntropyLoss",
+    "nll_loss",
+    "NLLLoss",
+    "BCEWithLogitsLoss",
+    "binary_cross_entropy_with_logits",
+)
 
 Passed = tuple[ast.expr, Scope, ast.Call]  # an argument, the caller's scope, the call
 
@@ -74,8 +90,12 @@ def passed_values(ctx: FileContext, name: ast.Name, scope: Scope) -> list[Passed
         if not isinstance(call, ast.Call):
             continue
         value = next((k.value for k in call.keywords if k.arg == name.id), None)
-        if value is None and index is not None and 0 <= index < len(call.args) and not any(
-                isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+        if (
+            value is None
+            and index is not None
+            and 0 <= index < len(call.args)
+            and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1])
+        ):
             value = call.args[index]
         if value is not None:
             out.append((value, caller, call))
@@ -112,8 +132,9 @@ class ActivationThroughParameters(LintRule):
             kinds.add(_LOSS_CLASSES.get(self.ctx.instance_type(value, caller) or ""))
         return kinds.pop() if len(kinds) == 1 else None
 
-    def _judge(self, kind: LossKind, loss: ast.Call, value: ast.expr, scope: Scope,
-               direct: bool = False) -> None:
+    def _judge(
+        self, kind: LossKind, loss: ast.Call, value: ast.expr, scope: Scope, direct: bool = False
+    ) -> None:
         origins = list(self._origins(value, scope, loss, 0))
         here = _origin(self.ctx, value, scope) if direct else None
         if here is not None:
@@ -125,8 +146,9 @@ class ActivationThroughParameters(LintRule):
             self._reported.add((id(site), problem[0]))
             self._report(kind, loss, site, origin, problem)
 
-    def _origins(self, value: ast.expr, scope: Scope, site: ast.Call, depth: int
-                 ) -> Iterator[tuple[Origin, ast.Call]]:
+    def _origins(
+        self, value: ast.expr, scope: Scope, site: ast.Call, depth: int
+    ) -> Iterator[tuple[Origin, ast.Call]]:
         """Origins of ``value`` found through parameters, with where to report each."""
         ctx = self.ctx
         if depth > _MAX_DEPTH:
@@ -147,14 +169,19 @@ class ActivationThroughParameters(LintRule):
                     yield from self._origins(passed, caller, call, depth + 1)
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             for passed, caller, _call in passed_values(ctx, value.func, scope):
-                stand_in = ast.copy_location(ast.Call(passed, value.args, value.keywords),
-                                             value)
+                stand_in = ast.copy_location(ast.Call(passed, value.args, value.keywords), value)
                 origin = _origin(ctx, stand_in, caller)
                 if origin is not None:
                     yield origin, site
 
-    def _report(self, kind: LossKind, loss: ast.Call, site: ast.Call, origin: Origin,
-                problem: tuple[str, str, str]) -> None:
+    def _report(
+        self,
+        kind: LossKind,
+        loss: ast.Call,
+        site: ast.Call,
+        origin: Origin,
+        problem: tuple[str, str, str],
+    ) -> None:
         ctx = self.ctx
         code, why, hint = problem
         text = ctx.segment(site)
@@ -166,13 +193,19 @@ class ActivationThroughParameters(LintRule):
             f"{origin.where}: {why}",
             code=code,
             fix_hint=hint,
-            evidence={"loss": kind.value, "activation": origin.activation.value,
-                      "loss_line": loss.lineno},
+            evidence={
+                "loss": kind.value,
+                "activation": origin.activation.value,
+                "loss_line": loss.lineno,
+            },
         )
 
 
-_ENDINGS = {"sigmoid": Activation.SIGMOID, "softmax": Activation.SOFTMAX,
-            "log_softmax": Activation.LOG_SOFTMAX}
+_ENDINGS = {
+    "sigmoid": Activation.SIGMOID,
+    "softmax": Activation.SOFTMAX,
+    "log_softmax": Activation.LOG_SOFTMAX,
+}
 
 
 def _origin(ctx: FileContext, value: ast.expr, scope: Scope) -> Origin | None:
@@ -196,7 +229,8 @@ def _origin(ctx: FileContext, value: ast.expr, scope: Scope) -> Origin | None:
     # "models.net.Net" may be indexed as "net.Net": fall back to the bare name, which the
     # index resolves only when a single class of the project has it.
     info = ctx.project_class_named(type_name) or ctx.project_class_named(
-        type_name.rpartition(".")[2])
+        type_name.rpartition(".")[2]
+    )
     activation = None if info is None else _ENDINGS.get(info.forward_ends_in or "")
     if info is None or activation is None:
         return None

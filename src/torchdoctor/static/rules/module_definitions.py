@@ -24,16 +24,55 @@ __all__ = ["is_module_class", "nn_alias"]
 _CHILD_ITERATORS = frozenset({"children", "modules"})
 _NAMED_CHILD_ITERATORS = frozenset({"named_children", "named_modules"})
 # torch.nn classes that hold no parameters: a list of them loses nothing.
-_PARAMETER_FREE = frozenset(f"torch.nn.{name}" for name in (
-    "ReLU", "ReLU6", "LeakyReLU", "PReLU_", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
-    "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softplus", "Hardswish", "Hardsigmoid",
-    "Hardtanh", "Identity", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d",
-    "Dropout3d", "AlphaDropout", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
-    "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
-    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "ZeroPad2d"))
+_PARAMETER_FREE = frozenset(
+    f"torch.nn.{name}"
+    for name in (
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "PReLU_",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "ELU",
+        "SELU",
+        "CELU",
+        "Sigmoid",
+        "Tanh",
+        "Softmax",
+        "LogSoftmax",
+        "Softplus",
+        "Hardswish",
+        "Hardsigmoid",
+        "Hardtanh",
+        "Identity",
+        "Flatten",
+        "Unflatten",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "Upsample",
+        "PixelShuffle",
+        "ZeroPad2d",
+    )
+)
 _REGISTERING = frozenset({"add_module", "register_module", "setattr"})
-_DROPOUTS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-                       "feature_alpha_dropout"})
+_DROPOUTS = frozenset(
+    {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
+)
 
 
 def is_module_class(ctx: FileContext, cls: ClassScope) -> bool:
@@ -61,7 +100,8 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
     if type_name is not None and not type_name.startswith(("<local>.", "torch.")):
         # a class of another linted file ("models.net.Net" may be indexed as "net.Net")
         info = ctx.project_class_named(type_name) or ctx.project_class_named(
-            type_name.rpartition(".")[2])
+            type_name.rpartition(".")[2]
+        )
         return Confidence.HIGH if info is not None and info.is_module else None
     if not isinstance(expr, ast.Name):
         return None
@@ -77,9 +117,13 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
     target = loop.target
     if func.attr in _CHILD_ITERATORS and isinstance(target, ast.Name):
         return Confidence.HIGH
-    if func.attr in _NAMED_CHILD_ITERATORS and isinstance(target, ast.Tuple) and \
-            len(target.elts) == 2 and isinstance(target.elts[1], ast.Name) and \
-            target.elts[1].id == expr.id:
+    if (
+        func.attr in _NAMED_CHILD_ITERATORS
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[1], ast.Name)
+        and target.elts[1].id == expr.id
+    ):
         return Confidence.HIGH
     return None
 
@@ -89,22 +133,31 @@ def _defines_requires_grad(ctx: FileContext, expr: ast.expr, scope: Scope) -> bo
     type_name = ctx.instance_type(expr, scope)
     if type_name is None or not type_name.startswith("<local>."):
         return False
-    cls = ctx.local_class(type_name[len("<local>."):])
+    cls = ctx.local_class(type_name[len("<local>.") :])
     if cls is None:
         return False
     if "requires_grad" in cls.methods:
         return True
     for statement in cls.node.body:
-        targets = statement.targets if isinstance(statement, ast.Assign) else (
-            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        targets = (
+            statement.targets
+            if isinstance(statement, ast.Assign)
+            else ([statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        )
         if any(isinstance(t, ast.Name) and t.id == "requires_grad" for t in targets):
             return True
     init = cls.methods.get("__init__")
     return init is not None and any(
-        isinstance(i.node, ast.Assign) and any(
-            isinstance(t, ast.Attribute) and t.attr == "requires_grad" and
-            isinstance(t.value, ast.Name) and t.value.id == init.self_name
-            for t in i.node.targets) for i in init.items)
+        isinstance(i.node, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute)
+            and t.attr == "requires_grad"
+            and isinstance(t.value, ast.Name)
+            and t.value.id == init.self_name
+            for t in i.node.targets
+        )
+        for i in init.items
+    )
 
 
 @detector("TD221", depth=Depth.LINT)
@@ -136,8 +189,9 @@ class RequiresGradSetOnModule(LintRule):
             "updates them",
             fix_hint=f"Call `{replacement}`, which sets the flag of every parameter.",
             confidence=confidence,
-            fix=Fix(f"Call `{replacement}`", (ctx.replace(node, replacement),),
-                    Applicability.UNSAFE),
+            fix=Fix(
+                f"Call `{replacement}`", (ctx.replace(node, replacement),), Applicability.UNSAFE
+            ),
         )
 
 
@@ -151,8 +205,12 @@ class LayersInPlainContainer(LintRule):
         ctx = self.ctx
         if not cls.methods or not is_module_class(ctx, cls):
             return
-        calls = [(m, i.node) for m in cls.methods.values() for i in m.items
-                 if isinstance(i.node, ast.Call)]
+        calls = [
+            (m, i.node)
+            for m in cls.methods.values()
+            for i in m.items
+            if isinstance(i.node, ast.Call)
+        ]
         if any(_callee(call) in _REGISTERING for _, call in calls):
             return
         for method in cls.methods.values():
@@ -161,11 +219,20 @@ class LayersInPlainContainer(LintRule):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     self._check(cls, method, node, node.targets[0], calls)
 
-    def _check(self, cls: ClassScope, method: FunctionScope, node: ast.Assign,
-               target: ast.expr, calls: list[tuple[FunctionScope, ast.Call]]) -> None:
+    def _check(
+        self,
+        cls: ClassScope,
+        method: FunctionScope,
+        node: ast.Assign,
+        target: ast.expr,
+        calls: list[tuple[FunctionScope, ast.Call]],
+    ) -> None:
         ctx = self.ctx
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and target.value.id == method.self_name):
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == method.self_name
+        ):
             return
         value = node.value
         elements = _elements(value)
@@ -176,8 +243,11 @@ class LayersInPlainContainer(LintRule):
         layers = [e for e in elements if _holds_parameters(ctx, e[1], e[0] or method)]
         if not layers or _passed_on(target.attr, calls):
             return
-        kind = "dict" if isinstance(value, (ast.Dict, ast.DictComp)) else (
-            "tuple" if isinstance(value, ast.Tuple) else "list")
+        kind = (
+            "dict"
+            if isinstance(value, (ast.Dict, ast.DictComp))
+            else ("tuple" if isinstance(value, ast.Tuple) else "list")
+        )
         container = "ModuleDict" if kind == "dict" else "ModuleList"
         first = ctx.segment(layers[0][1])
         first = first if len(first) <= 40 and "\n" not in first else "the layers"
@@ -198,15 +268,17 @@ class LayersInPlainContainer(LintRule):
         if isinstance(value, ast.Dict) and not value.keys:
             return None  # filled later: its keys may not be strings, which ModuleDict needs
         if isinstance(value, ast.Dict) and not all(
-                isinstance(k, (ast.Constant, ast.JoinedStr)) and
-                (not isinstance(k, ast.Constant) or isinstance(k.value, str))
-                for k in value.keys):
+            isinstance(k, (ast.Constant, ast.JoinedStr))
+            and (not isinstance(k, ast.Constant) or isinstance(k.value, str))
+            for k in value.keys
+        ):
             return None
         if isinstance(value, ast.DictComp):
             return None
         text = f"{alias}.{container}({self.ctx.segment(value)})"
-        return Fix(f"Use `{alias}.{container}`", (self.ctx.replace(value, text),),
-                   Applicability.UNSAFE)
+        return Fix(
+            f"Use `{alias}.{container}`", (self.ctx.replace(value, text),), Applicability.UNSAFE
+        )
 
 
 def _callee(call: ast.Call) -> str:
@@ -234,8 +306,12 @@ def _added_later(attr: str, calls: list[tuple[FunctionScope, ast.Call]]) -> list
     found: list[Element] = []
     for method, call in calls:
         func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr in ("append", "extend")
-                and _is_self_attr(func.value, attr, method) and call.args):
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("append", "extend")
+            and _is_self_attr(func.value, attr, method)
+            and call.args
+        ):
             continue
         argument = call.args[0]
         if func.attr == "append":
@@ -251,16 +327,23 @@ def _stored_later(cls: ClassScope, attr: str) -> list[Element]:
     for method in cls.methods.values():
         for item in method.items:
             node = item.node
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                    node.targets[0], ast.Subscript) and _is_self_attr(
-                        node.targets[0].value, attr, method):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Subscript)
+                and _is_self_attr(node.targets[0].value, attr, method)
+            ):
                 found.append((method, node.value))
     return found
 
 
 def _is_self_attr(expr: ast.expr, attr: str, method: FunctionScope) -> bool:
-    return isinstance(expr, ast.Attribute) and expr.attr == attr and \
-        isinstance(expr.value, ast.Name) and expr.value.id == method.self_name
+    return (
+        isinstance(expr, ast.Attribute)
+        and expr.attr == attr
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == method.self_name
+    )
 
 
 def _passed_on(attr: str, calls: list[tuple[FunctionScope, ast.Call]]) -> bool:
@@ -298,13 +381,19 @@ class FunctionalDropoutIgnoresTraining(LintRule):
         qualified = ctx.qualified_name(node.func)
         if qualified is None or qualified.rpartition(".")[0] != "torch.nn.functional":
             return
-        if len(node.args) > 2 or keyword(node, "training") is not None or any(
-                k.arg is None for k in node.keywords) or any(
-                isinstance(a, ast.Starred) for a in node.args):
+        if (
+            len(node.args) > 2
+            or keyword(node, "training") is not None
+            or any(k.arg is None for k in node.keywords)
+            or any(isinstance(a, ast.Starred) for a in node.args)
+        ):
             return
-        if any(f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and "training" in
-               ctx.segment(f.node.test) for f in ctx.frames
-               if isinstance(f.node, ast.If)):
+        if any(
+            f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)
+            and "training" in ctx.segment(f.node.test)
+            for f in ctx.frames
+            if isinstance(f.node, ast.If)
+        ):
             return
         if not is_module_class(ctx, method.owner):
             return
@@ -317,7 +406,6 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             "it keeps dropping activations after `model.eval()` and evaluation is noisy "
             "and worse",
             fix_hint=f"Pass `{flag}` (or use an `nn.Dropout` layer, which follows the "
-                     "module's mode).",
-            fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),),
-                    Applicability.UNSAFE),
+            "module's mode).",
+            fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),), Applicability.UNSAFE),
         )

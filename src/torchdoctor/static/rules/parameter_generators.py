@@ -29,8 +29,7 @@ _GENERATOR_METHODS = frozenset({"parameters", "named_parameters"})
 _ONE_SHOT_WRAPPERS = frozenset({"filter", "map", "itertools.chain", "zip"})
 _WRAPPER_NAMES = frozenset(name.rpartition(".")[2] for name in _ONE_SHOT_WRAPPERS)
 # Calls that look at a generator without draining it (``next`` takes one item on purpose).
-_HARMLESS = frozenset({"print", "id", "type", "isinstance", "repr", "str", "callable",
-                       "next"})
+_HARMLESS = frozenset({"print", "id", "type", "isinstance", "repr", "str", "callable", "next"})
 _CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Starred, ast.Dict)
 
 
@@ -52,8 +51,12 @@ class ParameterGeneratorExhausted(LintRule):
         for scope, items in module.bodies():
             for item in items:
                 node = item.node
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                        node.targets[0], ast.Name) and self._generator(node.value, scope):
+                if (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and self._generator(node.value, scope)
+                ):
                     uses = _name_uses(ctx, items, item, node.targets[0].id, scope)
                     self._judge(item, node.targets[0].id, uses)
         for cls in module.classes:
@@ -66,11 +69,17 @@ class ParameterGeneratorExhausted(LintRule):
                 if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                     continue
                 target = node.targets[0]
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == method.self_name and \
-                        self._generator(node.value, method):
-                    uses = [use for other in cls.methods.values()
-                            for use in _attribute_uses(other, item, target.attr)]
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == method.self_name
+                    and self._generator(node.value, method)
+                ):
+                    uses = [
+                        use
+                        for other in cls.methods.values()
+                        for use in _attribute_uses(other, item, target.attr)
+                    ]
                     self._judge(item, f"{target.value.id}.{target.attr}", uses)
 
     def _generator(self, value: ast.expr, scope: Scope) -> bool:
@@ -86,9 +95,13 @@ class ParameterGeneratorExhausted(LintRule):
             return False
         if isinstance(func, ast.Attribute) and func.attr in _GENERATOR_METHODS:
             return ctx.qualified_name(func, scope) is None and ctx.is_in_family(
-                func.value, torchapi.MODULE, scope)
-        name = func.id if isinstance(func, ast.Name) and func.id not in ctx.imports else \
-            ctx.qualified_name(func, scope)
+                func.value, torchapi.MODULE, scope
+            )
+        name = (
+            func.id
+            if isinstance(func, ast.Name) and func.id not in ctx.imports
+            else ctx.qualified_name(func, scope)
+        )
         if name in _ONE_SHOT_WRAPPERS:
             return any(self._generator(a, scope) for a in value.args)
         return False
@@ -104,19 +117,25 @@ class ParameterGeneratorExhausted(LintRule):
         made = ctx.segment(node.value)
         made = made if len(made) <= 40 and "\n" not in made else "parameters()"
         if second is first:
-            why = (f"`{_short(ctx, first.call)}` at line {_line(first.call)} runs in a loop "
-                   "and drains it on its first pass: every later pass sees no parameters")
+            why = (
+                f"`{_short(ctx, first.call)}` at line {_line(first.call)} runs in a loop "
+                "and drains it on its first pass: every later pass sees no parameters"
+            )
         else:
-            why = (f"`{_short(ctx, first.call)}` at line {_line(first.call)} drains it, so "
-                   f"`{_short(ctx, second.call)}` at line {_line(second.call)} sees no "
-                   "parameters at all")
+            why = (
+                f"`{_short(ctx, first.call)}` at line {_line(first.call)} drains it, so "
+                f"`{_short(ctx, second.call)}` at line {_line(second.call)} sees no "
+                "parameters at all"
+            )
         self.report(
             second.call,
             f"`{name}` (line {node.lineno}) holds a generator, `{made}`: {why}",
             fix_hint=f"Store a list: `{name} = list({made})`.",
-            fix=Fix("Store the parameters in a list",
-                    (ctx.replace(node.value, f"list({ctx.segment(node.value)})"),),
-                    Applicability.UNSAFE),
+            fix=Fix(
+                "Store the parameters in a list",
+                (ctx.replace(node.value, f"list({ctx.segment(node.value)})"),),
+                Applicability.UNSAFE,
+            ),
             evidence={"assigned_line": node.lineno},
         )
 
@@ -169,14 +188,18 @@ def _loop_uses(scope_node: ast.AST, assigned: Item, matches: object) -> list[_Us
     """``for p in params:`` loops (their iterables are not calls)."""
     found = []
     for node in ast.walk(scope_node):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and matches(
-                node.iter) and getattr(node.iter, "lineno", 0) > assigned.line:  # type: ignore[operator]
+        if (
+            isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+            and matches(node.iter)  # type: ignore[operator]
+            and getattr(node.iter, "lineno", 0) > assigned.line
+        ):
             found.append(_Use(node.iter, False))
     return found
 
 
-def _name_uses(ctx: FileContext, items: list[Item], assigned: Item, name: str,
-               scope: Scope) -> list[_Use]:
+def _name_uses(
+    ctx: FileContext, items: list[Item], assigned: Item, name: str, scope: Scope
+) -> list[_Use]:
     def matches(expr: ast.expr) -> bool:
         if not (isinstance(expr, ast.Name) and expr.id == name):
             return False
@@ -186,21 +209,27 @@ def _name_uses(ctx: FileContext, items: list[Item], assigned: Item, name: str,
     scope_node = scope.node if scope is not None else ctx.tree
     uses = _consumers(items, assigned, matches)
     if isinstance(scope_node, (ast.FunctionDef, ast.AsyncFunctionDef)) or scope is None:
-        uses += [u for u in _loop_uses(scope_node, assigned, matches) if scope is not None
-                 or _top_level(ctx, u.call)]
+        uses += [
+            u
+            for u in _loop_uses(scope_node, assigned, matches)
+            if scope is not None or _top_level(ctx, u.call)
+        ]
     return sorted(uses, key=lambda u: (_line(u.call), getattr(u.call, "col_offset", 0)))
 
 
 def _top_level(ctx: FileContext, node: ast.AST) -> bool:
     line = _line(node)
-    return not any(f.node.lineno <= line <= (f.node.end_lineno or 0)
-                   for f in ctx.module.functions)
+    return not any(f.node.lineno <= line <= (f.node.end_lineno or 0) for f in ctx.module.functions)
 
 
 def _attribute_uses(method: FunctionScope, assigned: Item, attr: str) -> list[_Use]:
     def matches(expr: ast.expr) -> bool:
-        return isinstance(expr, ast.Attribute) and expr.attr == attr and isinstance(
-            expr.value, ast.Name) and expr.value.id == method.self_name
+        return (
+            isinstance(expr, ast.Attribute)
+            and expr.attr == attr
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id == method.self_name
+        )
 
     same = assigned in method.items
     uses = []
@@ -208,7 +237,10 @@ def _attribute_uses(method: FunctionScope, assigned: Item, attr: str) -> list[_U
         node = item.node
         if same and item.line <= assigned.line:
             continue
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) not in _HARMLESS and any(
-                _holds(a, matches) for a in [*node.args, *(k.value for k in node.keywords)]):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) not in _HARMLESS
+            and any(_holds(a, matches) for a in [*node.args, *(k.value for k in node.keywords)])
+        ):
             uses.append(_Use(node, bool(_loops(item.frames))))
     return uses

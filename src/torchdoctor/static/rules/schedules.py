@@ -31,8 +31,10 @@ from torchdoctor.static.values import constructor_of
 _PREFIX = "torch.optim.lr_scheduler."
 # Schedule -> the argument that says how long it is (position, keyword), or None.
 _EPOCH_SCHEDULES: dict[str, tuple[int, str] | None] = {
-    "StepLR": (1, "step_size"), "MultiStepLR": (1, "milestones"),
-    "ExponentialLR": (1, "gamma"), "ReduceLROnPlateau": None,
+    "StepLR": (1, "step_size"),
+    "MultiStepLR": (1, "milestones"),
+    "ExponentialLR": (1, "gamma"),
+    "ReduceLROnPlateau": None,
     "CosineAnnealingLR": (1, "T_max"),
 }
 _LARGEST_EPOCH_COUNT = 1000  # a step size or milestone above this counts iterations
@@ -66,18 +68,25 @@ class EpochSchedulerSteppedPerBatch(LintRule):
         """Where the step runs once per batch: the loop over a loader, or a handler."""
         ctx = self.ctx
         if loop is not None:
-            if guard_between(action.site.frames, loop.frame,
-                             lambda node, _body: is_periodic_guard(node.test)) is not None:
+            if (
+                guard_between(
+                    action.site.frames, loop.frame, lambda node, _body: is_periodic_guard(node.test)
+                )
+                is not None
+            ):
                 return None
             if not isinstance(loop.node, (ast.For, ast.AsyncFor)):
                 return None
             source = iterated(ctx, loop.node.iter, loop.function)
             if loader_of(ctx, source, loop.function) is None and not ctx.is_in_family(
-                    source, torchapi.DATALOADER, loop.function):
+                source, torchapi.DATALOADER, loop.function
+            ):
                 return None
             return f"inside the loop over batches at line {loop.line}"
-        if isinstance(scope, FunctionScope) and guard_between(
-                action.site.frames, None, lambda node, _body: True) is None:
+        if (
+            isinstance(scope, FunctionScope)
+            and guard_between(action.site.frames, None, lambda node, _body: True) is None
+        ):
             for decorator in scope.node.decorator_list:
                 text = ctx.segment(decorator)
                 if any(event in text for event in _ITERATION_EVENTS):
@@ -99,7 +108,7 @@ class EpochSchedulerSteppedPerBatch(LintRule):
         qualified = ctx.qualified_name(built.func, scope) or ""
         if not qualified.startswith(_PREFIX):
             return None
-        name = qualified[len(_PREFIX):]
+        name = qualified[len(_PREFIX) :]
         if name not in _EPOCH_SCHEDULES:
             return None
         where = _EPOCH_SCHEDULES[name]
@@ -143,15 +152,18 @@ class EpochSchedulerSteppedPerBatch(LintRule):
             "batch instead of once per epoch (hundreds of times too fast) and training "
             "stalls at a tiny learning rate",
             fix_hint="Step it once per epoch, after the loop over batches (or use a "
-                     "per-step schedule such as `OneCycleLR` and size it in batches).",
+            "per-step schedule such as `OneCycleLR` and size it in batches).",
             evidence={"schedule": schedule},
         )
 
 
 def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
     found = next((k.value for k in call.keywords if k.arg == name), None)
-    if found is None and len(call.args) > position and not any(
-            isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+    if (
+        found is None
+        and len(call.args) > position
+        and not any(isinstance(a, ast.Starred) for a in call.args[: position + 1])
+    ):
         found = call.args[position]
     return found
 
@@ -159,8 +171,11 @@ def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
 def _counts_epochs(schedule: str, value: ast.expr) -> bool:
     """Whether a schedule's length argument reads as epochs (small numbers, ``epochs``)."""
     if schedule == "ExponentialLR":
-        return isinstance(value, ast.Constant) and isinstance(value.value, float) and \
-            value.value <= 0.99
+        return (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, float)
+            and value.value <= 0.99
+        )
     text = ast.unparse(value).lower()
     if any(word in text for word in _ITERATION_WORDS):
         return False  # epochs * len(loader), total_steps, args.decay_iters: counts batches
@@ -169,10 +184,14 @@ def _counts_epochs(schedule: str, value: ast.expr) -> bool:
     if schedule == "CosineAnnealingLR":
         return False  # T_max=200 may count epochs or steps: only a name says which
     elements = getattr(value, "elts", [value])
-    numbers = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(
-        e.value, int) and not isinstance(e.value, bool)]
-    return bool(numbers) and len(numbers) == len(elements) and \
-        max(numbers) <= _LARGEST_EPOCH_COUNT
+    numbers = [
+        e.value
+        for e in elements
+        if isinstance(e, ast.Constant)
+        and isinstance(e.value, int)
+        and not isinstance(e.value, bool)
+    ]
+    return bool(numbers) and len(numbers) == len(elements) and max(numbers) <= _LARGEST_EPOCH_COUNT
 
 
 _STARTED_EVENTS = ("ITERATION_STARTED", "EPOCH_STARTED")
@@ -199,8 +218,10 @@ class SchedulerStepFromStartHandler(LintRule):
             for action in body.actions:
                 if action.kind is Kind.STEP:
                     break  # the handler steps the optimizer itself first
-                if action.kind is Kind.SCHEDULER and guard_between(
-                        action.site.frames, None, lambda node, _body: True) is None:
+                if (
+                    action.kind is Kind.SCHEDULER
+                    and guard_between(action.site.frames, None, lambda node, _body: True) is None
+                ):
                     self._report(action, body.scope, handlers[id(body.scope)])
                     break
 
@@ -217,8 +238,12 @@ class SchedulerStepFromStartHandler(LintRule):
         for _scope, items in module.bodies():
             for item in items:
                 call = item.node
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
-                        call.func.attr == "add_event_handler" and len(call.args) >= 2:
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "add_event_handler"
+                    and len(call.args) >= 2
+                ):
                     text = ctx.segment(call.args[0])
                     handler = call.args[1]
                     if any(e in text for e in _STARTED_EVENTS) and isinstance(handler, ast.Name):
@@ -236,7 +261,9 @@ class SchedulerStepFromStartHandler(LintRule):
             "iteration or epoch: the scheduler steps before `optimizer.step()`, so the first "
             "value of the schedule is skipped and every step runs one value ahead",
             fix_hint="Step the scheduler from an `ITERATION_COMPLETED` (per-step schedules) "
-                     "or `EPOCH_COMPLETED` (per-epoch schedules) handler.",
-            confidence=Confidence.HIGH if action.target is not None and constructor_of(
-                ctx, action.target, action.scope) is not None else Confidence.MEDIUM,
+            "or `EPOCH_COMPLETED` (per-epoch schedules) handler.",
+            confidence=Confidence.HIGH
+            if action.target is not None
+            and constructor_of(ctx, action.target, action.scope) is not None
+            else Confidence.MEDIUM,
         )

@@ -23,13 +23,33 @@ from torchdoctor.static.training import EventKind, classify
 
 __all__ = ["Action", "Body", "Kind", "sequences"]
 
-_CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_",
-          "torch.nn.utils.clip_grad_norm", "torch.nn.utils.clip_grad.clip_grad_norm_",
-          "torch.nn.utils.clip_grad.clip_grad_value_")
-_EVENT_KINDS = {EventKind.BACKWARD: "backward", EventKind.OPTIMIZER_STEP: "step",
-                EventKind.ZERO_GRAD: "zero_grad", EventKind.SCHEDULER_STEP: "scheduler"}
-_WORDS = frozenset({"backward", "manual_backward", "step", "zero_grad", "zero_", "detach_",
-                    "clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "grad"})
+_CLIPS = (
+    "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_value_",
+    "torch.nn.utils.clip_grad_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_value_",
+)
+_EVENT_KINDS = {
+    EventKind.BACKWARD: "backward",
+    EventKind.OPTIMIZER_STEP: "step",
+    EventKind.ZERO_GRAD: "zero_grad",
+    EventKind.SCHEDULER_STEP: "scheduler",
+}
+_WORDS = frozenset(
+    {
+        "backward",
+        "manual_backward",
+        "step",
+        "zero_grad",
+        "zero_",
+        "detach_",
+        "clip_grad_norm_",
+        "clip_grad_value_",
+        "clip_grad_norm",
+        "grad",
+    }
+)
 _CLIP_NAMES = frozenset({*(name.rpartition(".")[2] for name in _CLIPS), "clip_gradients"})
 _LAUNCHERS = frozenset({"accelerator", "self.accelerator", "fabric", "self.fabric"})
 _MAX_DEPTH = 2
@@ -116,12 +136,14 @@ def _body(ctx: FileContext, loop: Loop | None, scope: Scope, items: tuple[Item, 
     return Body(loop, scope, items, tuple(actions))
 
 
-def _actions_of(ctx: FileContext, item: Item, site: Item, scope: Scope, depth: int,
-                seen: set[int]) -> list[Action]:
+def _actions_of(
+    ctx: FileContext, item: Item, site: Item, scope: Scope, depth: int, seen: set[int]
+) -> list[Action]:
     node = item.node
     if isinstance(node, ast.Call):
-        if _callee(node) in _CLIP_NAMES and (ctx.is_call_to(node, *_CLIPS, scope=scope)
-                                             or _launcher_clip(ctx, node)):
+        if _callee(node) in _CLIP_NAMES and (
+            ctx.is_call_to(node, *_CLIPS, scope=scope) or _launcher_clip(ctx, node)
+        ):
             return [Action(Kind.CLIP, node, site, node.args[0] if node.args else None, scope)]
         callee = ctx.resolve_local_call(node, scope)
         if callee is not None and depth < _MAX_DEPTH and id(callee) not in seen:
@@ -155,8 +177,9 @@ def _mentions_a_word(node: ast.AST) -> bool:
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         return name in _WORDS or name.endswith("backward")
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets: Iterable[ast.expr] = node.targets if isinstance(node, ast.Assign) \
-            else [node.target]
+        targets: Iterable[ast.expr] = (
+            node.targets if isinstance(node, ast.Assign) else [node.target]
+        )
         return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
     return False
 

@@ -24,8 +24,7 @@ from torchdoctor.static.rules.step_sequences import Body, Kind, sequences
 from torchdoctor.static.structure import Item, ModuleScope
 
 _COPIES = ("copy.deepcopy", "torch.optim.swa_utils.AveragedModel")
-_TARGET_WORDS = frozenset({"target", "teacher", "ema", "momentum", "shadow", "averaged",
-                           "frozen"})
+_TARGET_WORDS = frozenset({"target", "teacher", "ema", "momentum", "shadow", "averaged", "frozen"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +43,11 @@ class TargetNetworkNotDetached(LintRule):
 
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
-        targets = {id(t.node): t for t in self._targets(module)
-                   if not self._frozen_or_trained(module, t.text)}
+        targets = {
+            id(t.node): t
+            for t in self._targets(module)
+            if not self._frozen_or_trained(module, t.text)
+        }
         if not targets:
             return
         reported: set[int] = set()
@@ -85,8 +87,11 @@ class TargetNetworkNotDetached(LintRule):
         named = bool(set(torchapi.name_tokens(name)) & _TARGET_WORDS)
         if isinstance(value, ast.Call) and ctx.is_call_to(value, *_COPIES, scope=scope):
             averaged = ctx.is_call_to(value, _COPIES[1], scope=scope)
-            if (named or averaged) and value.args and ctx.is_in_family(
-                    value.args[0], torchapi.MODULE, scope):
+            if (
+                (named or averaged)
+                and value.args
+                and ctx.is_in_family(value.args[0], torchapi.MODULE, scope)
+            ):
                 return f"a copy of `{ctx.segment(value.args[0])}`"
             return None
         if named and isinstance(value, ast.Call):
@@ -105,16 +110,24 @@ class TargetNetworkNotDetached(LintRule):
                 if not isinstance(node, ast.Call):
                     continue
                 func = node.func
-                if isinstance(func, ast.Attribute) and func.attr == "requires_grad_" and \
-                        _root_text(ctx, func.value) == text and node.args and isinstance(
-                            node.args[0], ast.Constant) and node.args[0].value is False:
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr == "requires_grad_"
+                    and _root_text(ctx, func.value) == text
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and node.args[0].value is False
+                ):
                     return True
                 if _is_optimizer(ctx, node, scope) and _mentions(ctx.segment(node), text):
                     return True
         for loop in module.all_loops:
             iterable = loop.node.iter if not isinstance(loop.node, ast.While) else None
-            if iterable is not None and _mentions(ctx.segment(iterable), text) and \
-                    "requires_grad" in ctx.segment(loop.node):
+            if (
+                iterable is not None
+                and _mentions(ctx.segment(iterable), text)
+                and "requires_grad" in ctx.segment(loop.node)
+            ):
                 return True
         return False
 
@@ -129,15 +142,25 @@ class TargetNetworkNotDetached(LintRule):
         result = None
         for other in body.items:
             node = other.node
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ("detach", "detach_"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("detach", "detach_")
+            ):
                 if node.func.value is call:
                     return False
-                if result is not None and isinstance(node.func.value, ast.Name) and \
-                        node.func.value.id == result:
+                if (
+                    result is not None
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == result
+                ):
                     return False
-            if isinstance(node, ast.Assign) and node.value is call and len(node.targets) == 1 \
-                    and isinstance(node.targets[0], ast.Name):
+            if (
+                isinstance(node, ast.Assign)
+                and node.value is call
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 result = node.targets[0].id
         return True
 
@@ -151,8 +174,8 @@ class TargetNetworkNotDetached(LintRule):
             "and keeping its graph, and the loss chases a target that moves with the "
             "student",
             fix_hint=f"Compute the target under `with torch.no_grad():` (or call "
-                     f"`.detach()` on its output), or freeze it once with "
-                     f"`{target.text}.requires_grad_(False)`.",
+            f"`.detach()` on its output), or freeze it once with "
+            f"`{target.text}.requires_grad_(False)`.",
         )
 
 
@@ -171,8 +194,11 @@ def _binding_of(ctx: FileContext, call: ast.Call, scope: Scope) -> int:
 
 
 def _root_text(ctx: FileContext, expr: ast.expr) -> str:
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
-            expr.func.attr in ("to", "cuda", "eval", "train"):
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in ("to", "cuda", "eval", "train")
+    ):
         expr = expr.func.value
     return ctx.segment(expr)
 
