@@ -176,11 +176,6 @@ def test_correct_bert_training_gives_no_warning(tmp_path: Path) -> None:
     assert [f.code for f in doctor.report if f.severity >= Severity.WARNING] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="TD218 (runtime) reads a fused optimizer's in-place "
-    "update as no change: fused AdamW does not bump the parameters' version",
-)
 def test_correct_training_with_the_fused_default_optimizer_is_quiet(tmp_path: Path) -> None:
     doctor = DoctorCallback(print_report=False)
     _train(tmp_path, _tiny(), doctor, head_only=False, optim="adamw_torch_fused")

@@ -347,8 +347,8 @@ def test_a_zero_learning_rate_points_at_the_line_that_built_the_optimizer() -> N
     torch.manual_seed(0)
     model = mlp()
     with torchdoctor.watch() as w:
-        optimizer = torch.optim.SGD(
-            [  # marker: groups
+        optimizer = torch.optim.SGD(  # marker: groups
+            [
                 {"params": model[0].parameters(), "lr": 0.1 // 10},
                 {"params": model[2].parameters()},
             ],
@@ -358,3 +358,68 @@ def test_a_zero_learning_rate_points_at_the_line_that_built_the_optimizer() -> N
     [found] = w.report.by_code("TD218")
     assert (found.location.path, found.location.line) == (HERE, line_of("marker: groups"))
     assert not w.report.by_code("TD601")
+
+
+FUSED = {
+    "AdamW": lambda params: torch.optim.AdamW(params, lr=1e-3, fused=True),
+    "Adam": lambda params: torch.optim.Adam(params, lr=1e-3, fused=True),
+    "SGD": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, fused=True),
+}
+
+
+def test_a_fused_kernel_updates_parameters_without_bumping_their_version() -> None:
+    """The premise of the tests below, in plain torch: the version counter stays put."""
+    param = nn.Parameter(torch.ones(3))
+    optimizer = torch.optim.AdamW([param], lr=0.1, fused=True)
+    param.sum().backward()
+    version = param._version
+    optimizer.step()
+    assert param._version == version
+    assert not torch.equal(param.detach(), torch.ones(3))
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_optimizers_that_train_are_quiet(name: str) -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    with torchdoctor.watch() as w:
+        train(model, FUSED[name](model.parameters()))
+    assert not w.report.by_code("TD218") and not w.report.by_code("TD601")
+
+
+@pytest.mark.parametrize("name", ["AdamW", "SGD"])
+def test_foreach_optimizers_that_train_are_quiet(name: str) -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = getattr(torch.optim, name)(model.parameters(), lr=1e-2, foreach=True)
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    assert not w.report.by_code("TD218")
+
+
+def test_layer_updated_through_data_outside_any_optimizer_is_quiet() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1)
+    with torchdoctor.watch() as w:
+        for _ in range(12):
+            step(model, optimizer)
+            for param in model[2].parameters():  # `.data` does not bump the version
+                param.data.add_(param.grad, alpha=-0.1)
+    assert not w.report.by_code("TD218") and not w.report.by_code("TD601")
+
+
+@pytest.mark.parametrize("name", ["Adam", "SGD"])
+def test_fused_optimizer_with_a_zero_learning_rate_still_never_changes(name: str) -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = getattr(torch.optim, name)(
+        [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 0.0}],
+        lr=0.01,
+        fused=True,
+    )
+    with torchdoctor.watch() as w:
+        train(model, optimizer)
+    [found] = w.report.by_code("TD218")
+    assert "learning rate of their parameter group is 0" in found.message
+    assert "`2`" in found.message

@@ -5,8 +5,9 @@ Only models that train (at least one parameter gets a gradient) are judged, and 
 parameters that require grad: a backbone frozen on purpose (``requires_grad=False``) and a
 teacher or EMA model without gradients are left alone. "Received a gradient" is checked at
 every step on the shrinking set of parameters not seen with one yet, so a branch used once
-in a while is not missed. "Never changed" compares each parameter's version counter and
-norm at the end with those at discovery. A parameter that never changed and is held by no
+in a while is not missed. "Never changed" compares each parameter's norm at the end with the
+one at discovery (its version counter only where no norm is taken: fused optimizer
+kernels update in place without bumping it). A parameter that never changed and is held by no
 optimizer the monitor saw is the run-time view of TD601 (the problem ``check`` finds before
 training); one that an optimizer holds is TD218, with the reason it did not move.
 
@@ -56,8 +57,8 @@ class ParameterCoverage(RuntimeDetector):
     """Names trainable parameters that get no gradient, sit in no optimizer, or never move."""
 
     def __init__(self) -> None:
-        self._unseen: dict[int, Any] = {}      # requires grad, no gradient seen yet
-        self._seen: dict[int, Any] = {}        # got a gradient at least once
+        self._unseen: dict[int, Any] = {}  # requires grad, no gradient seen yet
+        self._seen: dict[int, Any] = {}  # got a gradient at least once
         self._model: dict[int, ModelInfo] = {}
         self._version: dict[int, int] = {}
         self._initial_norm: dict[int, float] = {}
@@ -79,8 +80,9 @@ class ParameterCoverage(RuntimeDetector):
             with torch.no_grad():
                 vector = norms(torch, [p.detach() for p in dense])
             keys = [id(p) for p in dense]
-            self.monitor.defer(vector, lambda values: self._initial_norm.update(
-                zip(keys, values, strict=True)))
+            self.monitor.defer(
+                vector, lambda values: self._initial_norm.update(zip(keys, values, strict=True))
+            )
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._steps = max(self._steps, event.global_step)
@@ -92,8 +94,9 @@ class ParameterCoverage(RuntimeDetector):
                 self._seen[key] = param
 
     def on_sample(self, sample: StepSample) -> None:
-        for param, norm, group in zip(sample.optimizer.params, sample.grad_norms,
-                                      sample.group_of, strict=True):
+        for param, norm, group in zip(
+            sample.optimizer.params, sample.grad_norms, sample.group_of, strict=True
+        ):
             if norm is not None:
                 key = id(param)
                 self._grad_norm[key] = max(self._grad_norm.get(key, 0.0), norm)
@@ -103,41 +106,61 @@ class ParameterCoverage(RuntimeDetector):
         if self._steps < _MIN_STEPS:
             return
         trained = {id(self._model[key]) for key in self._seen}
-        never = [p for k, p in self._unseen.items()
-                 if id(self._model[k]) in trained and p.requires_grad]
+        never = [
+            p for k, p in self._unseen.items() if id(self._model[k]) in trained and p.requires_grad
+        ]
         self._report("TD208", never, _NO_GRADIENT)
         unchanged = self._unchanged()
         owners = {id(p): info for info in self.monitor.optimizers for p in info.params}
         targets = {str(f.evidence.get("model")) for f in report.by_code("TD222")}
         if not report.by_code("TD620"):  # else the optimizer holds their copies: TD620
-            self._report("TD601", [p for p in unchanged if id(p) not in owners
-                                   and _name_of(self._model.get(id(p))) not in targets],
-                         _NO_OPTIMIZER)
+            self._report(
+                "TD601",
+                [
+                    p
+                    for p in unchanged
+                    if id(p) not in owners and _name_of(self._model.get(id(p))) not in targets
+                ],
+                _NO_OPTIMIZER,
+            )
         vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
         if report.by_code("TD308"):  # a one-class loss: TD308 names why nothing changes
             return
-        stuck = [p for p in unchanged
-                 if id(p) in owners and owners[id(p)].label not in vanishing]
+        stuck = [p for p in unchanged if id(p) in owners and owners[id(p)].label not in vanishing]
         zero_lr = [p for p in stuck if self._lr.get(id(p)) == 0.0]
         self._report("TD218", zero_lr, _ZERO_LR)
         moving = [p for p in stuck if self._lr.get(id(p)) != 0.0]
-        self._report("TD218", [p for p in moving if not self._grad_norm.get(id(p))],
-                     _ZERO_GRADIENT, Severity.INFO)
+        self._report(
+            "TD218",
+            [p for p in moving if not self._grad_norm.get(id(p))],
+            _ZERO_GRADIENT,
+            Severity.INFO,
+        )
         small = [p for p in moving if self._grad_norm.get(id(p))]
         noise = [p for p in small if self._is_noise(p, owners[id(p)].params)]
         noisy = {id(p) for p in noise}
-        cancelled = {id(p): norm for p in noise
-                     if (norm := _normalisation_after(self._model[id(p)].inner, p))}
-        self._report("TD218", [p for p in noise if id(p) in cancelled], _CANCELLED,
-                     Severity.INFO, normalisations=cancelled)
-        self._report("TD218", [p for p in noise if id(p) not in cancelled], _NOISE,
-                     Severity.INFO)
+        cancelled = {
+            id(p): norm
+            for p in noise
+            if (norm := _normalisation_after(self._model[id(p)].inner, p))
+        }
+        self._report(
+            "TD218",
+            [p for p in noise if id(p) in cancelled],
+            _CANCELLED,
+            Severity.INFO,
+            normalisations=cancelled,
+        )
+        self._report("TD218", [p for p in noise if id(p) not in cancelled], _NOISE, Severity.INFO)
         self._report("TD218", [p for p in small if id(p) not in noisy], _TINY_UPDATE)
 
     def _is_noise(self, param: Any, neighbours: tuple[Any, ...]) -> bool:
         """Whether ``param``'s gradient per element is noise next to its optimizer's others."""
-        others = [_per_element(self._grad_norm[id(p)], p) for p in neighbours
-                  if p is not param and self._grad_norm.get(id(p))]
+        others = [
+            _per_element(self._grad_norm[id(p)], p)
+            for p in neighbours
+            if p is not param and self._grad_norm.get(id(p))
+        ]
         if not others:
             return False
         reference = sorted(others)[len(others) // 2]
@@ -152,13 +175,26 @@ class ParameterCoverage(RuntimeDetector):
         with torch.no_grad():
             now = norms(torch, [p.detach() for p in dense]).tolist() if dense else []
         current = {id(p): value for p, value in zip(dense, now, strict=True)}
-        return [p for p in candidates
-                if p._version == self._version[id(p)]
-                or current.get(id(p), float("nan")) == self._initial_norm.get(id(p))]
+        return [p for p in candidates if self._same(p, current.get(id(p)))]
 
-    def _report(self, code: str, params: list[Any], story: tuple[str, str],
-                severity: Severity | None = None,
-                normalisations: dict[int, str] | None = None) -> None:
+    def _same(self, param: Any, norm: float | None) -> bool:
+        """Whether ``param`` still holds its initial values. The norm decides wherever it
+        was measured: fused optimizer kernels (``AdamW(fused=True)``) and writes through
+        ``.data`` change the values without bumping the version counter, so an unchanged
+        counter alone is no evidence. It decides only where no norm exists (sparse)."""
+        initial = self._initial_norm.get(id(param))
+        if norm is not None and initial is not None:
+            return norm == initial
+        return bool(param._version == self._version[id(param)])
+
+    def _report(
+        self,
+        code: str,
+        params: list[Any],
+        story: tuple[str, str],
+        severity: Severity | None = None,
+        normalisations: dict[int, str] | None = None,
+    ) -> None:
         """One finding per model, naming the modules (or parameters) concerned."""
         by_model: dict[int, list[Any]] = {}
         for param in params:
@@ -167,31 +203,47 @@ class ParameterCoverage(RuntimeDetector):
             model = self._model[id(group[0])]
             groups = group_by_module(model.inner, group)
             text, names = describe_params(self.monitor, group)
-            location = self._place(story, model, groups[0][0], group) or Location(
-                object=names[0])
+            location = self._place(story, model, groups[0][0], group) or Location(object=names[0])
             measured = [self._grad_norm[id(p)] for p in group if id(p) in self._grad_norm]
             largest = max(measured, default=0.0)
             lrs = sorted({self._lr[id(p)] for p in group if id(p) in self._lr})
-            norm_paths = list(dict.fromkeys(
-                display_path(self.monitor, model, normalisations[id(p)])
-                for p in group if normalisations and id(p) in normalisations))
+            norm_paths = list(
+                dict.fromkeys(
+                    display_path(self.monitor, model, normalisations[id(p)])
+                    for p in group
+                    if normalisations and id(p) in normalisations
+                )
+            )
             message, fix = story
-            evidence: dict[str, Any] = {"parameters": [n for _, ns in groups for n in ns],
-                                        "steps": self._steps}
+            evidence: dict[str, Any] = {
+                "parameters": [n for _, ns in groups for n in ns],
+                "steps": self._steps,
+            }
             if measured:  # params in no optimizer are never sampled: no norm to show
                 evidence["max_grad_norm"] = largest
             if norm_paths:
                 evidence["normalisations"] = norm_paths
-            self.emit(finding(
-                code, message.format(what=text, steps=self._steps, grad=largest,
-                                     lr=", ".join(f"{lr:g}" for lr in lrs) or "?",
-                                     norms=", ".join(f"`{n}`" for n in norm_paths)),
-                location, Depth.RUN, fix_hint=fix, severity=severity, evidence=evidence,
-            ))
+            self.emit(
+                finding(
+                    code,
+                    message.format(
+                        what=text,
+                        steps=self._steps,
+                        grad=largest,
+                        lr=", ".join(f"{lr:g}" for lr in lrs) or "?",
+                        norms=", ".join(f"`{n}`" for n in norm_paths),
+                    ),
+                    location,
+                    Depth.RUN,
+                    fix_hint=fix,
+                    severity=severity,
+                    evidence=evidence,
+                )
+            )
 
-
-    def _place(self, story: tuple[str, str], model: ModelInfo, path: str,
-               params: list[Any]) -> Location | None:
+    def _place(
+        self, story: tuple[str, str], model: ModelInfo, path: str, params: list[Any]
+    ) -> Location | None:
         """Where the fix goes. A layer replaced in the script after the optimizer was built
         (``model.head = ...``) is placed there; parameters in no optimizer, or in a group
         whose learning rate is 0, at the line that built the optimizer; otherwise where
@@ -199,11 +251,17 @@ class ParameterCoverage(RuntimeDetector):
         if story is _NO_OPTIMIZER:
             replaced = script_assignment_location(self.monitor, model, path)
             built = self._built(self.monitor.optimizers) if replaced is None else None
-            return replaced or _at(built, display_path(self.monitor, model, path)) or \
-                assignment_location(self.monitor, model, path)
+            return (
+                replaced
+                or _at(built, display_path(self.monitor, model, path))
+                or assignment_location(self.monitor, model, path)
+            )
         if story is _ZERO_LR:
-            owners = [info for info in self.monitor.optimizers
-                      if any(p is q for p in params for q in info.params)]
+            owners = [
+                info
+                for info in self.monitor.optimizers
+                if any(p is q for p in params for q in info.params)
+            ]
             at_optimizer = _at(self._built(owners), display_path(self.monitor, model, path))
             return at_optimizer or assignment_location(self.monitor, model, path)
         return assignment_location(self.monitor, model, path)
@@ -231,8 +289,11 @@ def _normalisation_after(model: Any, param: Any) -> str | None:
     for parent_path, parent in model.named_modules():
         children = list(parent.named_children())
         for (_, layer), (name, following) in zip(children, children[1:], strict=False):
-            if (layer._parameters.get("bias") is param and isinstance(following, _NormBase)
-                    and following.num_features == param.numel()):
+            if (
+                layer._parameters.get("bias") is param
+                and isinstance(following, _NormBase)
+                and following.num_features == param.numel()
+            ):
                 return f"{parent_path}.{name}" if parent_path else name
     return None
 
@@ -241,7 +302,8 @@ _NO_GRADIENT = (
     "{what} require grad but never received a gradient in {steps} steps: not used on the "
     "way to the loss, or their output is detached",
     "Use them in the forward pass that produces the loss, or freeze them with "
-    "`requires_grad_(False)` if they are unused on purpose.")
+    "`requires_grad_(False)` if they are unused on purpose.",
+)
 _NO_OPTIMIZER = (
     "{what} received gradients but never changed in {steps} steps: they are in no "
     "optimizer (it was built from part of the model, such as `model.head.parameters()`, "
@@ -249,37 +311,41 @@ _NO_OPTIMIZER = (
     "created or replaced)",
     "Build the optimizer from `model.parameters()` after the model is final (groups chosen "
     "by name must cover every parameter), or add these parameters with "
-    "`optimizer.add_param_group({'params': ...})`.")
+    "`optimizer.add_param_group({'params': ...})`.",
+)
 _ZERO_LR = (
     "{what} kept their initial values over {steps} steps although their optimizer holds "
     "them: the learning rate of their parameter group is 0",
     "Give their parameter group a non-zero learning rate (a 0 often comes from floor "
     "division such as `lr // 10`, `int()` of a small rate, or a scheduler that ends at "
-    "0); freeze parameters meant to stay fixed with `requires_grad_(False)` instead.")
+    "0); freeze parameters meant to stay fixed with `requires_grad_(False)` instead.",
+)
 _ZERO_GRADIENT = (
     "{what} kept their initial values over {steps} steps: their gradient was exactly zero "
     "at every sampled step (lr {lr}), so they cannot influence the loss (for example a "
     "bias cancelled by a difference of two outputs, or by a following normalisation)",
-    "Remove them (`bias=False`) if that is by design, or find what cuts them off from "
-    "the loss.")
+    "Remove them (`bias=False`) if that is by design, or find what cuts them off from the loss.",
+)
 _CANCELLED = (
     "{what} kept their initial values over {steps} steps: each is the bias of a layer "
     "followed by a normalisation ({norms}) that subtracts the batch mean of every channel, "
     "which cancels the bias, so its gradient is rounding noise (norms up to {grad:.2g}) "
     "and it cannot influence the loss; training is not affected",
-    "Build those layers with `bias=False`; the normalisation's own shift does the bias's "
-    "job.")
+    "Build those layers with `bias=False`; the normalisation's own shift does the bias's job.",
+)
 _NOISE = (
     "{what} kept their initial values over {steps} steps: their gradient is rounding noise "
     "(norms up to {grad:.2g}, less than 1e-4 of the other parameters' per element), so "
     "something cancels them, such as a following normalisation, and they cannot "
     "influence the loss",
-    "Remove them (`bias=False`) if that is by design, or find what cancels them.")
+    "Remove them (`bias=False`) if that is by design, or find what cancels them.",
+)
 _TINY_UPDATE = (
     "{what} kept their initial values over {steps} steps: the updates (lr {lr}, gradient "
     "norms up to {grad:.2g}) are below float32 resolution",
     "Raise the learning rate if it is a typo, or find why the gradients are this small "
-    "(saturated activations, a loss scaled down by mistake).")
+    "(saturated activations, a loss scaled down by mistake).",
+)
 
 
 def _torch() -> Any:
