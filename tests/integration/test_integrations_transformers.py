@@ -164,11 +164,6 @@ def test_correct_training_with_accumulation_and_evaluation_is_quiet(tmp_path: Pa
     assert trainer.state.log_history[-1]["torchdoctor/warnings"] == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="TD215 (runtime) flags the attention query weights of "
-    "a freshly initialised BERT: their gradients are tiny by design",
-)
 def test_correct_bert_training_gives_no_warning(tmp_path: Path) -> None:
     doctor = DoctorCallback(print_report=False)
     _train(tmp_path, _bert(), doctor, head_only=False, accumulate=2)

@@ -3,12 +3,26 @@
 Both read the per-parameter numbers of sampled steps (:class:`StepSample`); none
 computes anything on the device itself. Verdicts use medians over several samples, so a
 single spike or a warm-up never decides alone.
+
+Both are statistical, so both are judged by their outcome as well as by their symptom.
+TD215 needs the symptom to persist (the earliest layers' gradient below ``VANISH_RATIO``
+of the latest's at most sampled steps of the later two thirds of the run) and the outcome
+it predicts: the earliest layers barely learn. That is read from the relative size of
+their updates next to the latest layers' (``||delta W|| / ||W||``, measured on the sampled
+steps). Updates below ``NEGLIGIBLE_UPDATE`` of the latest layers' are reported whatever
+the loss does (a loss can fall a little with the last layers alone learning on fixed
+random features); updates below ``LAGGING_UPDATE`` only with a loss that does not clearly
+fall; larger ones never: with Adam-style optimizers tiny gradients still give updates of
+normal size, so the attention query/key weights of a freshly initialised transformer
+(tiny gradients while attention is near uniform) are not reported. Where no update was
+measured, the loss decides alone. TD216 is not reported while the loss clearly falls.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +31,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import (
     CallSite,
+    LossValue,
     OptimizerInfo,
     RuntimeDetector,
     StepEvent,
@@ -28,7 +43,12 @@ __all__ = ["GradientScale", "weight_matrices"]
 
 EXPLODE_FACTOR = 100.0  # sustained growth of the total gradient norm
 VANISH_RATIO = 1e-4  # RMS gradient of the earliest layers vs the latest
+PERSIST = 0.75  # share of the judged samples that must show the vanishing
+NEGLIGIBLE_UPDATE = 1e-3  # earliest layers' relative update vs the latest layers'...
+LAGGING_UPDATE = 0.05  # ...and the share below which they lag (judged with the loss)
+CONVERGING = 0.9  # last loss window median below this share of the first: learning
 _MIN_SAMPLES = 6
+_MIN_CURVE = 10  # losses needed before the curve counts as evidence
 _SKIPPED_MODULES = ("Embedding", "EmbeddingBag")  # sparse-by-nature gradients
 
 
@@ -38,6 +58,7 @@ class _History:
     totals: list[tuple[int, float]] = field(default_factory=list)
     per_param: list[tuple[int, list[float | None]]] = field(default_factory=list)
     depth_ratio: list[float] = field(default_factory=list)
+    update_share: list[float] = field(default_factory=list)  # earliest / latest update
     site: CallSite | None = None
 
 
@@ -60,6 +81,10 @@ class GradientScale(RuntimeDetector):
     def __init__(self) -> None:
         self._history: dict[int, _History] = {}
         self._weights: dict[int, list[int]] = {}
+        self._losses: list[float] = []
+
+    def on_losses(self, losses: Sequence[LossValue]) -> None:
+        self._losses.extend(math.inf if math.isnan(v.value) else v.value for v in losses)
 
     def on_step_begin(self, event: StepEvent) -> None:
         history = self._history.get(id(event.optimizer))
@@ -81,6 +106,10 @@ class GradientScale(RuntimeDetector):
         ratio = _depth_ratio(info, norms, weights)
         if ratio is not None:
             history.depth_ratio.append(ratio)
+            if sample.update_ratios is not None:
+                share = _update_share(sample.update_ratios, weights)
+                if share is not None:
+                    history.update_share.append(share)
 
     def on_finish(self, report: Report) -> None:
         uncleared = {str(f.evidence.get("optimizer")) for f in report.by_code("TD201")}
@@ -97,6 +126,8 @@ class GradientScale(RuntimeDetector):
         now = statistics.median(values[-3:])
         if base <= 0 or now < EXPLODE_FACTOR * base:
             return False
+        if self._loss_falls():
+            return False  # judged by its outcome: the loss clearly falls
         first_step, last_step = history.totals[0][0], history.totals[-1][0]
         layers = _fastest_growing(history, self.monitor)
         self.emit(
@@ -123,19 +154,32 @@ class GradientScale(RuntimeDetector):
     def _vanishing(self, history: _History) -> None:
         if len(history.depth_ratio) < _MIN_SAMPLES:
             return
-        ratio = statistics.median(history.depth_ratio[len(history.depth_ratio) // 3 :])
-        if ratio >= VANISH_RATIO:
-            return
+        window = history.depth_ratio[len(history.depth_ratio) // 3 :]
+        ratio = statistics.median(window)
+        if sum(r < VANISH_RATIO for r in window) < PERSIST * len(window):
+            return  # not persistent
+        shares = history.update_share[len(history.update_share) // 3 :]
+        share = statistics.median(shares) if shares else None
+        if share is not None and share >= LAGGING_UPDATE:
+            return  # the earliest layers keep up: the optimizer makes up for the gradient
+        if (share is None or share >= NEGLIGIBLE_UPDATE) and self._loss_falls() is not False:
+            return  # they move a little and the loss falls (or too few losses to tell)
         weights = self._weights[id(history.info)]
         info = history.info
         early = param_name(self.monitor, info, weights[0])
         late = param_name(self.monitor, info, weights[-1])
+        moved = (
+            ""
+            if share is None
+            else f"; their relative update is {share:.1e} times that of the latest layers"
+        )
         self.emit(
             finding(
                 "TD215",
                 f"Gradients vanish towards the input: per element, `{early}` gets {ratio:.1e} "
-                f"times the gradient of `{late}` (median over {len(history.depth_ratio)} "
-                "sampled steps), so the early layers barely learn",
+                f"times the gradient of `{late}` (median over the last {len(window)} of "
+                f"{len(history.depth_ratio)} sampled steps), so the early layers barely "
+                f"learn{moved}{self._loss_text()}",
                 _place(history, [early]),
                 Depth.RUN,
                 fix_hint="Use ReLU/GELU instead of sigmoid/tanh in deep stacks, add "
@@ -146,9 +190,33 @@ class GradientScale(RuntimeDetector):
                     "ratio": ratio,
                     "earliest": early,
                     "latest": late,
+                    "update_share": share,
+                    "loss_falls": self._loss_falls(),
                 },
             )
         )
+
+    def _loss_ends(self) -> tuple[float, float] | None:
+        """Medians of the first and the last fifth of the run's losses (None: too few)."""
+        curve = self._losses
+        if len(curve) < _MIN_CURVE:
+            return None
+        width = max(3, len(curve) // 5)
+        return statistics.median(curve[:width]), statistics.median(curve[-width:])
+
+    def _loss_falls(self) -> bool | None:
+        """Whether the run's loss fell clearly from its start to its end (None: too few)."""
+        ends = self._loss_ends()
+        if ends is None:
+            return None
+        first, last = ends
+        return last < CONVERGING * first if first > 0 else last < first
+
+    def _loss_text(self) -> str:
+        ends = self._loss_ends()
+        if ends is None or self._loss_falls():
+            return ""
+        return f", and the loss does not improve ({ends[0]:.3g} -> {ends[1]:.3g})"
 
 
 def _depth_ratio(
@@ -165,6 +233,17 @@ def _depth_ratio(
     quarter = max(1, len(rms) // 4)
     late = statistics.median(rms[-quarter:])
     return statistics.median(rms[:quarter]) / late if late > 0 else None
+
+
+def _update_share(ratios: tuple[float | None, ...], weights: list[int]) -> float | None:
+    """Median relative update of the first quarter of weight matrices over the last
+    quarter's (None where too few were measured or the latest did not move)."""
+    measured = [r for i in weights if (r := ratios[i]) is not None and math.isfinite(r)]
+    if len(measured) < 3:
+        return None
+    quarter = max(1, len(measured) // 4)
+    late = statistics.median(measured[-quarter:])
+    return statistics.median(measured[:quarter]) / late if late > 0 else None
 
 
 def _fastest_growing(history: _History, monitor: Any) -> list[str]:
