@@ -66,10 +66,10 @@ class _Window:
     """From a sampled step of an optimizer to its next step, per parameter of it."""
 
     info: OptimizerInfo
-    marks: list[_Mark | None]    # each gradient right after the step
-    cleared: list[bool]          # seen None before a backward pass since the step
+    marks: list[_Mark | None]  # each gradient right after the step
+    cleared: list[bool]  # seen None before a backward pass since the step
     backwards: int = 0
-    settled: bool = False        # every gradient was seen cleared: nothing left to check
+    settled: bool = False  # every gradient was seen cleared: nothing left to check
     overflow: bool = False
     checks: list[tuple[list[int], Any]] = field(default_factory=list)  # (params, norms)
 
@@ -102,7 +102,8 @@ class GradsNeverCleared(RuntimeDetector):
         if event.sampled and not event.closure:
             params = event.optimizer.params
             self._windows[id(event.optimizer)] = _Window(
-                event.optimizer, [_mark(p.grad) for p in params], [False] * len(params))
+                event.optimizer, [_mark(p.grad) for p in params], [False] * len(params)
+            )
 
     def on_backward(self, event: BackwardEvent) -> None:
         for window in self._windows.values():
@@ -158,8 +159,7 @@ class GradsNeverCleared(RuntimeDetector):
             zeroed: set[int] = set()
             cursor = 0
             for indices, _ in checks:
-                zeroed.update(i for i, v in zip(indices, values[cursor:], strict=False)
-                              if v == 0.0)
+                zeroed.update(i for i, v in zip(indices, values[cursor:], strict=False) if v == 0.0)
                 cursor += len(indices)
             stale = [i for i in suspects if i not in zeroed]
             tally.checked += 1
@@ -183,28 +183,38 @@ class GradsNeverCleared(RuntimeDetector):
             return
         growth = ""
         evidence: dict[str, Any] = {
-            "optimizer": info.label, "uncleared_step_pairs": tally.uncleared,
-            "checked_step_pairs": tally.checked, "first_uncleared_step": tally.first_uncleared,
+            "optimizer": info.label,
+            "uncleared_step_pairs": tally.uncleared,
+            "checked_step_pairs": tally.checked,
+            "first_uncleared_step": tally.first_uncleared,
             "stale_parameters": tally.stale,
         }
         if len(tally.norms) >= 2 and tally.norms[0][1] > 0:
             (first_step, first), (last_step, last) = tally.norms[0], tally.norms[-1]
-            growth = (f"; the gradient norm went from {first:.3g} at step {first_step} to "
-                      f"{last:.3g} at step {last_step} (x{last / first:.1f})")
+            growth = (
+                f"; the gradient norm went from {first:.3g} at step {first_step} to "
+                f"{last:.3g} at step {last_step} (x{last / first:.1f})"
+            )
             evidence["grad_norm_first"], evidence["grad_norm_last"] = first, last
-        location = (tally.site.location(object=info.label) if tally.site is not None
-                    else self.monitor.user_location(object=info.label))
-        self.emit(finding(
-            "TD201",
-            f"`optimizer.step()`{_site_text(tally.site)} ({info.label}) ran with the "
-            f"gradients of earlier steps still in `.grad`: {tally.uncleared} of "
-            f"{tally.checked} checked steps started without clearing them{growth}",
-            location, Depth.RUN,
-            fix_hint="Call `optimizer.zero_grad()` once per optimizer step, before the "
-                     "next `backward()` (for gradient accumulation: right after each "
-                     "`step()`).",
-            evidence=evidence,
-        ))
+        location = (
+            tally.site.location(object=info.label)
+            if tally.site is not None
+            else self.monitor.user_location(object=info.label)
+        )
+        self.emit(
+            finding(
+                "TD201",
+                f"`optimizer.step()`{_site_text(tally.site)} ({info.label}) ran with the "
+                f"gradients of earlier steps still in `.grad`: {tally.uncleared} of "
+                f"{tally.checked} checked steps started without clearing them{growth}",
+                location,
+                Depth.RUN,
+                fix_hint="Call `optimizer.zero_grad()` once per optimizer step, before the "
+                "next `backward()` (for gradient accumulation: right after each "
+                "`step()`).",
+                evidence=evidence,
+            )
+        )
 
 
 @detector("TD210", depth=Depth.RUN)
@@ -248,31 +258,46 @@ class StepWithoutGradients(RuntimeDetector):
             if bad >= 2 and bad * 2 >= checked:
                 self._emit(info, none, zero, checked)
 
-    def _emit(self, info: OptimizerInfo, none: list[int], zero: list[int],
-              checked: int) -> None:
+    def _emit(self, info: OptimizerInfo, none: list[int], zero: list[int], checked: int) -> None:
         site = self._site.get(id(info))
-        what = ("no parameter had a gradient (every `.grad` was None)" if len(none) >= len(zero)
-                else "every gradient was exactly zero")
+        what = (
+            "no parameter had a gradient (every `.grad` was None)"
+            if len(none) >= len(zero)
+            else "every gradient was exactly zero"
+        )
         steps = sorted(none + zero)
-        cause = ("`backward()` did not run before it, or ran on a tensor that does not reach "
-                 "these parameters" if len(none) >= len(zero) else
-                 "the gradients were cleared between `backward()` and `step()`, or the "
-                 "loss does not depend on the parameters")
-        location = (site.location(object=info.label) if site is not None
-                    else self.monitor.user_location(object=info.label))
-        self.emit(finding(
-            "TD210",
-            f"`optimizer.step()`{_site_text(site)} ({info.label}) ran {len(steps)} of "
-            f"{checked} checked times while {what}, first at step {steps[0]}: {cause}. "
-            "Those steps change nothing (or only apply weight decay and momentum)",
-            location, Depth.RUN,
-            fix_hint="Call `loss.backward()` before `optimizer.step()`, and "
-                     "`optimizer.zero_grad()` before `backward()`, never between "
-                     "`backward()` and `step()`.",
-            evidence={"optimizer": info.label, "steps_without_grad": len(none),
-                      "steps_with_zero_grad": len(zero), "checked_steps": checked,
-                      "first_step": steps[0]},
-        ))
+        cause = (
+            "`backward()` did not run before it, or ran on a tensor that does not reach "
+            "these parameters"
+            if len(none) >= len(zero)
+            else "the gradients were cleared between `backward()` and `step()`, or the "
+            "loss does not depend on the parameters"
+        )
+        location = (
+            site.location(object=info.label)
+            if site is not None
+            else self.monitor.user_location(object=info.label)
+        )
+        self.emit(
+            finding(
+                "TD210",
+                f"`optimizer.step()`{_site_text(site)} ({info.label}) ran {len(steps)} of "
+                f"{checked} checked times while {what}, first at step {steps[0]}: {cause}. "
+                "Those steps change nothing (or only apply weight decay and momentum)",
+                location,
+                Depth.RUN,
+                fix_hint="Call `loss.backward()` before `optimizer.step()`, and "
+                "`optimizer.zero_grad()` before `backward()`, never between "
+                "`backward()` and `step()`.",
+                evidence={
+                    "optimizer": info.label,
+                    "steps_without_grad": len(none),
+                    "steps_with_zero_grad": len(zero),
+                    "checked_steps": checked,
+                    "first_step": steps[0],
+                },
+            )
+        )
 
 
 def _torch() -> Any:
