@@ -623,3 +623,55 @@ def test_td502_fix_converges(tmp_path: Path) -> None:
     script.write_text(result.fixed, encoding="utf-8")
     again = fix_file(FileJob(str(script)), selection, unsafe=True)
     assert again is None or again.applied == 0
+
+
+_FACTORY_SCRIPT = """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), {layer})
+
+    def forward(self, x):
+        return self.body(x)
+
+def make():
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    return model, opt
+
+def evaluate(model, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            model(x){marker}
+
+def main(loader):
+    {targets} = make()
+    model.train()
+    for x, y in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+    evaluate(model, loader)
+"""
+
+
+def test_td501_follows_a_model_unpacked_from_a_factory_that_returns_a_tuple() -> None:
+    src = _FACTORY_SCRIPT.format(
+        layer="nn.Dropout(0.2)", marker="  # expect: TD501", targets="model, opt"
+    )
+    assert_marked(src, "TD501")
+
+
+def test_td501_quiet_when_the_unpacked_factory_model_has_no_dropout_or_batchnorm() -> None:
+    src = _FACTORY_SCRIPT.format(layer="nn.ReLU()", marker="", targets="model, opt")
+    assert lint_codes(src, "TD501") == []
+
+
+def test_td501_quiet_when_the_unpacking_cannot_be_matched_to_the_returned_tuple() -> None:
+    src = _FACTORY_SCRIPT.format(layer="nn.Dropout(0.2)", marker="", targets="model, opt, extra")
+    assert lint_codes(src, "TD501") == []
+    starred = _FACTORY_SCRIPT.format(layer="nn.Dropout(0.2)", marker="", targets="model, *rest")
+    assert lint_codes(starred, "TD501") == []

@@ -89,7 +89,38 @@ def _value_sensitive(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int)
         return _passed_sensitive(ctx, expr.id, owner, depth)
     if binding.kind in (BindingKind.ASSIGN, BindingKind.WITH_TARGET) and binding.value:
         return _value_sensitive(ctx, binding.value, owner, depth + 1)
+    if binding.kind is BindingKind.UNPACKED and isinstance(expr, ast.Name):
+        return _unpacked_sensitive(ctx, expr.id, binding.node, owner, depth)
     return False
+
+
+def _unpacked_sensitive(
+    ctx: FileContext, name: str, statement: ast.AST, scope: Scope, depth: int
+) -> bool:
+    """``model, loader, loss_fn = make()``: the matching element of what the local
+    function returns (the factory shape of training scripts)."""
+    if not isinstance(statement, ast.Assign) or not isinstance(statement.value, ast.Call):
+        return False
+    for target in statement.targets:
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            continue
+        if any(isinstance(e, ast.Starred) for e in target.elts):
+            return False
+        names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+        if name in names:
+            index, width = names.index(name), len(names)
+            break
+    else:
+        return False
+    local = ctx.resolve_local_call(statement.value, scope)
+    if local is None:
+        return False
+    return any(
+        isinstance(r.value, (ast.Tuple, ast.List))
+        and len(r.value.elts) == width
+        and _value_sensitive(ctx, r.value.elts[index], local, depth + 1)
+        for r in _returns(local.node)
+    )
 
 
 def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -> bool:
