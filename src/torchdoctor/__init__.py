@@ -38,6 +38,7 @@ from torchdoctor.findings import (
     Report,
     Severity,
 )
+from torchdoctor.findings import set_html_renderer as _set_html_renderer
 from torchdoctor.rules.registry import RULES, Rule, get_rule
 
 if TYPE_CHECKING:
@@ -72,6 +73,18 @@ __all__ = [
 ]
 
 PathArg = str | os.PathLike[str]
+
+
+def _notebook_html(report: Report) -> str:
+    """Report._repr_html_: the HTML report's notebook page, its renderer loaded on use."""
+    from torchdoctor.report.html import notebook_html
+
+    return notebook_html(report)
+
+
+# The data model cannot import its renderer (the renderer reads the data model), so the
+# package, which every import of torchdoctor.findings loads first, hands it over.
+_set_html_renderer(_notebook_html)
 
 
 def lint(

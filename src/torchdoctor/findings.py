@@ -9,7 +9,7 @@ them into text.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -388,10 +388,30 @@ class Report:
         return counts
 
     def _repr_html_(self) -> str:
-        """The HTML report, for Jupyter and other notebooks (in a frame of its own)."""
-        from torchdoctor.report.html import notebook_html
+        """The HTML report, for Jupyter and other notebooks (in a frame of its own).
 
-        return notebook_html(self)
+        The renderer reads this module, so it is not imported from here: the package
+        installs it with :func:`set_html_renderer` when ``torchdoctor`` is imported (which
+        any import of this module does first)."""
+        if _html_renderer is None:
+            from html import escape
+
+            return f"<pre>{escape(repr(self))}</pre>"
+        return _html_renderer(self)
+
+
+HtmlRenderer = Callable[[Report], str]
+
+# What Report._repr_html_ draws with; torchdoctor/__init__.py installs the HTML report's
+# notebook page (imported on first use, so that `import torchdoctor` stays cheap).
+_html_renderer: HtmlRenderer | None = None
+
+
+def set_html_renderer(renderer: HtmlRenderer | None) -> HtmlRenderer | None:
+    """Make ``renderer`` draw :meth:`Report._repr_html_`; returns the one it replaces."""
+    global _html_renderer
+    previous, _html_renderer = _html_renderer, renderer
+    return previous
 
 
 INTERNAL_ERROR_CODE = "TD001"

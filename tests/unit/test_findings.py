@@ -1,6 +1,17 @@
 from __future__ import annotations
 
-from torchdoctor.findings import Confidence, Depth, Location, Report, Severity
+import subprocess
+import sys
+import textwrap
+
+from torchdoctor.findings import (
+    Confidence,
+    Depth,
+    Location,
+    Report,
+    Severity,
+    set_html_renderer,
+)
 from torchdoctor.rules.registry import finding
 
 
@@ -123,3 +134,32 @@ def test_the_same_object_in_two_files_stays_apart() -> None:
             )
         )
     assert len(report) == 2
+
+
+def test_a_report_draws_itself_in_a_notebook_from_a_fresh_interpreter() -> None:
+    """The data model does not import its HTML renderer (that would be an import circle):
+    the package installs it, so a notebook that only imports the data model still sees
+    the page, and loading the package does not load the renderer."""
+    code = textwrap.dedent("""
+        import sys
+        from torchdoctor.findings import Report
+        assert "torchdoctor.report.html" not in sys.modules
+        shown = Report(command="lint")._repr_html_()
+        assert shown.startswith("<iframe srcdoc=") and "torchdoctor lint" in shown, shown
+        print("ok")
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_without_a_renderer_a_report_shows_as_escaped_text_in_a_notebook() -> None:
+    report = Report(command="<lint>")
+    previous = set_html_renderer(None)
+    try:
+        shown = report._repr_html_()
+    finally:
+        set_html_renderer(previous)
+    assert shown.startswith("<pre>") and "&lt;lint&gt;" in shown and "<lint>" not in shown
+    assert report._repr_html_().startswith("<iframe srcdoc=")

@@ -17,9 +17,6 @@ PACKAGE = "torchdoctor"
 # circle made of any other import fails the test.
 KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset(
     {
-        # Report._repr_html_ (a notebook convenience) renders through the HTML renderer, which
-        # reads the data model: the renderer should be found another way.
-        ("torchdoctor.findings", "torchdoctor.report.html"),
         # preflight's passes, explain and training modules use CheckContext's attributes, and
         # it uses them back: they need a small typed protocol of what they read.
         ("torchdoctor.preflight.explain", "torchdoctor.preflight.context"),
