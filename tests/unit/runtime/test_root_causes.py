@@ -182,3 +182,129 @@ def test_a_teacher_in_eval_mode_with_its_graph_in_the_loss_is_found() -> None:
 
 def test_a_teacher_under_no_grad_is_quiet() -> None:
     assert "TD222" not in distill(no_grad=True)
+
+
+# -- TD209: a loss cut off from the model ---------------------------------------------------
+
+
+def _item_round_trip(model: Any, x: Any, y: Any) -> Any:
+    return torch.tensor(F.cross_entropy(model(x), y).item(), requires_grad=True)
+
+
+def _detached_output(model: Any, x: Any, y: Any) -> Any:
+    return F.cross_entropy(model(x).detach().requires_grad_(), y)
+
+
+def _no_grad_forward(model: Any, x: Any, y: Any) -> Any:
+    with torch.no_grad():
+        out = model(x)
+    return F.cross_entropy(out, y).requires_grad_()
+
+
+def _labels_only(model: Any, x: Any, y: Any) -> Any:
+    scores = y.float().requires_grad_()
+    return F.mse_loss(scores, y.float() * 0.5)
+
+
+def _correct(model: Any, x: Any, y: Any) -> Any:
+    return F.cross_entropy(model(x), y)
+
+
+def _detached_auxiliary_term(model: Any, x: Any, y: Any) -> Any:
+    out = model(x)
+    return F.cross_entropy(out, y) + 0.1 * out.detach().pow(2).mean()
+
+
+def cut_run(loss_of: Callable[[Any, Any, Any], Any], steps: int = 12) -> Any:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as session:
+        for _ in range(steps):
+            x = torch.randn(32, 20)
+            loss = loss_of(model, x, (x[:, 0] > 0).long())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return session.report
+
+
+@pytest.mark.parametrize(
+    ("loss_of", "cause"),
+    [
+        (_item_round_trip, "leaf-loss"),
+        (_detached_output, "no-parameter-reached"),
+        (_no_grad_forward, "leaf-loss"),
+        (_labels_only, "no-parameter-reached"),
+    ],
+    ids=["item-round-trip", "detached-output", "no-grad-forward", "labels-only"],
+)
+def test_a_loss_cut_from_the_model_is_named_instead_of_its_symptoms(
+    loss_of: Any, cause: str
+) -> None:
+    report = cut_run(loss_of)
+    found = report.by_code("TD209")
+    assert len(found) == 1
+    assert found[0].evidence["cause"] == cause
+    assert found[0].evidence["cut_backward_calls"] >= 2
+    assert not {"TD210", "TD218", "TD614", "TD208"} & report.codes()
+
+
+def test_a_forward_under_no_grad_is_named_as_measured() -> None:
+    found = cut_run(_no_grad_forward).by_code("TD209")
+    assert found[0].evidence["no_grad_forward"] == "Sequential"
+    assert "torch.no_grad()" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "loss_of", [_correct, _detached_auxiliary_term], ids=["correct", "detached-auxiliary-term"]
+)
+def test_losses_that_reach_the_model_are_quiet(loss_of: Any) -> None:
+    assert "TD209" not in cut_run(loss_of).codes()
+
+
+def test_a_gan_whose_discriminator_sees_a_detached_fake_is_quiet() -> None:
+    torch.manual_seed(0)
+    gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8))
+    disc = nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(gen.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(disc.parameters(), lr=1e-3)
+    ones, zeros = torch.ones(16, 1), torch.zeros(16, 1)
+    with torchdoctor.watch() as session:
+        for _ in range(12):
+            real = torch.randn(16, 8) + 2.0
+            fake = gen(torch.randn(16, 4))
+            opt_d.zero_grad()
+            loss_d = F.binary_cross_entropy_with_logits(disc(real), ones)
+            loss_d = loss_d + F.binary_cross_entropy_with_logits(disc(fake.detach()), zeros)
+            loss_d.backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            loss_g = F.binary_cross_entropy_with_logits(disc(fake), ones)
+            loss_g.backward()
+            opt_g.step()
+    assert "TD209" not in session.report.codes()
+
+
+def test_manual_tensors_trained_without_a_module_are_quiet() -> None:
+    torch.manual_seed(0)
+    weight = torch.zeros(20, 2, requires_grad=True)
+    optimizer = torch.optim.SGD([weight], lr=0.1)
+    with torchdoctor.watch() as session:
+        for _ in range(12):
+            x = torch.randn(32, 20)
+            loss = F.cross_entropy(x @ weight, (x[:, 0] > 0).long())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    assert "TD209" not in session.report.codes()
+
+
+def test_input_gradients_of_a_frozen_model_are_quiet() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 2)).requires_grad_(False)
+    with torchdoctor.watch() as session:
+        for _ in range(6):
+            x = torch.randn(8, 20, requires_grad=True)
+            F.cross_entropy(model(x), torch.zeros(8, dtype=torch.long)).backward()
+    assert "TD209" not in session.report.codes()

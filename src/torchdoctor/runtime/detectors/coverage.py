@@ -124,8 +124,10 @@ class ParameterCoverage(RuntimeDetector):
                 _NO_OPTIMIZER,
             )
         vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
-        if report.by_code("TD308"):  # a one-class loss: TD308 names why nothing changes
-            return
+        if report.by_code("TD308") or any(  # a one-class loss, a loss cut from the model
+            "cut_backward_calls" in f.evidence for f in report.by_code("TD209")
+        ):
+            return  # TD308 / TD209 name why nothing changes
         stuck = [p for p in unchanged if id(p) in owners and owners[id(p)].label not in vanishing]
         zero_lr = [p for p in stuck if self._lr.get(id(p)) == 0.0]
         self._report("TD218", zero_lr, _ZERO_LR)

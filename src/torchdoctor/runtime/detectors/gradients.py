@@ -249,8 +249,8 @@ class StepWithoutGradients(RuntimeDetector):
             self._zero.setdefault(key, []).append(sample.step)
 
     def on_finish(self, report: Any) -> None:
-        if report.by_code("TD308") or report.by_code("TD620"):
-            return  # a one-class loss, or an optimizer of copies: those name the cause
+        if report.by_code("TD308") or report.by_code("TD620") or _cut_loss(report):
+            return  # a one-class loss, a loss cut from the model, an optimizer of copies
         for info in self.monitor.optimizers:
             key = id(info)
             none, zero = self._none.get(key, []), self._zero.get(key, [])
@@ -298,6 +298,12 @@ class StepWithoutGradients(RuntimeDetector):
                 },
             )
         )
+
+
+def _cut_loss(report: Any) -> bool:
+    """Whether TD209 named a loss that reaches no parameter during the run (the root cause
+    of steps without gradients), rather than a run that died in backward()."""
+    return any("cut_backward_calls" in f.evidence for f in report.by_code("TD209"))
 
 
 def _torch() -> Any:

@@ -85,7 +85,9 @@ class LossDynamics(RuntimeDetector):
 
     def on_finish(self, report: Report) -> None:
         adversarial = len(self._curves) > 1 and len(self._optimizers) > 1
-        explained = {f.location.line for f in report.by_code("TD308")}  # one-class losses
+        explained = {  # one-class losses, losses cut from the model
+            f.location.line for f in (*report.by_code("TD308"), *report.by_code("TD209"))
+        }
         for site, curve in self._curves.items():
             if site.line in explained:
                 continue

@@ -1,6 +1,8 @@
 """Root causes of training that cannot change the model, or changes the wrong one: a
-one-class loss (TD308), an optimizer holding copies of the model's parameters (TD620), and
-a target/teacher network that backward() runs through (TD222).
+one-class loss (TD308), a loss cut off from the model (TD209: a leaf rebuilt from numbers,
+a detached output, a forward under ``no_grad``, a loss on labels only), an optimizer
+holding copies of the model's parameters (TD620), and a target/teacher network that
+backward() runs through (TD222).
 
 A classification loss over a single class: ``cross_entropy`` (or ``nll_loss`` after
 ``log_softmax``) on logits whose class dimension has size 1. ``log_softmax`` of one value
@@ -15,17 +17,25 @@ constant loss) leave the explanation to it.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from torchdoctor.findings import Depth, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import BackwardEvent, CallSite, RuntimeDetector
+from torchdoctor.runtime.detectors.base import (
+    BackwardEvent,
+    CallSite,
+    ForwardEvent,
+    RuntimeDetector,
+)
 
 __all__ = [
+    "LossCutFromModel",
     "SingleLogitCrossEntropy",
     "StaleOptimizerParameters",
     "TargetNetworkGetsGradients",
+    "graph_leaves",
     "single_logit_shape",
     "stale_match",
 ]
@@ -88,6 +98,156 @@ class SingleLogitCrossEntropy(RuntimeDetector):
                 fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
                 "(`target.float()`); for C classes give the last layer C outputs.",
                 evidence={"scores_shape": list(shape), "backward_call": event.index},
+            )
+        )
+
+
+_WALK_NODES = 2000  # autograd nodes read before a walk gives up (no verdict)
+_CUT_MIN = 2  # backward calls at one place, every one cut off, before it is reported
+
+
+def graph_leaves(loss: Any, wanted: set[int]) -> list[Any] | None:
+    """The leaf tensors that ``loss``'s graph reaches, when none of them is in ``wanted``
+    (ids of the tensors meant to train); ``None`` as soon as one is (the usual case, found
+    within a few nodes), or when the graph is larger than the walk's budget."""
+    start = getattr(loss, "grad_fn", None)
+    if start is None:
+        return None
+    frontier, seen, leaves = [start], {id(start)}, []
+    while frontier:
+        if len(seen) > _WALK_NODES:
+            return None
+        node = frontier.pop()
+        variable = getattr(node, "variable", None)  # AccumulateGrad: a leaf that learns
+        if variable is not None:
+            if id(variable) in wanted:
+                return None
+            leaves.append(variable)
+            continue
+        for next_node, _ in getattr(node, "next_functions", ()):
+            if next_node is not None and id(next_node) not in seen:
+                seen.add(id(next_node))
+                frontier.append(next_node)
+    return leaves
+
+
+@dataclass
+class _Cut:
+    """What the checked backward calls of one place showed."""
+
+    checked: int = 0
+    leaf: int = 0  # the loss itself was a leaf with requires_grad=True
+    detached: int = 0  # its graph reached no trainable parameter
+    leaf_shapes: list[list[int]] = field(default_factory=list)
+    no_grad_forward: str | None = None
+    first_call: int = 0
+
+
+@detector("TD209", depth=Depth.RUN)
+class LossCutFromModel(RuntimeDetector):
+    """Flags a loss whose backward() cannot reach the model: a leaf tensor rebuilt from
+    numbers (``torch.tensor(loss.item(), requires_grad=True)``), or a graph that reaches no
+    trainable parameter (a detached output, a forward under ``no_grad``, labels only)."""
+
+    wants_forward: ClassVar[bool | str] = "no_grad"
+
+    def __init__(self) -> None:
+        self._cuts: dict[CallSite, _Cut] = {}
+        self._no_grad: dict[str, int] = {}  # model label -> global step of its last such call
+
+    def on_forward(self, event: ForwardEvent) -> None:
+        self._no_grad[event.model.label or event.model.class_name] = event.global_step
+
+    def on_backward(self, event: BackwardEvent) -> None:
+        cut = self._cuts.setdefault(event.site, _Cut())
+        if cut.checked >= _CHECKS_PER_SITE:
+            return
+        wanted = self._trainable()
+        if not wanted:
+            return  # nothing that trains is known: no verdict
+        cut.checked += 1
+        loss = event.loss
+        if loss.grad_fn is None:
+            if loss.requires_grad and id(loss) not in wanted:
+                cut.leaf += 1
+                cut.first_call = cut.first_call or event.index + 1
+                cut.leaf_shapes = [list(loss.shape)]
+        else:
+            leaves = graph_leaves(loss, wanted)
+            if leaves is not None:
+                cut.detached += 1
+                cut.first_call = cut.first_call or event.index + 1
+                cut.leaf_shapes = [list(t.shape) for t in leaves[:4]]
+        frozen = [m for m, step in self._no_grad.items() if step == event.global_step]
+        if frozen and (cut.leaf or cut.detached):
+            cut.no_grad_forward = frozen[0]
+
+    def _trainable(self) -> set[int]:
+        """Ids of the parameters an optimizer holds that require grad, and of every
+        trainable parameter of a watched model."""
+        wanted = {id(p) for info in self.monitor.optimizers for p in info.params if p.requires_grad}
+        for model in self.monitor.models:
+            wanted.update(id(p) for p in model.inner.parameters() if p.requires_grad)
+        return wanted
+
+    def on_finish(self, report: Any) -> None:
+        if self.monitor.global_step < 1:
+            return
+        for site, cut in self._cuts.items():
+            bad = cut.leaf + cut.detached
+            if bad >= _CUT_MIN and bad == cut.checked:
+                self._emit(site, cut)
+
+    def _emit(self, site: CallSite, cut: _Cut) -> None:
+        models = [m.label or m.class_name for m in self.monitor.models]
+        model = f"`{models[0]}`" if len(models) == 1 else "the model"
+        if cut.leaf >= cut.detached:
+            what = (
+                "a leaf tensor with `requires_grad=True` and no `grad_fn`: it was rebuilt "
+                "from numbers (`torch.tensor(loss.item(), requires_grad=True)`, or "
+                "`requires_grad_()` on a detached result), so backward() fills only its own "
+                "`.grad`"
+            )
+            fix = (
+                "Call `backward()` on the loss tensor the criterion returned; keep `.item()` "
+                "for logging only, and never re-wrap a loss with `torch.tensor(...)`."
+            )
+        else:
+            leaves = ", ".join(str(s) for s in cut.leaf_shapes) or "none"
+            what = (
+                "computed from tensors that reach no trainable parameter (its graph ends at "
+                f"leaf tensors of shapes {leaves}, none of them a parameter): the model's "
+                "output was cut from the graph (`.detach()`, `.item()`/`.numpy()` re-wrapped "
+                "with `torch.tensor`, a forward under `torch.no_grad()`), or the loss is "
+                "computed from the labels only"
+            )
+            fix = (
+                "Compute the loss from the model's output itself, with grad mode on, and "
+                "compare it with the target (not the target with itself)."
+            )
+        if cut.no_grad_forward is not None:
+            what += (
+                f"; `{cut.no_grad_forward}` was called under `torch.no_grad()` in the same "
+                "step (measured)"
+            )
+        self.emit(
+            finding(
+                "TD209",
+                f"The loss of `backward()` at {site} is {what}. No parameter of {model} "
+                f"gets a gradient from it ({cut.leaf + cut.detached} of {cut.checked} "
+                "checked calls): the loss can only stay where it is, and the model never "
+                "learns",
+                site.location(object="loss"),
+                Depth.RUN,
+                fix_hint=fix,
+                evidence={
+                    "cause": "leaf-loss" if cut.leaf >= cut.detached else "no-parameter-reached",
+                    "checked_backward_calls": cut.checked,
+                    "cut_backward_calls": cut.leaf + cut.detached,
+                    "first_backward_call": cut.first_call,
+                    "leaf_shapes": cut.leaf_shapes,
+                    "no_grad_forward": cut.no_grad_forward,
+                },
             )
         )
 
