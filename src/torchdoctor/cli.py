@@ -403,7 +403,7 @@ def _forecast_options(
 def summary_command(target: str, output_format: str, depth: int) -> None:
     """Summarise the model a factory returns: parameters, buffers, dtypes, output shapes
     and activation memory per module (measured on fake tensors; the model is not run)."""
-    from torchdoctor.preflight.memory_facts import summary_factory
+    from torchdoctor.preflight.factory import summary_factory
 
     report = summary_factory(target)
     report.facts["summary_depth"] = depth

@@ -22,9 +22,6 @@ KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset(
         ("torchdoctor.preflight.explain", "torchdoctor.preflight.context"),
         ("torchdoctor.preflight.passes", "torchdoctor.preflight.context"),
         ("torchdoctor.preflight.training", "torchdoctor.preflight.context"),
-        # check() adds memory facts; the summary behind them builds a CheckTarget, whose
-        # .check() calls check() again.
-        ("torchdoctor.preflight.factory", "torchdoctor.preflight"),
         # The runtime's event handlers, facts and loss stream hold the Monitor (13 of its
         # attributes): they need a narrow services object (dispatch, registry, user code,
         # sampler, readback, status, options, a fail callback) instead.

@@ -20,7 +20,14 @@ from torchdoctor._usercode import DEFAULT_FACTORY, TargetNotFound, call_user, lo
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import Report
 
-__all__ = ["DEFAULT_FACTORY", "CheckTarget", "TargetNotFound", "check_factory", "load_factory"]
+__all__ = [
+    "DEFAULT_FACTORY",
+    "CheckTarget",
+    "TargetNotFound",
+    "check_factory",
+    "load_factory",
+    "summary_factory",
+]
 
 _KEYS = ("model", "data", "loss_fn", "optimizer", "device")
 
@@ -111,5 +118,30 @@ def check_factory(
     report = CheckTarget.from_result(made, f"the factory {label}").check(
         select=select, ignore=ignore, device=device, seed=seed, forecast=forecast, timeout=timeout
     )
+    report.facts["target"] = label
+    return report
+
+
+def summary_factory(target: str) -> Report:
+    """``torchdoctor summary TARGET``: the model summary of what ``target``'s factory
+    returns, as a report whose facts hold ``summary`` (no probe runs)."""
+    from datetime import datetime, timezone
+
+    from torchdoctor.__about__ import __version__
+    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.memory_facts import _probe_batch
+    from torchdoctor.preflight.summary import summarise
+
+    factory, label = load_factory(target)
+    made = CheckTarget.from_result(
+        call_user(f"the factory {label}", factory), f"the factory {label}"
+    )
+    report = Report(
+        tool_version=__version__,
+        command="summary",
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    ctx = CheckContext(made.model, made.data, made.loss_fn, made.optimizer)
+    report.facts.update(summarise(made.model, _probe_batch(ctx)).to_facts())
     report.facts["target"] = label
     return report

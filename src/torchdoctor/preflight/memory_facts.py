@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
     from torchdoctor.preflight.forecast import ForecastOptions
 
-__all__ = ["add_memory_facts", "memory_only_report", "on_meta_device", "summary_factory"]
+__all__ = ["add_memory_facts", "memory_only_report", "on_meta_device"]
 
 
 def add_memory_facts(
@@ -47,33 +47,6 @@ def _probe_batch(ctx: CheckContext) -> Any:
         return None
     finally:
         ctx.close()
-
-
-def summary_factory(target: str) -> Report:
-    """``torchdoctor summary TARGET``: the model summary of what ``target``'s factory
-    returns, as a report whose facts hold ``summary`` (no probe runs)."""
-    from datetime import datetime, timezone
-
-    from torchdoctor.__about__ import __version__
-    from torchdoctor.findings import Report
-    from torchdoctor.preflight.context import CheckContext
-    from torchdoctor.preflight.factory import CheckTarget, load_factory
-    from torchdoctor.preflight.failures import call_user
-    from torchdoctor.preflight.summary import summarise
-
-    factory, label = load_factory(target)
-    made = CheckTarget.from_result(
-        call_user(f"the factory {label}", factory), f"the factory {label}"
-    )
-    report = Report(
-        tool_version=__version__,
-        command="summary",
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
-    ctx = CheckContext(made.model, made.data, made.loss_fn, made.optimizer)
-    report.facts.update(summarise(made.model, _probe_batch(ctx)).to_facts())
-    report.facts["target"] = label
-    return report
 
 
 def on_meta_device(model: Any) -> bool:
