@@ -17,11 +17,6 @@ PACKAGE = "torchdoctor"
 # circle made of any other import fails the test.
 KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset(
     {
-        # preflight's passes, explain and training modules use CheckContext's attributes, and
-        # it uses them back: they need a small typed protocol of what they read.
-        ("torchdoctor.preflight.explain", "torchdoctor.preflight.context"),
-        ("torchdoctor.preflight.passes", "torchdoctor.preflight.context"),
-        ("torchdoctor.preflight.training", "torchdoctor.preflight.context"),
         # The runtime's event handlers, facts and loss stream hold the Monitor (13 of its
         # attributes): they need a narrow services object (dispatch, registry, user code,
         # sampler, readback, status, options, a fail callback) instead.

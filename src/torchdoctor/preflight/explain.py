@@ -19,8 +19,8 @@ from torchdoctor.preflight.losses import recognise_loss
 from torchdoctor.rules.registry import finding
 
 if TYPE_CHECKING:
-    from torchdoctor.preflight.context import CheckContext
     from torchdoctor.preflight.losses import LossCall
+    from torchdoctor.preflight.protocols import FailureContext
 
 __all__ = ["forward_failure", "is_device_error", "loss_failure"]
 
@@ -59,7 +59,9 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
 
 
-def forward_failure(ctx: CheckContext, error: BaseException, module: str | None) -> Finding | None:
+def forward_failure(
+    ctx: FailureContext, error: BaseException, module: str | None
+) -> Finding | None:
     """The finding that explains a failed forward, or ``None``."""
     where = error_location(error, ctx.name(module) if module is not None else None)
     if is_device_error(error):
@@ -98,7 +100,7 @@ def forward_failure(ctx: CheckContext, error: BaseException, module: str | None)
     return None
 
 
-def _batch_has_float64(ctx: CheckContext) -> bool:
+def _batch_has_float64(ctx: FailureContext) -> bool:
     import torch
 
     from torchdoctor.preflight.batch import iter_tensors
@@ -106,7 +108,9 @@ def _batch_has_float64(ctx: CheckContext) -> bool:
     return any(t.dtype == torch.float64 for _, t in iter_tensors(ctx.batch.inputs, "inputs"))
 
 
-def loss_failure(ctx: CheckContext, error: BaseException, call: LossCall | None) -> Finding | None:
+def loss_failure(
+    ctx: FailureContext, error: BaseException, call: LossCall | None
+) -> Finding | None:
     """The finding that explains a failed loss call, or ``None``."""
     text = str(error)
     where = error_location(error)

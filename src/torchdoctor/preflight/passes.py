@@ -20,7 +20,7 @@ from torchdoctor.preflight.tracing import ForwardTrace
 from torchdoctor.preflight.training import is_loss_value, unpack_loss
 
 if TYPE_CHECKING:
-    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.protocols import PassContext
 
 __all__ = ["TrainPass", "normalisations_upstream", "producing_op", "run_train_pass"]
 
@@ -155,7 +155,7 @@ def normalisations_upstream(tensor: Any) -> frozenset[str]:
     return frozenset(found)
 
 
-def _check_materialised(ctx: CheckContext) -> None:
+def _check_materialised(ctx: PassContext) -> None:
     for name, tensor in (*ctx.model.named_parameters(), *ctx.model.named_buffers()):
         if tensor.device.type == "meta":
             raise UsageError(
@@ -164,7 +164,7 @@ def _check_materialised(ctx: CheckContext) -> None:
             )
 
 
-def _forward(ctx: CheckContext, trace: ForwardTrace) -> Any:
+def _forward(ctx: PassContext, trace: ForwardTrace) -> Any:
     import torch
 
     ctx.model.train()
@@ -182,7 +182,7 @@ def _forward(ctx: CheckContext, trace: ForwardTrace) -> Any:
         ) from error
 
 
-def _loss(ctx: CheckContext, output: Any) -> tuple[Any, BaseException | None, LossCall | None]:
+def _loss(ctx: PassContext, output: Any) -> tuple[Any, BaseException | None, LossCall | None]:
     import torch
 
     recorder = LossRecorder()
@@ -207,7 +207,7 @@ def _loss(ctx: CheckContext, output: Any) -> tuple[Any, BaseException | None, Lo
     return loss, None, recorder.call
 
 
-def _backward(ctx: CheckContext, loss: Any) -> str | None:
+def _backward(ctx: PassContext, loss: Any) -> str | None:
     import torch
 
     if not isinstance(loss, torch.Tensor):
@@ -225,7 +225,7 @@ def _backward(ctx: CheckContext, loss: Any) -> str | None:
     return None
 
 
-def run_train_pass(ctx: CheckContext) -> TrainPass:
+def run_train_pass(ctx: PassContext) -> TrainPass:
     """Run the shared training pass on the user's model (see :class:`TrainPass`)."""
     import torch
 

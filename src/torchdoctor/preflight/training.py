@@ -27,7 +27,7 @@ from torchdoctor.preflight.failures import call_user
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.batch import Batch
-    from torchdoctor.preflight.context import CheckContext
+    from torchdoctor.preflight.protocols import UserObjects
 
 __all__ = [
     "CopyUnavailable",
@@ -75,7 +75,7 @@ def _loss_to_copy(loss_fn: Any) -> Any | None:
     return None
 
 
-def copy_for_training(ctx: CheckContext, *, with_optimizer: bool = True) -> TrainingCopy:
+def copy_for_training(ctx: UserObjects, *, with_optimizer: bool = True) -> TrainingCopy:
     """Deep copies of the model, optimizer and loss module, sharing one memo.
 
     Raises:
