@@ -57,17 +57,22 @@ def isolated(folder: Path) -> Iterator[None]:
 # A lab whose file says `# lab: nproc-per-node=N` is a multi-process job: it runs as
 # `torchdoctor run --nproc-per-node N` would (N gloo ranks on 127.0.0.1, one report).
 _NPROC = re.compile(r"^# lab: nproc-per-node=(\d+)$", re.MULTILINE)
+# A lab that needs a longer run than MAX_STEPS (a warm-up judged after 500 steps) says so.
+_MAX_STEPS = re.compile(r"^# lab: max-steps=(\d+)$", re.MULTILINE)
 JOB_MAX_STEPS, JOB_TIMEOUT_S, JOB_HANG_S = 12, 240, "20"
 
 
 def run_lab(path: Path) -> Report:
     from torchdoctor.runtime.script import run_script
 
-    nproc = _NPROC.search(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    nproc = _NPROC.search(text)
     if nproc is not None:
         return run_job_lab(path, int(nproc.group(1)))
+    longer = _MAX_STEPS.search(text)
+    steps = int(longer.group(1)) if longer is not None else MAX_STEPS
     with isolated(path.parent):
-        return run_script(str(path), [], max_steps=MAX_STEPS, status=False).report
+        return run_script(str(path), [], max_steps=steps, status=False).report
 
 
 def run_job_lab(path: Path, nproc: int) -> Report:

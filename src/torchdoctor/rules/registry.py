@@ -274,6 +274,8 @@ _TABLE: tuple[Rule, ...] = (
        "nothing"),
     _r("TD618", "accumulated-loss-not-scaled", W, (LINT,),
        "Gradient accumulation sums k losses without dividing by k"),
+    _r("TD619", "warmup-never-ends", W, (RUN,),
+       "A learning-rate warm-up is still rising when training ends"),
     _r("TD620", "optimizer-holds-stale-parameters", E, (CHECK, RUN),
        "The optimizer steps copies of the model's parameters; the model never changes"),
     # 7xx: memory and performance
