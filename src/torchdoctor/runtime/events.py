@@ -32,7 +32,7 @@ from torchdoctor.runtime.stats import ProbeSet, StepStats
 
 if TYPE_CHECKING:
     from torchdoctor.runtime.hooks import HookSet
-    from torchdoctor.runtime.monitor import Monitor
+    from torchdoctor.runtime.services import RunServices
 
 __all__ = ["EventHandlers"]
 
@@ -44,7 +44,7 @@ _DISCOVERY_CALL_LIMIT = 50_000  # module calls without a step: the script is not
 class EventHandlers:
     """State of the event stream of one monitor, and the hook bodies."""
 
-    def __init__(self, monitor: Monitor) -> None:
+    def __init__(self, monitor: RunServices) -> None:
         self.m = monitor
         self.global_step = 0
         self.backward_count = 0
@@ -375,7 +375,7 @@ class ManualUpdates:
     not versions. ``intervals`` counts the checks that saw parameters move without a step.
     """
 
-    def __init__(self, monitor: Monitor) -> None:
+    def __init__(self, monitor: RunServices) -> None:
         self.m = monitor
         self.intervals = 0
         self.checks = 0

@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from torchdoctor.runtime.events import EventHandlers
-    from torchdoctor.runtime.monitor import Monitor
     from torchdoctor.runtime.sampling import OptimizerState
+    from torchdoctor.runtime.services import RunCounts, RunServices
 
 __all__ = ["record_facts"]
 
 _SERIES_LIMIT = 2000
 
 
-def record_facts(monitor: Monitor, events: EventHandlers, states: list[OptimizerState]) -> None:
+def record_facts(monitor: RunServices, events: RunCounts, states: list[OptimizerState]) -> None:
     """Fill ``monitor.facts`` and its loss series at the end of a run."""
     facts = monitor.facts
     facts["steps"] = events.global_step

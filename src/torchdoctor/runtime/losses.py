@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.runtime.detectors.base import CallSite, LossValue
 
 if TYPE_CHECKING:
-    from torchdoctor.runtime.monitor import Monitor
+    from torchdoctor.runtime.services import RunServices
 
 __all__ = ["LossStream"]
 
@@ -26,7 +26,7 @@ _JUMP = 10.0  # a loss this many times its lowest so far makes the sampler look 
 class LossStream:
     """Buffers losses, reads them back in batches, and keeps one curve per call site."""
 
-    def __init__(self, monitor: Monitor) -> None:
+    def __init__(self, monitor: RunServices) -> None:
         self._m = monitor
         self._device: list[tuple[Any, CallSite, int, int]] = []
         self._host: list[tuple[CallSite, int, int, float]] = []
