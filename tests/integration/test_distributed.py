@@ -377,3 +377,29 @@ def test_ddp_unused_parameter_error_names_the_parameters(tmp_path: Path) -> None
     (unused,) = [f for f in report["findings"] if f["code"] == "TD208"]
     assert "`spare.weight`, `spare.bias`" in unused["message"], err
     assert unused["ranks"] == [0, 1]
+
+
+def _processes_running(path: Path) -> list[int]:
+    """Pids of live processes whose command line names ``path``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if str(path).encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_a_stopped_hung_job_leaves_no_rank_behind(tmp_path: Path) -> None:
+    # torchrun starts each rank in a session of its own: stopping the launcher's process
+    # group alone left the hung ranks running forever.
+    lab = Path(__file__).resolve().parents[2] / "examples" / "lab"
+    [hung] = lab.glob("TD813-*/buggy.py")
+    script = tmp_path / "hung_job.py"
+    script.write_text(hung.read_text(encoding="utf-8"), encoding="utf-8")
+    report, _ = run_json(
+        ["--nproc-per-node", "2", str(script)], tmp_path, env={"TORCHDOCTOR_HANG_TIMEOUT": "3"}
+    )
+    assert "TD813" in _codes(report)
+    assert report["facts"].get("stopped_hung_job") is True
+    assert _processes_running(script) == []

@@ -204,6 +204,10 @@ def _run_group(
 
 
 def _kill_group(process: subprocess.Popen[Any], sig: int = signal.SIGTERM) -> None:
+    # torchrun starts each rank in a session of its own, so the launcher's group does not
+    # hold them: signal the ranks by pid first, or a hung rank outlives the job forever.
+    ranks = _descendants(process.pid)
+    _signal_all(ranks, sig)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)
     try:
@@ -212,6 +216,44 @@ def _kill_group(process: subprocess.Popen[Any], sig: int = signal.SIGTERM) -> No
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    # A rank stuck in a collective never runs its SIGTERM handler: end what is left.
+    _signal_all(ranks, signal.SIGKILL)
+
+
+def _signal_all(processes: list[tuple[int, str]], sig: int) -> None:
+    for pid, started in processes:
+        stat = _stat_fields(pid)
+        if stat is None or stat[19] != started:
+            continue  # gone, or the pid now belongs to another process
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _descendants(root: int) -> list[tuple[int, str]]:
+    """Every process below ``root`` as ``(pid, start time)``, read from ``/proc`` (empty
+    where there is none); the start time tells a reused pid from the process seen."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        stat = _stat_fields(int(entry.parent.name))
+        if stat is not None:
+            children.setdefault(int(stat[1]), []).append((int(entry.parent.name), stat[19]))
+    found: list[tuple[int, str]] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            found.append(child)
+            stack.append(child[0])
+    return found
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, ...)."""
+    try:
+        # The command name may hold spaces or parentheses: the rest follows the last ')'.
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (OSError, ValueError):
+        return None
+    return fields if len(fields) > 19 else None
 
 
 def _note_missing(report: Report, world: int, parts: list[Part]) -> None:

@@ -14,6 +14,9 @@ from torchdoctor.errors import UsageError, UserCodeError  # noqa: E402
 from torchdoctor.preflight.budget import lingering_threads, probe_budget, probe_timeout  # noqa: E402
 
 FOREVER = threading.Event()  # never set: waiting on it blocks until the budget runs out
+# Long enough that the work before the blocking call (imports, the fake-tensor summary) never
+# spends it on a loaded machine, so the budget always runs out where the test blocks.
+BUDGET = 5.0
 
 
 class Blocking(torch.nn.Module):
@@ -32,17 +35,19 @@ class NeverYields(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
         yield torch.zeros(4), torch.zeros(1)
 
 
+@pytest.mark.slow
 def test_a_forward_that_blocks_ends_the_check_naming_where() -> None:
     batch = (torch.zeros(2, 4), torch.zeros(2, 1))
     with pytest.raises(UserCodeError, match=r"budget while waiting in .*forward") as raised:
-        torchdoctor.check(Blocking(), batch, torch.nn.MSELoss(), timeout=0.5)
+        torchdoctor.check(Blocking(), batch, torch.nn.MSELoss(), timeout=BUDGET)
     assert "test_budget.py" in str(raised.value)
 
 
+@pytest.mark.slow
 def test_a_loader_that_never_yields_ends_the_check() -> None:
     loader = torch.utils.data.DataLoader(NeverYields(), batch_size=2)
     with pytest.raises(UserCodeError, match="__iter__"):
-        torchdoctor.check(torch.nn.Linear(4, 1), loader, torch.nn.MSELoss(), timeout=0.5)
+        torchdoctor.check(torch.nn.Linear(4, 1), loader, torch.nn.MSELoss(), timeout=BUDGET)
 
 
 def test_an_except_exception_in_user_code_does_not_swallow_the_timeout() -> None:
