@@ -21,6 +21,7 @@ This module imports neither torch nor any depth, so ``lint`` can use it.
 
 from __future__ import annotations
 
+import signal
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -96,6 +97,29 @@ def internal_error(
         f"the traceback and report it with this message.{ignore}",
         evidence=evidence,
     )
+
+
+def raised_by_signal_handler(error: BaseException) -> bool:
+    """Whether ``error`` came from a Python signal handler that interrupted our code.
+
+    Such a handler belongs to the user's run (torch's DataLoader raises "worker killed" from
+    its SIGCHLD handler, wherever the main thread happens to be): the exception is theirs
+    and must reach their program, never be taken for a failure of ours.
+    """
+    handlers = set()
+    for number in signal.valid_signals():
+        try:
+            code = getattr(signal.getsignal(number), "__code__", None)
+        except (ValueError, OSError):
+            continue
+        if code is not None:
+            handlers.add(code)
+    frame = error.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code in handlers:
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def run_detector(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from torchdoctor._kernel import internal_error, wanted
+from torchdoctor._kernel import internal_error, raised_by_signal_handler, wanted
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.rules.detectors import DetectorInfo
@@ -98,6 +98,8 @@ class Dispatcher:
             try:
                 method(argument)
             except Exception as error:  # noqa: BLE001 - isolate the detector's bug
+                if raised_by_signal_handler(error):
+                    raise
                 self.disable(detector, error, hook)
 
     def guarded(self, detector: RuntimeDetector, callback: Callable[..., None], *args: Any) -> None:
@@ -107,6 +109,8 @@ class Dispatcher:
         try:
             callback(*args)
         except Exception as error:  # noqa: BLE001
+            if raised_by_signal_handler(error):
+                raise
             self.disable(detector, error, getattr(callback, "__name__", "callback"))
 
     def emit(self, item: Finding) -> None:

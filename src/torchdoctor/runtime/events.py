@@ -14,6 +14,7 @@ import time
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor._kernel import raised_by_signal_handler
 from torchdoctor.runtime.detectors.base import (
     BackwardEvent,
     BatchEvent,
@@ -360,6 +361,8 @@ class EventHandlers:
         try:
             function(*args)
         except Exception as error:  # noqa: BLE001 - never break the user's program
+            if raised_by_signal_handler(error):
+                raise  # the user's own signal handler spoke: their exception, not ours
             self.m.fail(error, where)
         finally:
             self.busy_s += time.perf_counter() - start
