@@ -51,11 +51,20 @@ from dataclasses import dataclass
 
 from torchdoctor.static.project_facts import ClassFacts, FunctionFacts, ModuleFacts, summarise
 
-__all__ = ["ClassInfo", "FunctionInfo", "ProjectIndex", "single_file_index"]
+__all__ = [
+    "MODE_SENSITIVE_FUNCTIONS",
+    "MODE_SENSITIVE_WORDS",
+    "ClassInfo",
+    "FunctionInfo",
+    "ProjectIndex",
+    "single_file_index",
+]
 
 _MAX_DEPTH = 12
 # torch.nn layers whose train and eval behaviour differ (words in the class name).
-_SENSITIVE_WORDS = (
+# Layers (matched by a word of their class name) and functions that behave differently in
+# train and eval mode; the mode rules share them.
+MODE_SENSITIVE_WORDS = (
     "Dropout",
     "BatchNorm",
     "InstanceNorm",
@@ -64,9 +73,8 @@ _SENSITIVE_WORDS = (
     "LSTM",
     "GRU",
     "RNN",
-    "SyncBatchNorm",
 )
-_SENSITIVE_FUNCTIONS = frozenset(
+MODE_SENSITIVE_FUNCTIONS = frozenset(
     {
         "torch.nn.functional.dropout",
         "torch.nn.functional.dropout1d",
@@ -348,11 +356,11 @@ class ProjectIndex:
 def _name_sensitive(qualified: str) -> bool | None:
     """Whether a class or function from outside the project is mode-sensitive: ``True``
     / ``False`` for torch's own, ``None`` (unknown) for anything else."""
-    if qualified in _SENSITIVE_FUNCTIONS:
+    if qualified in MODE_SENSITIVE_FUNCTIONS:
         return True
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
-        return any(word in last for word in _SENSITIVE_WORDS)
+        return any(word in last for word in MODE_SENSITIVE_WORDS)
     if (
         qualified.startswith(("torch.", "numpy."))
         or qualified.partition(".")[0] in sys.stdlib_module_names

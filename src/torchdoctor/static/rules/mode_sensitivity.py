@@ -13,34 +13,15 @@ import ast
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import _returns
+from torchdoctor.static.project import MODE_SENSITIVE_FUNCTIONS, MODE_SENSITIVE_WORDS
 from torchdoctor.static.structure import FunctionScope
 
 __all__ = ["is_mode_sensitive", "proven_mode_sensitive"]
 
-_SENSITIVE_WORDS = (
-    "Dropout",
-    "BatchNorm",
-    "InstanceNorm",
-    "Transformer",
-    "MultiheadAttention",
-    "LSTM",
-    "GRU",
-    "RNN",
-)
-_SENSITIVE_FUNCTIONS = frozenset(
-    {
-        "torch.nn.functional.dropout",
-        "torch.nn.functional.dropout1d",
-        "torch.nn.functional.dropout2d",
-        "torch.nn.functional.dropout3d",
-        "torch.nn.functional.alpha_dropout",
-        "torch.nn.functional.feature_alpha_dropout",
-        "torch.nn.functional.batch_norm",
-        "torch.nn.functional.instance_norm",
-        "torch.dropout",
-        "torch.nn.functional.scaled_dot_product_attention",
-    }
-)
+# Attention's own dropout counts here too: a model calling it is judged sensitive.
+_SENSITIVE_FUNCTIONS = MODE_SENSITIVE_FUNCTIONS | {
+    "torch.nn.functional.scaled_dot_product_attention"
+}
 
 
 def is_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) -> bool:
@@ -147,7 +128,7 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
     return (
         type_name.startswith("torch.nn.")
         and not type_name.startswith("torch.nn.functional")
-        and any(word in last for word in _SENSITIVE_WORDS)
+        and any(word in last for word in MODE_SENSITIVE_WORDS)
     )
 
 
@@ -202,6 +183,6 @@ def _call_sensitive(ctx: FileContext, call: ast.Call, seen: set[str]) -> bool:
         return True
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
-        return any(word in last for word in _SENSITIVE_WORDS)
+        return any(word in last for word in MODE_SENSITIVE_WORDS)
     # A layer or model from elsewhere (torchvision, timm, ...): assume it may be.
     return last[:1].isupper() and not qualified.startswith("torch.")
