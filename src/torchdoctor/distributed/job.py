@@ -49,20 +49,14 @@ def run_followed(target: str, args: list[str], *, follow: bool = True, **options
     Returns the :class:`~torchdoctor.runtime.script.ScriptResult` with one report: the
     script's own findings plus those of every child that trained, each with its ranks.
     """
-    from torchdoctor.runtime.children import ChildConfig, Following
+    from torchdoctor.runtime.children import Following
     from torchdoctor.runtime.script import ScriptResult, run_script
 
     if not follow:
         return run_script(target, args, **options)
-    selection = options.get("selection")
     script = None if options.get("module") else Path(target).resolve()
-    config = ChildConfig(
-        parts="",
-        max_steps=options.get("max_steps"),
-        sample_every=options.get("sample_every"),
-        select=tuple(selection.select) if selection else ("TD",),
-        ignore=tuple(selection.ignore) if selection else (),
-        localise_non_finite=bool(options.get("localise_non_finite")),
+    config = _child_config(
+        options,
         roots=(str(script.parent),) if script else (str(Path.cwd()),),
         script=str(script) if script else None,
     )
@@ -74,6 +68,22 @@ def run_followed(target: str, args: list[str], *, follow: bool = True, **options
     finally:
         following.cleanup()
     return ScriptResult(report, result.exit_status, result.stopped_early)
+
+
+def _child_config(options: dict[str, Any], **extra: Any) -> Any:
+    """The watch options every child or rank runs with, from ``run``'s keyword options."""
+    from torchdoctor.runtime.children import ChildConfig
+
+    selection = options.get("selection")
+    return ChildConfig(
+        parts="",
+        max_steps=options.get("max_steps"),
+        sample_every=options.get("sample_every"),
+        select=tuple(selection.select) if selection else ("TD",),
+        ignore=tuple(selection.ignore) if selection else (),
+        localise_non_finite=bool(options.get("localise_non_finite")),
+        **extra,
+    )
 
 
 def free_port() -> int:
@@ -348,19 +358,10 @@ def run_job(
     job's; on a torchrun rank other than 0, the script's exit status alone (its findings
     went to rank 0's report, it has nothing to print).
     """
-    from torchdoctor.runtime.children import ChildConfig
     from torchdoctor.runtime.script import ScriptResult
 
     if nproc_per_node is not None:
-        selection = options.get("selection")
-        config = ChildConfig(
-            parts="",
-            max_steps=options.get("max_steps"),
-            sample_every=options.get("sample_every"),
-            select=tuple(selection.select) if selection else ("TD",),
-            ignore=tuple(selection.ignore) if selection else (),
-            localise_non_finite=bool(options.get("localise_non_finite")),
-        )
+        config = _child_config(options)
         return launch(
             target,
             args,
