@@ -18,6 +18,7 @@ from torchdoctor.preflight import check  # noqa: E402
 pytestmark = pytest.mark.needs_torch
 
 CALLS = [0]
+STEPS = [0]
 
 
 def _batch() -> tuple:
@@ -55,18 +56,19 @@ class Augmented(nn.Module):
 
 
 class NoisySGD(torch.optim.SGD):
-    """An optimizer whose step adds noise no seed controls, like a racy GPU kernel."""
+    """An optimizer whose step drifts with state no seed controls, like a racy GPU kernel.
+
+    The drift comes from a process-wide count of steps, so the two seeded copies differ by
+    a fixed, large amount: random noise here could by chance fall under kernel rounding.
+    """
 
     def step(self, closure=None):
         loss = super().step(closure)
+        STEPS[0] += 1
         with torch.no_grad():
             for group in self.param_groups:
                 for param in group["params"]:
-                    param.add_(
-                        torch.from_numpy(
-                            np.random.default_rng().normal(0, 0.05, param.shape)
-                        ).float()
-                    )
+                    param.mul_(1 + 0.05 * STEPS[0])
         return loss
 
 
