@@ -76,7 +76,7 @@ class _Terminal(io.StringIO):
 def test_cli_shows_progress_only_on_a_terminal_outside_ci(
     monkeypatch: pytest.MonkeyPatch, terminal: bool, ci: str | None, shown: bool
 ) -> None:
-    from torchdoctor import cli
+    from torchdoctor.cli import shared as cli
 
     stream = _Terminal() if terminal else io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
@@ -84,18 +84,18 @@ def test_cli_shows_progress_only_on_a_terminal_outside_ci(
         monkeypatch.delenv("CI", raising=False)
     else:
         monkeypatch.setenv("CI", ci)
-    with cli._progress_display("check"):
+    with cli.progress_display("check"):
         advance("check", "loss.softmax_before_cross_entropy", 0, 2)
         advance("check", "", 2, 2)
     assert ("torchdoctor check" in stream.getvalue()) is shown
 
 
 def test_cli_lint_progress_waits_for_a_large_tree(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchdoctor import cli
+    from torchdoctor.cli import shared as cli
 
     stream = _Terminal()
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.delenv("CI", raising=False)
-    with cli._progress_display("lint", minimum=cli.LINT_PROGRESS_FILES):
+    with cli.progress_display("lint", minimum=cli.LINT_PROGRESS_FILES):
         advance("lint", "a.py", 1, 3)
     assert stream.getvalue() == ""

@@ -285,12 +285,12 @@ def test_lint_writes_an_html_report(tmp_path: Path) -> None:
 
 
 def test_run_report_file_format_follows_its_extension() -> None:
-    from torchdoctor.cli import _report_file_format
+    from torchdoctor.cli.shared import report_file_format
 
-    assert _report_file_format(Path("out.HTML")) == "html"
-    assert _report_file_format(Path("out.htm")) == "html"
-    assert _report_file_format(Path("out.json")) == "json"
-    assert _report_file_format(Path("report")) == "json"
+    assert report_file_format(Path("out.HTML")) == "html"
+    assert report_file_format(Path("out.htm")) == "html"
+    assert report_file_format(Path("out.json")) == "json"
+    assert report_file_format(Path("report")) == "json"
 
 
 def test_html_renders_without_torch() -> None:

@@ -1,0 +1,5 @@
+"""``python -m torchdoctor.cli``."""
+
+from torchdoctor.cli import main
+
+main()
