@@ -257,7 +257,7 @@ _TABLE: tuple[Rule, ...] = (
        "optimizer.step() is called directly while a GradScaler scales the loss"),
     _r("TD610", "layer-replaced-after-optimizer", E, (LINT,),
        "A layer is replaced on the model after the optimizer was built"),
-    _r("TD611", "deprecated-cuda-amp", W, (LINT,),
+    _r("TD611", "deprecated-cuda-amp", INFO, (LINT,),
        "torch.cuda.amp entry points are deprecated"),
     _r("TD612", "loss-not-decreasing", W, (RUN,),
        "The loss has not decreased over a window of steps"),
@@ -325,6 +325,8 @@ _TABLE: tuple[Rule, ...] = (
        "Ranks iterate different numbers of batches, so the job hangs at the last collective"),
     _r("TD813", "rank-stopped-progressing", E, (RUN,),
        "One rank stopped making progress while the others wait for it in a collective"),
+    _r("TD814", "clip-norm-from-local-shard", W, (LINT,),
+       "torch.nn.utils.clip_grad_norm_ on an FSDP model clips each rank by its own shard's norm"),
     # 9xx: checkpoints and reproducibility
     _r("TD901", "load-without-map-location", W, (LINT, CKPT),
        "A checkpoint holding CUDA tensors is loaded without map_location"),
