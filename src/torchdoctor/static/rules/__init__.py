@@ -143,6 +143,7 @@ from torchdoctor.static.rules import (
     reproducibility,  # noqa: F401
     resume,  # noqa: F401
     schedules,  # noqa: F401
+    sharded_clipping,  # noqa: F401
     speed,  # noqa: F401
     state_dicts,  # noqa: F401
     target_dtype,  # noqa: F401
