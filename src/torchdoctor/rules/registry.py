@@ -327,6 +327,8 @@ _TABLE: tuple[Rule, ...] = (
        "One rank stopped making progress while the others wait for it in a collective"),
     _r("TD814", "clip-norm-from-local-shard", W, (LINT,),
        "torch.nn.utils.clip_grad_norm_ on an FSDP model clips each rank by its own shard's norm"),
+    _r("TD815", "local-loss-logged-as-global", INFO, (LINT,),
+       "Rank 0 logs its own batch's loss as the training loss, without averaging over ranks"),
     # 9xx: checkpoints and reproducibility
     _r("TD901", "load-without-map-location", W, (LINT, CKPT),
        "A checkpoint holding CUDA tensors is loaded without map_location"),
