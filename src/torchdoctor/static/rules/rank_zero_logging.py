@@ -47,7 +47,18 @@ _PASSING_BUILTINS = frozenset(
     {"float", "int", "round", "str", "format", "sum", "max", "min", "abs", "list", "tuple"}
 )
 _PASSING_QUALIFIED = frozenset(
-    {"numpy.mean", "numpy.average", "numpy.sum", "statistics.mean", "statistics.fmean", "math.fsum"}
+    {
+        "numpy.mean",
+        "numpy.average",
+        "numpy.sum",
+        "statistics.mean",
+        "statistics.fmean",
+        "math.fsum",
+        "torch.stack",
+        "torch.cat",
+        "torch.tensor",
+        "torch.as_tensor",
+    }
 )
 _REDUCE_WORDS = frozenset({"reduce", "reduced", "gather", "gathered", "allreduce", "allgather"})
 _SPAN_WORDS = frozenset({"across", "between", "all", "sync"})
