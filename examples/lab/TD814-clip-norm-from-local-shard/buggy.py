@@ -6,6 +6,7 @@ of what it is given, the local shard: each rank prints a different "total norm" 
 by its own factor. Two styles: a plain loop, and a trainer whose clipping is a helper.
 `python buggy.py` runs 2 gloo ranks on the CPU; torchrun works too.
 """
+# lab: nproc-per-node=2
 
 import os
 import socket

@@ -6,6 +6,7 @@ shard norms first: every rank prints the same total norm and clips by the same f
 Two styles: a plain loop, and a trainer whose clipping is a helper.
 `python buggy.py` runs 2 gloo ranks on the CPU; torchrun works too.
 """
+# lab: nproc-per-node=2
 
 import os
 import socket

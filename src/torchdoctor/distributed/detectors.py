@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from torchdoctor.distributed import checkpoints as checkpoints  # registers TD804 (run)
+from torchdoctor.distributed import clipping as clipping  # registers TD814 (run)
 from torchdoctor.distributed import verdicts
 from torchdoctor.distributed.exchange import Exchange, Extremes, Pending, make_exchange
 from torchdoctor.distributed.hang import HANG_DIR_ENV, Watchdog

@@ -325,7 +325,7 @@ _TABLE: tuple[Rule, ...] = (
        "Ranks iterate different numbers of batches, so the job hangs at the last collective"),
     _r("TD813", "rank-stopped-progressing", E, (RUN,),
        "One rank stopped making progress while the others wait for it in a collective"),
-    _r("TD814", "clip-norm-from-local-shard", W, (LINT,),
+    _r("TD814", "clip-norm-from-local-shard", W, (LINT, RUN),
        "torch.nn.utils.clip_grad_norm_ on an FSDP model clips each rank by its own shard's norm"),
     _r("TD815", "local-loss-logged-as-global", INFO, (LINT,),
        "Rank 0 logs its own batch's loss as the training loss, without averaging over ranks"),
