@@ -95,6 +95,27 @@ norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0, norm_typ
     assert "model.clip_grad_norm_(max_norm=1.0, norm_type=2.0)" in found[0].fix_hint
 
 
+def test_inner_module_after_the_wrap_is_flagged() -> None:
+    assert_marked(
+        _src("""
+def train(net, loss):
+    model = FSDP(net, use_orig_params=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)  # expect: TD814
+
+class Trainer:
+    def __init__(self, net):
+        self.net = net
+        self.model = FSDP(self.net)
+
+    def step(self, loss):
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)  # expect: TD814
+"""),
+        "TD814",
+    )
+
+
 # --- quiet --------------------------------------------------------------------------------
 
 
@@ -178,6 +199,19 @@ def clip(model):
 def main(net):
     clip(net)
     clip(FSDP(net, sharding_strategy=ShardingStrategy.NO_SHARD))
+"""),
+        "TD814",
+    )
+
+
+def test_inner_module_clipped_before_the_wrap_is_quiet() -> None:
+    assert not lint_codes(
+        _src("""
+def pretrain_then_shard(net, loss):
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    model = FSDP(net)
+    return model
 """),
         "TD814",
     )

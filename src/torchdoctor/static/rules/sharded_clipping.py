@@ -62,7 +62,9 @@ class ClipNormFromLocalShard(LintRule):
                 if clipped is None:
                     continue
                 for model in _parameter_owners(self, clipped, scope, 0):
-                    wrap = self._sharded_wrap(model, scope)
+                    wrap = self._sharded_wrap(model, scope) or self._wrapped_before(
+                        model, scope, call.lineno
+                    )
                     if wrap is not None:
                         self._report(call, clipped, model, wrap)
                         break
@@ -83,6 +85,39 @@ class ClipNormFromLocalShard(LintRule):
                     and self._shards(made, caller)
                 ):
                     return made
+        return None
+
+    def _wrapped_before(self, model: ast.expr, scope: Scope, line: int) -> ast.Call | None:
+        """A sharding ``FSDP(net)`` of the inner module itself, earlier in the same function
+        (or, for ``self.net``, in ``__init__``): after the wrap, ``net.parameters()`` are
+        the local shards too (the flat parameter, or views of the shard)."""
+        ctx = self.ctx
+        text = ctx.segment(model)
+        if not isinstance(model, (ast.Name, ast.Attribute)):
+            return None
+        for wrap_scope, items in ctx.module.bodies():
+            same = wrap_scope is scope
+            in_init = (
+                wrap_scope is not None
+                and scope is not None
+                and wrap_scope.name == "__init__"
+                and wrap_scope.owner is not None
+                and wrap_scope.owner is scope.owner
+                and text.startswith(f"{scope.self_name}.")
+            )
+            if not (same or in_init):
+                continue
+            for item in items:
+                call = item.node
+                if (
+                    isinstance(call, ast.Call)
+                    and (in_init or item.line < line)
+                    and call.args
+                    and ctx.segment(call.args[0]) == text
+                    and ctx.is_call_to(call, *FSDP1, scope=wrap_scope)
+                    and self._shards(call, wrap_scope)
+                ):
+                    return call
         return None
 
     def _shards(self, wrap: ast.Call, scope: Scope) -> bool:
