@@ -159,6 +159,34 @@ def train(rank, loader, net, optimizer):
     )
 
 
+def test_early_return_off_rank_zero_and_rank_zero_only_helper_are_flagged() -> None:
+    assert_marked(
+        _src("""
+from lightning.pytorch.utilities import rank_zero_only
+
+@rank_zero_only
+def report(step, value):
+    print(f"step {step}: loss {value:.4f}")
+
+def log_epoch(rank, model, loader, optimizer):
+    total = 0.0
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        report(0, loss.item())  # expect: TD815
+    if rank != 0:
+        return
+    logger.info("epoch loss %.4f", total / len(loader))  # expect: TD815
+
+def main(net, loader, optimizer):
+    log_epoch(0, DDP(net), loader, optimizer)
+"""),
+        "TD815",
+    )
+
+
 # --- quiet --------------------------------------------------------------------------------
 
 
@@ -313,6 +341,26 @@ def train(rank, loader, net, optimizer):
     value = mean_loss.compute()
     if rank == 0:
         print(f"loss {value:.4f}")
+"""),
+        "TD815",
+    )
+
+
+def test_early_return_of_another_rank_check_is_quiet() -> None:
+    assert not lint_codes(
+        _src("""
+def train(rank, world_size, model, loader, optimizer):
+    model = DDP(model)
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if world_size == 1:
+            continue
+        print(f"[rank {rank}] loss {loss.item():.4f}")
+    if rank == 0:
+        return
+    print(f"[rank {rank}] done, last loss {loss.item():.4f}")
 """),
         "TD815",
     )

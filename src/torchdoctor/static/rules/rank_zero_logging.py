@@ -29,10 +29,10 @@ from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.distributed_saving import _resolver
 from torchdoctor.static.rules.loops import guard_between
-from torchdoctor.static.rules.ranks import is_rank_nonzero, is_rank_zero
+from torchdoctor.static.rules.ranks import Resolve, is_rank_nonzero, is_rank_zero
 from torchdoctor.static.rules.sharded_clipping import FSDP1
 from torchdoctor.static.rules.step_sequences import Kind, sequences
-from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, ModuleScope
 
 __all__ = ["LocalLossLoggedAsGlobal"]
 
@@ -337,30 +337,71 @@ def _reducing_name(call: ast.Call) -> bool:
 def _rank_zero_logs(
     ctx: FileContext, scope: Scope, items: Iterable[Item], tainted: set[str]
 ) -> list[_Log]:
+    """Calls that run on rank 0 only (under a rank-0 ``if``, after an ``if rank != 0:
+    return``, or of a ``@rank_zero_only`` helper) and log the local loss."""
+    items = list(items)
     resolve = _resolver(ctx, scope)
+    exits = _exits_off_rank_zero(items, resolve)
     found = []
     for item in items:
         call = item.node
         if not isinstance(call, ast.Call):
             continue
-        guard = guard_between(
+        guarded = _under_rank_zero(item, resolve) or any(
+            exit_line < item.line and (loop is None or loop in item.frames)
+            for exit_line, loop in exits
+        )
+        helper = _called_function(ctx, call, scope)
+        if not guarded and not (
+            helper is not None and any(is_rank_zero(d) for d in helper.node.decorator_list)
+        ):
+            continue
+        value = _logged(ctx, call, scope, tainted)
+        if value is not None:
+            found.append(_Log(call, value, None))
+        elif helper is not None:
+            logged = _logged_by_helper(ctx, call, scope, helper, tainted)
+            if logged is not None:
+                found.append(_Log(call, logged, helper.name))
+    return found
+
+
+def _under_rank_zero(item: Item, resolve: Resolve) -> bool:
+    return (
+        guard_between(
             item.frames,
             None,
             lambda node, in_body: (
                 is_rank_zero(node.test, resolve) if in_body else is_rank_nonzero(node.test, resolve)
             ),
         )
+        is not None
+    )
+
+
+def _exits_off_rank_zero(items: list[Item], resolve: Resolve) -> list[tuple[int, Frame | None]]:
+    """``if rank != 0: return`` (the line, ``None``) and ``if not is_main: continue`` (the
+    line and the loop it continues): what follows runs on rank 0 only."""
+    found: list[tuple[int, Frame | None]] = []
+    for item in items:
+        node = item.node
+        if not isinstance(node, (ast.Return, ast.Continue)):
+            continue
+        guard = guard_between(
+            item.frames,
+            None,
+            lambda n, in_body: (
+                is_rank_nonzero(n.test, resolve) if in_body else is_rank_zero(n.test, resolve)
+            ),
+        )
         if guard is None:
             continue
-        value = _logged(ctx, call, scope, tainted)
-        if value is not None:
-            found.append(_Log(call, value, None))
-            continue
-        helper = _called_function(ctx, call, scope)
-        if helper is not None:
-            logged = _logged_by_helper(ctx, call, scope, helper, tainted)
-            if logged is not None:
-                found.append(_Log(call, logged, helper.name))
+        loop = None
+        if isinstance(node, ast.Continue):
+            loop = next((f for f in reversed(item.frames) if f.kind is FrameKind.LOOP), None)
+            if loop is None:
+                continue
+        found.append((item.line, loop))
     return found
 
 
