@@ -8,10 +8,8 @@ any ``all_reduce`` / ``reduce`` / ``all_gather`` in the function or the helpers 
 shows one rank's noise as the training curve. Advice (info): the training itself is
 right.
 
-Values are followed forward inside a function: assignments, ``+=``, ``.append()``, the
-methods of the value (``.item()``, ``.detach()``), arithmetic, f-strings, ``float()`` /
-``sum()`` / ``np.mean()``; a helper that returns the loss (``batch_loss =
-self._run_batch(...)``) hands it to its caller, and a helper called under the rank-0
+The loss is followed with :mod:`.loss_trail` (assignments, ``+=``, ``.append()``, its
+own methods, arithmetic, a step helper that returns it); a helper called under the rank-0
 guard that logs a parameter (``self.log_step(loss.item())``) is followed one call deep.
 Any other call (a metrics object, a reducing helper) ends the trail: quiet when unsure.
 """
@@ -29,9 +27,15 @@ from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.distributed_saving import _resolver
 from torchdoctor.static.rules.loops import guard_between
+from torchdoctor.static.rules.loss_trail import (
+    called_function,
+    carries,
+    loss_seeds,
+    returning_loss,
+    trail,
+)
 from torchdoctor.static.rules.ranks import Resolve, is_rank_nonzero, is_rank_zero
 from torchdoctor.static.rules.sharded_clipping import FSDP1
-from torchdoctor.static.rules.step_sequences import Kind, sequences
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, ModuleScope
 
 __all__ = ["LocalLossLoggedAsGlobal"]
@@ -41,24 +45,6 @@ _DATA_PARALLEL = (
     *FSDP1,
     "torch.distributed.fsdp.fully_shard",
     "torch.distributed._composable.fsdp.fully_shard",
-)
-# Functions that keep a number a number: the trail of the local loss goes through them.
-_PASSING_BUILTINS = frozenset(
-    {"float", "int", "round", "str", "format", "sum", "max", "min", "abs", "list", "tuple"}
-)
-_PASSING_QUALIFIED = frozenset(
-    {
-        "numpy.mean",
-        "numpy.average",
-        "numpy.sum",
-        "statistics.mean",
-        "statistics.fmean",
-        "math.fsum",
-        "torch.stack",
-        "torch.cat",
-        "torch.tensor",
-        "torch.as_tensor",
-    }
 )
 _REDUCE_WORDS = frozenset({"reduce", "reduced", "gather", "gathered", "allreduce", "allgather"})
 _SPAN_WORDS = frozenset({"across", "between", "all", "sync"})
@@ -100,13 +86,13 @@ class LocalLossLoggedAsGlobal(LintRule):
         ctx = self.ctx
         if not _data_parallel(ctx, module):
             return
-        seeds = _loss_seeds(ctx)
+        seeds = loss_seeds(ctx)
         if not seeds:
             return
-        returning = _functions_returning_loss(ctx, seeds)
+        returning = returning_loss(ctx, seeds)
         reported: set[int] = set()
         for scope, items in module.bodies():
-            tainted = _taint(ctx, scope, items, seeds.get(scope, set()), returning)
+            tainted = trail(ctx, scope, items, seeds.get(scope, set()), returning)
             if not tainted or _reduces(ctx, scope, items, 0, set()):
                 continue
             for log in _rank_zero_logs(ctx, scope, items, tainted):
@@ -140,170 +126,6 @@ def _data_parallel(ctx: FileContext, module: ModuleScope) -> bool:
     )
 
 
-def _loss_seeds(ctx: FileContext) -> dict[Scope, set[str]]:
-    """The names ``backward()`` runs on, per function (``loss``, ``self.loss``)."""
-    seeds: dict[Scope, set[str]] = {}
-    for body in sequences(ctx):
-        for action in body.actions:
-            if action.kind is Kind.BACKWARD and action.target is not None:
-                name = _loss_name(ctx, action.target)
-                if name:
-                    seeds.setdefault(action.scope, set()).add(name)
-    return seeds
-
-
-def _loss_name(ctx: FileContext, target: ast.expr) -> str:
-    """``loss`` for ``loss``, ``scaler.scale(loss)``, ``loss / accumulation``."""
-    while True:
-        if isinstance(target, ast.BinOp):
-            target = target.left
-        elif (
-            isinstance(target, ast.Call)
-            and isinstance(target.func, ast.Attribute)
-            and target.func.attr == "scale"
-            and len(target.args) == 1
-        ):
-            target = target.args[0]
-        else:
-            break
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-        return ctx.segment(target)
-    return ""
-
-
-def _functions_returning_loss(
-    ctx: FileContext, seeds: dict[Scope, set[str]]
-) -> dict[int, tuple[bool, ...]]:
-    """Functions that return their local loss: ``id(function)`` -> for each returned
-    position (one for a plain ``return x``), whether it carries the loss."""
-    found: dict[int, tuple[bool, ...]] = {}
-    for scope, names in seeds.items():
-        if not isinstance(scope, FunctionScope):
-            continue
-        tainted = _taint(ctx, scope, scope.items, names, {})
-        for item in scope.items:
-            node = item.node
-            if not isinstance(node, ast.Return) or node.value is None:
-                continue
-            value = node.value
-            elements = value.elts if isinstance(value, ast.Tuple) else [value]
-            carried = tuple(_mentions(ctx, e, scope, tainted) for e in elements)
-            if any(carried):
-                found[id(scope)] = carried
-    return found
-
-
-def _taint(
-    ctx: FileContext,
-    scope: Scope,
-    items: Iterable[Item],
-    seeds: set[str],
-    returning: dict[int, tuple[bool, ...]],
-) -> set[str]:
-    """The names of ``scope`` that hold the local loss or a value made from it."""
-    tainted = set(seeds)
-    items = list(items)
-    for _ in range(2):  # twice: a loop can use a name above the line that fills it
-        for item in items:
-            node = item.node
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets: list[ast.expr] = (
-                    node.targets if isinstance(node, ast.Assign) else [node.target]
-                )
-                if node.value is None:
-                    continue
-                carried = _carried(ctx, node.value, scope, tainted, returning)
-                for target, carries in _pair(targets, carried):
-                    if carries:
-                        tainted |= _names(ctx, target)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("append", "extend", "insert")
-                and any(_mentions(ctx, a, scope, tainted, returning) for a in node.args)
-            ):
-                tainted |= _names(ctx, node.func.value)
-    return tainted
-
-
-def _carried(
-    ctx: FileContext,
-    value: ast.expr,
-    scope: Scope,
-    tainted: set[str],
-    returning: dict[int, tuple[bool, ...]],
-) -> tuple[bool, ...]:
-    """For a right-hand side: whether it (or each element a tuple target unpacks) carries
-    the loss."""
-    if isinstance(value, ast.Call):
-        called = _called_function(ctx, value, scope)
-        if called is not None and id(called) in returning:
-            return returning[id(called)]
-    return (_mentions(ctx, value, scope, tainted, returning),)
-
-
-def _pair(targets: list[ast.expr], carried: tuple[bool, ...]) -> list[tuple[ast.expr, bool]]:
-    out = []
-    for target in targets:
-        if isinstance(target, (ast.Tuple, ast.List)) and len(carried) == len(target.elts) > 1:
-            out += list(zip(target.elts, carried, strict=True))
-        elif len(carried) == 1:
-            out.append((target, carried[0]))
-    return out
-
-
-def _names(ctx: FileContext, target: ast.expr) -> set[str]:
-    if isinstance(target, ast.Name):
-        return {target.id}
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-        return {ctx.segment(target)}
-    if isinstance(target, ast.Subscript):  # running[0] += loss.item()
-        return _names(ctx, target.value)
-    return set()
-
-
-def _mentions(
-    ctx: FileContext,
-    expr: ast.expr,
-    scope: Scope,
-    tainted: set[str],
-    returning: dict[int, tuple[bool, ...]] | None = None,
-) -> bool:
-    """Whether ``expr`` evaluates to the local loss or a number made from it (a call of
-    a helper in ``returning`` gives it)."""
-
-    def carries(node: ast.expr) -> bool:
-        return _mentions(ctx, node, scope, tainted, returning)
-
-    if isinstance(expr, ast.Name):
-        return expr.id in tainted
-    if isinstance(expr, ast.Attribute):
-        return ctx.segment(expr) in tainted or carries(expr.value)
-    if isinstance(expr, ast.Call):
-        func = expr.func
-        if isinstance(func, ast.Attribute) and carries(func.value):
-            return True  # loss.item(), losses.mean()
-        if returning:
-            called = _called_function(ctx, expr, scope)
-            if called is not None and any(returning.get(id(called), ())):
-                return True
-        passing = (isinstance(func, ast.Name) and func.id in _PASSING_BUILTINS) or (
-            ctx.qualified_name(func, scope) in _PASSING_QUALIFIED
-        )
-        return passing and any(carries(a) for a in expr.args)
-    if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-        return any(carries(g.iter) for g in expr.generators)
-    if isinstance(expr, ast.Dict):
-        return any(carries(v) for v in expr.values if v is not None)
-    if isinstance(expr, ast.Lambda):
-        return False
-    return any(
-        carries(child) for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr)
-    )
-
-
 def _reduces(
     ctx: FileContext, scope: Scope, items: Iterable[Item], depth: int, seen: set[int]
 ) -> bool:
@@ -314,7 +136,7 @@ def _reduces(
             continue
         if _reducing_name(call):
             return True
-        called = _called_function(ctx, call, scope)
+        called = called_function(ctx, call, scope)
         if called is not None and depth < _MAX_DEPTH and id(called) not in seen:
             seen.add(id(called))
             if _reduces(ctx, called, called.items, depth + 1, seen):
@@ -351,7 +173,7 @@ def _rank_zero_logs(
             exit_line < item.line and (loop is None or loop in item.frames)
             for exit_line, loop in exits
         )
-        helper = _called_function(ctx, call, scope)
+        helper = called_function(ctx, call, scope)
         if not guarded and not (
             helper is not None and any(is_rank_zero(d) for d in helper.node.decorator_list)
         ):
@@ -410,7 +232,7 @@ def _logged(ctx: FileContext, call: ast.Call, scope: Scope, tainted: set[str]) -
     if not _is_log_call(ctx, call, scope):
         return None
     for argument in [*call.args, *(k.value for k in call.keywords)]:
-        if _mentions(ctx, argument, scope, tainted):
+        if carries(ctx, argument, scope, tainted):
             return _short(ctx, argument, scope, tainted)
     return None
 
@@ -434,7 +256,7 @@ def _short(ctx: FileContext, argument: ast.expr, scope: Scope, tainted: set[str]
     for node in ast.walk(argument):
         if (
             isinstance(node, (ast.Name, ast.Attribute, ast.Call))
-            and _mentions(ctx, node, scope, tainted)
+            and carries(ctx, node, scope, tainted)
             and len(ctx.segment(node)) < len(ctx.segment(best))
         ):
             best = node
@@ -466,24 +288,11 @@ def _logged_by_helper(
         if index < len(positional):
             passed[positional[index]] = argument
     passed.update({k.arg: k.value for k in call.keywords if k.arg is not None})
-    carrying = {name: v for name, v in passed.items() if _mentions(ctx, v, scope, tainted)}
+    carrying = {name: v for name, v in passed.items() if carries(ctx, v, scope, tainted)}
     if not carrying or _reduces(ctx, helper, helper.items, 1, set()):
         return None
-    inner = _taint(ctx, helper, helper.items, set(carrying), {})
+    inner = trail(ctx, helper, helper.items, set(carrying), {})
     for item in helper.items:
         if isinstance(item.node, ast.Call) and _logged(ctx, item.node, helper, inner) is not None:
             return _short(ctx, next(iter(carrying.values())), scope, tainted)
     return None
-
-
-def _called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
-    """The local function or method a call runs: ``f()``, ``self.f()``, or ``obj.f()`` on
-    an instance of a class of this file."""
-    found = ctx.resolve_local_call(call, scope)
-    if found is not None or not isinstance(call.func, ast.Attribute):
-        return found
-    type_name = ctx.instance_type(call.func.value, scope)
-    if type_name is None or not type_name.startswith("<local>."):
-        return None
-    cls = ctx.local_class(type_name[len("<local>.") :])
-    return cls.methods.get(call.func.attr) if cls is not None else None
