@@ -9,7 +9,10 @@ times the next ``--steps``, which is what every later stretch of a long run cost
 ratio is the median over rounds of the run's time over the bare run's, next to the same
 ratio for ``torch.autograd.detect_anomaly()``. Times are process CPU time, which time
 stolen by other processes on a shared machine does not inflate (torch runs one thread);
-the wall-clock ratio is printed beside it. Run with ``python benchmarks/bench_runtime.py``.
+the wall-clock ratio is printed beside it. The monitor's own time in its hooks (measured by
+the monitor itself, ``facts["monitor_time_s"]``) is printed as a share of each watched run
+and per optimizer step of that run: the direct cost, without the noise of the ratios. Run
+with ``python benchmarks/bench_runtime.py``.
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ class TinyTransformer(nn.Module):
         self.head = nn.Linear(width, 10)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.head(self.encoder(self.embed(tokens)).mean(dim=1))
+        scores: torch.Tensor = self.head(self.encoder(self.embed(tokens)).mean(dim=1))
+        return scores
 
 
 def transformer() -> tuple[nn.Module, Callable[[], tuple[Any, Any]], nn.Module]:
@@ -100,9 +104,9 @@ def timed(
     optimizer: torch.optim.Optimizer,
     steps: int,
     warmup: int,
-) -> tuple[float, float, float]:
-    """CPU time and wall time of ``steps`` steps in one mode, and the monitor's own share
-    of the whole watched run."""
+) -> tuple[float, float, float, float]:
+    """CPU time and wall time of ``steps`` steps in one mode, the monitor's own share of
+    the whole watched run, and its own time per optimizer step of that run (seconds)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # anomaly mode warns that it is on
         if mode in ("start", "steady"):
@@ -112,11 +116,13 @@ def timed(
                     run(model, batch, loss_fn, optimizer, warmup)
                 cpu, wall = _time(model, batch, loss_fn, optimizer, steps)
                 total = time.perf_counter() - begin
-            return cpu, wall, float(watched.report.facts["monitor_time_s"]) / total
+            own = float(watched.report.facts["monitor_time_s"])
+            watched_steps = steps + (warmup if mode == "steady" else 0)
+            return cpu, wall, own / total, own / watched_steps
         if mode == "anomaly":
             with torch.autograd.detect_anomaly():
-                return (*_time(model, batch, loss_fn, optimizer, steps), 0.0)
-        return (*_time(model, batch, loss_fn, optimizer, steps), 0.0)
+                return (*_time(model, batch, loss_fn, optimizer, steps), 0.0, 0.0)
+        return (*_time(model, batch, loss_fn, optimizer, steps), 0.0, 0.0)
 
 
 def _time(
@@ -132,7 +138,7 @@ def bench(name: str, factory: Any, steps: int, warmup: int, rounds: int) -> dict
     model, batch, loss_fn = factory()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     run(model, batch, loss_fn, optimizer, 10)  # warm up allocator and kernels
-    times: dict[str, list[tuple[float, float, float]]] = {
+    times: dict[str, list[tuple[float, float, float, float]]] = {
         "bare": [],
         "start": [],
         "steady": [],
@@ -155,11 +161,12 @@ def bench(name: str, factory: Any, steps: int, warmup: int, rounds: int) -> dict
         result[mode] = ratio(mode, 0)
         result[f"{mode}_wall"] = ratio(mode, 1)
         result[f"{mode}_own"] = statistics.median(t[2] for t in times[mode])
+        result[f"{mode}_us"] = statistics.median(t[3] for t in times[mode]) * 1e6
     print(
         f"{name:12s} step {step_ms:6.2f} ms   "
         + "   ".join(
             f"{mode} x{result[mode]:.3f} (wall x{result[f'{mode}_wall']:.3f}, "
-            f"in hooks {result[f'{mode}_own']:.1%})"
+            f"in hooks {result[f'{mode}_own']:.1%} = {result[f'{mode}_us']:.0f} us/step)"
             for mode in ("start", "steady")
         )
         + f"   detect_anomaly x{result['anomaly']:.2f}"

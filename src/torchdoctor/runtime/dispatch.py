@@ -94,7 +94,8 @@ class Dispatcher:
         entries = self.hooks.get(hook)
         if not entries:
             return
-        for detector, method in tuple(entries):
+        # No copy: disable() replaces a list rather than changing it during this loop.
+        for detector, method in entries:
             try:
                 method(argument)
             except Exception as error:  # noqa: BLE001 - isolate the detector's bug
@@ -123,8 +124,9 @@ class Dispatcher:
         if detector not in self.detectors:
             return
         self.detectors.remove(detector)
-        for entries in self.hooks.values():
-            entries[:] = [e for e in entries if e[0] is not detector]
+        for hook, entries in self.hooks.items():
+            # A new list, never an edit in place: a call() may be iterating over this one.
+            self.hooks[hook] = [e for e in entries if e[0] is not detector]
         codes = self._codes.get(id(detector), ())
         self._record(
             f"detector {detector.name}",

@@ -114,11 +114,13 @@ class StepStats:
         """Parameter norms and probe update norms (after ``step()``)."""
         torch = self._torch
         with torch.no_grad():
-            self._parts.append(norms(torch, list(self.info.params)))
+            tensors = list(self.info.params)
             if self.probes is not None and self.probes.views:
-                deltas = torch._foreach_sub(self.probes.views, self.probes.buffers)
-                self._parts.append(norms(torch, deltas))
-                self._parts.append(norms(torch, self.probes.buffers))
+                # One batch of norms, in the order decode() reads them: parameters, then
+                # the probes' updates, then the probes' values before the step.
+                tensors += torch._foreach_sub(self.probes.views, self.probes.buffers)
+                tensors += self.probes.buffers
+            self._parts.append(norms(torch, tensors))
 
     def vector(self) -> Any:
         """Everything measured, as one float32 vector on one device."""

@@ -15,7 +15,6 @@ Series (see :mod:`torchdoctor.report.html_plots` for how they are drawn): ``grad
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import time
 from typing import Any
@@ -29,6 +28,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.memory import statm_resident_bytes
 from torchdoctor.runtime.detectors.places import param_name
 
 __all__ = ["TrainingCurves", "module_group"]
@@ -131,12 +131,8 @@ class TrainingCurves(RuntimeDetector):
             import torch
 
             return float(torch.cuda.memory_allocated(device)) / 2**20
-        try:
-            with open("/proc/self/statm", encoding="ascii") as statm:
-                resident_pages = int(statm.read().split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-        return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        resident = statm_resident_bytes()  # a kept descriptor: no open() per sample
+        return resident / 2**20 if resident is not None else None
 
     def _step_times(self) -> None:
         for (_, before), (step, after) in zip(self._ends, self._ends[1:], strict=False):

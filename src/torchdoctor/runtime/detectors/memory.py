@@ -21,7 +21,7 @@ from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.cuda import SyncCounter, cuda_memory_facts
 from torchdoctor.runtime.detectors.base import OptimizerInfo, RuntimeDetector, StepEvent
 
-__all__ = ["MemoryGrowth", "fit_line", "resident_bytes"]
+__all__ = ["MemoryGrowth", "fit_line", "resident_bytes", "statm_resident_bytes"]
 
 MIB = 1024 * 1024
 _MIN_SAMPLES = 8
@@ -34,8 +34,9 @@ _SYNC_EVERY = 4  # count syncs during one step every this many sampled steps (CU
 _STATM: list[tuple[int, int]] = []
 
 
-def resident_bytes() -> int | None:
-    """Current resident memory of this process (peak RSS where "current" is unknown)."""
+def statm_resident_bytes() -> int | None:
+    """Current resident memory of this process from ``/proc/self/statm`` (Linux), read
+    through a kept file descriptor; ``None`` where it cannot be read."""
     try:
         pid = os.getpid()
         if _STATM and _STATM[0][0] != pid:
@@ -44,7 +45,14 @@ def resident_bytes() -> int | None:
             _STATM.append((pid, os.open("/proc/self/statm", os.O_RDONLY)))
         return int(os.pread(_STATM[0][1], 128, 0).split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError, AttributeError):
-        pass
+        return None
+
+
+def resident_bytes() -> int | None:
+    """Current resident memory of this process (peak RSS where "current" is unknown)."""
+    current = statm_resident_bytes()
+    if current is not None:
+        return current
     try:
         import resource
 

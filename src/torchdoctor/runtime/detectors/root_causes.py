@@ -159,8 +159,10 @@ class LossCutFromModel(RuntimeDetector):
         self._no_grad[event.model.label or event.model.class_name] = event.global_step
 
     def on_backward(self, event: BackwardEvent) -> None:
-        cut = self._cuts.setdefault(event.site, _Cut())
-        if cut.checked >= _CHECKS_PER_SITE:
+        cut = self._cuts.get(event.site)
+        if cut is None:
+            cut = self._cuts[event.site] = _Cut()
+        elif cut.checked >= _CHECKS_PER_SITE:
             return
         wanted = self._trainable()
         if not wanted:

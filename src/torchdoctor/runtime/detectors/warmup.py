@@ -28,6 +28,7 @@ from torchdoctor.runtime.detectors.schedules import schedulers_of
 __all__ = ["WarmupNeverEnds", "still_warming"]
 
 MIN_STEPS = 500
+_LOOKUP_STEP = MIN_STEPS // 2  # the optimizer step at which its schedulers are looked up
 _TAIL = 0.2  # the share of the last steps over which the rate must rise at every step
 _REACHED = 0.95  # a rate at this share of the base one has reached it
 _WARMUPS = frozenset(
@@ -83,14 +84,23 @@ class WarmupNeverEnds(RuntimeDetector):
         key = id(event.optimizer)
         lr = event.optimizer.optimizer.param_groups[0].get("lr")
         if isinstance(lr, (int, float)):
-            self._lrs.setdefault(key, array("d")).append(float(lr))
-        if event.step in (1, MIN_STEPS // 2):  # read while the schedulers are alive
-            self._warmups[key] = [
+            lrs = self._lrs.get(key)
+            if lrs is None:
+                lrs = self._lrs[key] = array("d")
+            lrs.append(float(lr))
+        warmups = self._warmups.get(key)
+        if warmups is None:
+            if event.step < _LOOKUP_STEP:
+                return
+            # Read once, half-way to the shortest run judged, while the schedulers are
+            # alive: a run too short to reach this step is never judged, and finding them
+            # walks every object of the process (gc), which costs milliseconds.
+            warmups = self._warmups[key] = [
                 _Warmup(weakref.ref(s), type(s).__name__, float(s.base_lrs[0]), _length(s))
                 for s in schedulers_of(event.optimizer.optimizer)
                 if type(s).__name__ in _WARMUPS and getattr(s, "base_lrs", None)
             ]
-        for warmup in self._warmups.get(key, ()):
+        for warmup in warmups:
             alive = warmup.scheduler()
             if alive is not None:
                 warmup.calls = int(getattr(alive, "last_epoch", 0))
