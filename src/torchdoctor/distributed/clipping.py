@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
+from types import GeneratorType
 from typing import Any
 
 from torchdoctor.distributed.tracking import Patches
@@ -60,15 +61,20 @@ class ClipNormFromLocalShard(RuntimeDetector):
     def _wrapper(self, original: Callable[..., Any]) -> Callable[..., Any]:
         patches = self._patches
 
-        def clip_grad_norm_(parameters: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if parameters is None:
-                parameters = kwargs.pop("parameters", None)
-            if not patches.live() or self._torch.is_tensor(parameters) or parameters is None:
+        def clip_grad_norm_(*args: Any, **kwargs: Any) -> Any:
+            if args:
+                parameters, args = args[0], args[1:]
+            elif "parameters" in kwargs:
+                parameters = kwargs.pop("parameters")
+            else:
+                return original(*args, **kwargs)  # torch says what is missing
+            if not patches.live() or self._torch.is_tensor(parameters):
                 return original(parameters, *args, **kwargs)
-            parameters = list(parameters)  # a generator is read once: keep it for torch
-            norm = original(parameters, *args, **kwargs)
+            listed = list(parameters)  # a generator is read once: torch gets a fresh one
+            given = (p for p in listed) if isinstance(parameters, GeneratorType) else listed
+            norm = original(given, *args, **kwargs)
             try:
-                self._clipped(parameters, norm)
+                self._clipped(listed, norm)
             except Exception as error:  # noqa: BLE001 - never break the user's call
                 patches.active = False
                 self._error = error
