@@ -187,6 +187,26 @@ def main(net, loader, optimizer):
     )
 
 
+def test_reducing_only_the_accuracy_is_flagged() -> None:
+    assert_marked(
+        _src("""
+def train(rank, loader, net, optimizer):
+    model = DDP(net)
+    correct = torch.zeros(())
+    for x, y in loader:
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits, y)
+        loss.backward()
+        optimizer.step()
+        correct += (logits.argmax(1) == y).sum()
+    dist.all_reduce(correct)
+    if rank == 0:
+        print(f"accuracy {correct.item()} loss {loss.item():.4f}")  # expect: TD815
+"""),
+        "TD815",
+    )
+
+
 # --- quiet --------------------------------------------------------------------------------
 
 
@@ -229,6 +249,26 @@ def train(rank, loader, net, optimizer):
     total = average_over_ranks(total)
     if rank == 0:
         print(f"loss {total:.4f}")
+"""),
+        "TD815",
+    )
+
+
+def test_reduction_of_a_tensor_filled_from_the_loss_is_quiet() -> None:
+    assert not lint_codes(
+        _src("""
+def train(rank, loader, net, optimizer):
+    model = DDP(net)
+    stats = torch.zeros(2)
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        stats[0] += loss.item() * len(y)
+        stats[1] += len(y)
+    dist.all_reduce(stats, op=dist.ReduceOp.SUM)
+    if rank == 0:
+        print(f"loss {stats[0] / stats[1]:.4f}")
 """),
         "TD815",
     )

@@ -93,7 +93,7 @@ class LocalLossLoggedAsGlobal(LintRule):
         reported: set[int] = set()
         for scope, items in module.bodies():
             tainted = trail(ctx, scope, items, seeds.get(scope, set()), returning)
-            if not tainted or _reduces(ctx, scope, items, 0, set()):
+            if not tainted or _reduces(ctx, scope, items, 0, set(), tainted):
                 continue
             for log in _rank_zero_logs(ctx, scope, items, tainted):
                 if id(log.call) not in reported:
@@ -127,14 +127,22 @@ def _data_parallel(ctx: FileContext, module: ModuleScope) -> bool:
 
 
 def _reduces(
-    ctx: FileContext, scope: Scope, items: Iterable[Item], depth: int, seen: set[int]
+    ctx: FileContext,
+    scope: Scope,
+    items: Iterable[Item],
+    depth: int,
+    seen: set[int],
+    tainted: set[str] | None = None,
 ) -> bool:
-    """Whether the function, or a helper of the file it calls, reduces across ranks."""
+    """Whether the function, or a helper of the file it calls, reduces across ranks. With
+    ``tainted``, a collective of the function itself counts only when it takes the loss
+    (or a value made from it), or takes nothing the rule can judge (``meter.sync()``):
+    an all-reduce of the accuracy alone does not make the logged loss global."""
     for item in items:
         call = item.node
         if not isinstance(call, ast.Call):
             continue
-        if _reducing_name(call):
+        if _reducing_name(call) and (tainted is None or _takes(ctx, call, scope, tainted)):
             return True
         called = called_function(ctx, call, scope)
         if called is not None and depth < _MAX_DEPTH and id(called) not in seen:
@@ -142,6 +150,14 @@ def _reduces(
             if _reduces(ctx, called, called.items, depth + 1, seen):
                 return True
     return False
+
+
+def _takes(ctx: FileContext, call: ast.Call, scope: Scope, tainted: set[str]) -> bool:
+    values = [*call.args, *(k.value for k in call.keywords)]
+    if isinstance(call.func, ast.Attribute):
+        values.append(call.func.value)
+    arguments = [*call.args, *call.keywords]
+    return not arguments or any(carries(ctx, v, scope, tainted) for v in values)
 
 
 def _reducing_name(call: ast.Call) -> bool:
