@@ -65,3 +65,23 @@ def test_torch_still_warns_about_an_empty_generator_and_errors_stay_torchs() -> 
         assert any("empty generator" in str(w.message) for w in caught)
         with pytest.raises(TypeError):
             torch.nn.utils.clip_grad_norm_()  # type: ignore[call-arg]
+
+
+def test_fsdp1_in_a_group_of_one_is_quiet() -> None:
+    """One rank holds every shard: torch's norm is the model's, so nothing to report."""
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with torchdoctor.watch() as watched:
+            torch.manual_seed(0)
+            model = FSDP(nn.Linear(4, 2), device_id=torch.device("cpu"))
+            model(torch.randn(3, 4)).sum().backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
+            assert float(norm) == pytest.approx(float(model.clip_grad_norm_(1e9)))
+    finally:
+        dist.destroy_process_group()
+    assert "TD814" not in watched.report.codes()
