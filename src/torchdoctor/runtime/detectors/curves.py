@@ -100,9 +100,11 @@ class TrainingCurves(RuntimeDetector):
             self.monitor.set_fact("series_steps", steps)
 
     def _add(self, name: str, step: float, value: float) -> None:
-        xs, ys = self._series.setdefault(name, ([], []))
-        xs.append(step)
-        ys.append(value)
+        series = self._series.get(name)
+        if series is None:
+            series = self._series[name] = ([], [])
+        series[0].append(step)
+        series[1].append(value)
 
     def _group_norms(self, sample: StepSample) -> dict[str, float]:
         info = sample.optimizer
@@ -114,8 +116,10 @@ class TrainingCurves(RuntimeDetector):
             if len(set(groups)) > MAX_GROUPS:
                 keep = set(list(dict.fromkeys(groups))[:MAX_GROUPS])
                 groups = [g if g in keep else "" for g in groups]
+            if len(set(groups) - {""}) < 2:
+                groups = []  # one group: its curve is grad_norm itself
             self._groups[id(info)] = groups
-        if len(set(groups) - {""}) < 2:
+        if not groups:
             return {}
         squares: dict[str, float] = {}
         for group, norm in zip(groups, sample.grad_norms, strict=False):

@@ -91,7 +91,9 @@ class FrozenModuleUpdating(RuntimeDetector):
                 if key in self._trainable:
                     continue
                 self._models[id(model)] = model
-                part = self._parts.setdefault(key, _Part())
+                part = self._parts.get(key)
+                if part is None:
+                    part = self._parts[key] = _Part()
                 part.training = part.training or module.training
                 counts = (
                     torch.stack(

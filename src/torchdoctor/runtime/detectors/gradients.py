@@ -142,7 +142,9 @@ class GradsNeverCleared(RuntimeDetector):
         touched = [i for i, p in enumerate(params) if not _unchanged(window.marks[i], p.grad)]
         if not touched:
             return  # no backward pass reached this optimizer's parameters
-        tally = self._tally.setdefault(id(event.optimizer), _Tally())
+        tally = self._tally.get(id(event.optimizer))
+        if tally is None:
+            tally = self._tally[id(event.optimizer)] = _Tally()
         if tally.site is None:
             tally.site = self.monitor.user_site()
         checked = {i for indices, _ in window.checks for i in indices}
@@ -173,7 +175,9 @@ class GradsNeverCleared(RuntimeDetector):
         self.monitor.defer(vector, verdict)
 
     def on_sample(self, sample: StepSample) -> None:
-        tally = self._tally.setdefault(id(sample.optimizer), _Tally())
+        tally = self._tally.get(id(sample.optimizer))
+        if tally is None:
+            tally = self._tally[id(sample.optimizer)] = _Tally()
         norms = [n * n for n in sample.grad_norms if n is not None]
         if norms:
             tally.norms.append((sample.step, sum(norms) ** 0.5))

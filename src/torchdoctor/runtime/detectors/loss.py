@@ -71,7 +71,9 @@ class LossDynamics(RuntimeDetector):
     def on_losses(self, losses: Sequence[LossValue]) -> None:
         for loss in losses:
             if math.isfinite(loss.value):
-                curve = self._curves.setdefault(loss.site, _Curve())
+                curve = self._curves.get(loss.site)
+                if curve is None:
+                    curve = self._curves[loss.site] = _Curve()
                 curve.values.append(loss.value)
                 curve.steps.append(loss.global_step)
 

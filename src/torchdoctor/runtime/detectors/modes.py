@@ -84,7 +84,9 @@ class TrainInEvalMode(RuntimeDetector):
             sensitive = self._sensitive.get(id(model))
             if not sensitive:
                 continue
-            modes = self._modes.setdefault(id(model), _Modes())
+            modes = self._modes.get(id(model))
+            if modes is None:
+                modes = self._modes[id(model)] = _Modes()
             in_eval = [(p, m) for p, m in sensitive if not m.training]
             if model.inner.training or not in_eval:
                 modes.train_steps += 1
@@ -173,7 +175,9 @@ class EvalInTrainMode(RuntimeDetector):
             return
         if not any(m.training for _, m in sensitive) or _recalibrating(sensitive):
             return
-        episode = self._current.setdefault(id(model), _Episode())
+        episode = self._current.get(id(model))
+        if episode is None:
+            episode = self._current[id(model)] = _Episode()
         if episode.calls == 0:
             episode.site = self.monitor.user_site()
             episode.active = [(p, m) for p, m in sensitive if m.training]

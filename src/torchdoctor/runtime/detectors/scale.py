@@ -93,7 +93,9 @@ class GradientScale(RuntimeDetector):
 
     def on_sample(self, sample: StepSample) -> None:
         info = sample.optimizer
-        history = self._history.setdefault(id(info), _History(info))
+        history = self._history.get(id(info))
+        if history is None:
+            history = self._history[id(info)] = _History(info)
         norms = sample.grad_norms
         finite = [n for n in norms if n is not None and math.isfinite(n)]
         if not finite or len(finite) != len([n for n in norms if n is not None]):
