@@ -120,8 +120,10 @@ def test_the_seeding_leaves_the_global_generators_as_they_were() -> None:
     np.random.seed(123)
     random.seed(123)
     numpy_before, random_before = np.random.get_state(), random.getstate()
+    model = Augmented("global-numpy")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     torch_before = torch.get_rng_state()
-    _run(Augmented("global-numpy"))
+    check(model, _batch(), nn.CrossEntropyLoss(), optimizer, select=["TD907"])
     numpy_after = np.random.get_state()
     assert numpy_before[0] == numpy_after[0] and (numpy_before[1] == numpy_after[1]).all()
     assert random.getstate() == random_before
