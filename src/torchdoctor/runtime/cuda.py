@@ -57,8 +57,11 @@ class SyncCounter:
         self.count = 0
         self._previous_mode = torch.cuda.get_sync_debug_mode()
         self._filter = ("always", re.compile(re.escape(_SYNC_MESSAGE)), Warning, None, 0)
+        # The filter list is read at every warning, so the new filter works at once. The
+        # "already shown" registries are left valid on purpose (no ``_filters_mutated()``):
+        # invalidating them would show the user's own warnings a second time. An "always"
+        # filter never writes those registries, so removing it leaves nothing behind.
         warnings.filters.insert(0, self._filter)  # type: ignore[attr-defined]
-        _filters_mutated()
         previous = self._previous_show = warnings.showwarning
 
         def showwarning(
@@ -85,15 +88,7 @@ class SyncCounter:
         self._torch.cuda.set_sync_debug_mode(self._previous_mode)
         with contextlib.suppress(ValueError):  # the user reset the filters meanwhile
             warnings.filters.remove(self._filter)  # type: ignore[attr-defined]
-        _filters_mutated()
         if warnings.showwarning is self._ours:
             warnings.showwarning = self._previous_show
         self._filter = None
         self.windows.append(self.count)
-
-
-def _filters_mutated() -> None:
-    # Invalidate the per-module "already warned" caches after editing the filter list.
-    mutated = getattr(warnings, "_filters_mutated", None)
-    if mutated is not None:
-        mutated()
