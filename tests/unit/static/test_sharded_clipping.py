@@ -116,6 +116,24 @@ class Trainer:
     )
 
 
+def test_fsdp_wrap_on_one_branch_is_flagged() -> None:
+    assert_marked(
+        _src("""
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(args, model, loss, optimizer):
+    if args.fsdp:
+        model = FSDP(model, use_orig_params=True)
+    else:
+        model = DDP(model)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)  # expect: TD814
+    optimizer.step()
+"""),
+        "TD814",
+    )
+
+
 # --- quiet --------------------------------------------------------------------------------
 
 
@@ -199,6 +217,29 @@ def clip(model):
 def main(net):
     clip(net)
     clip(FSDP(net, sharding_strategy=ShardingStrategy.NO_SHARD))
+"""),
+        "TD814",
+    )
+
+
+def test_branches_that_never_shard_are_quiet() -> None:
+    assert not lint_codes(
+        _src("""
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(args, model, loss):
+    if args.ddp:
+        model = DDP(model)
+    else:
+        model = FSDP(model, sharding_strategy=ShardingStrategy.NO_SHARD)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+
+def evaluate_copy(net, loss):
+    model = FSDP(net)
+    model = build_plain_copy(net)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
 """),
         "TD814",
     )

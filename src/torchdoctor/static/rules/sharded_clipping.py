@@ -18,7 +18,7 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.bindings import BindingKind
-from torchdoctor.static.context import Scope
+from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.model_outputs import passed_values
 from torchdoctor.static.structure import ModuleScope
@@ -88,13 +88,17 @@ class ClipNormFromLocalShard(LintRule):
         return None
 
     def _wrapped_before(self, model: ast.expr, scope: Scope, line: int) -> ast.Call | None:
-        """A sharding ``FSDP(net)`` of the inner module itself, earlier in the same function
-        (or, for ``self.net``, in ``__init__``): after the wrap, ``net.parameters()`` are
-        the local shards too (the flat parameter, or views of the shard)."""
+        """A sharding ``FSDP(...)`` earlier in the same function (or, for ``self.x``, in
+        ``__init__``) that wraps the clipped module itself (after ``FSDP(net)``,
+        ``net.parameters()`` are the local shards too: the flat parameter, or views of
+        the shard), or that is assigned to its name on one branch (``if args.fsdp: model =
+        FSDP(model)`` ``else: model = DDP(model)``)."""
         ctx = self.ctx
         text = ctx.segment(model)
         if not isinstance(model, (ast.Name, ast.Attribute)):
             return None
+        # an assignment counts only when the value at the clip is undecided (branches)
+        undecided = constructor_of(ctx, model, scope) is None
         for wrap_scope, items in ctx.module.bodies():
             same = wrap_scope is scope
             in_init = (
@@ -108,12 +112,10 @@ class ClipNormFromLocalShard(LintRule):
             if not (same or in_init):
                 continue
             for item in items:
-                call = item.node
+                call = _wrap_of(ctx, item.node, text, undecided)
                 if (
-                    isinstance(call, ast.Call)
+                    call is not None
                     and (in_init or item.line < line)
-                    and call.args
-                    and ctx.segment(call.args[0]) == text
                     and ctx.is_call_to(call, *FSDP1, scope=wrap_scope)
                     and self._shards(call, wrap_scope)
                 ):
@@ -167,6 +169,21 @@ class ClipNormFromLocalShard(LintRule):
             evidence={"wrap_line": wrap.lineno},
             fix=fix,
         )
+
+
+def _wrap_of(ctx: FileContext, node: ast.AST, text: str, assigned: bool) -> ast.Call | None:
+    """The call of ``FSDP(text)``, or (with ``assigned``) of ``text = <call>``."""
+    if isinstance(node, ast.Call) and node.args and ctx.segment(node.args[0]) == text:
+        return node
+    if (
+        assigned
+        and isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.value, ast.Call)
+        and ctx.segment(node.targets[0]) == text
+    ):
+        return node.value
+    return None
 
 
 def _first_argument(call: ast.Call) -> ast.expr | None:
