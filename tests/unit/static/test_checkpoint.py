@@ -74,6 +74,31 @@ def test_severity_follows_whether_the_program_runs_several_processes() -> None:
     assert ddp.severity is Severity.WARNING and "every rank" in ddp.message
 
 
+def test_a_default_chosen_beside_a_mapped_branch_is_info_and_says_so() -> None:
+    # The author maps the load where a GPU is named and keeps the default where none is:
+    # a deliberate choice, worth a note, not a warning. Two loads in a row are not a choice.
+    chosen = GPU + (
+        'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
+        "def resume(args, model):\n"
+        "    if args.gpu is None:\n"
+        "        checkpoint = torch.load(args.resume)\n"
+        "    else:\n"
+        '        checkpoint = torch.load(args.resume, map_location=f"cuda:{args.gpu}")\n'
+        '    model.load_state_dict(checkpoint["state_dict"])\n'
+    )
+    sequential = GPU + (
+        'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
+        "def resume(args, model):\n"
+        '    extra = torch.load(args.extra, map_location="cpu")\n'
+        "    checkpoint = torch.load(args.resume)\n"
+        '    model.load_state_dict(checkpoint["state_dict"])\n'
+    )
+    (note,) = lint_findings(chosen, "TD901")
+    assert note.severity is Severity.INFO and "the other branch, line" in note.message
+    (warned,) = lint_findings(sequential, "TD901")
+    assert warned.severity is Severity.WARNING and "other branch" not in warned.message
+
+
 def test_map_location_given_in_any_form_is_quiet() -> None:
     source = GPU + (
         'a = torch.load(p, map_location="cpu")\nb = torch.load(p, device)\n'

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.calls import keyword
@@ -123,7 +124,26 @@ class LoadWithoutMapLocation(LintRule):
     def leave_module(self, module: object) -> None:
         for call, scope in self._loads:
             if self._holds_a_checkpoint(call, scope):
-                self._report(call)
+                self._report(call, self._mapped_on_the_other_branch(call, scope))
+
+    def _mapped_on_the_other_branch(self, call: ast.Call, scope: FunctionScope | None) -> int:
+        """The line of a ``torch.load(..., map_location=...)`` on the other side of an
+        ``if`` around ``call`` (``if args.gpu is None: load(p) else: load(p,
+        map_location=loc)``), or 0: there the author chose the default deliberately."""
+        items = scope.items if scope is not None else self.ctx.module.items
+        mine = next((item for item in items if item.node is call), None)
+        if mine is None:
+            return 0
+        for item in items:
+            node = item.node
+            if (
+                isinstance(node, ast.Call)
+                and keyword(node, "map_location")
+                and self.ctx.is_call_to(node, "torch.load")
+                and exclusive(self.ctx, mine, item)
+            ):
+                return node.lineno
+        return 0
 
     def _holds_a_checkpoint(self, call: ast.Call, scope: FunctionScope | None) -> bool:
         """The load restores a model (its result goes to ``load_state_dict``), or its
@@ -148,7 +168,7 @@ class LoadWithoutMapLocation(LintRule):
             for item in items
         )
 
-    def _report(self, node: ast.Call) -> None:
+    def _report(self, node: ast.Call, mapped_elsewhere: int) -> None:
         ctx = self.ctx
         edit = append_argument(ctx, node, 'map_location="cpu"')
         fix = (
@@ -159,6 +179,12 @@ class LoadWithoutMapLocation(LintRule):
         # Several processes on one machine make the silent failure (every rank's copy on
         # cuda:0) a warning; otherwise the load can only fail loudly on another machine.
         ranks = any(word in ctx.source for word in _MULTI_PROCESS_WORDS)
+        chosen = (
+            f" (the other branch, line {mapped_elsewhere}, passes one: this default looks "
+            "chosen, so check it holds on every machine this branch runs on)"
+            if mapped_elsewhere
+            else ""
+        )
         self.report(
             node,
             f"`torch.load({ctx.segment(node.args[0])})` at line {node.lineno} has no "
@@ -171,12 +197,13 @@ class LoadWithoutMapLocation(LintRule):
                 if ranks
                 else ', so the load fails on a machine without that GPU ("Attempting to '
                 'deserialize object on a CUDA device")'
-            ),
+            )
+            + chosen,
             fix_hint='Pass `map_location="cpu"` (then move the model with `.to(device)`), '
             "or `map_location=device` for the process's own device.",
             confidence=Confidence.MEDIUM,
             fix=fix,
-            severity=None if ranks else Severity.INFO,
+            severity=None if ranks and not mapped_elsewhere else Severity.INFO,
         )
 
 
