@@ -86,9 +86,7 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
     findings: list[Finding] = []
     present: dict[str, bool] = {}
     active: list[tuple[RuleSpec, LintRule]] = []
-    for spec in rule_specs():
-        if not wanted(spec.codes, selection):
-            continue
+    for spec in _enabled(selection):
         requires = spec.cls.requires
         if requires and not any(_contains(ctx.source, token, present) for token in requires):
             continue
@@ -108,6 +106,22 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
             walker.subscribe_leave(hook, guard.wrap(spec, rule, getattr(rule, hook)))
     walker.walk()
     return selected(findings, selection)
+
+
+# The rules a selection enables, for the last (rule list, selection) asked: every file of
+# a run asks the same question, and answering it costs a prefix match per code and rule.
+_ENABLED: tuple[list[RuleSpec], Selection, tuple[RuleSpec, ...]] | None = None
+
+
+def _enabled(selection: Selection) -> tuple[RuleSpec, ...]:
+    global _ENABLED
+    specs = rule_specs()
+    last = _ENABLED
+    if last is not None and last[0] is specs and last[1] == selection:
+        return last[2]
+    enabled = tuple(spec for spec in specs if wanted(spec.codes, selection))
+    _ENABLED = (specs, selection, enabled)
+    return enabled
 
 
 def _contains(source: str, token: str, memo: dict[str, bool]) -> bool:

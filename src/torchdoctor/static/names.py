@@ -73,11 +73,16 @@ class NameResolver(SourceText):
         self._attributes: dict[ast.AST, dict[str, list[tuple[Binding, ast.AST]]]] = {}
         self._aliases: dict[tuple[int, int], str | None] = {}
         self._callers: dict[int, list[tuple[Scope, Item]]] | None = None
+        # Import statements recorded so far: with the counts of functions and classes,
+        # what changes the answers of name resolution while the walk goes on.
+        self.import_count = 0
+        self._alias_names: frozenset[str] | None = None
 
     # --- imports and qualified names ------------------------------------------------------
 
     def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
         """Record the names an import statement binds (called by the engine)."""
+        self.import_count += 1
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -142,6 +147,11 @@ class NameResolver(SourceText):
 
     def _alias_root(self, name: ast.Name, scope: ScopeArg, depth: int) -> str | None:
         """The qualified name a local alias stands for (``Adam = torch.optim.Adam``)."""
+        aliases = self._alias_names
+        if aliases is None:
+            aliases = self._alias_names = _alias_names(self.tree)
+        if name.id not in aliases:
+            return None  # never assigned a name or an attribute: no alias (most names)
         found = self.lookup(name, scope)
         if found is None:
             return None
@@ -320,6 +330,43 @@ class NameResolver(SourceText):
                             sites.setdefault(id(callee), []).append((scope, item))
             self._callers = sites
         return self._callers.get(id(function), [])
+
+
+def _alias_names(tree: ast.Module) -> frozenset[str]:
+    """Every name an assignment anywhere in the file binds to a name or an attribute
+    (``Adam = optim.Adam``, ``a, b = x, y.z``): the only names that can be aliases (an
+    ``ASSIGN`` binding of such a value, see :mod:`~torchdoctor.static.bindings`). One pass
+    over the statements, cheaper than the binding tables of every function it spares."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        statement = stack.pop()
+        cls = statement.__class__
+        if cls is ast.Assign:
+            for target in statement.targets:  # type: ignore[attr-defined]
+                _add_alias_targets(target, statement.value, names)  # type: ignore[attr-defined]
+        elif cls is ast.AnnAssign:
+            _add_alias_targets(statement.target, statement.value, names)  # type: ignore[attr-defined]
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(statement, field, None)
+            if block.__class__ is list:
+                stack.extend(block)
+    return frozenset(names)
+
+
+def _add_alias_targets(target: ast.expr, value: ast.expr | None, names: set[str]) -> None:
+    """The names ``target = value`` binds to a name or an attribute (as
+    :func:`~torchdoctor.static.bindings.scope_bindings` pairs them)."""
+    if isinstance(target, ast.Name):
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            names.add(target.id)
+    elif (
+        isinstance(target, (ast.Tuple, ast.List))
+        and isinstance(value, (ast.Tuple, ast.List))
+        and len(value.elts) == len(target.elts)
+    ):
+        for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
+            _add_alias_targets(sub_target, sub_value, names)
 
 
 def _returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:

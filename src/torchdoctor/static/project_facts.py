@@ -188,20 +188,48 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
     statements only, never their expressions (cheap next to a full walk)."""
     out: list[ast.stmt] = []
     stack = list(reversed(body))
+    blocks_of = _BLOCKS
     while stack:
         statement = stack.pop()
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        cls = statement.__class__
+        blocks = blocks_of.get(cls)
+        if blocks is None:
+            blocks = _blocks(cls)
+        if blocks is _DEFINITION:
             continue
         out.append(statement)
-        for block_name in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, block_name, None)
-            if inner:
-                stack.extend(reversed(inner))
-        for handler in getattr(statement, "handlers", ()):
-            stack.extend(reversed(handler.body))
-        for case in getattr(statement, "cases", ()):
-            stack.extend(reversed(case.body))
+        if blocks:
+            body_fields, has_handlers, has_cases = blocks
+            for block_name in body_fields:
+                inner = getattr(statement, block_name, None)
+                if inner:
+                    stack.extend(reversed(inner))
+            if has_handlers:
+                for handler in statement.handlers:  # type: ignore[attr-defined]
+                    stack.extend(reversed(handler.body))
+            if has_cases:
+                for case in statement.cases:  # type: ignore[attr-defined]
+                    stack.extend(reversed(case.body))
     return out
+
+
+# Per statement class, where :func:`_statements` finds nested statements: the block
+# fields among body/orelse/finalbody, whether it has except handlers, match cases; ``()``
+# for none; :data:`_DEFINITION` for a nested definition (skipped with its body).
+_DEFINITION: tuple[tuple[str, ...], bool, bool] = ((), False, False)
+_BLOCKS: dict[type, tuple[tuple[str, ...], bool, bool] | tuple[()]] = {
+    ast.FunctionDef: _DEFINITION,
+    ast.AsyncFunctionDef: _DEFINITION,
+    ast.ClassDef: _DEFINITION,
+}
+
+
+def _blocks(cls: type) -> tuple[tuple[str, ...], bool, bool] | tuple[()]:
+    fields = getattr(cls, "_fields", ())
+    body_fields = tuple(f for f in ("body", "orelse", "finalbody") if f in fields)
+    found = (body_fields, "handlers" in fields, "cases" in fields)
+    _BLOCKS[cls] = found if any(found) else ()
+    return _BLOCKS[cls]
 
 
 # Methods that collect layers built in their arguments: layers.append(nn.BatchNorm2d(c)).
@@ -238,28 +266,40 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
         return training
     if cls is ast.Attribute:
         return bool(expr.attr == "training")  # type: ignore[attr-defined]
-    if cls in (
-        ast.List,
-        ast.Tuple,
-        ast.Starred,
-        ast.BinOp,
-        ast.BoolOp,
-        ast.UnaryOp,
-        ast.IfExp,
-        ast.Compare,
-        ast.ListComp,
-        ast.GeneratorExp,
-    ):
+    if cls in _NESTED:
         training = False
-        for child in ast.iter_child_nodes(expr):
-            training = _calls(child, namer, out, depth + 1) or training
+        for field in _NESTED[cls]:
+            value = getattr(expr, field)
+            for child in value if value.__class__ is list else (value,):
+                training = _calls(child, namer, out, depth + 1) or training
         return training
     return False
 
 
+# The fields of the containers :func:`_calls` looks into that can hold a call or a
+# ``.training`` read; the others (operators, contexts, comprehension clauses) never do.
+_NESTED: dict[type, tuple[str, ...]] = {
+    ast.List: ("elts",),
+    ast.Tuple: ("elts",),
+    ast.Starred: ("value",),
+    ast.BinOp: ("left", "right"),
+    ast.BoolOp: ("values",),
+    ast.UnaryOp: ("operand",),
+    ast.IfExp: ("test", "body", "orelse"),
+    ast.Compare: ("left", "comparators"),
+    ast.ListComp: ("elt",),
+    ast.GeneratorExp: ("elt",),
+}
+
+
 def _statement_calls(statement: ast.stmt, namer: _Namer, out: set[str]) -> bool:
     training = False
-    for part in ("value", "test", "iter", "items"):
+    cls = statement.__class__
+    parts = _PARTS.get(cls)
+    if parts is None:
+        fields = getattr(cls, "_fields", ())
+        parts = _PARTS[cls] = tuple(p for p in ("value", "test", "iter", "items") if p in fields)
+    for part in parts:
         value = getattr(statement, part, None)
         if isinstance(value, list):
             for item in value:
@@ -267,6 +307,10 @@ def _statement_calls(statement: ast.stmt, namer: _Namer, out: set[str]) -> bool:
         elif isinstance(value, ast.AST):
             training = _calls(value, namer, out) or training
     return training
+
+
+# Per statement class, which of value/test/iter/items it has (read by _statement_calls).
+_PARTS: dict[type, tuple[str, ...]] = {}
 
 
 def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:

@@ -68,25 +68,42 @@ class SourceText:
         Same result as ``ast.get_source_segment``, which splits the whole file on every
         call (quadratic when rules ask often on large files); the split is done once here.
         """
-        positions = [
-            getattr(node, name, None)
-            for name in ("lineno", "end_lineno", "col_offset", "end_col_offset")
-        ]
-        if any(value is None for value in positions):
+        first: int | None = getattr(node, "lineno", None)
+        last: int | None = getattr(node, "end_lineno", None)
+        start: int | None = getattr(node, "col_offset", None)
+        end: int | None = getattr(node, "end_col_offset", None)
+        if first is None or last is None or start is None or end is None:
             return ""
-        first, last, start, end = (int(value) for value in positions)  # type: ignore[arg-type]
         first, last = first - 1, last - 1
+        lines = self._lines_with_ends()
+        if not 0 <= first <= last < len(lines):
+            return ""
+        if first == last:
+            line = lines[first]
+            if line.isascii():  # columns count bytes, which are characters here
+                return line[start:end]
+            return line.encode()[start:end].decode(errors="replace")
+        head = lines[first].encode()[start:].decode(errors="replace")
+        tail = lines[last].encode()[:end].decode(errors="replace")
+        return "".join([head, *lines[first + 1 : last], tail])
+
+    def may_contain(self, node: ast.AST, text: str) -> bool:
+        """``False`` when :meth:`segment` of ``node`` certainly does not contain ``text``
+        (a string without line ends): none of the node's lines does. Cheaper than the
+        segment itself, for a pre-check."""
+        first = getattr(node, "lineno", None)
+        last = getattr(node, "end_lineno", None)
+        if first is None or last is None:
+            return True
+        lines = self._lines_with_ends()
+        return any(text in line for line in lines[max(first - 1, 0) : last])
+
+    def _lines_with_ends(self) -> list[str]:
         lines = self._source_lines
         if lines is None:
             found: list[str] = _SOURCE_LINE.findall(self.source)
             lines = self._source_lines = found
-        if not 0 <= first <= last < len(lines):
-            return ""
-        if first == last:
-            return lines[first].encode()[start:end].decode(errors="replace")
-        head = lines[first].encode()[start:].decode(errors="replace")
-        tail = lines[last].encode()[:end].decode(errors="replace")
-        return "".join([head, *lines[first + 1 : last], tail])
+        return lines
 
     def replace(self, node: ast.AST, text: str) -> Edit:
         """An edit that replaces the node's text with ``text``."""

@@ -100,7 +100,34 @@ def _events(ctx: FileContext, items: Iterable[Item], scope: Scope) -> list[Event
 
 
 def classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
-    """What one recorded item does, or ``None`` when it is nothing lint tracks."""
+    """What one recorded item does, or ``None`` when it is nothing lint tracks.
+
+    Memoised per file: an item of a nested loop is classified for each loop around it,
+    and by several rules. The key holds everything the answer reads that can change
+    during the walk (the imports, functions and classes recorded so far, the function
+    being walked), so a repeated question gets the answer it would have computed.
+    """
+    key = (
+        "classify",
+        id(item),
+        id(scope),
+        id(ctx.function),
+        ctx.import_count,
+        len(ctx.module.functions),
+        len(ctx.module.classes),
+    )
+    memo = ctx.memo
+    cached = memo.get(key)
+    if cached is not None:
+        return cached[1]  # type: ignore[index, no-any-return]
+    event = _classify(ctx, item, scope)
+    # The item is kept with its answer: an item made for one question (not recorded by
+    # the walk) cannot be freed and its id given to another while the key names it.
+    memo[key] = (item, event, scope, ctx.function)
+    return event
+
+
+def _classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
     node = item.node
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

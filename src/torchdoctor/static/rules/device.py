@@ -77,17 +77,33 @@ class LegacyConstructor(LintRule):
         """``w = nn.Parameter(torch.Tensor(n, m))`` followed, in the same block, by
         ``nn.init.xavier_normal_(w)`` (or ``w.data.uniform_()``, or a method of the class
         that does so): the memory is initialised before anyone reads it."""
-        if not isinstance(target, (ast.Name, ast.Attribute)) or "Tensor" not in self.ctx.segment(
-            value
+        if (
+            not isinstance(target, (ast.Name, ast.Attribute))
+            or not self.ctx.may_contain(value, "Tensor")
+            or "Tensor" not in self.ctx.segment(value)
         ):
             return
-        calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+        # Only the ids of calls visit_call may report as legacy constructors are ever
+        # looked up in ``_filled``; without one, the statements after need no reading.
+        calls = [n for n in ast.walk(value) if n.__class__ is ast.Call and self._may_be_legacy(n)]
         if not calls:
             return
         text = self.ctx.segment(target)
         later = _following(self.ctx, statement)[:12]
         if any(_initialises(self.ctx, s, text, 0) for s in later):
             self._filled.update(id(c) for c in calls)
+
+    def _may_be_legacy(self, call: ast.Call) -> bool:
+        """Whether :meth:`visit_call` can run on ``call`` and take it for a legacy
+        constructor (a superset: an attribute of a legacy name, or any plain name the
+        call dispatch can reach, directly or through an import)."""
+        func = call.func
+        if func.__class__ is ast.Attribute:
+            return func.attr in _LEGACY
+        if func.__class__ is ast.Name:
+            name = func.id
+            return name in self.call_names or name in self.ctx.imports
+        return False
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx

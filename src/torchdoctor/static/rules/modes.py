@@ -135,6 +135,8 @@ class TrainInEvalMode(LintRule):
     requires = ("eval",)
 
     def leave_module(self, module: ModuleScope) -> None:
+        if not _sets_eval_mode(module):
+            return  # no action can be an eval(): nothing to find (most files)
         reported: set[int] = set()
         for loop in module.all_loops:
             self._check(loop, reported)
@@ -218,6 +220,20 @@ class TrainInEvalMode(LintRule):
             return None
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
         return Fix(f"Call `{model}.train()` at the top of the loop", (edit,), Applicability.UNSAFE)
+
+
+def _sets_eval_mode(module: ModuleScope) -> bool:
+    """Whether any call of the file may put a model in eval mode: ``x.eval()`` or
+    ``x.train(...)``, the only calls classified as one (every call is an item of the
+    module or of a function, and :func:`expand` reads nothing else)."""
+    for _, items in module.bodies():
+        for item in items:
+            node = item.node
+            if node.__class__ is ast.Call:
+                func = node.func
+                if func.__class__ is ast.Attribute and func.attr in ("eval", "train"):
+                    return True
+    return False
 
 
 def _trains(actions: list[Action], index: int) -> bool:

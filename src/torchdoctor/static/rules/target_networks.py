@@ -34,6 +34,18 @@ class _Target:
     how: str
 
 
+def _may_call_averaged_model(value: ast.expr) -> bool:
+    """Whether ``value`` may be a call of ``AveragedModel``: a call of a plain name (an
+    import or alias can rename it) or of an attribute ending in that name (a qualified
+    name keeps its last part)."""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Attribute):
+        return func.attr == _COPIES[1].rpartition(".")[2]
+    return isinstance(func, ast.Name)
+
+
 @detector("TD222", depth=Depth.LINT)
 class TargetNetworkNotDetached(LintRule):
     """The output of a target network flows into a backward() with its graph."""
@@ -85,6 +97,8 @@ class TargetNetworkNotDetached(LintRule):
         ctx = self.ctx
         name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
         named = bool(set(torchapi.name_tokens(name)) & _TARGET_WORDS)
+        if not named and not _may_call_averaged_model(value):
+            return None  # unnamed, only an AveragedModel(...) counts (most assignments)
         if isinstance(value, ast.Call) and ctx.is_call_to(value, *_COPIES, scope=scope):
             averaged = ctx.is_call_to(value, _COPIES[1], scope=scope)
             if (
