@@ -235,7 +235,13 @@ class EventHandlers:
             self._guard(self._begin_step, "the optimizer step pre-hook", optimizer, closure)
 
     def _begin_step(self, optimizer: Any, closure: bool) -> None:
-        state = self._state_for(optimizer)
+        state = self._states.get(id(optimizer))
+        if (
+            state is None
+            or state.info.optimizer is not optimizer
+            or len(optimizer.param_groups) != state.groups
+        ):
+            state = self._state_for(optimizer)
         state.steps += 1
         sampled = self.m.sampler.should_sample(state)
         event = StepEvent(
@@ -292,7 +298,9 @@ class EventHandlers:
             self._end_discovery()
         now = time.perf_counter()
         self.m.sampler.step_finished(now)
-        self.m.status.update(now, self.global_step, self.losses.last, len(self.m.dispatch.findings))
+        status = self.m.status
+        if status.enabled:  # off unless stderr is a terminal: skip gathering its numbers
+            status.update(now, self.global_step, self.losses.last, len(self.m.dispatch.findings))
 
     def _batch(self, iterator: Any, wait: float, first: bool) -> None:
         if self.m.enabled:
