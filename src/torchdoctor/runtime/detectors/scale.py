@@ -16,6 +16,9 @@ fall; larger ones never: with Adam-style optimizers tiny gradients still give up
 normal size, so the attention query/key weights of a freshly initialised transformer
 (tiny gradients while attention is near uniform) are not reported. Where no update was
 measured, the loss decides alone. TD216 is not reported while the loss clearly falls.
+The loss is the optimizer's own: with several optimizers (a GAN's discriminator and
+generator), each is judged by the losses whose gradients its steps consumed
+(:mod:`~torchdoctor.runtime.detectors.owners`), never by a mix of both curves.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import (
+    BackwardEvent,
     CallSite,
     LossValue,
     OptimizerInfo,
@@ -37,6 +41,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.owners import LossOwners
 from torchdoctor.runtime.detectors.places import param_name
 
 __all__ = ["GradientScale", "weight_matrices"]
@@ -76,19 +81,25 @@ def weight_matrices(info: OptimizerInfo, monitor: Any) -> list[int]:
 class GradientScale(RuntimeDetector):
     """Gradient norms per layer over time: sustained explosion, early layers vanishing."""
 
-    sampled_hooks = frozenset({"on_step_begin"})
-
     def __init__(self) -> None:
         self._history: dict[int, _History] = {}
         self._weights: dict[int, list[int]] = {}
-        self._losses: list[float] = []
+        self._losses = LossOwners()  # one loss curve per optimizer (a GAN has two)
+        self._curves: dict[int, Sequence[float]] = {}
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
-        self._losses.extend(math.inf if math.isnan(v.value) else v.value for v in losses)
+        for loss in losses:
+            self._losses.add(loss.index, loss.value)
+
+    def on_backward(self, event: BackwardEvent) -> None:
+        self._losses.backward(event.index)
 
     def on_step_begin(self, event: StepEvent) -> None:
+        self._losses.step(id(event.optimizer.optimizer))
+        if not event.sampled:
+            return
         history = self._history.get(id(event.optimizer))
-        if event.sampled and history is not None and history.site is None:
+        if history is not None and history.site is None:
             history.site = self.monitor.user_site()
 
     def on_sample(self, sample: StepSample) -> None:
@@ -128,7 +139,7 @@ class GradientScale(RuntimeDetector):
         now = statistics.median(values[-3:])
         if base <= 0 or now < EXPLODE_FACTOR * base:
             return False
-        if self._loss_falls():
+        if self._loss_falls(history):
             return False  # judged by its outcome: the loss clearly falls
         first_step, last_step = history.totals[0][0], history.totals[-1][0]
         layers = _fastest_growing(history, self.monitor)
@@ -164,7 +175,7 @@ class GradientScale(RuntimeDetector):
         share = statistics.median(shares) if shares else None
         if share is not None and share >= LAGGING_UPDATE:
             return  # the earliest layers keep up: the optimizer makes up for the gradient
-        if (share is None or share >= NEGLIGIBLE_UPDATE) and self._loss_falls() is not False:
+        if (share is None or share >= NEGLIGIBLE_UPDATE) and self._loss_falls(history) is not False:
             return  # they move a little and the loss falls (or too few losses to tell)
         weights = self._weights[id(history.info)]
         info = history.info
@@ -181,7 +192,7 @@ class GradientScale(RuntimeDetector):
                 f"Gradients vanish towards the input: per element, `{early}` gets {ratio:.1e} "
                 f"times the gradient of `{late}` (median over the last {len(window)} of "
                 f"{len(history.depth_ratio)} sampled steps), so the early layers barely "
-                f"learn{moved}{self._loss_text()}",
+                f"learn{moved}{self._loss_text(history)}",
                 _place(history, [early]),
                 Depth.RUN,
                 fix_hint="Use ReLU/GELU instead of sigmoid/tanh in deep stacks, add "
@@ -193,30 +204,35 @@ class GradientScale(RuntimeDetector):
                     "earliest": early,
                     "latest": late,
                     "update_share": share,
-                    "loss_falls": self._loss_falls(),
+                    "loss_falls": self._loss_falls(history),
                 },
             )
         )
 
-    def _loss_ends(self) -> tuple[float, float] | None:
-        """Medians of the first and the last fifth of the run's losses (None: too few)."""
-        curve = self._losses
+    def _loss_ends(self, history: _History) -> tuple[float, float] | None:
+        """Medians of the first and the last fifth of the losses whose gradients the
+        optimizer consumed (None: too few)."""
+        key = id(history.info.optimizer)
+        curve = self._curves.get(key)
+        if curve is None:
+            curve = self._curves[key] = self._losses.curve(key)
         if len(curve) < _MIN_CURVE:
             return None
         width = max(3, len(curve) // 5)
         return statistics.median(curve[:width]), statistics.median(curve[-width:])
 
-    def _loss_falls(self) -> bool | None:
-        """Whether the run's loss fell clearly from its start to its end (None: too few)."""
-        ends = self._loss_ends()
+    def _loss_falls(self, history: _History) -> bool | None:
+        """Whether the optimizer's loss fell clearly from its start to its end (None: too
+        few)."""
+        ends = self._loss_ends(history)
         if ends is None:
             return None
         first, last = ends
         return last < CONVERGING * first if first > 0 else last < first
 
-    def _loss_text(self) -> str:
-        ends = self._loss_ends()
-        if ends is None or self._loss_falls():
+    def _loss_text(self, history: _History) -> str:
+        ends = self._loss_ends(history)
+        if ends is None or self._loss_falls(history):
             return ""
         return f", and the loss does not improve ({ends[0]:.3g} -> {ends[1]:.3g})"
 
