@@ -198,7 +198,9 @@ class CrossRankChecks(RuntimeDetector):
         import gc
 
         for candidate in gc.get_objects():
-            if isinstance(candidate, ddp_class) and not any(
+            # type(), not isinstance(): DDP's ABC base reads `__class__` of every object,
+            # and some (torch.distributed.reduce_op) warn when an attribute is read
+            if issubclass(type(candidate), ddp_class) and not any(
                 d.ref() is candidate for d in self._ddps
             ):
                 self._ddps.append(_Ddp(candidate, None))

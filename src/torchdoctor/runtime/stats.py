@@ -178,6 +178,7 @@ def norms(torch: ModuleType, tensors: list[Any]) -> Any:
     """
     if not tensors:
         return None
+    tensors = _local(tensors)
     device = tensors[0].device
     if all(t.device == device for t in tensors):
         return torch.stack(_foreach_norm(torch, tensors)).to(device)
@@ -185,7 +186,17 @@ def norms(torch: ModuleType, tensors: list[Any]) -> Any:
     return torch.stack([_foreach_norm(torch, [t])[0].to(device) for t in tensors])
 
 
+def _local(tensors: list[Any]) -> list[Any]:
+    """This rank's shards of DTensors (FSDP2's ``fully_shard``, tensor parallel), whose
+    sharded operators lack the foreach kernels used here; other tensors as they are. The
+    statistics of a sharded parameter are then those of this rank's shard."""
+    if not any(hasattr(kind, "to_local") for kind in {type(t) for t in tensors}):
+        return tensors  # asked of the few types, not of every tensor: this runs per sample
+    return [t.to_local() if hasattr(t, "to_local") else t for t in tensors]
+
+
 def _copy_all(torch: ModuleType, targets: list[Any], sources: list[Any]) -> None:
+    targets, sources = _local(targets), _local(sources)
     copy = getattr(torch, "_foreach_copy_", None)
     if copy is not None:
         copy(targets, sources)

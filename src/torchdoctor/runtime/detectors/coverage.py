@@ -42,6 +42,7 @@ from torchdoctor.runtime.detectors.places import (
     group_by_module,
     script_assignment_location,
 )
+from torchdoctor.runtime.sharding import sharded_by_fsdp1
 from torchdoctor.runtime.stats import norms
 
 __all__ = ["ParameterCoverage"]
@@ -67,6 +68,8 @@ class ParameterCoverage(RuntimeDetector):
         self._steps = 0
 
     def on_model(self, model: ModelInfo) -> None:
+        if sharded_by_fsdp1(model.inner):
+            return  # a parameter outside this rank's shard gets no .grad here, by design
         params = [p for p in model.inner.parameters() if p.requires_grad]
         for param in params:
             key = id(param)

@@ -29,6 +29,7 @@ from torchdoctor.runtime.detectors.base import (
     ForwardEvent,
     RuntimeDetector,
 )
+from torchdoctor.runtime.sharding import flat_parameters
 
 __all__ = [
     "LossCutFromModel",
@@ -190,6 +191,8 @@ class LossCutFromModel(RuntimeDetector):
         wanted = {id(p) for info in self.monitor.optimizers for p in info.params if p.requires_grad}
         for model in self.monitor.models:
             wanted.update(id(p) for p in model.inner.parameters() if p.requires_grad)
+            # FSDP1's graph ends at its flat parameters, which parameters() may not list
+            wanted.update(id(p) for p in flat_parameters(model.inner) if p.requires_grad)
         return wanted
 
     def on_finish(self, report: Any) -> None:
