@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 from collections.abc import Iterable
 
 from torchdoctor.static import torchapi
@@ -167,7 +168,7 @@ class NameResolver(SourceText):
         if not isinstance(call, ast.Call):
             return False
         qualified = self.qualified_name(call.func, scope)
-        return qualified is not None and qualified in {torchapi.canonical(n) for n in names}
+        return qualified is not None and qualified in _canonical_set(names)
 
     # --- bindings -----------------------------------------------------------------------
 
@@ -330,6 +331,13 @@ class NameResolver(SourceText):
                             sites.setdefault(id(callee), []).append((scope, item))
             self._callers = sites
         return self._callers.get(id(function), [])
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_set(names: tuple[str, ...]) -> frozenset[str]:
+    """The canonical spellings of names a rule asks about (the same few tuples, asked
+    for every call of a file)."""
+    return frozenset(torchapi.canonical(n) for n in names)
 
 
 def _alias_names(tree: ast.Module) -> frozenset[str]:

@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import ParamSpec
 
 from torchdoctor._kernel import internal_error
 from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
@@ -34,6 +35,8 @@ from torchdoctor.static.source import UNPARSABLE, Parsed, parse
 from torchdoctor.static.suppression import filter_suppressed
 
 __all__ = ["FileJob", "lint_files", "lint_sources", "lint_text"]
+
+_Arguments = ParamSpec("_Arguments")
 
 # Below this many files a process pool costs more than it saves.
 _POOL_THRESHOLD = 48
@@ -75,7 +78,7 @@ def lint_text(
             return [parsed] if selection.is_enabled(UNPARSABLE) else []
         ctx = FileContext(path, parsed.text, parsed.tree, project)
         found = lint_tree(ctx, selection)
-        return filter_suppressed(found, parsed.text, ctx.lines)
+        return filter_suppressed(found, parsed.text, ctx.lines) if found else found
     except RecursionError:
         return [
             internal_error(
@@ -163,6 +166,25 @@ def _kept_trees() -> Iterator[Callable[[], None]]:
         gc.unfreeze()
 
 
+def _collected(
+    lint: Callable[_Arguments, list[Finding]], *args: _Arguments.args, **kwargs: _Arguments.kwargs
+) -> list[Finding]:
+    """Run one file's rules with the automatic garbage collector paused, then collect the
+    young generation once. The rules make many short-lived containers (items, frames,
+    bindings) and a few reference cycles per file (the walker's closures); hundreds of
+    automatic collections per file cost three times as much as this one (measured on 300
+    of torch's files: 0.22 s against 0.08 s of collector time). Does nothing special
+    when the collector is off."""
+    if not gc.isenabled():
+        return lint(*args, **kwargs)
+    gc.disable()
+    try:
+        return lint(*args, **kwargs)
+    finally:
+        gc.collect(0)
+        gc.enable()
+
+
 def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]:
     """Both phases in this process, keeping the parsed trees in between."""
     project = ProjectIndex()
@@ -181,7 +203,7 @@ def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]
             freeze()
         for index, (job, parsed) in enumerate(zip(jobs, kept, strict=True)):
             kept[index] = None  # each tree is freed once its file is linted
-            out.extend(lint_path(job, selection, project, parsed))
+            out.extend(_collected(lint_path, job, selection, project, parsed))
             advance("lint", job.path, index + 1, len(jobs))
     return out
 
@@ -210,7 +232,7 @@ def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selectio
         for index, (path, data) in enumerate(sources):
             parsed = parsed_all[index]
             parsed_all[index] = None
-            out.extend(lint_text(path, data, selection, project, parsed))
+            out.extend(_collected(lint_text, path, data, selection, project, parsed))
     return out
 
 
@@ -234,7 +256,7 @@ def _set_worker_project(project: ProjectIndex) -> None:
 def _lint_chunk(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]:
     out: list[Finding] = []
     for job in jobs:
-        out.extend(lint_path(job, selection, _WORKER_PROJECT))
+        out.extend(_collected(lint_path, job, selection, _WORKER_PROJECT))
     return out
 
 

@@ -31,9 +31,18 @@ class SourceText:
     def __init__(self, path: str, source: str, tree: ast.Module) -> None:
         self.path = path
         self.source = source
-        self.lines = source.splitlines()
         self.tree = tree
+        self._lines: list[str] | None = None
         self._source_lines: list[str] | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        """The text split into lines (without line ends), split when first asked: most
+        files have no finding and never need it."""
+        lines = self._lines
+        if lines is None:
+            lines = self._lines = self.source.splitlines()
+        return lines
 
     def line_text(self, line: int) -> str:
         """The text of a 1-based line, ``""`` past the end."""

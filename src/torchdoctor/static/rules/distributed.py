@@ -231,6 +231,12 @@ class ShuffleWithSampler(LintRule):
     requires = ("shuffle", "DataLoader")
 
     def visit_Call(self, node: ast.Call) -> None:
+        if len(node.args) <= 2:  # no positional shuffle: only a keyword can give one
+            for keyword in node.keywords:
+                if keyword.arg == "shuffle":
+                    break
+            else:
+                return
         keywords = {k.arg: k for k in node.keywords if k.arg is not None}
         shuffle = (
             keywords["shuffle"].value

@@ -95,6 +95,8 @@ class StrictFalseResultIgnored(LintRule):
         self._check(node.value)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if node.value.__class__ is not ast.Call:
+            return  # _check needs a call (the common case, decided first)
         if all(isinstance(t, ast.Name) and t.id == "_" for t in node.targets):
             self._check(node.value)
 
