@@ -77,7 +77,7 @@ class NameResolver(SourceText):
         # Import statements recorded so far: with the counts of functions and classes,
         # what changes the answers of name resolution while the walk goes on.
         self.import_count = 0
-        self._alias_names: frozenset[str] | None = None
+        self._alias_facts: tuple[frozenset[str], tuple[int, int]] | None = None
 
     # --- imports and qualified names ------------------------------------------------------
 
@@ -148,10 +148,7 @@ class NameResolver(SourceText):
 
     def _alias_root(self, name: ast.Name, scope: ScopeArg, depth: int) -> str | None:
         """The qualified name a local alias stands for (``Adam = torch.optim.Adam``)."""
-        aliases = self._alias_names
-        if aliases is None:
-            aliases = self._alias_names = _alias_names(self.tree)
-        if name.id not in aliases:
+        if name.id not in self._statement_facts()[0]:
             return None  # never assigned a name or an attribute: no alias (most names)
         found = self.lookup(name, scope)
         if found is None:
@@ -162,6 +159,19 @@ class NameResolver(SourceText):
         ):
             return None
         return self.qualified_name(binding.value, owner, depth + 1)
+
+    def _statement_facts(self) -> tuple[frozenset[str], tuple[int, int]]:
+        facts = self._alias_facts
+        if facts is None:
+            facts = self._alias_facts = _alias_names(self.tree)
+        return facts
+
+    def imports_final_at(self, node: ast.AST) -> bool:
+        """Whether no import statement of the file comes after ``node``: the walk
+        records imports in source order, so every name resolved from here on resolves as
+        it will at the end of the walk (a query made now or later gives one answer)."""
+        position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        return self._statement_facts()[1] < position
 
     def is_call_to(self, call: ast.AST, *names: str, scope: ScopeArg = CURRENT) -> bool:
         """Whether ``call`` is a call of one of the qualified ``names`` (any spelling)."""
@@ -340,12 +350,14 @@ def _canonical_set(names: tuple[str, ...]) -> frozenset[str]:
     return frozenset(torchapi.canonical(n) for n in names)
 
 
-def _alias_names(tree: ast.Module) -> frozenset[str]:
+def _alias_names(tree: ast.Module) -> tuple[frozenset[str], tuple[int, int]]:
     """Every name an assignment anywhere in the file binds to a name or an attribute
     (``Adam = optim.Adam``, ``a, b = x, y.z``): the only names that can be aliases (an
-    ``ASSIGN`` binding of such a value, see :mod:`~torchdoctor.static.bindings`). One pass
-    over the statements, cheaper than the binding tables of every function it spares."""
+    ``ASSIGN`` binding of such a value, see :mod:`~torchdoctor.static.bindings`); and the
+    position of the file's last import statement (``(0, 0)`` for none). One pass over the
+    statements, cheaper than the binding tables of every function it spares."""
     names: set[str] = set()
+    last_import = (0, 0)
     stack: list[ast.AST] = list(tree.body)
     while stack:
         statement = stack.pop()
@@ -355,11 +367,14 @@ def _alias_names(tree: ast.Module) -> frozenset[str]:
                 _add_alias_targets(target, statement.value, names)  # type: ignore[attr-defined]
         elif cls is ast.AnnAssign:
             _add_alias_targets(statement.target, statement.value, names)  # type: ignore[attr-defined]
+        elif cls is ast.Import or cls is ast.ImportFrom:
+            position = (statement.lineno, statement.col_offset)  # type: ignore[attr-defined]
+            last_import = max(last_import, position)
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(statement, field, None)
             if block.__class__ is list:
                 stack.extend(block)
-    return frozenset(names)
+    return frozenset(names), last_import
 
 
 def _add_alias_targets(target: ast.expr, value: ast.expr | None, names: set[str]) -> None:

@@ -83,10 +83,15 @@ class LegacyConstructor(LintRule):
             or "Tensor" not in self.ctx.segment(value)
         ):
             return
-        # Only the ids of calls visit_call may report as legacy constructors are ever
-        # looked up in ``_filled``; without one, the statements after need no reading.
-        calls = [n for n in ast.walk(value) if n.__class__ is ast.Call and self._may_be_legacy(n)]
+        calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
         if not calls:
+            return
+        # Only the ids of calls visit_call may report as legacy constructors are ever
+        # looked up in ``_filled``; without one, the statements after need no reading,
+        # unless an import further down could change what reading them now caches (the
+        # names resolved here are remembered per node).
+        calls = [n for n in calls if self._may_be_legacy(n)]
+        if not calls and self.ctx.imports_final_at(statement):
             return
         text = self.ctx.segment(target)
         later = _following(self.ctx, statement)[:12]
