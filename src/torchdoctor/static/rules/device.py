@@ -7,7 +7,8 @@ TD105 looks for the legacy tensor constructors (``torch.Tensor(2, 3)``,
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
@@ -83,7 +84,7 @@ class LegacyConstructor(LintRule):
             or "Tensor" not in self.ctx.segment(value)
         ):
             return
-        calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+        calls = list(_calls_in(value))
         if not calls:
             return
         # Only the ids of calls visit_call may report as legacy constructors are ever
@@ -205,9 +206,7 @@ def _following(ctx: FileContext, statement: ast.stmt) -> list[ast.stmt]:
 
 def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int) -> bool:
     """Whether ``statement`` writes every element of ``target`` in place."""
-    for node in ast.walk(statement):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in _calls_in(statement):
         func = node.func
         qualified = ctx.qualified_name(func)
         if (
@@ -237,6 +236,44 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             ):
                 return True
     return False
+
+
+# Nodes that never hold a call: names, constants, contexts and operators (most of a tree).
+_NO_CALLS = frozenset(
+    {ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del}
+    | {
+        cls
+        for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+        for cls in base.__subclasses__()
+    }
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _calls_in(node: ast.AST) -> Iterator[ast.Call]:
+    """The calls in ``node`` (itself included), in the order of ``ast.walk`` (breadth
+    first), without visiting the leaves that cannot hold one: the names resolved for
+    them, and so what gets cached, follow the same order."""
+    todo = deque([node])
+    pop, append, extend, no_calls = todo.popleft, todo.append, todo.extend, _NO_CALLS
+    while todo:
+        current = pop()
+        cls = current.__class__
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = getattr(cls, "_fields", ())
+        for field in fields:
+            value = getattr(current, field, None)
+            if value.__class__ is list:
+                extend(
+                    item
+                    for item in value
+                    if item.__class__ not in no_calls and isinstance(item, ast.AST)
+                )
+            elif value.__class__ not in no_calls and isinstance(value, ast.AST):
+                append(value)
+        if cls is ast.Call:
+            yield current  # type: ignore[misc]
 
 
 def _legacy_hint(kind: str, dtype: str | None, cuda: bool) -> str:
