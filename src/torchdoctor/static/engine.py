@@ -86,9 +86,11 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
     findings: list[Finding] = []
     present: dict[str, bool] = {}
     active: list[tuple[RuleSpec, LintRule]] = []
-    for spec in _enabled(selection):
+    enabled, within = _enabled(selection)
+    source = ctx.source
+    for spec in enabled:
         requires = spec.cls.requires
-        if requires and not any(_contains(ctx.source, token, present) for token in requires):
+        if requires and not any(_contains(source, token, present, within) for token in requires):
             continue
         active.append((spec, spec.cls(ctx, findings.append)))
     if not active:
@@ -110,23 +112,41 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
 
 # The rules a selection enables, for the last (rule list, selection) asked: every file of
 # a run asks the same question, and answering it costs a prefix match per code and rule.
-_ENABLED: tuple[list[RuleSpec], Selection, tuple[RuleSpec, ...]] | None = None
+# With them, for each token the rules require, the other required tokens found inside it.
+_ENABLED: (
+    tuple[list[RuleSpec], Selection, tuple[RuleSpec, ...], dict[str, tuple[str, ...]]] | None
+) = None
 
 
-def _enabled(selection: Selection) -> tuple[RuleSpec, ...]:
+def _enabled(selection: Selection) -> tuple[tuple[RuleSpec, ...], dict[str, tuple[str, ...]]]:
     global _ENABLED
     specs = rule_specs()
     last = _ENABLED
     if last is not None and last[0] is specs and last[1] == selection:
-        return last[2]
+        return last[2], last[3]
     enabled = tuple(spec for spec in specs if wanted(spec.codes, selection))
-    _ENABLED = (specs, selection, enabled)
-    return enabled
+    tokens = {token for spec in enabled for token in spec.cls.requires}
+    within = {
+        token: parts
+        for token in tokens
+        if (parts := tuple(sorted(t for t in tokens if t != token and t in token)))
+    }
+    _ENABLED = (specs, selection, enabled, within)
+    return enabled, within
 
 
-def _contains(source: str, token: str, memo: dict[str, bool]) -> bool:
+def _contains(
+    source: str, token: str, memo: dict[str, bool], within: dict[str, tuple[str, ...]]
+) -> bool:
+    """Whether ``token`` occurs in ``source``, memoised per file. A token holding another
+    required token that is absent (``"step("`` and ``"step"``) is absent without a scan:
+    most files lack most tokens, and each absent one costs a scan of the whole file."""
     found = memo.get(token)
     if found is None:
+        for part in within.get(token, ()):
+            if not _contains(source, part, memo, within):
+                memo[token] = False
+                return False
         found = memo[token] = token in source
     return found
 
