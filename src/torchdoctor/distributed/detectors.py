@@ -265,6 +265,8 @@ class CrossRankChecks(RuntimeDetector):
 
     def _is_checked(self, event: StepEvent) -> bool:
         if self._checked_optimizer is None:
+            if self._exchange is None and not self._ddps:
+                return False  # a single process with no DDP model: nothing to compare
             ddp_params = {id(p) for d in self._ddps if d.ref() is not None for _, p in d.params}
             if ddp_params and not any(id(p) in ddp_params for p in event.optimizer.params):
                 return False
