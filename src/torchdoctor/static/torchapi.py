@@ -182,7 +182,13 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def name_tokens(name: str) -> list[str]:
     """Lower-case words of an identifier: ``optimizerD`` -> ``["optimizer", "d"]``."""
-    return [t for t in re.split(r"[_\d]+", _CAMEL.sub("_", name).lower()) if t]
+    return list(_name_tokens(name))
+
+
+@functools.lru_cache(maxsize=8192)
+def _name_tokens(name: str) -> tuple[str, ...]:
+    # Rules ask about the same identifiers again and again (every assignment's target).
+    return tuple(t for t in re.split(r"[_\d]+", _CAMEL.sub("_", name).lower()) if t)
 
 
 @functools.lru_cache(maxsize=4096)
