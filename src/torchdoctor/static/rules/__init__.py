@@ -139,8 +139,8 @@ from torchdoctor.static.rules import (
     modes,  # noqa: F401
     module_definitions,  # noqa: F401
     optimizer,  # noqa: F401
-    rank_zero_logging,  # noqa: F401
     parameter_generators,  # noqa: F401
+    rank_zero_logging,  # noqa: F401
     reproducibility,  # noqa: F401
     resume,  # noqa: F401
     schedules,  # noqa: F401
