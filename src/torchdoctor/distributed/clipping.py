@@ -26,6 +26,7 @@ from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import MonitorView, RuntimeDetector
+from torchdoctor.runtime.sharding import shards_across_ranks
 
 __all__ = ["ClipNormFromLocalShard"]
 
@@ -147,13 +148,7 @@ class ClipNormFromLocalShard(RuntimeDetector):
         # attribute hooks answer with a deprecation warning.
         models: list[Any] = [o for o in gc.get_objects() if issubclass(type(o), fsdp_class)]
         for model in models:
-            group = int(getattr(model, "world_size", 0) or 0)
-            strategy = getattr(getattr(model, "sharding_strategy", None), "name", "")
-            if (
-                group >= 2
-                and strategy not in ("", "NO_SHARD")
-                and any(id(p) in flattened for p in model.parameters())
-            ):
+            if shards_across_ranks(model) and any(id(p) in flattened for p in model.parameters()):
                 owner = model
                 break
         self._owners[key] = None if owner is None else weakref.ref(owner)

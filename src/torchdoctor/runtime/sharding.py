@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["flat_parameters", "sharded_by_fsdp1"]
+__all__ = ["flat_parameters", "sharded_by_fsdp1", "shards_across_ranks"]
 
 
 def _fsdp1_units(module: Any) -> list[Any]:
@@ -28,11 +28,14 @@ def flat_parameters(module: Any) -> list[Any]:
     return found
 
 
+def shards_across_ranks(unit: Any) -> bool:
+    """Whether the FSDP1 module ``unit`` splits its parameters over two or more ranks."""
+    group = int(getattr(unit, "world_size", 0) or 0)
+    strategy = getattr(getattr(unit, "sharding_strategy", None), "name", "")
+    return group >= 2 and strategy not in ("", "NO_SHARD")
+
+
 def sharded_by_fsdp1(module: Any) -> bool:
     """Whether an FSDP1 unit inside ``module`` splits its parameters across ranks, so that
     a parameter's ``.grad`` on this rank may be ``None`` by design."""
-    for unit in _fsdp1_units(module):
-        strategy = getattr(getattr(unit, "sharding_strategy", None), "name", "")
-        if strategy != "NO_SHARD":
-            return True
-    return False
+    return any(shards_across_ranks(unit) for unit in _fsdp1_units(module))
