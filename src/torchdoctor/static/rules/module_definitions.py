@@ -30,7 +30,6 @@ _PARAMETER_FREE = frozenset(
         "ReLU",
         "ReLU6",
         "LeakyReLU",
-        "PReLU_",
         "GELU",
         "SiLU",
         "Mish",
