@@ -32,9 +32,14 @@ _ENDINGS: dict[str, str] = {
 }
 
 
-@dataclass(slots=True)
 class ClassFacts:
     """One class as its file shows it.
+
+    Its name, bases and method names are read when the file is summarised; what its body
+    builds (``attributes``, ``constructs``, ``reads_training``, ``forward_ends_in``,
+    ``sequential_last``) on the first question about them, since most classes of a
+    project are never asked about (on torch's sources, reading every body was a tenth of
+    the time of parsing). A pickled copy carries every answer and no syntax tree.
 
     Attributes:
         name: the class's own name; ``qualname`` is ``module.Name``.
@@ -47,31 +52,135 @@ class ClassFacts:
             ``return`` of ``forward`` applies it last (``None`` otherwise or unknown);
             ``"<attr>"`` strings name a layer attribute to look up (``self.head(x)``).
         methods: the names of the methods it defines.
+        sequential_last: ``self.x = nn.Sequential(..., Last())`` in ``__init__``: ``x`` ->
+            what ``Last`` ends in (as ``forward_ends_in``).
     """
 
-    name: str
-    qualname: str
-    path: str
-    line: int
-    bases: tuple[str, ...]
+    __slots__ = ("_body", "_source", "bases", "line", "methods", "name", "path", "qualname")
+
+    def __init__(
+        self,
+        name: str,
+        qualname: str,
+        path: str,
+        line: int,
+        bases: tuple[str, ...],
+        methods: frozenset[str] = frozenset(),
+        source: tuple[ast.ClassDef, _Namer] | None = None,
+    ) -> None:
+        self.name = name
+        self.qualname = qualname
+        self.path = path
+        self.line = line
+        self.bases = bases
+        self.methods = methods
+        self._source = source
+        self._body: _ClassBody | None = None if source is not None else _ClassBody()
+
+    def __repr__(self) -> str:
+        return f"ClassFacts({self.qualname!r}, bases={self.bases!r})"
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return (self.name, self.qualname, self.path, self.line, self.bases, self.methods, self.body)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        (self.name, self.qualname, self.path, self.line, self.bases, self.methods, self._body) = (
+            state  # type: ignore[assignment]
+        )
+        self._source = None
+
+    @property
+    def body(self) -> _ClassBody:
+        """What the class's body builds (read from the tree on first use)."""
+        body = self._body
+        if body is None:
+            assert self._source is not None
+            node, namer = self._source
+            body = self._body = _class_body(node, namer)
+            self._source = None  # the tree can go
+        return body
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        return self.body.attributes
+
+    @property
+    def constructs(self) -> frozenset[str]:
+        return self.body.constructs
+
+    @property
+    def reads_training(self) -> bool:
+        return self.body.reads_training
+
+    @property
+    def forward_ends_in(self) -> str | None:
+        return self.body.forward_ends_in
+
+    @property
+    def sequential_last(self) -> dict[str, str]:
+        return self.body.sequential_last
+
+
+@dataclass(slots=True)
+class _ClassBody:
+    """The facts of a class that take reading its whole body (see :class:`ClassFacts`)."""
+
     attributes: dict[str, str] = field(default_factory=dict)
     constructs: frozenset[str] = frozenset()
     reads_training: bool = False
     forward_ends_in: str | None = None
-    methods: frozenset[str] = frozenset()
     sequential_last: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
 class FunctionFacts:
-    """One module-level function: what it returns and calls (qualified names)."""
+    """One module-level function: what it returns and calls (qualified names), read from
+    its body on first use (see :class:`ClassFacts`)."""
 
-    name: str
-    qualname: str
-    path: str
-    line: int
-    returns: tuple[str, ...]
-    calls: frozenset[str]
+    __slots__ = ("_body", "_source", "line", "name", "path", "qualname")
+
+    def __init__(
+        self,
+        name: str,
+        qualname: str,
+        path: str,
+        line: int,
+        source: tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Namer],
+    ) -> None:
+        self.name = name
+        self.qualname = qualname
+        self.path = path
+        self.line = line
+        self._source: tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Namer] | None = source
+        self._body: tuple[tuple[str, ...], frozenset[str]] | None = None
+
+    def __repr__(self) -> str:
+        return f"FunctionFacts({self.qualname!r})"
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return (self.name, self.qualname, self.path, self.line, self._read())
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        (self.name, self.qualname, self.path, self.line, self._body) = state  # type: ignore[assignment]
+        self._source = None
+
+    def _read(self) -> tuple[tuple[str, ...], frozenset[str]]:
+        body = self._body
+        if body is None:
+            assert self._source is not None
+            body = self._body = _function_body(*self._source)
+            self._source = None
+        return body
+
+    @property
+    def returns(self) -> tuple[str, ...]:
+        """What each ``return`` gives: a constructor's qualified name, ``"<call>"`` for
+        another call, ``"<value>"`` for anything else."""
+        return self._read()[0]
+
+    @property
+    def calls(self) -> frozenset[str]:
+        """The qualified names of every call in the body."""
+        return self._read()[1]
 
 
 @dataclass(slots=True)
@@ -83,6 +192,14 @@ class ModuleFacts:
     imports: dict[str, str]
     classes: dict[str, ClassFacts]
     functions: dict[str, FunctionFacts]
+
+    def complete(self) -> None:
+        """Read every class and function body now, so that the facts hold no part of
+        the syntax tree (for a tree that is about to be freed)."""
+        for cls in self.classes.values():
+            cls.body  # noqa: B018 - reading it is the point
+        for function in self.functions.values():
+            function.calls  # noqa: B018
 
 
 _PACKAGE_CACHE: dict[str, bool] = {}
@@ -135,7 +252,9 @@ def summarise(path: str, tree: ast.Module, name: str | None = None) -> ModuleFac
     for cls in classes:
         facts.classes[cls.name] = _class_facts(cls, namer, path)
     for function in functions:
-        facts.functions[function.name] = _function_facts(function, namer, path)
+        facts.functions[function.name] = FunctionFacts(
+            function.name, f"{module}.{function.name}", path, function.lineno, (function, namer)
+        )
     return facts
 
 
@@ -316,6 +435,15 @@ _PARTS: dict[type, tuple[str, ...]] = {}
 def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
     # A base the file does not show (a name never imported, a call) stays unknown: "?".
     bases = tuple(namer.name(base) or f"?{getattr(base, 'id', '')}" for base in cls.bases)
+    methods = frozenset(
+        s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
+    return ClassFacts(
+        cls.name, f"{namer.module}.{cls.name}", path, cls.lineno, bases, methods, (cls, namer)
+    )
+
+
+def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
     constructs: set[str] = set()
     reads_training = False
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -326,16 +454,7 @@ def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
                 reads_training = _statement_calls(inner, namer, constructs) or reads_training
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
             reads_training = _statement_calls(statement, namer, constructs) or reads_training
-    facts = ClassFacts(
-        cls.name,
-        f"{namer.module}.{cls.name}",
-        path,
-        cls.lineno,
-        bases,
-        constructs=frozenset(constructs),
-        reads_training=reads_training,
-        methods=frozenset(methods),
-    )
+    facts = _ClassBody(constructs=frozenset(constructs), reads_training=reads_training)
     init = methods.get("__init__")
     if init is not None:
         _init_attributes(init, namer, facts)
@@ -346,7 +465,7 @@ def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
 
 
 def _init_attributes(
-    init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer, facts: ClassFacts
+    init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer, facts: _ClassBody
 ) -> None:
     self_name = init.args.args[0].arg if init.args.args else "self"
     for node in _statements(init.body):
@@ -417,9 +536,9 @@ def _ending_of_call(call: ast.Call, namer: _Namer) -> str | None:
     return None
 
 
-def _function_facts(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer, path: str
-) -> FunctionFacts:
+def _function_body(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer
+) -> tuple[tuple[str, ...], frozenset[str]]:
     calls: set[str] = set()
     returns: list[str] = []
     assigned: dict[str, str] = {}
@@ -445,11 +564,4 @@ def _function_facts(
             returns.append(assigned[value.id])
         elif value is not None:
             returns.append("<value>")
-    return FunctionFacts(
-        function.name,
-        f"{namer.module}.{function.name}",
-        path,
-        function.lineno,
-        tuple(returns),
-        frozenset(calls),
-    )
+    return tuple(returns), frozenset(calls)

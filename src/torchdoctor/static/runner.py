@@ -130,6 +130,20 @@ def _facts(job: FileJob, parsed: Parsed | Finding | None) -> ModuleFacts | None:
         return None
 
 
+def _add_facts(project: ProjectIndex, facts: ModuleFacts | None, tree_kept: bool) -> None:
+    """Add a file's facts to the index. Facts read class and function bodies on first
+    use, from the tree; a tree that is not kept for phase two is read in full now, so
+    that it can be freed."""
+    if facts is None:
+        return
+    if not tree_kept:
+        try:
+            facts.complete()
+        except Exception:  # noqa: BLE001 - a file without facts is linted all the same
+            return
+    project.add(facts)
+
+
 def lint_path(
     job: FileJob,
     selection: Selection,
@@ -194,12 +208,10 @@ def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]
     with _kept_trees() as freeze:
         for job in jobs:
             parsed = _parse_job(job)
-            facts = _facts(job, parsed)
-            if facts is not None:
-                project.add(facts)
             size = len(parsed.text) if isinstance(parsed, Parsed) else 0
             budget -= size
             kept.append(parsed if budget >= 0 or not size else None)
+            _add_facts(project, _facts(job, parsed), kept[-1] is not None)
             freeze()
         for index, (job, parsed) in enumerate(zip(jobs, kept, strict=True)):
             kept[index] = None  # each tree is freed once its file is linted
@@ -222,12 +234,10 @@ def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selectio
                 parsed: Parsed | Finding | None = parse(data, path)
             except Exception:  # noqa: BLE001 - lint_text reports it with its traceback
                 parsed = None
-            facts = _facts(FileJob(path), parsed)
-            if facts is not None:
-                project.add(facts)
             size = len(parsed.text) if isinstance(parsed, Parsed) else 0
             budget -= size
             parsed_all.append(parsed if budget >= 0 or not size else None)
+            _add_facts(project, _facts(FileJob(path), parsed), parsed_all[-1] is not None)
             freeze()
         for index, (path, data) in enumerate(sources):
             parsed = parsed_all[index]
