@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import pickle
 import textwrap
 from pathlib import Path
 
@@ -99,6 +100,42 @@ def test_functions_and_what_they_return() -> None:
     assert make.returns == ("nets.Wrapped",)
     assert "nets.Wrapped" in make.calls
     assert project.function("nets.nothing") is None
+
+
+def test_facts_sent_to_another_process_or_completed_answer_alike_and_hold_no_tree() -> None:
+    """Bodies are read on first question; a pickled copy (what pool workers get) and a
+    completed one (a tree freed before phase two) carry the answers, not the tree."""
+    facts = summarise("/p/nets.py", ast.parse(textwrap.dedent(NETS)), "nets")
+    copied = pickle.loads(pickle.dumps(facts))
+    facts.complete()
+    for module in (facts, copied):
+        project = ProjectIndex([module])
+        wrapped = project.module_class("nets.Wrapped")
+        plain = project.module_class("nets.Plain")
+        make = project.function("nets.make")
+        assert wrapped is not None and plain is not None and make is not None
+        assert wrapped.has_dropout_or_batchnorm is True
+        assert plain.forward_ends_in == "sigmoid"
+        assert make.returns == ("nets.Wrapped",)
+        for held in [*module.classes.values(), *module.functions.values()]:
+            assert not any(isinstance(part, ast.AST) for part in _reachable(held))
+
+
+def _reachable(obj: object) -> list[object]:
+    """Everything an object holds through its slots, tuples, dicts and dataclasses."""
+    out: list[object] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        out.append(item)
+        if isinstance(item, (tuple, list, frozenset, set)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        else:
+            for slot in getattr(type(item), "__slots__", ()):
+                stack.append(getattr(item, slot, None))
+    return out
 
 
 def test_relative_imports_and_reexports_resolve() -> None:
