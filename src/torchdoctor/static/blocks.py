@@ -75,6 +75,15 @@ class BlockWalker:
         if try_star is not None:
             self._enter[try_star] = self._enter_try
 
+    def release(self) -> None:
+        """Drop the hooks and the file's scope links once the walk is done (see
+        :meth:`~torchdoctor.static.structure.ModuleScope.release`); the hooks are bound
+        methods of this walker, a cycle through everything the rules hold."""
+        self._enter.clear()
+        self.leave.clear()
+        self._stack.clear()
+        self.ctx.module.release()
+
     def _fire(self, hook: str, scope: object) -> None:
         for handler in self.leave[hook]:
             handler(scope)

@@ -107,6 +107,7 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
         for hook in spec.leaves:
             walker.subscribe_leave(hook, guard.wrap(spec, rule, getattr(rule, hook)))
     walker.walk()
+    walker.release()
     return selected(findings, selection)
 
 

@@ -163,6 +163,18 @@ class ModuleScope:
     classes: list[ClassScope] = field(default_factory=list)
     all_loops: list[Loop] = field(default_factory=list)
 
+    def release(self) -> None:
+        """Unlink the scopes from each other (a class and its methods, a function and
+        its loops, a loop and the loops inside it), for when the file is done: without
+        those cycles, reference counting frees the file's structure at once, where the
+        cycle collector would have to walk all of it first."""
+        for loop in self.all_loops:
+            loop.children.clear()
+        for function in self.functions:
+            function.loops.clear()
+        for cls in self.classes:
+            cls.methods.clear()
+
     def bodies(self) -> Iterator[tuple[FunctionScope | None, list[Item]]]:
         """The module's own items (scope ``None``), then each function's, in file order."""
         yield None, self.items

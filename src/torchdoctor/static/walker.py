@@ -147,6 +147,13 @@ class Walker(BlockWalker):
                 extend(children)
         self._fire("leave_module", ctx.module)
 
+    def release(self) -> None:
+        """Drop every subscription too (see :meth:`BlockWalker.release`)."""
+        super().release()
+        self.handlers.clear()
+        self.call_handlers.clear()
+        self._by_name = {}
+
     def _start(self) -> dict[type, tuple[Handler, ...]]:
         """Freeze the subscriptions, visit the module node and push its body."""
         handlers = {cls: tuple(hs) for cls, hs in self.handlers.items()}
