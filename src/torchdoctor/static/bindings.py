@@ -27,7 +27,7 @@ class BindingKind(enum.Enum):
     UNPACKED = "unpacked"  # a, b = f()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Binding:
     """One binding of a name.
 

@@ -30,7 +30,7 @@ class FrameKind(enum.Enum):
     EXCEPT = "except"
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Frame:
     """One enclosing block. Compared by identity: two frames are the same block or not."""
 
@@ -38,7 +38,7 @@ class Frame:
     node: ast.AST
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Item:
     """A call or a statement the engine recorded, with the blocks around it.
 

@@ -43,7 +43,7 @@ class EventKind(enum.Enum):
     FORWARD = "forward"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
     """One training-relevant action, in source order.
 
