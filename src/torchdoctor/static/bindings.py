@@ -92,19 +92,36 @@ def attribute_bindings(cls: ast.ClassDef) -> dict[str, list[tuple[Binding, ast.A
 
 
 def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Every statement of a body, nested blocks included, nested scopes excluded."""
+    """Every statement of a body, nested blocks included, nested scopes excluded (their
+    ``def``/``class`` statement itself is included). Except handlers and match cases
+    are not statements and are not entered."""
     out: list[ast.stmt] = []
     stack = list(reversed(body))
+    fields_of = _BLOCK_FIELDS
     while stack:
         statement = stack.pop()
         out.append(statement)
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(statement, name, None)
-            if isinstance(block, list):
-                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
+        cls = statement.__class__
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = _block_fields(cls)
+        for name in fields:
+            stack.extend(reversed(getattr(statement, name)))
     return out
+
+
+# Per statement class, its fields that hold nested statements; none for definitions.
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
+    ast.FunctionDef: (),
+    ast.AsyncFunctionDef: (),
+    ast.ClassDef: (),
+}
+
+
+def _block_fields(cls: type) -> tuple[str, ...]:
+    fields = getattr(cls, "_fields", ())
+    found = _BLOCK_FIELDS[cls] = tuple(f for f in ("body", "orelse", "finalbody") if f in fields)
+    return found
 
 
 def _add_parameters(args: ast.arguments, table: Table) -> None:

@@ -359,6 +359,7 @@ def _alias_names(tree: ast.Module) -> tuple[frozenset[str], tuple[int, int]]:
     names: set[str] = set()
     last_import = (0, 0)
     stack: list[ast.AST] = list(tree.body)
+    fields_of = _NESTED_BLOCKS
     while stack:
         statement = stack.pop()
         cls = statement.__class__
@@ -370,11 +371,21 @@ def _alias_names(tree: ast.Module) -> tuple[frozenset[str], tuple[int, int]]:
         elif cls is ast.Import or cls is ast.ImportFrom:
             position = (statement.lineno, statement.col_offset)  # type: ignore[attr-defined]
             last_import = max(last_import, position)
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(statement, field, None)
-            if block.__class__ is list:
-                stack.extend(block)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = tuple(
+                f
+                for f in ("body", "orelse", "finalbody", "handlers", "cases")
+                if f in getattr(cls, "_fields", ())
+            )
+        for field in fields:
+            stack.extend(getattr(statement, field))
     return frozenset(names), last_import
+
+
+# Per node class, the fields of :func:`_alias_names`'s walk that hold statements (or
+# except handlers and match cases, whose bodies do).
+_NESTED_BLOCKS: dict[type, tuple[str, ...]] = {}
 
 
 def _add_alias_targets(target: ast.expr, value: ast.expr | None, names: set[str]) -> None:
