@@ -177,7 +177,10 @@ class NameResolver(SourceText):
         """Whether ``call`` is a call of one of the qualified ``names`` (any spelling)."""
         if not isinstance(call, ast.Call):
             return False
-        qualified = self.qualified_name(call.func, scope)
+        func = call.func
+        if func.__class__ is ast.Attribute and func.attr not in _last_names(names):
+            return False  # `a.b.zero_grad()` can only be some `....zero_grad`: no lookup
+        qualified = self.qualified_name(func, scope)
         return qualified is not None and qualified in _canonical_set(names)
 
     # --- bindings -----------------------------------------------------------------------
@@ -348,6 +351,14 @@ def _canonical_set(names: tuple[str, ...]) -> frozenset[str]:
     """The canonical spellings of names a rule asks about (the same few tuples, asked
     for every call of a file)."""
     return frozenset(torchapi.canonical(n) for n in names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _last_names(names: tuple[str, ...]) -> frozenset[str]:
+    """The last components of qualified names (``torch.load`` -> ``load``): a call
+    ``x.y.load(...)`` can only be one of them when its attribute is (canonical spellings
+    keep the last component)."""
+    return frozenset(n.rpartition(".")[2] for n in names)
 
 
 def _alias_names(tree: ast.Module) -> tuple[frozenset[str], tuple[int, int]]:

@@ -74,7 +74,8 @@ _NOT_OPTIMIZERS = ("torch.optim.lr_scheduler", "torch.optim.swa_utils")
 
 @functools.lru_cache(maxsize=4096)
 def canonical(name: str) -> str:
-    """The canonical spelling of a qualified name."""
+    """The canonical spelling of a qualified name. It changes the modules a name is
+    spelled through, never its last component (``is_call_to`` relies on that)."""
     exact = _EXACT.get(name)
     if exact is not None:
         return exact

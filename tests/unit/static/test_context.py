@@ -163,6 +163,37 @@ def test_canonical_names() -> None:
     assert not torchapi.in_family("torch.nn.Parameter", torchapi.MODULE)
 
 
+def test_canonical_spellings_keep_the_last_name() -> None:
+    """``is_call_to`` rejects ``x.attr(...)`` by its attribute alone, which holds only
+    while canonicalising never renames the last component."""
+    spellings = [
+        *torchapi._EXACT,
+        *(prefix + "Thing" for prefix, _ in torchapi._SUBMODULE_PREFIXES),
+        "torch.nn.modules.loss.MSELoss",
+        "torch.optim.sgd.SGD",
+        "torch.utils.data.dataloader.DataLoader",
+    ]
+    for name in spellings:
+        assert torchapi.canonical(name).rpartition(".")[2] == name.rpartition(".")[2], name
+
+
+def test_a_method_call_is_matched_through_imports_and_aliases_alike() -> None:
+    ctx = context("""
+    import torch.autograd as ag
+    from torch import autograd
+    bw = torch.autograd.backward
+    import torch
+    ag.backward(loss)
+    autograd.backward(loss)
+    bw(loss)
+    torch.autograd.grad(loss)
+    """)
+    calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+    calls.sort(key=lambda c: c.lineno)
+    matched = [ctx.is_call_to(c, "torch.autograd.backward", scope=None) for c in calls]
+    assert matched == [True, True, True, False]
+
+
 def test_local_call_resolution_for_functions_and_methods() -> None:
     ctx = context("""
     def helper():
