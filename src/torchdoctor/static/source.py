@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
+from torchdoctor.static.source_text import split_lines
 
 __all__ = ["Parsed", "decode", "parse"]
 
@@ -123,7 +124,7 @@ def parse(data: bytes | str, path: str) -> Parsed | Finding:
 def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
     line = error.lineno or 1
     column = max((error.offset or 1) - 1, 0)
-    lines = text.splitlines()
+    lines = split_lines(text)
     snippet = lines[line - 1] if 0 < line <= len(lines) else None
     what = error.msg or "invalid syntax"
     if snippet is not None and snippet.startswith(("<<<<<<<", "=======", ">>>>>>>")):

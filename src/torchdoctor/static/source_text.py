@@ -12,10 +12,26 @@ import re
 
 from torchdoctor.findings import Edit, Location
 
-__all__ = ["SourceText"]
+__all__ = ["SourceText", "split_lines"]
 
 # Lines with their ends, split the way ``ast`` counts lines (not on form feeds).
 _SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+# What ``str.splitlines`` ends a line at besides \r and \n; ``ast`` does not.
+_OTHER_LINE_ENDS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def split_lines(source: str, keepends: bool = False) -> list[str]:
+    """The lines of ``source`` as ``ast`` numbers them (``\r\n``, ``\r`` or ``\n`` end a
+    line; a form feed does not). ``str.splitlines`` when no other line end occurs: it is
+    several times faster than the pattern."""
+    if source.isascii():
+        others: tuple[str, ...] = _OTHER_LINE_ENDS[:5]
+    else:
+        others = _OTHER_LINE_ENDS
+    if not any(end in source for end in others):
+        return source.splitlines(keepends)
+    found: list[str] = _SOURCE_LINE.findall(source)
+    return found if keepends else [line.rstrip("\r\n") for line in found]
 
 
 class SourceText:
@@ -41,7 +57,7 @@ class SourceText:
         files have no finding and never need it."""
         lines = self._lines
         if lines is None:
-            lines = self._lines = self.source.splitlines()
+            lines = self._lines = split_lines(self.source)
         return lines
 
     def line_text(self, line: int) -> str:
@@ -110,8 +126,7 @@ class SourceText:
     def _lines_with_ends(self) -> list[str]:
         lines = self._source_lines
         if lines is None:
-            found: list[str] = _SOURCE_LINE.findall(self.source)
-            lines = self._source_lines = found
+            lines = self._source_lines = split_lines(self.source, keepends=True)
         return lines
 
     def replace(self, node: ast.AST, text: str) -> Edit:

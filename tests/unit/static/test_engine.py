@@ -183,6 +183,18 @@ def test_odd_but_valid_files_lint_clean(source: str | bytes) -> None:
     assert lint_source(source, "ok.py").findings == []
 
 
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_a_form_feed_does_not_shift_lines(line_end: str) -> None:
+    """Python counts lines at \\r and \\n only; a form feed (old code has them between
+    sections) is not a line end, so the snippet and ``# noqa`` stay on the right line."""
+    lines = ["import torch", "\x0c", "x = torch.zeros(3)", "x.to('cuda')"]
+    source = line_end.join([*lines, "x.to('cuda')  # noqa: TD224", ""])
+    found = lint_source(source, "ff.py").findings
+    assert [(f.code, f.location.line, f.location.snippet) for f in found] == [
+        ("TD224", 4, "x.to('cuda')")
+    ]
+
+
 def test_deep_but_valid_nesting_does_not_crash() -> None:
     calls = "f(" * 150 + ")" * 150
     chain = "a" + ".b" * 900 + "()"
