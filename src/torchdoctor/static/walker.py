@@ -40,8 +40,13 @@ _SCALAR_FIELDS = frozenset(
         "tag",
         "kwd_attrs",
         "rest",
+        "lineno",  # TypeIgnore's only
     }
 )
+# Fields that hold operator singletons (``ast.Add()``, ``ast.Lt()``): entered only when a
+# rule subscribes to an operator class, which none does.
+_OPERATOR_FIELDS = frozenset({"op", "ops"})
+_OPERATORS = (ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Constant: (),
     ast.Import: (),
@@ -49,6 +54,7 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
     ast.Global: (),
     ast.Nonlocal: (),
     ast.Name: (),
+    ast.MatchSingleton: (),  # its value is None, True or False
 }
 _RECORDED = frozenset(
     {
@@ -110,10 +116,13 @@ class Walker(BlockWalker):
         ctx = self.ctx
         handlers = self._start()
         stack = self._stack
-        pop, extend, ast_type, mark_type = stack.pop, stack.extend, ast.AST, Mark
+        pop, push, mark_type = stack.pop, stack.append, Mark
         # Leaves nobody subscribed to are never pushed: most nodes of a file are names and
-        # constants, and skipping them halves the work of the loop below.
-        skip = _LEAVES.difference(handlers)
+        # constants, and skipping them halves the work of the loop below. Fields hold
+        # nodes, lists of nodes, or None (scalar fields are never read, see _plan); a
+        # value of any other class would be popped and planned as a class without
+        # fields or handlers, so no type check is needed here.
+        skip = _LEAVES.difference(handlers) | {type(None)}
         plans: dict[type, tuple[Any, ...]] = {}
         while stack:
             node = pop()
@@ -133,18 +142,16 @@ class Walker(BlockWalker):
             if entering is not None:
                 entering(node)
                 continue
-            children = []
+            # Children are pushed last field first, each list back to front, so that
+            # they pop in source order.
             for field in fields:
                 value = getattr(node, field, None)
                 if value.__class__ is list:
-                    for child in value:
-                        if child.__class__ not in skip and isinstance(child, ast_type):
-                            children.append(child)
-                elif value.__class__ not in skip and isinstance(value, ast_type):
-                    children.append(value)
-            if children:
-                children.reverse()
-                extend(children)
+                    for child in reversed(value):
+                        if child.__class__ not in skip:
+                            push(child)
+                elif value.__class__ not in skip:
+                    push(value)
         self._fire("leave_module", ctx.module)
 
     def release(self) -> None:
@@ -175,7 +182,10 @@ class Walker(BlockWalker):
         entering = self._enter.get(cls)
         if cls in (ast.Import, ast.ImportFrom):
             entering = self.ctx.add_import
-        return (tuple(found) or None), entering, _child_fields(cls)
+        fields = _child_fields(cls)
+        if not any(issubclass(c, _OPERATORS) for c in handlers):
+            fields = tuple(f for f in fields if f not in _OPERATOR_FIELDS)
+        return (tuple(found) or None), entering, fields[::-1]
 
     def _dispatch_call(self, node: ast.Call) -> None:
         """Call the ``visit_call`` handlers subscribed to the callee's last name."""
