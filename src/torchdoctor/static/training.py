@@ -73,34 +73,69 @@ class Event:
         return self.item.line
 
 
-def loop_events(ctx: FileContext, loop: Loop) -> list[Event]:
-    """The events of a loop (nested loops included), in source order. Cached."""
-    cached = loop._cache.get("events")
+def loop_events(ctx: FileContext, loop: Loop, *, forwards: bool = True) -> list[Event]:
+    """The events of a loop (nested loops included), in source order. Cached.
+
+    ``forwards=False`` leaves out :attr:`EventKind.FORWARD` (and the others keep their
+    order): for a rule that never looks at model calls, it spares telling whether each
+    call of the loop is a model's, the costly part of classifying.
+    """
+    cache = loop._cache
+    cached = cache.get("events")
+    if cached is None and not forwards:
+        cached = cache.get("events-without-forwards")
+        if cached is None:
+            cached = cache["events-without-forwards"] = _events(
+                ctx, loop.items, loop.function, forwards=False
+            )
+        return cached  # type: ignore[return-value]
     if cached is None:
-        cached = loop._cache["events"] = _events(ctx, loop.items, loop.function)
+        cached = cache["events"] = _events(ctx, loop.items, loop.function)
+    if not forwards:
+        return _without_forwards(cache, cached)  # type: ignore[arg-type]
     return cached  # type: ignore[return-value]
 
 
-def function_events(ctx: FileContext, function: FunctionScope) -> list[Event]:
-    """The events of a function body (nested functions excluded), in source order."""
-    key = ("events", id(function))
+def function_events(
+    ctx: FileContext, function: FunctionScope, *, forwards: bool = True
+) -> list[Event]:
+    """The events of a function body (nested functions excluded), in source order.
+    Cached; ``forwards`` as for :func:`loop_events`."""
+    key = ("events", id(function), forwards)
     cached = ctx.memo.get(key)
     if cached is None:
-        cached = ctx.memo[key] = _events(ctx, function.items, function)
+        full = ctx.memo.get(("events", id(function), True))
+        if full is not None:
+            cached = [e for e in full if e.kind is not EventKind.FORWARD]  # type: ignore[attr-defined]
+        else:
+            cached = _events(ctx, function.items, function, forwards=forwards)
+        ctx.memo[key] = cached
     return cached  # type: ignore[return-value]
 
 
-def _events(ctx: FileContext, items: Iterable[Item], scope: Scope) -> list[Event]:
+def _without_forwards(cache: dict[str, object], events: list[Event]) -> list[Event]:
+    found = cache.get("events-forwards-dropped")
+    if found is None:
+        found = cache["events-forwards-dropped"] = [
+            e for e in events if e.kind is not EventKind.FORWARD
+        ]
+    return found  # type: ignore[return-value]
+
+
+def _events(
+    ctx: FileContext, items: Iterable[Item], scope: Scope, *, forwards: bool = True
+) -> list[Event]:
     out = []
     for item in items:
-        event = classify(ctx, item, scope)
+        event = classify(ctx, item, scope, forwards=forwards)
         if event is not None:
             out.append(event)
     return out
 
 
-def classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
-    """What one recorded item does, or ``None`` when it is nothing lint tracks.
+def classify(ctx: FileContext, item: Item, scope: Scope, *, forwards: bool = True) -> Event | None:
+    """What one recorded item does, or ``None`` when it is nothing lint tracks (with
+    ``forwards=False``, also for a model call).
 
     Memoised per file: an item of a nested loop is classified for each loop around it,
     and by several rules. The key holds everything the answer reads that can change
@@ -119,15 +154,25 @@ def classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
     memo = ctx.memo
     cached = memo.get(key)
     if cached is not None:
+        event = cached[1]  # type: ignore[index]
+        if forwards or event is None or event.kind is not EventKind.FORWARD:
+            return event  # type: ignore[no-any-return]
+        return None
+    if not forwards:
+        # Answered apart (a model call reads as None here), never stored as the answer.
+        partial_key = ("classify-without-forwards", *key[1:])
+        cached = memo.get(partial_key)
+        if cached is None:
+            cached = memo[partial_key] = (item, _classify(ctx, item, scope, False), scope)
         return cached[1]  # type: ignore[index, no-any-return]
-    event = _classify(ctx, item, scope)
+    event = _classify(ctx, item, scope, True)
     # The item is kept with its answer: an item made for one question (not recorded by
     # the walk) cannot be freed and its id given to another while the key names it.
     memo[key] = (item, event, scope, ctx.function)
     return event
 
 
-def _classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
+def _classify(ctx: FileContext, item: Item, scope: Scope, forwards: bool) -> Event | None:
     node = item.node
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -139,14 +184,14 @@ def _classify(ctx: FileContext, item: Item, scope: Scope) -> Event | None:
         return None
     func = node.func
     if isinstance(func, ast.Attribute):
-        return _classify_method(ctx, item, node, func, scope)
+        return _classify_method(ctx, item, node, func, scope, forwards)
     if isinstance(func, ast.Name) and ctx.is_call_to(node, "torch.autograd.backward", scope=scope):
         return Event(EventKind.BACKWARD, item, node.args[0] if node.args else None)
-    return _forward(ctx, item, node, scope)
+    return _forward(ctx, item, node, scope) if forwards else None
 
 
 def _classify_method(
-    ctx: FileContext, item: Item, call: ast.Call, func: ast.Attribute, scope: Scope
+    ctx: FileContext, item: Item, call: ast.Call, func: ast.Attribute, scope: Scope, forwards: bool
 ) -> Event | None:
     method, receiver = func.attr, func.value
     if method in ("backward", "manual_backward"):
@@ -159,13 +204,13 @@ def _classify_method(
         return Event(EventKind.EVAL, item, _unchained(receiver))
     if method == "train":
         return _train(item, call, _unchained(receiver))
-    if method == "forward" and ctx.is_in_family(receiver, torchapi.MODULE, scope):
+    if method == "forward" and forwards and ctx.is_in_family(receiver, torchapi.MODULE, scope):
         return Event(EventKind.FORWARD, item, receiver)
     if ctx.is_call_to(call, "torch.autograd.backward", scope=scope):
         return Event(EventKind.BACKWARD, item, call.args[0] if call.args else None)
     if ctx.is_call_to(call, "torch._foreach_zero_", scope=scope):
         return Event(EventKind.ZERO_GRAD, item, None)
-    return _forward(ctx, item, call, scope)
+    return _forward(ctx, item, call, scope) if forwards else None
 
 
 def _backward(

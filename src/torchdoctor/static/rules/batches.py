@@ -131,7 +131,9 @@ class TrainLoaderNotShuffled(LintRule):
         if "train" in words or "training" in words:
             return Confidence.HIGH
         for loop in self._feeding_loops(call, target, scope):
-            if any(e.kind is EventKind.BACKWARD for e in loop_events(self.ctx, loop)):
+            if any(
+                e.kind is EventKind.BACKWARD for e in loop_events(self.ctx, loop, forwards=False)
+            ):
                 return Confidence.MEDIUM
         return None
 

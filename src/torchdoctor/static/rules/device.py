@@ -385,7 +385,7 @@ class ConstantMovedInLoop(LintRule):
         # Judged from the outermost loop, once it is complete: does it train at all?
         if loop.parent is not None or not any(
             e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
-            for e in loop_events(self.ctx, loop)
+            for e in loop_events(self.ctx, loop, forwards=False)
         ):
             return
         pending = [loop]

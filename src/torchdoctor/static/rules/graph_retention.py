@@ -29,7 +29,7 @@ class GraphRetainedAcrossSteps(LintRule):
         ctx = self.ctx
         if self._few_iterations(loop):
             return  # `for i in range(2)`: a bounded number of graphs, kept on purpose
-        events = loop_events(ctx, loop)
+        events = loop_events(ctx, loop, forwards=False)
         losses = {
             e.target.id
             for e in events

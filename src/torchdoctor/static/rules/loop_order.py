@@ -58,7 +58,7 @@ class GradsNeverCleared(LintRule):
         ctx = self.ctx
         if framework_owned(ctx, loop.function):
             return  # the framework clears and steps around this code
-        events = loop_events(ctx, loop)
+        events = loop_events(ctx, loop, forwards=False)
         steps = _steps(ctx, loop, events)
         if not steps:
             self._check_helpers(loop, events)
@@ -96,7 +96,9 @@ class GradsNeverCleared(LintRule):
         stepping = [(item, callee) for item, callee in called if callee in steppers]
         if not stepping:
             return
-        helper_events = [e for _, callee in called for e in function_events(ctx, callee)]
+        helper_events = [
+            e for _, callee in called for e in function_events(ctx, callee, forwards=False)
+        ]
         everything = events + helper_events
         if (
             not any(e.kind is EventKind.BACKWARD for e in everything)
@@ -108,7 +110,7 @@ class GradsNeverCleared(LintRule):
             (
                 (item, callee, e)
                 for item, callee in stepping
-                for e in function_events(ctx, callee)
+                for e in function_events(ctx, callee, forwards=False)
                 if e.kind is EventKind.OPTIMIZER_STEP
             ),
             None,
@@ -152,7 +154,10 @@ class GradsNeverCleared(LintRule):
             if callee is None or id(callee) in seen or depth >= 3:
                 continue
             seen.add(id(callee))
-            if any(e.kind is EventKind.ZERO_GRAD for e in function_events(self.ctx, callee)):
+            if any(
+                e.kind is EventKind.ZERO_GRAD
+                for e in function_events(self.ctx, callee, forwards=False)
+            ):
                 return True
             pending.extend((sub, callee, depth + 1) for sub in callee.items)
         return False
@@ -177,7 +182,7 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
         ctx = self.ctx
         if framework_owned(ctx, loop.function):
             return
-        events = loop_events(ctx, loop)
+        events = loop_events(ctx, loop, forwards=False)
         steps = _steps(ctx, loop, events)
         if not steps:
             return
@@ -267,7 +272,7 @@ class StepBeforeBackward(LintRule):
         ctx = self.ctx
         if framework_owned(ctx, loop.function):
             return
-        events = loop_events(ctx, loop)
+        events = loop_events(ctx, loop, forwards=False)
         for step in _steps(ctx, loop, events):
             if not loop.is_unconditional(step.item):
                 continue  # `if i > 0 and i % k == 0: step()` at the top: accumulation

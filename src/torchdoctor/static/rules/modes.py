@@ -180,7 +180,7 @@ class TrainInEvalMode(LintRule):
         this file (which may)."""
         if any(
             e.kind in (EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
-            for e in loop_events(self.ctx, loop)
+            for e in loop_events(self.ctx, loop, forwards=False)
         ):
             return True
         return any(

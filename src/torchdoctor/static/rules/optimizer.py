@@ -37,7 +37,7 @@ class SchedulerBeforeOptimizer(LintRule):
         ctx = self.ctx
         if framework_owned(ctx, loop.function):
             return  # the framework steps the optimizer and the scheduler around this code
-        events = loop_events(ctx, loop)
+        events = loop_events(ctx, loop, forwards=False)
         schedules = [e for e in events if e.kind is EventKind.SCHEDULER_STEP]
         if not schedules:
             return
@@ -68,7 +68,10 @@ class SchedulerBeforeOptimizer(LintRule):
             if (
                 helper is not None
                 and helper is not loop.function
-                and any(e.kind is EventKind.OPTIMIZER_STEP for e in function_events(ctx, helper))
+                and any(
+                    e.kind is EventKind.OPTIMIZER_STEP
+                    for e in function_events(ctx, helper, forwards=False)
+                )
             ):
                 found.append((item, item.line))
         return found
