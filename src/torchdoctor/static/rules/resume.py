@@ -67,6 +67,8 @@ class IncompleteResumeCheckpoint(LintRule):
             self._saves.append((node, self.ctx.frames))
 
     def leave_module(self, module: object) -> None:
+        if not self._saves:
+            return  # no torch.save: the file's steps need no reading
         ctx = self.ctx
         kinds = {event.kind for event in step_events(ctx, ctx.module.items, None)}
         kinds.update(

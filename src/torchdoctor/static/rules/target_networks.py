@@ -11,6 +11,7 @@ never detached, its output carries a graph into the loss: ``backward()`` walks a
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -32,6 +33,13 @@ class _Target:
     text: str
     node: ast.Assign
     how: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _target_name(name: str) -> bool:
+    """Whether a variable's name says it holds a target network (``target_net``,
+    ``emaModel``); asked of every assignment's target, so remembered."""
+    return not _TARGET_WORDS.isdisjoint(torchapi.name_tokens(name))
 
 
 def _may_call_averaged_model(value: ast.expr) -> bool:
@@ -83,10 +91,10 @@ class TargetNetworkNotDetached(LintRule):
         for scope, items in module.bodies():
             for item in items:
                 node = item.node
-                if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                if node.__class__ is not ast.Assign or len(node.targets) != 1:
                     continue
                 target = node.targets[0]
-                if not isinstance(target, (ast.Name, ast.Attribute)):
+                if target.__class__ is not ast.Name and target.__class__ is not ast.Attribute:
                     continue
                 how = self._made_as_target(node.value, target, scope)
                 if how is not None:
@@ -95,8 +103,9 @@ class TargetNetworkNotDetached(LintRule):
 
     def _made_as_target(self, value: ast.expr, target: ast.expr, scope: Scope) -> str | None:
         ctx = self.ctx
-        name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
-        named = bool(set(torchapi.name_tokens(name)) & _TARGET_WORDS)
+        named = _target_name(
+            target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+        )
         if not named and not _may_call_averaged_model(value):
             return None  # unnamed, only an AveragedModel(...) counts (most assignments)
         if isinstance(value, ast.Call) and ctx.is_call_to(value, *_COPIES, scope=scope):
