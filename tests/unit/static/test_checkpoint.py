@@ -46,6 +46,28 @@ def restore(model, path):
     assert td901(source) == [("TD901", 5)]
 
 
+def test_a_load_only_a_grad_scaler_takes_needs_no_map_location() -> None:
+    """A GradScaler's state is plain numbers (scale, growth tracker): no tensor to map.
+    A checkpoint that also restores a model still counts."""
+    source = (
+        GPU
+        + """
+class Trainer:
+    def __init__(self):
+        self.scaler = torch.amp.GradScaler()
+    def resume(self, folder):
+        scaler_state = torch.load(folder + "/scaler.pt")
+        self.scaler.load_state_dict(scaler_state)
+def resume(model, grad_scaler, path):
+    grad_scaler.load_state_dict(torch.load(path + "/scaler.pt"))
+    ckpt = torch.load(path + "/all.pt")
+    model.load_state_dict(ckpt["model"])
+    grad_scaler.load_state_dict(ckpt["scaler"])
+"""
+    )
+    assert td901(source) == [("TD901", 12)]
+
+
 def test_loads_that_do_not_look_like_checkpoints_are_quiet() -> None:
     source = (
         GPU

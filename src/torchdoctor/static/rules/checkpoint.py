@@ -95,7 +95,8 @@ class LoadWithoutMapLocation(LintRule):
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
         self._loads: list[tuple[ast.Call, FunctionScope | None]] = []
-        self._restored: set[int] = set()  # arguments of load_state_dict(...) calls
+        # Arguments of load_state_dict(...) calls -> the receivers that take them.
+        self._restored: dict[int, list[tuple[ast.expr, FunctionScope | None]]] = {}
         self._names: dict[int, str] = {}
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -105,7 +106,8 @@ class LoadWithoutMapLocation(LintRule):
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
         if isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
-            self._restored.update(id(argument) for argument in node.args)
+            for argument in node.args:
+                self._restored.setdefault(id(argument), []).append((node.func.value, ctx.function))
             return
         if (
             not ctx.is_call_to(node, "torch.load")
@@ -147,26 +149,42 @@ class LoadWithoutMapLocation(LintRule):
 
     def _holds_a_checkpoint(self, call: ast.Call, scope: FunctionScope | None) -> bool:
         """The load restores a model (its result goes to ``load_state_dict``), or its
-        variable or path reads like a checkpoint (``ckpt``, ``"model.pt"``)."""
-        if id(call) in self._restored or _names_a_checkpoint(call.args[0]):
+        variable or path reads like a checkpoint (``ckpt``, ``"model.pt"``). Not when
+        only a ``GradScaler`` takes it: a scaler's state is plain numbers, with no tensor
+        whose device could be wrong."""
+        restoring = self._restoring(call, scope)
+        if restoring and all(
+            self.ctx.is_in_family(receiver, torchapi.GRAD_SCALER, where)
+            for receiver, where in restoring
+        ):
+            return False
+        if restoring or _names_a_checkpoint(call.args[0]):
             return True
         name = self._names.get(id(call))
+        return name is not None and bool(_CHECKPOINT_WORDS & set(torchapi.name_tokens(name)))
+
+    def _restoring(
+        self, call: ast.Call, scope: FunctionScope | None
+    ) -> list[tuple[ast.expr, FunctionScope | None]]:
+        """The receivers of the ``load_state_dict`` calls the loaded value goes to:
+        directly, or through the name it is assigned to (in the same scope)."""
+        found = list(self._restored.get(id(call), ()))
+        name = self._names.get(id(call))
         if name is None:
-            return False
-        if _CHECKPOINT_WORDS & set(torchapi.name_tokens(name)):
-            return True
+            return found
         items = scope.items if scope is not None else self.ctx.module.items
-        return any(
-            isinstance(item.node, ast.Call)
-            and isinstance(item.node.func, ast.Attribute)
-            and item.node.func.attr == "load_state_dict"
-            and any(
-                isinstance(n, ast.Name) and n.id == name
-                for a in item.node.args
-                for n in ast.walk(a)
-            )
-            for item in items
-        )
+        for item in items:
+            node = item.node
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "load_state_dict"
+                and any(
+                    isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)
+                )
+            ):
+                found.append((node.func.value, scope))
+        return found
 
     def _report(self, node: ast.Call, mapped_elsewhere: int) -> None:
         ctx = self.ctx
