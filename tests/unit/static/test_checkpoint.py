@@ -68,6 +68,28 @@ def resume(model, grad_scaler, path):
     assert td901(source) == [("TD901", 12)]
 
 
+def test_a_checkpoint_read_back_after_saving_it_to_the_same_path_is_quiet() -> None:
+    """The same function wrote the file a moment ago, on this machine: through
+    ``torch.save`` or any saving call given that path (a framework's ``save``, a trainer's
+    ``save_checkpoint``). A save to another path does not count."""
+    source = (
+        GPU
+        + """
+def round_trip(fabric, state, path):
+    fabric.save(path, state)
+    ckpt = torch.load(path)
+    model.load_state_dict(ckpt["model"])
+def callback_round_trip(trainer, model, folder):
+    trainer.save_checkpoint(folder / "last.ckpt")
+    model.load_state_dict(torch.load(folder / "last.ckpt")["state_dict"])
+def elsewhere(trainer, model, folder):
+    trainer.save_checkpoint(folder / "last.ckpt")
+    model.load_state_dict(torch.load(folder / "best.ckpt")["state_dict"])
+"""
+    )
+    assert td901(source) == [("TD901", 13)]
+
+
 def test_loads_that_do_not_look_like_checkpoints_are_quiet() -> None:
     source = (
         GPU

@@ -55,7 +55,9 @@ def loaded_source(call: ast.Call) -> ast.expr | None:
 
 def reads_back_own_save(ctx: FileContext, load: ast.Call, scope: Scope) -> bool:
     """The same function saved to this very file or buffer before loading it: a round
-    trip of the program's own data, on the same machine."""
+    trip of the program's own data, on the same machine. The save is ``torch.save(obj,
+    f)`` or any other saving call given the same path (``fabric.save(path, state)``,
+    ``trainer.save_checkpoint(path)``, ``save_model(model, path)``)."""
     source = loaded_source(load)
     if source is None:
         return False
@@ -63,17 +65,27 @@ def reads_back_own_save(ctx: FileContext, load: ast.Call, scope: Scope) -> bool:
     items = scope.items if scope is not None else ctx.module.items
     for item in items:
         node = item.node
-        if (
-            isinstance(node, ast.Call)
-            and item.line <= load.lineno
-            and ctx.is_call_to(node, "torch.save", scope=scope)
-        ):
+        if not isinstance(node, ast.Call) or item.line > load.lineno or node is load:
+            continue
+        if ctx.is_call_to(node, "torch.save", scope=scope):
             target = (
                 node.args[1] if len(node.args) > 1 else getattr(keyword(node, "f"), "value", None)
             )
             if target is not None and ctx.segment(target) == text:
                 return True
+        elif "save" in _callee_name(node).lower() and any(
+            ctx.segment(argument) == text
+            for argument in [*node.args, *(k.value for k in node.keywords)]
+        ):
+            return True
     return False
+
+
+def _callee_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _in_memory(ctx: FileContext, source: ast.expr, scope: Scope) -> bool:
