@@ -284,6 +284,28 @@ def test_legacy_data_constructors_are_info_and_keep_their_dtype() -> None:
     assert fixes[2].applicability is Applicability.UNSAFE  # type: ignore[union-attr]
 
 
+def test_cuda_legacy_constructors_follow_the_same_severity_as_cpu_ones() -> None:
+    """``torch.cuda.FloatTensor([0.0])`` copies data and ``torch.cuda.FloatTensor(2)
+    .normal_()`` fills at once: only the spelling is legacy (info). An uninitialised
+    shape, or arguments that may be one, stay warnings."""
+    source = """
+        import torch
+
+        total = torch.cuda.FloatTensor([0.0])
+        noise = torch.cuda.FloatTensor(2).normal_()
+        buffer = torch.cuda.FloatTensor(8)
+        unknown = torch.cuda.FloatTensor(sizes)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (4, Severity.INFO),
+        (5, Severity.INFO),
+        (6, Severity.WARNING),
+        (7, Severity.WARNING),
+    ]
+    assert all("without CUDA" in f.message for f in found)
+
+
 def test_shape_constructor_filled_right_away_is_only_info() -> None:
     source = """
         import torch

@@ -131,7 +131,11 @@ class LegacyConstructor(LintRule):
         kind = _argument_kind(ctx, node)
         dtype = _LEGACY[name]
         filled = id(node) in self._filled
-        severity = Severity.WARNING if cuda or (kind == _SHAPE and not filled) else Severity.INFO
+        # Uninitialised memory someone may read is the bug; a copy of data or a shape filled
+        # at once is only a legacy spelling, on the CPU or in torch.cuda (which fails
+        # without CUDA as any cuda tensor does). Arguments of unknown kind may be a shape.
+        risky = (kind == _SHAPE and not filled) or (cuda and kind == _UNKNOWN)
+        severity = Severity.WARNING if risky else Severity.INFO
         self.report(
             node,
             self._message(node, kind, cuda, filled),
