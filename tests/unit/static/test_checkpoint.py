@@ -52,9 +52,10 @@ def test_a_load_only_a_grad_scaler_takes_needs_no_map_location() -> None:
     source = (
         GPU
         + """
+from .amp_utils import make_scaler
 class Trainer:
-    def __init__(self):
-        self.scaler = torch.amp.GradScaler()
+    def __init__(self, kind):
+        self.scaler = make_scaler(kind)
     def resume(self, folder):
         scaler_state = torch.load(folder + "/scaler.pt")
         self.scaler.load_state_dict(scaler_state)
@@ -65,7 +66,7 @@ def resume(model, grad_scaler, path):
     grad_scaler.load_state_dict(ckpt["scaler"])
 """
     )
-    assert td901(source) == [("TD901", 12)]
+    assert td901(source) == [("TD901", 13)]
 
 
 def test_a_checkpoint_read_back_after_saving_it_to_the_same_path_is_quiet() -> None:

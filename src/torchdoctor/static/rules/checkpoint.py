@@ -165,15 +165,20 @@ class LoadWithoutMapLocation(LintRule):
         only a ``GradScaler`` takes it: a scaler's state is plain numbers, with no tensor
         whose device could be wrong."""
         restoring = self._restoring(call, scope)
-        if restoring and all(
-            self.ctx.is_in_family(receiver, torchapi.GRAD_SCALER, where)
-            for receiver, where in restoring
-        ):
+        if restoring and all(self._is_scaler(receiver, where) for receiver, where in restoring):
             return False
         if restoring or _names_a_checkpoint(call.args[0]):
             return True
         name = self._names.get(id(call))
         return name is not None and bool(_CHECKPOINT_WORDS & set(torchapi.name_tokens(name)))
+
+    def _is_scaler(self, receiver: ast.expr, scope: FunctionScope | None) -> bool:
+        """A GradScaler by its class, or by its name (``self.scaler`` built by a helper
+        whose return the file does not show)."""
+        if self.ctx.is_in_family(receiver, torchapi.GRAD_SCALER, scope):
+            return True
+        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+        return bool(name) and torchapi.hinted_family(name) == torchapi.GRAD_SCALER
 
     def _restoring(
         self, call: ast.Call, scope: FunctionScope | None
