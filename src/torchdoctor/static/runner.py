@@ -248,10 +248,17 @@ def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selectio
 
 
 def _facts_chunk(jobs: Sequence[FileJob]) -> list[ModuleFacts]:
+    """Phase one in a worker: the facts go back to the parent, not the trees, so each
+    file's facts are read in full at once and its tree freed (kept alive until the
+    chunk is sent, the trees would make every collection walk them all again)."""
     out = []
     for job in jobs:
         facts = _facts(job, _parse_job(job))
         if facts is not None:
+            try:
+                facts.complete()
+            except Exception:  # noqa: BLE001 - a file without facts is linted all the same
+                continue
             out.append(facts)
     return out
 
