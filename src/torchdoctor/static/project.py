@@ -49,6 +49,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from torchdoctor.static import torchapi
 from torchdoctor.static.project_facts import ClassFacts, FunctionFacts, ModuleFacts, summarise
 
 __all__ = [
@@ -358,6 +359,8 @@ def _name_sensitive(qualified: str) -> bool | None:
     / ``False`` for torch's own, ``None`` (unknown) for anything else."""
     if qualified in MODE_SENSITIVE_FUNCTIONS:
         return True
+    if qualified.endswith(torchapi.NO_DROPOUT) or qualified in torchapi.MODE_FREE_LAYERS:
+        return False  # nn.LSTM(...) without dropout, a recurrent cell: eval() changes nothing
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
         return any(word in last for word in MODE_SENSITIVE_WORDS)

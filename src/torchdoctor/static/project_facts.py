@@ -377,7 +377,8 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
                     training = True
             return training
         if called is not None:
-            out.add(called)
+            quiet = torchapi.without_dropout(called, call)  # nn.LSTM(...) without dropout
+            out.add(called + torchapi.NO_DROPOUT if quiet else called)
         for argument in call.args:
             training = _calls(argument, namer, out, depth + 1) or training
         for keyword in call.keywords:

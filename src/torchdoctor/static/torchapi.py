@@ -10,6 +10,7 @@ value's type cannot be seen, for example a function parameter called ``optimizer
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 
@@ -22,10 +23,13 @@ __all__ = [
     "OPTIMIZER",
     "SAMPLER",
     "SCHEDULER",
+    "MODE_FREE_LAYERS",
+    "NO_DROPOUT",
     "canonical",
     "hinted_family",
     "in_family",
     "name_tokens",
+    "without_dropout",
 ]
 
 MODULE = "torch.nn.Module"
@@ -178,6 +182,41 @@ _HINTS: dict[str, frozenset[str]] = {
     DATALOADER: frozenset({"loader", "dataloader", "dl"}),
     SAMPLER: frozenset({"sampler"}),
 }
+# torch.nn layers whose dropout defaults to 0, with the position dropout takes among the
+# positional arguments (RNN has `nonlinearity` before it): they behave differently in
+# train and eval mode only when a call gives them one. Recurrent cells have no dropout.
+_OPTIONAL_DROPOUT = {
+    "torch.nn.LSTM": 5,
+    "torch.nn.GRU": 5,
+    "torch.nn.RNN": 6,
+    "torch.nn.MultiheadAttention": 2,
+}
+MODE_FREE_LAYERS = frozenset({"torch.nn.RNNCell", "torch.nn.LSTMCell", "torch.nn.GRUCell"})
+# Appended to such a layer's name where facts record what a class builds.
+NO_DROPOUT = "#no-dropout"
+
+
+def without_dropout(qualified: str, call: ast.Call) -> bool:
+    """Whether ``call`` builds one of the layers whose dropout defaults to 0 (``nn.LSTM``,
+    ``nn.GRU``, ``nn.RNN``, ``nn.MultiheadAttention``) and gives it none, or a literal 0:
+    then ``eval()`` changes nothing in it. ``*args``/``**kwargs`` may hold one: not then."""
+    position = _OPTIONAL_DROPOUT.get(qualified)
+    if position is None:
+        return False
+    if any(k.arg is None for k in call.keywords):
+        return False
+    value = next((k.value for k in call.keywords if k.arg == "dropout"), None)
+    if value is None:
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        value = call.args[position] if len(call.args) > position else None
+    return value is None or (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, (int, float))
+        and value.value == 0
+    )
+
+
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 

@@ -187,6 +187,28 @@ def test_positional_shuffle_and_sampler_are_read() -> None:
     assert td802(source) == [("TD802", 3)]
 
 
+def test_a_helper_that_returns_a_loader_keeps_its_own_positions() -> None:
+    """``get_loader(root, captions, vocab, transform, shuffle=True)`` returns a DataLoader,
+    but its fourth argument is its own (a transform), not DataLoader's ``sampler``. Keywords
+    named like DataLoader's still say what they are; a subclass keeps the positions."""
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    def get_loader(root, captions, vocab, transform, batch_size, shuffle, workers):
+        coco = Coco(root, captions, vocab, transform)
+        return DataLoader(coco, batch_size=batch_size, shuffle=shuffle)
+
+    class BucketLoader(DataLoader):
+        pass
+
+    quiet = get_loader(root, captions, vocab, transform, 32, shuffle=True, workers=4)
+    named = get_loader(root, captions, vocab, 32, shuffle=True, sampler=my_sampler)
+    subclass = BucketLoader(dataset, 32, True, my_sampler)
+    """
+    assert td802(source) == [("TD802", 13), ("TD802", 14)]
+
+
 def test_shuffle_decided_by_the_sampler_is_quiet() -> None:
     source = """
     from torch.utils.data import DataLoader, DistributedSampler

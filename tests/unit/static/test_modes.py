@@ -116,7 +116,7 @@ def test_td501_flags_test_loop_after_training_in_the_same_function() -> None:
         """
     import torch
     def main(train_loader, test_loader, opt):
-        model = torch.nn.LSTM(8, 8)
+        model = torch.nn.LSTM(8, 8, 2, dropout=0.1)
         for x, y in train_loader:
             opt.zero_grad()
             model(x).sum().backward()
@@ -235,6 +235,54 @@ def test_td501_quiet_for_a_model_without_dropout_or_batchnorm() -> None:
         with torch.no_grad():
             for x in loader:
                 model(x)
+    """,
+        "TD501",
+    )
+
+
+def test_td501_judges_recurrent_layers_by_their_dropout() -> None:
+    """``nn.LSTM``, ``nn.GRU``, ``nn.RNN`` and ``nn.MultiheadAttention`` have no dropout
+    unless given one, and recurrent cells none at all: ``eval()`` changes nothing in
+    them. Given a dropout (by keyword, by position, or a value not known to be 0), the
+    model behaves differently in the two modes."""
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Plain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 16, 2, batch_first=True, bidirectional=True)
+            self.gru = nn.GRU(16, 16, dropout=0.0)
+            self.cell = nn.LSTMCell(8, 16)
+            self.attention = nn.MultiheadAttention(16, 4)
+            self.fc = nn.Linear(32, 2)
+        def forward(self, x):
+            return self.fc(self.lstm(x)[0][:, -1])
+    class Keyword(Plain):
+        def __init__(self, p):
+            super().__init__()
+            self.rnn = nn.RNN(8, 16, 2, dropout=p)
+    class Positional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 16, 2, True, True, 0.3)
+    def evaluate(loader, model):
+        with torch.no_grad():
+            for x in loader:
+                model(x)
+    def evaluate_keyword(loader):
+        model = Keyword(0.2)
+        with torch.no_grad():
+            for x in loader:
+                model(x)  # expect: TD501
+    def evaluate_positional(loader):
+        model = Positional()
+        with torch.no_grad():
+            for x in loader:
+                model(x)  # expect: TD501
+    def main(loader):
+        evaluate(loader, Plain())
     """,
         "TD501",
     )

@@ -238,19 +238,26 @@ class ShuffleWithSampler(LintRule):
             else:
                 return
         keywords = {k.arg: k for k in node.keywords if k.arg is not None}
-        shuffle = (
-            keywords["shuffle"].value
-            if "shuffle" in keywords
-            else (node.args[2] if len(node.args) > 2 else None)
-        )
+        # DataLoader's own positions (dataset, batch_size, shuffle, sampler, batch_sampler)
+        # say what a positional argument is only when the call builds a DataLoader; a
+        # helper that returns one has parameters of its own.
+        positions: bool | None = None
+        if "shuffle" in keywords:
+            shuffle: ast.expr | None = keywords["shuffle"].value
+        else:
+            positions = self._constructs_a_dataloader(node)
+            shuffle = node.args[2] if positions and len(node.args) > 2 else None
         if not (isinstance(shuffle, ast.Constant) and shuffle.value is True):
             return
         for argument, position in (("sampler", 3), ("batch_sampler", 4)):
-            value = (
-                keywords[argument].value
-                if argument in keywords
-                else (node.args[position] if len(node.args) > position else None)
-            )
+            if argument in keywords:
+                value: ast.expr | None = keywords[argument].value
+            elif len(node.args) > position:
+                if positions is None:
+                    positions = self._constructs_a_dataloader(node)
+                value = node.args[position] if positions else None
+            else:
+                value = None
             if value is not None and self._is_dataloader(node):
                 presence = _presence(self.ctx, value, self.ctx.function)
                 if presence is not None:
@@ -260,6 +267,21 @@ class ShuffleWithSampler(LintRule):
     def _is_dataloader(self, call: ast.Call) -> bool:
         type_name = self.ctx.instance_type(call)
         return type_name is not None and self.ctx.is_family(type_name, torchapi.DATALOADER)
+
+    def _constructs_a_dataloader(self, call: ast.Call) -> bool:
+        """The call is DataLoader's (or a subclass's) constructor itself, not a function
+        that returns one."""
+        ctx = self.ctx
+        func = call.func
+        callee = ctx.qualified_name(func)
+        if callee is None and isinstance(func, ast.Name):
+            if ctx.local_class(func.id) is not None:
+                callee = f"<local>.{func.id}"
+            else:
+                callee = ctx.relative_imports.get(func.id)
+        if callee is None or not ctx.is_family(callee, torchapi.DATALOADER):
+            return False
+        return ctx.project.function(callee, near=ctx.path) is None
 
     def _report(
         self,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import _returns
@@ -124,6 +125,8 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
     info = ctx.project.module_class(type_name, near=ctx.path)
     if info is not None:
         return bool(info.has_dropout_or_batchnorm)
+    if torchapi.without_dropout(type_name, call) or type_name in torchapi.MODE_FREE_LAYERS:
+        return False
     last = type_name.rpartition(".")[2]
     return (
         type_name.startswith("torch.nn.")
@@ -181,6 +184,8 @@ def _call_sensitive(ctx: FileContext, call: ast.Call, seen: set[str]) -> bool:
         return False
     if qualified in _SENSITIVE_FUNCTIONS:
         return True
+    if torchapi.without_dropout(qualified, call) or qualified in torchapi.MODE_FREE_LAYERS:
+        return False
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
         return any(word in last for word in MODE_SENSITIVE_WORDS)
