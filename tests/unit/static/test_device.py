@@ -286,8 +286,8 @@ def test_legacy_data_constructors_are_info_and_keep_their_dtype() -> None:
 
 def test_cuda_legacy_constructors_follow_the_same_severity_as_cpu_ones() -> None:
     """``torch.cuda.FloatTensor([0.0])`` copies data and ``torch.cuda.FloatTensor(2)
-    .normal_()`` fills at once: only the spelling is legacy (info). An uninitialised
-    shape, or arguments that may be one, stay warnings."""
+    .normal_()`` fills at once: only the spelling is legacy (info), as for arguments of
+    unknown kind on the CPU. An uninitialised shape stays a warning."""
     source = """
         import torch
 
@@ -301,9 +301,34 @@ def test_cuda_legacy_constructors_follow_the_same_severity_as_cpu_ones() -> None
         (4, Severity.INFO),
         (5, Severity.INFO),
         (6, Severity.WARNING),
-        (7, Severity.WARNING),
+        (7, Severity.INFO),
     ]
     assert all("without CUDA" in f.message for f in found)
+
+
+def test_a_shape_constructor_filled_element_by_element_in_a_loop_is_only_info() -> None:
+    """``ids = torch.LongTensor(n)`` then a loop writing ``ids[i] = ...``: allocated by
+    size to be filled (a tokenizer). A single element written leaves the rest
+    uninitialised: still a warning."""
+    source = """
+        import torch
+
+        def tokenize(words, vocab):
+            ids = torch.LongTensor(len(words))
+            position = 0
+            with open("corpus.txt") as f:
+                for word in words:
+                    ids[position] = vocab[word]
+                    position += 1
+            head = torch.LongTensor(8)
+            head[0] = 1
+            return ids, head
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (5, Severity.INFO),
+        (11, Severity.WARNING),
+    ]
 
 
 def test_shape_constructor_filled_right_away_is_only_info() -> None:

@@ -133,8 +133,8 @@ class LegacyConstructor(LintRule):
         filled = id(node) in self._filled
         # Uninitialised memory someone may read is the bug; a copy of data or a shape filled
         # at once is only a legacy spelling, on the CPU or in torch.cuda (which fails
-        # without CUDA as any cuda tensor does). Arguments of unknown kind may be a shape.
-        risky = (kind == _SHAPE and not filled) or (cuda and kind == _UNKNOWN)
+        # without CUDA as any cuda tensor does).
+        risky = kind == _SHAPE and not filled
         severity = Severity.WARNING if risky else Severity.INFO
         self.report(
             node,
@@ -209,7 +209,11 @@ def _following(ctx: FileContext, statement: ast.stmt) -> list[ast.stmt]:
 
 
 def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int) -> bool:
-    """Whether ``statement`` writes every element of ``target`` in place."""
+    """Whether ``statement`` writes every element of ``target`` in place: an ``nn.init``
+    function or a fill method on it, a method of the class that does so, or a loop that
+    assigns its elements one by one (``ids[i] = ...``)."""
+    if _fills_by_index(ctx, statement, target):
+        return True
     for node in _calls_in(statement):
         func = node.func
         qualified = ctx.qualified_name(func)
@@ -252,6 +256,23 @@ _NO_CALLS = frozenset(
     }
 )
 _FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fills_by_index(ctx: FileContext, statement: ast.stmt, target: str) -> bool:
+    """A loop in ``statement`` (or ``statement`` itself) that assigns ``target[...] =``:
+    the usual way to fill a tensor allocated by size, element by element."""
+    if target not in ctx.segment(statement):
+        return False
+    for loop in ast.walk(statement):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and ctx.segment(t.value) == target
+                for t in node.targets
+            ):
+                return True
+    return False
 
 
 def _calls_in(node: ast.AST) -> Iterator[ast.Call]:
