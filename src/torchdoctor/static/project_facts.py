@@ -32,7 +32,19 @@ _ENDINGS: dict[str, str] = {
 }
 
 
-class ClassFacts:
+class _Definition:
+    """What every class and function fact holds: its names and where it is defined."""
+
+    __slots__ = ("line", "name", "path", "qualname")
+
+    def __init__(self, name: str, qualname: str, path: str, line: int) -> None:
+        self.name = name
+        self.qualname = qualname
+        self.path = path
+        self.line = line
+
+
+class ClassFacts(_Definition):
     """One class as its file shows it.
 
     Its name, bases and method names are read when the file is summarised; what its body
@@ -56,7 +68,7 @@ class ClassFacts:
             what ``Last`` ends in (as ``forward_ends_in``).
     """
 
-    __slots__ = ("_body", "_source", "bases", "line", "methods", "name", "path", "qualname")
+    __slots__ = ("_body", "_source", "bases", "methods")
 
     def __init__(
         self,
@@ -68,10 +80,7 @@ class ClassFacts:
         methods: frozenset[str] = frozenset(),
         source: tuple[ast.ClassDef, _Namer] | None = None,
     ) -> None:
-        self.name = name
-        self.qualname = qualname
-        self.path = path
-        self.line = line
+        super().__init__(name, qualname, path, line)
         self.bases = bases
         self.methods = methods
         self._source = source
@@ -132,11 +141,11 @@ class _ClassBody:
     sequential_last: dict[str, str] = field(default_factory=dict)
 
 
-class FunctionFacts:
+class FunctionFacts(_Definition):
     """One module-level function: what it returns and calls (qualified names), read from
     its body on first use (see :class:`ClassFacts`)."""
 
-    __slots__ = ("_body", "_source", "line", "name", "path", "qualname")
+    __slots__ = ("_body", "_source")
 
     def __init__(
         self,
@@ -146,10 +155,7 @@ class FunctionFacts:
         line: int,
         source: tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Namer],
     ) -> None:
-        self.name = name
-        self.qualname = qualname
-        self.path = path
-        self.line = line
+        super().__init__(name, qualname, path, line)
         self._source: tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Namer] | None = source
         self._body: tuple[tuple[str, ...], frozenset[str]] | None = None
 

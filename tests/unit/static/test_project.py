@@ -133,8 +133,9 @@ def _reachable(obj: object) -> list[object]:
         elif isinstance(item, dict):
             stack.extend(item.values())
         else:
-            for slot in getattr(type(item), "__slots__", ()):
-                stack.append(getattr(item, slot, None))
+            for cls in type(item).__mro__:
+                for slot in getattr(cls, "__slots__", ()):
+                    stack.append(getattr(item, slot, None))
     return out
 
 

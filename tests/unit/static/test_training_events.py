@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from collections.abc import Callable
 
 import pytest
 
@@ -50,6 +51,18 @@ def walked(source: str) -> FileContext:
     return ctx
 
 
+def asked_in_order(
+    full_first: bool, ask: Callable[[bool], list[Event]]
+) -> tuple[list[Event], list[Event]]:
+    """The events with and without model calls, the full list asked first or second
+    (each answer is cached, so the order could change what the other one reads)."""
+    if full_first:
+        full = ask(True)
+        return full, ask(False)
+    without = ask(False)
+    return ask(True), without
+
+
 def described(events: list[Event]) -> list[tuple[EventKind, int]]:
     return [(e.kind, e.line) for e in events]
 
@@ -60,12 +73,7 @@ def test_loop_events_without_forwards_are_the_full_list_less_model_calls(
 ) -> None:
     ctx = walked(TRAINING)
     outer = ctx.module.all_loops[0]
-    if full_first:
-        full = loop_events(ctx, outer)
-        without = loop_events(ctx, outer, forwards=False)
-    else:
-        without = loop_events(ctx, outer, forwards=False)
-        full = loop_events(ctx, outer)
+    full, without = asked_in_order(full_first, lambda f: loop_events(ctx, outer, forwards=f))
     kinds = {e.kind for e in full}
     assert EventKind.FORWARD in kinds and EventKind.BACKWARD in kinds
     assert {EventKind.ZERO_GRAD, EventKind.OPTIMIZER_STEP, EventKind.SCHEDULER_STEP} <= kinds
@@ -76,12 +84,7 @@ def test_loop_events_without_forwards_are_the_full_list_less_model_calls(
 def test_function_events_without_forwards_keep_an_aliased_backward(full_first: bool) -> None:
     ctx = walked(TRAINING)
     step = next(f for f in ctx.module.functions if f.name == "train_step")
-    if full_first:
-        full = function_events(ctx, step)
-        without = function_events(ctx, step, forwards=False)
-    else:
-        without = function_events(ctx, step, forwards=False)
-        full = function_events(ctx, step)
+    full, without = asked_in_order(full_first, lambda f: function_events(ctx, step, forwards=f))
     assert [e.kind for e in full] == [
         EventKind.FORWARD,
         EventKind.BACKWARD,
