@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.terminal import as_from_a_terminal
+
 pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
 
 TRAIN = textwrap.dedent("""
@@ -67,7 +69,7 @@ def script(
 def torchdoctor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "torchdoctor.cli", *args],
+        as_from_a_terminal([sys.executable, "-m", "torchdoctor.cli", *args]),
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.terminal import as_from_a_terminal
+
 pytestmark = [pytest.mark.needs_torch, pytest.mark.slow]
 
 SCRIPT = textwrap.dedent("""
@@ -33,7 +35,7 @@ SCRIPT = textwrap.dedent("""
 def python(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, *args],
+        as_from_a_terminal([sys.executable, *args]),
         cwd=cwd,
         capture_output=True,
         text=True,
