@@ -287,6 +287,17 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def default_workers(files: int) -> int:
+    """Worker processes for linting ``files`` files when the caller does not say. A pool
+    reads and parses every file twice (the index first, then the rules) and starts two
+    sets of processes, so it pays only for many files on three CPUs or more: on two, all
+    of torch's sources took 16.6 s with two workers and 14.0 s in one process."""
+    cpus = os.cpu_count() or 1
+    if files < _POOL_THRESHOLD or cpus < 3:
+        return 1
+    return min(cpus, 8)
+
+
 def lint_files(
     jobs: Sequence[FileJob], selection: Selection, workers: int | None = None
 ) -> list[Finding]:
@@ -295,11 +306,11 @@ def lint_files(
     Args:
         jobs: the files.
         selection: enabled codes.
-        workers: process count; ``None`` picks one per CPU (at most 8) for many files,
-            ``1`` never starts a process.
+        workers: process count; ``None`` picks :func:`default_workers`, ``1`` never
+            starts a process.
     """
     if workers is None:
-        workers = min(os.cpu_count() or 1, 8) if len(jobs) >= _POOL_THRESHOLD else 1
+        workers = default_workers(len(jobs))
     if workers <= 1 or len(jobs) < 2:
         return _lint_serial(jobs, selection)
     size = max(1, len(jobs) // (workers * 8))

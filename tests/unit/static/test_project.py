@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor.static import LintConfig, lint
+from torchdoctor.static import LintConfig, lint, runner
 from torchdoctor.static.project import ProjectIndex
 from torchdoctor.static.project_facts import module_name, summarise
 
@@ -317,6 +317,18 @@ def test_worker_processes_see_the_same_project_as_one_process(tmp_path: Path) ->
     assert sorted(f.location.path or "" for f in pooled) == sorted(
         f.location.path or "" for f in serial
     )
+
+
+@pytest.mark.parametrize(
+    ("cpus", "files", "workers"),
+    [(2, 5000, 1), (1, 5000, 1), (3, 5000, 3), (4, 47, 1), (4, 48, 4), (64, 5000, 8)],
+)
+def test_a_pool_is_used_only_where_it_pays(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, files: int, workers: int
+) -> None:
+    """A pool parses every file twice: one process on two CPUs or for few files."""
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: cpus)
+    assert runner.default_workers(files) == workers
 
 
 def test_a_factory_function_of_another_file_gives_its_class(tmp_path: Path) -> None:
