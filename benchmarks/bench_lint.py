@@ -16,6 +16,11 @@ Prints, measured in one run over the same files read into memory first:
 Usage: ``python benchmarks/bench_lint.py [--root DIR] [--files N] [--torchfix-files N]
 [--repeat N]`` (``--files``: an evenly spaced sample of that many files; 0 for all).
 Nothing here imports torch: its folder is found with ``importlib.util.find_spec``.
+
+Counted in instructions instead of seconds (independent of the machine's load), with
+``--only parse|lint|nothing``: one pass of that phase after the same start-up, to run
+under ``valgrind --tool=cachegrind --cache-sim=no``; the ratio is (lint - nothing) /
+(parse - nothing) of the three instruction counts.
 """
 
 from __future__ import annotations
@@ -116,6 +121,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--files", type=int, default=0)
     parser.add_argument("--torchfix-files", type=int, default=150)
+    parser.add_argument("--only", choices=("parse", "lint", "nothing"), default=None)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     root = args.root or torch_root()
@@ -131,6 +137,10 @@ def main() -> None:
     rule_specs()  # registration is start-up cost, not per-file cost
     lint_one = lint_one_factory()
     lint_one(*sources[0])  # warm caches and imports
+    if args.only is not None:
+        if args.only != "nothing":
+            (parse_all if args.only == "parse" else lint_all)(sources)
+        return
     parse = ours = float("inf")
     for _ in range(max(1, args.repeat)):
         parse = min(parse, parse_all(sources))
