@@ -245,8 +245,10 @@ class ShuffleWithSampler(LintRule):
         if "shuffle" in keywords:
             shuffle: ast.expr | None = keywords["shuffle"].value
         else:
-            positions = self._constructs_a_dataloader(node)
-            shuffle = node.args[2] if positions and len(node.args) > 2 else None
+            shuffle = node.args[2] if len(node.args) > 2 else None
+            if isinstance(shuffle, ast.Constant) and shuffle.value is True:
+                positions = self._constructs_a_dataloader(node)
+                shuffle = shuffle if positions else None
         if not (isinstance(shuffle, ast.Constant) and shuffle.value is True):
             return
         for argument, position in (("sampler", 3), ("batch_sampler", 4)):
