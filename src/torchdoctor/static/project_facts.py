@@ -11,10 +11,14 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from torchdoctor.static import torchapi
 
 __all__ = ["ClassFacts", "FunctionFacts", "ModuleFacts", "module_name", "summarise"]
+
+_Node = TypeVar("_Node", bound=ast.AST)
+_Body = TypeVar("_Body")
 
 _ENDINGS: dict[str, str] = {
     "torch.sigmoid": "sigmoid",
@@ -32,26 +36,55 @@ _ENDINGS: dict[str, str] = {
 }
 
 
-class _Definition:
-    """What every class and function fact holds: its names and where it is defined."""
+class _Definition(Generic[_Node, _Body]):
+    """A class or function of a file: its names and place, read when the file is
+    summarised, and what its body says (:meth:`_read_body`), read from the tree on first
+    use and the tree then let go. Most classes and functions of a project are never
+    asked about (on torch's sources, reading every body was a tenth of the time of
+    parsing). A pickled copy carries the answers, never the tree."""
 
-    __slots__ = ("line", "name", "path", "qualname")
+    __slots__ = ("_body", "_source", "line", "name", "path", "qualname")
 
-    def __init__(self, name: str, qualname: str, path: str, line: int) -> None:
+    def __init__(
+        self, name: str, qualname: str, path: str, line: int, source: tuple[_Node, _Namer]
+    ) -> None:
         self.name = name
         self.qualname = qualname
         self.path = path
         self.line = line
+        self._source: tuple[_Node, _Namer] | None = source
+        self._body: _Body | None = None
+
+    def _read(self) -> _Body:
+        body = self._body
+        if body is None:
+            assert self._source is not None
+            body = self._body = self._read_body(*self._source)
+            self._source = None  # the tree can go
+        return body
+
+    def _read_body(self, node: _Node, namer: _Namer) -> _Body:
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, object]:
+        self._read()
+        return {
+            slot: getattr(self, slot)
+            for cls in type(self).__mro__
+            for slot in getattr(cls, "__slots__", ())
+        }
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for slot, value in state.items():
+            setattr(self, slot, value)
 
 
-class ClassFacts(_Definition):
+class ClassFacts(_Definition[ast.ClassDef, "_ClassBody"]):
     """One class as its file shows it.
 
     Its name, bases and method names are read when the file is summarised; what its body
     builds (``attributes``, ``constructs``, ``reads_training``, ``forward_ends_in``,
-    ``sequential_last``) on the first question about them, since most classes of a
-    project are never asked about (on torch's sources, reading every body was a tenth of
-    the time of parsing). A pickled copy carries every answer and no syntax tree.
+    ``sequential_last``) on the first question about them (see :class:`_Definition`).
 
     Attributes:
         name: the class's own name; ``qualname`` is ``module.Name``.
@@ -68,7 +101,7 @@ class ClassFacts(_Definition):
             what ``Last`` ends in (as ``forward_ends_in``).
     """
 
-    __slots__ = ("_body", "_source", "bases", "methods")
+    __slots__ = ("bases", "methods")
 
     def __init__(
         self,
@@ -77,37 +110,23 @@ class ClassFacts(_Definition):
         path: str,
         line: int,
         bases: tuple[str, ...],
-        methods: frozenset[str] = frozenset(),
-        source: tuple[ast.ClassDef, _Namer] | None = None,
+        methods: frozenset[str],
+        source: tuple[ast.ClassDef, _Namer],
     ) -> None:
-        super().__init__(name, qualname, path, line)
+        super().__init__(name, qualname, path, line, source)
         self.bases = bases
         self.methods = methods
-        self._source = source
-        self._body: _ClassBody | None = None if source is not None else _ClassBody()
 
     def __repr__(self) -> str:
         return f"ClassFacts({self.qualname!r}, bases={self.bases!r})"
 
-    def __getstate__(self) -> tuple[object, ...]:
-        return (self.name, self.qualname, self.path, self.line, self.bases, self.methods, self.body)
-
-    def __setstate__(self, state: tuple[object, ...]) -> None:
-        (self.name, self.qualname, self.path, self.line, self.bases, self.methods, self._body) = (
-            state  # type: ignore[assignment]
-        )
-        self._source = None
+    def _read_body(self, node: ast.ClassDef, namer: _Namer) -> _ClassBody:
+        return _class_body(node, namer)
 
     @property
     def body(self) -> _ClassBody:
         """What the class's body builds (read from the tree on first use)."""
-        body = self._body
-        if body is None:
-            assert self._source is not None
-            node, namer = self._source
-            body = self._body = _class_body(node, namer)
-            self._source = None  # the tree can go
-        return body
+        return self._read()
 
     @property
     def attributes(self) -> dict[str, str]:
@@ -141,41 +160,22 @@ class _ClassBody:
     sequential_last: dict[str, str] = field(default_factory=dict)
 
 
-class FunctionFacts(_Definition):
+_FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+class FunctionFacts(_Definition[_FunctionNode, tuple[tuple[str, ...], frozenset[str]]]):
     """One module-level function: what it returns and calls (qualified names), read from
-    its body on first use (see :class:`ClassFacts`)."""
+    its body on first use."""
 
-    __slots__ = ("_body", "_source")
-
-    def __init__(
-        self,
-        name: str,
-        qualname: str,
-        path: str,
-        line: int,
-        source: tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Namer],
-    ) -> None:
-        super().__init__(name, qualname, path, line)
-        self._source: tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Namer] | None = source
-        self._body: tuple[tuple[str, ...], frozenset[str]] | None = None
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return f"FunctionFacts({self.qualname!r})"
 
-    def __getstate__(self) -> tuple[object, ...]:
-        return (self.name, self.qualname, self.path, self.line, self._read())
-
-    def __setstate__(self, state: tuple[object, ...]) -> None:
-        (self.name, self.qualname, self.path, self.line, self._body) = state  # type: ignore[assignment]
-        self._source = None
-
-    def _read(self) -> tuple[tuple[str, ...], frozenset[str]]:
-        body = self._body
-        if body is None:
-            assert self._source is not None
-            body = self._body = _function_body(*self._source)
-            self._source = None
-        return body
+    def _read_body(
+        self, node: _FunctionNode, namer: _Namer
+    ) -> tuple[tuple[str, ...], frozenset[str]]:
+        return _function_body(node, namer)
 
     @property
     def returns(self) -> tuple[str, ...]:
@@ -203,9 +203,9 @@ class ModuleFacts:
         """Read every class and function body now, so that the facts hold no part of
         the syntax tree (for a tree that is about to be freed)."""
         for cls in self.classes.values():
-            cls.body  # noqa: B018 - reading it is the point
+            cls._read()
         for function in self.functions.values():
-            function.calls  # noqa: B018
+            function._read()
 
 
 _PACKAGE_CACHE: dict[str, bool] = {}
