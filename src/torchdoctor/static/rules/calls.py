@@ -1,7 +1,8 @@
 """Reading a call's parts and editing its arguments, for rules and their fixes.
 
 ``f(x, key=value)``: :func:`keyword` finds a keyword argument, :func:`method_call` and
-:func:`receiver` read ``opt.step()`` as a method and the object it is called on;
+:func:`receiver` read ``opt.step()`` as a method and the object it is called on,
+:func:`last_name` the name a callee ends in;
 :func:`insert_keywords` adds arguments at the end of a call, and :func:`torch_alias` spells
 ``torch`` the way the file imports it, so that a fix's new text runs in that file.
 """
@@ -14,12 +15,20 @@ from typing import TypeGuard
 from torchdoctor.findings import Edit
 from torchdoctor.static.context import FileContext
 
-__all__ = ["insert_keywords", "keyword", "method_call", "receiver", "torch_alias"]
+__all__ = ["insert_keywords", "keyword", "last_name", "method_call", "receiver", "torch_alias"]
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
     """The keyword argument ``name`` of a call, if given."""
     return next((k for k in call.keywords if k.arg == name), None)
+
+
+def last_name(expr: ast.AST) -> str:
+    """The last name an expression spells: ``opt`` for ``opt``, ``step`` for
+    ``self.opt.step``; ``""`` for anything else (a call, a subscript)."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return getattr(expr, "id", "")
 
 
 def method_call(call: ast.AST, *names: str) -> TypeGuard[ast.Call]:

@@ -15,7 +15,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import keyword
+from torchdoctor.static.rules.calls import keyword, last_name
 from torchdoctor.static.structure import FunctionScope
 
 _GPU_WORDS = ("cuda", "nccl")
@@ -73,19 +73,12 @@ def reads_back_own_save(ctx: FileContext, load: ast.Call, scope: Scope) -> bool:
             )
             if target is not None and ctx.segment(target) == text:
                 return True
-        elif "save" in _callee_name(node).lower() and any(
+        elif "save" in last_name(node.func).lower() and any(
             ctx.segment(argument) == text
             for argument in [*node.args, *(k.value for k in node.keywords)]
         ):
             return True
     return False
-
-
-def _callee_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _in_memory(ctx: FileContext, source: ast.expr, scope: Scope) -> bool:
@@ -177,7 +170,7 @@ class LoadWithoutMapLocation(LintRule):
         whose return the file does not show)."""
         if self.ctx.is_in_family(receiver, torchapi.GRAD_SCALER, scope):
             return True
-        name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+        name = last_name(receiver)
         return bool(name) and torchapi.hinted_family(name) == torchapi.GRAD_SCALER
 
     def _restoring(

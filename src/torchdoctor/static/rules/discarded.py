@@ -16,6 +16,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.calls import last_name
 from torchdoctor.static.rules.dataloader import iterated, loader_of
 
 __all__ = ["is_tensor"]
@@ -228,7 +229,7 @@ class GradModeCallWithoutWith(LintRule):
         if not isinstance(node, ast.Call):
             return
         func = node.func
-        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        last = last_name(func)
         last = self.ctx.imports.get(last, last).rpartition(".")[2]  # import ... as alias
         if last not in _GRAD_NAMES or not self.ctx.is_call_to(node, *_GRAD_SCOPES):
             return

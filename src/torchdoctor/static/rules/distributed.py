@@ -17,6 +17,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.calls import last_name
 from torchdoctor.static.rules.loops import steps_every_iteration, trains
 from torchdoctor.static.structure import Frame, FrameKind, Loop
 
@@ -375,9 +376,7 @@ class FindUnusedParametersCost(LintRule):
         ctx = self.ctx
         name = ctx.qualified_name(call.func) or ""
         func = call.func
-        last = name.rpartition(".")[2] or (
-            func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        )
+        last = name.rpartition(".")[2] or last_name(func)
         if not (name == DDP or any(word in last for word in _DDP_CALLEES)):
             return  # a test helper or config function that merely takes the flag
         known = name == DDP or name.endswith(".DDPStrategy")

@@ -12,6 +12,7 @@ from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.calls import last_name
 from torchdoctor.static.rules.loops import (
     enclosing_loops,
     guard_between,
@@ -122,7 +123,7 @@ def _handed_off(loop: Loop, name: str) -> bool:
         if not any(isinstance(a, ast.Name) and a.id == name for a in arguments):
             continue
         func = call.func
-        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        last = last_name(func)
         keeps = last in _KEEPERS or any(
             k.arg == "close" and isinstance(k.value, ast.Constant) and k.value.value is False
             for k in call.keywords

@@ -16,7 +16,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import insert_keywords, keyword
+from torchdoctor.static.rules.calls import insert_keywords, keyword, last_name
 from torchdoctor.static.structure import ClassScope, FrameKind, FunctionScope
 
 __all__ = ["is_module_class", "nn_alias"]
@@ -281,8 +281,7 @@ class LayersInPlainContainer(LintRule):
 
 
 def _callee(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return last_name(call.func)
 
 
 Element = tuple[FunctionScope | None, ast.expr]

@@ -25,6 +25,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.calls import last_name
 from torchdoctor.static.rules.distributed_saving import _resolver
 from torchdoctor.static.rules.loops import guard_between
 from torchdoctor.static.rules.loss_trail import (
@@ -164,7 +165,7 @@ def _reducing_name(call: ast.Call) -> bool:
     """``dist.all_reduce``, ``reduce_tensor``, ``accelerator.gather``,
     ``meter.synchronize_between_processes``, ``average_across_ranks``..."""
     func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    name = last_name(func)
     words = set(torchapi.name_tokens(name))
     return bool(words & _REDUCE_WORDS) or (
         bool((words & _SPAN_WORDS) | {w for w in words if w.startswith("sync")})
@@ -255,7 +256,7 @@ def _logged(ctx: FileContext, call: ast.Call, scope: Scope, tainted: set[str]) -
 
 def _is_log_call(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
     func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    name = last_name(func)
     if name in _LOG_NAMES:
         return True
     words = set(torchapi.name_tokens(name))

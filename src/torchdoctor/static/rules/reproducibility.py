@@ -9,6 +9,7 @@ from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.calls import last_name
 from torchdoctor.static.rules.loops import trains
 from torchdoctor.static.structure import Item, Loop, ModuleScope
 
@@ -50,7 +51,7 @@ class NeverSeeded(LintRule):
             if not isinstance(call, ast.Call):
                 continue
             func = call.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            name = last_name(func)
             if "seed" in name.lower() or any(
                 "seed" in (k.arg or "").lower() for k in call.keywords
             ):
