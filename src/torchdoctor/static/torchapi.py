@@ -197,9 +197,12 @@ NO_DROPOUT = "#no-dropout"
 
 
 def without_dropout(qualified: str, call: ast.Call) -> bool:
-    """Whether ``call`` builds one of the layers whose dropout defaults to 0 (``nn.LSTM``,
-    ``nn.GRU``, ``nn.RNN``, ``nn.MultiheadAttention``) and gives it none, or a literal 0:
-    then ``eval()`` changes nothing in it. ``*args``/``**kwargs`` may hold one: not then."""
+    """Whether ``call`` builds a recurrent cell (no dropout at all), or one of the layers
+    whose dropout defaults to 0 (``nn.LSTM``, ``nn.GRU``, ``nn.RNN``,
+    ``nn.MultiheadAttention``) and gives it none, or a literal 0: then ``eval()`` changes
+    nothing in it, whatever its name says. ``*args``/``**kwargs`` may hold one: not then."""
+    if qualified in MODE_FREE_LAYERS:
+        return True
     position = _OPTIONAL_DROPOUT.get(qualified)
     if position is None:
         return False

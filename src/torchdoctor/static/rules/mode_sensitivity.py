@@ -125,7 +125,7 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
     info = ctx.project.module_class(type_name, near=ctx.path)
     if info is not None:
         return bool(info.has_dropout_or_batchnorm)
-    if torchapi.without_dropout(type_name, call) or type_name in torchapi.MODE_FREE_LAYERS:
+    if torchapi.without_dropout(type_name, call):
         return False
     last = type_name.rpartition(".")[2]
     return (
@@ -184,7 +184,7 @@ def _call_sensitive(ctx: FileContext, call: ast.Call, seen: set[str]) -> bool:
         return False
     if qualified in _SENSITIVE_FUNCTIONS:
         return True
-    if torchapi.without_dropout(qualified, call) or qualified in torchapi.MODE_FREE_LAYERS:
+    if torchapi.without_dropout(qualified, call):
         return False
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
