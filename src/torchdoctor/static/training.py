@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from torchdoctor.findings import Confidence
 from torchdoctor.static import torchapi
@@ -80,20 +81,12 @@ def loop_events(ctx: FileContext, loop: Loop, *, forwards: bool = True) -> list[
     order): for a rule that never looks at model calls, it spares telling whether each
     call of the loop is a model's, the costly part of classifying.
     """
-    cache = loop._cache
-    cached = cache.get("events")
-    if cached is None and not forwards:
-        cached = cache.get("events-without-forwards")
-        if cached is None:
-            cached = cache["events-without-forwards"] = _events(
-                ctx, loop.items, loop.function, forwards=False
-            )
-        return cached  # type: ignore[return-value]
-    if cached is None:
-        cached = cache["events"] = _events(ctx, loop.items, loop.function)
-    if not forwards:
-        return _without_forwards(cache, cached)  # type: ignore[arg-type]
-    return cached  # type: ignore[return-value]
+    return _cached_events(
+        loop._cache,
+        ("events", "events-without-forwards"),
+        lambda with_forwards: _events(ctx, loop.items, loop.function, forwards=with_forwards),
+        forwards,
+    )
 
 
 def function_events(
@@ -101,25 +94,34 @@ def function_events(
 ) -> list[Event]:
     """The events of a function body (nested functions excluded), in source order.
     Cached; ``forwards`` as for :func:`loop_events`."""
-    key = ("events", id(function), forwards)
-    cached = ctx.memo.get(key)
-    if cached is None:
-        full = ctx.memo.get(("events", id(function), True))
-        if full is not None:
-            cached = [e for e in full if e.kind is not EventKind.FORWARD]  # type: ignore[attr-defined]
-        else:
-            cached = _events(ctx, function.items, function, forwards=forwards)
-        ctx.memo[key] = cached
-    return cached  # type: ignore[return-value]
+    return _cached_events(
+        ctx.memo,
+        (("events", id(function), True), ("events", id(function), False)),
+        lambda with_forwards: _events(ctx, function.items, function, forwards=with_forwards),
+        forwards,
+    )
 
 
-def _without_forwards(cache: dict[str, object], events: list[Event]) -> list[Event]:
-    found = cache.get("events-forwards-dropped")
-    if found is None:
-        found = cache["events-forwards-dropped"] = [
-            e for e in events if e.kind is not EventKind.FORWARD
-        ]
-    return found  # type: ignore[return-value]
+def _cached_events(
+    store: dict[Any, object],
+    keys: tuple[object, object],
+    compute: Callable[[bool], list[Event]],
+    forwards: bool,
+) -> list[Event]:
+    """The events under ``keys`` (with model calls, without), computed once each; the
+    list without model calls is filtered from the full one when that is known."""
+    full_key, partial_key = keys
+    full = store.get(full_key)
+    if forwards:
+        if full is None:
+            full = store[full_key] = compute(True)
+        return full  # type: ignore[return-value]
+    partial = store.get(partial_key)
+    if partial is None:
+        partial = store[partial_key] = (
+            compute(False) if full is None else [e for e in full if e.kind is not EventKind.FORWARD]  # type: ignore[attr-defined]
+        )
+    return partial  # type: ignore[return-value]
 
 
 def _events(
