@@ -134,14 +134,20 @@ def _add_facts(project: ProjectIndex, facts: ModuleFacts | None, tree_kept: bool
     """Add a file's facts to the index. Facts read class and function bodies on first
     use, from the tree; a tree that is not kept for phase two is read in full now, so
     that it can be freed."""
-    if facts is None:
-        return
-    if not tree_kept:
-        try:
-            facts.complete()
-        except Exception:  # noqa: BLE001 - a file without facts is linted all the same
-            return
-    project.add(facts)
+    if facts is not None and not tree_kept:
+        facts = _completed(facts)
+    if facts is not None:
+        project.add(facts)
+
+
+def _completed(facts: ModuleFacts) -> ModuleFacts | None:
+    """The facts with every body read (their tree no longer needed); ``None`` when that
+    fails: a file without facts is linted all the same."""
+    try:
+        facts.complete()
+    except Exception:  # noqa: BLE001 - see above
+        return None
+    return facts
 
 
 def lint_path(
@@ -254,11 +260,7 @@ def _facts_chunk(jobs: Sequence[FileJob]) -> list[ModuleFacts]:
     out = []
     for job in jobs:
         facts = _facts(job, _parse_job(job))
-        if facts is not None:
-            try:
-                facts.complete()
-            except Exception:  # noqa: BLE001 - a file without facts is linted all the same
-                continue
+        if facts is not None and (facts := _completed(facts)) is not None:
             out.append(facts)
     return out
 
