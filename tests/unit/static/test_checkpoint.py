@@ -376,3 +376,41 @@ def test_strict_false_into_a_meta_model_with_assign_is_quiet() -> None:
     model.load_state_dict(sharded, strict=False, assign=False)
     """
     assert td904(source) == [("TD904", 6)]
+
+
+# --- TD901: files this program wrote itself from CPU tensors ------------------------------
+
+SAVE_AND_LOAD = (
+    GPU
+    + """
+import os
+def save_checkpoint(model, out, step):
+    path = os.path.join(out, f"model_{step:06d}.pt")
+    torch.save({SAVED}, path)
+def load_checkpoint(model, out, step):
+    path = os.path.join(out, f"model_{step:06d}.pt")
+    model.load_state_dict(torch.load(path))
+"""
+)
+
+
+def td901_saved(saved: str) -> list[tuple[str, int]]:
+    return td901(SAVE_AND_LOAD.replace("{SAVED}", saved))
+
+
+def test_a_load_of_a_file_this_program_saved_from_cpu_tensors_is_quiet() -> None:
+    assert td901_saved("{k: v.cpu() for k, v in model.state_dict().items()}") == []
+    assert td901_saved('{"model": model.cpu().state_dict(), "step": 3}') == []
+    assert td901_saved('[p.detach().to("cpu") for p in model.parameters()]') == []
+
+
+def test_a_load_of_a_file_this_program_saved_from_gpu_tensors_is_flagged() -> None:
+    assert td901_saved("model.state_dict()") == [("TD901", 10)]
+    assert td901_saved('{"model": model.state_dict(), "step": 3}') == [("TD901", 10)]
+
+
+def test_a_load_of_another_file_is_flagged_whatever_this_program_saves() -> None:
+    source = SAVE_AND_LOAD.replace("{SAVED}", "model.cpu().state_dict()").replace(
+        'f"model_{step:06d}.pt")\n    model.load', 'f"pretrained_{step}.pt")\n    model.load'
+    )
+    assert td901(source) == [("TD901", 10)]
