@@ -73,7 +73,7 @@ class Float64InTraining(LintRule):
 
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
-        if _is_test_path(ctx.path):
+        if is_test_path(ctx.path):
             return
         scopes = list(module.bodies())
         if not any(self._trains(scope, items) for scope, items in scopes):
@@ -316,7 +316,7 @@ class Float64InTraining(LintRule):
         )
 
 
-def _is_test_path(path: str) -> bool:
+def is_test_path(path: str) -> bool:
     """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
     *folders, name = path.replace("\\", "/").split("/")
     return (
