@@ -167,15 +167,50 @@ def test_td206_flags_self_attribute_module_and_gives_an_unsafe_fix() -> None:
     assert "return self.encoder(x)" in fixed
 
 
-def test_td206_name_hint_has_medium_confidence() -> None:
+def test_td206_name_hint_has_medium_confidence_and_no_fix() -> None:
     (found,) = lint_findings(
         """
     def predict(model, x):
+        model.eval()
         return model.forward(x)
     """,
         "TD206",
     )
-    assert found.confidence is Confidence.MEDIUM
+    assert found.confidence is Confidence.MEDIUM and found.fix is None
+
+
+def test_td206_quiet_when_only_a_name_says_module() -> None:
+    """An OpenCV network set through ``self.__dict__.update(locals())``, a camera model
+    passed in: nothing shows they are modules, and ``x(...)`` would break them."""
+    assert_marked(
+        """
+    import cv2
+    class Backend:
+        def __init__(self, weights, dnn=True):
+            net = cv2.dnn.readNetFromONNX(weights)
+            self.__dict__.update(locals())
+        def run(self, im):
+            self.net.setInput(im)
+            return self.net.forward()
+    def degrade(img, isp_model=None):
+        if isp_model is not None:
+            img = isp_model.forward(img.copy())
+        return img
+    """,
+        "TD206",
+    )
+
+
+def test_td206_a_name_hinted_model_trained_on_is_flagged_with_its_fix() -> None:
+    (found,) = lint_findings(
+        """
+    def train(model, x, optimizer):
+        model.forward(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD206",
+    )
+    assert found.fix is not None
 
 
 def test_td206_quiet_for_super_and_own_forward() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
@@ -90,10 +90,20 @@ class ForwardCalledDirectly(LintRule):
         if found is None or found[0] != torchapi.MODULE:
             return
         name = self.ctx.segment(receiver)
-        fix = Fix(
-            f"Call `{name}(...)` instead of `{name}.forward(...)`",
-            (self.ctx.replace(func, name),),
-            Applicability.UNSAFE,
+        known = found[1] is Confidence.HIGH or self._trains_here()
+        if not known and not _used_as_a_module(self.ctx.source, name):
+            return  # only its name says module (an OpenCV net, a camera model): stay quiet
+        # The fix rewrites `x.forward(...)` to `x(...)`, which breaks an object that is not
+        # callable: offered only where its class, or training on its output, shows it is a
+        # module.
+        fix = (
+            Fix(
+                f"Call `{name}(...)` instead of `{name}.forward(...)`",
+                (self.ctx.replace(func, name),),
+                Applicability.UNSAFE,
+            )
+            if known
+            else None
         )
         self.report(
             node,
@@ -105,6 +115,17 @@ class ForwardCalledDirectly(LintRule):
             fix=fix,
         )
 
+    def _trains_here(self) -> bool:
+        """The function around the call runs ``backward()``: what it calls ``.forward`` on
+        is a model being trained."""
+        function = self.ctx.function
+        if function is None:
+            return ".backward(" in self.ctx.source
+        return any(
+            isinstance(node, ast.Attribute) and node.attr == "backward"
+            for node in ast.walk(function.node)
+        )
+
     def _inside_own_forward(self, receiver: ast.expr) -> bool:
         function = self.ctx.function
         return (
@@ -112,6 +133,26 @@ class ForwardCalledDirectly(LintRule):
             and isinstance(receiver, ast.Name)
             and receiver.id == function.self_name
         )
+
+
+_MODULE_METHODS = (
+    "parameters",
+    "named_parameters",
+    "modules",
+    "children",
+    "state_dict",
+    "load_state_dict",
+    "train",
+    "eval",
+    "zero_grad",
+    "requires_grad_",
+    "register_forward_hook",
+)
+
+
+def _used_as_a_module(source: str, name: str) -> bool:
+    """The file calls a method on ``name`` that only an ``nn.Module`` has."""
+    return any(f"{name}.{method}(" in source for method in _MODULE_METHODS)
 
 
 @detector("TD207", depth=Depth.LINT)
