@@ -291,6 +291,43 @@ def test_td207_flags_assignment_through_data() -> None:
     )
 
 
+def test_td207_quiet_for_another_models_parameters() -> None:
+    """Casting a teacher's (or an EMA copy's) parameters through ``.data`` between the
+    student's forward and backward touches nothing in the student's graph."""
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    def train(student: nn.Module, teacher: nn.Module, loader, opt, criterion):
+        for x, y in loader:
+            opt.zero_grad()
+            loss = criterion(student(x), y)
+            for p in teacher.parameters():
+                p.data = p.data.to(torch.bfloat16)
+            teacher.head.weight.data = teacher.head.weight.data.half()
+            loss.backward()
+            opt.step()
+    """,
+        "TD207",
+    )
+
+
+def test_td207_flags_the_trained_models_parameters_beside_another_models() -> None:
+    assert_marked(
+        """
+    from torch import nn
+    def train(student: nn.Module, teacher: nn.Module, x, opt):
+        out = student(x)
+        for p in student.parameters():
+            p.data = p.data.half()  # expect: TD207
+        for q in teacher.parameters():
+            q.data = q.data.half()
+        out.sum().backward()
+    """,
+        "TD207",
+    )
+
+
 def test_td207_quiet_after_step_and_at_initialisation() -> None:
     assert_marked(
         """

@@ -175,22 +175,32 @@ class ParameterDataMutated(LintRule):
             return  # the common case: nothing to classify
         backward_targets = set()
         kinds: list[EventKind | None] = []
+        targets: list[ast.expr | None] = []
         for item in items:
             event = classify(ctx, item, scope)
             kinds.append(event.kind if event else None)
+            targets.append(event.target if event else None)
             if event and event.kind is EventKind.BACKWARD and isinstance(event.target, ast.Name):
                 backward_targets.add(event.target.id)
         forward_line = 0
+        called: set[str] = set()  # the models run forward since the last backward
         for index, item in enumerate(items):
             kind = kinds[index]
             if kind is EventKind.BACKWARD:
                 forward_line = 0
+                called = set()
             elif kind is EventKind.FORWARD or _assigns(item.node, backward_targets):
                 forward_line = forward_line or item.line
+                target = targets[index]
+                if kind is EventKind.FORWARD and target is not None:
+                    called.add(ctx.segment(target))
             elif forward_line:
                 mutated = _data_mutation(item.node)
                 if mutated is None or grad_disabled_by(ctx, item.frames) is not None:
                     continue
+                owner = self._owner(mutated, scope)
+                if owner is not None and called and owner not in called:
+                    continue  # another model's parameters: not in this graph
                 backward = next(
                     (
                         items[i]
@@ -201,6 +211,32 @@ class ParameterDataMutated(LintRule):
                 )
                 if backward is not None:
                     self._report(item, mutated, forward_line, backward)
+
+    def _owner(self, tensor: ast.expr, scope: FunctionScope | None) -> str | None:
+        """The model whose parameter ``tensor`` is, when the code shows it: ``p`` of ``for
+        p in teacher.parameters()``, or the module in ``self.teacher.weight``."""
+        ctx = self.ctx
+        if isinstance(tensor, ast.Name):
+            binding = ctx.binding(tensor, scope)
+            loop = binding.node if binding is not None else None
+            if not (
+                binding is not None
+                and binding.kind is BindingKind.LOOP_TARGET
+                and isinstance(loop, ast.For)
+            ):
+                return None
+            source = loop.iter
+            while isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+                if source.func.attr in _PARAMETER_SOURCES:
+                    return ctx.segment(source.func.value)
+                source = source.func.value
+            return None
+        while isinstance(tensor, ast.Attribute):
+            tensor = tensor.value
+            found = ctx.family_of(tensor, scope)
+            if found is not None and found[0] == torchapi.MODULE:
+                return ctx.segment(tensor)
+        return None
 
     def _report(self, item: Item, tensor: ast.expr, forward_line: int, backward: Item) -> None:
         ctx = self.ctx
@@ -216,6 +252,9 @@ class ParameterDataMutated(LintRule):
             "can detect a conflicting in-place change.",
             evidence={"forward_line": forward_line, "backward_line": backward.line},
         )
+
+
+_PARAMETER_SOURCES = frozenset({"parameters", "named_parameters", "buffers", "state_dict"})
 
 
 def _assigns(node: ast.AST, names: set[str]) -> bool:
