@@ -372,3 +372,47 @@ def test_td207_quiet_without_a_backward_after_it() -> None:
     """,
         "TD207",
     )
+
+
+def test_td207_flags_an_activation_changed_through_data_inside_forward() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.score = nn.Linear(8, 1)
+        def forward(self, x, pad):
+            attn = torch.softmax(self.score(x).squeeze(-1), dim=-1)
+            attn.data.masked_fill_(pad, 0.0)  # expect: TD207
+            gate = torch.sigmoid(self.score(x))
+            gate.data[pad] = 0.0  # expect: TD207
+            return (attn.unsqueeze(-1) * x).sum(1) + gate.sum()
+    """,
+        "TD207",
+    )
+
+
+def test_td207_quiet_for_fresh_buffers_parameters_and_unsaved_outputs_in_forward() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x, pad):
+            mask = torch.zeros(x.shape[0], 8)
+            mask.data.fill_(1.0)
+            self.fc.weight.data.clamp_(-1, 1)
+            energies = self.fc(x)
+            energies.data.masked_fill_(pad, -1e9)
+            out = torch.softmax(energies, dim=-1)
+            with torch.no_grad():
+                out.data.clamp_(-5, 5)
+            return out * mask
+    """,
+        "TD207",
+    )

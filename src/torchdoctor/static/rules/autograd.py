@@ -165,6 +165,38 @@ class ParameterDataMutated(LintRule):
 
     def leave_function(self, function: FunctionScope) -> None:
         self._check(function.items, function)
+        if function.name == "forward" and function.self_name is not None:
+            self._check_forward(function)
+
+    def _check_forward(self, function: FunctionScope) -> None:
+        """Inside a module's ``forward``: an activation computed there (``attn =
+        softmax(...)``) changed through ``.data`` before it is used on; the ops that saved
+        it for backward compute their gradients from the changed values, unseen."""
+        ctx = self.ctx
+        for item in function.items:
+            tensor = _data_mutation(item.node)
+            if not isinstance(tensor, ast.Name) or grad_disabled_by(ctx, item.frames):
+                continue
+            binding = ctx.binding(tensor, function)
+            value = binding.value if binding is not None else None
+            if (
+                binding is None
+                or binding.kind is not BindingKind.ASSIGN
+                or not isinstance(value, ast.Call)
+                or not _saves_its_output(value)
+                or getattr(binding.node, "lineno", item.line) >= item.line
+            ):
+                continue  # only an output autograd kept is read back wrong
+            name = tensor.id
+            self.report(
+                item.node,
+                f"`{ctx.segment(item.node)}` at line {item.line} changes `{name}`, computed "
+                f"at line {value.lineno} in `forward`, through `.data`: autograd does not see "
+                f"the change, so the operations that saved `{name}` (or used it) compute "
+                "their gradients from values that no longer match, silently wrong",
+                fix_hint=f"Make the change out of place, in the graph: `{name} = "
+                f"{name}.masked_fill(mask, value)` (or `torch.where`), without `.data`.",
+            )
 
     def leave_module(self, module: ModuleScope) -> None:
         self._check(module.items, None)
@@ -252,6 +284,21 @@ class ParameterDataMutated(LintRule):
             "can detect a conflicting in-place change.",
             evidence={"forward_line": forward_line, "backward_line": backward.line},
         )
+
+
+# Operations whose backward reads their own output (softmax, sigmoid...): changing that
+# output through `.data` changes the gradient. A linear layer's or a sum's output is not
+# kept, so a masked_fill_ through `.data` there (Tacotron 2's attention energies) is harmless.
+_SAVE_OUTPUT = frozenset(
+    {"softmax", "log_softmax", "sigmoid", "tanh", "exp", "relu", "elu", "sqrt", "rsqrt"}
+)
+
+
+def _saves_its_output(call: ast.Call) -> bool:
+    """``torch.softmax(...)``, ``F.sigmoid(...)``, ``x.exp()``: the output is saved."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in _SAVE_OUTPUT
 
 
 _PARAMETER_SOURCES = frozenset({"parameters", "named_parameters", "buffers", "state_dict"})
