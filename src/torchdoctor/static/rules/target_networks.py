@@ -99,23 +99,28 @@ class TargetNetworkNotDetached(LintRule):
         return type_name.rpartition(".")[2] in _REGRESSION_CLASSES
 
     def _network_calls(self, expr: ast.expr, scope: Scope, depth: int) -> list[ast.Call]:
-        """Module calls ``expr`` is computed from, through names bound in ``scope``; none
-        through a ``.detach()``."""
+        """Module calls ``expr`` is computed from, through names bound in ``scope`` to
+        values (not to the networks themselves); none through a ``.detach()``."""
         ctx = self.ctx
         found: list[ast.Call] = []
-        for node in ast.walk(expr):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("detach", "item")
-            ):
-                return []
-            if isinstance(node, ast.Call) and ctx.is_in_family(node.func, torchapi.MODULE, scope):
-                found.append(node)
-            elif isinstance(node, ast.Name) and depth < 3:
-                value = _bound(ctx, node, scope)
-                if value is not node:
-                    found += self._network_calls(value, scope, depth + 1)
+        stack: list[ast.AST] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in ("detach", "item"):
+                    return []
+                if ctx.is_in_family(func, torchapi.MODULE, scope):
+                    found.append(node)
+                    stack += [*node.args, *(k.value for k in node.keywords)]
+                    continue
+            if isinstance(node, ast.Name):
+                if depth < 3 and not ctx.is_in_family(node, torchapi.MODULE, scope):
+                    value = _bound(ctx, node, scope)
+                    if value is not node:
+                        found += self._network_calls(value, scope, depth + 1)
+                continue
+            stack += list(ast.iter_child_nodes(node))
         return found
 
     def _with_grad(self, call: ast.Call, function: FunctionScope) -> bool:
