@@ -230,9 +230,9 @@ class _RankTests:
             bound = _assigned_attribute(self.ctx, self.scope, test)
         if bound is not None:
             return deeper.zero(bound)
-        function = self.ctx.resolve_local_call(test, self.scope) if isinstance(
-            test, ast.Call
-        ) else None
+        function = (
+            self.ctx.resolve_local_call(test, self.scope) if isinstance(test, ast.Call) else None
+        )
         if function is None:
             return False
         returned = [
