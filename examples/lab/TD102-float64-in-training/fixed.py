@@ -12,9 +12,13 @@ class EnergyModel(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.body = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 1))
+        # Constants may be computed in float64 for accuracy: what counts is the dtype they
+        # have where they are used, float32 once registered.
+        weights = torch.linspace(1.0, 1.1, FEATURES, dtype=torch.float64).cumprod(0)
+        self.register_buffer("feature_weights", (weights / weights.max()).float())
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return self.body(features).squeeze(-1)
+        return self.body(features * self.feature_weights).squeeze(-1)
 
 
 def make_dataset(size: int = 512) -> TensorDataset:

@@ -126,6 +126,8 @@ _TABLE: tuple[Rule, ...] = (
        "An operation received tensors of different dtypes"),
     _r("TD108", "shape-mismatch", E, (RUN,),
        "A layer received an input of the wrong shape"),
+    _r("TD109", "rnn-output-read-batch-first", E, (LINT,),
+       "A sequence-first RNN's output is indexed as if it were batch-first"),
     # 2xx: autograd and gradients
     _r("TD201", "grads-never-cleared", E, (LINT, RUN),
        "Gradients are never cleared between optimizer steps"),

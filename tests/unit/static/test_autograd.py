@@ -167,15 +167,50 @@ def test_td206_flags_self_attribute_module_and_gives_an_unsafe_fix() -> None:
     assert "return self.encoder(x)" in fixed
 
 
-def test_td206_name_hint_has_medium_confidence() -> None:
+def test_td206_name_hint_has_medium_confidence_and_no_fix() -> None:
     (found,) = lint_findings(
         """
     def predict(model, x):
+        model.eval()
         return model.forward(x)
     """,
         "TD206",
     )
-    assert found.confidence is Confidence.MEDIUM
+    assert found.confidence is Confidence.MEDIUM and found.fix is None
+
+
+def test_td206_quiet_when_only_a_name_says_module() -> None:
+    """An OpenCV network set through ``self.__dict__.update(locals())``, a camera model
+    passed in: nothing shows they are modules, and ``x(...)`` would break them."""
+    assert_marked(
+        """
+    import cv2
+    class Backend:
+        def __init__(self, weights, dnn=True):
+            net = cv2.dnn.readNetFromONNX(weights)
+            self.__dict__.update(locals())
+        def run(self, im):
+            self.net.setInput(im)
+            return self.net.forward()
+    def degrade(img, isp_model=None):
+        if isp_model is not None:
+            img = isp_model.forward(img.copy())
+        return img
+    """,
+        "TD206",
+    )
+
+
+def test_td206_a_name_hinted_model_trained_on_is_flagged_with_its_fix() -> None:
+    (found,) = lint_findings(
+        """
+    def train(model, x, optimizer):
+        model.forward(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD206",
+    )
+    assert found.fix is not None
 
 
 def test_td206_quiet_for_super_and_own_forward() -> None:
@@ -256,6 +291,43 @@ def test_td207_flags_assignment_through_data() -> None:
     )
 
 
+def test_td207_quiet_for_another_models_parameters() -> None:
+    """Casting a teacher's (or an EMA copy's) parameters through ``.data`` between the
+    student's forward and backward touches nothing in the student's graph."""
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    def train(student: nn.Module, teacher: nn.Module, loader, opt, criterion):
+        for x, y in loader:
+            opt.zero_grad()
+            loss = criterion(student(x), y)
+            for p in teacher.parameters():
+                p.data = p.data.to(torch.bfloat16)
+            teacher.head.weight.data = teacher.head.weight.data.half()
+            loss.backward()
+            opt.step()
+    """,
+        "TD207",
+    )
+
+
+def test_td207_flags_the_trained_models_parameters_beside_another_models() -> None:
+    assert_marked(
+        """
+    from torch import nn
+    def train(student: nn.Module, teacher: nn.Module, x, opt):
+        out = student(x)
+        for p in student.parameters():
+            p.data = p.data.half()  # expect: TD207
+        for q in teacher.parameters():
+            q.data = q.data.half()
+        out.sum().backward()
+    """,
+        "TD207",
+    )
+
+
 def test_td207_quiet_after_step_and_at_initialisation() -> None:
     assert_marked(
         """
@@ -297,6 +369,50 @@ def test_td207_quiet_without_a_backward_after_it() -> None:
         for p, q in zip(model.parameters(), ema.parameters()):
             q.data.mul_(0.99).add_(p.data, alpha=0.01)
         return out
+    """,
+        "TD207",
+    )
+
+
+def test_td207_flags_an_activation_changed_through_data_inside_forward() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Pool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.score = nn.Linear(8, 1)
+        def forward(self, x, pad):
+            attn = torch.softmax(self.score(x).squeeze(-1), dim=-1)
+            attn.data.masked_fill_(pad, 0.0)  # expect: TD207
+            gate = torch.sigmoid(self.score(x))
+            gate.data[pad] = 0.0  # expect: TD207
+            return (attn.unsqueeze(-1) * x).sum(1) + gate.sum()
+    """,
+        "TD207",
+    )
+
+
+def test_td207_quiet_for_fresh_buffers_parameters_and_unsaved_outputs_in_forward() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x, pad):
+            mask = torch.zeros(x.shape[0], 8)
+            mask.data.fill_(1.0)
+            self.fc.weight.data.clamp_(-1, 1)
+            energies = self.fc(x)
+            energies.data.masked_fill_(pad, -1e9)
+            out = torch.softmax(energies, dim=-1)
+            with torch.no_grad():
+                out.data.clamp_(-5, 5)
+            return out * mask
     """,
         "TD207",
     )

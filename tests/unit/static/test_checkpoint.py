@@ -338,7 +338,8 @@ def test_an_ignored_strict_false_result_is_flagged() -> None:
 
 
 def test_the_hint_shows_how_to_check_the_result() -> None:
-    (found,) = lint_findings("model.load_state_dict(sd, strict=False)\n", "TD904")
+    source = "loss.backward()\nmodel.load_state_dict(sd, strict=False)\n"
+    (found,) = lint_findings(source, "TD904")
     assert found.severity is Severity.WARNING and "missing_keys" in found.fix_hint
 
 
@@ -376,3 +377,114 @@ def test_strict_false_into_a_meta_model_with_assign_is_quiet() -> None:
     model.load_state_dict(sharded, strict=False, assign=False)
     """
     assert td904(source) == [("TD904", 6)]
+
+
+# --- TD901: files this program wrote itself from CPU tensors ------------------------------
+
+SAVE_AND_LOAD = (
+    GPU
+    + """
+import os
+def save_checkpoint(model, out, step):
+    path = os.path.join(out, f"model_{step:06d}.pt")
+    torch.save({SAVED}, path)
+def load_checkpoint(model, out, step):
+    path = os.path.join(out, f"model_{step:06d}.pt")
+    model.load_state_dict(torch.load(path))
+"""
+)
+
+
+def td901_saved(saved: str) -> list[tuple[str, int]]:
+    return td901(SAVE_AND_LOAD.replace("{SAVED}", saved))
+
+
+def test_a_load_of_a_file_this_program_saved_from_cpu_tensors_is_quiet() -> None:
+    assert td901_saved("{k: v.cpu() for k, v in model.state_dict().items()}") == []
+    assert td901_saved('{"model": model.cpu().state_dict(), "step": 3}') == []
+    assert td901_saved('[p.detach().to("cpu") for p in model.parameters()]') == []
+
+
+def test_a_load_of_a_file_this_program_saved_from_gpu_tensors_is_flagged() -> None:
+    assert td901_saved("model.state_dict()") == [("TD901", 10)]
+    assert td901_saved('{"model": model.state_dict(), "step": 3}') == [("TD901", 10)]
+
+
+def test_a_load_of_another_file_is_flagged_whatever_this_program_saves() -> None:
+    source = SAVE_AND_LOAD.replace("{SAVED}", "model.cpu().state_dict()").replace(
+        'f"model_{step:06d}.pt")\n    model.load', 'f"pretrained_{step}.pt")\n    model.load'
+    )
+    assert td901(source) == [("TD901", 10)]
+
+
+# --- TD904: strict=False where nothing can be skipped unseen -----------------------------
+
+TRAINS = "import torch\ndef train(model, x):\n    model(x).sum().backward()\n"
+
+
+def td904_findings(body: str, path: str = "train.py") -> list[tuple[str, int, str]]:
+    found = lint_findings(TRAINS + body, "TD904", path=path)
+    return [(f.code, f.location.line or 0, f.severity.value) for f in found]
+
+
+def test_strict_false_on_a_dict_filtered_to_the_models_keys_is_quiet() -> None:
+    body = """
+def restore(model, ckpt):
+    own = model.state_dict()
+    sd = {k: v for k, v in ckpt.items() if k in own}
+    model.load_state_dict(sd, strict=False)
+    kept = {k: v for k, v in ckpt.items() if k in model.state_dict().keys()}
+    model.load_state_dict(kept, strict=False)
+def restore_loop(model, ckpt):
+    load = {}
+    for key, value in model.state_dict().items():
+        if key in ckpt and ckpt[key].shape == value.shape:
+            load[key] = ckpt[key]
+    model.load_state_dict(load, strict=False)
+"""
+    assert td904_findings(body) == []
+
+
+def test_strict_false_on_the_models_own_state_is_quiet() -> None:
+    body = """
+def refresh(model, stats):
+    state = model.state_dict()
+    state.update(stats)
+    model.load_state_dict(state, strict=False)
+    model.load_state_dict(model.state_dict(), strict=False)
+"""
+    assert td904_findings(body) == []
+
+
+def test_strict_false_whose_dict_is_reported_on_the_next_line_is_quiet() -> None:
+    body = """
+def restore(model, sd, log):
+    model.load_state_dict(sd, strict=False)
+    log.info(f"loaded {len(sd)} tensors into the model")
+"""
+    assert td904_findings(body) == []
+
+
+def test_a_filter_on_another_models_keys_or_a_log_of_something_else_is_flagged() -> None:
+    body = """
+def restore(model, teacher, ckpt, log):
+    sd = {k: v for k, v in ckpt.items() if k in teacher.state_dict()}
+    model.load_state_dict(sd, strict=False)
+    model.load_state_dict(ckpt, strict=False)
+    log.info("restored")
+"""
+    assert td904_findings(body) == [("TD904", 7, "warning"), ("TD904", 8, "warning")]
+
+
+def test_strict_false_in_tests_scripts_that_never_train_or_prefix_stripping_loaders_is_info() -> (
+    None
+):
+    body = "def restore(model, sd):\n    model.load_state_dict(sd, strict=False)\n"
+    assert td904_findings(body, path="tests/test_model.py") == [("TD904", 5, "info")]
+    assert lint_findings(body, "TD904")[0].severity is Severity.INFO
+    stripped = (
+        "def restore(model, ckpt):\n"
+        '    sd = {k.replace("module.", ""): v for k, v in ckpt.items()}\n'
+        "    model.load_state_dict(sd, strict=False)\n"
+    )
+    assert td904_findings(stripped) == [("TD904", 6, "info")]

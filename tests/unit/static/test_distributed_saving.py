@@ -275,3 +275,57 @@ def test_files_without_ddp_are_quiet() -> None:
     torch.save(model.state_dict(), "a.pt")
     """
     assert td805(source) == []
+
+
+# --- TD804: a guard's meaning read through flags and functions ---------------------------
+
+FLAG_SCRIPT = """
+import torch
+import torch.distributed as dist
+
+{helpers}
+
+def main(args, model, loader):
+    dist.init_process_group("nccl")
+    {flag}
+    for epoch in range(10):
+        train(model, loader)
+        {guard}
+            torch.save(model.state_dict(), "last.pt")
+
+if __name__ == "__main__":
+    main(parse_args(), build(), loader())
+"""
+IS_MASTER = "def is_master(args):\n    return args.rank == 0"
+
+
+def td804_flag(flag: str, guard: str, helpers: str = "") -> list[tuple[str, int]]:
+    source = (
+        FLAG_SCRIPT.replace("{helpers}", helpers).replace("{flag}", flag).replace("{guard}", guard)
+    )
+    return lint_codes(source, "TD804", "TD001")
+
+
+def test_a_save_guarded_by_a_flag_set_from_a_rank_check_is_quiet() -> None:
+    flag = 'args.save_logs = args.logs and args.logs != "none" and is_master(args)'
+    assert td804_flag(flag, "if args.save_logs:", IS_MASTER) == []
+    assert td804_flag("writer = args.rank == 0", "if writer:") == []
+
+
+def test_a_flag_set_from_a_local_function_returning_a_rank_check_is_quiet() -> None:
+    helper = "def should_write(args):\n    return args.rank == 0"
+    assert td804_flag("writer = should_write(args)", "if writer:", helper) == []
+    assert td804_flag("pass", "if should_write(args):", helper) == []
+
+
+def test_an_early_continue_on_a_negated_rank_flag_guards_the_save() -> None:
+    guard = "if not writer:\n            continue\n        if True:"
+    assert td804_flag("writer = args.rank == 0", guard) == []
+
+
+def test_a_flag_that_is_no_rank_check_still_draws_the_finding() -> None:
+    helper = "def should_write(args):\n    return args.logs is not None"
+    assert td804_flag("args.save_logs = args.logs is not None", "if args.save_logs:") == [
+        ("TD804", 13)
+    ]
+    assert td804_flag("writer = should_write(args)", "if writer:", helper) == [("TD804", 14)]

@@ -268,3 +268,117 @@ def test_a_float64_model_fed_data_built_in_float64_on_purpose_is_information() -
     found = lint_findings(source, "TD102")
     assert [(f.location.line, f.severity) for f in found] == [(6, Severity.INFO)]
     assert "on purpose" in found[0].message
+
+
+# --- judged where the value is used: cast to float32 first, or only under no_grad --------
+
+
+def test_float64_schedule_cast_to_float32_before_register_buffer_is_quiet() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Diffusion(nn.Module):
+        def __init__(self, steps):
+            super().__init__()
+            betas = torch.linspace(1e-4, 0.02, steps, dtype=torch.float64)
+            alphas_cumprod = torch.cumprod(1.0 - betas, dim=0)
+            self.register_buffer("betas", betas.to(torch.float32))
+            self.register_buffer("sqrt_ac", alphas_cumprod.sqrt().float())
+            self.register_buffer("ac", torch.tensor(alphas_cumprod, dtype=torch.float32))
+            self.net = nn.Linear(4, 4)
+        def forward(self, x):
+            return self.net(x) * self.sqrt_ac[0]
+    def train(model, x, optimizer):
+        model(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_schedule_registered_through_a_casting_lambda_is_quiet() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    def cosine_schedule(steps):
+        t = torch.linspace(0, steps, steps + 1, dtype=torch.float64) / steps
+        f = torch.cos(t) ** 2
+        return torch.clip(1 - f[1:] / f[:-1], 0, 0.999)
+    class Diffusion(nn.Module):
+        def __init__(self, steps):
+            super().__init__()
+            betas = cosine_schedule(steps)
+            to_buffer = lambda name, val: self.register_buffer(name, val.to(torch.float32))
+            to_buffer("betas", betas)
+            to_buffer("alphas", 1.0 - betas)
+            self.net = nn.Linear(4, 4)
+    def train(model, x, optimizer):
+        model(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_schedule_registered_as_is_is_still_flagged() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Diffusion(nn.Module):
+        def __init__(self, steps):
+            super().__init__()
+            betas = torch.linspace(1e-4, 0.02, steps, dtype=torch.float64)  # expect: TD102
+            keep = lambda name, val: self.register_buffer(name, val)
+            keep("betas", betas)
+            self.net = nn.Linear(4, 4)
+    def train(model, x, optimizer):
+        model(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_step_reached_only_from_a_no_grad_sampler_is_quiet() -> None:
+    assert_marked(
+        """
+    import torch
+    class Sampler:
+        def __init__(self, model):
+            self.model = model
+        def step(self, x, t):
+            sigma = torch.tensor(t, dtype=torch.float64)
+            return x - self.model(x) * sigma
+        @torch.no_grad()
+        def sample(self, x):
+            for t in range(10):
+                x = self.step(x, t / 10)
+            return x
+    def train(model, x, optimizer):
+        model(x).sum().backward()
+        optimizer.step()
+        return Sampler(model).sample(x)
+    """,
+        "TD102",
+    )
+
+
+def test_float64_step_also_called_while_training_is_flagged() -> None:
+    assert_marked(
+        """
+    import torch
+    def step(model, x, t):
+        sigma = torch.tensor(t, dtype=torch.float64)  # expect: TD102
+        return x - model(x) * sigma
+    @torch.no_grad()
+    def sample(model, x):
+        return step(model, x, 0.5)
+    def train(model, x, optimizer):
+        step(model, x, 0.1).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )

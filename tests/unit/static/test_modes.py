@@ -723,3 +723,46 @@ def test_td501_quiet_when_the_unpacking_cannot_be_matched_to_the_returned_tuple(
     assert lint_codes(src, "TD501") == []
     starred = _FACTORY_SCRIPT.format(layer="nn.Dropout(0.2)", marker="", targets="model, *rest")
     assert lint_codes(starred, "TD501") == []
+
+
+# --- TD502: a linear probe keeps its frozen backbone in eval mode on purpose ---------------
+
+LINEAR_PROBE = """
+import torch
+import torch.nn as nn
+def train(loader, model, criterion, optimizer):
+    \"\"\"Frozen features: BatchNorm must not update the pre-trained running stats.\"\"\"
+    model.eval()
+    for images, target in loader:
+        loss = criterion(model(images), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+def main(loader):
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.Flatten(), nn.LazyLinear(10))
+    {freeze}
+    for epoch in range(10):
+        train(loader, model, nn.CrossEntropyLoss(), optimizer)
+"""
+
+
+def test_td502_quiet_for_a_linear_probe_with_a_frozen_backbone() -> None:
+    frozen = (
+        "for name, p in model.named_parameters():\n"
+        "        if not name.startswith('3.'):\n"
+        "            p.requires_grad = False\n"
+        "    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], 0.1)"
+    )
+    assert lint_codes(LINEAR_PROBE.replace("{freeze}", frozen), "TD502") == []
+    head_only = (
+        "model.requires_grad_(False)\n    optimizer = torch.optim.SGD(model[3].parameters(), 0.1)"
+    )
+    assert lint_codes(LINEAR_PROBE.replace("{freeze}", head_only), "TD502") == []
+
+
+def test_td502_eval_before_the_forward_holds_from_the_first_iteration() -> None:
+    source = LINEAR_PROBE.replace(
+        "{freeze}", "optimizer = torch.optim.SGD(model.parameters(), 0.1)"
+    )
+    (found,) = lint_findings(source, "TD502")
+    assert "from the first iteration" in found.message and "next iteration" not in found.message

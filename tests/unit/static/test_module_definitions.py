@@ -301,3 +301,32 @@ def main():
 """)
         == []
     )
+
+
+# --- TD221: a layer reached through an instance of a model class ----------------------------
+
+
+def test_td221_flags_a_layer_of_a_model_instance() -> None:
+    assert_marked(
+        """
+    import torch.nn as nn
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(4, 2)
+            self.block = Block()
+            self.scale = nn.Parameter(torch.ones(1))
+            self.name = "net"
+    def adapt():
+        model = Net()
+        model.head.requires_grad = False  # expect: TD221
+        model.block.requires_grad = False  # expect: TD221
+        model.scale.requires_grad = False
+        model.name.requires_grad = False
+    """,
+        "TD221",
+    )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Severity
+from torchdoctor.static import LintConfig, lint
 
 SCRIPT = """
 import torch
@@ -99,3 +102,39 @@ def test_scripts_that_do_not_train_are_quiet() -> None:
         main()
     """
     assert lint_codes(source, "TD906", "TD001") == []
+
+
+# --- seeded inside an imported helper -----------------------------------------------------
+
+
+def project_td906(tmp_path: Path, helper_body: str) -> list[tuple[str, int]]:
+    """A script that calls ``compute_init()`` from its project's ``common.py``."""
+    (tmp_path / "common.py").write_text(
+        "import torch\n\ndef _seed_all(seed):\n    torch.manual_seed(seed)\n\n"
+        f"def compute_init():\n{helper_body}\n    return 'cpu'\n",
+        encoding="utf-8",
+    )
+    script = SCRIPT.format(
+        setup="    device = compute_init()", imports="from common import compute_init"
+    )
+    (tmp_path / "train.py").write_text(script, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(), select=["TD906"], jobs=1)
+    return [(Path(f.location.path or "").name, f.location.line or 0) for f in report.findings]
+
+
+def test_a_seed_set_inside_an_imported_helper_is_followed(tmp_path: Path) -> None:
+    assert project_td906(tmp_path, "    torch.manual_seed(42)") == []
+    assert project_td906(tmp_path, "    _seed_all(42)") == []
+
+
+def test_an_imported_helper_that_does_not_seed_leaves_the_finding(tmp_path: Path) -> None:
+    assert project_td906(tmp_path, "    torch.set_float32_matmul_precision('high')") == [
+        ("train.py", 9)
+    ]
+
+
+def test_a_setup_helper_lint_cannot_read_is_trusted() -> None:
+    assert td906("    device = compute_init()", "from nanolib.common import compute_init") == []
+    assert td906("    device = get_device()", "from nanolib.common import get_device") == [
+        ("TD906", 9)
+    ]

@@ -19,6 +19,9 @@ def main():
             optimizer.step()
         scheduler.step()
 {save}
+
+def resume(path):
+    return torch.load(path)
 """
 
 
@@ -118,5 +121,61 @@ def test_plain_sgd_has_no_state_to_lose() -> None:
             torch.save({"model": model.state_dict(), "epoch": epoch}, "a.pt")
     """
     assert lint_codes(source, "TD905", "TD001") == []
-    with_momentum = source.replace("lr=0.1)", "lr=0.1, momentum=0.9)")
+    with_momentum = source.replace("lr=0.1)", "lr=0.1, momentum=0.9)") + (
+        "def resume(model):\n        model.load_state_dict(torch.load('a.pt'))\n"
+    )
     assert lint_codes(with_momentum, "TD905", "TD001") == [("TD905", 10)]
+
+
+# --- no resume to be incomplete, or a scheduler positioned from the saved epoch ----------
+
+SCRIPT = """
+import torch
+from torch import nn
+
+def main(args, loader):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+    start_epoch = 0
+{resume}
+    for epoch in range(start_epoch, 100):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        scheduler.step()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "epoch": epoch}, "last.pt")
+"""
+RESUME = """    if args.resume:
+        checkpoint = torch.load(args.resume)
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        start_epoch = checkpoint["epoch"] + 1
+"""
+
+
+def script(resume: str) -> str:
+    return SCRIPT.replace("{resume}", resume)
+
+
+def test_a_scheduler_positioned_from_the_saved_epoch_is_restored() -> None:
+    positioned = RESUME + "        scheduler.last_epoch = start_epoch - 1\n"
+    assert lint_codes(script(positioned), "TD905") == []
+
+
+def test_a_scheduler_built_at_the_saved_epoch_is_restored() -> None:
+    source = script(RESUME).replace(
+        "StepLR(optimizer, 10)", "StepLR(optimizer, 10, last_epoch=start_epoch - 1)"
+    )
+    assert lint_codes(source, "TD905") == []
+
+
+def test_a_resume_that_forgets_the_scheduler_is_still_flagged() -> None:
+    (found,) = lint_findings(script(RESUME), "TD905")
+    assert found.evidence["missing"] == ["scheduler"]
+
+
+def test_a_program_that_never_resumes_is_quiet() -> None:
+    assert lint_codes(script(""), "TD905") == []

@@ -124,3 +124,56 @@ def compare(model: nn.Module, x):
         )
         == []
     )
+
+
+# --- a bootstrapped target from the network the loss trains ------------------------------
+
+
+def test_a_bootstrapped_target_from_the_online_network_with_grad_is_flagged() -> None:
+    assert_marked(
+        """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class Agent:
+        def __init__(self):
+            self.q_net = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 2))
+            self.optimizer = torch.optim.Adam(self.q_net.parameters())
+        def update(self, s, a, r, s2, done, gamma=0.99):
+            q = self.q_net(s).gather(1, a.unsqueeze(1)).squeeze(1)
+            q_next = self.q_net(s2).max(1)[0]  # expect: TD222
+            q_target = r + gamma * q_next * (1 - done)
+            loss = F.mse_loss(q, q_target)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+    def td_step(net: nn.Module, criterion: nn.SmoothL1Loss, batch, optimizer):
+        s, r, s2 = batch
+        criterion = nn.SmoothL1Loss()
+        loss = criterion(net(s).max(1)[0], r + 0.9 * net(s2).max(1)[0])  # expect: TD222
+        loss.backward()
+        optimizer.step()
+    """,
+        "TD222",
+    )
+
+
+def test_a_detached_or_no_grad_target_or_a_consistency_loss_is_quiet() -> None:
+    assert_marked(
+        """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    def update(net: nn.Module, s, r, s2, optimizer):
+        q = net(s).max(1)[0]
+        with torch.no_grad():
+            q_next = net(s2).max(1)[0]
+        loss = F.mse_loss(q, r + 0.99 * q_next)
+        loss.backward()
+        detached = r + 0.99 * net(s2).max(1)[0].detach()
+        F.mse_loss(q, detached).backward()
+        F.mse_loss(net(s), net(s2)).backward()
+        optimizer.step()
+    """,
+        "TD222",
+    )

@@ -141,6 +141,7 @@ from torchdoctor.static.rules import (
     optimizer,  # noqa: F401
     parameter_generators,  # noqa: F401
     rank_zero_logging,  # noqa: F401
+    recurrent,  # noqa: F401
     reproducibility,  # noqa: F401
     resume,  # noqa: F401
     schedules,  # noqa: F401

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
@@ -90,10 +90,20 @@ class ForwardCalledDirectly(LintRule):
         if found is None or found[0] != torchapi.MODULE:
             return
         name = self.ctx.segment(receiver)
-        fix = Fix(
-            f"Call `{name}(...)` instead of `{name}.forward(...)`",
-            (self.ctx.replace(func, name),),
-            Applicability.UNSAFE,
+        known = found[1] is Confidence.HIGH or self._trains_here()
+        if not known and not _used_as_a_module(self.ctx.source, name):
+            return  # only its name says module (an OpenCV net, a camera model): stay quiet
+        # The fix rewrites `x.forward(...)` to `x(...)`, which breaks an object that is not
+        # callable: offered only where its class, or training on its output, shows it is a
+        # module.
+        fix = (
+            Fix(
+                f"Call `{name}(...)` instead of `{name}.forward(...)`",
+                (self.ctx.replace(func, name),),
+                Applicability.UNSAFE,
+            )
+            if known
+            else None
         )
         self.report(
             node,
@@ -105,6 +115,17 @@ class ForwardCalledDirectly(LintRule):
             fix=fix,
         )
 
+    def _trains_here(self) -> bool:
+        """The function around the call runs ``backward()``: what it calls ``.forward`` on
+        is a model being trained."""
+        function = self.ctx.function
+        if function is None:
+            return ".backward(" in self.ctx.source
+        return any(
+            isinstance(node, ast.Attribute) and node.attr == "backward"
+            for node in ast.walk(function.node)
+        )
+
     def _inside_own_forward(self, receiver: ast.expr) -> bool:
         function = self.ctx.function
         return (
@@ -112,6 +133,26 @@ class ForwardCalledDirectly(LintRule):
             and isinstance(receiver, ast.Name)
             and receiver.id == function.self_name
         )
+
+
+_MODULE_METHODS = (
+    "parameters",
+    "named_parameters",
+    "modules",
+    "children",
+    "state_dict",
+    "load_state_dict",
+    "train",
+    "eval",
+    "zero_grad",
+    "requires_grad_",
+    "register_forward_hook",
+)
+
+
+def _used_as_a_module(source: str, name: str) -> bool:
+    """The file calls a method on ``name`` that only an ``nn.Module`` has."""
+    return any(f"{name}.{method}(" in source for method in _MODULE_METHODS)
 
 
 @detector("TD207", depth=Depth.LINT)
@@ -124,6 +165,38 @@ class ParameterDataMutated(LintRule):
 
     def leave_function(self, function: FunctionScope) -> None:
         self._check(function.items, function)
+        if function.name == "forward" and function.self_name is not None:
+            self._check_forward(function)
+
+    def _check_forward(self, function: FunctionScope) -> None:
+        """Inside a module's ``forward``: an activation computed there (``attn =
+        softmax(...)``) changed through ``.data`` before it is used on; the ops that saved
+        it for backward compute their gradients from the changed values, unseen."""
+        ctx = self.ctx
+        for item in function.items:
+            tensor = _data_mutation(item.node)
+            if not isinstance(tensor, ast.Name) or grad_disabled_by(ctx, item.frames):
+                continue
+            binding = ctx.binding(tensor, function)
+            value = binding.value if binding is not None else None
+            if (
+                binding is None
+                or binding.kind is not BindingKind.ASSIGN
+                or not isinstance(value, ast.Call)
+                or not _saves_its_output(value)
+                or getattr(binding.node, "lineno", item.line) >= item.line
+            ):
+                continue  # only an output autograd kept is read back wrong
+            name = tensor.id
+            self.report(
+                item.node,
+                f"`{ctx.segment(item.node)}` at line {item.line} changes `{name}`, computed "
+                f"at line {value.lineno} in `forward`, through `.data`: autograd does not see "
+                f"the change, so the operations that saved `{name}` (or used it) compute "
+                "their gradients from values that no longer match, silently wrong",
+                fix_hint=f"Make the change out of place, in the graph: `{name} = "
+                f"{name}.masked_fill(mask, value)` (or `torch.where`), without `.data`.",
+            )
 
     def leave_module(self, module: ModuleScope) -> None:
         self._check(module.items, None)
@@ -134,22 +207,32 @@ class ParameterDataMutated(LintRule):
             return  # the common case: nothing to classify
         backward_targets = set()
         kinds: list[EventKind | None] = []
+        targets: list[ast.expr | None] = []
         for item in items:
             event = classify(ctx, item, scope)
             kinds.append(event.kind if event else None)
+            targets.append(event.target if event else None)
             if event and event.kind is EventKind.BACKWARD and isinstance(event.target, ast.Name):
                 backward_targets.add(event.target.id)
         forward_line = 0
+        called: set[str] = set()  # the models run forward since the last backward
         for index, item in enumerate(items):
             kind = kinds[index]
             if kind is EventKind.BACKWARD:
                 forward_line = 0
+                called = set()
             elif kind is EventKind.FORWARD or _assigns(item.node, backward_targets):
                 forward_line = forward_line or item.line
+                target = targets[index]
+                if kind is EventKind.FORWARD and target is not None:
+                    called.add(ctx.segment(target))
             elif forward_line:
                 mutated = _data_mutation(item.node)
                 if mutated is None or grad_disabled_by(ctx, item.frames) is not None:
                     continue
+                owner = self._owner(mutated, scope)
+                if owner is not None and called and owner not in called:
+                    continue  # another model's parameters: not in this graph
                 backward = next(
                     (
                         items[i]
@@ -160,6 +243,32 @@ class ParameterDataMutated(LintRule):
                 )
                 if backward is not None:
                     self._report(item, mutated, forward_line, backward)
+
+    def _owner(self, tensor: ast.expr, scope: FunctionScope | None) -> str | None:
+        """The model whose parameter ``tensor`` is, when the code shows it: ``p`` of ``for
+        p in teacher.parameters()``, or the module in ``self.teacher.weight``."""
+        ctx = self.ctx
+        if isinstance(tensor, ast.Name):
+            binding = ctx.binding(tensor, scope)
+            loop = binding.node if binding is not None else None
+            if not (
+                binding is not None
+                and binding.kind is BindingKind.LOOP_TARGET
+                and isinstance(loop, ast.For)
+            ):
+                return None
+            source = loop.iter
+            while isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute):
+                if source.func.attr in _PARAMETER_SOURCES:
+                    return ctx.segment(source.func.value)
+                source = source.func.value
+            return None
+        while isinstance(tensor, ast.Attribute):
+            tensor = tensor.value
+            found = ctx.family_of(tensor, scope)
+            if found is not None and found[0] == torchapi.MODULE:
+                return ctx.segment(tensor)
+        return None
 
     def _report(self, item: Item, tensor: ast.expr, forward_line: int, backward: Item) -> None:
         ctx = self.ctx
@@ -175,6 +284,24 @@ class ParameterDataMutated(LintRule):
             "can detect a conflicting in-place change.",
             evidence={"forward_line": forward_line, "backward_line": backward.line},
         )
+
+
+# Operations whose backward reads their own output (softmax, sigmoid...): changing that
+# output through `.data` changes the gradient. A linear layer's or a sum's output is not
+# kept, so a masked_fill_ through `.data` there (Tacotron 2's attention energies) is harmless.
+_SAVE_OUTPUT = frozenset(
+    {"softmax", "log_softmax", "sigmoid", "tanh", "exp", "relu", "elu", "sqrt", "rsqrt"}
+)
+
+
+def _saves_its_output(call: ast.Call) -> bool:
+    """``torch.softmax(...)``, ``F.sigmoid(...)``, ``x.exp()``: the output is saved."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in _SAVE_OUTPUT
+
+
+_PARAMETER_SOURCES = frozenset({"parameters", "named_parameters", "buffers", "state_dict"})
 
 
 def _assigns(node: ast.AST, names: set[str]) -> bool:

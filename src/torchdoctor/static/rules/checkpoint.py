@@ -89,6 +89,77 @@ def _in_memory(ctx: FileContext, source: ast.expr, scope: Scope) -> bool:
     return isinstance(source, ast.Call) and ctx.is_call_to(source, "io.BytesIO", scope=scope)
 
 
+def _path_text(ctx: FileContext, path: ast.expr, scope: Scope) -> str:
+    """A path's source text, read through the name it is held in (``model_path`` bound to
+    ``os.path.join(out, f"model_{step}.pt")``), so a save and a load in two functions that
+    build the same path compare equal."""
+    if isinstance(path, ast.Name):
+        binding = ctx.binding(path, scope)
+        if binding is not None and binding.value is not None:
+            return ctx.segment(binding.value)
+    return ctx.segment(path)
+
+
+def _cpu_saves(ctx: FileContext) -> dict[str, bool]:
+    """The paths this file's ``torch.save`` calls write to, each with whether everything
+    saved there is on the CPU (a path saved to twice must be on the CPU both times)."""
+    found: dict[str, bool] = {}
+    scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
+    for scope in scopes:
+        for item in scope.items if scope is not None else ctx.module.items:
+            node = item.node
+            if not (isinstance(node, ast.Call) and ctx.is_call_to(node, "torch.save", scope=scope)):
+                continue
+            saved = node.args[0] if node.args else getattr(keyword(node, "obj"), "value", None)
+            target = (
+                node.args[1] if len(node.args) > 1 else getattr(keyword(node, "f"), "value", None)
+            )
+            if saved is None or target is None:
+                continue
+            path = _path_text(ctx, target, scope)
+            found[path] = found.get(path, True) and _on_cpu(ctx, saved, scope, 0)
+    return found
+
+
+def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool:
+    """Everything in ``value`` is on the CPU: moved there (``.cpu()``, ``.to("cpu")``, a
+    comprehension of them), plain data (numbers, text), or containers of those."""
+    if isinstance(value, ast.Constant | ast.JoinedStr):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and (
+            func.attr == "cpu" or (func.attr == "to" and any(_says_cpu(a) for a in value.args))
+        ):
+            return True
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            return _on_cpu(ctx, func.value, scope, depth)  # model.cpu().state_dict()
+        return False
+    if isinstance(value, ast.Dict):
+        return all(_on_cpu(ctx, v, scope, depth) for v in value.values)
+    if isinstance(value, ast.List | ast.Tuple):
+        return all(_on_cpu(ctx, e, scope, depth) for e in value.elts)
+    if isinstance(value, ast.DictComp):
+        return _on_cpu(ctx, value.value, scope, depth)
+    if isinstance(value, ast.ListComp):
+        return _on_cpu(ctx, value.elt, scope, depth)
+    if isinstance(value, ast.Name) and depth < 2:
+        binding = ctx.binding(value, scope)
+        return (
+            binding is not None
+            and binding.value is not None
+            and _on_cpu(ctx, binding.value, scope, depth + 1)
+        )
+    return False
+
+
+def _says_cpu(node: ast.expr) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and node.value == "cpu"
+
+
 @detector("TD901", depth=Depth.LINT)
 class LoadWithoutMapLocation(LintRule):
     """``torch.load(path)`` of a checkpoint with no ``map_location``, in a program that
@@ -129,7 +200,11 @@ class LoadWithoutMapLocation(LintRule):
             self._loads.append((node, ctx.function))
 
     def leave_module(self, module: object) -> None:
+        saves = _cpu_saves(self.ctx) if self._loads else {}
         for call, scope in self._loads:
+            path = _path_text(self.ctx, call.args[0], scope)
+            if saves.get(path, False):
+                continue  # this program wrote that file itself, from CPU tensors
             if self._holds_a_checkpoint(call, scope):
                 self._report(call, self._mapped_on_the_other_branch(call, scope))
 

@@ -22,7 +22,7 @@ to tell float64 data and models from float64 statistics.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import cast
 
 from torchdoctor.static import torchapi
@@ -46,16 +46,22 @@ _MAX_HOPS = 8
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def destination(ctx: FileContext, expr: ast.expr, scope: Scope) -> Reach:
-    """Where the value of ``expr`` (in ``scope``) goes, and the node that decided it."""
-    return _Follower(ctx).value(expr, scope, 0)
+Ends = Callable[[ast.Call, ast.AST, Scope], bool]
+"""Calls past which a rule no longer follows the value (TD102: a cast to another dtype)."""
+
+
+def destination(ctx: FileContext, expr: ast.expr, scope: Scope, ends: Ends | None = None) -> Reach:
+    """Where the value of ``expr`` (in ``scope``) goes, and the node that decided it; a call
+    ``ends`` accepts (with the value's node, its receiver or argument) counts as a summary."""
+    return _Follower(ctx, ends).value(expr, scope, 0)
 
 
 class _Follower:
     """One question's walk: the file's parent links and name uses, and the bindings seen."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: FileContext, ends: Ends | None = None) -> None:
         self.ctx = ctx
+        self.ends = ends
         self.parents, self.names = _index(ctx)
         self.seen: set[int] = set()
 
@@ -74,6 +80,9 @@ class _Follower:
 
     def _step(self, node: ast.AST, parent: ast.AST, scope: Scope, hops: int) -> Reach | ast.AST:
         """One level up: a final answer, or the node whose value carries ``node``'s on."""
+        call = self.parents.get(id(parent)) if isinstance(parent, ast.Attribute) else parent
+        if self.ends is not None and isinstance(call, ast.Call) and self.ends(call, node, scope):
+            return Destination.SUMMARY, call
         if isinstance(parent, ast.Call):
             if node is parent.func:
                 return Destination.TRAINING, parent  # the value is called: a model

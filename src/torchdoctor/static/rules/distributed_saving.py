@@ -117,15 +117,13 @@ class _Callers:
     def guarded(self, frames: tuple[Frame, ...], line: int, depth: int) -> bool:
         ctx = self.ctx
         function = ctx.function_of(frames)
-        resolve = _resolver(ctx, function)
+        tests = _RankTests(ctx, function)
         if (
             guard_between(
                 frames,
                 None,
                 lambda node, in_body: (
-                    is_rank_zero(node.test, resolve)
-                    if in_body
-                    else is_rank_nonzero(node.test, resolve)
+                    tests.zero(node.test) if in_body else tests.nonzero(node.test)
                 ),
             )
             is not None
@@ -205,12 +203,80 @@ def _resolver(ctx: FileContext, scope: Scope) -> Resolve:
     return resolve
 
 
+class _RankTests:
+    """Rank checks read through what names mean: a flag bound to one (``args.save_logs =
+    args.logs and is_master(args)``), a local function returning one (``def
+    should_write(rank): return rank == 0``), a flag bound to such a call."""
+
+    def __init__(self, ctx: FileContext, scope: Scope, depth: int = 0) -> None:
+        self.ctx = ctx
+        self.scope = scope
+        self.depth = depth
+        self.resolve = _resolver(ctx, scope)
+
+    def zero(self, test: ast.expr) -> bool:
+        """``test`` holds only on rank 0."""
+        if is_rank_zero(test, self.resolve):
+            return True
+        if self.depth >= _MAX_CALL_DEPTH:
+            return False
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self.zero(value) for value in test.values)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.nonzero(test.operand)
+        deeper = _RankTests(self.ctx, self.scope, self.depth + 1)
+        bound = self.resolve(test) if isinstance(test, (ast.Name, ast.Attribute)) else None
+        if bound is None and isinstance(test, ast.Attribute):
+            bound = _assigned_attribute(self.ctx, self.scope, test)
+        if bound is not None:
+            return deeper.zero(bound)
+        function = (
+            self.ctx.resolve_local_call(test, self.scope) if isinstance(test, ast.Call) else None
+        )
+        if function is None:
+            return False
+        returned = [
+            node.value
+            for node in ast.walk(function.node)
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        inside = _RankTests(self.ctx, function, self.depth + 1)
+        return bool(returned) and all(inside.zero(value) for value in returned)
+
+    def nonzero(self, test: ast.expr) -> bool:
+        """``test`` holds only off rank 0."""
+        if is_rank_nonzero(test, self.resolve):
+            return True
+        return (
+            isinstance(test, ast.UnaryOp)
+            and isinstance(test.op, ast.Not)
+            and self.depth < _MAX_CALL_DEPTH
+            and _RankTests(self.ctx, self.scope, self.depth + 1).zero(test.operand)
+        )
+
+
+def _assigned_attribute(ctx: FileContext, scope: Scope, target: ast.Attribute) -> ast.expr | None:
+    """The value of the one ``args.flag = value`` in the scope (an attribute of a parameter
+    or a module-level object), when there is exactly one."""
+    items = scope.items if scope is not None else ctx.module.items
+    wanted = ast.dump(target.value), target.attr
+    values = [
+        item.node.value
+        for item in items
+        if isinstance(item.node, ast.Assign)
+        for assigned in item.node.targets
+        if isinstance(assigned, ast.Attribute)
+        and (ast.dump(assigned.value), assigned.attr) == wanted
+    ]
+    return values[0] if len(values) == 1 else None
+
+
 def _exits_early_off_rank_zero(
     ctx: FileContext, function: FunctionScope | None, frames: tuple[Frame, ...], line: int
 ) -> bool:
     """``if rank != 0: return`` (or ``continue`` in the same loop) before the place."""
     items = function.items if function is not None else ctx.module.items
-    resolve = _resolver(ctx, function)
+    tests = _RankTests(ctx, function)
     for item in items:
         node = item.node
         if not isinstance(node, (ast.Return, ast.Continue, ast.Raise)) or item.line >= line:
@@ -222,9 +288,7 @@ def _exits_early_off_rank_zero(
         guard = guard_between(
             item.frames,
             None,
-            lambda n, body: (
-                is_rank_nonzero(n.test, resolve) if body else is_rank_zero(n.test, resolve)
-            ),
+            lambda n, body: tests.nonzero(n.test) if body else tests.zero(n.test),
         )
         if guard is not None and not any(f.node is guard for f in frames):
             return True

@@ -8,6 +8,12 @@ optimizer, is flagged; a statistic that only ends in ``.item()``, ``print``, a l
 accumulator stays quiet. A value whose way the file does not show is flagged unless it is
 a 0-d tensor (a counter or a running total, which never promotes a float32 tensor). Test
 code, gradient checks and code under ``no_grad`` may use float64 freely.
+
+A value's dtype is judged where it is used, not where it was made: float64 constants (a
+diffusion noise schedule, a ``cumprod`` of them) cast to float32 before they reach a buffer
+or a model (``.float()``, ``.to(torch.float32)``, ``torch.tensor(v, dtype=torch.float32)``,
+a lambda that casts what it registers) are float32 where they are used; and a function
+reached only from code under ``no_grad`` (a sampling step) is not training.
 """
 
 from __future__ import annotations
@@ -21,10 +27,24 @@ from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.destinations import Destination, Reach, destination
-from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 
 _FLOAT64 = frozenset({"torch.float64", "torch.double"})
+_NARROWER = frozenset(
+    {
+        "torch.float32",
+        "torch.float",
+        "torch.float16",
+        "torch.half",
+        "torch.bfloat16",
+        "torch.int64",
+        "torch.long",
+        "torch.int32",
+        "torch.int",
+        "torch.bool",
+    }
+)
 _GLOBAL = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
 _GRADCHECK = frozenset(
     {
@@ -36,6 +56,10 @@ _GRADCHECK = frozenset(
 )
 _SCALAR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
 _SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
+# value.<cast>(): a new value of another dtype.
+_CASTS = frozenset({"float", "half", "bfloat16", "int", "long", "bool", "short", "byte"})
+_CONVERTERS = frozenset({"to", "type", "new_tensor"})
+_CALLER_DEPTH = 3
 # The sink of a finding about the model itself (``model.double()``).
 _MODEL = ast.Name(id="<model>")
 
@@ -49,7 +73,7 @@ class Float64InTraining(LintRule):
 
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
-        if _is_test_path(ctx.path):
+        if is_test_path(ctx.path):
             return
         scopes = list(module.bodies())
         if not any(self._trains(scope, items) for scope, items in scopes):
@@ -59,6 +83,7 @@ class Float64InTraining(LintRule):
             if scope is not None and (
                 scope.name.startswith("test")
                 or any(ctx.is_call_to(i.node, *_GRADCHECK, scope=scope) for i in items)
+                or self._only_without_grad(scope, _CALLER_DEPTH)
             ):
                 continue
             hits += self._scan(scope, items)
@@ -134,12 +159,73 @@ class Float64InTraining(LintRule):
             and ctx.is_in_family(func.value, torchapi.MODULE, scope)
         ):
             return Destination.TRAINING, _MODEL  # the model itself
-        reach = destination(ctx, call, scope)
+        reach = destination(ctx, call, scope, self._casts)
         if reach[0] is Destination.SUMMARY or (
             reach[0] is not Destination.TRAINING and self._zero_dim(call, scope)
         ):
             return None
         return reach
+
+    def _only_without_grad(self, scope: Scope, depth: int) -> bool:
+        """``scope`` is a function called in this file only where autograd is off (itself
+        under ``no_grad``, or from functions that are), so its float64 never trains."""
+        if not isinstance(scope, FunctionScope) or depth <= 0:
+            return False
+        callers = self.ctx.callers(scope)
+        return bool(callers) and all(
+            grad_disabled_by(self.ctx, item.frames) is not None
+            or (caller is not scope and self._only_without_grad(caller, depth - 1))
+            for caller, item in callers
+        )
+
+    def _casts(self, call: ast.Call, node: ast.AST, scope: Scope) -> bool:
+        """``call`` turns the value at ``node`` into one of another dtype: the float64 ends."""
+        func = call.func
+        ctx = self.ctx
+        if isinstance(func, ast.Attribute) and func.value is node:
+            if func.attr in _CASTS and not call.args:
+                return ctx.qualified_name(func, scope) is None
+            if func.attr in _CONVERTERS and ctx.qualified_name(func, scope) is None:
+                return self._other_dtype(call, scope)
+            return False
+        if isinstance(func, ast.Name) and node in call.args:
+            return self._lambda_casts(func, call.args.index(node), scope)
+        qualified = ctx.qualified_name(func, scope)
+        return (
+            qualified is not None
+            and qualified.startswith("torch.")
+            and any(k.arg == "dtype" for k in call.keywords)
+            and self._other_dtype(call, scope)
+        )
+
+    def _other_dtype(self, call: ast.Call, scope: Scope) -> bool:
+        """``call`` names a dtype (positionally or as ``dtype=``) that is not float64."""
+        named = [k.value for k in call.keywords if k.arg == "dtype"] + call.args[:1]
+        return any(self.ctx.qualified_name(value, scope) in _NARROWER for value in named)
+
+    def _lambda_casts(self, func: ast.Name, index: int, scope: Scope) -> bool:
+        """``f(..., value)`` where ``f = lambda ..., v: ...`` uses ``v`` only through casts."""
+        found = self.ctx.lookup(func, scope)
+        binder = found[0].node if found is not None else None
+        if not (isinstance(binder, ast.Assign) and isinstance(binder.value, ast.Lambda)):
+            return False
+        lam = binder.value
+        params = lam.args.posonlyargs + lam.args.args
+        if index >= len(params):
+            return False
+        name = params[index].arg
+        parents = {id(c): p for p in ast.walk(lam.body) for c in ast.iter_child_nodes(p)}
+        uses = [n for n in ast.walk(lam.body) if isinstance(n, ast.Name) and n.id == name]
+        for use in uses:
+            attribute = parents.get(id(use))
+            call = parents.get(id(attribute))
+            if not (
+                isinstance(attribute, ast.Attribute)
+                and isinstance(call, ast.Call)
+                and self._casts(call, use, scope)
+            ):
+                return False
+        return bool(uses)
 
     def _float64(self, call: ast.Call, scope: Scope) -> ast.AST | None:
         """The node that asks for float64 in ``call``, if any."""
@@ -230,7 +316,7 @@ class Float64InTraining(LintRule):
         )
 
 
-def _is_test_path(path: str) -> bool:
+def is_test_path(path: str) -> bool:
     """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
     *folders, name = path.replace("\\", "/").split("/")
     return (

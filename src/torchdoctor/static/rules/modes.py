@@ -168,11 +168,14 @@ class TrainInEvalMode(LintRule):
                         or id(actions[mode[1]].origin) in reported
                     ):
                         continue
+                    after = mode[1] > index  # eval() after the forward: the next iteration
+                    if not after and _frozen_backbone(ctx.tree):
+                        return  # a linear probe: eval() on purpose, only a head trains
                     if is_mode_sensitive(ctx, _first_target(action), loop.function):
                         reported.add(id(actions[mode[1]].origin))
                         # train() at the loop's top only helps an eval() the forward
                         # precedes; one between them would still win.
-                        self._report(loop, actions[mode[1]], action, mode[1] > index)
+                        self._report(loop, actions[mode[1]], action, after)
                     return
 
     def _may_train(self, loop: Loop) -> bool:
@@ -189,7 +192,7 @@ class TrainInEvalMode(LintRule):
             for item in loop.items
         )
 
-    def _report(self, loop: Loop, eval_action: Action, forward: Action, fixable: bool) -> None:
+    def _report(self, loop: Loop, eval_action: Action, forward: Action, after: bool) -> None:
         ctx = self.ctx
         origin = eval_action.origin
         model = eval_action.target
@@ -205,12 +208,14 @@ class TrainInEvalMode(LintRule):
             origin.node,
             f"`{ctx.segment(origin.node)}` at line {origin.line} leaves `{model}` in eval "
             f"mode{inside}, and nothing in the loop at line {loop.line} calls "
-            f"`{model}.train()` again: from the next iteration on, the training forward "
-            f"`{ctx.segment(forward.node)}` (line {getattr(forward.node, 'lineno', '?')}) "
-            "runs with dropout off and BatchNorm statistics frozen",
+            f"`{model}.train()` again: "
+            + ("from the next iteration on" if after else "from the first iteration")
+            + f", the training forward `{ctx.segment(forward.node)}` (line "
+            f"{getattr(forward.node, 'lineno', '?')}) runs with dropout off and BatchNorm "
+            "statistics frozen",
             fix_hint=f"Call `{model}.train()` at the start of every epoch, before the "
             "training forward.",
-            fix=self._fix(loop, model) if fixable else None,
+            fix=self._fix(loop, model) if after else None,
             evidence={"loop_line": loop.line},
         )
 
@@ -220,6 +225,48 @@ class TrainInEvalMode(LintRule):
             return None
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
         return Fix(f"Call `{model}.train()` at the top of the loop", (edit,), Applicability.UNSAFE)
+
+
+def _frozen_backbone(tree: ast.Module) -> bool:
+    """The file freezes parameters (``p.requires_grad = False``, ``requires_grad_(False)``)
+    or gives an optimizer only a submodule's (``SGD(model.fc.parameters())``): a model
+    kept in eval mode while its head trains is a linear probe, on purpose."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            if (
+                isinstance(node.value, ast.Constant)
+                and node.value.value is False
+                and any(
+                    isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets
+                )
+            ):
+                return True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if func.attr == "requires_grad_" and any(
+                isinstance(a, ast.Constant) and a.value is False for a in node.args
+            ):
+                return True
+            if func.attr[:1].isupper() and any(_submodule_parameters(a) for a in node.args[:1]):
+                return True  # torch.optim.SGD(model.fc.parameters(), ...)
+    return False
+
+
+def _submodule_parameters(expr: ast.expr) -> bool:
+    """``model.fc.parameters()``: a submodule's parameters (not ``self.model``'s, nor a
+    wrapper's ``model.module``)."""
+    if not (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "parameters"
+    ):
+        return False
+    owner = expr.func.value
+    return (
+        isinstance(owner, ast.Attribute)
+        and owner.attr != "module"
+        and not (isinstance(owner.value, ast.Name) and owner.value.id == "self")
+    )
 
 
 def _sets_eval_mode(module: ModuleScope) -> bool:

@@ -95,6 +95,8 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
     found = ctx.family_of(expr, scope)
     if found is not None:
         return found[1] if found[0] == torchapi.MODULE else None
+    if isinstance(expr, ast.Attribute) and _layer_of_a_model(ctx, expr, scope):
+        return Confidence.HIGH
     type_name = ctx.instance_type(expr, scope)
     if type_name is not None and not type_name.startswith(("<local>.", "torch.")):
         # a class of another linted file ("models.net.Net" may be indexed as "net.Net")
@@ -125,6 +127,20 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
     ):
         return Confidence.HIGH
     return None
+
+
+def _layer_of_a_model(ctx: FileContext, expr: ast.Attribute, scope: Scope) -> bool:
+    """``model.head`` where ``model`` is an instance of a project class whose ``__init__``
+    builds ``self.head`` from a module class (``nn.Linear``, a model class of the project)."""
+    owner = ctx.instance_type(expr.value, scope)
+    info = ctx.project_class_named(owner) if owner is not None else None
+    built = info.attributes.get(expr.attr) if info is not None else None
+    if built is None:
+        return False
+    if built.startswith("torch."):
+        return torchapi.in_family(built, torchapi.MODULE)
+    layer = ctx.project_class_named(built)
+    return bool(layer is not None and layer.is_module)
 
 
 def _defines_requires_grad(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:

@@ -7,11 +7,19 @@ from collections.abc import Iterator
 
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.calls import last_name
 from torchdoctor.static.rules.loops import trains
 from torchdoctor.static.structure import Item, Loop, ModuleScope
+
+# Roots of qualified names that are never the project's own helpers.
+_LIBRARIES = frozenset(
+    {"torch", "numpy", "np", "random", "os", "sys", "math", "time", "json", "logging", "re"}
+)
+_SETUP_WORDS = frozenset({"init", "initialize", "initialise", "setup", "bootstrap"})
+_MAX_HELPERS = 8
 
 
 @detector("TD906", depth=Depth.LINT)
@@ -58,7 +66,33 @@ class NeverSeeded(LintRule):
                 return True
             if name in ("default_rng", "Random", "RandomState") and call.args:
                 return True
+            if self._seeds_inside(call):
+                return True
         return False
+
+    def _seeds_inside(self, call: ast.Call) -> bool:
+        """An imported helper of the project that seeds (``compute_init()`` calling
+        ``torch.manual_seed``), followed a few calls deep; one lint cannot read (outside
+        the files linted) counts when its name says it sets things up."""
+        ctx = self.ctx
+        qualified = ctx.qualified_name(call.func)
+        if qualified is None or qualified.split(".")[0] in _LIBRARIES:
+            return False
+        setup = bool(_SETUP_WORDS & set(torchapi.name_tokens(last_name(call.func))))
+        wanted, seen = [qualified], {qualified}
+        while wanted:
+            found = ctx.project.function(wanted.pop(), near=ctx.path)
+            if found is None:
+                continue
+            setup = False  # read: its body decides
+            if any("seed" in called.rpartition(".")[2].lower() for called in found.calls):
+                return True
+            for called in found.calls:
+                if called not in seen and called.split(".")[0] not in _LIBRARIES:
+                    seen.add(called)
+                    if len(seen) <= _MAX_HELPERS:
+                        wanted.append(called)
+        return setup
 
     def _items(self) -> Iterator[Item]:
         yield from self.ctx.module.items

@@ -2,7 +2,10 @@
 
 A checkpoint dict that holds the model *and* something only a resume needs (the optimizer,
 the scheduler, the epoch) is a resume checkpoint; one that holds the model alone is an
-export of the weights and is left alone.
+export of the weights and is left alone. A file that reads no checkpoint back (no load, no
+``resume``) has no resume to be incomplete; and a scheduler whose position is restored from
+the saved epoch (``scheduler.last_epoch = start_epoch - 1``, or built with
+``last_epoch=start_epoch - 1``) needs no state of its own in the checkpoint.
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ class IncompleteResumeCheckpoint(LintRule):
         if not self._saves:
             return  # no torch.save: the file's steps need no reading
         ctx = self.ctx
+        reads_back, positioned = _resume_facts(ctx.tree)
+        if not reads_back:
+            return  # nothing here resumes: the checkpoints are exports or logs
         kinds = {event.kind for event in step_events(ctx, ctx.module.items, None)}
         kinds.update(
             event.kind
@@ -79,7 +85,7 @@ class IncompleteResumeCheckpoint(LintRule):
         expected = {COUNTER}
         if EventKind.OPTIMIZER_STEP in kinds and _optimizer_has_state(ctx):
             expected.add(OPTIMIZER)
-        if EventKind.SCHEDULER_STEP in kinds:
+        if EventKind.SCHEDULER_STEP in kinds and not positioned:
             expected.add(SCHEDULER)
         for call, frames in self._saves:
             scope = ctx.function_of(frames)
@@ -111,6 +117,38 @@ class IncompleteResumeCheckpoint(LintRule):
             "next to the model's `state_dict()`, and restore them when resuming.",
             evidence={"missing": missing},
         )
+
+
+def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
+    """Whether the file reads a checkpoint back (a ``load`` call, or a name or attribute
+    saying ``resume``), and whether it sets a scheduler's position from a counter
+    (``x.last_epoch = ...``, or ``last_epoch=`` other than -1 when building one)."""
+    reads_back = positioned = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            reads_back = reads_back or "load" in last.lower()
+            positioned = positioned or any(
+                k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords
+            )
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            text = node.id if isinstance(node, ast.Name) else node.attr
+            reads_back = reads_back or "resum" in text.lower()
+            positioned = positioned or (
+                isinstance(node, ast.Attribute)
+                and node.attr == "last_epoch"
+                and isinstance(node.ctx, ast.Store)
+            )
+        if reads_back and positioned:
+            break
+    return reads_back, positioned
+
+
+def _is_constant(value: ast.expr) -> bool:
+    while isinstance(value, ast.UnaryOp):
+        value = value.operand
+    return isinstance(value, ast.Constant)
 
 
 def _optimizer_has_state(ctx: FileContext) -> bool:

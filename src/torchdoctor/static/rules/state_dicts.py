@@ -8,13 +8,15 @@ whose result, the keys it skipped, is thrown away (TD904).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import keyword
+from torchdoctor.static.rules.calls import keyword, last_name
+from torchdoctor.static.rules.float64 import is_test_path
 
 _MODULE_USES = frozenset(
     {"parameters", "named_parameters", "modules", "named_modules", "children", "train", "eval"}
@@ -90,17 +92,22 @@ class StrictFalseResultIgnored(LintRule):
     """``model.load_state_dict(state, strict=False)`` whose result is thrown away."""
 
     requires = ("strict",)
+    needs_structure = True
+
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        self._pending: list[tuple[ast.Call, ast.stmt, ast.expr, Scope]] = []
 
     def visit_Expr(self, node: ast.Expr) -> None:
-        self._check(node.value)
+        self._check(node.value, node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if node.value.__class__ is not ast.Call:
             return  # _check needs a call (the common case, decided first)
         if all(isinstance(t, ast.Name) and t.id == "_" for t in node.targets):
-            self._check(node.value)
+            self._check(node.value, node)
 
-    def _check(self, call: ast.expr) -> None:
+    def _check(self, call: ast.expr, statement: ast.stmt) -> None:
         if not (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
@@ -121,7 +128,30 @@ class StrictFalseResultIgnored(LintRule):
         family = self.ctx.family_of(receiver)
         if family is not None and family[0] != torchapi.MODULE:
             return  # optimizers and schedulers have no strict mode
-        text = self.ctx.segment(receiver)
+        self._pending.append((call, statement, receiver, self.ctx.function))
+
+    def leave_module(self, module: object) -> None:
+        ctx = self.ctx
+        for call, statement, receiver, scope in self._pending:
+            text = ctx.segment(receiver)
+            loaded = (
+                call.args[0] if call.args else getattr(keyword(call, "state_dict"), "value", None)
+            )
+            if loaded is not None and (
+                _matches_the_model(ctx, loaded, text, scope)
+                or _logged_next(ctx, statement, loaded, scope)
+            ):
+                continue
+            # A test, a script that never trains, or a loader that strips the `module.`
+            # prefix itself: the skipped keys are known or harmless; a maintainer leaves it.
+            minor = (
+                is_test_path(ctx.path)
+                or "backward" not in ctx.source
+                or (loaded is not None and _strips_a_prefix(ctx, loaded, scope))
+            )
+            self._report(call, text, minor)
+
+    def _report(self, call: ast.Call, text: str, minor: bool) -> None:
         self.report(
             call,
             f"`{text}.load_state_dict(..., strict=False)` at line {call.lineno} throws away "
@@ -131,4 +161,93 @@ class StrictFalseResultIgnored(LintRule):
             fix_hint=f"Keep the result and check it: `result = {text}.load_state_dict(..., "
             "strict=False)`, then fail when `result.missing_keys` or "
             "`result.unexpected_keys` hold keys you did not expect.",
+            severity=Severity.INFO if minor else None,
         )
+
+
+def _bound(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.expr:
+    """The value a name was assigned (one step), else the expression itself."""
+    if isinstance(expr, ast.Name):
+        binding = ctx.binding(expr, scope)
+        if binding is not None and binding.value is not None:
+            return binding.value
+    return expr
+
+
+def _own_state(ctx: FileContext, expr: ast.expr, model: str, scope: Scope) -> bool:
+    """``model.state_dict()`` (or its ``.keys()``), directly or through a name."""
+    expr = _bound(ctx, expr, scope)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr == "keys":
+            return _own_state(ctx, expr.func.value, model, scope)
+        return expr.func.attr == "state_dict" and ctx.segment(expr.func.value) == model
+    return False
+
+
+def _matches_the_model(ctx: FileContext, loaded: ast.expr, model: str, scope: Scope) -> bool:
+    """The dict holds only the model's own keys: its ``state_dict()`` itself, a
+    comprehension filtered by ``k in model.state_dict()``, or a dict filled in a loop over
+    the model's own state (``for k, v in model_state.items(): out[k] = ...``)."""
+    if _own_state(ctx, loaded, model, scope):
+        return True
+    value = _bound(ctx, loaded, scope)
+    if isinstance(value, ast.DictComp):
+        return any(
+            isinstance(test, ast.Compare)
+            and isinstance(test.ops[0], ast.In)
+            and _own_state(ctx, test.comparators[0], model, scope)
+            for generator in value.generators
+            for test in generator.ifs
+        )
+    if not isinstance(loaded, ast.Name):
+        return False
+    loops = [
+        node
+        for node in ast.walk(scope.node if scope is not None else ctx.tree)
+        if isinstance(node, ast.For)
+        and isinstance(node.iter, ast.Call)
+        and isinstance(node.iter.func, ast.Attribute)
+        and node.iter.func.attr in ("items", "keys")
+        and _own_state(ctx, node.iter.func.value, model, scope)
+    ]
+    return any(
+        isinstance(node, ast.Subscript)
+        and isinstance(node.ctx, ast.Store)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == loaded.id
+        for loop in loops
+        for node in ast.walk(loop)
+    )
+
+
+_REPORTERS = frozenset({"print", "info", "warning", "warn", "debug", "log", "write", "error"})
+
+
+def _logged_next(ctx: FileContext, statement: ast.stmt, loaded: ast.expr, scope: Scope) -> bool:
+    """The next line reports what was loaded (``print(f"loaded {len(sd)} keys")``): the
+    author looks at the result another way."""
+    line = (statement.end_lineno or statement.lineno) + 1
+    items = scope.items if scope is not None else ctx.module.items
+    names = {n.id for n in ast.walk(loaded) if isinstance(n, ast.Name)}
+    for item in items:
+        node = item.node
+        if item.line == line and isinstance(node, ast.Call) and last_name(node.func) in _REPORTERS:
+            return any(
+                isinstance(n, ast.Name) and n.id in names
+                for argument in [*node.args, *(k.value for k in node.keywords)]
+                for n in ast.walk(argument)
+            )
+    return False
+
+
+def _strips_a_prefix(ctx: FileContext, loaded: ast.expr, scope: Scope) -> bool:
+    """A dict whose keys this code rewrote (``k.replace("module.", "")``, ``k[7:]``)."""
+    value = _bound(ctx, loaded, scope)
+    if not isinstance(value, ast.DictComp):
+        return False
+    key = value.key
+    return isinstance(key, ast.Subscript) or (
+        isinstance(key, ast.Call)
+        and isinstance(key.func, ast.Attribute)
+        and key.func.attr in ("replace", "removeprefix", "lstrip", "split", "sub")
+    )

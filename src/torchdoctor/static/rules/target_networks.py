@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.rules.step_sequences import Body, Kind, sequences
-from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 
 _COPIES = ("copy.deepcopy", "torch.optim.swa_utils.AveragedModel")
 _TARGET_WORDS = frozenset({"target", "teacher", "ema", "momentum", "shadow", "averaged", "frozen"})
@@ -62,6 +63,85 @@ class TargetNetworkNotDetached(LintRule):
     needs_structure = True
 
     def leave_module(self, module: ModuleScope) -> None:
+        for function in module.functions:
+            self._bootstraps(function)
+        self._target_networks(module)
+
+    def _bootstraps(self, function: FunctionScope) -> None:
+        """A regression loss whose target is bootstrapped (``rewards + gamma * q_next``)
+        from the very network its prediction comes from, computed with autograd on."""
+        ctx = self.ctx
+        for item in function.items:
+            call = item.node
+            if not (isinstance(call, ast.Call) and len(call.args) >= 2):
+                continue
+            if not self._regression_loss(call, function):
+                continue
+            predicted, target = call.args[0], call.args[1]
+            trained = {ctx.segment(c.func) for c in self._network_calls(predicted, function, 0)}
+            bootstrapped = _bound(ctx, target, function)
+            if not trained or not (
+                isinstance(bootstrapped, ast.BinOp)
+                and isinstance(bootstrapped.op, (ast.Add, ast.Sub))
+            ):
+                continue
+            for source in self._network_calls(bootstrapped, function, 0):
+                if ctx.segment(source.func) in trained and self._with_grad(source, function):
+                    self._report_bootstrap(source, call, ctx.segment(target))
+                    return
+
+    def _regression_loss(self, call: ast.Call, scope: Scope) -> bool:
+        ctx = self.ctx
+        qualified = ctx.qualified_name(call.func, scope) or ""
+        if qualified.rpartition(".")[2] in _REGRESSION_FUNCTIONS:
+            return qualified.startswith("torch.")
+        type_name = ctx.instance_type(call.func, scope) or ""
+        return type_name.rpartition(".")[2] in _REGRESSION_CLASSES
+
+    def _network_calls(self, expr: ast.expr, scope: Scope, depth: int) -> list[ast.Call]:
+        """Module calls ``expr`` is computed from, through names bound in ``scope`` to
+        values (not to the networks themselves); none through a ``.detach()``."""
+        ctx = self.ctx
+        found: list[ast.Call] = []
+        stack: list[ast.AST] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in ("detach", "item"):
+                    return []
+                if ctx.is_in_family(func, torchapi.MODULE, scope):
+                    found.append(node)
+                    stack += [*node.args, *(k.value for k in node.keywords)]
+                    continue
+            if isinstance(node, ast.Name):
+                if depth < 3 and not ctx.is_in_family(node, torchapi.MODULE, scope):
+                    value = _bound(ctx, node, scope)
+                    if value is not node:
+                        found += self._network_calls(value, scope, depth + 1)
+                continue
+            stack += list(ast.iter_child_nodes(node))
+        return found
+
+    def _with_grad(self, call: ast.Call, function: FunctionScope) -> bool:
+        item = next((i for i in function.items if i.node is call), None)
+        return item is not None and grad_disabled_by(self.ctx, item.frames) is None
+
+    def _report_bootstrap(self, source: ast.Call, loss: ast.Call, target: str) -> None:
+        ctx = self.ctx
+        network = ctx.segment(source.func)
+        self.report(
+            source,
+            f"`{ctx.segment(source)[:60]}` at line {source.lineno} computes the bootstrapped "
+            f"target `{target}` of the loss at line {loss.lineno} with autograd on, from "
+            f"`{network}`, the network the loss trains: backward() also moves the network "
+            "toward its own target (a residual gradient, not the semi-gradient TD update), "
+            "so the values it learns are biased and the policy can be wrong",
+            fix_hint="Compute the target under `with torch.no_grad():` (or `.detach()` "
+            "it), or from a separate target network.",
+        )
+
+    def _target_networks(self, module: ModuleScope) -> None:
         ctx = self.ctx
         targets = {
             id(t.node): t
@@ -200,6 +280,19 @@ class TargetNetworkNotDetached(LintRule):
             f"`.detach()` on its output), or freeze it once with "
             f"`{target.text}.requires_grad_(False)`.",
         )
+
+
+_REGRESSION_FUNCTIONS = frozenset({"mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss"})
+_REGRESSION_CLASSES = frozenset({"MSELoss", "SmoothL1Loss", "HuberLoss", "L1Loss"})
+
+
+def _bound(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.expr:
+    """The value a name was assigned (in ``scope``), else ``expr`` itself."""
+    if isinstance(expr, ast.Name):
+        binding = ctx.binding(expr, scope)
+        if binding is not None and binding.kind is BindingKind.ASSIGN and binding.value:
+            return binding.value
+    return expr
 
 
 def _binding_of(ctx: FileContext, call: ast.Call, scope: Scope) -> int:

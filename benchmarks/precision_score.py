@@ -1,0 +1,111 @@
+"""Score lint's precision on the test set of real code bases from the committed verdicts.
+
+The test set (``benchmarks/precision/repos.csv``) is code read only to measure, never to
+tune rules: each code base is named with the commit that was read. Every error and warning
+lint gave there was read at its line and judged (``benchmarks/precision/test_set.csv``):
+
+* ``worth``: true, and a maintainer would change it;
+* ``minor``: true, but a maintainer would not bother;
+* ``false``: the claim is wrong.
+
+This script lints each code base afresh with the current code, matches every error and
+warning to its verdict by (repository, path, line, code), and prints per severity the
+counts by verdict, warnings per 1,000 lines and the share of warnings worth fixing.
+A finding with no verdict is counted as ``unjudged`` and listed, so a new finding must be
+read and judged before the figures mean anything.
+
+Usage::
+
+    python benchmarks/precision_score.py ROOT
+
+where ``ROOT/<folder>`` holds each code base's ``.py`` files at the listed commit, e.g.
+``git --git-dir=<mirror> archive <commit> | tar -x -C ROOT/<folder>`` (for
+pytorch_geometric only ``examples/`` and ``benchmark/`` are linted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+from torchdoctor.findings import Finding, Severity
+from torchdoctor.static import LintConfig, lint
+from torchdoctor.static.config import DEFAULT_EXCLUDE
+
+HERE = Path(__file__).resolve().parent / "precision"
+VERDICTS = ("worth", "minor", "false", "unjudged")
+Key = tuple[str, str, int, str]
+
+
+def read_rows(name: str) -> list[dict[str, str]]:
+    """The rows of one of the committed CSV files."""
+    with open(HERE / name, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def judged() -> dict[Key, str]:
+    """Each judged finding's verdict, keyed by (repo, path, line, code)."""
+    return {
+        (row["repo"], row["path"], int(row["line"]), row["code"]): row["verdict"]
+        for row in read_rows("test_set.csv")
+    }
+
+
+def lint_folder(folder: Path) -> list[Finding]:
+    """Errors and warnings of one code base, with the isolated default config."""
+    config = LintConfig(exclude=DEFAULT_EXCLUDE, respect_gitignore=False)
+    report = lint(folder, config=config, jobs=1)
+    return [f for f in report.findings if f.severity >= Severity.WARNING]
+
+
+def relative(found: Finding, folder: Path) -> str:
+    """The finding's path inside its code base, with forward slashes."""
+    path = Path(found.location.path or "")
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the test set's figures; exit 1 when a finding has no verdict."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path, help="folder holding one sub-folder per code base")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    verdicts = judged()
+    counts: dict[Severity, Counter[str]] = {Severity.ERROR: Counter(), Severity.WARNING: Counter()}
+    unjudged: list[str] = []
+    total_lines = 0
+    for row in read_rows("repos.csv"):
+        folder = args.root / row["folder"]
+        if not folder.is_dir():
+            parser.error(f"{folder} is missing: extract {row['repo']} at {row['commit']}")
+        total_lines += int(row["lines"])
+        for found in lint_folder(folder):
+            key = (row["repo"], relative(found, folder), found.location.line or 0, found.code)
+            verdict = verdicts.get(key, "unjudged")
+            counts[found.severity][verdict] += 1
+            if verdict == "unjudged":
+                unjudged.append(f"  {row['repo']} {key[1]}:{key[2]} {key[3]} {found.message}")
+    print(f"test set: {len(read_rows('repos.csv'))} code bases, {total_lines:,} lines")
+    for severity, tally in counts.items():
+        shown = ", ".join(f"{tally[v]} {v}" for v in VERDICTS)
+        print(f"  {severity.value:<8} {sum(tally.values()):4d}  ({shown})")
+    warned = counts[Severity.WARNING]
+    total = sum(warned.values())
+    print(f"  warnings per 1,000 lines: {1000.0 * total / total_lines:.3f}")
+    if total:
+        print(f"  warnings worth fixing: {warned['worth']}/{total} = {warned['worth'] / total:.2f}")
+    if unjudged:
+        print("findings with no verdict (read and judge them in test_set.csv):")
+        print("\n".join(unjudged))
+    return 1 if unjudged else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
