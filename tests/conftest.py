@@ -20,6 +20,10 @@ FUZZ_SEED_VARIABLE = "TORCHDOCTOR_FUZZ_SEED"
 # Added to every test's own seed; set it to run the suite on other random draws.
 TEST_SEED_SALT = int(os.environ.get("TORCHDOCTOR_TEST_SEED_SALT") or 0)
 
+# A report fact written under an undeclared key or with the wrong type raises in every test
+# (and in the subprocesses tests start, which inherit it); see torchdoctor.facts.
+os.environ.setdefault("TORCHDOCTOR_STRICT_FACTS", "1")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # The fresh-seed fuzzers name their seed in their test ids, and pytest-xdist needs every

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from torchdoctor.facts import Facts
+
 __all__ = [
     "Applicability",
     "Confidence",
@@ -258,7 +260,9 @@ class Report:
         tool_version: torchdoctor's version.
         command: what produced the report (``"check"``, ``"lint"``, ``"run"``, ...).
         created: ISO-8601 timestamp, set by the caller; renderers never read the clock.
-        facts: measured facts of the run (steps, timings, versions), JSON-serialisable.
+        facts: measured facts of the run (steps, timings, versions), JSON-serialisable;
+            each key and its type are declared in :mod:`torchdoctor.facts`, which checks
+            every write (a plain dict given here is taken in and checked).
         series: named sequences for plots (loss per step, ...).
         exit_status: the user's script's own exit status, for ``run``.
     """
@@ -266,7 +270,7 @@ class Report:
     tool_version: str = ""
     command: str = ""
     created: str = ""
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Facts = field(default_factory=Facts)
     series: dict[str, list[float]] = field(default_factory=dict)
     exit_status: int | None = None
     _findings: dict[tuple[str, str | None, int | None, str | None], Finding] = field(
@@ -278,6 +282,10 @@ class Report:
     _ordered: list[Finding] | None = field(  # findings in report order, until the next add
         default=None, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.facts, Facts):
+            self.facts = Facts(self.facts)
 
     def add(self, finding: Finding) -> None:
         """Add one finding, merging it into an equal one already present.

@@ -1,10 +1,12 @@
-"""No import circle in torchdoctor, counting imports inside functions and under
-TYPE_CHECKING: a circle means two modules that cannot be understood (or tested, or
-loaded) one without the other."""
+"""No import circle in torchdoctor and no import up a floor, counting imports inside
+functions and under TYPE_CHECKING: a circle means two modules that cannot be understood
+(or tested, or loaded) one without the other; an import up a floor means a lower layer
+that knows a higher one."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import torchdoctor
@@ -54,7 +56,9 @@ def _imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
+    """Module -> the torchdoctor modules it imports (computed once; do not mutate)."""
     modules = _modules()
     return {name: _imports(path, name, modules) for name, path in modules.items()}
 
@@ -136,3 +140,88 @@ def test_the_known_back_edges_still_exist_and_still_close_a_circle() -> None:
         (a, b) for a, b in KNOWN_BACK_EDGES if b not in graph.get(a, set()) or a not in in_circles
     )
     assert not stale, f"remove from KNOWN_BACK_EDGES: {stale}"
+
+
+# The floor plan, lowest first: a module imports only modules of its own floor or below.
+# A package is named by its prefix; the longest prefix that matches decides. Every module
+# must fall on a floor: a new top-level module or package gets a line here.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "data model",
+        (
+            "torchdoctor.__about__",
+            "torchdoctor.errors",
+            "torchdoctor.facts",
+            "torchdoctor.findings",
+            "torchdoctor._torch",
+            "torchdoctor.progress",
+            "torchdoctor.outputs",
+        ),
+    ),
+    ("catalogue", ("torchdoctor.rules",)),
+    (
+        "kernel and renderers",
+        ("torchdoctor._kernel", "torchdoctor._usercode", "torchdoctor.report"),
+    ),
+    (
+        "the depths",
+        ("torchdoctor.static", "torchdoctor.runtime", "torchdoctor.ckpt", "torchdoctor.env"),
+    ),
+    (
+        "distributed, custom, integrations",
+        ("torchdoctor.distributed", "torchdoctor.custom", "torchdoctor.integrations"),
+    ),
+    ("preflight", ("torchdoctor.preflight",)),
+    (
+        "API and CLI",
+        (
+            "torchdoctor.__init__",  # the package itself: the public API
+            "torchdoctor.cli",
+            "torchdoctor.demo",
+            "torchdoctor.pytest_plugin",
+            "torchdoctor.testing",
+        ),
+    ),
+)
+
+
+def floor_of(module: str) -> int | None:
+    """The index in :data:`FLOORS` of ``module``'s floor, ``None`` when it has none."""
+    name = "torchdoctor.__init__" if module == PACKAGE else module
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(FLOORS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and (
+                best is None or len(prefix) > best[1]
+            ):
+                best = (index, len(prefix))
+    return None if best is None else best[0]
+
+
+def imports_up(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module on a higher floor than the importer's."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            low, high = floor_of(module), floor_of(target)
+            if low is not None and high is not None and high > low:
+                found.append(f"{module} ({FLOORS[low][0]}) -> {target} ({FLOORS[high][0]})")
+    return found
+
+
+def test_every_module_is_on_a_floor() -> None:
+    homeless = sorted(name for name in import_graph() if floor_of(name) is None)
+    assert not homeless, f"add these to FLOORS: {homeless}"
+
+
+def test_the_floor_check_sees_an_import_up() -> None:
+    graph = {"torchdoctor.runtime.dispatch": {"torchdoctor.custom", "torchdoctor.findings"}}
+    assert imports_up(graph) == [
+        "torchdoctor.runtime.dispatch (the depths) -> torchdoctor.custom "
+        "(distributed, custom, integrations)"
+    ]
+
+
+def test_no_import_runs_up_a_floor() -> None:
+    found = imports_up(import_graph())
+    assert not found, "imports up a floor:\n" + "\n".join(found)

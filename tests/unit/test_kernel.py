@@ -209,11 +209,44 @@ def test_ckpt_applies_selection_in_the_api_and_the_cli(tmp_path: Path) -> None:
     assert result.exit_code == 0 and json.loads(result.stdout)["findings"] == []
 
 
-def test_every_runtime_detector_module_is_loaded_without_a_list_to_edit() -> None:
-    import pkgutil
-    import sys
+@pytest.mark.parametrize(
+    ("package", "decorator"),
+    [
+        ("torchdoctor.runtime.detectors", "detector"),
+        ("torchdoctor.preflight.probes", "probe"),
+    ],
+)
+def test_every_module_that_registers_a_detector_is_imported_by_name(
+    package: str, decorator: str
+) -> None:
+    """Registration is explicit: a detector module the package's ``__init__`` does not
+    name would never run. The list states the order; nothing is found by scanning."""
+    import ast
+    import importlib.util
+    from pathlib import Path
 
-    import torchdoctor.runtime.detectors as package
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.origin is not None
+    folder = Path(spec.origin).parent
+    init = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+    named = {
+        alias.name
+        for node in init.body
+        if isinstance(node, ast.ImportFrom) and node.module == package
+        for alias in node.names
+    }
 
-    names = [info.name for info in pkgutil.iter_modules(package.__path__)]
-    assert names and all(f"{package.__name__}.{name}" in sys.modules for name in names)
+    def registers(path: Path) -> bool:
+        return any(
+            isinstance(node, (ast.ClassDef, ast.FunctionDef))
+            and any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", None) == decorator
+                for d in node.decorator_list
+            )
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+
+    registering = {path.stem for path in folder.glob("*.py") if registers(path)}
+    assert registering and registering <= named, (
+        f"import these in {package}/__init__.py: {sorted(registering - named)}"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from torchdoctor import facts as declared
 from torchdoctor.ckpt.detectors import human_bytes
 
 __all__ = ["render_ckpt_summary"]
@@ -19,14 +20,18 @@ _DIFF_ROWS = 200
 def render_ckpt_summary(facts: Mapping[str, Any]) -> str:
     """The summary text for the facts of :func:`torchdoctor.ckpt.diagnose`."""
     lines: list[str] = []
-    if "checkpoint" in facts:
-        lines += _contents(facts["checkpoint"])
-    if "comparison" in facts:
-        lines += _comparison(facts["comparison"])
-    if "diff" in facts:
-        lines += _diff(facts["diff"])
-    if "remapped" in facts:
-        lines.append(f"Wrote the remapped checkpoint to {facts['remapped']}.")
+    contents = declared.CHECKPOINT.get(facts)
+    if contents is not None:
+        lines += _contents(contents)
+    comparison = declared.COMPARISON.get(facts)
+    if comparison is not None:
+        lines += _comparison(comparison)
+    diff = declared.DIFF.get(facts)
+    if diff is not None:
+        lines += _diff(diff)
+    remapped = declared.REMAPPED.get(facts)
+    if remapped is not None:
+        lines.append(f"Wrote the remapped checkpoint to {remapped}.")
     return "\n".join(lines) + "\n\n" if lines else ""
 
 

@@ -128,9 +128,14 @@ def check_command(
     except TorchDoctorError as error:
         _exit_past_lingering_threads(before, EXIT_ERROR, f"torchdoctor: {error}")
         raise
-    report.facts["summary_depth"] = summary_depth
     show_internal_errors(report)
-    emit(report, output_format, output, title=f"torchdoctor check {target}")
+    emit(
+        report,
+        output_format,
+        output,
+        title=f"torchdoctor check {target}",
+        summary_depth=summary_depth,
+    )
     code = report.exit_code(parse_fail_on(fail_on))
     _exit_past_lingering_threads(before, code)
     sys.exit(code)
@@ -194,11 +199,10 @@ def summary_command(target: str, output_format: str, depth: int) -> None:
     from torchdoctor.preflight.factory import summary_factory
 
     report = summary_factory(target)
-    report.facts["summary_depth"] = depth
     if output_format == "text":
         from torchdoctor.report.memory_text import render_summary_text
 
-        click.echo(render_summary_text(report.facts), nl=False)
+        click.echo(render_summary_text(report.facts, depth), nl=False)
     else:
         emit(report, output_format)
     sys.exit(EXIT_CLEAN)

@@ -106,14 +106,25 @@ def parse_fail_on(value: str) -> Severity | None:
 
 
 def emit(
-    report: Report, output_format: str, output: Path | None = None, title: str | None = None
+    report: Report,
+    output_format: str,
+    output: Path | None = None,
+    title: str | None = None,
+    summary_depth: int | None = None,
 ) -> None:
-    """Render ``report`` and write it to ``output`` or standard output."""
+    """Render ``report`` and write it to ``output`` or standard output (``summary_depth``:
+    see :class:`~torchdoctor.report.RenderOptions`)."""
     from torchdoctor.report import RenderOptions, render
 
     to_terminal = output is None and sys.stdout.isatty()
     width = terminal_width() if to_terminal else 100
-    options = RenderOptions(width=width, color=to_terminal, title=title, root=str(Path.cwd()))
+    options = RenderOptions(
+        width=width,
+        color=to_terminal,
+        title=title,
+        root=str(Path.cwd()),
+        summary_depth=summary_depth,
+    )
     text = render(report, output_format, options)
     if output is None:
         click.echo(text, nl=False)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from torchdoctor.distributed.merge import Part, merge_parts, read_parts
+from torchdoctor.facts import Facts
 from torchdoctor.findings import Report
 
 __all__ = [
@@ -162,7 +163,7 @@ def launch(
         tool_version=__version__,
         command="run",
         created=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started)),
-        facts={"launcher": "torch.distributed.run", "nproc_per_node": nproc},
+        facts=Facts({"launcher": "torch.distributed.run", "nproc_per_node": nproc}),
     )
     report = merge_parts(base, parts)
     report.facts.setdefault("world_size", nproc)
@@ -329,7 +330,7 @@ def gather_on_rank_zero(report: Report, rank: int, world: int, started: float) -
         command=report.command,
         created=report.created,
         exit_status=report.exit_status,
-        facts={"launcher": "torchrun"},
+        facts=Facts({"launcher": "torchrun"}),
     )
     merged = merge_parts(base, [own, *parts])
     merged.facts["world_size"] = max(world, int(merged.facts.get("world_size", 0)))

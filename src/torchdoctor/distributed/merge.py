@@ -76,7 +76,7 @@ def merge_parts(base: Report, parts: list[Part]) -> Report:
         tool_version=base.tool_version,
         command=base.command,
         created=base.created,
-        facts=dict(base.facts),
+        facts=base.facts.copy(),
         series=dict(base.series),
         exit_status=base.exit_status,
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from torchdoctor.facts import ENVIRONMENT
+
 __all__ = ["render_env_summary"]
 
 
@@ -18,7 +20,7 @@ def _flag(value: Any) -> str:
 
 def render_env_summary(facts: Mapping[str, Any]) -> str:
     """The facts as aligned ``name: value`` lines, grouped."""
-    env = facts.get("environment")
+    env = ENVIRONMENT.get(facts)
     if not env:
         return ""
     rows: list[tuple[str, str]] = [

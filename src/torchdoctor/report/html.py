@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from torchdoctor import facts as declared
 from torchdoctor.findings import Depth, Finding, Report, Severity
 from torchdoctor.report.options import RenderOptions
 from torchdoctor.report.rules import rule_for
@@ -48,7 +49,7 @@ _KEY_FACTS = (
 _FACT_TEXT_LIMIT = 400
 _HIDDEN_FACTS = {"internal_errors", "layer_grad_norms"}
 # Facts the model summary and the memory forecast sections show (hidden from "Facts").
-_SUMMARY_FACTS = {"summary", "shared_parameters", "summary_note", "summary_depth"}
+_SUMMARY_FACTS = {"summary", "shared_parameters", "summary_note"}
 _FORECAST_FACTS = {"forecast", "forecast_detail"}
 _SUMMARY_DEPTH = 2  # modules deeper than this start folded (as the text report cuts them)
 _BREAKDOWN = (
@@ -134,7 +135,7 @@ def render_html(report: Report, options: RenderOptions) -> str:
         for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)
     ]
     plots = figures(report)
-    summary = _summary(report.facts)
+    summary = _summary(report.facts, options.summary_depth)
     forecast = _forecast(report.facts)
     hidden = (_SUMMARY_FACTS if summary else set()) | (_FORECAST_FACTS if forecast else set())
     page = _environment().get_template("report.html.j2")
@@ -271,15 +272,12 @@ def _bytes(value: Any) -> str:
     return "-" if number is None else format_bytes(number)
 
 
-def _summary(facts: Mapping[str, Any]) -> _Summary | None:
-    """``check``'s model summary as a tree of modules, root first; ``None`` without one."""
-    rows = facts.get("summary")
-    if not isinstance(rows, list):
-        return None
-    rows = [row for row in rows if isinstance(row, Mapping) and "module" in row]
+def _summary(facts: Mapping[str, Any], depth_shown: int | None) -> _Summary | None:
+    """``check``'s model summary as a tree of modules, root first; ``None`` without one.
+    Modules deeper than ``depth_shown`` (default 2) start folded."""
+    rows = [row for row in declared.SUMMARY.get(facts) or () if "module" in row]
     if not rows:
         return None
-    depth_shown = _int(facts.get("summary_depth"))
     open_below = _SUMMARY_DEPTH if depth_shown is None else max(depth_shown, 0)
     roots: list[_Module] = []
     stack: list[_Module] = []
@@ -307,26 +305,25 @@ def _summary(facts: Mapping[str, Any]) -> _Summary | None:
             stack.pop()
         (stack[-1].children if stack else roots).append(node)
         stack.append(node)
-    shared = facts.get("shared_parameters")
     shared_text = tuple(
         ", ".join(str(name) for name in names)
-        for names in (shared if isinstance(shared, list) else [])
+        for names in declared.SHARED_PARAMETERS.get(facts) or ()
         if isinstance(names, list)
     )
     caption = (
         f"{_plural(len(rows), 'module')}; those deeper than {open_below} start hidden "
         "(open a row marked ▸ to see its children)."
     )
-    note = facts.get("summary_note")
-    return _Summary(caption, roots, shared_text, str(note) if note else "")
+    note = declared.SUMMARY_NOTE.get(facts)
+    return _Summary(caption, roots, shared_text, note or "")
 
 
 def _forecast(facts: Mapping[str, Any]) -> _Forecast | None:
     """``check --forecast``'s memory forecast; ``None`` when none was asked."""
     from torchdoctor.report.html_plots import forecast_figure
 
-    detail = facts.get("forecast_detail")
-    if not isinstance(detail, Mapping):
+    detail = declared.FORECAST_DETAIL.get(facts)
+    if detail is None:
         return None
     memory = _int(detail.get("device_memory"))
     usable = _int(detail.get("usable_bytes"))
@@ -340,11 +337,8 @@ def _forecast(facts: Mapping[str, Any]) -> _Forecast | None:
     heading = f"One training step on {where}{amp}"
     method = str(detail.get("method") or "")
     error = str(detail.get("error") or "")
-    given = facts.get("forecast")
-    points: list[Mapping[str, Any]] = [
-        p
-        for p in (given if isinstance(given, list) else [])
-        if isinstance(p, Mapping) and _int(p.get("batch_size")) is not None
+    points = [
+        p for p in declared.FORECAST.get(facts) or () if _int(p.get("batch_size")) is not None
     ]
     if error or not points:
         return _Forecast(heading, error, (), (), "", (), (), (), method)

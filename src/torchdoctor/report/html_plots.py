@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from torchdoctor.facts import LAYER_GRAD_NORMS, SERIES_STEPS, STEPS
 from torchdoctor.findings import Report
 from torchdoctor.report.svg import (
     Bars,
@@ -69,8 +70,8 @@ class Figure:
 def figures(report: Report) -> list[Figure]:
     """Every figure the report's series and facts make, in a fixed order."""
     markers = _markers(report)
-    steps = report.facts.get("steps")
-    total = steps if isinstance(steps, int) and steps > 1 else None
+    steps = STEPS.get(report.facts)
+    total = steps if steps is not None and steps > 1 else None
     groups: dict[str, list[tuple[str, list[float]]]] = {}
     for name, values in report.series.items():
         floats = [_float(v) for v in values]
@@ -90,7 +91,7 @@ def figures(report: Report) -> list[Figure]:
                 {name: known[name] for name, _ in members if name in known},
             )
         )
-    bars = _grad_norm_bars(report.facts.get("layer_grad_norms"))
+    bars = _grad_norm_bars(LAYER_GRAD_NORMS.get(report.facts))
     if bars is not None:
         out.append(bars)
     return out
@@ -113,8 +114,8 @@ def _log(title: str) -> bool:
 def _series_steps(report: Report) -> dict[str, list[float]]:
     """Explicit x values: ``facts["series_steps"][name]``, the step of each value of a
     series recorded at chosen steps only (sampled steps), when the lengths agree."""
-    given = report.facts.get("series_steps")
-    if not isinstance(given, Mapping):
+    given = SERIES_STEPS.get(report.facts)
+    if given is None:
         return {}
     out = {}
     for name, steps in given.items():
@@ -182,9 +183,9 @@ def _markers(report: Report) -> list[Marker]:
     return sorted(seen.values(), key=lambda m: (m.x, m.label))
 
 
-def _grad_norm_bars(value: Any) -> Figure | None:
+def _grad_norm_bars(value: Mapping[str, float] | None) -> Figure | None:
     """``check``'s per-layer gradient norms (a name -> norm mapping), largest first."""
-    if not isinstance(value, Mapping) or not value:
+    if not value:
         return None
     items = [(str(k), _float(v)) for k, v in value.items()]
     items.sort(key=lambda kv: -kv[1] if math.isfinite(kv[1]) else math.inf)

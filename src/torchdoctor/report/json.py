@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from torchdoctor.errors import UnknownRuleError
+from torchdoctor.facts import Facts
 from torchdoctor.findings import (
     Applicability,
     Confidence,
@@ -144,7 +145,7 @@ def report_from_json(text: str) -> Report:
         tool_version=str(data.get("tool", {}).get("version", "")),
         command=str(data.get("command", "")),
         created=str(data.get("created", "")),
-        facts=dict(data.get("facts") or {}),
+        facts=Facts.unchecked(data.get("facts") or {}),
         series={k: list(v) for k, v in (data.get("series") or {}).items()},
         exit_status=data.get("exit_status"),
     )

@@ -1,9 +1,10 @@
 """The model summary and memory forecast sections of the text report.
 
-Both are read from the report's facts (``summary``, ``forecast`` and
-``forecast_detail``, written by ``check``) and rendered as plain, fixed-width tables.
-Modules deeper than ``facts["summary_depth"]`` (default 2) are left out of the table;
-the JSON report carries every module.
+Both are read from the report's facts by name (``summary``, ``forecast`` and
+``forecast_detail``, declared in :mod:`torchdoctor.facts` and written by ``check``) and
+rendered as plain, fixed-width tables. Modules deeper than the render option
+``summary_depth`` (default 2) are left out of the table; the JSON report carries every
+module.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
+
+from torchdoctor import facts as declared
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -56,12 +59,12 @@ def _shape(shape: Any) -> str:
     return "x".join(str(size) for size in shape) if isinstance(shape, list) else "-"
 
 
-def summary_lines(facts: Mapping[str, Any]) -> list[Text]:
-    """The model summary table, or nothing when the facts have no summary."""
-    rows = facts.get("summary")
-    if not isinstance(rows, list) or not rows:
+def summary_lines(facts: Mapping[str, Any], depth: int | None = None) -> list[Text]:
+    """The model summary table to ``depth`` (default 2), or nothing without a summary."""
+    rows = declared.SUMMARY.get(facts)
+    if not rows:
         return []
-    depth = int(facts.get("summary_depth", DEFAULT_DEPTH))
+    depth = DEFAULT_DEPTH if depth is None else depth
     shown = [row for row in rows if int(row.get("depth", 0)) <= depth]
     lines = [
         Text(f"Model summary (modules to depth {depth}; {len(rows)} in all)", style="bold"),
@@ -83,18 +86,19 @@ def summary_lines(facts: Mapping[str, Any]) -> list[Text]:
                 f"{format_bytes(row.get('activation_bytes')):>11s}"
             )
         )
-    for names in facts.get("shared_parameters", []):
+    for names in declared.SHARED_PARAMETERS.get(facts) or []:
         lines.append(Text(f"  shared (counted once): {', '.join(names)}", style="dim"))
-    if facts.get("summary_note"):
-        lines.append(Text(f"  {facts['summary_note']}", style="dim"))
+    note = declared.SUMMARY_NOTE.get(facts)
+    if note:
+        lines.append(Text(f"  {note}", style="dim"))
     return lines
 
 
 def forecast_lines(facts: Mapping[str, Any]) -> list[Text]:
     """The memory forecast: per batch size, the largest that fits, top modules,
     remedies; nothing when no forecast was asked."""
-    detail = facts.get("forecast_detail")
-    if not isinstance(detail, Mapping):
+    detail = declared.FORECAST_DETAIL.get(facts)
+    if detail is None:
         return []
     memory = detail.get("device_memory")
     where = (
@@ -114,7 +118,7 @@ def forecast_lines(facts: Mapping[str, Any]) -> list[Text]:
             style="dim",
         )
     )
-    for point in facts.get("forecast", []):
+    for point in declared.FORECAST.get(facts) or []:
         fits = {True: "yes", False: "NO", None: "?"}[point.get("fits")]
         parts = " ".join(
             f"{format_bytes(point['breakdown'].get(key, 0)):>11s}" for key, _ in _BREAKDOWN
@@ -166,10 +170,10 @@ def _forecast_notes(detail: Mapping[str, Any]) -> list[Text]:
 
 def skipped_lines(facts: Mapping[str, Any]) -> list[Text]:
     """Why the probes did not run (a model on the ``meta`` device), when they did not."""
-    reason = facts.get("probes_skipped")
+    reason = declared.PROBES_SKIPPED.get(facts)
     return [Text(f"Probes skipped: {reason}.", style="yellow")] if reason else []
 
 
-def render_summary_text(facts: Mapping[str, Any]) -> str:
+def render_summary_text(facts: Mapping[str, Any], depth: int | None = None) -> str:
     """The summary table alone, as plain text (``torchdoctor summary``)."""
-    return "".join(f"{line.plain}\n" for line in summary_lines(facts))
+    return "".join(f"{line.plain}\n" for line in summary_lines(facts, depth))

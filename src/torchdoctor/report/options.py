@@ -18,6 +18,8 @@ class RenderOptions:
         show_evidence: include the measured evidence under each finding.
         root: paths under this directory are shown relative to it (SARIF, GitHub).
         title: heading of the text report (for example the command that produced it).
+        summary_depth: modules of ``check``'s model summary deeper than this are left
+            out of the text table and start folded in HTML; ``None``: the default, 2.
     """
 
     width: int = 100
@@ -26,3 +28,4 @@ class RenderOptions:
     show_evidence: bool = True
     root: str | None = None
     title: str | None = None
+    summary_depth: int | None = None

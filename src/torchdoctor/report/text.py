@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from torchdoctor.facts import WATCHED
 from torchdoctor.findings import Finding, Report, Severity
 from torchdoctor.report.memory_text import forecast_lines, skipped_lines, summary_lines
 from torchdoctor.report.options import RenderOptions
@@ -47,7 +48,7 @@ def render_text(report: Report, options: RenderOptions) -> str:
             _print_finding(console, finding, options)
         console.print()
     for section in (
-        summary_lines(report.facts),
+        summary_lines(report.facts, options.summary_depth),
         forecast_lines(report.facts),
         skipped_lines(report.facts),
     ):
@@ -115,10 +116,10 @@ def _evidence(evidence: Mapping[str, Any]) -> str:
 def _summary(report: Report) -> Text:
     counts = report.counts()
     if not len(report):
-        watched = report.facts.get("watched")  # a run says what it saw train
-        if isinstance(watched, str) and watched.startswith("nothing"):
+        watched = WATCHED.get(report.facts)  # a run says what it saw train
+        if watched is not None and watched.startswith("nothing"):
             return Text(f"No problems found, but {watched}.", style="yellow")
-        if isinstance(watched, str):
+        if watched is not None:
             return Text(f"No problems found ({watched}).", style="green")
         return Text("No problems found.", style="green")
     words = [

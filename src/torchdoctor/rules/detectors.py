@@ -1,9 +1,13 @@
 """Registration of detectors: which code each detects, at which depth.
 
-Each depth keeps its own dispatch structures (AST handlers for ``lint``, probe functions
-for ``check``, hook-driven classes for ``run``); this module only records, for every
-detector, the rule codes it reports, so the test suite can prove that every catalogued
-depth of every rule has a detector and that no detector reports an unknown code.
+Every depth registers the same way: a detector (a lint rule class, a probe function, a
+runtime detector class, a ckpt or env check) is decorated with ``@detector(code, ...,
+depth=...)`` in a module that its depth's package imports by name, in an order the
+package states (:data:`DETECTOR_MODULES` names those packages; nothing is discovered by
+scanning folders). Each depth keeps its own dispatch structures (AST handlers for
+``lint``, probe functions for ``check``, hook-driven classes for ``run``) built from this
+registry, so the test suite can prove that every catalogued depth of every rule has a
+detector and that no detector reports an unknown code.
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ __all__ = ["DetectorInfo", "detector", "load_detector_modules", "registered_dete
 
 T = TypeVar("T")
 
-# Importing these registers every detector of the depth. Listed by name: nothing is
-# discovered by scanning directories.
-DETECTOR_MODULES: dict[Depth, str] = {
-    Depth.LINT: "torchdoctor.static.rules",
-    Depth.CHECK: "torchdoctor.preflight.probes",
-    Depth.RUN: "torchdoctor.runtime.detectors",
-    Depth.CKPT: "torchdoctor.ckpt",
-    Depth.ENV: "torchdoctor.env",
+# Importing these, in this order, registers every detector of the depth. Each package
+# imports its topic modules by name in its ``__init__``, where the order they run in is
+# stated (check: probe order; run: hook and ``on_finish`` order, root causes first).
+# Names, not imports: this floor must not import the depths above it.
+DETECTOR_MODULES: dict[Depth, tuple[str, ...]] = {
+    Depth.LINT: ("torchdoctor.static.rules",),
+    Depth.CHECK: ("torchdoctor.preflight.probes",),
+    Depth.RUN: ("torchdoctor.runtime.detectors", "torchdoctor.distributed.detectors"),
+    Depth.CKPT: ("torchdoctor.ckpt",),
+    Depth.ENV: ("torchdoctor.env",),
 }
 
 
@@ -77,4 +83,5 @@ def load_detector_modules(depths: tuple[Depth, ...] = tuple(Depth)) -> None:
     without it, which is why callers choose their depths.
     """
     for depth in depths:
-        importlib.import_module(DETECTOR_MODULES[depth])
+        for module in DETECTOR_MODULES[depth]:
+            importlib.import_module(module)

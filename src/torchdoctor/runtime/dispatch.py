@@ -58,7 +58,7 @@ class Dispatcher:
             self._add_user(detector)
 
     def _add_user(self, detector: RuntimeDetector) -> None:
-        from torchdoctor.custom import declared_codes
+        from torchdoctor.rules.custom import declared_codes
 
         if not isinstance(detector, RuntimeDetector):
             raise UsageError(

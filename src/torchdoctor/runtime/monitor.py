@@ -24,6 +24,7 @@ from typing import Any
 
 from torchdoctor.__about__ import __version__
 from torchdoctor._torch import require_torch
+from torchdoctor.facts import Facts
 from torchdoctor.findings import Depth, Finding, Location, Report
 from torchdoctor.rules.detectors import load_detector_modules, registered_detectors
 from torchdoctor.rules.selection import Selection
@@ -112,7 +113,7 @@ class Monitor:
         script = self.options.script
         self.user = UserCode(self.options.roots, scripts=(script,) if script else ())
         self.sampler = Sampler(self.options.sample_every)
-        self.facts: dict[str, Any] = {}
+        self.facts = Facts()
         self.series: dict[str, list[float]] = {}
         # Where each optimizer built during the run was built (weak: never keeps one alive).
         self.optimizer_sites: weakref.WeakKeyDictionary[Any, CallSite] = weakref.WeakKeyDictionary()
@@ -325,7 +326,7 @@ class Monitor:
             tool_version=__version__,
             command=self.options.command,
             created=self._started_clock,
-            facts=dict(self.facts),
+            facts=self.facts.copy(),
             series=dict(self.series),
         )
         report.extend(self.dispatch.findings.values())

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import weakref
 
+    from torchdoctor.facts import Facts
     from torchdoctor.runtime.detectors.base import CallSite
     from torchdoctor.runtime.discovery import ModelRegistry
     from torchdoctor.runtime.dispatch import Dispatcher
@@ -79,7 +80,7 @@ class RunServices(Protocol):
         """The live status line."""
 
     @property
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> Facts:
         """The run's facts, for the report."""
 
     @property

@@ -109,7 +109,7 @@ def test_page_needs_no_network_and_no_other_file(make) -> None:
 
 
 def test_user_text_is_escaped_everywhere() -> None:
-    report = Report(command="run", facts={"steps": 10, "note": "<b>fact</b>"})
+    report = Report(command="run", facts={"steps": 10, "target": "<b>fact</b>"})
     hostile = "<script>alert(1)</script> & `<img src=x>`"
     report.add(
         finding(

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from torchdoctor.facts import Facts
 from torchdoctor.findings import Report
 from torchdoctor.report import RenderOptions, render
 from torchdoctor.report.svg import Limit, Stack, stacked_bars
@@ -76,10 +77,16 @@ DETAIL = {
 }
 
 
-def _page(facts: dict) -> str:
-    report = Report(tool_version="0", command="check", created="2026-01-01T00:00:00+00:00")
-    report.facts.update(facts)
-    return render(report, "html", RenderOptions())
+def _page(facts: dict, options: RenderOptions | None = None) -> str:
+    # Taken as they are, like the facts of a report read back from JSON: the malformed
+    # ones below could not be written by torchdoctor itself.
+    report = Report(
+        tool_version="0",
+        command="check",
+        created="2026-01-01T00:00:00+00:00",
+        facts=Facts.unchecked(facts),
+    )
+    return render(report, "html", options or RenderOptions())
 
 
 def _section(page: str, name: str) -> str:
@@ -109,8 +116,9 @@ def test_the_summary_is_a_tree_of_modules_folded_below_the_shown_depth() -> None
     assert 'id="facts"' not in page
 
 
-def test_the_summary_depth_fact_decides_what_starts_open() -> None:
-    section = _section(_page({"summary": SUMMARY, "summary_depth": 0}), "model-summary")
+def test_the_summary_depth_option_decides_what_starts_open() -> None:
+    page = _page({"summary": SUMMARY}, RenderOptions(summary_depth=0))
+    section = _section(page, "model-summary")
     assert '<details class="module depth-0">' in section and " open>" not in section
 
 

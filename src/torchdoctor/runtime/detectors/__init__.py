@@ -1,44 +1,42 @@
-"""Runtime detectors: every module of this package, the order-sensitive ones first by name.
+"""Runtime detectors: one module per topic, imported by name below (nothing is found by
+scanning the folder).
 
 Importing this package registers every runtime detector with
-:func:`torchdoctor.rules.detectors.detector`. The interface they implement is in
-:mod:`torchdoctor.runtime.detectors.base`.
+:func:`torchdoctor.rules.detectors.detector`; the cross-rank detectors (``TD8xx``) are in
+:mod:`torchdoctor.distributed.detectors`, which
+:data:`torchdoctor.rules.detectors.DETECTOR_MODULES` loads after this package. The
+interface they implement is in :mod:`torchdoctor.runtime.detectors.base`.
+
+A new detector module gets one import line here (a test fails on a module that registers
+a detector and is not listed). Order matters: hooks run in this order, and ``on_finish``
+sees the findings of the modules before it, so a root cause's module comes before the
+modules of the symptoms it explains (see :mod:`torchdoctor.runtime.detectors.explains`).
+A module whose order does not matter goes at the end.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+# isort: skip_file
+# The order of these imports is the order detectors run in; keep it, do not sort it.
 
-# One module per topic, listed by name. Hooks run in this order, and `on_finish` sees the
-# findings of the modules before it: a detector may stay quiet when an earlier one already
-# reported the root cause (exploding gradients defer to uncleared gradients, parameters
-# that never change defer to vanishing gradients).
-_MODULES = (
-    "root_causes",
-    "gradients",
-    "nonfinite",
-    "scale",
-    "updates",
-    "coverage",
-    "loss",
-    "modes",
-    "graph",
-    "memory",
-    "pipeline",
-    "exceptions",
-    "warnings",
-    "compile",
-    "schedules",
-    "freezing",
-)
+# Root causes first: their findings silence the symptoms they explain.
+from torchdoctor.runtime.detectors import root_causes  # noqa: F401
+from torchdoctor.runtime.detectors import gradients  # noqa: F401
+from torchdoctor.runtime.detectors import nonfinite  # noqa: F401
+from torchdoctor.runtime.detectors import scale  # noqa: F401
+from torchdoctor.runtime.detectors import updates  # noqa: F401
+from torchdoctor.runtime.detectors import coverage  # noqa: F401
+from torchdoctor.runtime.detectors import loss  # noqa: F401
+from torchdoctor.runtime.detectors import modes  # noqa: F401
+from torchdoctor.runtime.detectors import graph  # noqa: F401
+from torchdoctor.runtime.detectors import memory  # noqa: F401
+from torchdoctor.runtime.detectors import pipeline  # noqa: F401
+from torchdoctor.runtime.detectors import exceptions  # noqa: F401
+from torchdoctor.runtime.detectors import warnings  # noqa: F401
+from torchdoctor.runtime.detectors import compile  # noqa: F401
+from torchdoctor.runtime.detectors import schedules  # noqa: F401
+from torchdoctor.runtime.detectors import freezing  # noqa: F401
 
-# Every other module of this package follows, alphabetically: a new detector module needs
-# no line here, unless its `on_finish` must run before another module's.
-_UNLISTED = sorted(
-    info.name for info in pkgutil.iter_modules(__path__) if info.name not in _MODULES
-)
-
-for _name in (*_MODULES, *_UNLISTED):
-    importlib.import_module(f"{__name__}.{_name}")
-importlib.import_module("torchdoctor.distributed.detectors")  # cross-rank checks (TD8xx)
+# Order-free modules (add new ones here).
+from torchdoctor.runtime.detectors import curves  # noqa: F401
+from torchdoctor.runtime.detectors import warmup  # noqa: F401

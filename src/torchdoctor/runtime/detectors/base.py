@@ -84,11 +84,29 @@ __all__ = [
     "ModelInfo",
     "MonitorView",
     "OptimizerInfo",
+    "RunOptions",
     "RuntimeDetector",
     "StepEvent",
     "StepSample",
     "WarningRecord",
 ]
+
+
+class RunOptions(Protocol):
+    """How a run is watched, as detectors may read it (``runtime.monitor.MonitorOptions``
+    provides it)."""
+
+    @property
+    def command(self) -> str:
+        """``"run"`` (``torchdoctor run``) or ``"watch"`` (the Python API)."""
+
+    @property
+    def max_steps(self) -> int | None:
+        """The run stops after this many optimizer steps (``None``: no limit)."""
+
+    @property
+    def localise_non_finite(self) -> bool:
+        """Check every module's output for NaN/Inf from the first step."""
 
 
 class MonitorView(Protocol):
@@ -115,8 +133,8 @@ class MonitorView(Protocol):
         """The script being run by ``torchdoctor run``, if any."""
 
     @property
-    def options(self) -> Any:
-        """The run's ``MonitorOptions`` (``max_steps``, ``localise_non_finite``, ...)."""
+    def options(self) -> RunOptions:
+        """How the run is watched (``max_steps``, ``localise_non_finite``, ...)."""
 
     def module_path(self, module: torch.nn.Module) -> str | None:
         """``encoder.layers.3.attn`` for a module inside a known model, else ``None``."""
@@ -160,7 +178,8 @@ class MonitorView(Protocol):
         """Record a finding (replacing one with the same rule and place)."""
 
     def set_fact(self, key: str, value: Any) -> None:
-        """Record a measured fact of the run, shown in the report."""
+        """Record a measured fact of the run, shown in the report; ``key`` and the type of
+        ``value`` are declared in :mod:`torchdoctor.facts`."""
 
     def add_series(self, name: str, values: Sequence[float]) -> None:
         """Record a named sequence for plots."""

@@ -35,6 +35,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.explains import Scope, explained, explained_names
 from torchdoctor.runtime.detectors.places import (
     assignment_location,
     describe_params,
@@ -115,8 +116,8 @@ class ParameterCoverage(RuntimeDetector):
         self._report("TD208", never, _NO_GRADIENT)
         unchanged = self._unchanged()
         owners = {id(p): info for info in self.monitor.optimizers for p in info.params}
-        targets = {str(f.evidence.get("model")) for f in report.by_code("TD222")}
-        if not report.by_code("TD620"):  # else the optimizer holds their copies: TD620
+        targets = explained_names(report, "TD601", Scope.MODEL)  # target networks: TD222
+        if not explained(report, "TD601"):  # else the optimizer holds their copies: TD620
             self._report(
                 "TD601",
                 [
@@ -126,10 +127,8 @@ class ParameterCoverage(RuntimeDetector):
                 ],
                 _NO_OPTIMIZER,
             )
-        vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
-        if report.by_code("TD308") or any(  # a one-class loss, a loss cut from the model
-            "cut_backward_calls" in f.evidence for f in report.by_code("TD209")
-        ):
+        vanishing = explained_names(report, "TD218", Scope.OPTIMIZER)
+        if explained(report, "TD218"):  # a one-class loss, a loss cut from the model
             return  # TD308 / TD209 name why nothing changes
         stuck = [p for p in unchanged if id(p) in owners and owners[id(p)].label not in vanishing]
         zero_lr = [p for p in stuck if self._lr.get(id(p)) == 0.0]

@@ -29,6 +29,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.explains import explained
 from torchdoctor.runtime.detectors.places import param_name
 from torchdoctor.runtime.stats import norms
 
@@ -253,7 +254,7 @@ class StepWithoutGradients(RuntimeDetector):
             self._zero.setdefault(key, []).append(sample.step)
 
     def on_finish(self, report: Any) -> None:
-        if report.by_code("TD308") or report.by_code("TD620") or _cut_loss(report):
+        if explained(report, "TD210"):
             return  # a one-class loss, a loss cut from the model, an optimizer of copies
         for info in self.monitor.optimizers:
             key = id(info)
@@ -302,12 +303,6 @@ class StepWithoutGradients(RuntimeDetector):
                 },
             )
         )
-
-
-def _cut_loss(report: Any) -> bool:
-    """Whether TD209 named a loss that reaches no parameter during the run (the root cause
-    of steps without gradients), rather than a run that died in backward()."""
-    return any("cut_backward_calls" in f.evidence for f in report.by_code("TD209"))
 
 
 def _torch() -> Any:

@@ -28,6 +28,7 @@ from torchdoctor.runtime.detectors.base import (
     RuntimeDetector,
     StepEvent,
 )
+from torchdoctor.runtime.detectors.explains import explained_lines
 
 __all__ = ["LossDynamics", "spearman"]
 
@@ -87,9 +88,7 @@ class LossDynamics(RuntimeDetector):
 
     def on_finish(self, report: Report) -> None:
         adversarial = len(self._curves) > 1 and len(self._optimizers) > 1
-        explained = {  # one-class losses, losses cut from the model
-            f.location.line for f in (*report.by_code("TD308"), *report.by_code("TD209"))
-        }
+        explained = explained_lines(report, "TD612", "TD613", "TD614")  # TD308, TD209
         for site, curve in self._curves.items():
             if site.line in explained:
                 continue

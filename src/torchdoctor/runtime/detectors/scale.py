@@ -41,6 +41,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.explains import Scope, explained_names
 from torchdoctor.runtime.detectors.owners import LossOwners
 from torchdoctor.runtime.detectors.places import param_name
 
@@ -125,7 +126,7 @@ class GradientScale(RuntimeDetector):
                     history.update_share.append(share)
 
     def on_finish(self, report: Report) -> None:
-        uncleared = {str(f.evidence.get("optimizer")) for f in report.by_code("TD201")}
+        uncleared = explained_names(report, "TD216", Scope.OPTIMIZER)
         for history in self._history.values():
             if len(history.totals) < _MIN_SAMPLES:
                 continue

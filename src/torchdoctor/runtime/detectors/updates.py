@@ -35,6 +35,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     StepSample,
 )
+from torchdoctor.runtime.detectors.explains import Scope, explained_names
 from torchdoctor.runtime.detectors.places import param_name
 from torchdoctor.runtime.detectors.scale import weight_matrices
 
@@ -118,7 +119,7 @@ class UpdateRatio(RuntimeDetector):
             self._samples.setdefault(id(sample.optimizer), []).append(sample)
 
     def on_finish(self, report: Report) -> None:
-        vanishing = {str(f.evidence.get("optimizer")) for f in report.by_code("TD215")}
+        vanishing = explained_names(report, "TD606", Scope.OPTIMIZER)
         for key, samples in self._samples.items():
             info = samples[0].optimizer
             weights = weight_matrices(info, self.monitor)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from torchdoctor.distributed.errors import unused_parameters
 from torchdoctor.runtime.exceptions import autograd, data, devices, memory, shapes
+from torchdoctor.runtime.exceptions.ddp import unused_parameters
 from torchdoctor.runtime.exceptions.facts import DEVICE_MISMATCH_CODE, DetailFunction
 
 __all__ = ["KNOWN_ERRORS", "KnownError", "match_known_error"]

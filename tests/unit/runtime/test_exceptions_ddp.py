@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from torchdoctor.distributed.errors import unused_parameters
+from torchdoctor.runtime.exceptions.ddp import unused_parameters
 from torchdoctor.runtime.exceptions.facts import ErrorFacts
 
 torch = pytest.importorskip("torch")

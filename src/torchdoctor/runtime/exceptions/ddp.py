@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the explainer's package imports this module: no cycle at run time
-    from torchdoctor.runtime.exceptions.facts import Detail, ErrorFacts
+from torchdoctor.runtime.exceptions.facts import Detail, ErrorFacts
 
 __all__ = ["unused_parameters"]
 
@@ -24,8 +23,6 @@ _SHOWN = 5
 def unused_parameters(facts: ErrorFacts) -> Detail | None:
     """``Expected to have finished reduction in the prior iteration ...``: name the
     parameters that got no gradient; ``None`` when the message lists no indices."""
-    from torchdoctor.runtime.exceptions.facts import Detail
-
     match = _INDICES.search(facts.text)
     if match is None:
         return None
