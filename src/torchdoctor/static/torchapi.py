@@ -16,6 +16,12 @@ import re
 
 __all__ = [
     "DATALOADER",
+    "DATA_PARALLEL",
+    "DDP",
+    "DISTRIBUTED_SAMPLER",
+    "FSDP1",
+    "FSDP2",
+    "WRAPPER_NAMES",
     "FAMILIES",
     "GRAD_SCALER",
     "LOSS",
@@ -40,6 +46,18 @@ DATALOADER = "torch.utils.data.DataLoader"
 SAMPLER = "torch.utils.data.Sampler"
 LOSS = "torch.nn.modules.loss._Loss"
 FAMILIES = (MODULE, OPTIMIZER, SCHEDULER, GRAD_SCALER, DATALOADER, SAMPLER, LOSS)
+
+# Distributed wrappers and samplers, by canonical name (and the other spellings rules match).
+DDP = "torch.nn.parallel.DistributedDataParallel"
+DATA_PARALLEL = "torch.nn.parallel.DataParallel"
+FSDP1 = (
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+)
+FSDP2 = ("torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard")
+DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
+# A wrapper's class name, as messages spell it.
+WRAPPER_NAMES = {DDP: "DistributedDataParallel", DATA_PARALLEL: "DataParallel"}
 
 # Spelling -> canonical spelling, by prefix. Longest prefix first.
 _SUBMODULE_PREFIXES: tuple[tuple[str, str], ...] = (

@@ -16,10 +16,10 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import insert_keywords, method_call, receiver, torch_alias
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import insert_keywords, method_call, receiver, torch_alias
 from torchdoctor.static.structure import Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 from torchdoctor.static.values import constructor_of

@@ -2,7 +2,7 @@
 
 In a file that trains (a ``backward()`` somewhere), every ``.double()``, ``.to(float64)``,
 ``dtype=torch.float64`` and ``set_default_dtype(torch.float64)`` is judged by where its
-value goes (:func:`~torchdoctor.static.rules.destinations.destination`), not by the name it
+value goes (:func:`~torchdoctor.static.analysis.destinations.destination`), not by the name it
 is given: a model, or a value that reaches a model call, a loss, a parameter or an
 optimizer, is flagged; a statistic that only ends in ``.item()``, ``print``, a log or an
 accumulator stays quiet. A value whose way the file does not show is flagged unless it is
@@ -17,10 +17,10 @@ import ast
 from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.destinations import Destination, Reach, destination
 from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.destinations import Destination, Reach, destination
 from torchdoctor.static.structure import Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 

@@ -13,10 +13,10 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import insert_keywords, keyword, last_name
 from torchdoctor.static.structure import ClassScope, FrameKind, FunctionScope
 
 __all__ = ["is_module_class", "nn_alias"]

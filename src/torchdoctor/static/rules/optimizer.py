@@ -13,12 +13,12 @@ import ast
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import method_call, receiver
+from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import method_call, receiver
-from torchdoctor.static.rules.loops import loop_bound_names
 from torchdoctor.static.structure import FrameKind, Item, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, function_events, loop_events
 

@@ -19,12 +19,12 @@ import ast
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.dataloader import iterated, loader_of
+from torchdoctor.static.analysis.loops import guard_between, is_periodic_guard
+from torchdoctor.static.analysis.step_sequences import Action, Kind, sequences
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.dataloader import iterated, loader_of
-from torchdoctor.static.rules.loops import guard_between, is_periodic_guard
-from torchdoctor.static.rules.step_sequences import Action, Kind, sequences
 from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
 from torchdoctor.static.values import constructor_of
 

@@ -17,19 +17,16 @@ import ast
 
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.analysis.callers import passed_values
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.model_outputs import passed_values
 from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.torchapi import FSDP1
 from torchdoctor.static.values import constructor_of
 
-__all__ = ["ClipNormFromLocalShard", "FSDP1"]
+__all__ = ["ClipNormFromLocalShard"]
 
-FSDP1 = (
-    "torch.distributed.fsdp.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-)
 _CLIP_NORMS = (
     "torch.nn.utils.clip_grad_norm_",
     "torch.nn.utils.clip_grad_norm",

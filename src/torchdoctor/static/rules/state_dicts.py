@@ -12,9 +12,9 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import keyword
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import keyword
 
 _MODULE_USES = frozenset(
     {"parameters", "named_parameters", "modules", "named_modules", "children", "train", "eval"}

@@ -14,11 +14,11 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.losses import LossKind, loss_calls
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.branches import conditional
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loss import LossKind, loss_calls
 from torchdoctor.static.structure import ModuleScope
 
 _FLOAT_DTYPES = frozenset(
