@@ -1,11 +1,16 @@
-"""What lint knows about PyTorch's API, kept as data: canonical names and class families.
+"""What lint knows about PyTorch's API, kept as data: the one table of torch facts.
 
-Nothing here imports torch. Qualified names are canonicalised so that every spelling of a
-class compares equal (``torch.nn.modules.loss.CrossEntropyLoss`` is
-``torch.nn.CrossEntropyLoss``). A *family* is a base class lint reasons about
-(:data:`MODULE`, :data:`OPTIMIZER`, ...); :func:`in_family` says whether a qualified
-class name belongs to one. Name hints (:func:`hinted_family`) are the fallback when a
-value's type cannot be seen, for example a function parameter called ``optimizer``.
+Nothing here imports torch, so lint, pre-flight and the runtime can all ask it. Qualified
+names are canonicalised so that every spelling of a class compares equal
+(``torch.nn.modules.loss.CrossEntropyLoss`` is ``torch.nn.CrossEntropyLoss``). A *family*
+is a base class lint reasons about (:data:`MODULE`, :data:`OPTIMIZER`, :data:`SCHEDULER`,
+:data:`SAMPLER`, :data:`LOSS`...); :func:`in_family` says whether a qualified class name
+belongs to one. Name hints (:func:`hinted_family`) are the fallback when a value's type
+cannot be seen, for example a function parameter called ``optimizer``. Layer facts:
+:data:`PARAMETER_FREE_LAYERS` (:func:`holds_no_parameters`), layers whose dropout is
+optional (:func:`without_dropout`); wrappers: :data:`DDP`, :data:`DATA_PARALLEL`,
+:data:`FSDP1`, :data:`FSDP2`, :data:`DISTRIBUTED_SAMPLER`. A rule that needs a list of
+torch names adds it here rather than keeping its own.
 """
 
 from __future__ import annotations
@@ -19,20 +24,23 @@ __all__ = [
     "DATA_PARALLEL",
     "DDP",
     "DISTRIBUTED_SAMPLER",
+    "FAMILIES",
     "FSDP1",
     "FSDP2",
-    "WRAPPER_NAMES",
-    "FAMILIES",
     "GRAD_SCALER",
     "LOSS",
+    "MODE_FREE_LAYERS",
     "MODULE",
+    "NO_DROPOUT",
     "OPTIMIZER",
+    "PARAMETER",
+    "PARAMETER_FREE_LAYERS",
     "SAMPLER",
     "SCHEDULER",
-    "MODE_FREE_LAYERS",
-    "NO_DROPOUT",
+    "WRAPPER_NAMES",
     "canonical",
     "hinted_family",
+    "holds_no_parameters",
     "in_family",
     "name_tokens",
     "without_dropout",
@@ -58,6 +66,108 @@ FSDP2 = ("torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fs
 DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
 # A wrapper's class name, as messages spell it.
 WRAPPER_NAMES = {DDP: "DistributedDataParallel", DATA_PARALLEL: "DataParallel"}
+
+# torch.nn layers that hold no parameters whatever their arguments (activations, dropout,
+# pooling, padding, resampling, reshaping): a plain list of them loses nothing, and one
+# replaced after the optimizer was built leaves no parameter behind. Each was checked on
+# torch 2.x: ``list(layer.parameters()) == []``. Layers with optional parameters
+# (``affine=``, ``elementwise_affine=``) and ``nn.PReLU`` are not here.
+PARAMETER_FREE_LAYERS = frozenset(
+    f"torch.nn.{name}"
+    for name in (
+        # activations
+        "Identity",
+        "ReLU",
+        "ReLU6",
+        "RReLU",
+        "LeakyReLU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "ELU",
+        "SELU",
+        "CELU",
+        "Sigmoid",
+        "Tanh",
+        "Softmax",
+        "LogSoftmax",
+        "Softmax2d",
+        "Softmin",
+        "Softplus",
+        "Softsign",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Hardshrink",
+        "Softshrink",
+        "Tanhshrink",
+        "Threshold",
+        "GLU",
+        "LogSigmoid",
+        # dropout
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        # reshaping
+        "Flatten",
+        "Unflatten",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ChannelShuffle",
+        "Fold",
+        "Unfold",
+        # pooling
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "MaxUnpool1d",
+        "MaxUnpool2d",
+        "MaxUnpool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "FractionalMaxPool2d",
+        "FractionalMaxPool3d",
+        "LPPool1d",
+        "LPPool2d",
+        "LPPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        # resampling
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+        # padding
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+        "CircularPad1d",
+        "CircularPad2d",
+        "CircularPad3d",
+        # normalisation without weights, distances
+        "LocalResponseNorm",
+        "CrossMapLRN2d",
+        "CosineSimilarity",
+        "PairwiseDistance",
+    )
+)
+PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 # Spelling -> canonical spelling, by prefix. Longest prefix first.
 _SUBMODULE_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -212,6 +322,11 @@ _OPTIONAL_DROPOUT = {
 MODE_FREE_LAYERS = frozenset({"torch.nn.RNNCell", "torch.nn.LSTMCell", "torch.nn.GRUCell"})
 # Appended to such a layer's name where facts record what a class builds.
 NO_DROPOUT = "#no-dropout"
+
+
+def holds_no_parameters(qualified: str) -> bool:
+    """Whether the torch layer class ``qualified`` (canonical) never holds parameters."""
+    return qualified in PARAMETER_FREE_LAYERS
 
 
 def without_dropout(qualified: str, call: ast.Call) -> bool:

@@ -23,51 +23,6 @@ __all__ = ["is_module_class", "nn_alias"]
 
 _CHILD_ITERATORS = frozenset({"children", "modules"})
 _NAMED_CHILD_ITERATORS = frozenset({"named_children", "named_modules"})
-# torch.nn classes that hold no parameters: a list of them loses nothing.
-_PARAMETER_FREE = frozenset(
-    f"torch.nn.{name}"
-    for name in (
-        "ReLU",
-        "ReLU6",
-        "LeakyReLU",
-        "GELU",
-        "SiLU",
-        "Mish",
-        "ELU",
-        "SELU",
-        "CELU",
-        "Sigmoid",
-        "Tanh",
-        "Softmax",
-        "LogSoftmax",
-        "Softplus",
-        "Hardswish",
-        "Hardsigmoid",
-        "Hardtanh",
-        "Identity",
-        "Flatten",
-        "Unflatten",
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AvgPool1d",
-        "AvgPool2d",
-        "AvgPool3d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-        "AdaptiveAvgPool3d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "Upsample",
-        "PixelShuffle",
-        "ZeroPad2d",
-    )
-)
 _REGISTERING = frozenset({"add_module", "register_module", "setattr"})
 _DROPOUTS = frozenset(
     {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
@@ -361,7 +316,9 @@ def _holds_parameters(ctx: FileContext, expr: ast.expr, scope: FunctionScope) ->
     type_name = ctx.instance_type(expr, scope)
     if type_name is None or not ctx.is_family(type_name, torchapi.MODULE):
         return False
-    return type_name not in _PARAMETER_FREE and not ctx.is_family(type_name, torchapi.LOSS)
+    return not torchapi.holds_no_parameters(type_name) and not ctx.is_family(
+        type_name, torchapi.LOSS
+    )
 
 
 @detector("TD506", depth=Depth.LINT)
