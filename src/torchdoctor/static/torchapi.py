@@ -16,10 +16,14 @@ torch names adds it here rather than keeping its own.
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import re
 
 __all__ = [
+    "CLIP_GRADS_WITH_NORM",
+    "CLIP_GRAD_NORM",
+    "CLIP_GRAD_VALUE",
     "DATALOADER",
     "DATA_PARALLEL",
     "DDP",
@@ -29,6 +33,8 @@ __all__ = [
     "FSDP2",
     "GRAD_SCALER",
     "LOSS",
+    "LOSS_CLASSES",
+    "LOSS_FUNCTIONS",
     "MODE_FREE_LAYERS",
     "MODULE",
     "NO_DROPOUT",
@@ -38,6 +44,7 @@ __all__ = [
     "SAMPLER",
     "SCHEDULER",
     "WRAPPER_NAMES",
+    "LossKind",
     "canonical",
     "hinted_family",
     "holds_no_parameters",
@@ -168,6 +175,35 @@ PARAMETER_FREE_LAYERS = frozenset(
     )
 )
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+# Gradient clipping functions, with their older spellings.
+CLIP_GRAD_NORM = (
+    "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_norm",
+)
+CLIP_GRAD_VALUE = ("torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_")
+CLIP_GRADS_WITH_NORM = "torch.nn.utils.clip_grads_with_norm_"
+
+
+class LossKind(enum.Enum):
+    """The losses lint reasons about in depth (what their input must be), by class name."""
+
+    CROSS_ENTROPY = "CrossEntropyLoss"
+    NLL = "NLLLoss"
+    BCE = "BCELoss"
+    BCE_WITH_LOGITS = "BCEWithLogitsLoss"
+
+
+# The functional spelling and the module class of each.
+LOSS_FUNCTIONS = {
+    "torch.nn.functional.cross_entropy": LossKind.CROSS_ENTROPY,
+    "torch.nn.functional.nll_loss": LossKind.NLL,
+    "torch.nn.functional.binary_cross_entropy": LossKind.BCE,
+    "torch.nn.functional.binary_cross_entropy_with_logits": LossKind.BCE_WITH_LOGITS,
+}
+LOSS_CLASSES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
 
 # Spelling -> canonical spelling, by prefix. Longest prefix first.
 _SUBMODULE_PREFIXES: tuple[tuple[str, str], ...] = (

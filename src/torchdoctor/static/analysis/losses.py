@@ -9,33 +9,15 @@ it.
 from __future__ import annotations
 
 import ast
-import enum
 from dataclasses import dataclass
 from typing import cast
 
 from torchdoctor.static.analysis.loss_inputs import argument
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.torchapi import LOSS_CLASSES, LOSS_FUNCTIONS, LossKind
 from torchdoctor.static.values import constructor_of
 
 __all__ = ["LossCall", "LossKind", "loss_calls"]
-
-
-class LossKind(enum.Enum):
-    """The losses these rules reason about, by their module name."""
-
-    CROSS_ENTROPY = "CrossEntropyLoss"
-    NLL = "NLLLoss"
-    BCE = "BCELoss"
-    BCE_WITH_LOGITS = "BCEWithLogitsLoss"
-
-
-_FUNCTIONAL = {
-    "torch.nn.functional.cross_entropy": LossKind.CROSS_ENTROPY,
-    "torch.nn.functional.nll_loss": LossKind.NLL,
-    "torch.nn.functional.binary_cross_entropy": LossKind.BCE,
-    "torch.nn.functional.binary_cross_entropy_with_logits": LossKind.BCE_WITH_LOGITS,
-}
-_MODULES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +63,14 @@ def loss_calls(ctx: FileContext) -> list[LossCall]:
 def _loss_call(ctx: FileContext, call: ast.Call, scope: Scope) -> LossCall | None:
     func = call.func
     qualified = ctx.qualified_name(func, scope)
-    kind = _FUNCTIONAL.get(qualified or "")
+    kind = LOSS_FUNCTIONS.get(qualified or "")
     constructor = None
     if kind is None:
         if qualified is not None or not (call.args or call.keywords):
             return None
         if not isinstance(func, (ast.Name, ast.Attribute, ast.Call)):
             return None
-        kind = _MODULES.get(ctx.instance_type(func, scope) or "")
+        kind = LOSS_CLASSES.get(ctx.instance_type(func, scope) or "")
         if kind is None:
             return None
         constructor = constructor_of(ctx, func, scope)

@@ -17,19 +17,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
+from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FrameKind, Item, Loop
 from torchdoctor.static.training import EventKind, classify
 
 __all__ = ["Action", "Body", "Kind", "sequences"]
 
-_CLIPS = (
-    "torch.nn.utils.clip_grad_norm_",
-    "torch.nn.utils.clip_grad_value_",
-    "torch.nn.utils.clip_grad_norm",
-    "torch.nn.utils.clip_grad.clip_grad_norm_",
-    "torch.nn.utils.clip_grad.clip_grad_value_",
-)
+_CLIPS = (*torchapi.CLIP_GRAD_NORM, *torchapi.CLIP_GRAD_VALUE)
 _EVENT_KINDS = {
     EventKind.BACKWARD: "backward",
     EventKind.OPTIMIZER_STEP: "step",
@@ -141,7 +137,7 @@ def _actions_of(
 ) -> list[Action]:
     node = item.node
     if isinstance(node, ast.Call):
-        if _callee(node) in _CLIP_NAMES and (
+        if last_name(node.func) in _CLIP_NAMES and (
             ctx.is_call_to(node, *_CLIPS, scope=scope) or _launcher_clip(ctx, node)
         ):
             return [Action(Kind.CLIP, node, site, node.args[0] if node.args else None, scope)]
@@ -166,15 +162,9 @@ def _launcher_clip(ctx: FileContext, call: ast.Call) -> bool:
     return isinstance(func, ast.Attribute) and ctx.segment(func.value) in _LAUNCHERS
 
 
-def _callee(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-
-
 def _mentions_a_word(node: ast.AST) -> bool:
     if isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        name = last_name(node.func)
         return name in _WORDS or name.endswith("backward")
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets: Iterable[ast.expr] = (

@@ -26,16 +26,7 @@ from torchdoctor.static.values import constructor_of
 
 __all__ = ["scaled_backward"]
 
-_CLIPS = frozenset(
-    {
-        "torch.nn.utils.clip_grad_norm_",
-        "torch.nn.utils.clip_grad_norm",
-        "torch.nn.utils.clip_grad_value_",
-        "torch.nn.utils.clip_grads_with_norm_",
-        "torch.nn.utils.clip_grad.clip_grad_norm_",
-        "torch.nn.utils.clip_grad.clip_grad_value_",
-    }
-)
+_CLIPS = (*torchapi.CLIP_GRAD_NORM, *torchapi.CLIP_GRAD_VALUE, torchapi.CLIP_GRADS_WITH_NORM)
 
 
 def _disabled(ctx: FileContext, scaler: ast.expr, scope: Scope) -> bool:

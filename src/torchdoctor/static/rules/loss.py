@@ -13,9 +13,10 @@ from __future__ import annotations
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, origin_of
-from torchdoctor.static.analysis.losses import LossCall, LossKind, loss_calls
+from torchdoctor.static.analysis.losses import LossCall, loss_calls
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.torchapi import LossKind
 
 _LOSS_WORDS = (
     "cross_entropy",

@@ -21,14 +21,14 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import passed_values
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, argument, origin_of
-from torchdoctor.static.analysis.losses import LossKind, loss_calls
+from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, ModuleScope
+from torchdoctor.static.torchapi import LOSS_CLASSES, LossKind
 from torchdoctor.static.values import bound_value
 
 _MAX_DEPTH = 2
-_LOSS_CLASSES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
 _PROBLEMS: dict[tuple[LossKind, Activation], tuple[str, str, str]] = {
     (LossKind.CROSS_ENTROPY, Activation.SOFTMAX): (
         "TD301",
@@ -97,7 +97,7 @@ class ActivationThroughParameters(LintRule):
             return None
         kinds = set()
         for value, caller, _ in passed_values(self.ctx, call.func, scope):
-            kinds.add(_LOSS_CLASSES.get(self.ctx.instance_type(value, caller) or ""))
+            kinds.add(LOSS_CLASSES.get(self.ctx.instance_type(value, caller) or ""))
         return kinds.pop() if len(kinds) == 1 else None
 
     def _judge(

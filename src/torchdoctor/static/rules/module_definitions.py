@@ -165,7 +165,7 @@ class LayersInPlainContainer(LintRule):
             for i in m.items
             if isinstance(i.node, ast.Call)
         ]
-        if any(_callee(call) in _REGISTERING for _, call in calls):
+        if any(last_name(call.func) in _REGISTERING for _, call in calls):
             return
         for method in cls.methods.values():
             for item in method.items:
@@ -233,10 +233,6 @@ class LayersInPlainContainer(LintRule):
         return Fix(
             f"Use `{alias}.{container}`", (self.ctx.replace(value, text),), Applicability.UNSAFE
         )
-
-
-def _callee(call: ast.Call) -> str:
-    return last_name(call.func)
 
 
 Element = tuple[FunctionScope | None, ast.expr]

@@ -14,12 +14,13 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.losses import LossKind, loss_calls
+from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.branches import conditional
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.torchapi import LossKind
 
 _FLOAT_DTYPES = frozenset(
     {
