@@ -3,6 +3,9 @@
 A rule (``static/rules/<topic>.py``) imports from here, from :mod:`torchdoctor.static.torchapi`
 (the table of torch facts) and from ``rules.base``; never from another rule. Modules:
 
+* :mod:`.events`: the one model of a training loop's events (``training.EventKind``) and
+  its documented mapping onto the two views below; :func:`~.events.helper_to_follow`, the
+  one way of following calls into the file's helpers, with one depth limit.
 * :mod:`.step_sequences`: what one iteration does to gradients (backward, step,
   ``zero_grad``, clipping, scheduler), through helpers.
 * :mod:`.mode_actions`: ``eval()``/``train()``, forwards and backwards in order, through
