@@ -8,9 +8,13 @@ is a base class lint reasons about (:data:`MODULE`, :data:`OPTIMIZER`, :data:`SC
 belongs to one. Name hints (:func:`hinted_family`) are the fallback when a value's type
 cannot be seen, for example a function parameter called ``optimizer``. Layer facts:
 :data:`PARAMETER_FREE_LAYERS` (:func:`holds_no_parameters`), layers whose dropout is
-optional (:func:`without_dropout`); wrappers: :data:`DDP`, :data:`DATA_PARALLEL`,
-:data:`FSDP1`, :data:`FSDP2`, :data:`DISTRIBUTED_SAMPLER`. A rule that needs a list of
-torch names adds it here rather than keeping its own.
+optional (:func:`without_dropout`), layers and functions that behave differently in
+eval mode (:data:`MODE_SENSITIVE_WORDS`, :data:`MODE_SENSITIVE_FUNCTIONS`); wrappers:
+:data:`DDP`, :data:`DATA_PARALLEL`, :data:`FSDP1`, :data:`FSDP2`, and
+:data:`DISTRIBUTED_SAMPLER`; losses (:class:`LossKind`, :data:`LOSS_FUNCTIONS`,
+:data:`LOSS_CLASSES`); epoch-counting schedulers (:data:`EPOCH_SCHEDULERS`); gradient
+clipping (:data:`CLIP_GRAD_NORM`...); float dtypes (:data:`FLOAT_DTYPES`). A rule that
+needs a list of torch names adds it here rather than keeping its own.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ __all__ = [
     "DATA_PARALLEL",
     "DDP",
     "DISTRIBUTED_SAMPLER",
+    "EPOCH_SCHEDULERS",
+    "FLOAT64_DTYPES",
+    "FLOAT_DTYPES",
     "FAMILIES",
     "FSDP1",
     "FSDP2",
@@ -35,6 +42,9 @@ __all__ = [
     "LOSS",
     "LOSS_CLASSES",
     "LOSS_FUNCTIONS",
+    "LR_SCHEDULER_PREFIX",
+    "MODE_SENSITIVE_FUNCTIONS",
+    "MODE_SENSITIVE_WORDS",
     "MODE_FREE_LAYERS",
     "MODULE",
     "NO_DROPOUT",
@@ -175,6 +185,50 @@ PARAMETER_FREE_LAYERS = frozenset(
     )
 )
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+# torch.nn layers (matched by a word of their class name) and functions that behave
+# differently in train and eval mode.
+MODE_SENSITIVE_WORDS = (
+    "Dropout",
+    "BatchNorm",
+    "InstanceNorm",
+    "Transformer",
+    "MultiheadAttention",
+    "LSTM",
+    "GRU",
+    "RNN",
+)
+MODE_SENSITIVE_FUNCTIONS = frozenset(
+    {
+        "torch.nn.functional.dropout",
+        "torch.nn.functional.dropout1d",
+        "torch.nn.functional.dropout2d",
+        "torch.nn.functional.dropout3d",
+        "torch.nn.functional.alpha_dropout",
+        "torch.nn.functional.feature_alpha_dropout",
+        "torch.nn.functional.batch_norm",
+        "torch.nn.functional.instance_norm",
+        "torch.dropout",
+    }
+)
+
+# Floating-point dtypes, every spelling; and the two spellings of float64.
+FLOAT_DTYPES = frozenset(
+    f"torch.{name}"
+    for name in ("float16", "half", "bfloat16", "float64", "double", "float32", "float")
+)
+FLOAT64_DTYPES = frozenset({"torch.float64", "torch.double"})
+
+# Learning-rate schedulers (torch.optim.lr_scheduler.<name>) that count epochs, with the
+# argument (position, keyword) that says how long they run, or None when none does.
+LR_SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
+EPOCH_SCHEDULERS: dict[str, tuple[int, str] | None] = {
+    "StepLR": (1, "step_size"),
+    "MultiStepLR": (1, "milestones"),
+    "ExponentialLR": (1, "gamma"),
+    "ReduceLROnPlateau": None,
+    "CosineAnnealingLR": (1, "T_max"),
+}
 
 # Gradient clipping functions, with their older spellings.
 CLIP_GRAD_NORM = (

@@ -14,8 +14,8 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import _returns
-from torchdoctor.static.project import MODE_SENSITIVE_FUNCTIONS, MODE_SENSITIVE_WORDS
 from torchdoctor.static.structure import FunctionScope
+from torchdoctor.static.torchapi import MODE_SENSITIVE_FUNCTIONS, MODE_SENSITIVE_WORDS
 
 __all__ = ["is_mode_sensitive", "proven_mode_sensitive"]
 

@@ -25,12 +25,9 @@ from torchdoctor.static.structure import Item, ModuleScope
 from torchdoctor.static.values import constructor_of
 
 _DDP = torchapi.DDP
-_LOADER = "torch.utils.data.DataLoader"
+_LOADER = torchapi.DATALOADER
 _CASTS = frozenset({"half", "double", "float", "bfloat16"})
-_DTYPES = frozenset(
-    f"torch.{name}"
-    for name in ("float16", "half", "bfloat16", "float64", "double", "float32", "float")
-)
+_DTYPES = torchapi.FLOAT_DTYPES
 _SHARDED = ("rank", "world", "shard", "split_dataset_by_node", "num_replicas")
 
 

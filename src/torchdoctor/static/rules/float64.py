@@ -24,7 +24,7 @@ from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 
-_FLOAT64 = frozenset({"torch.float64", "torch.double"})
+_FLOAT64 = torchapi.FLOAT64_DTYPES
 _GLOBAL = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
 _GRADCHECK = frozenset(
     {

@@ -22,17 +22,7 @@ from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
 from torchdoctor.static.torchapi import LossKind
 
-_FLOAT_DTYPES = frozenset(
-    {
-        "torch.float64",
-        "torch.double",
-        "torch.float32",
-        "torch.float",
-        "torch.float16",
-        "torch.half",
-        "torch.bfloat16",
-    }
-)
+_FLOAT_DTYPES = torchapi.FLOAT_DTYPES
 _FLOAT_CASTS = frozenset({"float", "double", "half", "bfloat16"})
 _TARGET_WORDS = frozenset(
     {
