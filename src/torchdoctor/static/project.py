@@ -314,10 +314,9 @@ class ProjectIndex:
             built = facts.attributes.get(attribute)
             if built is None:
                 return None
-            from torchdoctor.static.project_facts import _ENDINGS
-
-            if built in _ENDINGS and "." in built:
-                return _ENDINGS[built]
+            activation = torchapi.activation_of(built)
+            if activation is not None:
+                return activation
             layer = self._class_facts(built, facts.path)
             if layer is not None and depth < _MAX_DEPTH:
                 return self._ending(layer, depth + 1)

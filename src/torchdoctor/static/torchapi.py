@@ -25,6 +25,9 @@ import functools
 import re
 
 __all__ = [
+    "ACTIVATION_FUNCTIONS",
+    "ACTIVATION_LAYERS",
+    "ACTIVATION_METHODS",
     "CLIP_GRADS_WITH_NORM",
     "CLIP_GRAD_NORM",
     "CLIP_GRAD_VALUE",
@@ -51,10 +54,13 @@ __all__ = [
     "OPTIMIZER",
     "PARAMETER",
     "PARAMETER_FREE_LAYERS",
+    "RAW_SCORE_FUNCTIONS",
+    "RAW_SCORE_LAYERS",
     "SAMPLER",
     "SCHEDULER",
     "WRAPPER_NAMES",
     "LossKind",
+    "activation_of",
     "canonical",
     "hinted_family",
     "holds_no_parameters",
@@ -229,6 +235,40 @@ EPOCH_SCHEDULERS: dict[str, tuple[int, str] | None] = {
     "ReduceLROnPlateau": None,
     "CosineAnnealingLR": (1, "T_max"),
 }
+
+# Activations a value can end in, by the function or layer class that applies it; the
+# tensor methods of the same names apply them too. Layers and functions that give raw scores.
+ACTIVATION_FUNCTIONS = {
+    "torch.softmax": "softmax",
+    "torch.nn.functional.softmax": "softmax",
+    "torch.special.softmax": "softmax",
+    "torch.log_softmax": "log_softmax",
+    "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.special.log_softmax": "log_softmax",
+    "torch.sigmoid": "sigmoid",
+    "torch.nn.functional.sigmoid": "sigmoid",
+    "torch.special.expit": "sigmoid",
+}
+ACTIVATION_LAYERS = {
+    "torch.nn.Softmax": "softmax",
+    "torch.nn.LogSoftmax": "log_softmax",
+    "torch.nn.Sigmoid": "sigmoid",
+}
+ACTIVATION_METHODS = ("softmax", "log_softmax", "sigmoid")
+RAW_SCORE_FUNCTIONS = frozenset({"torch.nn.functional.linear"})
+RAW_SCORE_LAYERS = frozenset(
+    {
+        "torch.nn.Linear",
+        "torch.nn.LazyLinear",
+        "torch.nn.Bilinear",
+        "torch.nn.Conv1d",
+        "torch.nn.Conv2d",
+        "torch.nn.Conv3d",
+        "torch.nn.LazyConv1d",
+        "torch.nn.LazyConv2d",
+        "torch.nn.LazyConv3d",
+    }
+)
 
 # Gradient clipping functions, with their older spellings.
 CLIP_GRAD_NORM = (
@@ -412,6 +452,12 @@ _OPTIONAL_DROPOUT = {
 MODE_FREE_LAYERS = frozenset({"torch.nn.RNNCell", "torch.nn.LSTMCell", "torch.nn.GRUCell"})
 # Appended to such a layer's name where facts record what a class builds.
 NO_DROPOUT = "#no-dropout"
+
+
+def activation_of(qualified: str) -> str | None:
+    """``"softmax"``, ``"log_softmax"`` or ``"sigmoid"`` for the function or layer class
+    ``qualified`` that applies it, else ``None``."""
+    return ACTIVATION_FUNCTIONS.get(qualified) or ACTIVATION_LAYERS.get(qualified)
 
 
 def holds_no_parameters(qualified: str) -> bool:

@@ -69,6 +69,21 @@ def test_every_module_but_base_registers_a_rule() -> None:
     assert helpers == []
 
 
+def test_no_private_name_crosses_a_module_of_lint() -> None:
+    """What one module of static/ takes from another is public (no ``_name`` imports)."""
+    static = RULES.parent
+    private = sorted(
+        f"{path.relative_to(static)}: {node.module}.{alias.name}"
+        for path in static.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom)
+        and (node.level > 0 or (node.module or "").startswith("torchdoctor"))
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert private == []
+
+
 def test_the_check_sees_an_import_between_rules(tmp_path: Path) -> None:
     """The parser above catches each spelling of an import of a sibling rule."""
     source = tmp_path / "probe.py"
