@@ -27,7 +27,7 @@ from torchdoctor.static.structure import (
     ModuleScope,
 )
 
-__all__ = ["CURRENT", "NameResolver", "Scope", "ScopeArg"]
+__all__ = ["CURRENT", "NameResolver", "Scope", "ScopeArg", "returns_of"]
 
 Scope = FunctionScope | None  # None: module level
 
@@ -259,7 +259,7 @@ class NameResolver(SourceText):
         if function is None:
             return None
         found = None
-        for node in _returns(function.node):
+        for node in returns_of(function.node):
             if (
                 isinstance(node.value, (ast.Tuple, ast.List))
                 and len(node.value.elts) == len(names)
@@ -414,7 +414,7 @@ def _add_alias_targets(target: ast.expr, value: ast.expr | None, names: set[str]
             _add_alias_targets(sub_target, sub_value, names)
 
 
-def _returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:
+def returns_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return]:
     """The ``return`` statements of a function, in source order, nested scopes excluded."""
     found: list[ast.Return] = []
     stack: list[ast.AST] = list(reversed(function.body))

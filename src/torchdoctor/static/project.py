@@ -53,8 +53,6 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.project_facts import ClassFacts, FunctionFacts, ModuleFacts, summarise
 
 __all__ = [
-    "MODE_SENSITIVE_FUNCTIONS",
-    "MODE_SENSITIVE_WORDS",
     "ClassInfo",
     "FunctionInfo",
     "ProjectIndex",
@@ -62,32 +60,6 @@ __all__ = [
 ]
 
 _MAX_DEPTH = 12
-# torch.nn layers whose train and eval behaviour differ (words in the class name).
-# Layers (matched by a word of their class name) and functions that behave differently in
-# train and eval mode; the mode rules share them.
-MODE_SENSITIVE_WORDS = (
-    "Dropout",
-    "BatchNorm",
-    "InstanceNorm",
-    "Transformer",
-    "MultiheadAttention",
-    "LSTM",
-    "GRU",
-    "RNN",
-)
-MODE_SENSITIVE_FUNCTIONS = frozenset(
-    {
-        "torch.nn.functional.dropout",
-        "torch.nn.functional.dropout1d",
-        "torch.nn.functional.dropout2d",
-        "torch.nn.functional.dropout3d",
-        "torch.nn.functional.alpha_dropout",
-        "torch.nn.functional.feature_alpha_dropout",
-        "torch.nn.functional.batch_norm",
-        "torch.nn.functional.instance_norm",
-        "torch.dropout",
-    }
-)
 _MODULE_BASES = (
     "torch.nn.",
     "lightning.pytorch.LightningModule",
@@ -342,10 +314,9 @@ class ProjectIndex:
             built = facts.attributes.get(attribute)
             if built is None:
                 return None
-            from torchdoctor.static.project_facts import _ENDINGS
-
-            if built in _ENDINGS and "." in built:
-                return _ENDINGS[built]
+            activation = torchapi.activation_of(built)
+            if activation is not None:
+                return activation
             layer = self._class_facts(built, facts.path)
             if layer is not None and depth < _MAX_DEPTH:
                 return self._ending(layer, depth + 1)
@@ -357,13 +328,13 @@ class ProjectIndex:
 def _name_sensitive(qualified: str) -> bool | None:
     """Whether a class or function from outside the project is mode-sensitive: ``True``
     / ``False`` for torch's own, ``None`` (unknown) for anything else."""
-    if qualified in MODE_SENSITIVE_FUNCTIONS:
+    if qualified in torchapi.MODE_SENSITIVE_FUNCTIONS:
         return True
     if qualified.endswith(torchapi.NO_DROPOUT) or qualified in torchapi.MODE_FREE_LAYERS:
         return False  # nn.LSTM(...) without dropout, a recurrent cell: eval() changes nothing
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
-        return any(word in last for word in MODE_SENSITIVE_WORDS)
+        return any(word in last for word in torchapi.MODE_SENSITIVE_WORDS)
     if (
         qualified.startswith(("torch.", "numpy."))
         or qualified.partition(".")[0] in sys.stdlib_module_names

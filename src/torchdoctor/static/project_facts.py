@@ -20,19 +20,12 @@ __all__ = ["ClassFacts", "FunctionFacts", "ModuleFacts", "module_name", "summari
 _Node = TypeVar("_Node", bound=ast.AST)
 _Body = TypeVar("_Body")
 
+# What a forward can end in: an activation function or layer (by qualified name) or a
+# tensor method of the same name.
 _ENDINGS: dict[str, str] = {
-    "torch.sigmoid": "sigmoid",
-    "torch.nn.functional.sigmoid": "sigmoid",
-    "torch.nn.Sigmoid": "sigmoid",
-    "sigmoid": "sigmoid",
-    "torch.softmax": "softmax",
-    "torch.nn.functional.softmax": "softmax",
-    "torch.nn.Softmax": "softmax",
-    "softmax": "softmax",
-    "torch.log_softmax": "log_softmax",
-    "torch.nn.functional.log_softmax": "log_softmax",
-    "torch.nn.LogSoftmax": "log_softmax",
-    "log_softmax": "log_softmax",
+    **torchapi.ACTIVATION_FUNCTIONS,
+    **torchapi.ACTIVATION_LAYERS,
+    **{name: name for name in torchapi.ACTIVATION_METHODS},
 }
 
 
@@ -538,7 +531,7 @@ def _ending_of_call(call: ast.Call, namer: _Namer) -> str | None:
     if qualified is not None:
         return _ENDINGS.get(qualified)
     func = call.func
-    if isinstance(func, ast.Attribute) and func.attr in ("sigmoid", "softmax", "log_softmax"):
+    if isinstance(func, ast.Attribute) and func.attr in torchapi.ACTIVATION_METHODS:
         return _ENDINGS[func.attr]  # x.sigmoid(), x.softmax(dim=-1): a tensor method
     return None
 

@@ -1,32 +1,69 @@
-"""What lint knows about PyTorch's API, kept as data: canonical names and class families.
+"""What lint knows about PyTorch's API, kept as data: the one table of torch facts.
 
-Nothing here imports torch. Qualified names are canonicalised so that every spelling of a
-class compares equal (``torch.nn.modules.loss.CrossEntropyLoss`` is
-``torch.nn.CrossEntropyLoss``). A *family* is a base class lint reasons about
-(:data:`MODULE`, :data:`OPTIMIZER`, ...); :func:`in_family` says whether a qualified
-class name belongs to one. Name hints (:func:`hinted_family`) are the fallback when a
-value's type cannot be seen, for example a function parameter called ``optimizer``.
+Nothing here imports torch, so lint, pre-flight and the runtime can all ask it. Qualified
+names are canonicalised so that every spelling of a class compares equal
+(``torch.nn.modules.loss.CrossEntropyLoss`` is ``torch.nn.CrossEntropyLoss``). A *family*
+is a base class lint reasons about (:data:`MODULE`, :data:`OPTIMIZER`, :data:`SCHEDULER`,
+:data:`SAMPLER`, :data:`LOSS`...); :func:`in_family` says whether a qualified class name
+belongs to one. Name hints (:func:`hinted_family`) are the fallback when a value's type
+cannot be seen, for example a function parameter called ``optimizer``. Layer facts:
+:data:`PARAMETER_FREE_LAYERS` (:func:`holds_no_parameters`), layers whose dropout is
+optional (:func:`without_dropout`), layers and functions that behave differently in
+eval mode (:data:`MODE_SENSITIVE_WORDS`, :data:`MODE_SENSITIVE_FUNCTIONS`); wrappers:
+:data:`DDP`, :data:`DATA_PARALLEL`, :data:`FSDP1`, :data:`FSDP2`, and
+:data:`DISTRIBUTED_SAMPLER`; losses (:class:`LossKind`, :data:`LOSS_FUNCTIONS`,
+:data:`LOSS_CLASSES`); epoch-counting schedulers (:data:`EPOCH_SCHEDULERS`); gradient
+clipping (:data:`CLIP_GRAD_NORM`...); float dtypes (:data:`FLOAT_DTYPES`). A rule that
+needs a list of torch names adds it here rather than keeping its own.
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 import functools
 import re
 
 __all__ = [
+    "ACTIVATION_FUNCTIONS",
+    "ACTIVATION_LAYERS",
+    "ACTIVATION_METHODS",
+    "CLIP_GRADS_WITH_NORM",
+    "CLIP_GRAD_NORM",
+    "CLIP_GRAD_VALUE",
     "DATALOADER",
+    "DATA_PARALLEL",
+    "DDP",
+    "DISTRIBUTED_SAMPLER",
+    "EPOCH_SCHEDULERS",
+    "FLOAT64_DTYPES",
+    "FLOAT_DTYPES",
     "FAMILIES",
+    "FSDP1",
+    "FSDP2",
     "GRAD_SCALER",
     "LOSS",
+    "LOSS_CLASSES",
+    "LOSS_FUNCTIONS",
+    "LR_SCHEDULER_PREFIX",
+    "MODE_SENSITIVE_FUNCTIONS",
+    "MODE_SENSITIVE_WORDS",
+    "MODE_FREE_LAYERS",
     "MODULE",
+    "NO_DROPOUT",
     "OPTIMIZER",
+    "PARAMETER",
+    "PARAMETER_FREE_LAYERS",
+    "RAW_SCORE_FUNCTIONS",
+    "RAW_SCORE_LAYERS",
     "SAMPLER",
     "SCHEDULER",
-    "MODE_FREE_LAYERS",
-    "NO_DROPOUT",
+    "WRAPPER_NAMES",
+    "LossKind",
+    "activation_of",
     "canonical",
     "hinted_family",
+    "holds_no_parameters",
     "in_family",
     "name_tokens",
     "without_dropout",
@@ -40,6 +77,227 @@ DATALOADER = "torch.utils.data.DataLoader"
 SAMPLER = "torch.utils.data.Sampler"
 LOSS = "torch.nn.modules.loss._Loss"
 FAMILIES = (MODULE, OPTIMIZER, SCHEDULER, GRAD_SCALER, DATALOADER, SAMPLER, LOSS)
+
+# Distributed wrappers and samplers, by canonical name (and the other spellings rules match).
+DDP = "torch.nn.parallel.DistributedDataParallel"
+DATA_PARALLEL = "torch.nn.parallel.DataParallel"
+FSDP1 = (
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+)
+FSDP2 = ("torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard")
+DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
+# A wrapper's class name, as messages spell it.
+WRAPPER_NAMES = {DDP: "DistributedDataParallel", DATA_PARALLEL: "DataParallel"}
+
+# torch.nn layers that hold no parameters whatever their arguments (activations, dropout,
+# pooling, padding, resampling, reshaping): a plain list of them loses nothing, and one
+# replaced after the optimizer was built leaves no parameter behind. Each was checked on
+# torch 2.x: ``list(layer.parameters()) == []``. Layers with optional parameters
+# (``affine=``, ``elementwise_affine=``) and ``nn.PReLU`` are not here.
+PARAMETER_FREE_LAYERS = frozenset(
+    f"torch.nn.{name}"
+    for name in (
+        # activations
+        "Identity",
+        "ReLU",
+        "ReLU6",
+        "RReLU",
+        "LeakyReLU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "ELU",
+        "SELU",
+        "CELU",
+        "Sigmoid",
+        "Tanh",
+        "Softmax",
+        "LogSoftmax",
+        "Softmax2d",
+        "Softmin",
+        "Softplus",
+        "Softsign",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Hardshrink",
+        "Softshrink",
+        "Tanhshrink",
+        "Threshold",
+        "GLU",
+        "LogSigmoid",
+        # dropout
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        # reshaping
+        "Flatten",
+        "Unflatten",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ChannelShuffle",
+        "Fold",
+        "Unfold",
+        # pooling
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "MaxUnpool1d",
+        "MaxUnpool2d",
+        "MaxUnpool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "FractionalMaxPool2d",
+        "FractionalMaxPool3d",
+        "LPPool1d",
+        "LPPool2d",
+        "LPPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        # resampling
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+        # padding
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+        "CircularPad1d",
+        "CircularPad2d",
+        "CircularPad3d",
+        # normalisation without weights, distances
+        "LocalResponseNorm",
+        "CrossMapLRN2d",
+        "CosineSimilarity",
+        "PairwiseDistance",
+    )
+)
+PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+# torch.nn layers (matched by a word of their class name) and functions that behave
+# differently in train and eval mode.
+MODE_SENSITIVE_WORDS = (
+    "Dropout",
+    "BatchNorm",
+    "InstanceNorm",
+    "Transformer",
+    "MultiheadAttention",
+    "LSTM",
+    "GRU",
+    "RNN",
+)
+MODE_SENSITIVE_FUNCTIONS = frozenset(
+    {
+        "torch.nn.functional.dropout",
+        "torch.nn.functional.dropout1d",
+        "torch.nn.functional.dropout2d",
+        "torch.nn.functional.dropout3d",
+        "torch.nn.functional.alpha_dropout",
+        "torch.nn.functional.feature_alpha_dropout",
+        "torch.nn.functional.batch_norm",
+        "torch.nn.functional.instance_norm",
+        "torch.dropout",
+    }
+)
+
+# Floating-point dtypes, every spelling; and the two spellings of float64.
+FLOAT_DTYPES = frozenset(
+    f"torch.{name}"
+    for name in ("float16", "half", "bfloat16", "float64", "double", "float32", "float")
+)
+FLOAT64_DTYPES = frozenset({"torch.float64", "torch.double"})
+
+# Learning-rate schedulers (torch.optim.lr_scheduler.<name>) that count epochs, with the
+# argument (position, keyword) that says how long they run, or None when none does.
+LR_SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
+EPOCH_SCHEDULERS: dict[str, tuple[int, str] | None] = {
+    "StepLR": (1, "step_size"),
+    "MultiStepLR": (1, "milestones"),
+    "ExponentialLR": (1, "gamma"),
+    "ReduceLROnPlateau": None,
+    "CosineAnnealingLR": (1, "T_max"),
+}
+
+# Activations a value can end in, by the function or layer class that applies it; the
+# tensor methods of the same names apply them too. Layers and functions that give raw scores.
+ACTIVATION_FUNCTIONS = {
+    "torch.softmax": "softmax",
+    "torch.nn.functional.softmax": "softmax",
+    "torch.special.softmax": "softmax",
+    "torch.log_softmax": "log_softmax",
+    "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.special.log_softmax": "log_softmax",
+    "torch.sigmoid": "sigmoid",
+    "torch.nn.functional.sigmoid": "sigmoid",
+    "torch.special.expit": "sigmoid",
+}
+ACTIVATION_LAYERS = {
+    "torch.nn.Softmax": "softmax",
+    "torch.nn.LogSoftmax": "log_softmax",
+    "torch.nn.Sigmoid": "sigmoid",
+}
+ACTIVATION_METHODS = ("softmax", "log_softmax", "sigmoid")
+RAW_SCORE_FUNCTIONS = frozenset({"torch.nn.functional.linear"})
+RAW_SCORE_LAYERS = frozenset(
+    {
+        "torch.nn.Linear",
+        "torch.nn.LazyLinear",
+        "torch.nn.Bilinear",
+        "torch.nn.Conv1d",
+        "torch.nn.Conv2d",
+        "torch.nn.Conv3d",
+        "torch.nn.LazyConv1d",
+        "torch.nn.LazyConv2d",
+        "torch.nn.LazyConv3d",
+    }
+)
+
+# Gradient clipping functions, with their older spellings.
+CLIP_GRAD_NORM = (
+    "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_norm",
+)
+CLIP_GRAD_VALUE = ("torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_")
+CLIP_GRADS_WITH_NORM = "torch.nn.utils.clip_grads_with_norm_"
+
+
+class LossKind(enum.Enum):
+    """The losses lint reasons about in depth (what their input must be), by class name."""
+
+    CROSS_ENTROPY = "CrossEntropyLoss"
+    NLL = "NLLLoss"
+    BCE = "BCELoss"
+    BCE_WITH_LOGITS = "BCEWithLogitsLoss"
+
+
+# The functional spelling and the module class of each.
+LOSS_FUNCTIONS = {
+    "torch.nn.functional.cross_entropy": LossKind.CROSS_ENTROPY,
+    "torch.nn.functional.nll_loss": LossKind.NLL,
+    "torch.nn.functional.binary_cross_entropy": LossKind.BCE,
+    "torch.nn.functional.binary_cross_entropy_with_logits": LossKind.BCE_WITH_LOGITS,
+}
+LOSS_CLASSES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
 
 # Spelling -> canonical spelling, by prefix. Longest prefix first.
 _SUBMODULE_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -194,6 +452,17 @@ _OPTIONAL_DROPOUT = {
 MODE_FREE_LAYERS = frozenset({"torch.nn.RNNCell", "torch.nn.LSTMCell", "torch.nn.GRUCell"})
 # Appended to such a layer's name where facts record what a class builds.
 NO_DROPOUT = "#no-dropout"
+
+
+def activation_of(qualified: str) -> str | None:
+    """``"softmax"``, ``"log_softmax"`` or ``"sigmoid"`` for the function or layer class
+    ``qualified`` that applies it, else ``None``."""
+    return ACTIVATION_FUNCTIONS.get(qualified) or ACTIVATION_LAYERS.get(qualified)
+
+
+def holds_no_parameters(qualified: str) -> bool:
+    """Whether the torch layer class ``qualified`` (canonical) never holds parameters."""
+    return qualified in PARAMETER_FREE_LAYERS
 
 
 def without_dropout(qualified: str, call: ast.Call) -> bool:

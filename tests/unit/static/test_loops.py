@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from torchdoctor.static.rules.loops import is_periodic_guard
+from torchdoctor.static.analysis.loops import is_periodic_guard
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,49 @@ class Net(nn.Module):
     )
 
 
+def test_parameter_free_layers_in_plain_containers_are_quiet() -> None:
+    """Pads, pools, activations, dropout, resampling and reshaping layers hold no
+    parameters: a plain list or dict of them loses nothing, whatever the import spelling."""
+    assert (
+        lint_codes(
+            HEADER
+            + """
+from torch.nn import ReflectionPad2d
+from torch.nn.modules.padding import ReplicationPad1d
+
+class Generator(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.pads = [nn.ReflectionPad2d(3), ReflectionPad2d(1), nn.ZeroPad2d(2)]
+        self.pools = {"max": nn.MaxPool2d(2), "avg": nn.AdaptiveAvgPool2d(1), "lp": nn.LPPool2d(2)}
+        self.acts = (nn.ReLU(), nn.LeakyReLU(0.2), nn.Tanh(), nn.Softmin(dim=1), nn.RReLU())
+        self.misc = [nn.Identity(), nn.Dropout(0.5), nn.Upsample(scale_factor=2)]
+        self.shuffles = [nn.PixelUnshuffle(2), nn.PixelShuffle(2), nn.Flatten()]
+        self.edge = [ReplicationPad1d(1), nn.CircularPad2d(1), nn.ConstantPad3d(1, 0.0)]
+        self.blocks = []
+        for _ in range(n):
+            self.blocks.append(nn.ReflectionPad1d(1))
+""",
+            "TD223",
+        )
+        == []
+    )
+
+
+def test_parameter_free_layers_beside_a_layer_with_parameters_still_flag() -> None:
+    assert_marked(
+        HEADER
+        + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = [nn.ReflectionPad2d(1), nn.Conv2d(3, 8, 3), nn.ReLU()]  # expect: TD223
+        self.norms = [nn.PReLU(), nn.Identity()]  # expect: TD223
+""",
+        "TD223",
+    )
+
+
 def test_containers_registered_by_hand_or_outside_modules_are_quiet() -> None:
     assert (
         lint_codes(

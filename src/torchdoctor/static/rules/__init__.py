@@ -5,8 +5,13 @@ Writing a lint rule
 
 A rule is a :class:`~torchdoctor.static.rules.base.LintRule` subclass in
 ``static/rules/<topic>.py``, registered with ``@detector(code, depth=Depth.LINT)``. Its
-module is imported by name at the bottom of this file (one line per topic). The engine
-makes one instance per file and calls its hooks during the file's single traversal::
+module is imported by name at the bottom of this file (one line per topic). This folder
+holds rules only: a rule module imports :mod:`torchdoctor.static.analysis` (what rules
+share), :mod:`torchdoctor.static.torchapi` (the one table of torch facts) and ``base``,
+never another rule module (``tests/unit/static/test_rule_modules.py`` holds this); a
+helper two rules need goes into ``static/analysis/`` under a public name, and a list of
+torch names goes into ``torchapi``. The engine makes one instance per file and calls its
+hooks during the file's single traversal::
 
     import ast
 
@@ -69,9 +74,18 @@ Asking questions (``self.ctx``, a :class:`~torchdoctor.static.context.FileContex
 * :mod:`torchdoctor.static.training`: ``loop_events(ctx, loop)`` (ordered ``backward``,
   optimizer step, ``zero_grad``, scheduler step, ``eval``/``train``, forward),
   ``is_accumulation_guard(if_test)``; :mod:`torchdoctor.static.grad_mode`:
-  ``grad_disabled_by(ctx, item.frames)``.
+  ``grad_disabled_by(ctx, item.frames)``. :mod:`torchdoctor.static.analysis.events` maps
+  these events onto the two views that follow calls into helpers:
+  :mod:`~torchdoctor.static.analysis.step_sequences` (``sequences(ctx)``: backward, step,
+  ``zero_grad``, clipping, scheduler of each body) and
+  :mod:`~torchdoctor.static.analysis.mode_actions` (``expand``: ``eval``/``train``,
+  forwards, backwards); both follow helpers with ``helper_to_follow`` up to
+  ``MAX_CALL_DEPTH`` calls deep. Pick the view that sees what your rule judges.
 * ``resolve_local_call(call)``: the function of this file a call runs (``helper()``,
-  ``self.helper()``), to follow one or two calls deep; ``callers(function)`` the other way.
+  ``self.helper()``); :func:`torchdoctor.static.analysis.callers.called_function` also
+  resolves ``obj.method()`` on an instance of a class of the file, and
+  ``passed_values`` goes from a parameter back to what callers pass;
+  ``callers(function)`` the other way.
 * ``ctx.project``: the :class:`~torchdoctor.static.project.ProjectIndex` of every file
   linted together (classes, bases, ``__init__`` layers, what ``forward`` ends in,
   functions); ``ctx.project_class_of(expr)`` gives the project class of a value
@@ -82,10 +96,17 @@ Asking questions (``self.ctx``, a :class:`~torchdoctor.static.context.FileContex
   sides of one ``if``), ``conditional(ctx, statement, use, scope)`` (an assignment that
   may not have run); :mod:`torchdoctor.static.values`: ``constructor_of(ctx, expr,
   scope)`` (the call a value was built from).
-* Shared by several rules: :mod:`.calls` (keyword arguments, method calls, edits that add
-  arguments), :mod:`.loops` (step loops, periodic guards, names bound in a loop),
-  :mod:`.dataloader`, :mod:`.loss_inputs` (what produced a loss input),
-  :mod:`.destinations` (where a value goes: training or a summary), :mod:`.mode_actions`.
+* Torch facts, from :mod:`torchdoctor.static.torchapi` only: families and canonical
+  names, ``holds_no_parameters`` (``PARAMETER_FREE_LAYERS``), the wrappers (``DDP``,
+  ``DATA_PARALLEL``, ``FSDP1``, ``FSDP2``), ``DISTRIBUTED_SAMPLER``, the clipping
+  functions (``CLIP_GRAD_NORM``...), the losses (``LossKind``, ``LOSS_FUNCTIONS``,
+  ``LOSS_CLASSES``). A rule keeps no list of torch names of its own.
+* Shared by several rules, in :mod:`torchdoctor.static.analysis` (see its docstring for
+  the list): ``calls`` (keyword arguments, ``last_name``, method calls, edits that add
+  arguments), ``loops`` (step loops, periodic guards, names bound in a loop),
+  ``dataloader``, ``losses`` (the loss calls of a file), ``loss_inputs`` (what produced a
+  loss input), ``destinations`` (where a value goes: training or a summary), ``ranks``
+  (rank-zero tests), ``entries`` (``d[key] = value`` writes).
 
 Reporting: ``self.report(node, message, fix_hint=..., evidence=..., confidence=...,
 fix=...)``; a rule registered for several codes passes ``code=``. Messages name the thing

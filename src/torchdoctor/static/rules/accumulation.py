@@ -12,9 +12,9 @@ import ast
 
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.analysis.step_sequences import Action, Body, Kind, sequences
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.step_sequences import Action, Body, Kind, sequences
 from torchdoctor.static.structure import FrameKind, Item, ModuleScope
 from torchdoctor.static.values import bound_value
 

@@ -16,26 +16,17 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import insert_keywords, method_call, receiver, torch_alias
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import insert_keywords, method_call, receiver, torch_alias
 from torchdoctor.static.structure import Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 from torchdoctor.static.values import constructor_of
 
 __all__ = ["scaled_backward"]
 
-_CLIPS = frozenset(
-    {
-        "torch.nn.utils.clip_grad_norm_",
-        "torch.nn.utils.clip_grad_norm",
-        "torch.nn.utils.clip_grad_value_",
-        "torch.nn.utils.clip_grads_with_norm_",
-        "torch.nn.utils.clip_grad.clip_grad_norm_",
-        "torch.nn.utils.clip_grad.clip_grad_value_",
-    }
-)
+_CLIPS = (*torchapi.CLIP_GRAD_NORM, *torchapi.CLIP_GRAD_VALUE, torchapi.CLIP_GRADS_WITH_NORM)
 
 
 def _disabled(ctx: FileContext, scaler: ast.expr, scope: Scope) -> bool:

@@ -2,7 +2,7 @@
 non-blocking-without-pin-memory.
 
 Both start from a ``DataLoader(...)`` call of the file
-(:mod:`~torchdoctor.static.rules.dataloader`): a training loader that does not shuffle
+(:mod:`~torchdoctor.static.analysis.dataloader`): a training loader that does not shuffle
 (TD407; quiet for one pass over data the program permuted itself), and
 ``non_blocking=True`` copies of batches that were never pinned (TD408).
 """
@@ -14,11 +14,8 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.bindings import BindingKind
-from torchdoctor.static.context import Scope
-from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import insert_keywords
-from torchdoctor.static.rules.dataloader import (
+from torchdoctor.static.analysis.calls import insert_keywords
+from torchdoctor.static.analysis.dataloader import (
     assigned_name,
     is_false,
     iterated,
@@ -26,6 +23,9 @@ from torchdoctor.static.rules.dataloader import (
     loader_calls,
     loader_of,
 )
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import Scope
+from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, loop_events
 

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import keyword, last_name
 from torchdoctor.static.structure import FunctionScope
 
 _GPU_WORDS = ("cuda", "nccl")

@@ -1,7 +1,7 @@
 """DataLoader worker rules: TD405 workers-without-main-guard, TD406 dataloader-created-in-loop.
 
 Both start from a worker-backed ``DataLoader(...)`` call of the file
-(:mod:`~torchdoctor.static.rules.dataloader`): workers started while a script without a
+(:mod:`~torchdoctor.static.analysis.dataloader`): workers started while a script without a
 main guard is imported (TD405), or a loader rebuilt on every pass of a loop (TD406).
 """
 
@@ -11,9 +11,7 @@ import ast
 
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.context import Scope
-from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.dataloader import (
+from torchdoctor.static.analysis.dataloader import (
     assigned_name,
     is_false,
     loader_arguments,
@@ -21,7 +19,9 @@ from torchdoctor.static.rules.dataloader import (
     loads,
     worker_count,
 )
-from torchdoctor.static.rules.loops import loop_bound_names
+from torchdoctor.static.analysis.loops import loop_bound_names
+from torchdoctor.static.context import Scope
+from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
 
 # --- TD405 -------------------------------------------------------------------------------

@@ -15,22 +15,19 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import passed_values
+from torchdoctor.static.analysis.dataloader import assigned_name, iterated, loader_calls, loader_of
+from torchdoctor.static.analysis.step_sequences import Kind, sequences
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.dataloader import assigned_name, iterated, loader_calls, loader_of
-from torchdoctor.static.rules.model_outputs import passed_values
-from torchdoctor.static.rules.step_sequences import Kind, sequences
 from torchdoctor.static.structure import Item, ModuleScope
 from torchdoctor.static.values import constructor_of
 
-_DDP = "torch.nn.parallel.DistributedDataParallel"
-_LOADER = "torch.utils.data.DataLoader"
+_DDP = torchapi.DDP
+_LOADER = torchapi.DATALOADER
 _CASTS = frozenset({"half", "double", "float", "bfloat16"})
-_DTYPES = frozenset(
-    f"torch.{name}"
-    for name in ("float16", "half", "bfloat16", "float64", "double", "float32", "float")
-)
+_DTYPES = torchapi.FLOAT_DTYPES
 _SHARDED = ("rank", "world", "shard", "split_dataset_by_node", "num_replicas")
 
 

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import insert_keywords, torch_alias
+from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import insert_keywords, torch_alias
-from torchdoctor.static.rules.loops import loop_bound_names
 from torchdoctor.static.structure import Loop
 from torchdoctor.static.training import EventKind, loop_events
 

@@ -13,11 +13,11 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.dataloader import iterated, loader_of
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import last_name
-from torchdoctor.static.rules.dataloader import iterated, loader_of
 
 __all__ = ["is_tensor"]
 

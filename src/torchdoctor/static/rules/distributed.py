@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.loops import steps_every_iteration, trains
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import last_name
-from torchdoctor.static.rules.loops import steps_every_iteration, trains
 from torchdoctor.static.structure import Frame, FrameKind, Loop
+from torchdoctor.static.torchapi import DDP, DISTRIBUTED_SAMPLER
 
-DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
-DDP = "torch.nn.parallel.DistributedDataParallel"
 # Callees that hand find_unused_parameters to DDP: DDP itself under any alias,
 # Lightning's DDPStrategy, Accelerate's DistributedDataParallelKwargs, Trainer(strategy=).
 _DDP_CALLEES = ("DistributedDataParallel", "DDP", "Strategy", "Trainer", "Fabric")

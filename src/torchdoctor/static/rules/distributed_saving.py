@@ -8,14 +8,20 @@ from collections.abc import Callable, Iterator
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.entries import item_assignments
+from torchdoctor.static.analysis.loops import guard_between
+from torchdoctor.static.analysis.ranks import (
+    is_rank_nonzero,
+    is_rank_zero,
+    names_rank,
+    resolver,
+)
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.distributed import DDP, DISTRIBUTED_SAMPLER
-from torchdoctor.static.rules.loops import guard_between
-from torchdoctor.static.rules.ranks import Resolve, is_rank_nonzero, is_rank_zero, names_rank
-from torchdoctor.static.rules.resume import item_assignments
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
+from torchdoctor.static.torchapi import DDP, DISTRIBUTED_SAMPLER, FSDP1, WRAPPER_NAMES
 
 # Calls that show the program runs as several processes (importing torch.distributed
 # alone does not: a checkpoint converter uses it in one process).
@@ -36,9 +42,9 @@ _DISTRIBUTED_CLASSES = (
     DDP,
     DISTRIBUTED_SAMPLER,
     "accelerate.Accelerator",
-    "torch.distributed.fsdp.FullyShardedDataParallel",
+    FSDP1[0],
 )
-_WRAPPERS = {DDP: "DistributedDataParallel", "torch.nn.parallel.DataParallel": "DataParallel"}
+_WRAPPERS = WRAPPER_NAMES
 _MAX_CALL_DEPTH = 3
 
 
@@ -152,7 +158,7 @@ class _Callers:
                 items = scope.items if scope is not None else ctx.module.items
                 for item in items:
                     if isinstance(item.node, ast.Call):
-                        called = _called_function(ctx, item.node, scope)
+                        called = called_function(ctx, item.node, scope)
                         if called is not None and called not in found:
                             found.add(called)
                             following.append(called)
@@ -168,39 +174,10 @@ class _Callers:
                 items = scope.items if scope is not None else ctx.module.items
                 for item in items:
                     if isinstance(item.node, ast.Call):
-                        called = _called_function(ctx, item.node, scope)
+                        called = called_function(ctx, item.node, scope)
                         if called is not None and called is not scope:
                             self._sites.setdefault(called, []).append((item.node, item.frames))
         return self._sites
-
-
-def _called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
-    """The local function or method a call runs: ``f()``, ``self.f()``, or ``obj.f()`` on an
-    instance of a class of this file."""
-    found = ctx.resolve_local_call(call, scope)
-    if found is not None or not isinstance(call.func, ast.Attribute):
-        return found
-    type_name = ctx.instance_type(call.func.value, scope)
-    if type_name is None or not type_name.startswith("<local>."):
-        return None
-    cls = ctx.local_class(type_name[len("<local>.") :])
-    return cls.methods.get(call.func.attr) if cls is not None else None
-
-
-def _resolver(ctx: FileContext, scope: Scope) -> Resolve:
-    """Looks up what a name or ``self.attr`` was bound to, for the rank tests."""
-
-    def resolve(expr: ast.expr) -> ast.expr | None:
-        if isinstance(expr, ast.Name):
-            binding = ctx.binding(expr, scope)
-        elif isinstance(expr, ast.Attribute):
-            found = ctx.attribute_binding(expr, scope)
-            binding = found[0] if found is not None else None
-        else:
-            return None
-        return binding.value if binding is not None and binding.kind is BindingKind.ASSIGN else None
-
-    return resolve
 
 
 class _RankTests:
@@ -212,7 +189,7 @@ class _RankTests:
         self.ctx = ctx
         self.scope = scope
         self.depth = depth
-        self.resolve = _resolver(ctx, scope)
+        self.resolve = resolver(ctx, scope)
 
     def zero(self, test: ast.expr) -> bool:
         """``test`` holds only on rank 0."""

@@ -2,7 +2,7 @@
 
 In a file that trains (a ``backward()`` somewhere), every ``.double()``, ``.to(float64)``,
 ``dtype=torch.float64`` and ``set_default_dtype(torch.float64)`` is judged by where its
-value goes (:func:`~torchdoctor.static.rules.destinations.destination`), not by the name it
+value goes (:func:`~torchdoctor.static.analysis.destinations.destination`), not by the name it
 is given: a model, or a value that reaches a model call, a loss, a parameter or an
 optimizer, is flagged; a statistic that only ends in ``.item()``, ``print``, a log or an
 accumulator stays quiet. A value whose way the file does not show is flagged unless it is
@@ -23,14 +23,15 @@ import ast
 from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.destinations import Destination, Reach, destination
+from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.destinations import Destination, Reach, destination
 from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 
-_FLOAT64 = frozenset({"torch.float64", "torch.double"})
+_FLOAT64 = torchapi.FLOAT64_DTYPES
 _NARROWER = frozenset(
     {
         "torch.float32",
@@ -314,14 +315,3 @@ class Float64InTraining(LintRule):
             "`.float()`.",
             evidence={"reaches": reach[0].name.lower()},
         )
-
-
-def is_test_path(path: str) -> bool:
-    """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
-    *folders, name = path.replace("\\", "/").split("/")
-    return (
-        name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-        or any(folder in ("test", "tests", "testing") for folder in folders)
-    )

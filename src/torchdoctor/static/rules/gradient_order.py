@@ -14,10 +14,10 @@ import ast
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.step_sequences import Action, Body, Kind, sequences, text_of
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.step_sequences import Action, Body, Kind, sequences, text_of
 from torchdoctor.static.structure import FunctionScope, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 from torchdoctor.static.values import constructor_of

@@ -13,10 +13,10 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.loops import step_functions
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loops import step_functions
 from torchdoctor.static.structure import FunctionScope, Item, Loop
 from torchdoctor.static.training import (
     Event,

@@ -2,46 +2,22 @@
 
 Every loss call of a file (``F.cross_entropy(...)``, ``criterion(...)`` for a criterion
 bound to ``nn.CrossEntropyLoss()``) is paired with what produced its input
-(:func:`~torchdoctor.static.rules.loss_inputs.origin_of`): a softmax, log_softmax or
+(:func:`~torchdoctor.static.analysis.loss_inputs.origin_of`): a softmax, log_softmax or
 sigmoid, or a linear layer's raw scores. The analysis runs once the whole file has been
-seen, so a model class may be defined below its use. :func:`loss_calls` is shared with the
-target-dtype rule (TD104).
+seen, so a model class may be defined below its use. The loss calls come from
+:func:`~torchdoctor.static.analysis.losses.loss_calls`.
 """
 
 from __future__ import annotations
 
-import ast
-import enum
-from dataclasses import dataclass
-from typing import cast
-
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.analysis.loss_inputs import Activation, Origin, origin_of
+from torchdoctor.static.analysis.losses import LossCall, loss_calls
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loss_inputs import Activation, Origin, argument, origin_of
 from torchdoctor.static.structure import ModuleScope
-from torchdoctor.static.values import constructor_of
+from torchdoctor.static.torchapi import LossKind
 
-__all__ = ["LossCall", "LossKind", "loss_calls"]
-
-
-class LossKind(enum.Enum):
-    """The losses these rules reason about, by their module name."""
-
-    CROSS_ENTROPY = "CrossEntropyLoss"
-    NLL = "NLLLoss"
-    BCE = "BCELoss"
-    BCE_WITH_LOGITS = "BCEWithLogitsLoss"
-
-
-_FUNCTIONAL = {
-    "torch.nn.functional.cross_entropy": LossKind.CROSS_ENTROPY,
-    "torch.nn.functional.nll_loss": LossKind.NLL,
-    "torch.nn.functional.binary_cross_entropy": LossKind.BCE,
-    "torch.nn.functional.binary_cross_entropy_with_logits": LossKind.BCE_WITH_LOGITS,
-}
-_MODULES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
 _LOSS_WORDS = (
     "cross_entropy",
     "CrossEntropyLoss",
@@ -51,65 +27,6 @@ _LOSS_WORDS = (
     "BCELoss",
     "BCEWithLogitsLoss",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class LossCall:
-    """One call of a known loss.
-
-    Attributes:
-        kind: which loss.
-        call: the call node.
-        input: the prediction argument, ``None`` when it cannot be found.
-        target: the target argument.
-        constructor: the ``nn.XLoss(...)`` call a criterion was built from, when seen.
-        scope: the function the call is in (``None``: module level).
-    """
-
-    kind: LossKind
-    call: ast.Call
-    input: ast.expr | None
-    target: ast.expr | None
-    constructor: ast.Call | None
-    scope: Scope
-
-
-def loss_calls(ctx: FileContext) -> list[LossCall]:
-    """Every loss call of the file, in source order. Computed once per file."""
-    key = ("loss", "calls")
-    cached = ctx.memo.get(key)
-    if cached is None:
-        found: list[LossCall] = []
-        scopes: list[tuple[Scope, list[ast.AST]]] = [(None, [i.node for i in ctx.module.items])]
-        scopes += [(f, [i.node for i in f.items]) for f in ctx.module.functions]
-        for scope, nodes in scopes:
-            for node in nodes:
-                if isinstance(node, ast.Call):
-                    call = _loss_call(ctx, node, scope)
-                    if call is not None:
-                        found.append(call)
-        found.sort(key=lambda c: (c.call.lineno, c.call.col_offset))
-        cached = ctx.memo[key] = found
-    return cast("list[LossCall]", cached)
-
-
-def _loss_call(ctx: FileContext, call: ast.Call, scope: Scope) -> LossCall | None:
-    func = call.func
-    qualified = ctx.qualified_name(func, scope)
-    kind = _FUNCTIONAL.get(qualified or "")
-    constructor = None
-    if kind is None:
-        if qualified is not None or not (call.args or call.keywords):
-            return None
-        if not isinstance(func, (ast.Name, ast.Attribute, ast.Call)):
-            return None
-        kind = _MODULES.get(ctx.instance_type(func, scope) or "")
-        if kind is None:
-            return None
-        constructor = constructor_of(ctx, func, scope)
-    return LossCall(
-        kind, call, argument(call, 0, "input"), argument(call, 1, "target"), constructor, scope
-    )
 
 
 # (loss, activation) -> (code, what goes wrong, what to do)

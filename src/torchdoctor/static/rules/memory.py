@@ -10,16 +10,16 @@ from collections.abc import Callable
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.context import FileContext
-from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import last_name
-from torchdoctor.static.rules.loops import (
+from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.loops import (
     enclosing_loops,
     guard_between,
     is_periodic_guard,
     local_frames,
     steps_every_iteration,
 )
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Loop
 
 _PYPLOT = "matplotlib.pyplot"

@@ -5,7 +5,7 @@ the same function. Real code passes the pieces around: ``compute_loss(model(x), 
 ``def compute_loss(out, y): return criterion(out, y)``, ``train(model, loader)`` with the
 loss written against the parameter ``model``, a criterion handed in as ``loss_fn``. This
 rule follows such parameters back to the calls of the file that pass them (two calls deep)
-and asks :func:`~torchdoctor.static.rules.loss_inputs.origin_of` about the argument there:
+and asks :func:`~torchdoctor.static.analysis.loss_inputs.origin_of` about the argument there:
 a model class whose ``forward`` ends in ``sigmoid``/``softmax`` (a function, a method, or an
 ``nn.Sigmoid()``/``nn.Softmax()`` last layer) feeding ``BCEWithLogitsLoss``/
 ``CrossEntropyLoss``, or raw scores feeding ``NLLLoss``.
@@ -19,16 +19,16 @@ from collections.abc import Iterator
 
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.analysis.callers import passed_values
+from torchdoctor.static.analysis.loss_inputs import Activation, Origin, argument, origin_of
+from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loss import LossKind, loss_calls
-from torchdoctor.static.rules.loss_inputs import Activation, Origin, argument, origin_of
 from torchdoctor.static.structure import FunctionScope, ModuleScope
+from torchdoctor.static.torchapi import LOSS_CLASSES, LossKind
 from torchdoctor.static.values import bound_value
 
 _MAX_DEPTH = 2
-_LOSS_CLASSES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
 _PROBLEMS: dict[tuple[LossKind, Activation], tuple[str, str, str]] = {
     (LossKind.CROSS_ENTROPY, Activation.SOFTMAX): (
         "TD301",
@@ -69,38 +69,6 @@ _LOSS_WORDS = (
     "binary_cross_entropy_with_logits",
 )
 
-Passed = tuple[ast.expr, Scope, ast.Call]  # an argument, the caller's scope, the call
-
-
-def passed_values(ctx: FileContext, name: ast.Name, scope: Scope) -> list[Passed]:
-    """What the file's callers pass for the parameter ``name`` of function ``scope``."""
-    if not isinstance(scope, FunctionScope):
-        return []
-    found = ctx.lookup(name, scope)
-    if found is None or found[0].kind is not BindingKind.PARAMETER or found[1] is not scope:
-        return []
-    args = scope.node.args
-    positional = [a.arg for a in args.posonlyargs + args.args]
-    index = positional.index(name.id) if name.id in positional else None
-    if index is not None and scope.self_name is not None:
-        index -= 1
-    out = []
-    for caller, item in ctx.callers(scope):
-        call = item.node
-        if not isinstance(call, ast.Call):
-            continue
-        value = next((k.value for k in call.keywords if k.arg == name.id), None)
-        if (
-            value is None
-            and index is not None
-            and 0 <= index < len(call.args)
-            and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1])
-        ):
-            value = call.args[index]
-        if value is not None:
-            out.append((value, caller, call))
-    return out
-
 
 @detector("TD301", "TD303", "TD305", depth=Depth.LINT)
 class ActivationThroughParameters(LintRule):
@@ -129,7 +97,7 @@ class ActivationThroughParameters(LintRule):
             return None
         kinds = set()
         for value, caller, _ in passed_values(self.ctx, call.func, scope):
-            kinds.add(_LOSS_CLASSES.get(self.ctx.instance_type(value, caller) or ""))
+            kinds.add(LOSS_CLASSES.get(self.ctx.instance_type(value, caller) or ""))
         return kinds.pop() if len(kinds) == 1 else None
 
     def _judge(

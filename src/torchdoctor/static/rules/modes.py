@@ -3,8 +3,8 @@
 Both run at the end of the module, when every function is known, because the mode is
 often set one or two calls away from where the model runs (``model.eval()`` in ``main``,
 the evaluation loop in ``evaluate``): they read each scope as the ordered
-:class:`~torchdoctor.static.rules.mode_actions.Action` s of
-:func:`~torchdoctor.static.rules.mode_actions.expand`.
+:class:`~torchdoctor.static.analysis.mode_actions.Action` s of
+:func:`~torchdoctor.static.analysis.mode_actions.expand`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ import ast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.frameworks import framework_owned
-from torchdoctor.static.grad_mode import grad_disabled_by
-from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.mode_actions import (
+from torchdoctor.static.analysis.mode_actions import (
     MODE,
     Action,
     arguments,
@@ -25,7 +22,10 @@ from torchdoctor.static.rules.mode_actions import (
     mapped,
     same_model,
 )
-from torchdoctor.static.rules.mode_sensitivity import is_mode_sensitive, proven_mode_sensitive
+from torchdoctor.static.analysis.mode_sensitivity import is_mode_sensitive, proven_mode_sensitive
+from torchdoctor.static.frameworks import framework_owned
+from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, loop_events
 

@@ -13,61 +13,16 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import insert_keywords, keyword, last_name
 from torchdoctor.static.structure import ClassScope, FrameKind, FunctionScope
 
 __all__ = ["is_module_class", "nn_alias"]
 
 _CHILD_ITERATORS = frozenset({"children", "modules"})
 _NAMED_CHILD_ITERATORS = frozenset({"named_children", "named_modules"})
-# torch.nn classes that hold no parameters: a list of them loses nothing.
-_PARAMETER_FREE = frozenset(
-    f"torch.nn.{name}"
-    for name in (
-        "ReLU",
-        "ReLU6",
-        "LeakyReLU",
-        "GELU",
-        "SiLU",
-        "Mish",
-        "ELU",
-        "SELU",
-        "CELU",
-        "Sigmoid",
-        "Tanh",
-        "Softmax",
-        "LogSoftmax",
-        "Softplus",
-        "Hardswish",
-        "Hardsigmoid",
-        "Hardtanh",
-        "Identity",
-        "Flatten",
-        "Unflatten",
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AvgPool1d",
-        "AvgPool2d",
-        "AvgPool3d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-        "AdaptiveAvgPool3d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "Upsample",
-        "PixelShuffle",
-        "ZeroPad2d",
-    )
-)
 _REGISTERING = frozenset({"add_module", "register_module", "setattr"})
 _DROPOUTS = frozenset(
     {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
@@ -226,7 +181,7 @@ class LayersInPlainContainer(LintRule):
             for i in m.items
             if isinstance(i.node, ast.Call)
         ]
-        if any(_callee(call) in _REGISTERING for _, call in calls):
+        if any(last_name(call.func) in _REGISTERING for _, call in calls):
             return
         for method in cls.methods.values():
             for item in method.items:
@@ -294,10 +249,6 @@ class LayersInPlainContainer(LintRule):
         return Fix(
             f"Use `{alias}.{container}`", (self.ctx.replace(value, text),), Applicability.UNSAFE
         )
-
-
-def _callee(call: ast.Call) -> str:
-    return last_name(call.func)
 
 
 Element = tuple[FunctionScope | None, ast.expr]
@@ -377,7 +328,9 @@ def _holds_parameters(ctx: FileContext, expr: ast.expr, scope: FunctionScope) ->
     type_name = ctx.instance_type(expr, scope)
     if type_name is None or not ctx.is_family(type_name, torchapi.MODULE):
         return False
-    return type_name not in _PARAMETER_FREE and not ctx.is_family(type_name, torchapi.LOSS)
+    return not torchapi.holds_no_parameters(type_name) and not ctx.is_family(
+        type_name, torchapi.LOSS
+    )
 
 
 @detector("TD506", depth=Depth.LINT)

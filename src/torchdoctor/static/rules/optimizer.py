@@ -13,12 +13,12 @@ import ast
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import method_call, receiver
+from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import method_call, receiver
-from torchdoctor.static.rules.loops import loop_bound_names
 from torchdoctor.static.structure import FrameKind, Item, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, function_events, loop_events
 
@@ -108,87 +108,6 @@ class SchedulerBeforeOptimizer(LintRule):
 
 
 # --- TD610 -------------------------------------------------------------------------------
-
-_PARAMETER_FREE = frozenset(
-    f"torch.nn.{name}"
-    for name in (
-        "Identity",
-        "ReLU",
-        "ReLU6",
-        "LeakyReLU",
-        "GELU",
-        "SiLU",
-        "Mish",
-        "ELU",
-        "SELU",
-        "CELU",
-        "Sigmoid",
-        "Tanh",
-        "Softmax",
-        "LogSoftmax",
-        "Softmax2d",
-        "Softmin",
-        "Softplus",
-        "Softsign",
-        "Hardtanh",
-        "Hardswish",
-        "Hardsigmoid",
-        "Hardshrink",
-        "Softshrink",
-        "Tanhshrink",
-        "Threshold",
-        "GLU",
-        "LogSigmoid",
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "Dropout3d",
-        "AlphaDropout",
-        "FeatureAlphaDropout",
-        "Flatten",
-        "Unflatten",
-        "MaxPool1d",
-        "MaxPool2d",
-        "MaxPool3d",
-        "AvgPool1d",
-        "AvgPool2d",
-        "AvgPool3d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-        "AdaptiveAvgPool3d",
-        "AdaptiveMaxPool1d",
-        "AdaptiveMaxPool2d",
-        "AdaptiveMaxPool3d",
-        "LPPool1d",
-        "LPPool2d",
-        "Upsample",
-        "UpsamplingNearest2d",
-        "UpsamplingBilinear2d",
-        "PixelShuffle",
-        "PixelUnshuffle",
-        "ZeroPad1d",
-        "ZeroPad2d",
-        "ZeroPad3d",
-        "ConstantPad1d",
-        "ConstantPad2d",
-        "ConstantPad3d",
-        "ReflectionPad1d",
-        "ReflectionPad2d",
-        "ReflectionPad3d",
-        "ReplicationPad1d",
-        "ReplicationPad2d",
-        "ReplicationPad3d",
-        "CircularPad1d",
-        "CircularPad2d",
-        "CircularPad3d",
-        "ChannelShuffle",
-        "CosineSimilarity",
-        "PairwiseDistance",
-        "Fold",
-        "Unfold",
-    )
-)
-_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
 @detector("TD610", depth=Depth.LINT)
@@ -287,9 +206,9 @@ class LayerReplacedAfterOptimizer(LintRule):
         """The class of a new module with parameters (or ``nn.Parameter``), else ``None``."""
         ctx = self.ctx
         type_name = ctx.instance_type(value, scope)
-        if type_name is None or type_name in _PARAMETER_FREE or depth > 3:
+        if type_name is None or torchapi.holds_no_parameters(type_name) or depth > 3:
             return None
-        if type_name in _PARAMETER:
+        if type_name in torchapi.PARAMETER:
             return "nn.Parameter"
         if not ctx.is_family(type_name, torchapi.MODULE):
             return None

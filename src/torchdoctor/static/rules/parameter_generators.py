@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import (
@@ -90,7 +91,7 @@ class ParameterGeneratorExhausted(LintRule):
         if not isinstance(value, ast.Call):
             return False
         func = value.func
-        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        last = last_name(func)
         if last not in _GENERATOR_METHODS and last not in _WRAPPER_NAMES:
             return False
         if isinstance(func, ast.Attribute) and func.attr in _GENERATOR_METHODS:

@@ -23,30 +23,23 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import last_name
-from torchdoctor.static.rules.distributed_saving import _resolver
-from torchdoctor.static.rules.loops import guard_between
-from torchdoctor.static.rules.loss_trail import (
-    called_function,
+from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.loops import guard_between
+from torchdoctor.static.analysis.loss_trail import (
     carries,
     loss_seeds,
     returning_loss,
     trail,
 )
-from torchdoctor.static.rules.ranks import Resolve, is_rank_nonzero, is_rank_zero
-from torchdoctor.static.rules.sharded_clipping import FSDP1
+from torchdoctor.static.analysis.ranks import Resolve, is_rank_nonzero, is_rank_zero, resolver
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, ModuleScope
 
 __all__ = ["LocalLossLoggedAsGlobal"]
 
-_DATA_PARALLEL = (
-    "torch.nn.parallel.DistributedDataParallel",
-    *FSDP1,
-    "torch.distributed.fsdp.fully_shard",
-    "torch.distributed._composable.fsdp.fully_shard",
-)
+_DATA_PARALLEL = (torchapi.DDP, *torchapi.FSDP1, *torchapi.FSDP2)
 _REDUCE_WORDS = frozenset({"reduce", "reduced", "gather", "gathered", "allreduce", "allgather"})
 _SPAN_WORDS = frozenset({"across", "between", "all", "sync"})
 _GROUP_WORDS = frozenset({"processes", "ranks", "replicas", "devices", "gpus", "workers", "nodes"})
@@ -179,7 +172,7 @@ def _rank_zero_logs(
     """Calls that run on rank 0 only (under a rank-0 ``if``, after an ``if rank != 0:
     return``, or of a ``@rank_zero_only`` helper) and log the local loss."""
     items = list(items)
-    resolve = _resolver(ctx, scope)
+    resolve = resolver(ctx, scope)
     exits = _exits_off_rank_zero(items, resolve)
     found = []
     for item in items:

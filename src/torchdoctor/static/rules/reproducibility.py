@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.loops import trains
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import last_name
-from torchdoctor.static.rules.loops import trains
 from torchdoctor.static.structure import Item, Loop, ModuleScope
 
 # Roots of qualified names that are never the project's own helpers.

@@ -11,15 +11,16 @@ the saved epoch (``scheduler.last_epoch = start_epoch - 1``, or built with
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from torchdoctor.findings import Depth, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.entries import item_assignments, key_text
+from torchdoctor.static.analysis.loops import enclosing_loops, step_events, trains
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loops import enclosing_loops, step_events, trains
 from torchdoctor.static.structure import Frame, FunctionScope
 from torchdoctor.static.training import EventKind
 
@@ -201,7 +202,7 @@ def _literal_entries(expr: ast.expr) -> list[tuple[str | None, ast.expr]] | None
     if isinstance(expr, ast.Dict):
         if any(key is None for key in expr.keys):
             return None  # {**other, ...}
-        return [(_key_text(key), value) for key, value in zip(expr.keys, expr.values, strict=True)]
+        return [(key_text(key), value) for key, value in zip(expr.keys, expr.values, strict=True)]
     if (
         isinstance(expr, ast.Call)
         and isinstance(expr.func, ast.Name)
@@ -211,27 +212,6 @@ def _literal_entries(expr: ast.expr) -> list[tuple[str | None, ast.expr]] | None
     ):
         return [(k.arg, k.value) for k in expr.keywords]
     return None
-
-
-def _key_text(key: ast.expr | None) -> str | None:
-    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
-
-
-def item_assignments(
-    ctx: FileContext, name: str, scope: Scope
-) -> Iterator[tuple[str | None, ast.expr]]:
-    """``(key text, value)`` of each ``name[key] = value`` statement in the scope."""
-    items = scope.items if scope is not None else ctx.module.items
-    for item in items:
-        node = item.node
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if (
-                    isinstance(target, ast.Subscript)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == name
-                ):
-                    yield _key_text(target.slice), node.value
 
 
 def _role(ctx: FileContext, key: str | None, value: ast.expr, scope: Scope) -> str | None:

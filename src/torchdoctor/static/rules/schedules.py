@@ -19,24 +19,17 @@ import ast
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.dataloader import iterated, loader_of
+from torchdoctor.static.analysis.loops import guard_between, is_periodic_guard
+from torchdoctor.static.analysis.step_sequences import Action, Kind, sequences
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.dataloader import iterated, loader_of
-from torchdoctor.static.rules.loops import guard_between, is_periodic_guard
-from torchdoctor.static.rules.step_sequences import Action, Kind, sequences
 from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
 from torchdoctor.static.values import constructor_of
 
-_PREFIX = "torch.optim.lr_scheduler."
-# Schedule -> the argument that says how long it is (position, keyword), or None.
-_EPOCH_SCHEDULES: dict[str, tuple[int, str] | None] = {
-    "StepLR": (1, "step_size"),
-    "MultiStepLR": (1, "milestones"),
-    "ExponentialLR": (1, "gamma"),
-    "ReduceLROnPlateau": None,
-    "CosineAnnealingLR": (1, "T_max"),
-}
+_PREFIX = torchapi.LR_SCHEDULER_PREFIX
+_EPOCH_SCHEDULES = torchapi.EPOCH_SCHEDULERS
 _LARGEST_EPOCH_COUNT = 1000  # a step size or milestone above this counts iterations
 _ITERATION_EVENTS = ("ITERATION_COMPLETED", "ITERATION_STARTED")
 _ITERATION_WORDS = ("len(", "*", "step", "iter", "batch", "update")

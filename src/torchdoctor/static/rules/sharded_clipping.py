@@ -17,25 +17,16 @@ import ast
 
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.analysis.callers import passed_values
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.model_outputs import passed_values
 from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.torchapi import CLIP_GRAD_NORM, FSDP1
 from torchdoctor.static.values import constructor_of
 
-__all__ = ["ClipNormFromLocalShard", "FSDP1"]
+__all__ = ["ClipNormFromLocalShard"]
 
-FSDP1 = (
-    "torch.distributed.fsdp.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-)
-_CLIP_NORMS = (
-    "torch.nn.utils.clip_grad_norm_",
-    "torch.nn.utils.clip_grad_norm",
-    "torch.nn.utils.clip_grad.clip_grad_norm_",
-    "torch.nn.utils.clip_grad.clip_grad_norm",
-)
 _SHARDED = frozenset({"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"})
 # Arguments of torch's function that FSDP1's method does not take.
 _NOT_IN_METHOD = frozenset({"foreach", "error_if_nonfinite"})
@@ -55,7 +46,7 @@ class ClipNormFromLocalShard(LintRule):
             for item in items:
                 call = item.node
                 if not isinstance(call, ast.Call) or not ctx.is_call_to(
-                    call, *_CLIP_NORMS, scope=scope
+                    call, *CLIP_GRAD_NORM, scope=scope
                 ):
                     continue
                 clipped = _first_argument(call)

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Confidence, Depth, Finding, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.context import FileContext
-from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loops import (
+from torchdoctor.static.analysis.loops import (
     enclosing_loops,
     guard_between,
     is_periodic_guard,
@@ -23,6 +21,8 @@ from torchdoctor.static.rules.loops import (
     step_functions,
     steps_every_iteration,
 )
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Loop
 from torchdoctor.static.training import Event, EventKind
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import keyword, last_name
+from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.calls import keyword, last_name
-from torchdoctor.static.rules.float64 import is_test_path
 
 _MODULE_USES = frozenset(
     {"parameters", "named_parameters", "modules", "named_modules", "children", "train", "eval"}

@@ -14,24 +14,15 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.branches import conditional
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.loss import LossKind, loss_calls
 from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.torchapi import LossKind
 
-_FLOAT_DTYPES = frozenset(
-    {
-        "torch.float64",
-        "torch.double",
-        "torch.float32",
-        "torch.float",
-        "torch.float16",
-        "torch.half",
-        "torch.bfloat16",
-    }
-)
+_FLOAT_DTYPES = torchapi.FLOAT_DTYPES
 _FLOAT_CASTS = frozenset({"float", "double", "half", "bfloat16"})
 _TARGET_WORDS = frozenset(
     {

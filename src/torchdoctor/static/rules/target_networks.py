@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.rules.step_sequences import Body, Kind, sequences
 from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 
 _COPIES = ("copy.deepcopy", "torch.optim.swa_utils.AveragedModel")

@@ -13,9 +13,9 @@ import ast
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.names import _returns
-from torchdoctor.static.project import MODE_SENSITIVE_FUNCTIONS, MODE_SENSITIVE_WORDS
+from torchdoctor.static.names import returns_of
 from torchdoctor.static.structure import FunctionScope
+from torchdoctor.static.torchapi import MODE_SENSITIVE_FUNCTIONS, MODE_SENSITIVE_WORDS
 
 __all__ = ["is_mode_sensitive", "proven_mode_sensitive"]
 
@@ -101,7 +101,7 @@ def _unpacked_sensitive(
         isinstance(r.value, (ast.Tuple, ast.List))
         and len(r.value.elts) == width
         and _value_sensitive(ctx, r.value.elts[index], local, depth + 1)
-        for r in _returns(local.node)
+        for r in returns_of(local.node)
     )
 
 
@@ -116,7 +116,7 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
     if local is not None:
         return any(
             _value_sensitive(ctx, r.value, local, depth + 1)
-            for r in _returns(local.node)
+            for r in returns_of(local.node)
             if r.value is not None
         )
     type_name = ctx.instance_type(call, scope)

@@ -5,37 +5,28 @@ outside its loops (a ``train_step()`` method that runs once per call). :func:`se
 gives, for each body of the file, its :class:`Action`\\ s in source order —
 ``backward()``, an optimizer step, ``zero_grad()``, gradient clipping, a scheduler step —
 with calls of the file's own functions (``self.optimizer_step()``, ``clip(model)``)
-replaced by what those functions do, two calls deep. Each action keeps the item of the
+replaced by what those functions do (:func:`~.events.helper_to_follow`). The kinds are
+the step view of the training events (:mod:`.events`). Each action keeps the item of the
 body it happens through (``site``), so that order and branches are judged in the body.
 """
 
 from __future__ import annotations
 
 import ast
-import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
 
+from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.events import STEP_VIEW, Kind, helper_to_follow
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FrameKind, Item, Loop
-from torchdoctor.static.training import EventKind, classify
+from torchdoctor.static.training import classify
 
 __all__ = ["Action", "Body", "Kind", "sequences"]
 
-_CLIPS = (
-    "torch.nn.utils.clip_grad_norm_",
-    "torch.nn.utils.clip_grad_value_",
-    "torch.nn.utils.clip_grad_norm",
-    "torch.nn.utils.clip_grad.clip_grad_norm_",
-    "torch.nn.utils.clip_grad.clip_grad_value_",
-)
-_EVENT_KINDS = {
-    EventKind.BACKWARD: "backward",
-    EventKind.OPTIMIZER_STEP: "step",
-    EventKind.ZERO_GRAD: "zero_grad",
-    EventKind.SCHEDULER_STEP: "scheduler",
-}
+_CLIPS = (*torchapi.CLIP_GRAD_NORM, *torchapi.CLIP_GRAD_VALUE)
 _WORDS = frozenset(
     {
         "backward",
@@ -52,17 +43,6 @@ _WORDS = frozenset(
 )
 _CLIP_NAMES = frozenset({*(name.rpartition(".")[2] for name in _CLIPS), "clip_gradients"})
 _LAUNCHERS = frozenset({"accelerator", "self.accelerator", "fabric", "self.fabric"})
-_MAX_DEPTH = 2
-
-
-class Kind(enum.Enum):
-    """What an action does to gradients."""
-
-    BACKWARD = "backward"
-    STEP = "step"
-    ZERO_GRAD = "zero_grad"
-    CLIP = "clip"
-    SCHEDULER = "scheduler"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +121,12 @@ def _actions_of(
 ) -> list[Action]:
     node = item.node
     if isinstance(node, ast.Call):
-        if _callee(node) in _CLIP_NAMES and (
+        if last_name(node.func) in _CLIP_NAMES and (
             ctx.is_call_to(node, *_CLIPS, scope=scope) or _launcher_clip(ctx, node)
         ):
             return [Action(Kind.CLIP, node, site, node.args[0] if node.args else None, scope)]
-        callee = ctx.resolve_local_call(node, scope)
-        if callee is not None and depth < _MAX_DEPTH and id(callee) not in seen:
+        callee = helper_to_follow(ctx, node, scope, depth, seen)
+        if callee is not None:
             seen = seen | {id(callee)}
             inner: list[Action] = []
             for sub in callee.items:
@@ -155,9 +135,10 @@ def _actions_of(
     if not _mentions_a_word(node):
         return []
     event = classify(ctx, item, scope)
-    if event is None or event.kind not in _EVENT_KINDS:
+    kind = STEP_VIEW.get(event.kind) if event is not None else None
+    if event is None or kind is None:
         return []
-    return [Action(Kind(_EVENT_KINDS[event.kind]), node, site, event.target, scope)]
+    return [Action(kind, node, site, event.target, scope)]
 
 
 def _launcher_clip(ctx: FileContext, call: ast.Call) -> bool:
@@ -166,15 +147,9 @@ def _launcher_clip(ctx: FileContext, call: ast.Call) -> bool:
     return isinstance(func, ast.Attribute) and ctx.segment(func.value) in _LAUNCHERS
 
 
-def _callee(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-
-
 def _mentions_a_word(node: ast.AST) -> bool:
     if isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        name = last_name(node.func)
         return name in _WORDS or name.endswith("backward")
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets: Iterable[ast.expr] = (

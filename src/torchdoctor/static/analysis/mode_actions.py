@@ -2,7 +2,8 @@
 
 The train/eval mode rules (TD501, TD502) see a scope as a list of :class:`Action` s:
 ``eval()``/``train()`` calls, model forwards and backward passes (optimizer steps count
-as backward). :func:`expand` follows calls to functions of the same file up to three deep,
+as backward). :func:`expand` follows calls to functions of the same file
+(:func:`~.events.helper_to_follow`),
 mapping parameters to arguments (``evaluate(net)`` calling ``model.eval()`` on its
 parameter ``model`` puts ``net`` in eval mode); :func:`exclusive_modes` turns a mode
 chosen by a run-time condition (``if phase == "train":``, a ternary) into
@@ -14,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
+from torchdoctor.static.analysis.events import MODE_KINDS, MODE_VIEW, helper_to_follow
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item
@@ -21,9 +23,7 @@ from torchdoctor.static.training import EventKind, classify
 
 __all__ = ["MODE", "Action", "arguments", "exclusive_modes", "expand", "mapped", "same_model"]
 
-MODE = (EventKind.EVAL, EventKind.TRAIN, EventKind.SET_MODE)
-_TRACKED = (*MODE, EventKind.FORWARD, EventKind.BACKWARD, EventKind.OPTIMIZER_STEP)
-_MAX_DEPTH = 3
+MODE = MODE_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +58,15 @@ def expand(
         item_grad_off = grad_off or grad_disabled_by(ctx, item.frames) is not None
         event = classify(ctx, item, scope)
         source = origin or item
-        if event is not None and event.kind in _TRACKED:
-            kind = EventKind.BACKWARD if event.kind is EventKind.OPTIMIZER_STEP else event.kind
+        kind = MODE_VIEW.get(event.kind) if event is not None else None
+        if event is not None and kind is not None:
             target = mapped(ctx.segment(event.target) if event.target is not None else "", mapping)
             actions.append(Action(kind, target, source, item.node, not item_grad_off, item.frames))
             continue
-        if not isinstance(item.node, ast.Call) or depth >= _MAX_DEPTH:
+        if not isinstance(item.node, ast.Call):
             continue
-        callee = ctx.resolve_local_call(item.node, scope)
-        if callee is None or id(callee) in stack:
+        callee = helper_to_follow(ctx, item.node, scope, depth, stack)
+        if callee is None:
             continue
         actions += expand(
             ctx,

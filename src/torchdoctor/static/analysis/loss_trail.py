@@ -15,11 +15,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.step_sequences import Kind, sequences
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.rules.step_sequences import Kind, sequences
 from torchdoctor.static.structure import FunctionScope, Item
 
-__all__ = ["Returning", "called_function", "carries", "loss_seeds", "returning_loss", "trail"]
+__all__ = ["Returning", "carries", "loss_seeds", "returning_loss", "trail"]
 
 Returning = dict[int, tuple[bool, ...]]
 """``id(function)`` -> for each position it returns, whether that carries the loss."""
@@ -202,16 +203,3 @@ def carries(
     if isinstance(expr, ast.Lambda):
         return False
     return any(inner(child) for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr))
-
-
-def called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
-    """The local function or method a call runs: ``f()``, ``self.f()``, or ``obj.f()`` on
-    an instance of a class of this file."""
-    found = ctx.resolve_local_call(call, scope)
-    if found is not None or not isinstance(call.func, ast.Attribute):
-        return found
-    type_name = ctx.instance_type(call.func.value, scope)
-    if type_name is None or not type_name.startswith("<local>."):
-        return None
-    cls = ctx.local_class(type_name[len("<local>.") :])
-    return cls.methods.get(call.func.attr) if cls is not None else None

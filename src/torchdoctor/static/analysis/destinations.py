@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import cast
 
 from torchdoctor.static import torchapi
-from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.rules.sinks import (
+from torchdoctor.static.analysis.sinks import (
     CONTAINER_FILLS,
     Destination,
     Reach,
@@ -37,6 +36,7 @@ from torchdoctor.static.rules.sinks import (
     qualified_use,
     receiver_use,
 )
+from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope
 
 __all__ = ["Destination", "Reach", "destination"]

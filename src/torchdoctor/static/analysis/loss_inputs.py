@@ -13,7 +13,9 @@ import ast
 import enum
 from dataclasses import dataclass
 
+from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.names import returns_of
 from torchdoctor.static.values import bound_value, constructor_of
 
 __all__ = ["Activation", "Origin", "argument", "origin_of"]
@@ -29,40 +31,14 @@ class Activation(enum.Enum):
 
 
 _ACTIVATION_CALLS = {
-    "torch.softmax": Activation.SOFTMAX,
-    "torch.nn.functional.softmax": Activation.SOFTMAX,
-    "torch.special.softmax": Activation.SOFTMAX,
-    "torch.log_softmax": Activation.LOG_SOFTMAX,
-    "torch.nn.functional.log_softmax": Activation.LOG_SOFTMAX,
-    "torch.special.log_softmax": Activation.LOG_SOFTMAX,
-    "torch.sigmoid": Activation.SIGMOID,
-    "torch.nn.functional.sigmoid": Activation.SIGMOID,
-    "torch.special.expit": Activation.SIGMOID,
-    "torch.nn.functional.linear": Activation.RAW,
+    **{name: Activation(ending) for name, ending in torchapi.ACTIVATION_FUNCTIONS.items()},
+    **dict.fromkeys(torchapi.RAW_SCORE_FUNCTIONS, Activation.RAW),
 }
-_ACTIVATION_METHODS = {
-    "softmax": Activation.SOFTMAX,
-    "log_softmax": Activation.LOG_SOFTMAX,
-    "sigmoid": Activation.SIGMOID,
-}
+_ACTIVATION_METHODS = {name: Activation(name) for name in torchapi.ACTIVATION_METHODS}
 _ACTIVATION_MODULES = {
-    "torch.nn.Softmax": Activation.SOFTMAX,
-    "torch.nn.LogSoftmax": Activation.LOG_SOFTMAX,
-    "torch.nn.Sigmoid": Activation.SIGMOID,
+    name: Activation(ending) for name, ending in torchapi.ACTIVATION_LAYERS.items()
 }
-_RAW_MODULES = frozenset(
-    {
-        "torch.nn.Linear",
-        "torch.nn.LazyLinear",
-        "torch.nn.Bilinear",
-        "torch.nn.Conv1d",
-        "torch.nn.Conv2d",
-        "torch.nn.Conv3d",
-        "torch.nn.LazyConv1d",
-        "torch.nn.LazyConv2d",
-        "torch.nn.LazyConv3d",
-    }
-)
+_RAW_MODULES = torchapi.RAW_SCORE_LAYERS
 # Tensor methods that keep what a value means (probabilities stay probabilities). Not
 # `detach`: a loss of detached values trains nothing, it is a metric.
 _KEEPS_MEANING = frozenset(
@@ -219,7 +195,9 @@ def _forward_origin(ctx: FileContext, class_name: str, depth: int) -> Origin | N
     forward = None if cls is None else cls.methods.get("forward")
     if forward is None:
         return None
-    returns = [r for r in _returns(forward.node.body) if r.value is not None]
+    returns = [
+        r for r in sorted(returns_of(forward.node), key=lambda r: r.lineno) if r.value is not None
+    ]
     origins = [origin_of(ctx, r.value, forward, depth + 1) for r in returns if r.value]
     if not origins or any(o is None for o in origins):
         return None
@@ -232,18 +210,3 @@ def _forward_origin(ctx: FileContext, class_name: str, depth: int) -> Origin | N
         None,
         f"of the `forward` of `{class_name}` (line {returns[-1].lineno})",
     )
-
-
-def _returns(body: list[ast.stmt]) -> list[ast.Return]:
-    """``return`` statements of a function body, nested functions and classes excluded."""
-    found: list[ast.Return] = []
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            found.append(node)
-        elif not isinstance(
-            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-        ):
-            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
-    return sorted(found, key=lambda r: r.lineno)

@@ -13,8 +13,10 @@ import ast
 from collections.abc import Callable
 
 from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
 
-__all__ = ["Resolve", "is_rank_nonzero", "is_rank_zero", "names_rank"]
+__all__ = ["Resolve", "is_rank_nonzero", "is_rank_zero", "names_rank", "resolver"]
 
 Resolve = Callable[[ast.expr], "ast.expr | None"]
 """Gives the value a name or ``self.attr`` was bound to, or ``None``."""
@@ -134,3 +136,20 @@ def _names_main_process(expr: ast.expr) -> bool:
         or ("main" in words and len(words) > 1)
         or ("zero" in words and bool(words & {"rank", "global"}))
     )
+
+
+def resolver(ctx: FileContext, scope: Scope) -> Resolve:
+    """A :data:`Resolve` that looks up what a name or ``self.attr`` was bound to in
+    ``scope`` (an assignment only), for the rank tests."""
+
+    def resolve(expr: ast.expr) -> ast.expr | None:
+        if isinstance(expr, ast.Name):
+            binding = ctx.binding(expr, scope)
+        elif isinstance(expr, ast.Attribute):
+            found = ctx.attribute_binding(expr, scope)
+            binding = found[0] if found is not None else None
+        else:
+            return None
+        return binding.value if binding is not None and binding.kind is BindingKind.ASSIGN else None
+
+    return resolve

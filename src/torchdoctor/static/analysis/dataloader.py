@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Item
@@ -41,7 +42,7 @@ _POSITIONAL = (
     "multiprocessing_context",
     "generator",
 )
-_DATALOADER = "torch.utils.data.DataLoader"
+_DATALOADER = torchapi.DATALOADER
 _WRAPPERS = frozenset(
     {
         "enumerate",

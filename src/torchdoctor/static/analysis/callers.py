@@ -1,0 +1,62 @@
+"""Following calls between the functions of one file, both ways.
+
+:func:`called_function` is the function or method of the file a call runs (``f()``,
+``self.f()``, ``obj.f()`` on an instance of a class of the file); :func:`passed_values`
+goes the other way, from a parameter to what the file's callers pass for it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.structure import FunctionScope
+
+__all__ = ["Passed", "called_function", "passed_values"]
+
+
+def called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
+    """The local function or method a call runs: ``f()``, ``self.f()``, or ``obj.f()`` on
+    an instance of a class of this file."""
+    found = ctx.resolve_local_call(call, scope)
+    if found is not None or not isinstance(call.func, ast.Attribute):
+        return found
+    type_name = ctx.instance_type(call.func.value, scope)
+    if type_name is None or not type_name.startswith("<local>."):
+        return None
+    cls = ctx.local_class(type_name[len("<local>.") :])
+    return cls.methods.get(call.func.attr) if cls is not None else None
+
+
+Passed = tuple[ast.expr, Scope, ast.Call]  # an argument, the caller's scope, the call
+
+
+def passed_values(ctx: FileContext, name: ast.Name, scope: Scope) -> list[Passed]:
+    """What the file's callers pass for the parameter ``name`` of function ``scope``."""
+    if not isinstance(scope, FunctionScope):
+        return []
+    found = ctx.lookup(name, scope)
+    if found is None or found[0].kind is not BindingKind.PARAMETER or found[1] is not scope:
+        return []
+    args = scope.node.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    index = positional.index(name.id) if name.id in positional else None
+    if index is not None and scope.self_name is not None:
+        index -= 1
+    out = []
+    for caller, item in ctx.callers(scope):
+        call = item.node
+        if not isinstance(call, ast.Call):
+            continue
+        value = next((k.value for k in call.keywords if k.arg == name.id), None)
+        if (
+            value is None
+            and index is not None
+            and 0 <= index < len(call.args)
+            and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1])
+        ):
+            value = call.args[index]
+        if value is not None:
+            out.append((value, caller, call))
+    return out

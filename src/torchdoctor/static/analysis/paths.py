@@ -1,0 +1,14 @@
+"""What a file's path says about it."""
+
+from __future__ import annotations
+
+
+def is_test_path(path: str) -> bool:
+    """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
+    *folders, name = path.replace("\\", "/").split("/")
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(folder in ("test", "tests", "testing") for folder in folders)
+    )
