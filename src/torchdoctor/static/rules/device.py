@@ -85,11 +85,11 @@ class LegacyConstructor(LintRule):
         ``self.eps``; ``match(..., loc_t)`` or ``dist.all_reduce(torch.FloatTensor(1))``
         hands it to a call that may write it (and read it only after)."""
         call = node.value
-        if call.__class__ is not ast.Call or "Tensor" not in self.ctx.segment(call):
+        if not isinstance(call, ast.Call):
             return
-        assert isinstance(call, ast.Call)
         for argument in [*call.args, *(k.value for k in call.keywords)]:
-            held = _held_call(argument)
+            # cheap first: only a call can hold a legacy constructor's memory
+            held = _held_call(argument) if argument.__class__ is ast.Call else None
             if held is None:
                 continue
             name = call.args[0] if call.args else None
