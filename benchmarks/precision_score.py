@@ -1,8 +1,9 @@
-"""Score lint's precision on the test set of real code bases from the committed verdicts.
+"""Score lint's precision on a round's test set of real code bases from the committed verdicts.
 
-The test set (``benchmarks/precision/repos.csv``) is code read only to measure, never to
-tune rules: each code base is named with the commit that was read. Every error and warning
-lint gave there was read at its line and judged (``benchmarks/precision/test_set.csv``):
+Each round's test set is code read only to measure, never to tune rules: each code base is
+named with the commit that was read (round 1: ``benchmarks/precision/repos.csv``, round 2:
+``repos_round2.csv``). Every error and warning lint gave there was read at its line and
+judged (``test_set.csv``, ``test_set_round2.csv``):
 
 * ``worth``: true, and a maintainer would change it;
 * ``minor``: true, but a maintainer would not bother;
@@ -16,11 +17,14 @@ read and judged before the figures mean anything.
 
 Usage::
 
-    python benchmarks/precision_score.py ROOT
+    python benchmarks/precision_score.py ROOT [--round 1|2]
 
 where ``ROOT/<folder>`` holds each code base's ``.py`` files at the listed commit, e.g.
 ``git --git-dir=<mirror> archive <commit> | tar -x -C ROOT/<folder>`` (for
-pytorch_geometric only ``examples/`` and ``benchmark/`` are linted).
+pytorch_geometric only ``examples/`` and ``benchmark/`` are linted). ``--round`` picks the
+round (default: the latest, 2). A round's findings fixed later become tuning data: its
+figures then show how the fixes did on code they were read from, not how lint does on
+unseen code; the latest round is the measure.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from torchdoctor.static.config import DEFAULT_EXCLUDE
 HERE = Path(__file__).resolve().parent / "precision"
 VERDICTS = ("worth", "minor", "false", "unjudged")
 Key = tuple[str, str, int, str]
+# Each round's (code bases, verdicts) files.
+ROUNDS = {1: ("repos.csv", "test_set.csv"), 2: ("repos_round2.csv", "test_set_round2.csv")}
 
 
 def read_rows(name: str) -> list[dict[str, str]]:
@@ -47,11 +53,11 @@ def read_rows(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def judged() -> dict[Key, str]:
-    """Each judged finding's verdict, keyed by (repo, path, line, code)."""
+def judged(name: str) -> dict[Key, str]:
+    """Each judged finding's verdict in the file ``name``, keyed by (repo, path, line, code)."""
     return {
         (row["repo"], row["path"], int(row["line"]), row["code"]): row["verdict"]
-        for row in read_rows("test_set.csv")
+        for row in read_rows(name)
     }
 
 
@@ -75,13 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     """Print the test set's figures; exit 1 when a finding has no verdict."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="folder holding one sub-folder per code base")
+    parser.add_argument("--round", type=int, choices=sorted(ROUNDS), default=max(ROUNDS))
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    verdicts = judged()
+    repos_file, verdicts_file = ROUNDS[args.round]
+    verdicts = judged(verdicts_file)
     counts: dict[Severity, Counter[str]] = {Severity.ERROR: Counter(), Severity.WARNING: Counter()}
     unjudged: list[str] = []
     total_lines = 0
-    for row in read_rows("repos.csv"):
+    repos = read_rows(repos_file)
+    for row in repos:
         folder = args.root / row["folder"]
         if not folder.is_dir():
             parser.error(f"{folder} is missing: extract {row['repo']} at {row['commit']}")
@@ -92,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             counts[found.severity][verdict] += 1
             if verdict == "unjudged":
                 unjudged.append(f"  {row['repo']} {key[1]}:{key[2]} {key[3]} {found.message}")
-    print(f"test set: {len(read_rows('repos.csv'))} code bases, {total_lines:,} lines")
+    print(f"test set, round {args.round}: {len(repos)} code bases, {total_lines:,} lines")
     for severity, tally in counts.items():
         shown = ", ".join(f"{tally[v]} {v}" for v in VERDICTS)
         print(f"  {severity.value:<8} {sum(tally.values()):4d}  ({shown})")
@@ -102,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if total:
         print(f"  warnings worth fixing: {warned['worth']}/{total} = {warned['worth'] / total:.2f}")
     if unjudged:
-        print("findings with no verdict (read and judge them in test_set.csv):")
+        print(f"findings with no verdict (read and judge them in {verdicts_file}):")
         print("\n".join(unjudged))
     return 1 if unjudged else 0
 

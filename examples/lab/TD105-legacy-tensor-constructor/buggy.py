@@ -2,8 +2,11 @@
 
 `torch.Tensor(NUM_CLASSES)` reads its argument as a shape and returns NUM_CLASSES floats
 that were never set, so the class counts start from whatever the allocator handed back and
-the loss weights are garbage (sometimes plausible, sometimes NaN). The noise tensor uses the
-same legacy spelling; it happens to be filled by `normal_` before use.
+the loss weights are garbage (sometimes plausible, sometimes NaN). The scaled layer's
+`scale` parameter has the same fault: no code of its class ever writes it, so the model
+trains from whatever was in memory. The noise tensor and the layer's `weight` use the same
+legacy spelling but are filled before anything reads them (`normal_`, `reset_parameters()`):
+only the spelling is old there.
 """
 
 import torch
@@ -12,6 +15,20 @@ from torch.utils.data import DataLoader, TensorDataset
 
 NUM_CLASSES = 4
 FEATURES = 16
+
+
+class ScaledLinear(nn.Module):
+    def __init__(self, n_in: int, n_out: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.Tensor(n_out, n_in))  # expect: TD105
+        self.scale = nn.Parameter(torch.Tensor(1, n_out))  # expect: TD105
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.kaiming_uniform_(self.weight, a=5**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x @ self.weight.t()) * self.scale
 
 
 def make_dataset(size: int = 512) -> TensorDataset:
@@ -32,7 +49,7 @@ def main() -> None:
     torch.manual_seed(0)
     dataset = make_dataset()
     loader = DataLoader(dataset, batch_size=64, shuffle=True)
-    model = nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Linear(32, NUM_CLASSES))
+    model = nn.Sequential(ScaledLinear(FEATURES, 32), nn.ReLU(), nn.Linear(32, NUM_CLASSES))
     criterion = nn.CrossEntropyLoss(weight=class_weights(dataset.tensors[1]))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for epoch in range(3):

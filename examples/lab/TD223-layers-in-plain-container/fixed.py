@@ -41,6 +41,27 @@ class MultiHead(nn.Module):
         return {task: head(features) for task, head in self.heads.items()}
 
 
+class PickedEncoder(nn.Module):
+    """A menu of encoders in a plain dict is fine when the one in use is stored in a
+    registered attribute: its parameters are registered, the others never run."""
+
+    def __init__(self, name: str = "wide") -> None:
+        super().__init__()
+        self.encoders = {"narrow": nn.Linear(8, 16), "wide": nn.Linear(8, 64)}
+        self.encoder = self._pick(name)
+        self.out = nn.Linear(self.encoder.out_features, 1)
+
+    def _pick(self, name: str) -> nn.Linear:
+        try:
+            chosen = self.encoders[name]
+        except KeyError:
+            raise ValueError(f"unknown encoder {name!r}") from None
+        return chosen
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.encoder(x)))
+
+
 def train(model: nn.Module) -> int:
     data = TensorDataset(torch.randn(128, 8), torch.randn(128, 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -56,7 +77,8 @@ def train(model: nn.Module) -> int:
 
 def main() -> None:
     torch.manual_seed(0)
-    print(f"trained parameters: {train(ResidualMLP())}, {train(MultiHead())}")
+    sizes = [train(ResidualMLP()), train(MultiHead()), train(PickedEncoder())]
+    print(f"trained parameters: {sizes}")
 
 
 if __name__ == "__main__":

@@ -403,6 +403,83 @@ def test_shape_constructor_initialised_elsewhere_or_only_read_stays_a_warning() 
     ]
 
 
+def test_shape_constructors_written_by_their_holder_before_any_read_are_only_info() -> None:
+    """Uninitialised memory is a bug only where it is read before it is written. A
+    parameter filled by a method of its class (``reset_parameters()``, whatever calls
+    it), a buffer registered then filled by ``normal_``, a tensor filled region by
+    region through ``narrow(...).copy_()``, one handed to a helper or a collective
+    that writes it, one allocated only to be deleted: info. One read as it is (a sum, a
+    parameter no code of the class writes, a single element set) stays a warning."""
+    source = """
+        import torch
+        import torch.distributed as dist
+        from torch import nn
+        from torch.nn import init
+
+        class NoisyLinear(nn.Module):
+            def __init__(self, n, m):
+                super().__init__()
+                self.weight = nn.Parameter(torch.FloatTensor(m, n))
+                self.register_buffer("eps", torch.FloatTensor(m, n))
+                self.bias = nn.Parameter(torch.Tensor(1, m))
+                self.reset()
+
+            def reset(self):
+                init.kaiming_uniform_(self.weight)
+                self.eps.normal_()
+
+            def forward(self, x):
+                return x @ (self.weight + self.eps).t() + self.bias
+
+        def pad(img, before, after):
+            out = torch.FloatTensor(before + after + img.size(0), 3)
+            out.narrow(0, before, img.size(0)).copy_(img)
+            out.narrow(0, 0, before).copy_(img[:before])
+            return out
+
+        def targets(batch, n, fill):
+            loc = torch.Tensor(batch, n, 4)
+            for i in range(batch):
+                fill(loc, i)
+            size = torch.LongTensor(2).cuda()
+            dist.broadcast(size, 0)
+            dist.all_reduce(torch.cuda.FloatTensor(1))
+            reserved = torch.cuda.FloatTensor(256, 1024)
+            del reserved
+            head = torch.LongTensor(8)
+            head[0] = 1
+            return loc, size, head, torch.Tensor(batch, 2).sum()
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (10, Severity.INFO),
+        (11, Severity.INFO),
+        (12, Severity.WARNING),
+        (23, Severity.INFO),
+        (29, Severity.INFO),
+        (32, Severity.INFO),
+        (34, Severity.INFO),
+        (35, Severity.INFO),
+        (37, Severity.WARNING),
+        (39, Severity.WARNING),
+    ]
+    assert "read before it is written" in found[0].message
+
+
+def test_the_shape_of_an_array_or_space_is_data_to_a_legacy_constructor() -> None:
+    """``torch.Tensor(space.shape)``: a gym space's or NumPy array's shape is a tuple,
+    which the constructor copies as data (``torch.Tensor((3,))`` is ``tensor([3.])``);
+    only a tensor's ``torch.Size`` is read as a shape. Which one cannot be told: info."""
+    source = """
+        import torch
+
+        def entropy_target(space):
+            return -torch.prod(torch.Tensor(space.shape)).item()
+        """
+    [found] = lint_findings(source, "TD105")
+    assert found.severity is Severity.INFO and found.fix is None
+
+
 def test_ambiguous_arguments_are_reported_without_a_fix() -> None:
     source = """
         from torch import Tensor

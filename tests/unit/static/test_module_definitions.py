@@ -220,6 +220,60 @@ class Config:
     )
 
 
+def test_a_menu_of_modules_whose_pick_is_registered_is_quiet() -> None:
+    """A dict of candidate backbones from which the one in use is stored in a registered
+    attribute (directly, or through a method that returns it): its parameters are in
+    ``parameters()``; the others are never run. A container also read anywhere else (a
+    forward that runs every module in it) is still flagged."""
+    assert_marked(
+        HEADER
+        + """
+class ThroughAHelper(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.candidates = {"small": nn.Linear(4, 4), "large": nn.Linear(4, 8)}
+        self.backbone = self._pick(name)
+
+    def _pick(self, name):
+        try:
+            chosen = self.candidates[name]
+        except KeyError:
+            raise ValueError(name)
+        return chosen
+
+    def forward(self, x):
+        return self.backbone(x)
+
+class Direct(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.options = [nn.Linear(4, 4), nn.Linear(4, 2)]
+        self.encoder = self.options[name]
+
+class AlsoRunsTheMenu(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.heads = {"a": nn.Linear(4, 1), "b": nn.Linear(4, 1)}  # expect: TD223
+        self.head = self.heads[name]
+
+    def forward(self, x):
+        out = 0
+        for head in self.heads.values():
+            out = out + head(x)
+        return out
+
+class PickedButNotStored(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = {"a": nn.Linear(4, 4)}  # expect: TD223
+
+    def forward(self, x, name):
+        return self.blocks[name](x)
+""",
+        "TD223",
+    )
+
+
 def test_functional_dropout_without_training_is_flagged() -> None:
     assert_marked(
         HEADER

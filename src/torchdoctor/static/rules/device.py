@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import insert_keywords, torch_alias
+from torchdoctor.static.analysis.calls import insert_keywords, last_name, torch_alias
 from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
@@ -65,14 +65,81 @@ class LegacyConstructor(LintRule):
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
         self._filled: set[int] = set()
+        # Shape constructors whose memory is never shown to be read before it is written:
+        # handed to a function that may fill it, written by the class or function somewhere
+        # (``reset_parameters()``, ``narrow(...).copy_()``), or never read at all.
+        self._unproven: set[int] = set()
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1:
             self._initialised_later(node, node.targets[0], node.value)
+            self._judge_holder(node, node.targets[0], node.value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self._initialised_later(node, node.target, node.value)
+            self._judge_holder(node, node.target, node.value)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        """``self.register_buffer("eps", torch.FloatTensor(n))`` holds the memory in
+        ``self.eps``; ``match(..., loc_t)`` or ``dist.all_reduce(torch.FloatTensor(1))``
+        hands it to a call that may write it (and read it only after)."""
+        call = node.value
+        if not isinstance(call, ast.Call):
+            return
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            # cheap first: only a call can hold a legacy constructor's memory
+            held = _held_call(argument) if argument.__class__ is ast.Call else None
+            if held is None:
+                continue
+            name = call.args[0] if call.args else None
+            if (
+                last_name(call.func) in ("register_buffer", "register_parameter")
+                and isinstance(name, ast.Constant)
+                and isinstance(name.value, str)
+            ):
+                if not self._read_before_written(node, f"self.{name.value}", None):
+                    self._unproven.add(id(held))
+            elif not _reads_only(self.ctx, call):
+                self._unproven.add(id(held))
+
+    def _judge_holder(self, statement: ast.stmt, target: ast.expr, value: ast.expr) -> None:
+        """``x = torch.Tensor(n)`` (or ``nn.Parameter(...)``, ``.cuda()`` of it): the
+        uninitialised memory lives on in ``x``; it is a bug only where ``x`` is read before
+        anything writes it."""
+        held = _held_call(value)
+        if held is None or not isinstance(target, (ast.Name, ast.Attribute)):
+            return
+        name = target.id if isinstance(target, ast.Name) else None
+        if not self._read_before_written(statement, self.ctx.segment(target), name):
+            self._unproven.add(id(held))
+
+    def _read_before_written(self, statement: ast.stmt, target: str, name: str | None) -> bool:
+        """Whether nothing in the scope that holds ``target`` may write it (a method of
+        the class for ``self.x``, the function for a local) and, for a local, something
+        reads it."""
+        ctx = self.ctx
+        function = ctx.function
+        if target.startswith("self."):
+            if function is None or function.owner is None:
+                return True
+            scope: ast.AST = function.owner.node
+        elif name is not None:
+            scope = function.node if function is not None else ctx.tree
+        else:
+            return True
+        read = name is None or function is None
+        for node in ast.walk(scope):
+            if node is statement:
+                continue
+            if isinstance(node, ast.Name):
+                if node.id == name and isinstance(node.ctx, ast.Load):
+                    read = True
+                elif node.id == name and isinstance(node.ctx, ast.Del) and function is None:
+                    read = False  # a module-level name deleted: allocated only to be dropped
+            elif _may_write_node(ctx, node, target):
+                return False
+        return read
 
     def _initialised_later(self, statement: ast.stmt, target: ast.expr, value: ast.expr) -> None:
         """``w = nn.Parameter(torch.Tensor(n, m))`` followed, in the same block, by
@@ -131,14 +198,21 @@ class LegacyConstructor(LintRule):
         kind = _argument_kind(ctx, node)
         dtype = _LEGACY[name]
         filled = id(node) in self._filled
+        unproven = id(node) in self._unproven
         # Uninitialised memory someone may read is the bug; a copy of data or a shape filled
         # at once is only a legacy spelling, on the CPU or in torch.cuda (which fails
         # without CUDA as any cuda tensor does).
-        risky = kind == _SHAPE and not filled
+        risky = kind == _SHAPE and not filled and not unproven
         severity = Severity.WARNING if risky else Severity.INFO
+        message = self._message(node, kind, cuda, filled)
+        if unproven and not filled and kind == _SHAPE:
+            message += (
+                "; nothing here shows it read before it is written (it is filled by the "
+                "code that holds it, handed to a call that may fill it, or never read)"
+            )
         self.report(
             node,
-            self._message(node, kind, cuda, filled),
+            message,
             severity=severity,
             fix_hint=_legacy_hint(kind, dtype, cuda),
             fix=self._fix(node, kind, dtype, cuda),
@@ -194,6 +268,138 @@ class LegacyConstructor(LintRule):
             tuple(edits),
             Applicability.SAFE if safe else Applicability.UNSAFE,
         )
+
+
+# Calls that make a value out of their arguments without writing them (a module's forward,
+# torch functions, builtins). Any other callee may fill a tensor handed to it.
+_BUILTIN_READERS = frozenset({"print", "len", "isinstance", "id", "repr", "str", "float", "int"})
+# Wrappers that keep the same uninitialised memory (or a copy of it) in what they return.
+_KEEPERS = frozenset({"Parameter", "Variable"})
+_COPIERS = frozenset(
+    {"cuda", "to", "float", "double", "half", "long", "int", "type", "contiguous", "pin_memory"}
+)
+# Views of a tensor: a fill through them writes the tensor itself.
+_VIEWS = frozenset(
+    {
+        "narrow",
+        "select",
+        "view",
+        "view_as",
+        "reshape",
+        "t",
+        "transpose",
+        "permute",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "chunk",
+        "split",
+        "unbind",
+        "__getitem__",
+    }
+)
+_WRITERS = _FILLS | {"index_copy_", "index_fill_", "scatter_", "masked_scatter_", "set_"}
+
+
+def _held_call(value: ast.expr) -> ast.Call | None:
+    """The legacy-looking call whose memory ``value`` is (``nn.Parameter(torch.Tensor(n))``,
+    ``torch.LongTensor(2).cuda()``), or ``None`` when ``value`` computes something else."""
+    while value.__class__ is ast.Call:
+        assert isinstance(value, ast.Call)
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in _LEGACY:
+            return value
+        if isinstance(func, ast.Name) and func.id in _LEGACY:
+            return value
+        if last_name(func) in _KEEPERS and value.args:
+            value = value.args[0]
+        elif isinstance(func, ast.Attribute) and func.attr in _COPIERS:
+            value = func.value
+        else:
+            return None
+    return None
+
+
+def _base_of(expr: ast.expr) -> ast.expr:
+    """The tensor a view or ``.data`` of it belongs to: ``x.narrow(0, 1, n)[i].data`` -> ``x``."""
+    while True:
+        if isinstance(expr, ast.Subscript) or (
+            isinstance(expr, ast.Attribute) and expr.attr == "data"
+        ):
+            expr = expr.value
+        elif (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in _VIEWS
+        ):
+            expr = expr.func.value
+        else:
+            return expr
+
+
+def _reads_only(ctx: FileContext, call: ast.Call) -> bool:
+    """A call known to read its arguments without writing them: a torch function (other
+    than ``torch.distributed``, ``nn.init`` and in-place ones) with no ``out=``, or a
+    builtin that formats or measures."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in _BUILTIN_READERS:
+        return True
+    qualified = ctx.qualified_name(func)
+    return (
+        qualified is not None
+        and qualified.startswith("torch.")
+        and not qualified.startswith(("torch.distributed.", "torch.nn.init."))
+        and not qualified.endswith("_")
+        and all(k.arg != "out" for k in call.keywords)
+    )
+
+
+def _may_write(ctx: FileContext, call: ast.Call, target: str) -> bool:
+    """Whether ``call`` may write ``target``: a fill method on it or a view of it, or
+    ``target`` handed to a callee not known to only read (``nn.init.*``, a helper,
+    ``dist.broadcast``)."""
+    func = call.func
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in _WRITERS
+        and ctx.segment(_base_of(func.value)) == target
+    ):
+        return True
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    if not any(ctx.segment(_base_of(a)) == target for a in arguments):
+        return False
+    return not _reads_only(ctx, call)
+
+
+def _may_write_node(ctx: FileContext, node: ast.AST, target: str) -> bool:
+    """A call, assignment or loop that may write ``target`` (see the three helpers)."""
+    if isinstance(node, ast.Call):
+        return _may_write(ctx, node, target)
+    if isinstance(node, ast.Assign):
+        return _replaces_data(ctx, node, target)
+    if isinstance(node, (ast.For, ast.While)):
+        return _fills_by_index(ctx, node, target)
+    return False
+
+
+def _replaces_data(ctx: FileContext, node: ast.Assign, target: str) -> bool:
+    """``target.data = ...`` or ``target[...] = ...`` over a whole slice (``x[:] =``)."""
+    for written in node.targets:
+        if (
+            isinstance(written, ast.Attribute)
+            and written.attr == "data"
+            and ctx.segment(written.value) == target
+        ):
+            return True
+        if (
+            isinstance(written, ast.Subscript)
+            and isinstance(written.slice, ast.Slice)
+            and written.slice.lower is None
+            and written.slice.upper is None
+            and ctx.segment(written.value) == target
+        ):
+            return True
+    return False
 
 
 def _following(ctx: FileContext, statement: ast.stmt) -> list[ast.stmt]:
@@ -339,8 +545,8 @@ def _argument_kind(ctx: FileContext, call: ast.Call) -> str:
         )
     if isinstance(arg, (ast.List, ast.Tuple, ast.ListComp)):
         return _DATA
-    if isinstance(arg, ast.Attribute) and arg.attr == "shape":
-        return _SHAPE
+    # ``x.shape`` is a ``torch.Size`` (a shape) for a tensor but a tuple (read as data)
+    # for a NumPy array or a gym space: which one cannot be told here.
     if (
         isinstance(arg, ast.Subscript)
         and isinstance(arg.value, ast.Attribute)

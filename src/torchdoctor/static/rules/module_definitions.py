@@ -211,7 +211,7 @@ class LayersInPlainContainer(LintRule):
         if not elements:  # self.layers = [] then self.layers.append(Linear(...))
             elements = _added_later(target.attr, calls) + _stored_later(cls, target.attr)
         layers = [e for e in elements if _holds_parameters(ctx, e[1], e[0] or method)]
-        if not layers or _passed_on(target.attr, calls):
+        if not layers or _passed_on(target.attr, calls) or _registered_on_use(cls, target.attr):
             return
         kind = (
             "dict"
@@ -319,6 +319,102 @@ def _passed_on(attr: str, calls: list[tuple[FunctionScope, ast.Call]]) -> bool:
                 if _is_self_attr(node, attr, method):  # type: ignore[arg-type]
                     return True
     return False
+
+
+def _registered_on_use(cls: ClassScope, attr: str) -> bool:
+    """Whether every module taken out of ``self.<attr>`` is stored in a registered
+    attribute before use: ``self.backbone = self.models[name]``, directly or through a
+    method of the class that returns it (``self.backbone = self._pick(name)``). The
+    container is then only a menu; the module in use is registered, and the others are
+    never run."""
+    returned: set[int] = set()  # uses whose item the method returns
+    uses: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]] = []
+    for method in cls.methods.values():
+        function = method.node
+        self_name = method.self_name
+        items_in: dict[str, list[int]] = {}  # local name -> uses whose item it holds
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == attr
+                and isinstance(node.value, ast.Name)
+                and node.value.id == self_name
+                and isinstance(node.ctx, ast.Load)
+            ):
+                uses.append((function, node))
+            elif (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and _item_of(node.value, attr, self_name)
+            ):
+                items_in.setdefault(node.targets[0].id, []).append(id(node.value.value))  # type: ignore[attr-defined]
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                if _item_of(node.value, attr, self_name):
+                    returned.add(id(node.value.value))  # type: ignore[attr-defined]
+                elif isinstance(node.value, ast.Name):
+                    returned.update(items_in.get(node.value.id, ()))
+    if not uses:
+        return False
+    stored: set[int] = set()  # the ids of uses whose item ends in a registered attribute
+    for method in cls.methods.values():
+        self_name = method.self_name
+        for node in ast.walk(method.node):
+            if not (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Attribute)
+                and isinstance(node.targets[0].value, ast.Name)
+                and node.targets[0].value.id == self_name
+                and node.targets[0].attr != attr
+            ):
+                continue
+            if _item_of(node.value, attr, self_name):
+                stored.add(id(node.value.value))  # type: ignore[attr-defined]
+    return all(
+        id(use) in stored or (id(use) in returned and _called_into_attribute(cls, function.name))
+        for function, use in uses
+    )
+
+
+def _item_of(expr: ast.expr, attr: str, self_name: str | None) -> bool:
+    """``self.<attr>[key]``: one module taken out of the container."""
+    return (
+        isinstance(expr, ast.Subscript)
+        and isinstance(expr.value, ast.Attribute)
+        and expr.value.attr == attr
+        and isinstance(expr.value.value, ast.Name)
+        and expr.value.value.id == self_name
+    )
+
+
+def _called_into_attribute(cls: ClassScope, name: str) -> bool:
+    """Whether every call of ``self.<name>(...)`` in the class is stored in an attribute."""
+    calls = stored = 0
+    for method in cls.methods.values():
+        self_name = method.self_name
+        for node in ast.walk(method.node):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == name
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == self_name
+            ):
+                calls += 1
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Attribute)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute)
+                and node.value.func.attr == name
+                and isinstance(node.value.func.value, ast.Name)
+                and node.value.func.value.id == self_name
+            ):
+                stored += 1
+    return calls > 0 and calls == stored
 
 
 def _holds_parameters(ctx: FileContext, expr: ast.expr, scope: FunctionScope) -> bool:
