@@ -525,3 +525,41 @@ def test_float64_schedule_bound_in_each_branch_then_cast_is_quiet() -> None:
     """,
         "TD102",
     )
+
+
+def test_float64_step_through_einops_and_a_local_helper_cast_back_is_quiet() -> None:
+    """The value comes back out of the helper call it went into (not out of every call
+    of the helper, some of which feed the model), and einops only reshapes it."""
+    assert_marked(
+        """
+    import torch
+    from einops import rearrange
+    def flat(t):
+        return rearrange(t, "b c h w -> b (c h w)")
+    def project(x, y):
+        dtype = x.dtype
+        x, y = flat(x).double(), flat(y).double()
+        unit = y / y.norm(dim=-1, keepdim=True)
+        return flat(x * unit).to(dtype)
+    def train(model, x, y, optimizer):
+        model(flat(x) + project(x, y)).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_through_a_local_helper_into_the_model_is_still_flagged() -> None:
+    assert_marked(
+        """
+    import torch
+    from einops import rearrange
+    def flat(t):
+        return rearrange(t, "b c h w -> b (c h w)")
+    def train(model, x, optimizer):
+        stats = flat(x).float().mean()
+        model(flat(x.double())).sum().backward()  # expect: TD102
+        optimizer.step()
+    """,
+        "TD102",
+    )

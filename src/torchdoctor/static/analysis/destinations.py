@@ -64,6 +64,8 @@ class _Follower:
         self.ends = ends
         self.parents, self.names = _index(ctx)
         self.seen: set[int] = set()
+        # The calls a value was passed into, innermost last: where a return goes back to.
+        self.entered: list[tuple[FunctionScope, ast.Call, Scope]] = []
 
     # --- a value, up through the expressions around it ------------------------------------
 
@@ -167,7 +169,13 @@ class _Follower:
             return Destination.TRAINING, call
         callee = ctx.resolve_local_call(call, scope)
         if callee is not None:
-            return self._parameter(callee, call, node, hops)
+            # A value passed in and returned comes back out of this call, not out of
+            # every call of the function (a helper used on many values).
+            self.entered.append((callee, call, scope))
+            try:
+                return self._parameter(callee, call, node, hops)
+            finally:
+                self.entered.pop()
         if isinstance(func, ast.Name):
             if ctx.local_class(func.id) is not None:
                 return call  # an object of this file built from the value
@@ -255,6 +263,11 @@ class _Follower:
         function = self._function_of(statement)
         if not isinstance(function, FunctionScope):
             return Destination.UNKNOWN, statement
+        for callee, call, caller in reversed(self.entered):
+            if callee is function:
+                if hops >= _MAX_HOPS:
+                    return Destination.UNKNOWN, statement
+                return self.value(call, caller, hops + 1)
         calls = [(item.node, scope) for scope, item in self.ctx.callers(function)]
         calls += self._alias_calls(function)
         if not calls or hops >= _MAX_HOPS:
