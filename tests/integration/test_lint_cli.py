@@ -29,10 +29,12 @@ def train(model, loader, optimizer):
         model(x).sum().backward()
         optimizer.step()
 """
+# A hook is attached, so skipping it through `forward()` is a warning (without one, info).
 FORWARD = """\
 from torch import nn
 model = nn.Linear(2, 2)
 out = model.forward(x)
+model.register_forward_hook(print)
 """
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_findings
-from torchdoctor.findings import Applicability, Confidence
+from torchdoctor.findings import Applicability, Confidence, Severity
 from torchdoctor.static.fixes import apply_fixes
 
 # --- TD202 backward-under-no-grad -------------------------------------------------------
@@ -416,3 +418,55 @@ def test_td207_quiet_for_fresh_buffers_parameters_and_unsaved_outputs_in_forward
     """,
         "TD207",
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "logits = model.forward(x)",
+        "logits = self.encoder.forward(x)",
+        "logits = (lambda v: model.forward(v))(x)",
+    ],
+)
+def test_td206_is_information_where_no_hook_is_attached(call: str) -> None:
+    """Without a hook, ``forward()`` and ``__call__`` compute the same: a maintainer leaves
+    it; the finding stays visible as information."""
+    (found,) = lint_findings(
+        f"""
+    from torch import nn
+    class Trainer:
+        def __init__(self):
+            self.encoder = nn.Linear(4, 2)
+        def step(self, model: nn.Linear, x, optimizer):
+            {call}
+            logits.sum().backward()
+            optimizer.step()
+    """,
+        "TD206",
+    )
+    assert found.severity is Severity.INFO
+    assert "attaches no hook" in found.message
+
+
+@pytest.mark.parametrize(
+    "attach",
+    [
+        "model.register_forward_hook(lambda m, i, o: None)",
+        "model.register_forward_pre_hook(lambda m, i: None)",
+        "nn.utils.spectral_norm(model)",
+        "torch.nn.utils.prune.l1_unstructured(model, 'weight', 0.5)",
+    ],
+)
+def test_td206_is_a_warning_where_the_file_attaches_a_hook(attach: str) -> None:
+    (found,) = lint_findings(
+        f"""
+    import torch
+    from torch import nn
+    def train(model: nn.Linear, x, optimizer):
+        {attach}
+        model.forward(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD206",
+    )
+    assert found.severity is Severity.WARNING

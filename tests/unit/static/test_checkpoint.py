@@ -488,3 +488,18 @@ def test_strict_false_in_tests_scripts_that_never_train_or_prefix_stripping_load
         "    model.load_state_dict(sd, strict=False)\n"
     )
     assert td904_findings(stripped) == [("TD904", 6, "info")]
+
+
+def test_strict_false_whose_skipped_keys_are_printed_logged_or_asserted_is_quiet() -> None:
+    """The result is read: the claim, that the skipped keys are thrown away, is false."""
+    source = """
+    import logging
+    loss.backward()
+    print(model.load_state_dict(state, strict=False))
+    result = model.load_state_dict(state, strict=False)
+    logging.info("skipped %s", result.missing_keys)
+    missing, unexpected = head.load_state_dict(state, strict=False)
+    assert not unexpected, unexpected
+    assert not model.load_state_dict(state, strict=False).unexpected_keys
+    """
+    assert td904(source) == []

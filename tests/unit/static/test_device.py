@@ -611,3 +611,71 @@ def test_constants_in_loops_that_do_not_train_stay_quiet() -> None:
                 dist.all_reduce(tensor, op=op)
         """
     assert lint_codes(source, "TD106") == []
+
+
+def test_parameters_initialised_through_a_loop_over_them_are_only_info() -> None:
+    """``nn.init`` on the variable of a loop over a list of parameters (literal, or a
+    name bound to one), over ``self.parameters()``, or over their rows: every parameter
+    is written before use."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def __init__(self, n, k):
+                super().__init__()
+                self.w = nn.Parameter(torch.Tensor(n, k))
+                self.h = nn.Parameter(torch.Tensor(k, 1))
+                for tensor in [self.w, self.h]:
+                    nn.init.xavier_normal_(tensor)
+
+        class Interacting(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.q = nn.Parameter(torch.Tensor(n, n))
+                self.k = nn.Parameter(torch.Tensor(n, n))
+                for tensor in self.parameters():
+                    nn.init.normal_(tensor, mean=0.0, std=0.05)
+
+        class CrossMix(nn.Module):
+            def __init__(self, layers, n, r):
+                super().__init__()
+                self.u = nn.Parameter(torch.Tensor(layers, n, r))
+                self.v = nn.Parameter(torch.Tensor(layers, n, r))
+                todo = (self.u, self.v)
+                for para in todo:
+                    for i in range(layers):
+                        nn.init.xavier_normal_(para[i])
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (9, Severity.INFO),
+        (16, Severity.INFO),
+        (17, Severity.INFO),
+        (24, Severity.INFO),
+        (25, Severity.INFO),
+    ]
+
+
+def test_a_loop_over_other_parameters_does_not_initialise_this_one() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def __init__(self, n, k):
+                super().__init__()
+                self.w = nn.Parameter(torch.Tensor(n, k))
+                self.b = nn.Parameter(torch.Tensor(k, 1))
+                for tensor in [self.w]:
+                    nn.init.xavier_normal_(tensor)
+
+            def forward(self, x):
+                return x @ self.w + self.b
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (9, Severity.WARNING),
+    ]

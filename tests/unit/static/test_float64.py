@@ -382,3 +382,184 @@ def test_float64_step_also_called_while_training_is_flagged() -> None:
     """,
         "TD102",
     )
+
+
+# --- a schedule function picked at run time, and a float64 step cast back ------------------
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        # if/elif into a variable
+        """if kind == "linear":
+                fn = linear_schedule
+            elif kind == "cosine":
+                fn = cosine_schedule
+            else:
+                raise ValueError(kind)""",
+        # a conditional expression
+        'fn = linear_schedule if kind == "linear" else cosine_schedule',
+    ],
+)
+def test_float64_schedule_from_a_function_picked_at_run_time_then_cast_is_quiet(
+    pick: str,
+) -> None:
+    assert_marked(
+        f"""
+    import torch
+    from torch import nn
+    def linear_schedule(steps):
+        return torch.linspace(1e-4, 0.02, steps, dtype=torch.float64)
+    def cosine_schedule(steps):
+        t = torch.linspace(0, steps, steps + 1, dtype=torch.float64) / steps
+        f = torch.cos(t) ** 2
+        return torch.clip(1 - f[1:] / f[:-1], 0, 0.999)
+    class Diffusion(nn.Module):
+        def __init__(self, steps, kind):
+            super().__init__()
+            {pick}
+            betas = fn(steps)
+            to_buffer = lambda name, val: self.register_buffer(name, val.to(torch.float32))
+            to_buffer("betas", betas)
+            self.net = nn.Linear(4, 4)
+    def train(model, x, optimizer):
+        model(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_schedule_from_a_picked_function_registered_as_is_is_flagged() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    def linear_schedule(steps):
+        return torch.linspace(1e-4, 0.02, steps, dtype=torch.float64)  # expect: TD102
+    class Diffusion(nn.Module):
+        def __init__(self, steps, kind):
+            super().__init__()
+            if kind == "linear":
+                fn = linear_schedule
+            else:
+                raise ValueError(kind)
+            self.register_buffer("betas", fn(steps))
+            self.net = nn.Linear(4, 4)
+    def train(model, x, optimizer):
+        model(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+@pytest.mark.parametrize(
+    "back",
+    [
+        "return (x - parallel).to(dtype)",
+        "return (x - parallel).type(dtype)",
+        "out = (x - parallel).to(dtype=dtype)\n        return out",
+    ],
+)
+def test_float64_step_cast_back_to_the_input_dtype_is_quiet(back: str) -> None:
+    assert_marked(
+        f"""
+    import torch
+    def project(x, y):
+        dtype = x.dtype
+        x, y = x.double(), y.double()
+        unit = y / y.norm(dim=-1, keepdim=True)
+        parallel = (x * unit).sum(dim=-1, keepdim=True) * unit
+        {back}
+    def train(model, x, y, optimizer):
+        model(project(x, y)).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_step_cast_to_a_float64_dtype_is_flagged() -> None:
+    assert_marked(
+        """
+    import torch
+    def project(x, y):
+        dtype = torch.float64
+        x = x.double()  # expect: TD102
+        return (x * y).to(dtype)  # expect: TD102
+    def train(model, x, y, optimizer):
+        model(project(x, y)).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_schedule_bound_in_each_branch_then_cast_is_quiet() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    def linear_schedule(steps):
+        return torch.linspace(1e-4, 0.02, steps, dtype=torch.float64)
+    def cosine_schedule(steps):
+        t = torch.linspace(0, steps, steps + 1, dtype=torch.float64) / steps
+        return torch.clip(1 - torch.cos(t[1:]) / torch.cos(t[:-1]), 0, 0.999)
+    class Diffusion(nn.Module):
+        def __init__(self, steps, kind):
+            super().__init__()
+            if kind == "linear":
+                betas = linear_schedule(steps)
+            elif kind == "cosine":
+                betas = cosine_schedule(steps)
+            else:
+                raise ValueError(kind)
+            alphas = torch.cumprod(1.0 - betas, dim=0)
+            self.register_buffer("betas", betas.float())
+            self.register_buffer("alphas", alphas.float())
+            self.net = nn.Linear(4, 4)
+    def train(model, x, optimizer):
+        model(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_step_through_einops_and_a_local_helper_cast_back_is_quiet() -> None:
+    """The value comes back out of the helper call it went into (not out of every call
+    of the helper, some of which feed the model), and einops only reshapes it."""
+    assert_marked(
+        """
+    import torch
+    from einops import rearrange
+    def flat(t):
+        return rearrange(t, "b c h w -> b (c h w)")
+    def project(x, y):
+        dtype = x.dtype
+        x, y = flat(x).double(), flat(y).double()
+        unit = y / y.norm(dim=-1, keepdim=True)
+        return flat(x * unit).to(dtype)
+    def train(model, x, y, optimizer):
+        model(flat(x) + project(x, y)).sum().backward()
+        optimizer.step()
+    """,
+        "TD102",
+    )
+
+
+def test_float64_through_a_local_helper_into_the_model_is_still_flagged() -> None:
+    assert_marked(
+        """
+    import torch
+    from einops import rearrange
+    def flat(t):
+        return rearrange(t, "b c h w -> b (c h w)")
+    def train(model, x, optimizer):
+        stats = flat(x).float().mean()
+        model(flat(x.double())).sum().backward()  # expect: TD102
+        optimizer.step()
+    """,
+        "TD102",
+    )

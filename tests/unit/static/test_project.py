@@ -406,3 +406,86 @@ class Plain(nn.Module):
     assert stack is not None and stack.has_dropout_or_batchnorm is True
     assert flagged is not None and flagged.has_dropout_or_batchnorm is True
     assert plain is not None and plain.has_dropout_or_batchnorm is False
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        # the network built and put in eval() by a plain object's own method
+        """
+        class Scorer:
+            def initialize(self):
+                self.net = Net()
+                self.net.eval()
+        """,
+        # built in the plain object's constructor, its mode set by code elsewhere
+        """
+        class Scorer:
+            def __init__(self):
+                self.net = Net()
+        """,
+    ],
+)
+def test_td501_quiet_for_layers_held_by_a_plain_object_of_the_module(
+    tmp_path: Path, holder: str
+) -> None:
+    """A module whose layers live in a plain object (not a module): its own ``eval()``
+    never reaches them and their mode is set where that object is; lint cannot prove the
+    network runs in training mode."""
+    _write(
+        tmp_path,
+        {
+            "train.py": _EVAL,
+            "model.py": """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.5)
+            def forward(self, x):
+                return self.drop(x)
+        """
+            + textwrap.indent(textwrap.dedent(holder), " " * 8)
+            + """
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = Scorer()
+            def forward(self, x):
+                return self.model.net(x)
+        """,
+        },
+    )
+    (tmp_path / "train.py").write_text(
+        (tmp_path / "train.py").read_text().replace("models.Net()", "models.Wrapper()")
+    )
+    assert lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings == []
+
+
+def test_td501_still_flags_a_module_whose_layers_are_submodules(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "train.py": _EVAL.replace("models.Net()", "models.Wrapper()"),
+            "model.py": """
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.5)
+            def forward(self, x):
+                return self.drop(x)
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = Net()
+            def forward(self, x):
+                return self.model(x)
+        """,
+        },
+    )
+    found = [
+        (Path(f.location.path).name, f.location.line)
+        for f in lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings
+    ]
+    assert found == [("train.py", 8)]

@@ -177,3 +177,56 @@ def test_a_detached_or_no_grad_target_or_a_consistency_loss_is_quiet() -> None:
     """,
         "TD222",
     )
+
+
+def test_an_input_optimised_through_an_ema_or_frozen_network_is_quiet() -> None:
+    """GAN inversion, adversarial examples, feature visualisation: the optimizer holds a
+    latent or an image, no network's parameters, so the gradient must cross the network."""
+    assert (
+        lint_codes(
+            HEADER
+            + """
+def invert(g_ema: nn.Module, image, steps):
+    latent = torch.zeros(1, 512, requires_grad=True)
+    noises = []
+    for shape in [(1, 1, 4, 4), (1, 1, 8, 8)]:
+        noises.append(torch.randn(shape, requires_grad=True))
+    opt = torch.optim.Adam([latent] + noises, lr=0.1)
+    for _ in range(steps):
+        fake = g_ema(latent)
+        loss = F.mse_loss(fake, image)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+def attack(model: nn.Module, x, y):
+    teacher = copy.deepcopy(model)
+    delta = torch.zeros_like(x, requires_grad=True)
+    opt = torch.optim.SGD(params=[delta], lr=0.01)
+    loss = -F.cross_entropy(teacher(x + delta), y)
+    loss.backward()
+    opt.step()
+""",
+            "TD222",
+        )
+        == []
+    )
+
+
+def test_an_ema_network_with_grad_beside_a_trained_network_is_still_flagged() -> None:
+    assert_marked(
+        HEADER
+        + """
+def train(g: nn.Module, d: nn.Module, z, image):
+    g_ema = copy.deepcopy(g)
+    latent = torch.zeros(1, 512, requires_grad=True)
+    opt_latent = torch.optim.Adam([latent], lr=0.1)
+    opt_g = torch.optim.Adam(g.parameters(), lr=0.1)
+    target = g_ema(z)  # expect: TD222
+    loss = F.mse_loss(g(z), target)
+    opt_g.zero_grad()
+    loss.backward()
+    opt_g.step()
+""",
+        "TD222",
+    )

@@ -42,7 +42,7 @@ from torchdoctor.static.structure import FunctionScope
 __all__ = ["Destination", "Reach", "destination"]
 
 _UNUSED: Reach = (Destination.UNUSED, None)
-_MAX_HOPS = 8
+_MAX_HOPS = 16
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -64,6 +64,8 @@ class _Follower:
         self.ends = ends
         self.parents, self.names = _index(ctx)
         self.seen: set[int] = set()
+        # The calls a value was passed into, innermost last: where a return goes back to.
+        self.entered: list[tuple[FunctionScope, ast.Call, Scope]] = []
 
     # --- a value, up through the expressions around it ------------------------------------
 
@@ -167,7 +169,13 @@ class _Follower:
             return Destination.TRAINING, call
         callee = ctx.resolve_local_call(call, scope)
         if callee is not None:
-            return self._parameter(callee, call, node, hops)
+            # A value passed in and returned comes back out of this call, not out of
+            # every call of the function (a helper used on many values).
+            self.entered.append((callee, call, scope))
+            try:
+                return self._parameter(callee, call, node, hops)
+            finally:
+                self.entered.pop()
         if isinstance(func, ast.Name):
             if ctx.local_class(func.id) is not None:
                 return call  # an object of this file built from the value
@@ -253,13 +261,50 @@ class _Follower:
 
     def _returned(self, statement: ast.Return, hops: int) -> Reach:
         function = self._function_of(statement)
-        callers = self.ctx.callers(function) if function is not None else []
-        if not callers or hops >= _MAX_HOPS:
+        if not isinstance(function, FunctionScope):
+            return Destination.UNKNOWN, statement
+        for callee, call, caller in reversed(self.entered):
+            if callee is function:
+                if hops >= _MAX_HOPS:
+                    return Destination.UNKNOWN, statement
+                return self.value(call, caller, hops + 1)
+        calls = [(item.node, scope) for scope, item in self.ctx.callers(function)]
+        calls += self._alias_calls(function)
+        if not calls or hops >= _MAX_HOPS:
             return Destination.UNKNOWN, statement
         if id(function) in self.seen:
             return _UNUSED  # its callers are being followed already
         self.seen.add(id(function))
-        return _strongest(self.value(item.node, scope, hops + 1) for scope, item in callers)
+        return _strongest(self.value(call, scope, hops + 1) for call, scope in calls)
+
+    def _alias_calls(self, function: FunctionScope) -> list[tuple[ast.AST, Scope]]:
+        """Calls of ``function`` through a name it is assigned to (``fn = linear_schedule``
+        in one branch of an ``if``, then ``fn(...)``): each such call, with its scope."""
+        found: list[tuple[ast.AST, Scope]] = []
+        for use in self.names.get(function.node.name, ()):
+            value: ast.AST = use
+            statement = self.parents.get(id(use))
+            while isinstance(statement, ast.IfExp) and value is not statement.test:
+                value, statement = statement, self.parents.get(id(statement))
+            if not (
+                isinstance(statement, ast.Assign)
+                and statement.value is value
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                continue
+            # Any call of that name in the same function: each branch binds it anew, so
+            # the binding a call reads may be another branch's.
+            scope = self._function_of(statement)
+            for alias in self.names.get(statement.targets[0].id, ()):
+                call = self.parents.get(id(alias))
+                if (
+                    isinstance(call, ast.Call)
+                    and call.func is alias
+                    and self._function_of(alias) is scope
+                ):
+                    found.append((call, scope))
+        return found
 
     def _iterated(self, loop: ast.For | ast.AsyncFor, scope: Scope, hops: int) -> Reach:
         return _strongest(
@@ -303,8 +348,22 @@ class _Follower:
                 continue
             function = self._function_of(use)
             found = self.ctx.lookup(use, function)
-            if found is not None and found[0].node is binder:
+            if found is not None and (
+                found[0].node is binder or self._branch_binding_reaches(binder, use, function)
+            ):
                 yield use, function
+
+    def _branch_binding_reaches(self, binder: ast.AST, use: ast.Name, function: Scope) -> bool:
+        """``binder`` is one branch's binding (``if a: x = f() else: x = g()``) and ``use``
+        comes after the whole ``if``: the use may read it, whichever branch the lookup
+        names."""
+        branch = self.parents.get(id(binder))
+        if not isinstance(branch, ast.If) or self._function_of(binder) is not function:
+            return False
+        outer: ast.AST = branch
+        while isinstance(parent := self.parents.get(id(outer)), ast.If) and outer in parent.orelse:
+            outer = parent  # the head of an if/elif chain
+        return use.lineno > (getattr(outer, "end_lineno", None) or use.lineno)
 
     def _function_of(self, node: ast.AST) -> Scope:
         current = self.parents.get(id(node))

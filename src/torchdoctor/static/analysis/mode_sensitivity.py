@@ -14,6 +14,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import returns_of
+from torchdoctor.static.project import ClassInfo
 from torchdoctor.static.structure import FunctionScope
 from torchdoctor.static.torchapi import MODE_SENSITIVE_FUNCTIONS, MODE_SENSITIVE_WORDS
 
@@ -124,7 +125,7 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
         return False
     info = ctx.project.module_class(type_name, near=ctx.path)
     if info is not None:
-        return bool(info.has_dropout_or_batchnorm)
+        return bool(info.has_dropout_or_batchnorm) and not _layers_held_outside(ctx, info)
     if torchapi.without_dropout(type_name, call):
         return False
     last = type_name.rpartition(".")[2]
@@ -133,6 +134,18 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
         and not type_name.startswith("torch.nn.functional")
         and any(word in last for word in MODE_SENSITIVE_WORDS)
     )
+
+
+def _layers_held_outside(ctx: FileContext, info: ClassInfo) -> bool:
+    """The class keeps mode-sensitive layers in an attribute that is a plain object of
+    the project, not a module (``self.model = DistModel()``, whose own code builds and
+    may ``eval()`` its network): ``.train()``/``.eval()`` of the module never reach those
+    layers, so the mode they run in cannot be told from the module's."""
+    for constructor in info.attributes.values():
+        held = ctx.project.module_class(constructor, near=info.path)
+        if held is not None and held.is_module is False and held.has_dropout_or_batchnorm:
+            return True
+    return False
 
 
 def _passed_sensitive(ctx: FileContext, name: str, function: FunctionScope, depth: int) -> bool:

@@ -183,7 +183,9 @@ def method_use(method: str) -> Destination | None:
 def qualified_use(qualified: str) -> Destination | None:
     """``f(value)`` for a function known by its qualified name: ``nn.Parameter``, an
     optimizer or a loss trains; NumPy, ``math`` and loggers summarise; other torch
-    functions (``torch.cat``, ``TensorDataset``) make a value (``None``)."""
+    functions (``torch.cat``, ``TensorDataset``) and einops' make a value (``None``)."""
+    if qualified.startswith("einops."):
+        return None  # rearrange, repeat, pack, unpack: the same values, reshaped
     if not qualified.startswith("torch."):
         last = qualified.rpartition(".")[2]
         if (

@@ -6,8 +6,9 @@ The loop-order rules (TD201, TD203, TD204, TD205) live in :mod:`.loop_order`.
 from __future__ import annotations
 
 import ast
+import re
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
@@ -105,14 +106,19 @@ class ForwardCalledDirectly(LintRule):
             if known
             else None
         )
+        # Skipping `__call__` changes nothing until a hook is attached: a warning where the
+        # file attaches one (or uses something that does), information elsewhere.
+        hooked = _HOOKS.search(self.ctx.source) is not None
         self.report(
             node,
             f"`{name}.forward(...)` at line {node.lineno} calls the module's forward "
             "directly, skipping `__call__`: its forward hooks and pre-hooks do not run "
-            "(activation monitors record nothing, pruning masks are not re-applied)",
+            "(activation monitors record nothing, pruning masks are not re-applied)"
+            + ("" if hooked else "; this file attaches no hook, so today it computes the same"),
             fix_hint=f"Call the module: `{name}(...)`.",
             confidence=found[1],
             fix=fix,
+            severity=None if hooked else Severity.INFO,
         )
 
     def _trains_here(self) -> bool:
@@ -134,6 +140,14 @@ class ForwardCalledDirectly(LintRule):
             and receiver.id == function.self_name
         )
 
+
+# What attaches forward hooks or pre-hooks to modules: registering one, and the utilities
+# and wrappers that work through them (weight and spectral norm, pruning, quantization
+# observers, sharded parameters gathered before each forward).
+_HOOKS = re.compile(
+    r"register_\w*hook|spectral_norm|weight_norm|\bprune\b|quantization|fully_shard"
+    r"|FullyShardedDataParallel|deepspeed|accelerate"
+)
 
 _MODULE_METHODS = (
     "parameters",

@@ -377,9 +377,61 @@ def _may_write_node(ctx: FileContext, node: ast.AST, target: str) -> bool:
         return _may_write(ctx, node, target)
     if isinstance(node, ast.Assign):
         return _replaces_data(ctx, node, target)
+    if isinstance(node, ast.For) and _loop_writes(ctx, node, target):
+        return True
     if isinstance(node, (ast.For, ast.While)):
         return _fills_by_index(ctx, node, target)
     return False
+
+
+# self.<method>() loops that yield each parameter of the module (the loop variable is one).
+_PARAMETER_LOOPS = frozenset({"parameters", "named_parameters"})
+
+
+def _loop_writes(ctx: FileContext, loop: ast.For, target: str) -> bool:
+    """``for t in [self.w, self.b]: nn.init.zeros_(t)`` (a literal list, a name bound to
+    one in the loop's function, or ``self.parameters()``): the loop variable is
+    ``target`` in one pass, so what may write the variable (or a row of it) may write
+    ``target``."""
+    if not _iterates_over(ctx, loop, target):
+        return False
+    variables = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return any(
+        _may_write_node(ctx, node, variable)
+        for node in ast.walk(loop)
+        if node is not loop
+        for variable in variables
+    )
+
+
+def _iterates_over(ctx: FileContext, loop: ast.For, target: str) -> bool:
+    """Whether one of the values ``loop`` binds is ``target``."""
+    iterable = loop.iter
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Attribute)
+        and iterable.func.attr in _PARAMETER_LOOPS
+        and isinstance(iterable.func.value, ast.Name)
+        and iterable.func.value.id == "self"
+    ):
+        return target.startswith("self.")
+    if isinstance(iterable, ast.Name):
+        function = ctx.function
+        scope: ast.AST = ctx.tree
+        if function is not None:
+            scope = function.owner.node if function.owner is not None else function.node
+        bound = [
+            n.value
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == iterable.id for t in n.targets)
+        ]
+        if len(bound) != 1:
+            return False
+        iterable = bound[0]
+    return isinstance(iterable, (ast.List, ast.Tuple)) and any(
+        ctx.segment(e) == target for e in iterable.elts
+    )
 
 
 def _replaces_data(ctx: FileContext, node: ast.Assign, target: str) -> bool:

@@ -202,7 +202,23 @@ class Float64InTraining(LintRule):
     def _other_dtype(self, call: ast.Call, scope: Scope) -> bool:
         """``call`` names a dtype (positionally or as ``dtype=``) that is not float64."""
         named = [k.value for k in call.keywords if k.arg == "dtype"] + call.args[:1]
-        return any(self.ctx.qualified_name(value, scope) in _NARROWER for value in named)
+        return any(
+            self.ctx.qualified_name(value, scope) in _NARROWER or self._saved_dtype(value, scope)
+            for value in named
+        )
+
+    def _saved_dtype(self, value: ast.expr, scope: Scope) -> bool:
+        """``value`` is a name bound to another value's ``.dtype`` (``dtype = x.dtype``
+        before ``x.double()``): the cast returns the input's dtype, not float64."""
+        if not isinstance(value, ast.Name):
+            return False
+        found = self.ctx.lookup(value, scope)
+        binder = found[0].node if found is not None else None
+        return (
+            isinstance(binder, ast.Assign)
+            and isinstance(binder.value, ast.Attribute)
+            and binder.value.attr == "dtype"
+        )
 
     def _lambda_casts(self, func: ast.Name, index: int, scope: Scope) -> bool:
         """``f(..., value)`` where ``f = lambda ..., v: ...`` uses ``v`` only through casts."""

@@ -143,6 +143,8 @@ class TargetNetworkNotDetached(LintRule):
 
     def _target_networks(self, module: ModuleScope) -> None:
         ctx = self.ctx
+        if self._optimizes_only_inputs(module):
+            return  # GAN inversion, adversarial inputs: the gradient must cross the network
         targets = {
             id(t.node): t
             for t in self._targets(module)
@@ -233,6 +235,38 @@ class TargetNetworkNotDetached(LintRule):
             ):
                 return True
         return False
+
+    def _optimizes_only_inputs(self, module: ModuleScope) -> bool:
+        """Every optimizer of the file is built over plain tensors (a latent, noise maps,
+        an image), none over a module's parameters: no network trains here, so nothing
+        chases a target, and the gradient must flow through the network to the input."""
+        ctx = self.ctx
+        optimizers = [
+            (item.node, scope)
+            for scope, items in module.bodies()
+            for item in items
+            if isinstance(item.node, ast.Call) and _is_optimizer(ctx, item.node, scope)
+        ]
+        return bool(optimizers) and all(
+            self._plain_tensors(call, scope) for call, scope in optimizers
+        )
+
+    def _plain_tensors(self, optimizer: ast.Call, scope: Scope) -> bool:
+        """The optimizer's arguments name no parameters, through the names they use."""
+        ctx = self.ctx
+        for argument in [*optimizer.args[:1], *(k.value for k in optimizer.keywords)]:
+            if isinstance(argument, ast.Constant):
+                continue
+            texts = [ctx.segment(argument)]
+            for name in ast.walk(argument):
+                if isinstance(name, ast.Name):
+                    value = _bound(ctx, name, scope)
+                    if value is name:
+                        return False  # a parameter or global: it may hold parameters
+                    texts.append(ctx.segment(value))
+            if any("param" in text for text in texts):
+                return False
+        return bool(optimizer.args) or any(k.arg == "params" for k in optimizer.keywords)
 
     def _live(self, body: Body, item: Item, last_backward: int) -> bool:
         """Called with autograd on, before a backward(), its result never detached."""
