@@ -85,6 +85,9 @@ def test_lint_a_huge_file_is_skipped_by_the_size_cap(tmp_path: Path) -> None:
         "if x:\n" + "".join(" " * i + "if x:\n" for i in range(1, 200)) + " " * 200 + "pass\n",
         "\0\xff garbage",
     ],
+    # Short ids: pytest puts the id in PYTEST_CURRENT_TEST, which the subprocess inherits,
+    # and one environment string over 128 KiB makes exec fail with E2BIG.
+    ids=["deep-parentheses", "deep-brackets", "deep-blocks", "binary"],
 )
 def test_lint_deep_or_binary_sources(tmp_path: Path, source: str) -> None:
     (tmp_path / "odd.py").write_text(source, encoding="utf-8", errors="surrogateescape")
