@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.errors import UsageError
 from torchdoctor.preflight.explain import forward_failure, loss_failure
 from torchdoctor.preflight.failures import SharedWorkFailed, user_code_error
-from torchdoctor.preflight.losses import LossCall, LossRecorder
+from torchdoctor.preflight.losses import ClassIndexOutOfRange, LossCall, LossRecorder
 from torchdoctor.preflight.tracing import ForwardTrace
 from torchdoctor.preflight.training import is_loss_value, unpack_loss
 
@@ -172,9 +172,15 @@ def _forward(ctx: PassContext, trace: ForwardTrace) -> Any:
     try:
         with torch.enable_grad(), trace:
             return ctx.batch.call(ctx.model)
+    except UsageError:
+        raise
     except Exception as error:  # noqa: BLE001 - the user's forward
         module = trace.current_module
-        explained = forward_failure(ctx, error, module)
+        explained = (
+            loss_failure(ctx, error, error.call)  # raised by a step's loss call
+            if isinstance(error, ClassIndexOutOfRange)
+            else forward_failure(ctx, error, module)
+        )
         if explained is not None:
             raise SharedWorkFailed(explained) from error
         raise user_code_error(
@@ -188,7 +194,7 @@ def _loss(ctx: PassContext, output: Any) -> tuple[Any, BaseException | None, Los
     recorder = LossRecorder()
     try:
         with torch.enable_grad(), recorder:
-            loss = ctx.loss_fn(output, ctx.batch.targets)
+            loss = ctx.batch.loss(ctx.loss_fn, output)
     except Exception as error:  # noqa: BLE001 - the user's loss
         explained = loss_failure(ctx, error, recorder.call)
         failure: BaseException = (
