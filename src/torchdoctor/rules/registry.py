@@ -225,7 +225,7 @@ _TABLE: tuple[Rule, ...] = (
     # 5xx: train/eval mode
     _r("TD501", "eval-in-train-mode", E, (LINT, RUN),
        "Evaluation runs with dropout/BatchNorm in training mode (no model.eval())"),
-    _r("TD502", "train-in-eval-mode", E, (LINT, RUN),
+    _r("TD502", "train-in-eval-mode", E, (LINT, CHECK, RUN),
        "Training steps run with the model left in eval mode"),
     _r("TD503", "batchnorm-batch-of-one", E, (CHECK,),
        "BatchNorm in training mode receives a batch of one example"),
