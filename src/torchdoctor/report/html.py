@@ -396,16 +396,10 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _forecast_notes(detail: Mapping[str, Any]) -> tuple[str, ...]:
-    notes = []
-    largest = _int(detail.get("largest_batch_size"))
-    per_sample = detail.get("per_sample_bytes")
-    if largest is not None:
-        notes.append(
-            f"Largest batch size that fits: {largest} (measured; {_bytes(per_sample)} per sample)."
-        )
-    elif _int(per_sample) is not None:
-        notes.append(f"{_bytes(per_sample)} per sample.")
-    return tuple(notes)
+    from torchdoctor.report.memory_text import largest_fit_line
+
+    line = largest_fit_line(detail)
+    return (line[0].upper() + line[1:] + ".",) if line else ()
 
 
 def _top_modules(value: Any) -> tuple[tuple[str, str], ...]:
