@@ -354,7 +354,8 @@ class _Run:
         root = type(self.copy.model).__name__
         top = [(name or root, size) for name, size in top]
         # Remedies first, beside their baseline: the search below runs far larger steps.
-        base, remedies = self.at(largest).peak, ()
+        base = self.at(largest).peak
+        remedies: tuple[Remedy, ...] = ()
         if self.options.remedies:
             base = self.step(largest).peak
             remedies = tuple(
