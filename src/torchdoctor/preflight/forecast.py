@@ -290,7 +290,7 @@ class _Run:
         options: ForecastOptions,
         usable: int | None,
     ) -> None:
-        from torchdoctor.preflight.memory import LiveBytes, allocator_rounding
+        from torchdoctor.preflight.memory import LiveBytes, allocator_rounding, cpu_kernel_scratch
         from torchdoctor.preflight.memory_step import batch_size_of, fake_copy
 
         self.options, self.usable = options, usable
@@ -299,7 +299,8 @@ class _Run:
         if options.device == "cuda" and self.copy.optimizer is not None:
             _prefer_foreach(self.copy.optimizer)
         self.rounding = allocator_rounding(options.device)
-        self.tracker = LiveBytes(self.rounding)
+        self.scratch = cpu_kernel_scratch if options.device == "cpu" else None
+        self.tracker = LiveBytes(self.rounding, self.scratch)
         self.probe_size = batch_size_of(batch) or 1
         self.measured: dict[int, Any] = {}
 
@@ -463,7 +464,7 @@ class _Run:
                 params, lr=0.01, momentum=0.9, foreach=self.options.device == "cuda"
             )
         copy = StepCopy(self.copy.model, sgd, self.copy.loss_fn, self.copy.mode, self.copy.batch)
-        tracker = LiveBytes(self.rounding)
+        tracker = LiveBytes(self.rounding, self.scratch)
         saved = dict(optimizer.state)
         optimizer.state.clear()  # the other optimizer's state is not alive with SGD
         try:

@@ -424,3 +424,36 @@ def test_check_of_a_meta_model_gives_the_summary_and_forecast_only() -> None:
     assert "Probes skipped" in render(report, "text", RenderOptions(width=100))
     with pytest.raises(UsageError, match="meta device"):
         torchdoctor.check(model, batch, nn.CrossEntropyLoss(), optimizer)
+
+
+def test_a_cpu_convolution_backward_counts_its_unfolded_columns() -> None:
+    from torchdoctor.preflight.memory import cpu_kernel_scratch
+
+    backward = torch.ops.aten.convolution_backward.default
+    grad_out, inputs = torch.ones(4, 8, 5, 5), torch.ones(4, 3, 10, 10)
+
+    def args(weight: torch.Tensor, stride: list[int], out: torch.Tensor = grad_out) -> tuple:
+        return (out, inputs, weight, [8], stride, [1, 1], [1, 1], False, [0, 0], 1, [1, 1, 1])
+
+    assert cpu_kernel_scratch(backward, args(torch.ones(8, 3, 3, 3), [2, 2])) == 4 * 3 * 9 * 25 * 4
+    one_by_one = args(torch.ones(8, 3, 1, 1), [1, 1], torch.ones(4, 8, 10, 10))
+    assert cpu_kernel_scratch(backward, one_by_one) == 0  # a matrix product: no columns
+    assert cpu_kernel_scratch(torch.ops.aten.mm.default, (inputs, inputs)) == 0
+
+
+def test_a_tracker_with_cpu_scratch_counts_the_columns_at_the_peak() -> None:
+    from torchdoctor.preflight.memory import cpu_kernel_scratch
+
+    conv = nn.Conv2d(3, 16, 3, padding=1)
+    x = torch.randn(8, 3, 32, 32)
+    columns = 8 * 3 * 9 * 32 * 32 * 4
+    peaks = []
+    for scratch in (None, cpu_kernel_scratch):
+        tracker = LiveBytes(None, scratch)
+        with tracker.active():
+            out = conv(x)
+            tracker.reset_peak()
+            out.sum().backward()
+        peaks.append(tracker.peak)
+        del out
+    assert peaks[1] - peaks[0] >= columns * 0.9
