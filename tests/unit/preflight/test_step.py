@@ -251,3 +251,36 @@ def test_without_a_loss_a_batch_the_model_cannot_take_whole_is_refused_clearly()
 def test_a_step_and_a_loss_together_are_refused() -> None:
     with pytest.raises(UsageError, match="either step"):
         torchdoctor.check(nn.Linear(4, 2), (torch.ones(2, 4),), F.mse_loss, step=lm_step)
+
+
+def test_a_bfloat16_step_that_casts_its_batch_is_checked() -> None:
+    def step(model: Any, batch: Any) -> Any:
+        x, y = batch
+        return F.cross_entropy(model(x.to(torch.bfloat16)).float(), y)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 4)).to(torch.bfloat16)
+    x, y = torch.randn(32, 10), torch.randint(0, 4, (32,))
+    report = torchdoctor.check(model, (x, y), step=step, select=["TD1", "TD2", "TD3"])
+    assert "TD001" not in report.codes(), report.findings
+    assert report.facts["loss"] == "F.cross_entropy"
+
+
+def test_the_memory_forecast_runs_the_step_too() -> None:
+    from torchdoctor.preflight.forecast import ForecastOptions
+
+    torch.manual_seed(0)
+    model = TinyCausalLM()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    report = torchdoctor.check(
+        model,
+        lm_batches(),
+        optimizer=optimizer,
+        step=lm_step,
+        select=["TD712"],
+        forecast=ForecastOptions("cpu", (8, 16), remedies=False),
+    )
+    detail = report.facts["forecast_detail"]
+    assert "error" not in detail, detail
+    small, large = (point["peak_bytes"] for point in report.facts["forecast"])
+    assert large > small
