@@ -284,3 +284,21 @@ def test_the_memory_forecast_runs_the_step_too() -> None:
     assert "error" not in detail, detail
     small, large = (point["peak_bytes"] for point in report.facts["forecast"])
     assert large > small
+
+
+def test_a_forward_that_cannot_take_the_split_batch_shows_the_step_to_add() -> None:
+    class Renamed(nn.Module):  # takes the mask under another name
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(32, 8)
+
+        def forward(self, input_ids: Any, mask: Any = None) -> Any:
+            return self.embed(input_ids).mean(1)
+
+    batch = lm_batches(1)[0]
+    batch["labels"] = batch["labels"][:, 0].clamp(min=0) % 8
+    with pytest.raises(UsageError) as caught:
+        torchdoctor.check(Renamed(), batch, nn.CrossEntropyLoss())
+    message = str(caught.value)
+    assert "unexpected keyword argument 'attention_mask'" in message
+    assert "'input_ids' (int64 [8, 12])" in message and "step=train_step" in message
