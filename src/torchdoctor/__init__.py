@@ -131,9 +131,10 @@ def lint(
 def check(
     model: Any,
     data: Any,
-    loss_fn: Callable[..., Any],
+    loss_fn: Callable[..., Any] | None = None,
     optimizer: Any | None = None,
     *,
+    step: Callable[[Any, Any], Any] | None = None,
     device: Any | None = None,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
@@ -148,11 +149,20 @@ def check(
 
     Args:
         model: the ``torch.nn.Module`` to train.
-        data: one batch (``(inputs, targets)``, ``(x1, ..., xk, targets)`` or a dict) or a
-            DataLoader.
+        data: one batch or a DataLoader. With ``loss_fn``: ``(inputs, targets)``,
+            ``(x1, ..., xk, targets)``, a dict with ``targets``/``labels``, or extra
+            elements the loss requires (``(x, y, weight)``, CTC's four). Without it: a
+            dict that goes whole to ``model(**batch)``, whose output has a ``loss``. With
+            ``step``: any batch. Full rules: :mod:`torchdoctor.preflight`.
         loss_fn: ``loss_fn(output, targets) -> loss``: an ``nn`` loss module, a
-            functional such as ``F.cross_entropy`` or any callable.
+            functional such as ``F.cross_entropy`` or any callable; ``None`` with
+            ``step`` or for a model that returns its own loss.
         optimizer: the optimizer that will train ``model``, if already built.
+        step: your training step, ``step(model, batch) -> loss`` or ``(loss, outputs)``
+            (forward and loss, no ``backward``), the function your loop calls. It runs
+            on copies; the forward's output and the loss call are watched through hooks,
+            so every probe still applies. Example: ``check(model, loader,
+            optimizer=opt, step=lambda m, b: F.cross_entropy(m(b["x"]), b["y"]))``.
         device: where training sends the batches (``"cuda"``); default: the model's.
         select: codes or prefixes to report; default all.
         ignore: codes or prefixes not to report.
@@ -180,6 +190,7 @@ def check(
         data,
         loss_fn,
         optimizer,
+        step=step,
         device=device,
         select=select,
         ignore=ignore,

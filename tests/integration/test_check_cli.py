@@ -60,6 +60,22 @@ def interrupted():
 
 def factory_raises():
     raise FileNotFoundError("data/train.csv")
+
+
+def stepped():
+    # a dict batch the model cannot take whole, trained by the user's own step
+    model = Net(final=nn.Softmax(dim=1))
+    x, y = batch()
+
+    def train_step(model, batch):
+        return nn.functional.cross_entropy(model(batch["pixels"]), batch["digit"])
+
+    return {"model": model, "data": {"pixels": x, "digit": y}, "step": train_step}
+
+
+def unsplittable():
+    x, y = batch()
+    return Net(), {"pixels": x, "digit": y}, nn.CrossEntropyLoss()
 """
 
 
@@ -78,6 +94,18 @@ def test_clean_setup_exits_0(setups) -> None:
     result = _invoke("check", str(setups), "--select", "TD1,TD2,TD3,TD4")
     assert result.exit_code == 0, result.output
     assert "No problems found." in result.output
+
+
+def test_a_factory_returns_its_step_and_the_step_is_checked(setups) -> None:
+    result = _invoke("check", f"{setups}:stepped", "--format", "json", "--select", "TD3")
+    assert result.exit_code == 1, result.output
+    assert [f["code"] for f in json.loads(result.stdout)["findings"]] == ["TD301"]
+
+
+def test_a_batch_that_fits_nothing_exits_2_naming_it_and_the_step_to_add(setups) -> None:
+    result = CliRunner().invoke(main, ["check", f"{setups}:unsplittable"])
+    assert result.exit_code == 2
+    assert "'pixels' (float32 [" in result.output and "step=train_step" in result.output
 
 
 def test_error_finding_exits_1_and_json_is_parseable(setups) -> None:

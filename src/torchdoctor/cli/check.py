@@ -104,7 +104,31 @@ def check_command(
 
     TARGET is pkg.module:factory or path/to/file.py:factory (the factory defaults to
     `make`). The factory takes no arguments and returns (model, data, loss_fn[, optimizer])
-    or a dict with those keys (plus an optional device); data is one batch or a DataLoader.
+    or a dict with keys model, data and optionally loss_fn, optimizer, step, device. data
+    is one batch or a DataLoader (its first batches are used, from a replay).
+
+    \b
+    How a batch trains the model:
+      step             step(model, batch) -> loss or (loss, outputs): your own
+                       training step (forward and loss, no backward); any batch
+                       shape. Example factory:
+                         def make():
+                             def step(model, batch):
+                                 out = model(batch["input_ids"])
+                                 return F.cross_entropy(out, batch["labels"])
+                             return {"model": m, "data": loader,
+                                     "optimizer": opt, "step": step}
+      no loss_fn       a dict batch goes whole to model(**batch), whose output
+                       has .loss (Hugging Face style)
+      (x, y)           model(x), loss_fn(out, y); x a tuple: model(*x);
+                       x a dict: model(**x)
+      (x1, .., xk, y)  model(x1, .., xk), loss_fn(out, y)
+      (x, y, w, ..)    extra elements go to a loss that requires them:
+                       loss_fn(out, y, w); CTC (images, targets, input_lengths,
+                       target_lengths) with nn.CTCLoss()
+      dict             targets under targets/target/labels/label/y; inputs under
+                       inputs/input/x, else every other key as a keyword
+    Floating-point inputs are cast to a bfloat16/float16/float64 model's dtype.
     """
     from torchdoctor.outputs import checked_output, target_file
     from torchdoctor.preflight.factory import check_factory

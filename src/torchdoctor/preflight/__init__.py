@@ -6,16 +6,31 @@ defaults to ``make``). The factory takes no arguments and returns what :func:`ch
 takes, as either
 
 * a tuple ``(model, data, loss_fn)`` or ``(model, data, loss_fn, optimizer)``, or
-* a dict with keys ``model``, ``data``, ``loss_fn`` and optionally ``optimizer`` and
-  ``device`` (where training puts the batches, e.g. ``"cuda"``).
+* a dict with keys ``model``, ``data`` and optionally ``loss_fn``, ``optimizer``,
+  ``step`` (the training step, below) and ``device`` (where training puts the batches,
+  e.g. ``"cuda"``).
 
 ``data`` is one batch or a DataLoader (any iterable of batches, a list of batches
-included: the first batch is used). A
-batch is ``(inputs, targets)`` (the model is called as ``model(inputs)``; as
-``model(*inputs)`` when ``inputs`` is a tuple or list; as ``model(**inputs)`` when it is a
-dict), ``(input_1, ..., input_k, targets)``, or a dict whose targets are under
-``targets``, ``target``, ``labels``, ``label`` or ``y``. ``loss_fn(output, targets)``
-must return the loss. The debugging lab's ``make()`` functions follow this contract.
+included: the first batch is used). How a batch trains the model:
+
+* **your step**: ``step(model, batch)`` returns the loss, or ``(loss, outputs)``; it is
+  the function your loop already calls (Lightning's ``training_step`` shape), without
+  ``backward`` or ``optimizer.step()``. The batch goes to it whole, whatever its shape;
+  ``check`` runs it on copies and watches the forward's output and the loss call (its
+  inputs and targets) through hooks.
+* **a model that computes its own loss**: without ``loss_fn`` and ``step``, a dict batch
+  goes whole to ``model(**batch)``, whose output has a ``loss`` (Hugging Face style).
+* **split batches**, with ``loss_fn``: ``(inputs, targets)`` (the model is called as
+  ``model(inputs)``; as ``model(*inputs)`` when ``inputs`` is a tuple or list; as
+  ``model(**inputs)`` when it is a dict), ``(input_1, ..., input_k, targets)``, or a dict
+  whose targets are under ``targets``, ``target``, ``labels``, ``label`` or ``y``;
+  ``loss_fn(output, targets)`` returns the loss. Elements beyond those go to the loss when
+  it requires them: ``(x, y, weight)`` with ``loss_fn(output, y, weight)``, CTC's
+  ``(images, targets, input_lengths, target_lengths)`` with ``nn.CTCLoss()``.
+
+Floating-point inputs are cast to the model's dtype when it is bfloat16, float16 or
+float64 throughout. When a batch fits none of these, the error names its structure and
+the ``step=`` to pass. The debugging lab's ``make()`` functions follow this contract.
 
 The check leaves the user's objects exactly as it found them: parameters and buffers,
 ``requires_grad`` flags, ``.grad``, train/eval modes, the modules' plain attributes (a
@@ -44,9 +59,10 @@ __all__ = ["check"]
 def check(
     model: Any,
     data: Any,
-    loss_fn: Callable[..., Any],
+    loss_fn: Callable[..., Any] | None = None,
     optimizer: Any | None = None,
     *,
+    step: Callable[[Any, Any], Any] | None = None,
     device: Any | None = None,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
@@ -61,8 +77,19 @@ def check(
         model: the ``torch.nn.Module`` to train.
         data: one batch (see the module doc for accepted shapes) or a DataLoader.
         loss_fn: ``loss_fn(output, targets) -> loss``: an ``nn`` loss module, a
-            functional such as ``F.cross_entropy``, a ``functools.partial`` or any callable.
+            functional such as ``F.cross_entropy``, a ``functools.partial`` or any callable;
+            ``None`` with ``step``, or for a model that returns its own ``loss``.
         optimizer: the optimizer that will train ``model``, if already built.
+        step: your training step, ``step(model, batch) -> loss`` or ``(loss, outputs)``
+            (forward and loss; no ``backward``): the whole batch goes to it, so any batch
+            shape works. Example::
+
+                def train_step(model, batch):
+                    out = model(batch["input_ids"], mask=batch["attention_mask"])
+                    return F.cross_entropy(out.flatten(0, 1), batch["labels"].flatten())
+
+                torchdoctor.check(model, loader, optimizer=opt, step=train_step)
+
         device: where training sends the batches (``"cuda"``); default: the device of the
             model's parameters.
         select: rule codes or prefixes to report (``["TD2", "TD301"]``); default all.
@@ -95,7 +122,7 @@ def check(
     from torchdoctor.preflight.registry import registered_probes
 
     extra = user_probes(probes)
-    _validate(torch, model, loss_fn, optimizer)
+    _validate(torch, model, loss_fn, optimizer, step)
     from torchdoctor.preflight.memory_facts import memory_only_report, on_meta_device
 
     if forecast is not None and on_meta_device(model):
@@ -108,6 +135,7 @@ def check(
                 device=device,
                 selection=Selection.from_options(select, ignore),
                 seed=seed,
+                step=step,
             ),
             forecast,
         )
@@ -119,6 +147,7 @@ def check(
         device=device,
         selection=Selection.from_options(select, ignore),
         seed=seed,
+        step=step,
     )
     context.forecast_options = forecast
     from torchdoctor.preflight.budget import probe_timeout
@@ -131,7 +160,7 @@ def check(
     return report
 
 
-def _validate(torch: Any, model: Any, loss_fn: Any, optimizer: Any) -> None:
+def _validate(torch: Any, model: Any, loss_fn: Any, optimizer: Any, step: Any) -> None:
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     lazy = [
@@ -145,7 +174,14 @@ def _validate(torch: Any, model: Any, loss_fn: Any, optimizer: Any) -> None:
             "so its shape is not known yet; run one forward first (`model(inputs)`) to "
             "materialise it, as the first training step would, then check"
         )
-    if not callable(loss_fn):
+    if step is not None and not callable(step):
+        raise UsageError(f"step must be callable, got {type(step).__name__}")
+    if step is not None and loss_fn is not None:
+        raise UsageError(
+            "pass either step (which computes the loss) or loss_fn, not both; "
+            "a step calls its loss itself"
+        )
+    if loss_fn is not None and not callable(loss_fn):
         raise UsageError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise UsageError(

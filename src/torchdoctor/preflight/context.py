@@ -15,11 +15,19 @@ import functools
 from typing import Any
 
 from torchdoctor.errors import UsageError, UserCodeError
-from torchdoctor.preflight.batch import Batch, is_batch, iter_tensors, split_batch
+from torchdoctor.preflight.batch import (
+    Batch,
+    is_batch,
+    iter_tensors,
+    model_dtype,
+    move_to,
+    split_batch,
+)
 from torchdoctor.preflight.failures import call_user
 from torchdoctor.preflight.loading import LoaderState, replay_loader, replayable, shut_down
 from torchdoctor.preflight.losses import LossKind, LossSpec, recognise_loss
 from torchdoctor.preflight.passes import TrainPass, run_train_pass
+from torchdoctor.preflight.step import StepLoss, StepRunner, whole_batch_step
 from torchdoctor.preflight.tracing import display_name
 from torchdoctor.rules.selection import Selection
 
@@ -32,7 +40,10 @@ class CheckContext:
     Attributes:
         model: the user's ``nn.Module``.
         data: the batch or the loader, as given.
-        loss_fn: the user's loss callable, ``loss_fn(output, targets)``.
+        loss_fn: the user's loss callable, ``loss_fn(output, targets)``; with a step, a
+            :class:`~torchdoctor.preflight.step.StepLoss` that gives the step's loss.
+        runner: runs the user's ``step(model, batch)`` (or ``model(**batch)`` for a model
+            that computes its own loss), or ``None`` when batches are split.
         optimizer: the user's optimizer, or ``None``.
         selection: enabled rule codes; :meth:`enabled` asks it.
         seed: seed used before every forward the check runs, so runs are repeatable.
@@ -53,10 +64,14 @@ class CheckContext:
         device: Any | None = None,
         selection: Selection | None = None,
         seed: int = 0,
+        step: Any | None = None,
     ) -> None:
         self.model = model
         self.data = data
-        self.loss_fn = loss_fn
+        self.runner = (
+            StepRunner(step or whole_batch_step) if step is not None or loss_fn is None else None
+        )
+        self.loss_fn = StepLoss(self.runner) if self.runner is not None else loss_fn
         self.optimizer = optimizer
         self.selection = selection or Selection()
         self.seed = seed
@@ -159,10 +174,27 @@ class CheckContext:
         in place is put back as it was. Called by the engine."""
         self._end_pass()
 
+    def split(self, raw: Any) -> Batch:
+        """``raw`` split as every batch of this check is (see
+        :mod:`torchdoctor.preflight.batch`)."""
+        return split_batch(raw, self.loss_fn, self.runner)
+
     @functools.cached_property
     def batch_as_given(self) -> Batch:
-        """The first batch split into inputs and targets, on its own device."""
-        return split_batch(self.raw_batch)
+        """The first batch split into inputs and targets, on its own device (floating-point
+        inputs cast to a low- or double-precision model's dtype; a step's targets are those
+        its loss call received)."""
+        batch = self.split(self.raw_batch)
+        if self.runner is not None:
+            from torchdoctor.preflight.step import check_whole_batch, step_targets
+
+            check_whole_batch(self.runner, self.model, self.raw_batch)
+            return step_targets(self.model, batch, self.seed)
+        dtype = model_dtype(self.model)
+        if dtype is None:
+            return batch
+        cast = move_to(batch.inputs, None, dtype)
+        return Batch(cast, batch.targets, batch.style, batch.extra)
 
     @functools.cached_property
     def batch(self) -> Batch:

@@ -29,7 +29,8 @@ __all__ = [
     "summary_factory",
 ]
 
-_KEYS = ("model", "data", "loss_fn", "optimizer", "device")
+_KEYS = ("model", "data", "loss_fn", "optimizer", "device", "step")
+_REQUIRED = ("model", "data")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +39,10 @@ class CheckTarget:
 
     model: Any
     data: Any
-    loss_fn: Any
+    loss_fn: Any = None
     optimizer: Any = None
     device: Any = None
+    step: Any = None
 
     @classmethod
     def from_result(cls, made: Any, origin: str = "the factory") -> CheckTarget:
@@ -51,20 +53,21 @@ class CheckTarget:
         """
         if isinstance(made, dict):
             unknown = sorted(set(made) - set(_KEYS))
-            missing = [key for key in _KEYS[:3] if key not in made]
+            missing = [key for key in _REQUIRED if key not in made]
             if unknown or missing:
                 problems = [f"unknown keys {unknown}"] if unknown else []
                 problems += [f"missing keys {missing}"] if missing else []
                 raise UsageError(
                     f"{origin} returned a dict with {' and '.join(problems)}; expected keys "
-                    f"{', '.join(_KEYS[:3])} and optionally optimizer, device"
+                    "model, data and optionally loss_fn, optimizer, step, device"
                 )
             return cls(**made)
         if isinstance(made, (tuple, list)) and len(made) in (3, 4):
             return cls(*made)
         raise UsageError(
             f"{origin} returned {_describe(made)}; expected (model, data, loss_fn), "
-            "(model, data, loss_fn, optimizer) or a dict with those keys"
+            "(model, data, loss_fn, optimizer) or a dict with keys model, data and "
+            "optionally loss_fn, optimizer, step, device"
         )
 
     def check(
@@ -85,6 +88,7 @@ class CheckTarget:
             self.data,
             self.loss_fn,
             self.optimizer,
+            step=self.step,
             device=device if device is not None else self.device,
             select=select,
             ignore=ignore,
@@ -141,7 +145,7 @@ def summary_factory(target: str) -> Report:
         command="summary",
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
-    ctx = CheckContext(made.model, made.data, made.loss_fn, made.optimizer)
+    ctx = CheckContext(made.model, made.data, made.loss_fn, made.optimizer, step=made.step)
     report.facts.update(summarise(made.model, _probe_batch(ctx)).to_facts())
     report.facts["target"] = label
     return report

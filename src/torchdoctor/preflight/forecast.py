@@ -11,8 +11,12 @@ backward, temporaries and the batch, at the moment of the peak) and whether it f
 
 The largest batch size that fits is extrapolated linearly from the measured points
 (activations and temporaries grow with the batch, the rest does not), then measured
-again at that size and corrected, so the answer is a measured one. The usual remedies are
-measured the same way at the largest requested batch size.
+again at that size and corrected, so the answer is a measured one. The search stops at
+64 times the largest requested batch size: a step that still fits there is reported as
+fitting *at least* that batch (``largest_is_bound``), not as a measured limit. The usual
+remedies are measured the same way at the largest requested batch size, each against the
+peak of that same batch size measured just before it; a remedy that saves less than 1% of
+that peak is not shown.
 
 What "fits" means: the peak is at most the device's memory, less 5% for the allocator's
 fragmentation and, on CUDA, less 512 MiB for the CUDA context and library workspaces
@@ -44,6 +48,8 @@ __all__ = [
 _CUDA_CONTEXT = 512 * 2**20
 _FRAGMENTATION = 0.05
 _MAX_BATCH = 2**24
+_SEARCH_FACTOR = 64  # the largest batch searched, as a multiple of the largest asked
+_MIN_SAVING = 0.01  # a remedy saving less than this share of the peak is not shown
 _UNITS = {
     "": 1,
     "b": 1,
@@ -129,17 +135,27 @@ class ForecastPoint:
 
 @dataclass(frozen=True, slots=True)
 class Remedy:
-    """A change measured at the largest requested batch size."""
+    """A change measured at one batch size, against the peak of that batch size.
+
+    Attributes:
+        name: what to change.
+        batch_size: the (effective) batch size it was measured for.
+        peak_bytes: the step's peak with the change.
+        saving_bytes: the baseline's peak less ``peak_bytes`` (positive: it saves).
+        fits: whether the peak with the change fits (``None``: memory unknown).
+    """
 
     name: str
+    batch_size: int
     peak_bytes: int
     saving_bytes: int
     fits: bool | None
 
     def to_fact(self) -> dict[str, Any]:
-        """``{name, peak_bytes, saving_bytes, fits}``."""
+        """``{name, batch_size, peak_bytes, saving_bytes, fits}``."""
         return {
             "name": self.name,
+            "batch_size": self.batch_size,
             "peak_bytes": self.peak_bytes,
             "saving_bytes": self.saving_bytes,
             "fits": self.fits,
@@ -156,10 +172,14 @@ class Forecast:
         device_memory: the device memory compared against (``None``: unknown).
         usable_bytes: the part of it a step may use (see the module doc).
         largest_batch_size: the largest batch size measured to fit, or ``None``.
+        largest_is_bound: the step still fits at ``largest_batch_size``, the end of the
+            search (64 times the largest batch asked): larger ones may fit too.
         per_sample_bytes: the growth of the peak per sample (the fitted slope).
         top_modules: ``(module, bytes)`` with the most activation memory at the end of
-            the forward at the largest batch size.
-        remedies: the usual remedies, measured.
+            the forward at the largest batch size (the root shows as its class name).
+        remedies: the usual remedies that save memory, measured at ``remedy_batch_size``.
+        remedy_batch_size: the batch size the remedies are measured for (the largest
+            asked), and ``remedy_baseline_bytes`` its peak, which they are compared with.
         error: why the step could not be measured, or ``None``.
     """
 
@@ -172,6 +192,9 @@ class Forecast:
     top_modules: tuple[tuple[str, int], ...] = ()
     remedies: tuple[Remedy, ...] = field(default=())
     error: str | None = None
+    largest_is_bound: bool = False
+    remedy_batch_size: int | None = None
+    remedy_baseline_bytes: int | None = None
 
     def to_facts(self) -> dict[str, Any]:
         """``forecast`` (the points) and ``forecast_detail`` (everything else)."""
@@ -181,6 +204,7 @@ class Forecast:
             "device_memory": self.device_memory,
             "usable_bytes": self.usable_bytes,
             "largest_batch_size": self.largest_batch_size,
+            "largest_is_bound": self.largest_is_bound,
             "per_sample_bytes": (
                 None if self.per_sample_bytes is None else round(self.per_sample_bytes, 1)
             ),
@@ -188,6 +212,8 @@ class Forecast:
                 {"module": name, "activation_bytes": size} for name, size in self.top_modules
             ],
             "remedies": [remedy.to_fact() for remedy in self.remedies],
+            "remedy_batch_size": self.remedy_batch_size,
+            "remedy_baseline_bytes": self.remedy_baseline_bytes,
             "method": "fake tensors, live bytes by storage"
             + (", CUDA 512-byte blocks" if self.options.device == "cuda" else ""),
         }
@@ -264,7 +290,7 @@ class _Run:
         options: ForecastOptions,
         usable: int | None,
     ) -> None:
-        from torchdoctor.preflight.memory import LiveBytes, allocator_rounding
+        from torchdoctor.preflight.memory import LiveBytes, allocator_rounding, cpu_kernel_scratch
         from torchdoctor.preflight.memory_step import batch_size_of, fake_copy
 
         self.options, self.usable = options, usable
@@ -273,7 +299,8 @@ class _Run:
         if options.device == "cuda" and self.copy.optimizer is not None:
             _prefer_foreach(self.copy.optimizer)
         self.rounding = allocator_rounding(options.device)
-        self.tracker = LiveBytes(self.rounding)
+        self.scratch = cpu_kernel_scratch if options.device == "cpu" else None
+        self.tracker = LiveBytes(self.rounding, self.scratch)
         self.probe_size = batch_size_of(batch) or 1
         self.measured: dict[int, Any] = {}
 
@@ -324,67 +351,91 @@ class _Run:
             for size in sizes
         )
         largest = max(sizes)
-        slope, largest_fit = self.largest_fitting(largest)
         top = sorted(self.at(largest).module_activations.items(), key=lambda kv: -kv[1])[:5]
-        remedies = tuple(self.remedies(largest)) if self.options.remedies else ()
+        root = type(self.copy.model).__name__
+        top = [(name or root, size) for name, size in top]
+        # Remedies first, beside their baseline: the search below runs far larger steps.
+        base = self.at(largest).peak
+        remedies: tuple[Remedy, ...] = ()
+        if self.options.remedies:
+            base = self.step(largest).peak
+            remedies = tuple(
+                r for r in self.remedies(largest, base) if r.saving_bytes > base * _MIN_SAVING
+            )
+        slope, largest_fit = self.largest_fitting(largest)
+        bound = largest_fit is not None and largest_fit >= self.search_limit(largest)
         return Forecast(
-            self.options, points, memory, self.usable, largest_fit, slope, tuple(top), remedies
+            self.options,
+            points,
+            memory,
+            self.usable,
+            largest_fit,
+            slope,
+            tuple(top),
+            remedies,
+            largest_is_bound=bound,
+            remedy_batch_size=largest if self.options.remedies else None,
+            remedy_baseline_bytes=base if self.options.remedies else None,
         )
 
+    @staticmethod
+    def search_limit(largest: int) -> int:
+        """The largest batch size the search for the largest fitting one measures."""
+        return min(_MAX_BATCH, largest * _SEARCH_FACTOR)
+
     def largest_fitting(self, largest: int) -> tuple[float | None, int | None]:
-        """The fitted growth per sample, and the largest batch size measured to fit."""
+        """The fitted growth per sample, and the largest batch size measured to fit (at
+        most :meth:`search_limit`)."""
         if len(self.measured) < 2:
             self.at(largest * 2)
         first, second = sorted(self.measured)[-2:]
         slope = (self.at(second).peak - self.at(first).peak) / (second - first)
         if self.usable is None:
             return slope, None
+        limit = self.search_limit(largest)
         fitting = [size for size, step in self.measured.items() if step.peak <= self.usable]
         failing = [size for size, step in self.measured.items() if step.peak > self.usable]
         low = max(fitting, default=0)
-        high = min(failing, default=_MAX_BATCH + 1)
+        high = min(failing, default=limit + 1)
         for attempt in range(8):
             if high - low <= 1:
                 break
-            guess = self.guess(low, high, slope, bisect=attempt >= 4)
+            guess = self.guess(low, high, slope, bisect=attempt >= 4, limit=limit)
             if self.at(guess).peak <= self.usable:
                 low = guess
             else:
                 high = guess
-        return slope, (low or None)
+        return slope, (min(low, limit) or None)
 
-    def guess(self, low: int, high: int, slope: float, *, bisect: bool) -> int:
+    def guess(self, low: int, high: int, slope: float, *, bisect: bool, limit: int) -> int:
         """The next batch size to measure between ``low`` (fits, or 0) and ``high`` (does
         not fit): on the line through both when both are measured (the peak is linear
         in the batch size piece by piece), else along ``slope``; halfway when the line
         converges slowly."""
         assert self.usable is not None
-        if bisect and high <= _MAX_BATCH:
+        if bisect and high <= limit:
             return (low + high) // 2
         anchor = low or min(self.measured)
-        if high <= _MAX_BATCH and anchor != high:
+        if high <= limit and anchor != high:
             slope = (self.at(high).peak - self.at(anchor).peak) / (high - anchor)
         if slope > 0:
             predicted = anchor + int((self.usable - self.at(anchor).peak) / slope)
         else:
             predicted = high - 1
-        return max(low + 1, min(high - 1, predicted, _MAX_BATCH))
+        return max(low + 1, min(high - 1, predicted, limit))
 
-    def remedies(self, size: int) -> Iterator[Remedy]:
-        base = self.at(size).peak
+    def remedies(self, size: int, base: int) -> Iterator[Remedy]:
+        """Each remedy at batch size ``size`` (accumulation: the same effective batch),
+        with its saving against ``base``, the peak of ``size`` measured just before."""
 
         def remedy(name: str, peak: int) -> Remedy:
-            return Remedy(name, peak, base - peak, self.fits(peak))
+            return Remedy(name, size, peak, base - peak, self.fits(peak))
 
         if self.options.amp is None:
             yield remedy("autocast bf16", self.step(size, amp="bf16").peak)
         with _checkpointed(self.copy.model, self.at(size).module_activations) as blocks:
             if blocks:
                 yield remedy(f"activation checkpointing of {blocks}", self.step(size).peak)
-        yield remedy(
-            "zero_grad(set_to_none=False) instead of True (a cost when negative)",
-            self.step(size, keep_grads=True).peak,
-        )
         sgd = self.sgd_peak(size)
         if sgd is not None:
             yield remedy(
@@ -413,7 +464,7 @@ class _Run:
                 params, lr=0.01, momentum=0.9, foreach=self.options.device == "cuda"
             )
         copy = StepCopy(self.copy.model, sgd, self.copy.loss_fn, self.copy.mode, self.copy.batch)
-        tracker = LiveBytes(self.rounding)
+        tracker = LiveBytes(self.rounding, self.scratch)
         saved = dict(optimizer.state)
         optimizer.state.clear()  # the other optimizer's state is not alive with SGD
         try:

@@ -142,9 +142,13 @@ class ClassIndexOutOfRange(Exception):  # noqa: N818 - raised instead of running
 
 def _index_range(call: LossCall) -> tuple[int, int, int] | None:
     """``(min, max, classes)`` of class-index targets that fall out of range, else None."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
     scores, target = call.input, call.target
     if (
-        not call.spec.kind.classifies
+        isinstance(target, FakeTensor)  # a memory forecast's step: no values to read
+        or getattr(target, "is_meta", False)
+        or not call.spec.kind.classifies
         or not hasattr(target, "is_floating_point")
         or target.is_floating_point()
         or target.shape == scores.shape

@@ -28,7 +28,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CATEGORIES", "LiveBytes", "allocator_rounding", "storage_of"]
+__all__ = ["CATEGORIES", "LiveBytes", "allocator_rounding", "cpu_kernel_scratch", "storage_of"]
 
 CATEGORIES = ("parameters", "batch", "gradients", "optimizer_state", "activations", "temporaries")
 
@@ -43,6 +43,28 @@ def allocator_rounding(device_type: str) -> Callable[[int], int]:
     if device_type == "cuda":
         return lambda n: 0 if n == 0 else -(-n // _CUDA_BLOCK) * _CUDA_BLOCK
     return lambda n: n
+
+
+def cpu_kernel_scratch(func: Any, args: Any) -> int:
+    """Bytes a CPU kernel allocates for itself: the backward of a 2-d convolution unfolds
+    its input into columns (im2col), ``N x C_in/groups x kh x kw x H_out x W_out`` values;
+    a 1x1 convolution of stride 1 needs none."""
+    import torch
+
+    # convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
+    # dilation, transposed, output_padding, groups, output_mask)
+    if func is not torch.ops.aten.convolution_backward.default or len(args) < 10:
+        return 0
+    grad_out, inputs, weight = args[0], args[1], args[2]
+    stride, transposed, groups = args[4], args[7], args[9]
+    if transposed or weight.dim() != 4 or inputs.dim() != 4:
+        return 0
+    kernel = int(weight.shape[2]) * int(weight.shape[3])
+    if kernel == 1 and all(int(s) == 1 for s in stride):
+        return 0
+    per_group = int(inputs.shape[1]) // max(1, int(groups))
+    positions = int(grad_out.shape[2]) * int(grad_out.shape[3])
+    return int(inputs.shape[0]) * per_group * kernel * positions * int(inputs.element_size())
 
 
 def storage_of(tensor: Any) -> Any | None:
@@ -87,10 +109,17 @@ class LiveBytes:
     since the last :meth:`reset_peak`.
     """
 
-    def __init__(self, rounding: Callable[[int], int] | None = None) -> None:
+    def __init__(
+        self,
+        rounding: Callable[[int], int] | None = None,
+        scratch: Callable[[Any, Any], int] | None = None,
+    ) -> None:
         from torch.utils.weak import WeakIdKeyDictionary
 
         self._round = rounding or (lambda n: n)
+        # Bytes an op allocates inside its kernel and frees before returning (no tensor
+        # shows them): counted as a temporary on top of the live total while it runs.
+        self.scratch = scratch
         self._entries: Any = WeakIdKeyDictionary()
         self._counts = _Counts()
         self.module: str | None = None  # the module whose forward is running
@@ -154,6 +183,14 @@ class LiveBytes:
         if sign > 0 and counts.live > self.peak:
             self.peak = counts.live
             self.peak_breakdown = dict(counts.by_category)
+
+    def transient(self, size: int) -> None:
+        """An op holds ``size`` more bytes while it runs (kernel scratch): the peak
+        counts them on top of what is live, as temporaries."""
+        if size > 0 and self._counts.live + size > self.peak:
+            self.peak = self._counts.live + size
+            self.peak_breakdown = dict(self._counts.by_category)
+            self.peak_breakdown["temporaries"] += size
 
     def _free(self, entry: _Entry) -> None:
         if entry.alive:
@@ -224,6 +261,8 @@ def _dispatch_class() -> Any:
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
+            if self._tracker.scratch is not None:
+                self._tracker.transient(self._tracker.scratch(func, args))
             out = func(*args, **(kwargs or {}))
             for tensor in _tensors(out):
                 self._tracker.track(tensor, "temporaries", recategorise=False)

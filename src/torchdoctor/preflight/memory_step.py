@@ -110,7 +110,7 @@ def resize_batch(batch: Batch, size: int, mode: Any | None) -> Batch:
             return type(value)(resize(item) for item in value)
         return value
 
-    return Batch(resize(batch.inputs), resize(batch.targets), batch.style)
+    return batch.mapped(resize)
 
 
 def _fake_like(mode: Any, tensor: Any) -> Any:
@@ -145,7 +145,7 @@ def _fake_batch(mode: Any, batch: Batch) -> Batch:
             return type(value)(fake(item) for item in value)
         return value
 
-    return Batch(fake(batch.inputs), fake(batch.targets), batch.style)
+    return batch.mapped(fake)
 
 
 def _loss_owner(loss_fn: Any) -> Any | None:
@@ -289,7 +289,7 @@ def measure_step(
         copy.model.train()
         with _grad_hooks(copy, tracker), _translate_fake_errors(), tracker.active(copy.model):
             with autocast if autocast is not None else contextlib.nullcontext():
-                loss = reduce_loss(copy.loss_fn(batch.call(copy.model), batch.targets))
+                loss = reduce_loss(batch.loss(copy.loss_fn, batch.call(copy.model)))
             activations = tracker.module_activations()
             if loss.requires_grad:
                 loss.backward()

@@ -63,7 +63,7 @@ def loss_input_location(ctx: CheckContext, module: str | None) -> Location:
             warnings.simplefilter("ignore")
             with torch.autograd.detect_anomaly(check_nan=False), LossRecorder() as recorder:
                 output = ctx.forward(ctx.model)
-                ctx.loss_fn(output, ctx.batch.targets)
+                ctx.batch.loss(ctx.loss_fn, output)
     except Exception:  # noqa: BLE001 - only a better location is at stake
         return fallback
     scores = recorder.call.input if recorder.call is not None else output
@@ -166,7 +166,7 @@ def non_finite_loss_op(ctx: CheckContext) -> tuple[str, Location] | None:
         with torch.no_grad():
             output = ctx.forward(ctx.model, grad=False)
             with LossRecorder(), _non_finite_mode(found):
-                ctx.loss_fn(output, ctx.batch.targets)
+                ctx.batch.loss(ctx.loss_fn, output)
     except Exception:  # noqa: BLE001 - only a better location is at stake
         return None
     return found[0] if found else None

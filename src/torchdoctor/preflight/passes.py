@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from torchdoctor.errors import UsageError
 from torchdoctor.preflight.explain import forward_failure, loss_failure
 from torchdoctor.preflight.failures import SharedWorkFailed, user_code_error
-from torchdoctor.preflight.losses import LossCall, LossRecorder
+from torchdoctor.preflight.losses import ClassIndexOutOfRange, LossCall, LossRecorder
 from torchdoctor.preflight.tracing import ForwardTrace
 from torchdoctor.preflight.training import is_loss_value, unpack_loss
 
@@ -172,14 +172,48 @@ def _forward(ctx: PassContext, trace: ForwardTrace) -> Any:
     try:
         with torch.enable_grad(), trace:
             return ctx.batch.call(ctx.model)
+    except UsageError:
+        raise
     except Exception as error:  # noqa: BLE001 - the user's forward
         module = trace.current_module
-        explained = forward_failure(ctx, error, module)
+        _refuse_unbindable(ctx, error)
+        explained = (
+            loss_failure(ctx, error, error.call)  # raised by a step's loss call
+            if isinstance(error, ClassIndexOutOfRange)
+            else forward_failure(ctx, error, module)
+        )
         if explained is not None:
             raise SharedWorkFailed(explained) from error
         raise user_code_error(
             "the model's forward", error, ctx.name(module) if module is not None else None
         ) from error
+
+
+def _refuse_unbindable(ctx: PassContext, error: BaseException) -> None:
+    """A ``forward`` that cannot take the inputs as the batch was split (an unexpected
+    keyword, a missing argument) fails when Python binds the call, inside torch's module
+    call: say how the batch was split and which ``step=`` to pass, not "forward raised".
+
+    Raises:
+        UsageError: in that case.
+    """
+    from torchdoctor.preflight.batch import CallStyle
+    from torchdoctor.preflight.step import describe_batch, step_hint
+
+    batch = ctx.batch
+    if not isinstance(error, TypeError) or batch.style is CallStyle.STEP:
+        return
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = tb.tb_frame.f_code.co_filename.replace("\\", "/") if tb is not None else ""
+    if not where.endswith("torch/nn/modules/module.py"):
+        return  # raised inside the user's forward, not when binding its arguments
+    raise UsageError(
+        f"`{ctx.name('')}.forward` cannot take the batch as check splits it "
+        f"({batch.style.value} with inputs {describe_batch(batch.inputs)}): {error}; "
+        f"{step_hint()}"
+    ) from None
 
 
 def _loss(ctx: PassContext, output: Any) -> tuple[Any, BaseException | None, LossCall | None]:
@@ -188,7 +222,7 @@ def _loss(ctx: PassContext, output: Any) -> tuple[Any, BaseException | None, Los
     recorder = LossRecorder()
     try:
         with torch.enable_grad(), recorder:
-            loss = ctx.loss_fn(output, ctx.batch.targets)
+            loss = ctx.batch.loss(ctx.loss_fn, output)
     except Exception as error:  # noqa: BLE001 - the user's loss
         explained = loss_failure(ctx, error, recorder.call)
         failure: BaseException = (

@@ -201,7 +201,8 @@ def find_stray_tensor(ctx: CheckContext) -> StrayTensor | None:
         inputs = move_to(ctx.batch_as_given.inputs, "meta")
     except Exception:  # noqa: BLE001 - uncopyable models cannot be simulated
         return None
-    batch = type(ctx.batch_as_given)(inputs, None, ctx.batch_as_given.style)
+    given = ctx.batch_as_given
+    batch = type(given)(inputs, None, given.style, runner=given.runner)
     trace = ForwardTrace(model)
     model.train()
     try:

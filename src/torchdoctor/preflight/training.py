@@ -221,7 +221,7 @@ def train_step(training: TrainingCopy, batch: Batch, seed: int | None) -> float:
             optimizer.zero_grad(set_to_none=True)
         with torch.enable_grad():
             output = call_user("the model's forward", batch.call, model)
-            loss = call_user("the loss function", training.loss_fn, output, batch.targets)
+            loss = call_user("the loss function", batch.loss, training.loss_fn, output)
             scalar = reduce_loss(loss)
             if scalar.requires_grad:
                 scalar.backward()
@@ -250,5 +250,5 @@ def forward_loss(training: TrainingCopy, batch: Batch) -> float:
     training.model.train()
     with torch.no_grad():
         output = call_user("the model's forward", batch.call, training.model)
-        loss = call_user("the loss function", training.loss_fn, output, batch.targets)
+        loss = call_user("the loss function", batch.loss, training.loss_fn, output)
     return float(reduce_loss(loss).detach())

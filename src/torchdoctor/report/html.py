@@ -153,7 +153,7 @@ def render_html(report: Report, options: RenderOptions) -> str:
             figures=plots,
             marked=any('class="marker"' in plot.svg for plot in plots),
             groups=[g for g in groups if g[2]],
-            docs=_docs(sorted({f.code for f in findings})),
+            docs=_docs(sorted({f.code for f in findings}), findings),
         )
     )
 
@@ -232,6 +232,8 @@ def _fact_text(value: Any) -> str:
         return _number(value)
     if isinstance(value, str):
         text = value
+    elif _readable(value) is not None:
+        text = str(_readable(value))
     else:
         try:
             text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
@@ -240,6 +242,26 @@ def _fact_text(value: Any) -> str:
     if len(text) > _FACT_TEXT_LIMIT:
         text = text[: _FACT_TEXT_LIMIT - 1] + "…"
     return text
+
+
+def _milder(severity: Severity, default: Severity) -> str:
+    order = (Severity.INFO, Severity.WARNING, Severity.ERROR)
+    return "milder" if order.index(severity) < order.index(default) else "graver"
+
+
+def _readable(value: Any) -> str | None:
+    """A fact as a person reads it: a long list of numbers as its count and range, a
+    dict of such lists (``series_steps``) one entry per key; ``None``: print it as is."""
+    if isinstance(value, list) and len(value) > 8 and _numbers(value):
+        return f"{len(value)} values, {_number(min(value))} to {_number(max(value))}"
+    if isinstance(value, Mapping) and value and all(isinstance(v, list) for v in value.values()):
+        parts = [f"{key}: {_readable(item) or _fact_text(item)}" for key, item in value.items()]
+        return "; ".join(parts)
+    return None
+
+
+def _numbers(values: list[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
 def _number(value: float) -> str:
@@ -390,16 +412,10 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _forecast_notes(detail: Mapping[str, Any]) -> tuple[str, ...]:
-    notes = []
-    largest = _int(detail.get("largest_batch_size"))
-    per_sample = detail.get("per_sample_bytes")
-    if largest is not None:
-        notes.append(
-            f"Largest batch size that fits: {largest} (measured; {_bytes(per_sample)} per sample)."
-        )
-    elif _int(per_sample) is not None:
-        notes.append(f"{_bytes(per_sample)} per sample.")
-    return tuple(notes)
+    from torchdoctor.report.memory_text import largest_fit_line
+
+    line = largest_fit_line(detail)
+    return (line[0].upper() + line[1:] + ".",) if line else ()
 
 
 def _top_modules(value: Any) -> tuple[tuple[str, str], ...]:
@@ -480,9 +496,36 @@ def _frame(finding: Finding) -> tuple[tuple[_Frame, ...], str]:
     return frame, caret
 
 
-def _docs(codes: list[str]) -> list[tuple[str, str, Any]]:
-    """(code, name, rendered doc) for each code present, in code order."""
-    return [_doc(code) for code in codes]
+def _docs(codes: list[str], findings: list[Finding]) -> list[tuple[str, str, Any]]:
+    """(code, name, rendered doc) for each code present, in code order; a finding
+    reported at another severity than its rule's default says why, above the doc."""
+    docs = []
+    for code in codes:
+        code, name, body = _doc(code)
+        note = _severity_note(rule_for(code), [f for f in findings if f.code == code])
+        docs.append((code, name, note + body))
+    return docs
+
+
+def _severity_note(rule: Rule | None, findings: list[Finding]) -> Any:
+    from markupsafe import Markup, escape
+
+    if rule is None:
+        return Markup("")
+    notes = []
+    for severity in sorted({f.severity for f in findings} - {rule.severity}, key=str):
+        low = [f for f in findings if f.severity is severity and f.confidence.value != "high"]
+        why = (
+            f"the evidence is not conclusive (confidence {low[0].confidence.value})"
+            if low
+            else f"the detector judged this case {_milder(severity, rule.severity)} than the "
+            "rule's usual one; its message says what it saw"
+        )
+        notes.append(
+            f"Reported here as <strong>{escape(severity.value)}</strong>, not the rule's "
+            f"default {escape(rule.severity.value)}, because {escape(why)}."
+        )
+    return Markup("".join(f'<p class="severity-note">{note}</p>' for note in notes))
 
 
 def _doc(code: str) -> tuple[str, str, Any]:

@@ -135,26 +135,19 @@ def forecast_lines(facts: Mapping[str, Any]) -> list[Text]:
 
 
 def _forecast_notes(detail: Mapping[str, Any]) -> list[Text]:
-    lines = []
-    per_sample = detail.get("per_sample_bytes")
-    if detail.get("largest_batch_size") is not None:
-        lines.append(
-            Text(
-                f"  largest batch size that fits: {detail['largest_batch_size']} "
-                f"(measured; {format_bytes(per_sample)} per sample)"
-            )
-        )
-    elif per_sample is not None:
-        lines.append(Text(f"  {format_bytes(per_sample)} per sample"))
+    lines = [Text(f"  {largest_fit_line(detail)}")] if largest_fit_line(detail) else []
     top = detail.get("top_modules") or []
     if top:
         lines.append(Text("  most activation memory (end of the forward, largest batch):"))
         lines += [
-            Text(f"    {item['module']}: {format_bytes(item['activation_bytes'])}") for item in top
+            Text(f"    {item['module'] or '(model)'}: {format_bytes(item['activation_bytes'])}")
+            for item in top
         ]
     remedies = detail.get("remedies") or []
     if remedies:
-        lines.append(Text("  remedies at the largest batch size (measured the same way):"))
+        size, base = detail.get("remedy_batch_size"), detail.get("remedy_baseline_bytes")
+        against = f"batch {size}, peak {format_bytes(base)}" if size else "the largest batch"
+        lines.append(Text(f"  remedies at {against} (each measured the same way):"))
         for remedy in remedies:
             saving = remedy["saving_bytes"]
             verb = "saves" if saving >= 0 else "costs"
@@ -166,6 +159,22 @@ def _forecast_notes(detail: Mapping[str, Any]) -> list[Text]:
             )
     lines.append(Text(f"  method: {detail.get('method')}", style="dim"))
     return lines
+
+
+def largest_fit_line(detail: Mapping[str, Any]) -> str:
+    """The largest batch that fits, as what it is: a measured limit, or the end of the
+    search at which the step still fits (larger ones were not tried)."""
+    per_sample = detail.get("per_sample_bytes")
+    largest = detail.get("largest_batch_size")
+    growth = f"{format_bytes(per_sample)} per sample" if per_sample is not None else ""
+    if largest is None:
+        return growth
+    if detail.get("largest_is_bound"):
+        return (
+            f"fits at batch size {largest} and perhaps beyond (the search stops at 64x the "
+            f"largest batch asked; {growth})"
+        )
+    return f"largest batch size that fits: {largest} (measured; {growth})"
 
 
 def skipped_lines(facts: Mapping[str, Any]) -> list[Text]:

@@ -127,4 +127,6 @@ def _summary(report: Report) -> Text:
         f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}",
         f"{counts['info']} info",
     ]
-    return Text(", ".join(words) + ".", style="bold")
+    watched = report.facts.get("watched")  # a run always says what it watched
+    seen = f" ({watched})" if isinstance(watched, str) else ""
+    return Text(", ".join(words) + seen + ".", style="bold")

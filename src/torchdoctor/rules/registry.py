@@ -180,6 +180,8 @@ _TABLE: tuple[Rule, ...] = (
        "A tensor's .to()/.cuda()/.detach()/.float() result is thrown away"),
     _r("TD225", "grad-mode-call-without-with", E, (LINT,),
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
+    _r("TD226", "output-layer-frozen-at-init", E, (CHECK,),
+       "The layer that computes the loss's input is frozen at its random initialisation"),
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK),
        "Probabilities (softmax output) are fed to a loss that applies log_softmax itself"),
@@ -227,7 +229,7 @@ _TABLE: tuple[Rule, ...] = (
     # 5xx: train/eval mode
     _r("TD501", "eval-in-train-mode", E, (LINT, RUN),
        "Evaluation runs with dropout/BatchNorm in training mode (no model.eval())"),
-    _r("TD502", "train-in-eval-mode", E, (LINT, RUN),
+    _r("TD502", "train-in-eval-mode", E, (LINT, CHECK, RUN),
        "Training steps run with the model left in eval mode"),
     _r("TD503", "batchnorm-batch-of-one", E, (CHECK,),
        "BatchNorm in training mode receives a batch of one example"),

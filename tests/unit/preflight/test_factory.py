@@ -103,8 +103,10 @@ def test_result_shapes() -> None:
     assert CheckTarget.from_result([model, "d", "l", "o"]).optimizer == "o"
     with pytest.raises(UsageError, match="unknown keys \\['lr'\\]"):
         CheckTarget.from_result({"model": model, "data": 1, "loss_fn": 2, "lr": 3})
-    with pytest.raises(UsageError, match="missing keys \\['loss_fn'\\]"):
-        CheckTarget.from_result({"model": model, "data": 1})
+    with pytest.raises(UsageError, match="missing keys \\['data'\\]"):
+        CheckTarget.from_result({"model": model, "loss_fn": 2})
+    # a step computes the loss, so a dict without loss_fn is whole
+    assert CheckTarget.from_result({"model": model, "data": 1, "step": len}).loss_fn is None
     with pytest.raises(UsageError, match="a tuple of 2 items"):
         CheckTarget.from_result((model, 1))
 

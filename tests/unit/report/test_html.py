@@ -408,3 +408,30 @@ def test_a_watched_run_records_the_curves_the_page_plots() -> None:
         "Memory (MiB)",
         "Step time (ms)",
     ]
+
+
+def test_facts_read_as_a_person_reads_them_not_as_raw_arrays() -> None:
+    report = Report(command="run")
+    report.facts["series_steps"] = {"loss": list(range(0, 600, 5)), "lr": [0, 50, 100]}
+    page = render(report, "html")
+    assert "loss: 120 values, 0 to 595; lr: [0, 50, 100]" in page
+    assert "[0, 5, 10, 15" not in page
+
+
+def test_a_finding_at_another_severity_than_its_rule_says_why_beside_the_doc() -> None:
+    from torchdoctor.findings import Confidence
+
+    report = Report(command="run")
+    report.add(
+        finding(
+            "TD201",
+            "grads may grow",
+            Location(path="train.py", line=3),
+            Depth.RUN,
+            severity=Severity.INFO,
+            confidence=Confidence.LOW,
+        )
+    )
+    page = render(report, "html")
+    assert "Reported here as <strong>info</strong>, not the rule's default error" in page
+    assert "not conclusive (confidence low)" in page

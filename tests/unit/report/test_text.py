@@ -45,3 +45,11 @@ def test_concise_is_one_line_per_finding() -> None:
     report.add(finding("TD208", "no grad", Location(object="fc.bias"), Depth.CHECK))
     lines = render(report, "concise").splitlines()
     assert lines == ["t.py:9:9: TD201 grads pile up", "fc.bias: TD208 no grad"]
+
+
+def test_a_run_with_findings_still_says_what_it_watched() -> None:
+    report = Report(command="run")
+    report.facts["watched"] = "12 backward passes and 12 optimizer steps watched"
+    report.add(finding("TD201", "grads grew", Location(path="train.py", line=3), Depth.RUN))
+    text = render(report, "text", RenderOptions(width=120))
+    assert "(12 backward passes and 12 optimizer steps watched)." in text

@@ -136,3 +136,18 @@ def test_a_library_call_site_gives_no_path_only_the_object() -> None:
     found = user.location(object="loss")
     assert (found.path, found.line, found.object) == (str(DEMO_SCRIPT), 3, "loss")
     assert found.snippet
+
+
+def test_a_place_is_named_as_the_user_would_type_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchdoctor.runtime.exceptions.frames import FrameRef
+
+    work, elsewhere = tmp_path / "project" / "runs", tmp_path / "drivers"
+    work.mkdir(parents=True)
+    elsewhere.mkdir()
+    monkeypatch.chdir(work)
+    inside = FrameRef(path=str(work / "src" / "train.py"), line=3, function="main")
+    outside = FrameRef(path=str(elsewhere / "train.py"), line=35, function="main")
+    assert inside.where == "src/train.py:3"
+    assert outside.where == f"{elsewhere / 'train.py'}:35"  # not ../../drivers/train.py

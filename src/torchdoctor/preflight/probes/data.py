@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from torchdoctor.findings import Depth, Finding, Location
-from torchdoctor.preflight.batch import iter_tensors, split_batch
+from torchdoctor.preflight.batch import iter_tensors
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
@@ -160,8 +160,10 @@ def class_index_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
     )
 
 
-def _targets_of(raw: Any) -> Any:
-    return split_batch(raw).targets
+def _targets_of(ctx: CheckContext, raw: Any) -> Any:
+    if ctx.runner is not None:  # a step's targets are known for the first batch only
+        return ctx.batch_as_given.targets if raw is ctx.raw_batch else None
+    return ctx.split(raw).targets
 
 
 def _labels_seen(ctx: CheckContext, needed: int) -> tuple[set[int], int, int]:
@@ -171,7 +173,7 @@ def _labels_seen(ctx: CheckContext, needed: int) -> tuple[set[int], int, int]:
     labels: set[int] = set()
     examples = batches = 0
     for raw in ctx.peek_batches(4):
-        target = _targets_of(raw)
+        target = _targets_of(ctx, raw)
         if not isinstance(target, torch.Tensor) or target.is_floating_point():
             return set(), 0, 0
         target = target[target != ctx.loss_spec.ignore_index]

@@ -216,7 +216,7 @@ def _broadcasts_inside(ctx: CheckContext, output: Any, target: Any) -> bool:
     seen: list[str] = []
     try:
         with torch.no_grad(), _broadcast_mode((tuple(output.shape), tuple(target.shape)), seen):
-            ctx.loss_fn(output, target)
+            ctx.loss_fn(output, target, *ctx.batch.extra)
     except Exception:  # noqa: BLE001 - the shared pass already reported a failing loss
         return False
     return bool(seen)

@@ -132,10 +132,16 @@ class ModuleRef:
 
 
 def _short(path: str) -> str:
+    """``path`` as the user would type it: relative to the current directory when it is
+    under it, else absolute (never ``../../../drivers/train.py``)."""
+    absolute = os.path.abspath(path)
     try:
-        return os.path.relpath(path)
+        relative = os.path.relpath(absolute)
     except ValueError:  # another drive on Windows
-        return path
+        return absolute
+    return (
+        absolute if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+    )
 
 
 def frames_of_traceback(tb: TracebackType | None) -> list[FrameRef]:
