@@ -94,9 +94,12 @@ class ForecastDetail(TypedDict, total=False):
     device_memory: int | None
     usable_bytes: int | None
     largest_batch_size: int | None
+    largest_is_bound: bool  # still fits at largest_batch_size: "at least", not a limit
     per_sample_bytes: float | None
     top_modules: list[dict[str, Any]]
     remedies: list[dict[str, Any]]
+    remedy_batch_size: int | None  # the batch size every remedy was measured at
+    remedy_baseline_bytes: int | None  # that batch size's own peak, what remedies save from
     method: str
     error: str
 

@@ -42,6 +42,7 @@ __all__ = [
     "model_dtype",
     "move_to",
     "split_batch",
+    "step_targets",
 ]
 
 TARGET_KEYS = ("targets", "target", "labels", "label", "y")
@@ -224,3 +225,31 @@ def iter_tensors(value: Any, name: str) -> Iterator[tuple[str, Any]]:
     elif isinstance(value, (tuple, list)):
         for index, item in enumerate(value):
             yield from iter_tensors(item, f"{name}[{index}]")
+
+
+def step_targets(model: Any, batch: Batch, seed: int) -> Batch:
+    """``batch`` (a step's) with the targets its loss call receives, found by running
+    the step once in eval mode without gradients (modes and RNGs are put back); the
+    targets stay ``None`` when no known loss functional ran or the step failed (the
+    training pass reports that failure)."""
+    import torch
+
+    modes = [(module, module.training) for module in model.modules()]
+    runner = batch.runner
+    assert runner is not None, "a step's batch"
+    targets = None
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(seed)
+            model.eval()
+            runner.run(model, batch.inputs)
+            call = runner.last.call if runner.last is not None else None
+            if call is not None and any(True for _ in iter_tensors(call.target, "t")):
+                targets = call.target
+    except Exception:  # noqa: BLE001 - the training pass runs the step again and reports
+        targets = None
+    finally:
+        runner.last = None
+        for module, training in modes:
+            module.training = training
+    return Batch(batch.inputs, targets, batch.style, runner=runner)

@@ -186,7 +186,8 @@ class CheckContext:
         its loss call received)."""
         batch = self.split(self.raw_batch)
         if self.runner is not None:
-            from torchdoctor.preflight.step import check_whole_batch, step_targets
+            from torchdoctor.preflight.batch import step_targets
+            from torchdoctor.preflight.step import check_whole_batch
 
             check_whole_batch(self.runner, self.model, self.raw_batch)
             return step_targets(self.model, batch, self.seed)

@@ -16,8 +16,9 @@ from torchdoctor.errors import UsageError
 from torchdoctor.preflight.explain import forward_failure, loss_failure
 from torchdoctor.preflight.failures import SharedWorkFailed, user_code_error
 from torchdoctor.preflight.losses import ClassIndexOutOfRange, LossCall, LossRecorder
+from torchdoctor.preflight.step import is_loss_value
 from torchdoctor.preflight.tracing import ForwardTrace
-from torchdoctor.preflight.training import is_loss_value, unpack_loss
+from torchdoctor.preflight.training import unpack_loss
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.protocols import PassContext

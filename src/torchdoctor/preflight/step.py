@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchdoctor.errors import UsageError
 from torchdoctor.preflight.losses import LossCall, LossRecorder
 
-if TYPE_CHECKING:
-    from torchdoctor.preflight.batch import Batch
-
 __all__ = [
     "StepLoss",
     "check_whole_batch",
-    "step_targets",
+    "is_loss_value",
     "StepRunner",
     "describe_batch",
     "step_hint",
@@ -75,8 +72,6 @@ class StepRunner:
 
 def split_result(result: Any) -> tuple[Any, Any]:
     """``(loss, outputs)`` from what a step returned (``outputs`` may be ``None``)."""
-    from torchdoctor.preflight.training import is_loss_value
-
     if is_loss_value(result):
         return result, None
     if isinstance(result, (tuple, list)) and result and is_loss_value(result[0]):
@@ -120,36 +115,6 @@ def _call_again(call: LossCall, scores: Any) -> Any:
 
     function = getattr(F, call.spec.name.removeprefix("F."))
     return function(scores, call.target, **call.options)
-
-
-def step_targets(model: Any, batch: Batch, seed: int) -> Batch:
-    """``batch`` (a step's) with the targets its loss call receives, found by running
-    the step once in eval mode without gradients (modes and RNGs are put back); the
-    targets stay ``None`` when no known loss functional ran or the step failed (the
-    training pass reports that failure)."""
-    import torch
-
-    from torchdoctor.preflight.batch import Batch, iter_tensors  # noqa: F811 - at run time
-
-    modes = [(module, module.training) for module in model.modules()]
-    runner = batch.runner
-    assert runner is not None, "a step's batch"
-    targets = None
-    try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            torch.manual_seed(seed)
-            model.eval()
-            runner.run(model, batch.inputs)
-            call = runner.last.call if runner.last is not None else None
-            if call is not None and any(True for _ in iter_tensors(call.target, "t")):
-                targets = call.target
-    except Exception:  # noqa: BLE001 - the training pass runs the step again and reports
-        targets = None
-    finally:
-        runner.last = None
-        for module, training in modes:
-            module.training = training
-    return Batch(batch.inputs, targets, batch.style, runner=runner)
 
 
 def check_whole_batch(runner: StepRunner, model: Any, raw: Any) -> None:
@@ -215,3 +180,13 @@ def step_hint() -> str:
         "step=train_step)` with `def train_step(model, batch): ...; return loss` (or "
         "`(loss, outputs)`); a factory returns it under the key `step`"
     )
+
+
+def is_loss_value(value: Any) -> bool:
+    """A tensor, or a plain number: a loss returned as ``loss.item()`` trains nothing,
+    which the probes report instead of stopping the check."""
+    import numbers
+
+    import torch
+
+    return isinstance(value, (torch.Tensor, numbers.Real)) and not isinstance(value, bool)

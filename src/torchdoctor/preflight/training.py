@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.preflight.failures import call_user
+from torchdoctor.preflight.step import is_loss_value
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.batch import Batch
@@ -36,7 +37,6 @@ __all__ = [
     "deep_copy",
     "forward_loss",
     "is_finite",
-    "is_loss_value",
     "reduce_loss",
     "train_step",
     "unpack_loss",
@@ -173,16 +173,6 @@ def unpack_loss(value: Any) -> Any:
     if isinstance(value, (tuple, list)) and value and is_loss_value(value[0]):
         return value[0]
     return value
-
-
-def is_loss_value(value: Any) -> bool:
-    """A tensor, or a plain number: a loss returned as ``loss.item()`` trains nothing,
-    which the probes report instead of stopping the check."""
-    import numbers
-
-    import torch
-
-    return isinstance(value, (torch.Tensor, numbers.Real)) and not isinstance(value, bool)
 
 
 def is_finite(value: float) -> bool:
