@@ -144,13 +144,16 @@ class LossDynamics(RuntimeDetector):
         lows = _window_quantiles(curve.values, width, DIVERGE_QUANTILE)
         best_index = min(range(len(lows)), key=lows.__getitem__)
         first, best, last = lows[0], lows[best_index], lows[-1]
-        rising = len(lows) >= 3 and lows[-3] < lows[-2] < lows[-1]
+        rising = len(lows) >= 3 and lows[-2] < lows[-1]
         start = best_index * width + len(curve.values) % width
         after = curve.values[start + width :]
         if not (
             rising
             and best_index < len(lows) - 2
             and last - best > max(abs(best), first - best)
+            # Above where it started for two windows, or far above it in the last one:
+            # a low tail back at its first level is a noisy plateau, not a divergence.
+            and (lows[-2] > first or last > 2 * abs(first))
             and len(after) >= 2 * width
             and spearman(after) > 3 / math.sqrt(len(after) - 1)  # a trend, not a jump
         ):
