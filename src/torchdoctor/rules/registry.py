@@ -179,15 +179,15 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD225", "grad-mode-call-without-with", E, (LINT,),
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
     # 3xx: loss
-    _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK),
+    _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK, RUN),
        "Probabilities (softmax output) are fed to a loss that applies log_softmax itself"),
     _r("TD302", "log-softmax-before-cross-entropy", INFO, (LINT, CHECK),
        "log_softmax output is fed to CrossEntropyLoss, which applies log_softmax again"),
-    _r("TD303", "sigmoid-before-bce-with-logits", E, (LINT, CHECK),
+    _r("TD303", "sigmoid-before-bce-with-logits", E, (LINT, CHECK, RUN),
        "sigmoid output is fed to BCEWithLogitsLoss, which applies sigmoid itself"),
     _r("TD304", "bce-after-sigmoid", W, (LINT,),
        "sigmoid followed by BCELoss: numerically unstable, use BCEWithLogitsLoss"),
-    _r("TD305", "nll-loss-without-log-softmax", E, (LINT, CHECK),
+    _r("TD305", "nll-loss-without-log-softmax", E, (LINT, CHECK, RUN),
        "NLLLoss receives raw scores instead of log-probabilities"),
     _r("TD306", "loss-target-broadcast", E, (CHECK, RUN),
        "Output and target shapes differ and the loss silently broadcasts them"),
@@ -195,6 +195,9 @@ _TABLE: tuple[Rule, ...] = (
        "The loss of the fresh model is far from what an untrained model should give"),
     _r("TD308", "single-logit-cross-entropy", E, (CHECK, RUN),
        "Cross-entropy over a single class: the loss is constant and gradients are zero"),
+    _r("TD309", "loss-arguments-out-of-domain", E, (RUN,),
+       "A loss receives targets or weights outside its domain (BCE targets outside [0, 1], "
+       "negative class weights or pos_weight)"),
     # 4xx: data
     _r("TD401", "non-finite-inputs", E, (CHECK,),
        "The batch contains NaN or Inf"),
