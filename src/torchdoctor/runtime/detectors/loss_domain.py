@@ -15,7 +15,7 @@ arguments (the calls are found in the loss's graph, :mod:`.loss_nodes`):
   a negative value names the domain it left (TD305 for log-probabilities, TD309 for
   targets).
 
-Cost: a graph walk of at most 32 nodes and a few reductions over at most 64 rows, on the
+Cost: a graph walk of at most 32 nodes and a few reductions over at most 4096 values, on the
 first 8 backward passes of each place and then one in 50; the numbers are read back
 without a synchronisation (:meth:`MonitorView.defer`).
 """
@@ -47,7 +47,7 @@ __all__ = ["LossDomain"]
 
 CHECKS_FIRST = 8  # backward passes of each place checked from the start
 CHECK_EVERY = 50  # then one in this many
-ROWS = 64  # rows of an argument read per check
+VALUES = 4096  # values of an argument read per check (its first ones)
 LOG_PROB_SLACK = 1e-2  # a log-probability above this is not one (rounding aside)
 PROBABILITY_SLACK = 1e-3
 SIGMOID_CALLS = 3  # calls whose logits all lie in [0, 1] before they are called probabilities
@@ -139,8 +139,8 @@ class LossDomain(RuntimeDetector):
             return
         if dim >= 2**63:  # a negative dim, saved as an unsigned 64-bit integer
             dim -= 2**64
-        rows = probabilities if dim % max(1, probabilities.dim()) == 0 else _rows(probabilities)
-        sums = (rows.float().sum(dim) - 1).abs().max()
+        rows = _whole_rows(probabilities, dim).float()
+        sums = (rows.sum(-1) - 1).abs().max()
         self._read([rows.min().float(), rows.max().float(), sums], self._softmax_read, site)
 
     def _judge_logits(self, call: LossCall, site: CallSite) -> None:
@@ -320,8 +320,13 @@ def _floating(tensor: Any) -> bool:
 
 
 def _rows(tensor: Any) -> Any:
-    """The first rows of a tensor (all of a 0-d or 1-D one), detached."""
-    tensor = tensor.detach()
-    if tensor.dim() >= 2:
-        return tensor[:ROWS]
-    return tensor[: ROWS * 64] if tensor.dim() == 1 else tensor
+    """The first :data:`VALUES` values of a tensor, detached and flattened."""
+    return tensor.detach().reshape(-1)[:VALUES]
+
+
+def _whole_rows(tensor: Any, dim: int) -> Any:
+    """The first rows of ``tensor`` along ``dim`` (each row whole), about :data:`VALUES`
+    values in all, at least one row."""
+    tensor = tensor.detach().movedim(dim, -1)
+    length = max(1, tensor.shape[-1])
+    return tensor.reshape(-1, length)[: max(1, VALUES // length)]
