@@ -270,9 +270,9 @@ _TABLE: tuple[Rule, ...] = (
        "The loss is exactly constant from step to step"),
     _r("TD615", "epoch-scheduler-stepped-per-batch", W, (LINT, RUN),
        "An epoch-based LR scheduler is stepped every batch"),
-    _r("TD616", "clip-after-step", E, (LINT,),
+    _r("TD616", "clip-after-step", E, (LINT, RUN),
        "Gradients are clipped after optimizer.step(), when they were already applied"),
-    _r("TD617", "parameter-generator-exhausted", E, (LINT,),
+    _r("TD617", "parameter-generator-exhausted", E, (LINT, RUN),
        "A parameters() generator is stored once and consumed twice; the second user sees "
        "nothing"),
     _r("TD618", "accumulated-loss-not-scaled", W, (LINT,),
