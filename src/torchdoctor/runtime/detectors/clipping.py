@@ -36,6 +36,7 @@ from torchdoctor.runtime.detectors.base import (
     RuntimeDetector,
     StepEvent,
 )
+from torchdoctor.runtime.detectors.loss_nodes import compiling
 
 __all__ = ["ClippingTakesEffect"]
 
@@ -67,7 +68,7 @@ class ClippingTakesEffect(RuntimeDetector):
 
         @functools.wraps(original)
         def clip(parameters: Any, max_norm: Any, *args: Any, **kwargs: Any) -> Any:
-            callback = seen()
+            callback = None if compiling() else seen()
             if callback is not None:
                 try:
                     callback(parameters, max_norm)

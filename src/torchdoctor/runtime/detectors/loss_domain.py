@@ -40,6 +40,7 @@ from torchdoctor.runtime.detectors.loss_nodes import (
     LossCall,
     LossFamily,
     below_shape_ops,
+    compiling,
     loss_calls,
 )
 
@@ -76,6 +77,8 @@ class LossDomain(RuntimeDetector):
         self._evidence: dict[tuple[str, CallSite], dict[str, float]] = {}
 
     def on_backward(self, event: BackwardEvent) -> None:
+        if compiling():
+            return
         count = self._checked.get(event.site, 0)
         self._checked[event.site] = count + 1
         if count >= CHECKS_FIRST and count % CHECK_EVERY:

@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "LossCall",
+    "compiling",
     "LossFamily",
     "below_shape_ops",
     "loss_calls",
@@ -103,6 +104,15 @@ class LossCall:
         """The node that made argument ``position`` (0 input, 1 target), or ``None``."""
         edges = self.node.next_functions
         return edges[position][0] if position < len(edges) else None
+
+
+def compiling() -> bool:
+    """Whether torch.compile is tracing: graph walks and wrappers then stay out of the way
+    (reading autograd nodes would break the user's graph)."""
+    import torch
+
+    check = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(check()) if check is not None else False
 
 
 def loss_calls(loss: Any) -> list[LossCall]:

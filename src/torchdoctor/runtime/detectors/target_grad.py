@@ -36,6 +36,7 @@ from torchdoctor.runtime.detectors.loss_domain import CHECK_EVERY, CHECKS_FIRST
 from torchdoctor.runtime.detectors.loss_nodes import (
     LossFamily,
     below_shape_ops,
+    compiling,
     loss_calls,
     reached_leaves,
 )
@@ -64,6 +65,8 @@ class TargetCarriesGradient(RuntimeDetector):
         self._targets: dict[tuple[CallSite, str], _Target] = {}
 
     def on_backward(self, event: BackwardEvent) -> None:
+        if compiling():
+            return
         count = self._checked.get(event.site, 0)
         self._checked[event.site] = count + 1
         if count >= CHECKS_FIRST and count % CHECK_EVERY:
