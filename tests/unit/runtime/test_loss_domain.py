@@ -134,3 +134,22 @@ def test_a_class_weighted_zero_is_quiet() -> None:
 def test_negative_pos_weight_is_found() -> None:
     loss = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([-0.4]))
     assert "TD309" in run("loop", lambda m, x, y: loss(m(x).squeeze(1), y), binary, 1)
+
+
+def test_a_zero_initialised_head_with_bce_with_logits_is_quiet() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    nn.init.zeros_(model[2].weight)
+    nn.init.zeros_(model[2].bias)  # logits of exactly 0 until the first steps move them
+    loss = nn.BCEWithLogitsLoss()
+    report = train("loop", model, lambda m, x, y: loss(m(x).squeeze(1), y), binary)
+    assert "TD303" not in report.codes()
+
+
+def test_probabilities_clamped_after_the_sigmoid_are_found_by_their_values() -> None:
+    loss = nn.BCEWithLogitsLoss()
+
+    def clamped(m: Any, x: Any, y: Any) -> Any:
+        return loss(m(x).sigmoid().clamp(1e-4, 1 - 1e-4).squeeze(1), y)
+
+    assert "TD303" in run("loop", clamped, binary, 1)

@@ -7,8 +7,8 @@ arguments (the calls are found in the loss's graph, :mod:`.loss_nodes`):
   above it are raw scores or probabilities (TD305);
 * ``cross_entropy`` takes scores: a softmax output (rows in [0, 1] summing to 1) is
   probabilities, and the loss applies log_softmax to them again (TD301);
-* ``binary_cross_entropy_with_logits`` takes logits: inputs that all lie in [0, 1] over
-  several calls are probabilities, a sigmoid already applied (TD303);
+* ``binary_cross_entropy_with_logits`` takes logits: inputs made by a sigmoid, or that
+  all lie in (0, 1] over several calls, are probabilities (TD303);
 * binary cross-entropy targets lie in [0, 1], and class weights and ``pos_weight`` are
   not negative (TD309);
 * a loss bounded below by 0 never goes below it: when the whole loss is one such call,
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import (
@@ -53,6 +53,7 @@ LOG_PROB_SLACK = 1e-2  # a log-probability above this is not one (rounding aside
 PROBABILITY_SLACK = 1e-3
 SIGMOID_CALLS = 3  # calls whose logits all lie in [0, 1] before they are called probabilities
 SIGMOID_VALUES = 256
+_SQUASHING_NODES = frozenset({"SigmoidBackward0", "SoftmaxBackward0"})
 _WHOLE_LOSS_NODES = frozenset({"MeanBackward0", "MeanBackward1", "SumBackward0", "SumBackward1"})
 
 
@@ -64,6 +65,7 @@ class _Range:
     high: float = float("-inf")
     values: int = 0
     calls: int = 0
+    squashed: bool = False  # made by a sigmoid or softmax node (through reshapes)
 
 
 @detector("TD301", "TD303", "TD305", "TD309", depth=Depth.RUN)
@@ -150,6 +152,9 @@ class LossDomain(RuntimeDetector):
         logits = call.saved("self")
         if not _floating(logits):
             return
+        producer = below_shape_ops(call.argument_node(0))
+        if producer is not None and producer.name() in _SQUASHING_NODES:
+            self._ranges.setdefault((site, "logits"), _Range()).squashed = True
         rows = _rows(logits).float()
         size = float(rows.numel())
         self._read([rows.min(), rows.max(), rows.new_tensor(size)], self._logits_read, site)
@@ -190,32 +195,43 @@ class LossDomain(RuntimeDetector):
         seen.low, seen.high = min(seen.low, values[0]), max(seen.high, values[1])
         seen.values += int(values[2])
         seen.calls += 1
-        if (
-            seen.low >= 0
-            and seen.high <= 1
-            and seen.calls >= SIGMOID_CALLS
-            and seen.values >= SIGMOID_VALUES
-        ):
-            self.emit(
-                finding(
-                    "TD303",
-                    f"`binary_cross_entropy_with_logits` (backward at {site}) receives "
-                    f"probabilities, not logits: all {seen.values} input values of "
-                    f"{seen.calls} calls lie in [{seen.low:.3g}, {seen.high:.3g}]. It "
-                    "applies sigmoid itself, so predictions are squeezed into (0.5, 0.73) "
-                    "and the loss cannot fall below 0.31",
-                    site.location(object="binary_cross_entropy_with_logits"),
-                    Depth.RUN,
-                    fix_hint="Remove the sigmoid at the end of the model's forward (return "
-                    "logits); apply sigmoid only to make predictions.",
-                    evidence={
-                        "min": seen.low,
-                        "max": seen.high,
-                        "values": seen.values,
-                        "calls": seen.calls,
-                    },
-                )
+
+    def on_finish(self, report: Report) -> None:
+        # Judged on every checked call of the run, not the first ones: a zero-initialised
+        # head gives logits of exactly 0 at first, and logits leave [0, 1] as it learns.
+        for (site, _), seen in self._ranges.items():
+            # A sigmoid's output is never exactly 0; logits of exactly 0 are a fresh
+            # zero-initialised head. Without a sigmoid node in sight, values decide.
+            in_unit = 0 <= seen.low <= seen.high <= 1
+            by_values = (
+                0 < seen.low < seen.high
+                and seen.calls >= SIGMOID_CALLS
+                and seen.values >= SIGMOID_VALUES
             )
+            if in_unit and (seen.squashed or by_values):
+                self._emit_probabilities(site, seen)
+
+    def _emit_probabilities(self, site: CallSite, seen: _Range) -> None:
+        self.emit(
+            finding(
+                "TD303",
+                f"`binary_cross_entropy_with_logits` (backward at {site}) receives "
+                f"probabilities, not logits: all {seen.values} input values of "
+                f"{seen.calls} checked calls lie in [{seen.low:.3g}, {seen.high:.3g}]. It "
+                "applies sigmoid itself, so predictions are squeezed into (0.5, 0.73) "
+                "and the loss cannot fall below 0.31",
+                site.location(object="binary_cross_entropy_with_logits"),
+                Depth.RUN,
+                fix_hint="Remove the sigmoid at the end of the model's forward (return "
+                "logits); apply sigmoid only to make predictions.",
+                evidence={
+                    "min": seen.low,
+                    "max": seen.high,
+                    "values": seen.values,
+                    "calls": seen.calls,
+                },
+            )
+        )
 
     def _targets_read(self, site: CallSite, name: str, values: list[float]) -> None:
         if values[0] < -PROBABILITY_SLACK or values[1] > 1 + PROBABILITY_SLACK:
