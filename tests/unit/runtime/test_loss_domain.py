@@ -153,3 +153,16 @@ def test_probabilities_clamped_after_the_sigmoid_are_found_by_their_values() -> 
         return loss(m(x).sigmoid().clamp(1e-4, 1 - 1e-4).squeeze(1), y)
 
     assert "TD303" in run("loop", clamped, binary, 1)
+
+
+def test_a_loss_below_zero_is_judged_only_on_the_passes_that_were_that_loss() -> None:
+    # One backward site alternates a cross-entropy with a critic-style loss that is
+    # negative by design; only the cross-entropy passes are bounded by 0.
+    turn = iter(range(1000))
+
+    def alternating(m: Any, x: Any, y: Any) -> Any:
+        if next(turn) % 2:
+            return -m(x).mean()
+        return F.cross_entropy(m(x), y)
+
+    assert not run("loop", alternating) & {"TD305", "TD309"}

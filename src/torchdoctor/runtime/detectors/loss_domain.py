@@ -75,7 +75,7 @@ class LossDomain(RuntimeDetector):
     def __init__(self) -> None:
         self._checked: dict[CallSite, int] = {}
         self._ranges: dict[tuple[CallSite, str], _Range] = {}
-        self._bounded: dict[CallSite, LossCall] = {}  # the loss is this one call
+        self._bounded: dict[int, LossCall] = {}  # backward index -> the one call it is
         self._evidence: dict[tuple[str, CallSite], dict[str, float]] = {}
 
     def on_backward(self, event: BackwardEvent) -> None:
@@ -87,14 +87,14 @@ class LossDomain(RuntimeDetector):
             return
         calls = loss_calls(event.loss)
         whole = _whole_call(event.loss, calls)
-        if whole is not None:
-            self._bounded[event.site] = LossCall(whole.family, whole.name, None)
+        if whole is not None:  # judged on this very backward pass's value, when read
+            self._bounded[event.index] = LossCall(whole.family, whole.name, None)
         for call in calls:
             self._judge(call, event.site)
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
         for loss in losses:
-            call = self._bounded.get(loss.site)
+            call = self._bounded.pop(loss.index, None)
             if call is None or not loss.value < -1e-6 * max(1.0, abs(loss.value)):
                 continue
             if call.family in (LossFamily.NLL, LossFamily.CTC):
