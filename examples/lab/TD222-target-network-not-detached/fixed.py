@@ -45,8 +45,9 @@ class Distiller:
 
     def train_step(self, inputs: torch.Tensor) -> float:
         soft_targets = self.teacher(inputs).softmax(1)
-        loss = nn.functional.kl_div(self.student(inputs).log_softmax(1), soft_targets,
-                                    reduction="batchmean")
+        loss = nn.functional.kl_div(
+            self.student(inputs).log_softmax(1), soft_targets, reduction="batchmean"
+        )
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
@@ -56,9 +57,30 @@ class Distiller:
         return [self.train_step(torch.randn(32, STATES)) for _ in range(steps)][-1]
 
 
+def fit_by_hand(epochs: int = 3, lr: float = 0.1) -> float:
+    """Not a teacher: a model trained by hand-written SGD (no optimizer) and evaluated in
+    eval mode after each epoch. Its values move, so it is the model being trained."""
+    model = nn.Sequential(nn.Linear(STATES, 32), nn.Tanh(), nn.Linear(32, 1))
+    for _ in range(epochs):
+        model.train()
+        for _ in range(20):
+            x = torch.randn(32, STATES)
+            model.zero_grad()
+            nn.functional.mse_loss(model(x), x[:, :1]).backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= lr * p.grad
+        model.eval()
+        with torch.no_grad():
+            x = torch.randn(64, STATES)
+            error = nn.functional.mse_loss(model(x), x[:, :1]).item()
+    return error
+
+
 def main() -> None:
     torch.manual_seed(0)
     print(f"q-learning: {fit_q():.3f}  distillation: {Distiller().fit():.3f}")
+    print(f"trained by hand: {fit_by_hand():.3f}")
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ class Monitor:
         self._given_optimizers = list(optimizers)
         self._hooks = HookSet(self.torch)
         self._started = 0.0
+        self._ended: float | None = None  # set once, when the run ends: facts are final
         self._started_clock = ""
         self._pid = os.getpid()
         self.final_report: Report | None = None
@@ -280,6 +281,7 @@ class Monitor:
         return report
 
     def _finish(self, exc: BaseException | None) -> Report:
+        self._ended = time.perf_counter()
         self.enabled = False
         self._hooks.remove()
         if self in _ACTIVE:
@@ -320,8 +322,10 @@ class Monitor:
         self.dispatch.hooks.clear()
 
     def _report(self) -> Report:
-        elapsed = time.perf_counter() - self._started if self._started else 0.0
-        self.facts.setdefault("duration_s", round(elapsed, 3))
+        # The progress report is written while the run goes on: its duration is the
+        # time so far, and the final report's is the run's, never the first write's.
+        now = self._ended if self._ended is not None else time.perf_counter()
+        self.facts["duration_s"] = round(now - self._started, 3) if self._started else 0.0
         report = Report(
             tool_version=__version__,
             command=self.options.command,

@@ -32,12 +32,14 @@ class ProbeSet:
         self.views: list[Any] = []
         self.buffers: list[Any] = []
         self.owners: list[int] = []  # parameter index of each probe
+        self.floors: list[float] = []  # the smallest size an update is compared with
         self._storage: list[int] = []
         for index, param in enumerate(params):
             if param.is_sparse or param.numel() == 0 or not param.is_floating_point():
                 continue
             view = _probe_view(param)
             self.views.append(view)
+            self.floors.append(default_init_norm(param, view))
             self.buffers.append(torch.empty_like(view))
             self.owners.append(index)
             self._storage.append(_storage_pointer(param))
@@ -48,6 +50,21 @@ class ProbeSet:
             _storage_pointer(params[i]) != ptr
             for i, ptr in zip(self.owners, self._storage, strict=True)
         )
+
+
+def default_init_norm(param: torch.Tensor, view: torch.Tensor) -> float:
+    """The norm ``view`` would have if ``param`` held torch's default initialisation
+    (uniform with bound ``1/sqrt(fan_in)``); 0 for tensors of fewer than 2 dimensions.
+
+    An update is compared with the larger of this and the weights' own norm: a layer
+    initialised to zero on purpose (the last layer of a residual branch or of a spatial
+    transformer's localisation net) has weights as small as its first updates, and a step
+    "as large as the weights" means nothing until they have a size of their own.
+    """
+    if param.dim() < 2 or param.shape[0] == 0:
+        return 0.0
+    fan_in = param.numel() // param.shape[0]
+    return math.sqrt(view.numel() / (3.0 * max(1, fan_in)))
 
 
 def _probe_view(param: torch.Tensor) -> torch.Tensor:
@@ -149,8 +166,11 @@ class StepStats:
             probes = len(self.probes.views)
             deltas, weights = values[cursor : cursor + probes], values[cursor + probes :]
             by_param: list[float | None] = [None] * count
-            for owner, delta, weight in zip(self.probes.owners, deltas, weights, strict=True):
-                by_param[owner] = delta / weight if weight > 0 else None
+            for owner, delta, weight, floor in zip(
+                self.probes.owners, deltas, weights, self.probes.floors, strict=True
+            ):
+                size = max(weight, floor)
+                by_param[owner] = delta / size if size > 0 else None
             ratios = tuple(by_param)
         return StepSample(
             optimizer=self.info,

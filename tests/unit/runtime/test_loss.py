@@ -169,3 +169,50 @@ def test_a_summed_loss_of_fixed_length_that_rises_is_still_judged() -> None:
         detector.on_backward(BackwardEvent(loss, SITE, step, step, None))
         detector.on_losses([LossValue(value, SITE, step, step)])
     assert "TD613" in codes(finish(detector, monitor))
+
+
+# -- outlier batches, short runs (the false alarms of real scripts) ------------------------
+
+
+def _outlier_batches(steps: int, seed: int = 0) -> list[float]:
+    """A regression learning well, 60% of whose batches hold a corrupted label or two:
+    those batches' losses are 100x the others, at random."""
+    rng = random.Random(seed)
+    curve = []
+    for s in range(steps):
+        clean = 0.2 + 2.0 * math.exp(-s / 40)
+        curve.append(
+            clean * (1 + 0.2 * rng.random()) + (50 * rng.random() if rng.random() < 0.6 else 0)
+        )
+    return curve
+
+
+def test_outlier_batches_of_a_learning_run_are_not_divergence() -> None:
+    for seed in range(5):
+        assert "TD613" not in judge({SITE: _outlier_batches(300, seed)})
+
+
+def test_a_rare_burst_of_outliers_at_the_end_is_not_divergence() -> None:
+    curve = noisy([0.3 + 2.0 * math.exp(-s / 30) for s in range(200)], 0.05)
+    for s in range(170, 200, 2):
+        curve[s] = 40.0
+    assert "TD613" not in judge({SITE: curve})
+
+
+def test_divergence_under_outlier_batches_is_still_found() -> None:
+    rng = random.Random(7)
+    curve = [
+        v + (50 * rng.random() if rng.random() < 0.3 else 0)
+        for v in [1.0 * math.exp(-s / 20) + 0.3 for s in range(100)]
+        + [0.3 * math.exp(s / 15) for s in range(80)]
+    ]
+    assert "TD613" in judge({SITE: curve})
+
+
+def test_a_short_run_whose_every_loss_is_the_same_is_constant() -> None:
+    assert "TD614" in judge({SITE: [0.6931471805599453] * 16})
+
+
+def test_a_short_run_that_moves_once_is_not_constant() -> None:
+    assert "TD614" not in judge({SITE: [0.7] + [0.6931471805599453] * 15})
+    assert "TD614" not in judge({SITE: [0.6931471805599453] * 5})

@@ -184,6 +184,57 @@ def test_a_teacher_under_no_grad_is_quiet() -> None:
     assert "TD222" not in distill(no_grad=True)
 
 
+class _WordModel(nn.Module):
+    """An LSTM language model, the shape of pytorch/examples' word_language_model."""
+
+    def __init__(self, vocab: int = 50) -> None:
+        super().__init__()
+        self.encoder = nn.Embedding(vocab, 16)
+        self.rnn = nn.LSTM(16, 32)
+        self.decoder = nn.Linear(32, vocab)
+
+    def forward(self, tokens: Any) -> Any:
+        output, _ = self.rnn(self.encoder(tokens))
+        return F.log_softmax(self.decoder(output), dim=-1)
+
+
+def _sgd_by_hand(model: Any, lr: float) -> None:
+    for p in model.parameters():
+        p.data.add_(p.grad, alpha=-lr)
+
+
+def word_language_model(update: bool, epochs: int = 3) -> set[str]:
+    """Plain SGD written by hand (no optimizer), evaluation in eval mode after each epoch:
+    with ``update=False`` the model is a teacher that nothing changes."""
+    torch.manual_seed(0)
+    corpus = torch.randint(0, 50, (400,))
+    model = _WordModel()
+    with torchdoctor.watch() as session:
+        for _ in range(epochs):
+            model.train()
+            for start in range(0, 300, 20):
+                data = corpus[start : start + 20].view(10, 2)
+                target = corpus[start + 1 : start + 21].view(-1)
+                model.zero_grad()
+                loss = F.nll_loss(model(data).view(-1, 50), target)
+                loss.backward()
+                if update:
+                    _sgd_by_hand(model, lr=0.5)
+            model.eval()
+            with torch.no_grad():
+                F.nll_loss(model(corpus[300:320].view(10, 2)).view(-1, 50), corpus[301:321])
+    return session.report.codes()
+
+
+def test_a_model_trained_by_hand_written_updates_is_not_a_teacher() -> None:
+    assert "TD222" not in word_language_model(update=True)
+
+
+def test_an_eval_mode_model_that_gets_gradients_and_never_changes_is_a_teacher() -> None:
+    # The same loop without the update: backward() fills gradients nothing consumes.
+    assert "TD222" in word_language_model(update=False)
+
+
 # -- TD209: a loss cut off from the model ---------------------------------------------------
 
 

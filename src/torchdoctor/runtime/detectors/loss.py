@@ -33,9 +33,11 @@ from torchdoctor.runtime.detectors.explains import explained_lines
 __all__ = ["LossDynamics", "spearman"]
 
 CONSTANT_RUN = 20  # identical consecutive losses that make "constant"
+CONSTANT_WHOLE_RUN = 8  # ... or fewer, when they are every loss the run computed
 STALL_MIN_VALUES = 100  # losses at the working learning rate needed to call a stall
 STALL_MAX_GAIN = 0.05  # a stall improved on its first window by less than this
 DIVERGE_MIN_VALUES = 30
+DIVERGE_QUANTILE = 0.1  # the part of each window that judges divergence: its low tail
 _TERM_CHECKS = 64  # backward passes per site whose graph is read for a variable sum
 _GRAPH_NODES = 12  # autograd nodes read from the loss down, at most
 _JOINS = frozenset({"StackBackward0", "CatBackward0"})
@@ -102,10 +104,13 @@ class LossDynamics(RuntimeDetector):
     # -- TD614 ---------------------------------------------------------------------------
 
     def _constant(self, site: CallSite, curve: _Curve) -> bool:
-        tail = curve.values[-CONSTANT_RUN:]
-        if len(tail) < CONSTANT_RUN or tail[0] == 0.0 or any(v != tail[0] for v in tail):
+        # Judged by the passes seen: a short run whose every loss is the same is as
+        # constant as the last 20 of a long one (no learning model repeats a float).
+        needed = CONSTANT_RUN if len(curve.values) >= CONSTANT_RUN else len(curve.values)
+        tail = curve.values[-needed:]
+        if needed < CONSTANT_WHOLE_RUN or tail[0] == 0.0 or any(v != tail[0] for v in tail):
             return False
-        start = len(curve.values) - CONSTANT_RUN
+        start = len(curve.values) - needed
         while start > 0 and curve.values[start - 1] == tail[0]:
             start -= 1
         count = len(curve.values) - start
@@ -132,25 +137,44 @@ class LossDynamics(RuntimeDetector):
         if len(curve.values) < DIVERGE_MIN_VALUES:
             return False
         width = max(3, len(curve.values) // 10)
-        medians = _window_medians(curve.values, width)
-        best_index = min(range(len(medians)), key=medians.__getitem__)
-        first, best, last = medians[0], medians[best_index], medians[-1]
-        rising = len(medians) >= 3 and medians[-3] < medians[-2] < medians[-1]
+        # The low tail of each window, not its median: a loss that diverges lifts all of
+        # its batches, while outlier batches (corrupted labels, a clipped loss) only lift
+        # the upper part of the windows they fall in.
+        lows = _window_quantiles(curve.values, width, DIVERGE_QUANTILE)
+        best_index = min(range(len(lows)), key=lows.__getitem__)
+        first, best, last = lows[0], lows[best_index], lows[-1]
+        rising = len(lows) >= 3 and lows[-2] < lows[-1]
+        start = best_index * width + len(curve.values) % width
+        after = curve.values[start + width :]
         if not (
-            rising and best_index < len(medians) - 2 and last - best > max(abs(best), first - best)
+            rising
+            and best_index < len(lows) - 2
+            and last - best > max(abs(best), first - best)
+            # Above where it started for two windows, or far above it in the last one:
+            # a low tail back at its first level is a noisy plateau, not a divergence.
+            and (lows[-2] > first or last > 2 * abs(first))
+            and len(after) >= 2 * width
+            and spearman(after) > 3 / math.sqrt(len(after) - 1)  # a trend, not a jump
         ):
             return False
         self.emit(
             finding(
                 "TD613",
-                f"The loss of {_where(site)} is diverging: it rose from a best of {best:.4g} "
-                f"(around step {curve.steps[best_index * width] + 1}) to {last:.4g} (last "
-                f"{width} passes) and is still rising",
+                f"The loss of {_where(site)} is diverging: even its lowest values rose, "
+                f"from a best of {best:.4g} (around step {curve.steps[start] + 1}) to "
+                f"{last:.4g} (10th percentile of windows of {width} passes), and they are "
+                "still rising",
                 _location(site),
                 Depth.RUN,
                 fix_hint="Lower the learning rate (10x to start with), add a warm-up, and clip "
                 "gradients with `torch.nn.utils.clip_grad_norm_`.",
-                evidence={"first": first, "best": best, "last": last, "window": width},
+                evidence={
+                    "first": first,
+                    "best": best,
+                    "last": last,
+                    "window": width,
+                    "statistic": "10th percentile",
+                },
             )
         )
         return True
@@ -229,6 +253,13 @@ def _window_medians(values: list[float], width: int) -> list[float]:
     """Medians of consecutive windows, aligned on the end so the latest values count."""
     start = len(values) % width
     return [statistics.median(values[i : i + width]) for i in range(start, len(values), width)]
+
+
+def _window_quantiles(values: list[float], width: int, quantile: float) -> list[float]:
+    """A low quantile of consecutive windows, aligned on the end like the medians."""
+    start = len(values) % width
+    at = int(quantile * (width - 1))
+    return [sorted(values[i : i + width])[at] for i in range(start, len(values), width)]
 
 
 def spearman(values: list[float]) -> float:

@@ -223,8 +223,10 @@ class StepSample:
         grad_norms: L2 norm of each gradient before the step (``None``: no gradient).
         param_norms: L2 norm of each parameter after the step (NaN/Inf: not finite).
         update_ratios: per parameter, the size of the step's change relative to the
-            weights (``||after - before|| / ||before||``), measured on a fixed slice of at
-            most a few thousand elements; ``None`` where the weights were zero.
+            weights (``||after - before|| / max(||before||, default init norm)``: weights
+            far smaller than torch's default initialisation, such as a layer initialised
+            to zero, are judged against that norm), measured on a fixed slice of at most
+            a few thousand elements; ``None`` where both are zero (1-D zero tensors).
         lrs: the learning rate of each parameter group at the step.
         group_of: the group index of each parameter.
     """

@@ -322,6 +322,25 @@ class StaleOptimizerParameters(RuntimeDetector):
         )
 
 
+_FINGERPRINT_VALUES = 16  # first values of each parameter compared at the end
+
+
+def _fingerprint(module: Any) -> Any:
+    """The first values of each floating parameter, copied (``None`` without any)."""
+    import torch
+
+    params = [
+        p
+        for p in module.parameters()
+        if p.numel() and p.is_floating_point() and p.device.type != "meta"
+    ]
+    if not params:
+        return None
+    with torch.no_grad():
+        local = [p.to_local() if hasattr(p, "to_local") else p.detach() for p in params[:64]]
+        return torch.cat([t.reshape(-1)[:_FINGERPRINT_VALUES].float().cpu() for t in local])
+
+
 def _shapes(module: Any) -> list[tuple[int, ...]]:
     return [tuple(p.shape) for p in module.parameters()]
 
@@ -330,7 +349,21 @@ def _shapes(module: Any) -> list[tuple[int, ...]]:
 class TargetNetworkGetsGradients(RuntimeDetector):
     """Flags a target, teacher or EMA network that backward() fills with gradients: a
     watched model that no optimizer holds, whose parameters have gradients, and that is
-    a copy of a model an optimizer trains (or is kept in eval mode, as a teacher is)."""
+    a copy of a model an optimizer trains (or is kept in eval mode, as a teacher is, and
+    never changes: a model trained by hand-written updates, ``p.data.add_(p.grad, ...)``,
+    is evaluated in eval mode too, but its values move)."""
+
+    def __init__(self) -> None:
+        self._first_values: dict[int, Any] = {}  # id(model) -> a few of its first values
+
+    def on_model(self, model: Any) -> None:
+        self._first_values[id(model.inner)] = _fingerprint(model.inner)
+
+    def _changed(self, model: Any) -> bool:
+        """Whether the model's values moved since it was first seen (trained by hand)."""
+        before = self._first_values.get(id(model.inner))
+        now = _fingerprint(model.inner)
+        return before is not None and now is not None and not bool((before == now).all())
 
     def on_finish(self, report: Any) -> None:
         held = {id(p) for info in self.monitor.optimizers for p in info.params}
@@ -345,7 +378,7 @@ class TargetNetworkGetsGradients(RuntimeDetector):
             if not with_grad:
                 continue
             twin = next((t for t in trained if _shapes(t.inner) == _shapes(model.inner)), None)
-            if twin is None and model.inner.training:
+            if twin is None and (model.inner.training or self._changed(model)):
                 continue  # no sign that it is a target or a teacher: TD601's business
             self._emit(model, twin, len(with_grad), len(params))
 
