@@ -37,6 +37,9 @@ from torchdoctor.runtime.detectors import compile  # noqa: F401
 from torchdoctor.runtime.detectors import schedules  # noqa: F401
 from torchdoctor.runtime.detectors import freezing  # noqa: F401
 
-# Order-free modules (add new ones here).
+# Order-free modules, alphabetically (add new ones here).
+from torchdoctor.runtime.detectors import clipping  # noqa: F401
 from torchdoctor.runtime.detectors import curves  # noqa: F401
+from torchdoctor.runtime.detectors import loss_domain  # noqa: F401
+from torchdoctor.runtime.detectors import target_grad  # noqa: F401
 from torchdoctor.runtime.detectors import warmup  # noqa: F401
