@@ -234,8 +234,8 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD506", "functional-dropout-ignores-training", E, (LINT,),
        "F.dropout in a module without training=self.training stays on in eval mode"),
     _r("TD507", "frozen-module-still-updating", W, (RUN,),
-       "A frozen part of the model is left in training mode: its BatchNorm statistics "
-       "keep changing"),
+       "A part of the model meant frozen still changes: an optimizer steps it, or its "
+       "BatchNorm statistics keep updating"),
     # 6xx: optimizer, schedules and AMP
     _r("TD601", "parameters-missing-from-optimizer", E, (CHECK, RUN),
        "Trainable parameters are not in the optimizer"),
