@@ -167,7 +167,7 @@ _TABLE: tuple[Rule, ...] = (
        "backward() went through a graph whose buffers were already freed"),
     _r("TD220", "inplace-modified-saved-tensor", E, (RUN,),
        "A tensor needed for backward was modified in place"),
-    _r("TD221", "requires-grad-set-on-module", E, (LINT, CHECK),
+    _r("TD221", "requires-grad-set-on-module", E, (LINT, CHECK, RUN),
        "module.requires_grad = False sets a plain attribute and freezes nothing"),
     _r("TD222", "target-network-not-detached", W, (LINT, RUN),
        "A target/teacher/EMA network's output reaches the loss with its graph"),
