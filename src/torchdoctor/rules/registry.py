@@ -336,8 +336,9 @@ _TABLE: tuple[Rule, ...] = (
        "A checkpoint is unpickled without weights_only=True, which can run arbitrary code"),
     _r("TD903", "whole-module-saved", W, (LINT, CKPT),
        "torch.save(model) pickles the whole module instead of its state_dict"),
-    _r("TD904", "strict-false-result-ignored", W, (LINT,),
-       "load_state_dict(strict=False) result is ignored, so missing keys pass silently"),
+    _r("TD904", "strict-false-result-ignored", W, (LINT, RUN),
+       "load_state_dict(strict=False) result is ignored, so keys that do not fit pass "
+       "silently"),
     _r("TD905", "incomplete-resume-checkpoint", W, (LINT, CKPT),
        "A resume checkpoint holds the model but not the optimizer, scheduler or epoch"),
     _r("TD906", "never-seeded", INFO, (LINT,),
