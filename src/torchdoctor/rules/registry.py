@@ -278,6 +278,8 @@ _TABLE: tuple[Rule, ...] = (
        "A learning-rate warm-up is still rising when training ends"),
     _r("TD620", "optimizer-holds-stale-parameters", E, (CHECK, RUN),
        "The optimizer steps copies of the model's parameters; the model never changes"),
+    _r("TD621", "update-not-representable", W, (RUN,),
+       "Low-precision parameters without a float32 copy: updates round away, or eps is 0"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),
