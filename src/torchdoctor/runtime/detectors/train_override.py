@@ -27,10 +27,10 @@ import logging
 import warnings
 from typing import Any
 
-from torchdoctor.findings import Depth, Report
+from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import ModelInfo, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import CallSite, RuntimeDetector, StepEvent
 from torchdoctor.runtime.detectors.places import describe_params
 
 __all__ = ["TrainOnlyFreezing"]
@@ -45,7 +45,7 @@ class TrainOnlyFreezing(RuntimeDetector):
     def __init__(self) -> None:
         self._seen_models: set[int] = set()
         self._seen_optimizers: set[int] = set()
-        self._suspects: list[tuple[ModelInfo, str, list[Any], Any, list[str]]] = []
+        self._suspects: list[tuple[CallSite | None, str, list[Any], Any, list[str]]] = []
 
     def on_step_begin(self, event: StepEvent) -> None:
         key = id(event.optimizer.optimizer)
@@ -69,11 +69,11 @@ class TrainOnlyFreezing(RuntimeDetector):
                 torch = _torch()
                 with torch.no_grad():
                     start = [_slice(p).clone() for p in params]
-                self._suspects.append((model, owner, params, start, eval_norms))
+                self._suspects.append((self.monitor.user_site(), owner, params, start, eval_norms))
 
     def on_finish(self, report: Report) -> None:
         torch = _torch()
-        for _model, owner, params, start, eval_norms in self._suspects:
+        for site, owner, params, start, eval_norms in self._suspects:
             with torch.no_grad():
                 changed = [
                     p
@@ -97,7 +97,7 @@ class TrainOnlyFreezing(RuntimeDetector):
                     "called: a model is built in training mode, so its own freezing never "
                     "ran, and the optimizer changed the parameters meant to keep their "
                     "pretrained values",
-                    self.monitor.user_location(object=names[0]),
+                    site.location(object=names[0]) if site else Location(object=names[0]),
                     Depth.RUN,
                     fix_hint="Call `model.train()` before the training loop (and after every "
                     "evaluation), so that the model's own `train()` applies its freezing.",
