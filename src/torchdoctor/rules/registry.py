@@ -320,7 +320,7 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD808", "parameters-cast-after-ddp-wrap", E, (LINT,),
        "The model's parameters are cast after the DDP wrap"),
     _r("TD810", "replicas-diverged", E, (RUN,),
-       "Parameters or buffers of a DDP model differ across ranks after a step"),
+       "Tensors meant replicated (a DDP model, or stepped beside it) differ across ranks"),
     _r("TD811", "gradients-not-synchronised", E, (RUN,),
        "After backward, a DDP model's gradients differ across ranks"),
     _r("TD812", "uneven-batches-across-ranks", E, (RUN,),
