@@ -17,6 +17,7 @@ TD812 ranks iterate different numbers of batches, TD806 every rank draws the sam
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -31,6 +32,7 @@ from torchdoctor.distributed import clipping as clipping  # registers TD814 (run
 from torchdoctor.distributed import verdicts
 from torchdoctor.distributed.exchange import Exchange, Extremes, Pending, make_exchange
 from torchdoctor.distributed.hang import HANG_DIR_ENV, Watchdog
+from torchdoctor.distributed.replicas import replicated_outside
 from torchdoctor.distributed.tracking import (
     Patches,
     after_call,
@@ -42,9 +44,11 @@ from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import get_rule
 from torchdoctor.runtime.detectors.base import (
+    BackwardEvent,
     CallSite,
     ModelInfo,
     MonitorView,
+    OptimizerInfo,
     RuntimeDetector,
     StepEvent,
 )
@@ -100,6 +104,7 @@ class _Check:
     step: int
     pending: Pending
     ddps: list[_Ddp]
+    where: Location | None
     names: dict[str, list[str]]
     sums: dict[str, list[float]]
     batch: tuple[float, CallSite | None, int] | None
@@ -124,6 +129,8 @@ class CrossRankChecks(RuntimeDetector):
         self._pending: _Check | None = None
         self._watchdog: Watchdog | None = None
         self._busy_s = 0.0  # time spent in the checks: their whole cost to the run
+        self._outside: list[tuple[str, Any]] | None = None  # stepped replicas beside DDP
+        self._loss: Any = None  # the last loss, detached, while a job is watched
 
     # -- set-up --------------------------------------------------------------------------
 
@@ -244,6 +251,10 @@ class CrossRankChecks(RuntimeDetector):
 
     # -- the checks ----------------------------------------------------------------------
 
+    def on_backward(self, event: BackwardEvent) -> None:
+        if self._exchange is not None and self._outside is None:  # until the first check
+            self._loss = event.loss.detach()
+
     def on_step_begin(self, event: StepEvent) -> None:
         if not self._is_checked(event):
             return
@@ -254,7 +265,7 @@ class CrossRankChecks(RuntimeDetector):
         if self._pending is not None and (due or self._pending.pending.done()):
             self._timed(self._collect)
         if due:
-            self._timed(self._check, step)
+            self._timed(self._check, step, event.optimizer)
 
     def _timed(self, function: Any, *args: Any) -> None:
         start = time.perf_counter()
@@ -275,16 +286,22 @@ class CrossRankChecks(RuntimeDetector):
             self._checked_optimizer = id(event.optimizer.optimizer)
         return id(event.optimizer.optimizer) == self._checked_optimizer
 
-    def _check(self, step: int) -> None:
+    def _check(self, step: int, optimizer: OptimizerInfo) -> None:
         ddps = [d for d in self._ddps if d.ref() is not None]
         self._note_unused(ddps)
         exchange = self._exchange
         if exchange is None or not exchange.usable:
             return
         params = [p for d in ddps for p in d.params]
-        tensors = {
+        if self._outside is None:  # the first check, on every rank: which replicas to add
+            loss, self._loss = self._loss, None
+            value = float(loss) if loss is not None and loss.numel() == 1 else None
+            inside = {id(p) for _, p in params}
+            self._outside = replicated_outside(exchange, optimizer, inside, value, self._torch)
+        site = self.monitor.optimizer_site(optimizer.optimizer)
+        tensors = {  # DDP reduces its own gradients only; replicas beside it are compared
             "grads": [(n, p.grad) for n, p in params if p.grad is not None],
-            "params": params,
+            "params": params + self._outside,
             "buffers": [b for d in ddps for b in d.buffers],
         }
         names = {kind: [n for n, _ in tensors[kind]] for kind in _KINDS}
@@ -300,7 +317,8 @@ class CrossRankChecks(RuntimeDetector):
         if pending is None:
             self._exchange_failed(step)
             return
-        self._pending = _Check(step, pending, ddps, names, sums, batch)
+        where = site.location() if site is not None else None
+        self._pending = _Check(step, pending, ddps, where, names, sums, batch)
 
     def _collect(self) -> None:
         check, self._pending = self._pending, None
@@ -348,14 +366,24 @@ class CrossRankChecks(RuntimeDetector):
 
     def _report_tensors(self, kind: str, check: _Check, world: int) -> None:
         code = "TD811" if kind == "grads" else f"TD810:{kind}"
-        if code in self._reported or self._exchange is None or not check.ddps:
+        if code in self._reported or self._exchange is None:
+            return
+        if not check.ddps and not (kind == "params" and self._outside):
             return
         self._reported.add(code.split(":")[0] if kind == "grads" else code)
         detail = self._exchange.extremes(check.sums[kind])
         names = check.names[kind]
         differing = [names[i] for i in detail.differing()] if detail else []
-        where = check.ddps[0].location(differing[0] if differing else None)
-        self.emit(verdicts.tensors_differ(kind, check.step, differing, where, world))
+        first = differing[0] if differing else None
+        if check.ddps:
+            where = check.ddps[0].location(first)
+        else:
+            where = _place(None, first or "optimizer")
+            if check.where is not None:
+                where = dataclasses.replace(check.where, object=first)
+        outside = {name for name, _ in self._outside or ()}
+        beside = bool(differing) and all(name in outside for name in differing)
+        self.emit(verdicts.tensors_differ(kind, check.step, differing, where, world, beside))
 
     def _exchange_failed(self, step: int) -> None:
         exchange = self._exchange

@@ -27,9 +27,10 @@ def _names(differing: list[str]) -> str:
 
 
 def tensors_differ(
-    kind: str, step: int, differing: list[str], where: Location, world: int
+    kind: str, step: int, differing: list[str], where: Location, world: int, beside: bool = False
 ) -> Finding:
-    """TD811 (``kind="grads"``) or TD810 (``"params"``, ``"buffers"``)."""
+    """TD811 (``kind="grads"``) or TD810 (``"params"``, ``"buffers"``); ``beside``: the
+    differing parameters are stepped by the optimizer outside any DDP module."""
     names = _names(differing)
     evidence = {"step": step, "differing": differing[:20], "world_size": world}
     if kind == "grads":
@@ -55,6 +56,20 @@ def tensors_differ(
             evidence=evidence,
             fix_hint="Keep `broadcast_buffers=True`, or convert BatchNorm layers with "
             "`nn.SyncBatchNorm.convert_sync_batchnorm(model)` before wrapping.",
+        )
+    if beside:
+        return finding(
+            "TD810",
+            f"Tensors that the optimizer steps outside any DDP module differ across ranks at "
+            f"step {step} ({names}), although every rank held them identical at the start "
+            "and computed the same step: their gradients are not reduced (or are modified) "
+            "alike on every rank, so the replicas diverged",
+            where,
+            Depth.RUN,
+            evidence={**evidence, "outside_ddp": True},
+            fix_hint="Reduce the gradients of every replicated tensor on every rank (wrap "
+            "the module that holds them in DDP, or all-reduce their gradients yourself), "
+            "and apply clipping or scaling identically on every rank.",
         )
     return finding(
         "TD810",

@@ -169,7 +169,7 @@ _TABLE: tuple[Rule, ...] = (
        "backward() went through a graph whose buffers were already freed"),
     _r("TD220", "inplace-modified-saved-tensor", E, (RUN,),
        "A tensor needed for backward was modified in place"),
-    _r("TD221", "requires-grad-set-on-module", E, (LINT, CHECK),
+    _r("TD221", "requires-grad-set-on-module", E, (LINT, CHECK, RUN),
        "module.requires_grad = False sets a plain attribute and freezes nothing"),
     _r("TD222", "target-network-not-detached", W, (LINT, RUN),
        "A target/teacher/EMA network's output reaches the loss with its graph"),
@@ -241,8 +241,8 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD506", "functional-dropout-ignores-training", E, (LINT,),
        "F.dropout in a module without training=self.training stays on in eval mode"),
     _r("TD507", "frozen-module-still-updating", W, (RUN,),
-       "A frozen part of the model is left in training mode: its BatchNorm statistics "
-       "keep changing"),
+       "A part of the model meant frozen still changes: an optimizer steps it, or its "
+       "BatchNorm statistics keep updating"),
     # 6xx: optimizer, schedules and AMP
     _r("TD601", "parameters-missing-from-optimizer", E, (CHECK, RUN),
        "Trainable parameters are not in the optimizer"),
@@ -285,6 +285,8 @@ _TABLE: tuple[Rule, ...] = (
        "A learning-rate warm-up is still rising when training ends"),
     _r("TD620", "optimizer-holds-stale-parameters", E, (CHECK, RUN),
        "The optimizer steps copies of the model's parameters; the model never changes"),
+    _r("TD621", "update-not-representable", W, (RUN,),
+       "Low-precision parameters without a float32 copy: updates round away, or eps is 0"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),
@@ -325,7 +327,7 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD808", "parameters-cast-after-ddp-wrap", E, (LINT,),
        "The model's parameters are cast after the DDP wrap"),
     _r("TD810", "replicas-diverged", E, (RUN,),
-       "Parameters or buffers of a DDP model differ across ranks after a step"),
+       "Tensors meant replicated (a DDP model, or stepped beside it) differ across ranks"),
     _r("TD811", "gradients-not-synchronised", E, (RUN,),
        "After backward, a DDP model's gradients differ across ranks"),
     _r("TD812", "uneven-batches-across-ranks", E, (RUN,),
@@ -343,8 +345,9 @@ _TABLE: tuple[Rule, ...] = (
        "A checkpoint is unpickled without weights_only=True, which can run arbitrary code"),
     _r("TD903", "whole-module-saved", W, (LINT, CKPT),
        "torch.save(model) pickles the whole module instead of its state_dict"),
-    _r("TD904", "strict-false-result-ignored", W, (LINT,),
-       "load_state_dict(strict=False) result is ignored, so missing keys pass silently"),
+    _r("TD904", "strict-false-result-ignored", W, (LINT, RUN),
+       "load_state_dict(strict=False) result is ignored, so keys that do not fit pass "
+       "silently"),
     _r("TD905", "incomplete-resume-checkpoint", W, (LINT, CKPT),
        "A resume checkpoint holds the model but not the optimizer, scheduler or epoch"),
     _r("TD906", "never-seeded", INFO, (LINT,),

@@ -67,17 +67,22 @@ class ParameterCoverage(RuntimeDetector):
         self._grad_norm: dict[int, float] = {}
         self._lr: dict[int, float] = {}
         self._steps = 0
+        self._since: dict[int, int] = {}  # parameters that appeared mid-run: from which step
+        self._layout: dict[int, tuple[int, ...]] = {}  # model -> ids of its parameters
 
     def on_model(self, model: ModelInfo) -> None:
+        self._layout[id(model)] = tuple(id(p) for p in model.inner.parameters())
+        self._track(model, [p for p in model.inner.parameters() if p.requires_grad])
+
+    def _track(self, model: ModelInfo, params: list[Any]) -> None:
         if sharded_by_fsdp1(model.inner):
             return  # a parameter outside this rank's shard gets no .grad here, by design
-        params = [p for p in model.inner.parameters() if p.requires_grad]
+        params = [p for p in params if id(p) not in self._model]
         for param in params:
             key = id(param)
-            if key not in self._model:
-                self._model[key] = model
-                self._unseen[key] = param
-                self._version[key] = param._version
+            self._model[key] = model
+            self._unseen[key] = param
+            self._version[key] = param._version
         dense = [p for p in params if not p.is_sparse and p.is_floating_point()]
         if dense:
             torch = _torch()
@@ -90,12 +95,28 @@ class ParameterCoverage(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._steps = max(self._steps, event.global_step)
+        if event.sampled:
+            self._replaced_layers(event.global_step)
         if not self._unseen:
             return
         for key, param in list(self._unseen.items()):
             if param.grad is not None:
                 del self._unseen[key]
                 self._seen[key] = param
+
+    def _replaced_layers(self, step: int) -> None:
+        """Parameters that appeared in a model since it was discovered (a layer replaced or
+        added mid-run, by pruning or a new head) are watched from now on."""
+        for model in self.monitor.models:
+            layout = tuple(id(p) for p in model.inner.parameters())
+            if self._layout.get(id(model)) == layout:
+                continue
+            self._layout[id(model)] = layout
+            new = [
+                p for p in model.inner.parameters() if p.requires_grad and id(p) not in self._model
+            ]
+            self._since.update((id(p), step) for p in new)
+            self._track(model, new)
 
     def on_sample(self, sample: StepSample) -> None:
         for param, norm, group in zip(
@@ -171,7 +192,11 @@ class ParameterCoverage(RuntimeDetector):
         return _per_element(self._grad_norm[id(param)], param) < _NOISE_RATIO * reference
 
     def _unchanged(self) -> list[Any]:
-        candidates = [p for p in self._seen.values() if p.requires_grad]
+        candidates = [
+            p
+            for p in self._seen.values()
+            if p.requires_grad and self._steps - self._since.get(id(p), 0) >= _MIN_STEPS
+        ]
         if not candidates:
             return []
         torch = _torch()
