@@ -8,9 +8,12 @@ meant frozen. The invariant: a model trained in training mode is in the state it
 module whose class (not torch's) overrides ``train``, the detector asks what ``train(True)``
 would do on a *shadow* of the model: the same module objects copied shallowly, with every
 parameter and buffer replaced by a tensor on the ``meta`` device (no memory, no data), and
-the call made with the user's output silenced. Parameters the shadow freezes while the real
-ones require grad, sit in the stepping optimizer and have changed by the end of the run are
-the finding (BatchNorm layers the shadow puts in eval mode are named with them).
+the call made with the user's output silenced. Parameters the shadow freezes while the
+real ones require grad, sit in the stepping optimizer and have changed by the end of the
+run are the finding (BatchNorm layers the shadow puts in eval mode are named with them).
+Only a ``train()`` whose source proves it sets nothing but modes and ``requires_grad``
+flags is run this way (:func:`~torchdoctor.runtime.train_purity.train_is_pure`); any other
+is never called, and the detector stays quiet on that model.
 
 Policy for correct programs that look alike: a model unfrozen on purpose after
 ``train()`` (gradual unfreezing) was frozen at its first step, so the shadow and the model
@@ -32,6 +35,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import CallSite, RuntimeDetector, StepEvent
 from torchdoctor.runtime.detectors.places import describe_params
+from torchdoctor.runtime.train_purity import train_is_pure
 
 __all__ = ["TrainOnlyFreezing"]
 
@@ -57,8 +61,8 @@ class TrainOnlyFreezing(RuntimeDetector):
             if id(model) in self._seen_models or not model.inner.training:
                 continue
             owner = _overriding_train(model.inner)
-            if owner is None:
-                continue
+            if owner is None or not _pure_trains(model.inner):
+                continue  # no override, or one that may touch more than modes and flags
             self._seen_models.add(id(model))
             shadow = _shadow_train(model.inner)
             if shadow is None:
@@ -117,6 +121,12 @@ def _overriding_train(model: Any) -> str | None:
         if cls.train is not base and not cls.__module__.startswith("torch."):
             return cls.__qualname__
     return None
+
+
+def _pure_trains(model: Any) -> bool:
+    """Every ``train`` override in ``model`` only sets modes and flags: the shadow may run
+    them (see :mod:`torchdoctor.runtime.train_purity`)."""
+    return all(train_is_pure(cls) for cls in {type(module) for module in model.modules()})
 
 
 def _shadow_train(model: Any) -> tuple[list[Any], list[str]] | None:
