@@ -9,6 +9,7 @@ Nothing here imports torch or the code it reads.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -141,6 +142,10 @@ class ClassFacts(_Definition[ast.ClassDef, "_ClassBody"]):
     def sequential_last(self) -> dict[str, str]:
         return self.body.sequential_last
 
+    @property
+    def init_calls(self) -> frozenset[str]:
+        return self.body.init_calls
+
 
 @dataclass(slots=True)
 class _ClassBody:
@@ -151,6 +156,7 @@ class _ClassBody:
     reads_training: bool = False
     forward_ends_in: str | None = None
     sequential_last: dict[str, str] = field(default_factory=dict)
+    init_calls: frozenset[str] = frozenset()
 
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -458,10 +464,66 @@ def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
     init = methods.get("__init__")
     if init is not None:
         _init_attributes(init, namer, facts)
+        facts.init_calls = _init_calls(init, namer)
     forward = methods.get("forward")
     if forward is not None:
         facts.forward_ends_in = _forward_ending(forward, namer)
     return facts
+
+
+# Calls whose result cannot be a module: builtins and methods of plain values.
+_PLAIN_BUILTINS = frozenset(dir(builtins))
+_PLAIN_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "format",
+        "split",
+        "join",
+        "items",
+        "keys",
+        "values",
+        "get",
+        "update",
+        "lower",
+        "upper",
+        "strip",
+        "replace",
+        "startswith",
+        "endswith",
+    }
+)
+UNKNOWN_CALL = "<call>"
+
+
+def _init_calls(init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer) -> frozenset[str]:
+    """What ``__init__`` calls, by qualified name: builtins, ``super().__init__`` and
+    methods of plain values left out; a call that could build a module and cannot be
+    named (``self._make_layer()``, ``cfg.build()``) is ``"<call>"``."""
+    found: set[str] = set()
+    for statement in _statements(init.body):
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            called = namer.name(func)
+            if called is not None:
+                found.add(called)
+            elif isinstance(func, ast.Name) and func.id in _PLAIN_BUILTINS:
+                continue
+            elif isinstance(func, ast.Attribute) and (
+                func.attr in _PLAIN_METHODS
+                or (
+                    isinstance(func.value, ast.Call)
+                    and isinstance(func.value.func, ast.Name)
+                    and func.value.func.id == "super"
+                )
+            ):
+                continue
+            else:
+                found.add(UNKNOWN_CALL)
+    return frozenset(found)
 
 
 def _init_attributes(
