@@ -497,6 +497,20 @@ _PLAIN_METHODS = frozenset(
 UNKNOWN_CALL = "<call>"
 
 
+def _plain_call(func: ast.expr) -> bool:
+    """A builtin, ``super().__init__`` or a method of a plain value (``str.format``)."""
+    if isinstance(func, ast.Name):
+        return func.id in _PLAIN_BUILTINS
+    return isinstance(func, ast.Attribute) and (
+        func.attr in _PLAIN_METHODS
+        or (
+            isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        )
+    )
+
+
 def _init_calls(init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer) -> frozenset[str]:
     """What ``__init__`` calls, by qualified name: builtins, ``super().__init__`` and
     methods of plain values left out; a call that could build a module and cannot be
@@ -510,18 +524,7 @@ def _init_calls(init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer) -> 
             called = namer.name(func)
             if called is not None:
                 found.add(called)
-            elif isinstance(func, ast.Name) and func.id in _PLAIN_BUILTINS:
-                continue
-            elif isinstance(func, ast.Attribute) and (
-                func.attr in _PLAIN_METHODS
-                or (
-                    isinstance(func.value, ast.Call)
-                    and isinstance(func.value.func, ast.Name)
-                    and func.value.func.id == "super"
-                )
-            ):
-                continue
-            else:
+            elif not _plain_call(func):
                 found.add(UNKNOWN_CALL)
     return frozenset(found)
 
