@@ -114,6 +114,11 @@ class ClassInfo:
         it builds something from outside the project that cannot be judged)."""
         return self._project._sensitive(self._facts, 0)
 
+    def keeps_detached(self, method: str, position: int) -> bool:
+        """Whether ``method`` (of this class) reads its argument at ``position``
+        (``self`` not counted) only through ``.data``/``.item()``/``.detach()``."""
+        return position in self._facts.detached_arguments.get(method, frozenset())
+
     @property
     def holds_no_parameters(self) -> bool:
         """Whether the class provably holds no parameters or buffers: an ``nn.Module``

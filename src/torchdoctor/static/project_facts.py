@@ -146,6 +146,10 @@ class ClassFacts(_Definition[ast.ClassDef, "_ClassBody"]):
     def init_calls(self) -> frozenset[str]:
         return self.body.init_calls
 
+    @property
+    def detached_arguments(self) -> dict[str, frozenset[int]]:
+        return self.body.detached_arguments
+
 
 @dataclass(slots=True)
 class _ClassBody:
@@ -157,6 +161,7 @@ class _ClassBody:
     forward_ends_in: str | None = None
     sequential_last: dict[str, str] = field(default_factory=dict)
     init_calls: frozenset[str] = frozenset()
+    detached_arguments: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -461,6 +466,9 @@ def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
             reads_training = _statement_calls(statement, namer, constructs) or reads_training
     facts = _ClassBody(constructs=frozenset(constructs), reads_training=reads_training)
+    facts.detached_arguments = {
+        name: _detached_arguments(method) for name, method in methods.items()
+    }
     init = methods.get("__init__")
     if init is not None:
         _init_attributes(init, namer, facts)
@@ -495,6 +503,39 @@ _PLAIN_METHODS = frozenset(
     }
 )
 UNKNOWN_CALL = "<call>"
+
+
+# Reading a tensor through these keeps no autograd graph.
+_DETACHING = frozenset({"data", "item", "detach", "tolist", "numpy"})
+
+
+def _detached_arguments(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[int]:
+    """Positions (``self`` not counted) of the arguments the method only ever reads
+    through ``.data``, ``.item()``, ``.detach()``: what it keeps holds no graph."""
+    names = [a.arg for a in method.args.args[1:]]
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(method):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    detached: set[int] = set()
+    for position, name in enumerate(names):
+        uses = [
+            n
+            for n in ast.walk(method)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        rebound = any(
+            isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+            for n in ast.walk(method)
+        )
+        if uses and not rebound and all(_read_detached(u, parents) for u in uses):
+            detached.add(position)
+    return frozenset(detached)
+
+
+def _read_detached(use: ast.Name, parents: dict[int, ast.AST]) -> bool:
+    parent = parents.get(id(use))
+    return isinstance(parent, ast.Attribute) and parent.attr in _DETACHING
 
 
 def _plain_call(func: ast.expr) -> bool:
