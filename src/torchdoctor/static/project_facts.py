@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -511,7 +512,8 @@ _DETACHING = frozenset({"data", "item", "detach", "tolist", "numpy"})
 
 def _detached_arguments(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[int]:
     """Positions (``self`` not counted) of the arguments the method only ever reads
-    through ``.data``, ``.item()``, ``.detach()``: what it keeps holds no graph."""
+    through ``.data``, ``.item()``, ``.detach()`` (or rebinds, in its own body, to such a
+    read, ``v = v.data.sum()``, and uses freely after): what it keeps holds no graph."""
     names = [a.arg for a in method.args.args[1:]]
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(method):
@@ -519,18 +521,47 @@ def _detached_arguments(method: ast.FunctionDef | ast.AsyncFunctionDef) -> froze
             parents[id(child)] = node
     detached: set[int] = set()
     for position, name in enumerate(names):
+        since = _detached_from(method, name, parents)
+        if since is None:
+            continue
         uses = [
             n
             for n in ast.walk(method)
             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
         ]
-        rebound = any(
-            isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-            for n in ast.walk(method)
-        )
-        if uses and not rebound and all(_read_detached(u, parents) for u in uses):
+        if uses and all(n.lineno > since or _read_detached(n, parents) for n in uses):
             detached.add(position)
     return frozenset(detached)
+
+
+def _detached_from(
+    method: ast.FunctionDef | ast.AsyncFunctionDef, name: str, parents: dict[int, ast.AST]
+) -> int | None:
+    """The line from which ``name`` holds a detached value: the end of the function when
+    it is never rebound, the line of its one rebinding (a statement of the method's own
+    body whose value reads only ``name``, detached); ``None`` for any other rebinding."""
+    stores = [
+        n
+        for n in ast.walk(method)
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+    ]
+    if not stores:
+        return sys.maxsize
+    if len(stores) > 1:
+        return None
+    statement = parents.get(id(stores[0]))
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement in method.body
+        and len(statement.targets) == 1
+        and all(
+            n.id == name and _read_detached(n, parents)
+            for n in ast.walk(statement.value)
+            if isinstance(n, ast.Name)
+        )
+    ):
+        return None
+    return statement.lineno
 
 
 def _read_detached(use: ast.Name, parents: dict[int, ast.AST]) -> bool:

@@ -663,8 +663,9 @@ def test_td205_quiet_when_a_meter_of_the_project_reads_the_loss_detached() -> No
             self.n, self.sum = 0, 0
         def add(self, v):
             count = v.data.numel()
+            v = v.data.sum()
             self.n += count
-            self.sum += v.data.sum()
+            self.sum += v
 
     class History:
         def __init__(self):
@@ -715,8 +716,14 @@ def test_td205_still_flags_a_meter_that_keeps_the_tensor() -> None:
         def add(self, v):
             print(v.item())
             self.sum += v
+    class Rebound:
+        def __init__(self):
+            self.sum = 0
+        def add(self, v):
+            v = v * 2
+            self.sum += v
     def train(model, loader, optimizer, criterion):
-        meter, mixed = Meter(), Mixed()
+        meter, mixed, rebound = Meter(), Mixed(), Rebound()
         for x, y in loader:
             optimizer.zero_grad()
             loss = criterion(model(x), y)
@@ -724,5 +731,6 @@ def test_td205_still_flags_a_meter_that_keeps_the_tensor() -> None:
             optimizer.step()
             meter.add(loss)  # expect: TD205
             mixed.add(loss)  # expect: TD205
+            rebound.add(loss)  # expect: TD205
     """
     assert_marked(src, "TD205")
