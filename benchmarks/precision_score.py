@@ -1,9 +1,9 @@
 """Score lint's precision on a round's test set of real code bases from the committed verdicts.
 
 Each round's test set is code read only to measure, never to tune rules: each code base is
-named with the commit that was read (round 1: ``benchmarks/precision/repos.csv``, round 2:
-``repos_round2.csv``, round 3: ``repos_round3.csv``, round 4: ``repos_round4.csv``). Every error and warning lint gave
-there was read at its line and judged (``test_set.csv``, ``test_set_round2.csv``,
+named with the commit that was read (round 1: ``benchmarks/precision/repos.csv``, then
+``repos_round2.csv``, ``repos_round3.csv``, ``repos_round4.csv``). Every error and warning
+lint gave there was read at its line and judged (``test_set.csv``, ``test_set_round2.csv``,
 ``test_set_round3.csv``, ``test_set_round4.csv``):
 
 * ``worth``: true, and a maintainer would change it;
