@@ -62,6 +62,35 @@ class PickedEncoder(nn.Module):
         return self.out(torch.relu(self.encoder(x)))
 
 
+class MovingAverage(nn.Module):
+    """A smoothing block: pooling only, so it holds no parameters or buffers."""
+
+    def __init__(self, kernel: int) -> None:
+        super().__init__()
+        self.pad = kernel // 2
+        self.pool = nn.AvgPool1d(kernel, stride=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        padded = nn.functional.pad(x.unsqueeze(1), (self.pad, self.pad), mode="replicate")
+        return self.pool(padded).squeeze(1)
+
+
+class MultiScaleTrend(nn.Module):
+    """A plain list of parameter-free blocks loses nothing: there is nothing to train,
+    save or move. The layer with weights is registered."""
+
+    def __init__(self, kernels: tuple[int, ...] = (3, 5, 7)) -> None:
+        super().__init__()
+        self.smoothers = [MovingAverage(k) for k in kernels]
+        self.out = nn.Linear(8 * len(kernels), 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        trends = []
+        for smooth in self.smoothers:
+            trends.append(smooth(x))
+        return self.out(torch.cat(trends, dim=1))
+
+
 def train(model: nn.Module) -> int:
     data = TensorDataset(torch.randn(128, 8), torch.randn(128, 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -77,7 +106,8 @@ def train(model: nn.Module) -> int:
 
 def main() -> None:
     torch.manual_seed(0)
-    sizes = [train(ResidualMLP()), train(MultiHead()), train(PickedEncoder())]
+    models = [ResidualMLP(), MultiHead(), PickedEncoder(), MultiScaleTrend()]
+    sizes = [train(model) for model in models]
     print(f"trained parameters: {sizes}")
 
 

@@ -60,6 +60,8 @@ __all__ = [
 ]
 
 _MAX_DEPTH = 12
+# Libraries whose functions never build a module (numbers for a layer's arguments).
+_PLAIN_ROOTS = ("math.", "numpy.", "np.", "operator.")
 _MODULE_BASES = (
     "torch.nn.",
     "lightning.pytorch.LightningModule",
@@ -111,6 +113,18 @@ class ClassInfo:
         """Whether the class behaves differently in train and eval mode (``None``:
         it builds something from outside the project that cannot be judged)."""
         return self._project._sensitive(self._facts, 0)
+
+    def keeps_detached(self, method: str, position: int) -> bool:
+        """Whether ``method`` (of this class) reads its argument at ``position``
+        (``self`` not counted) only through ``.data``/``.item()``/``.detach()``."""
+        return position in self._facts.detached_arguments.get(method, frozenset())
+
+    @property
+    def holds_no_parameters(self) -> bool:
+        """Whether the class provably holds no parameters or buffers: an ``nn.Module``
+        whose ``__init__`` builds only parameter-free layers (pooling, activations) or
+        project classes of the same kind, or nothing; ``False`` when it cannot be told."""
+        return self._project._parameter_free(self._facts, 0)
 
     @property
     def forward_ends_in(self) -> str | None:
@@ -235,6 +249,37 @@ class ProjectIndex:
             return None if unknown else False
 
         return self._cached("module", facts, compute)  # type: ignore[return-value]
+
+    def _parameter_free(self, facts: ClassFacts, depth: int) -> bool:
+        def compute() -> bool:
+            if depth >= _MAX_DEPTH or "torch.nn.Parameter" in facts.constructs:
+                return False
+            for base in self._base_facts(facts):
+                if isinstance(base, str):
+                    if base != torchapi.MODULE:
+                        return False
+                elif not self._parameter_free(base, depth + 1):
+                    return False
+            return all(self._builds_no_parameters(c, facts.path, depth) for c in facts.init_calls)
+
+        return self._cached("parameter-free", facts, compute)  # type: ignore[return-value]
+
+    def _builds_no_parameters(self, called: str, near: str, depth: int) -> bool:
+        """Whether a call of ``__init__`` adds no parameter or buffer to the module."""
+        if called.startswith("torch."):
+            if called == "torch.nn.Parameter" or called.startswith("torch.nn.parameter"):
+                return False
+            if torchapi.in_family(called, torchapi.MODULE):
+                return torchapi.holds_no_parameters(called)
+            return not called.startswith("torch.nn.")  # tensor maths: nothing registered
+        if called.startswith(_PLAIN_ROOTS):
+            return True
+        found = self._class_facts(called, near)
+        return bool(
+            found is not None
+            and self._is_module(found, depth + 1)
+            and self._parameter_free(found, depth + 1)
+        )
 
     def _inherits(self, facts: ClassFacts, wanted: str, depth: int) -> bool:
         for base in self._base_facts(facts):

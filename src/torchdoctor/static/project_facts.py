@@ -9,7 +9,9 @@ Nothing here imports torch or the code it reads.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -141,6 +143,14 @@ class ClassFacts(_Definition[ast.ClassDef, "_ClassBody"]):
     def sequential_last(self) -> dict[str, str]:
         return self.body.sequential_last
 
+    @property
+    def init_calls(self) -> frozenset[str]:
+        return self.body.init_calls
+
+    @property
+    def detached_arguments(self) -> dict[str, frozenset[int]]:
+        return self.body.detached_arguments
+
 
 @dataclass(slots=True)
 class _ClassBody:
@@ -151,6 +161,8 @@ class _ClassBody:
     reads_training: bool = False
     forward_ends_in: str | None = None
     sequential_last: dict[str, str] = field(default_factory=dict)
+    init_calls: frozenset[str] = frozenset()
+    detached_arguments: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -455,13 +467,138 @@ def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
             reads_training = _statement_calls(statement, namer, constructs) or reads_training
     facts = _ClassBody(constructs=frozenset(constructs), reads_training=reads_training)
+    facts.detached_arguments = {
+        name: _detached_arguments(method) for name, method in methods.items()
+    }
     init = methods.get("__init__")
     if init is not None:
         _init_attributes(init, namer, facts)
+        facts.init_calls = _init_calls(init, namer)
     forward = methods.get("forward")
     if forward is not None:
         facts.forward_ends_in = _forward_ending(forward, namer)
     return facts
+
+
+# Calls whose result cannot be a module: builtins and methods of plain values.
+_PLAIN_BUILTINS = frozenset(dir(builtins))
+_PLAIN_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "format",
+        "split",
+        "join",
+        "items",
+        "keys",
+        "values",
+        "get",
+        "update",
+        "lower",
+        "upper",
+        "strip",
+        "replace",
+        "startswith",
+        "endswith",
+    }
+)
+UNKNOWN_CALL = "<call>"
+
+
+# Reading a tensor through these keeps no autograd graph.
+_DETACHING = frozenset({"data", "item", "detach", "tolist", "numpy"})
+
+
+def _detached_arguments(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[int]:
+    """Positions (``self`` not counted) of the arguments the method only ever reads
+    through ``.data``, ``.item()``, ``.detach()`` (or rebinds, in its own body, to such a
+    read, ``v = v.data.sum()``, and uses freely after): what it keeps holds no graph."""
+    names = [a.arg for a in method.args.args[1:]]
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(method):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    detached: set[int] = set()
+    for position, name in enumerate(names):
+        since = _detached_from(method, name, parents)
+        if since is None:
+            continue
+        uses = [
+            n
+            for n in ast.walk(method)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        if uses and all(n.lineno > since or _read_detached(n, parents) for n in uses):
+            detached.add(position)
+    return frozenset(detached)
+
+
+def _detached_from(
+    method: ast.FunctionDef | ast.AsyncFunctionDef, name: str, parents: dict[int, ast.AST]
+) -> int | None:
+    """The line from which ``name`` holds a detached value: the end of the function when
+    it is never rebound, the line of its one rebinding (a statement of the method's own
+    body whose value reads only ``name``, detached); ``None`` for any other rebinding."""
+    stores = [
+        n
+        for n in ast.walk(method)
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+    ]
+    if not stores:
+        return sys.maxsize
+    if len(stores) > 1:
+        return None
+    statement = parents.get(id(stores[0]))
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement in method.body
+        and len(statement.targets) == 1
+        and all(
+            n.id == name and _read_detached(n, parents)
+            for n in ast.walk(statement.value)
+            if isinstance(n, ast.Name)
+        )
+    ):
+        return None
+    return statement.lineno
+
+
+def _read_detached(use: ast.Name, parents: dict[int, ast.AST]) -> bool:
+    parent = parents.get(id(use))
+    return isinstance(parent, ast.Attribute) and parent.attr in _DETACHING
+
+
+def _plain_call(func: ast.expr) -> bool:
+    """A builtin, ``super().__init__`` or a method of a plain value (``str.format``)."""
+    if isinstance(func, ast.Name):
+        return func.id in _PLAIN_BUILTINS
+    return isinstance(func, ast.Attribute) and (
+        func.attr in _PLAIN_METHODS
+        or (
+            isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        )
+    )
+
+
+def _init_calls(init: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer) -> frozenset[str]:
+    """What ``__init__`` calls, by qualified name: builtins, ``super().__init__`` and
+    methods of plain values left out; a call that could build a module and cannot be
+    named (``self._make_layer()``, ``cfg.build()``) is ``"<call>"``."""
+    found: set[str] = set()
+    for statement in _statements(init.body):
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            called = namer.name(func)
+            if called is not None:
+                found.add(called)
+            elif not _plain_call(func):
+                found.add(UNKNOWN_CALL)
+    return frozenset(found)
 
 
 def _init_attributes(

@@ -417,6 +417,53 @@ def test_a_load_of_another_file_is_flagged_whatever_this_program_saves() -> None
     assert td901(source) == [("TD901", 10)]
 
 
+def test_a_load_built_from_the_same_parts_as_a_cpu_save_is_quiet() -> None:
+    """A script that dumps features from `.cpu()` into one folder argument and loads them
+    back from another: the file is named by the same parts (join pieces, an f-string, a
+    format string, a helper of the project), so it is the file this program wrote."""
+    source = (
+        GPU
+        + """
+import os
+def feature_file(root, split):
+    return os.path.join(root, split + "feat.pth")
+def dump(args, feats, labels, step):
+    torch.save(feats.cpu(), os.path.join(args.dump_features, "trainfeat.pth"))
+    torch.save(labels.cpu(), f"{args.dump_features}/labels_{step}.pth")
+    torch.save(feats.cpu(), "{}/epoch_{}.pt".format(args.dump_features, step))
+    torch.save(feats.cpu(), feature_file(args.dump_features, "test"))
+def load(args, step):
+    train_features = torch.load(os.path.join(args.load_features, "trainfeat.pth"))
+    train_labels = torch.load(f"{args.load_features}/labels_{step}.pth")
+    weights = torch.load("{}/epoch_{}.pt".format(args.load_features, step))
+    test_features = torch.load(feature_file(args.load_features, "test"))
+    return train_features, train_labels, weights, test_features
+"""
+    )
+    assert td901(source) == []
+
+
+def test_a_load_built_from_other_parts_or_saved_from_the_gpu_is_flagged() -> None:
+    """Another file name, a path with no name of its own, or a same-named file written
+    from GPU tensors: the load still needs a map_location."""
+    source = (
+        GPU
+        + """
+import os
+def dump(args, model, feats):
+    torch.save(feats.cpu(), os.path.join(args.dump_features, "trainfeat.pth"))
+    torch.save(model.state_dict(), os.path.join(args.out, "model.pth"))
+    torch.save(model.cpu().state_dict(), args.out)
+def load(args, model):
+    pretrained = torch.load(os.path.join(args.load_features, "pretrained_model.pth"))
+    checkpoint = torch.load(os.path.join(args.resume, "model.pth"))
+    model.load_state_dict(torch.load(args.resume))
+    return pretrained, checkpoint
+"""
+    )
+    assert td901(source) == [("TD901", 10), ("TD901", 11), ("TD901", 12)]
+
+
 # --- TD904: strict=False where nothing can be skipped unseen -----------------------------
 
 TRAINS = "import torch\ndef train(model, x):\n    model(x).sum().backward()\n"

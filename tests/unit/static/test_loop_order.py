@@ -6,7 +6,9 @@ import textwrap
 
 from tests.unit.static.helpers import assert_marked, lint_findings
 from torchdoctor.findings import Applicability
+from torchdoctor.rules.selection import Selection
 from torchdoctor.static.fixes import apply_fixes
+from torchdoctor.static.runner import lint_sources
 
 # --- TD201 grads-never-cleared ----------------------------------------------------------
 
@@ -649,3 +651,86 @@ def test_td205_quiet_for_a_few_fixed_passes_and_flagged_for_many() -> None:
     """,
         "TD205",
     )
+
+
+def test_td205_quiet_when_a_meter_of_the_project_reads_the_loss_detached() -> None:
+    """A project's averager whose add()/append()/update-style method reads its argument
+    only through `.data`, `.item()` or `.detach()` keeps a number, not a graph: in the
+    same file or another file of the project."""
+    meter = """
+    class Averager(object):
+        def __init__(self):
+            self.n, self.sum = 0, 0
+        def add(self, v):
+            count = v.data.numel()
+            v = v.data.sum()
+            self.n += count
+            self.sum += v
+
+    class History:
+        def __init__(self):
+            self.values = []
+        def append(self, value):
+            self.values.append(value.detach().cpu())
+        def add(self, weight, value):
+            self.values.append(weight * value.item())
+    """
+    train = """
+    import torch
+    from meters import Averager, History
+    def train(model, loader, optimizer, criterion):
+        avg, hist = Averager(), History()
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            avg.add(loss)
+            hist.append(loss)
+            hist.add(2.0, loss)
+    """
+    found = lint_sources(
+        [("meters.py", textwrap.dedent(meter)), ("train.py", textwrap.dedent(train))],
+        Selection.from_options(("TD205",)),
+    )
+    assert [f.code for f in found] == []
+    single_file = textwrap.dedent(meter) + textwrap.dedent(train).replace(
+        "from meters import Averager, History\n", ""
+    )
+    assert_marked(single_file, "TD205")
+
+
+def test_td205_still_flags_a_meter_that_keeps_the_tensor() -> None:
+    """A project class whose add() keeps its argument as it is (or only partly detached)
+    holds every step's graph."""
+    src = """
+    import torch
+    class Meter:
+        def __init__(self):
+            self.sum = 0
+        def add(self, v):
+            self.sum += v
+    class Mixed:
+        def __init__(self):
+            self.sum = 0
+        def add(self, v):
+            print(v.item())
+            self.sum += v
+    class Rebound:
+        def __init__(self):
+            self.sum = 0
+        def add(self, v):
+            v = v * 2
+            self.sum += v
+    def train(model, loader, optimizer, criterion):
+        meter, mixed, rebound = Meter(), Mixed(), Rebound()
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            meter.add(loss)  # expect: TD205
+            mixed.add(loss)  # expect: TD205
+            rebound.add(loss)  # expect: TD205
+    """
+    assert_marked(src, "TD205")

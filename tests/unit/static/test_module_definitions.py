@@ -10,6 +10,7 @@ from torchdoctor.rules.selection import Selection
 from torchdoctor.static.runner import lint_sources
 
 HEADER = """
+import math
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -181,6 +182,100 @@ class Generator(nn.Module):
             "TD223",
         )
         == []
+    )
+
+
+def test_containers_of_project_blocks_without_parameters_are_quiet() -> None:
+    """A block of the project whose __init__ builds only pooling or activations (or
+    nothing), directly, through a parameter-free base or through another such block,
+    holds no parameters or buffers: a plain list of them loses nothing."""
+    assert (
+        lint_codes(
+            HEADER
+            + """
+class MovingAvg(nn.Module):
+    def __init__(self, kernel_size, stride):
+        super(MovingAvg, self).__init__()
+        self.kernel_size = kernel_size
+        self.avg = nn.AvgPool1d(kernel_size=kernel_size, stride=stride, padding=0)
+
+class Decomp(nn.Module):
+    def __init__(self, kernel_size):
+        super().__init__()
+        self.moving_avg = MovingAvg(kernel_size, stride=1)
+
+class Shift(nn.Module):
+    def __init__(self, steps=1):
+        super().__init__()
+        self.steps = int(steps)
+
+class Multi(nn.Module):
+    def __init__(self, kernels):
+        super().__init__()
+        self.decomps = [Decomp(k) for k in kernels]
+        self.shifts = {"a": Shift(1), "b": Shift(math.floor(2.5))}
+        self.blocks = []
+        for k in kernels:
+            self.blocks.append(MovingAvg(k, 1))
+""",
+            "TD223",
+        )
+        == []
+    )
+
+
+def test_containers_of_project_blocks_with_parameters_or_unknown_parts_still_flag() -> None:
+    """A block that creates a parameter or buffer, builds a layer with parameters (even
+    through another block), or calls something that could build one, is not proved free."""
+    assert_marked(
+        HEADER
+        + """
+import timm
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))
+
+class Buffered(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(3))
+
+class Proj(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()
+        self.fc = nn.Linear(4, 4)
+
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Proj()
+
+class Built(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = self._make()
+
+    def _make(self):
+        return nn.Linear(2, 2)
+
+class Backbone(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = timm.create_model("resnet18")
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = [Scaled(), Scaled()]  # expect: TD223
+        self.b = [Buffered()]  # expect: TD223
+        self.c = [Wrapper() for _ in range(2)]  # expect: TD223
+        self.d = [Built()]  # expect: TD223
+        self.e = [Backbone()]  # expect: TD223
+""",
+        "TD223",
     )
 
 

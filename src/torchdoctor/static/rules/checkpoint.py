@@ -100,10 +100,40 @@ def _path_text(ctx: FileContext, path: ast.expr, scope: Scope) -> str:
     return ctx.segment(path)
 
 
-def _cpu_saves(ctx: FileContext) -> dict[str, bool]:
+# Calls that only assemble a path from its parts: the parts decide which file it is.
+_PATH_BUILDERS = frozenset({"join", "format", "Path", "str", "joinpath", "expanduser"})
+PathShape = tuple[str, ...]
+
+
+def _path_shape(ctx: FileContext, path: ast.expr, scope: Scope) -> PathShape | None:
+    """What names a file apart from the folder it is in: the text parts of the path, in
+    order, and the project helpers that build it (``os.path.join(args.dump, "feat.pth")``
+    and ``os.path.join(args.load, "feat.pth")`` both give ``("feat.pth",)``; so do
+    ``f"{out}/feat.pth"`` and a format string with those parts). ``None`` when the path
+    has no text part of its own (``args.resume``): its parts say nothing of the file."""
+    if isinstance(path, ast.Name):
+        binding = ctx.binding(path, scope)
+        if binding is not None and binding.value is not None:
+            path = binding.value
+    parts: list[str] = []
+    texts = 0
+    for node in ast.walk(path):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+            parts.append(node.value)
+            texts += 1
+        elif isinstance(node, ast.Call):
+            name = last_name(node.func)
+            if name and name not in _PATH_BUILDERS:
+                parts.append(f"{name}()")
+    return tuple(parts) if texts else None
+
+
+def _cpu_saves(ctx: FileContext) -> tuple[dict[str, bool], dict[PathShape, bool]]:
     """The paths this file's ``torch.save`` calls write to, each with whether everything
-    saved there is on the CPU (a path saved to twice must be on the CPU both times)."""
+    saved there is on the CPU (a path saved to twice must be on the CPU both times); and
+    the same by the shape of each path (:func:`_path_shape`)."""
     found: dict[str, bool] = {}
+    shapes: dict[PathShape, bool] = {}
     scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
     for scope in scopes:
         for item in scope.items if scope is not None else ctx.module.items:
@@ -117,8 +147,12 @@ def _cpu_saves(ctx: FileContext) -> dict[str, bool]:
             if saved is None or target is None:
                 continue
             path = _path_text(ctx, target, scope)
-            found[path] = found.get(path, True) and _on_cpu(ctx, saved, scope, 0)
-    return found
+            on_cpu = _on_cpu(ctx, saved, scope, 0)
+            found[path] = found.get(path, True) and on_cpu
+            shape = _path_shape(ctx, target, scope)
+            if shape is not None:
+                shapes[shape] = shapes.get(shape, True) and on_cpu
+    return found, shapes
 
 
 def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool:
@@ -200,11 +234,14 @@ class LoadWithoutMapLocation(LintRule):
             self._loads.append((node, ctx.function))
 
     def leave_module(self, module: object) -> None:
-        saves = _cpu_saves(self.ctx) if self._loads else {}
+        saves, shapes = _cpu_saves(self.ctx) if self._loads else ({}, {})
         for call, scope in self._loads:
             path = _path_text(self.ctx, call.args[0], scope)
             if saves.get(path, False):
                 continue  # this program wrote that file itself, from CPU tensors
+            shape = _path_shape(self.ctx, call.args[0], scope)
+            if shape is not None and shapes.get(shape, False):
+                continue  # the same file name, built the same way, written from the CPU
             if self._holds_a_checkpoint(call, scope):
                 self._report(call, self._mapped_on_the_other_branch(call, scope))
 

@@ -47,7 +47,18 @@ class GraphRetainedAcrossSteps(LintRule):
             holder, loss = found
             if _root_name(holder) in assigned:
                 continue  # reset inside the loop: it lives for one iteration only
+            if self._kept_detached(item.node, holder, loop):
+                continue  # a meter of the project whose add() reads `.data`/`.item()`
             self._report(loop, item, holder, loss)
+
+    def _kept_detached(self, node: ast.AST, holder: ast.expr, loop: Loop) -> bool:
+        """``meter.add(loss)`` where ``meter`` is an instance of a project class whose
+        ``add`` reads the argument only through ``.data``/``.item()``/``.detach()``."""
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return False
+        type_name = self.ctx.instance_type(holder, loop.function)
+        info = self.ctx.project_class_named(type_name) if type_name is not None else None
+        return info is not None and info.keeps_detached(node.func.attr, len(node.args) - 1)
 
     def _few_iterations(self, loop: Loop) -> bool:
         """A ``for`` over ``range(k)`` with ``k`` a small constant (directly or through a

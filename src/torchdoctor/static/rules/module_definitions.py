@@ -424,9 +424,11 @@ def _holds_parameters(ctx: FileContext, expr: ast.expr, scope: FunctionScope) ->
     type_name = ctx.instance_type(expr, scope)
     if type_name is None or not ctx.is_family(type_name, torchapi.MODULE):
         return False
-    return not torchapi.holds_no_parameters(type_name) and not ctx.is_family(
-        type_name, torchapi.LOSS
-    )
+    if torchapi.holds_no_parameters(type_name) or ctx.is_family(type_name, torchapi.LOSS):
+        return False
+    # a project class whose __init__ builds only parameter-free layers (a pooling block)
+    info = ctx.project_class_named(type_name)
+    return info is None or not info.holds_no_parameters
 
 
 @detector("TD506", depth=Depth.LINT)
