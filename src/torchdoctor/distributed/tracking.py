@@ -15,8 +15,9 @@ user's code; :meth:`Patches.remove` restores every original that is still ours.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from typing import Any
+
+from torchdoctor.runtime.patches import Patches, after_call, before_call
 
 __all__ = [
     "Patches",
@@ -25,86 +26,6 @@ __all__ = [
     "before_call",
     "loader_iterator_classes",
 ]
-
-
-class Patches:
-    """Attribute patches, each undone by :meth:`remove` if nobody patched over it."""
-
-    def __init__(self, alive: Callable[[], bool] = lambda: True) -> None:
-        self._items: list[tuple[Any, str, Any, Any]] = []
-        self.active = True
-        self.alive = alive  # False once the owner is gone: the next call removes them all
-
-    def live(self) -> bool:
-        """Whether callbacks should run; removes every patch once the owner is gone (a
-        detector switched off after a failure never reaches its ``on_finish``)."""
-        if self.active and not self.alive():
-            self.remove()
-        return self.active
-
-    def wrap(
-        self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]
-    ) -> bool:
-        """Replace ``owner.name`` by ``make(original)``; ``False`` when it does not exist."""
-        original = getattr(owner, name, None)
-        if original is None:
-            return False
-        ours = make(original)
-        ours.__wrapped__ = original  # type: ignore[attr-defined]
-        ours.__doc__ = getattr(original, "__doc__", None)
-        setattr(owner, name, ours)
-        self._items.append((owner, name, original, ours))
-        return True
-
-    def remove(self) -> None:
-        """Restore the originals, newest first."""
-        self.active = False
-        for owner, name, original, ours in reversed(self._items):
-            if getattr(owner, name, None) is ours:
-                setattr(owner, name, original)
-        self._items.clear()
-
-
-def after_call(
-    patches: Patches, callback: Callable[..., None], on_error: Callable[[BaseException], None]
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A wrapper maker: call the original, then ``callback(result, *args, **kwargs)``;
-    an error of the callback goes to ``on_error``, never to the user's code."""
-
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            if patches.live():
-                try:
-                    callback(result, *args, **kwargs)
-                except Exception as error:  # noqa: BLE001 - never break the user's call
-                    patches.active = False
-                    on_error(error)
-            return result
-
-        return wrapper
-
-    return make
-
-
-def before_call(
-    patches: Patches, callback: Callable[..., None], on_error: Callable[[BaseException], None]
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A wrapper maker: call ``callback(*args, **kwargs)``, then the original."""
-
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if patches.live():
-                try:
-                    callback(*args, **kwargs)
-                except Exception as error:  # noqa: BLE001 - never break the user's call
-                    patches.active = False
-                    on_error(error)
-            return original(*args, **kwargs)
-
-        return wrapper
-
-    return make
 
 
 def loader_iterator_classes() -> list[Any]:

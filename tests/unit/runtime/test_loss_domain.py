@@ -146,7 +146,20 @@ def test_a_zero_initialised_head_with_bce_with_logits_is_quiet() -> None:
     assert "TD303" not in report.codes()
 
 
-def test_probabilities_clamped_after_the_sigmoid_are_found_by_their_values() -> None:
+def test_small_positive_logits_of_a_fresh_model_are_quiet() -> None:
+    # A fresh discriminator's logits can all lie in (0, 0.3) for the first steps: logits
+    # that happen to be in [0, 1] are no sigmoid (a DCGAN loop drew a false TD303 error).
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    with torch.no_grad():
+        model[2].weight.mul_(0.05)
+        model[2].bias.fill_(0.15)
+    loss = nn.BCEWithLogitsLoss()
+    report = train("loop", model, lambda m, x, y: loss(m(x).squeeze(1), y), binary)
+    assert "TD303" not in report.codes()
+
+
+def test_probabilities_clamped_after_the_sigmoid_are_found() -> None:
     loss = nn.BCEWithLogitsLoss()
 
     def clamped(m: Any, x: Any, y: Any) -> Any:

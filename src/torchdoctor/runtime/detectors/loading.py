@@ -21,11 +21,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from torchdoctor.distributed.tracking import Patches, after_call
 from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import MonitorView, RuntimeDetector
+from torchdoctor.runtime.patches import Patches, after_call
 
 __all__ = ["LooseLoad"]
 

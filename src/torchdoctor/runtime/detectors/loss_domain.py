@@ -7,8 +7,9 @@ arguments (the calls are found in the loss's graph, :mod:`.loss_nodes`):
   above it are raw scores or probabilities (TD305);
 * ``cross_entropy`` takes scores: a softmax output (rows in [0, 1] summing to 1) is
   probabilities, and the loss applies log_softmax to them again (TD301);
-* ``binary_cross_entropy_with_logits`` takes logits: inputs made by a sigmoid, or that
-  all lie in (0, 1] over several calls, are probabilities (TD303);
+* ``binary_cross_entropy_with_logits`` takes logits: inputs made by a sigmoid (through
+  reshapes and clamps), or that all lie in (0, 1] over many calls of a run while spanning
+  half of it, are probabilities (TD303);
 * binary cross-entropy targets lie in [0, 1], and class weights and ``pos_weight`` are
   not negative (TD309);
 * a loss bounded below by 0 never goes below it: when the whole loss is one such call,
@@ -51,9 +52,15 @@ CHECK_EVERY = 50  # then one in this many
 VALUES = 4096  # values of an argument read per check (its first ones)
 LOG_PROB_SLACK = 1e-2  # a log-probability above this is not one (rounding aside)
 PROBABILITY_SLACK = 1e-3
-SIGMOID_CALLS = 3  # calls whose logits all lie in [0, 1] before they are called probabilities
+# Without a sigmoid node in the graph (one written by hand, 1 / (1 + exp(-x))), values alone
+# decide, and only on strong evidence: logits of a learning model that stay inside [0, 1]
+# over many checked calls across the run while spanning at least half of it. A few calls
+# are not enough: a fresh discriminator's logits can all be small positive numbers.
+SIGMOID_CALLS = 20
 SIGMOID_VALUES = 256
+SIGMOID_SPREAD = 0.5
 _SQUASHING_NODES = frozenset({"SigmoidBackward0", "SoftmaxBackward0"})
+_CLAMP_NODES = frozenset({"ClampBackward1", "ClampMinBackward0", "ClampMaxBackward0"})
 _WHOLE_LOSS_NODES = frozenset({"MeanBackward0", "MeanBackward1", "SumBackward0", "SumBackward1"})
 
 
@@ -153,6 +160,10 @@ class LossDomain(RuntimeDetector):
         if not _floating(logits):
             return
         producer = below_shape_ops(call.argument_node(0))
+        for _ in range(2):  # a clamp after the sigmoid (for log's sake) keeps it probabilities
+            if producer is None or producer.name() not in _CLAMP_NODES:
+                break
+            producer = below_shape_ops(producer.next_functions[0][0])
         if producer is not None and producer.name() in _SQUASHING_NODES:
             self._ranges.setdefault((site, "logits"), _Range()).squashed = True
         rows = _rows(logits).float()
@@ -205,6 +216,7 @@ class LossDomain(RuntimeDetector):
             in_unit = 0 <= seen.low <= seen.high <= 1
             by_values = (
                 0 < seen.low < seen.high
+                and seen.high - seen.low >= SIGMOID_SPREAD
                 and seen.calls >= SIGMOID_CALLS
                 and seen.values >= SIGMOID_VALUES
             )
