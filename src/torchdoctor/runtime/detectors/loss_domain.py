@@ -86,12 +86,10 @@ class LossDomain(RuntimeDetector):
         self._evidence: dict[tuple[str, CallSite], dict[str, float]] = {}
 
     def on_backward(self, event: BackwardEvent) -> None:
-        if compiling():
-            return
         count = self._checked.get(event.site, 0)
         self._checked[event.site] = count + 1
-        if count >= CHECKS_FIRST and count % CHECK_EVERY:
-            return
+        if (count >= CHECKS_FIRST and count % CHECK_EVERY) or compiling():
+            return  # not a checked pass (the cheap test first), or torch.compile tracing
         calls = loss_calls(event.loss)
         whole = _whole_call(event.loss, calls)
         if whole is not None:  # judged on this very backward pass's value, when read

@@ -65,12 +65,10 @@ class TargetCarriesGradient(RuntimeDetector):
         self._targets: dict[tuple[CallSite, str], _Target] = {}
 
     def on_backward(self, event: BackwardEvent) -> None:
-        if compiling():
-            return
         count = self._checked.get(event.site, 0)
         self._checked[event.site] = count + 1
-        if count >= CHECKS_FIRST and count % CHECK_EVERY:
-            return
+        if (count >= CHECKS_FIRST and count % CHECK_EVERY) or compiling():
+            return  # not a checked pass (the cheap test first), or torch.compile tracing
         for call in loss_calls(event.loss):
             if call.family not in _TARGET_FAMILIES:
                 continue
