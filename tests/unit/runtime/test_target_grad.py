@@ -50,6 +50,30 @@ def test_a_bootstrap_target_under_no_grad_is_quiet(shape: str) -> None:
     assert "TD222" not in train(shape, q_network(), bootstrap(detach=True), transitions).codes()
 
 
+def swapped_bootstrap(detach: bool) -> Any:
+    def loss_of(q_net: Any, states: Any, next_states: Any) -> Any:
+        q = q_net(states).max(1).values
+        if detach:
+            with torch.no_grad():
+                target = 1.0 + GAMMA * q_net(next_states).max(1).values
+        else:
+            target = 1.0 + GAMMA * q_net(next_states).max(1).values
+        return F.mse_loss(target, q)
+
+    return loss_of
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_fixed_target_written_first_is_quiet(shape: str) -> None:
+    report = train(shape, q_network(), swapped_bootstrap(detach=True), transitions)
+    assert "TD222" not in report.codes()
+
+
+def test_a_target_with_its_graph_written_first_is_still_found() -> None:
+    report = train("loop", q_network(), swapped_bootstrap(detach=False), transitions)
+    assert "TD222" in report.codes()
+
+
 def test_a_huber_bootstrap_target_is_found() -> None:
     loss_of = bootstrap(detach=False, loss=F.smooth_l1_loss)
     assert "TD222" in train("loop", q_network(), loss_of, transitions).codes()

@@ -15,7 +15,9 @@ Policy for losses that compare two predictions on purpose: a consistency loss
 (``mse_loss(model(x1), model(x2))``, two softmax outputs) sends gradients through both
 sides by design. When both arguments come out of the same kind of operation (the same
 last node below reshapes and selections), the call is taken as such a comparison and
-left alone. A target built by arithmetic on a prediction (a sum with rewards, a scaled
+left alone. A regression loss is symmetric: when its first argument has no graph (a
+fixed target written first, ``mse_loss(td_target, q)``), the second is the prediction and
+nothing is wrong. A target built by arithmetic on a prediction (a sum with rewards, a scaled
 or maximised output) is not. A target reaching only parameters that no optimizer holds
 (a teacher or target network that is not detached) is the model-level TD222 check's
 (:class:`~torchdoctor.runtime.detectors.root_causes.TargetNetworkGetsGradients`).
@@ -75,6 +77,8 @@ class TargetCarriesGradient(RuntimeDetector):
             target = call.argument_node(1)
             if target is None:
                 continue
+            if call.family is LossFamily.REGRESSION and call.argument_node(0) is None:
+                continue  # a squared or absolute error with its arguments swapped (fixed first)
             made_by = below_shape_ops(target)
             prediction = below_shape_ops(call.argument_node(0))
             if (
