@@ -216,3 +216,48 @@ def test_a_short_run_whose_every_loss_is_the_same_is_constant() -> None:
 def test_a_short_run_that_moves_once_is_not_constant() -> None:
     assert "TD614" not in judge({SITE: [0.7] + [0.6931471805599453] * 15})
     assert "TD614" not in judge({SITE: [0.6931471805599453] * 5})
+
+
+# -- backward passes that no optimizer step follows ------------------------------------------
+
+
+def _fisher_and_training(lr: float) -> set[tuple[str, int]]:
+    """A training loop that, every few steps, estimates an EWC-style Fisher information:
+    one backward pass per example in eval mode, with no optimizer step after them."""
+    import torch
+    from torch import nn
+
+    import torchdoctor
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    x, y = torch.randn(64, 8), torch.randint(0, 4, (64,))
+
+    def estimate_fisher() -> None:
+        model.eval()
+        for i in torch.randperm(64)[:16].tolist():
+            model.zero_grad()
+            label = torch.randint(0, 4, (1,))
+            loss = nn.functional.cross_entropy(model(x[i : i + 1]), label)
+            loss.backward()
+        model.train()
+
+    with torchdoctor.watch() as session:
+        for step in range(150):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            if step % 10 == 0:
+                estimate_fisher()
+    return {(f.code, f.location.line or 0) for f in session.report.findings}
+
+
+def test_a_fisher_estimate_that_no_step_follows_is_no_training_curve() -> None:
+    found = _fisher_and_training(lr=0.1)
+    assert not {code for code, _ in found} & {"TD612", "TD613", "TD614"}
+
+
+def test_a_training_loss_that_cannot_move_beside_it_is_still_found() -> None:
+    found = _fisher_and_training(lr=0.0)  # the training loss is exactly constant
+    assert "TD614" in {code for code, _ in found}

@@ -61,8 +61,15 @@ class LossDynamics(RuntimeDetector):
         self._optimizers: set[int] = set()
         self._terms: dict[CallSite, set[int]] = {}  # site -> term counts of its summed loss
         self._checked: dict[CallSite, int] = {}
+        # Sites whose backward pass is the last before an optimizer step: the training
+        # losses. A backward that no step follows (an EWC Fisher estimate, a gradient
+        # penalty's own pass, a diagnostic) makes no curve of training.
+        self._last_backward: CallSite | None = None
+        self._stepping: set[CallSite] = set()
+        self._stepped = False
 
     def on_backward(self, event: BackwardEvent) -> None:
+        self._last_backward = event.site
         checked = self._checked.get(event.site, 0)
         if checked >= _TERM_CHECKS:
             return
@@ -80,6 +87,11 @@ class LossDynamics(RuntimeDetector):
                 curve.values.append(loss.value)
                 curve.steps.append(loss.global_step)
 
+    def on_step_begin(self, event: StepEvent) -> None:
+        self._stepped = True
+        if self._last_backward is not None:
+            self._stepping.add(self._last_backward)
+
     def on_step_end(self, event: StepEvent) -> None:
         self._optimizers.add(id(event.optimizer.optimizer))
         if event.optimizer.index != 0:
@@ -92,8 +104,8 @@ class LossDynamics(RuntimeDetector):
         adversarial = len(self._curves) > 1 and len(self._optimizers) > 1
         explained = explained_lines(report, "TD612", "TD613", "TD614")  # TD308, TD209
         for site, curve in self._curves.items():
-            if site.line in explained:
-                continue
+            if site.line in explained or (self._stepped and site not in self._stepping):
+                continue  # explained, or a backward that no optimizer step follows
             if self._constant(site, curve):
                 continue
             if adversarial or len(self._terms.get(site, ())) > 1:
