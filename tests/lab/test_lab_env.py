@@ -78,8 +78,19 @@ def env_report(lab_file: Path) -> Report:
     if (os.cpu_count() or 1) < getattr(module, "LAB_REQUIRES_CPUS", 1):
         pytest.skip(f"{lab_file.parent.name} needs {module.LAB_REQUIRES_CPUS} CPUs")
     with restored_process_state():
+        # As a fresh process has it: one thread per usable CPU. Other tests in this worker
+        # may have left torch at one thread (tests/unit/runtime's conftest does), and a
+        # lab file about thread counts would then depend on which tests ran before it.
+        import torch
+
+        torch.set_num_threads(_usable_cpus())
         module.configure()
         return diagnose()
+
+
+def _usable_cpus() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 @pytest.mark.parametrize("case", lab_params(Depth.ENV))
