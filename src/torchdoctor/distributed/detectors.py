@@ -32,7 +32,7 @@ from torchdoctor.distributed import clipping as clipping  # registers TD814 (run
 from torchdoctor.distributed import verdicts
 from torchdoctor.distributed.exchange import Exchange, Extremes, Pending, make_exchange
 from torchdoctor.distributed.hang import HANG_DIR_ENV, Watchdog
-from torchdoctor.distributed.replicas import replicated_outside
+from torchdoctor.distributed.replicas import replicated_outside, tensor_sums
 from torchdoctor.distributed.tracking import (
     Patches,
     after_call,
@@ -305,7 +305,7 @@ class CrossRankChecks(RuntimeDetector):
             "buffers": [b for d in ddps for b in d.buffers],
         }
         names = {kind: [n for n, _ in tensors[kind]] for kind in _KINDS}
-        sums = {kind: _sums([t for _, t in tensors[kind]], self._torch) for kind in _KINDS}
+        sums = {kind: tensor_sums([t for _, t in tensors[kind]], self._torch) for kind in _KINDS}
         values = [0.0] * 9
         for index, kind in enumerate(_KINDS):
             values[2 * index] = _fingerprint(sums[kind])
@@ -424,16 +424,6 @@ class CrossRankChecks(RuntimeDetector):
 
 def _place(site: CallSite | None, obj: str) -> Location:
     return site.location(object=obj) if site is not None else Location(object=obj)
-
-
-def _sums(tensors: Sequence[Any], torch: Any) -> list[float]:
-    """Per-tensor float64 sums, read back in one transfer."""
-    if not tensors:
-        return []
-    with torch.no_grad():
-        device = tensors[0].device
-        stacked = torch.stack([t.detach().sum(dtype=torch.float64).to(device) for t in tensors])
-        return [float(v) for v in stacked.cpu().tolist()]
 
 
 def _fingerprint(sums: Sequence[float]) -> float:

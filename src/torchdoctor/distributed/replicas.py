@@ -36,7 +36,7 @@ from typing import Any
 from torchdoctor.distributed.exchange import Exchange
 from torchdoctor.runtime.detectors.base import OptimizerInfo
 
-__all__ = ["replicated_outside", "is_shard"]
+__all__ = ["is_shard", "replicated_outside", "tensor_sums"]
 
 # Attributes by which tensor-parallel frameworks mark a tensor as one rank's part.
 _SHARD_MARKS = ("tensor_model_parallel", "partition_dim", "model_parallel", "expert")
@@ -77,7 +77,7 @@ def replicated_outside(
         return []
     count = len(candidates)
     unknown = 1e200 * (exchange.rank + 1)  # differs on every rank: never "agrees"
-    values = _sums([p for _, p in candidates], torch)
+    values = tensor_sums([p for _, p in candidates], torch)
     grads = [unknown if g is None else g for g in _grad_sums(candidates, torch)]
     steps_ddp = 1.0 if any(id(p) in inside for p in optimizer.params) else 0.0
     marks_shards = 1.0 if any(is_shard(p) for p in optimizer.params) else 0.0
@@ -92,7 +92,10 @@ def replicated_outside(
     ]
 
 
-def _sums(tensors: Sequence[Any], torch: Any) -> list[float]:
+def tensor_sums(tensors: Sequence[Any], torch: Any) -> list[float]:
+    """Per-tensor float64 sums, read back in one transfer."""
+    if not tensors:
+        return []
     with torch.no_grad():
         device = tensors[0].device
         stacked = torch.stack([t.detach().sum(dtype=torch.float64).to(device) for t in tensors])
@@ -103,5 +106,5 @@ def _grad_sums(candidates: Sequence[tuple[str, Any]], torch: Any) -> list[float 
     """Per tensor, the sum of its dense gradient; ``None`` without one."""
     grads = [p.grad if p.grad is not None and not p.grad.is_sparse else None for _, p in candidates]
     present = [g for g in grads if g is not None]
-    sums = iter(_sums(present, torch) if present else [])
+    sums = iter(tensor_sums(present, torch))
     return [next(sums) if g is not None else None for g in grads]

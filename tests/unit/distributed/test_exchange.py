@@ -31,7 +31,8 @@ def test_non_finite_values_are_sent_as_finite_extremes() -> None:
 
 
 def test_fingerprints_tell_swapped_tensors_apart() -> None:
-    from torchdoctor.distributed.detectors import _fingerprint, _sums
+    from torchdoctor.distributed.detectors import _fingerprint
+    from torchdoctor.distributed.replicas import tensor_sums as _sums
 
     a, b = torch.ones(3), torch.full((2,), 5.0)
     assert _sums([a, b], torch) == [3.0, 10.0]

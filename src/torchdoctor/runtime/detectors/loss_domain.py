@@ -38,17 +38,15 @@ from torchdoctor.runtime.detectors.base import (
     RuntimeDetector,
 )
 from torchdoctor.runtime.detectors.loss_nodes import (
+    Cadence,
     LossCall,
     LossFamily,
     below_shape_ops,
-    compiling,
     loss_calls,
 )
 
 __all__ = ["LossDomain"]
 
-CHECKS_FIRST = 8  # backward passes of each place checked from the start
-CHECK_EVERY = 50  # then one in this many
 VALUES = 4096  # values of an argument read per check (its first ones)
 LOG_PROB_SLACK = 1e-2  # a log-probability above this is not one (rounding aside)
 PROBABILITY_SLACK = 1e-3
@@ -80,16 +78,14 @@ class LossDomain(RuntimeDetector):
     """Judges loss arguments (and single-call losses) against their domains."""
 
     def __init__(self) -> None:
-        self._checked: dict[CallSite, int] = {}
+        self._cadence = Cadence()
         self._ranges: dict[tuple[CallSite, str], _Range] = {}
         self._bounded: dict[int, LossCall] = {}  # backward index -> the one call it is
         self._evidence: dict[tuple[str, CallSite], dict[str, float]] = {}
 
     def on_backward(self, event: BackwardEvent) -> None:
-        count = self._checked.get(event.site, 0)
-        self._checked[event.site] = count + 1
-        if (count >= CHECKS_FIRST and count % CHECK_EVERY) or compiling():
-            return  # not a checked pass (the cheap test first), or torch.compile tracing
+        if not self._cadence.due(event.site):
+            return
         calls = loss_calls(event.loss)
         whole = _whole_call(event.loss, calls)
         if whole is not None:  # judged on this very backward pass's value, when read

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "CHECKS_FIRST",
+    "CHECK_EVERY",
+    "Cadence",
     "LossCall",
     "compiling",
     "LossFamily",
@@ -25,6 +28,8 @@ __all__ = [
     "reached_leaves",
 ]
 
+CHECKS_FIRST = 8  # backward passes of each place checked from the start
+CHECK_EVERY = 50  # then one in this many
 _GRAPH_NODES = 32  # autograd nodes read from the loss down, at most
 
 
@@ -104,6 +109,22 @@ class LossCall:
         """The node that made argument ``position`` (0 input, 1 target), or ``None``."""
         edges = self.node.next_functions
         return edges[position][0] if position < len(edges) else None
+
+
+class Cadence:
+    """Which backward passes of each place a loss-graph check reads: the first
+    ``CHECKS_FIRST``, then one in ``CHECK_EVERY``; none while torch.compile traces."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[Any, int] = {}
+
+    def due(self, site: Any) -> bool:
+        count = self._seen.get(site, 0)
+        self._seen[site] = count + 1
+        # The cheap test first: compiling() is a call into torch.
+        return (count < CHECKS_FIRST or count % CHECK_EVERY == 0) and not compiling()
 
 
 def compiling() -> bool:

@@ -34,11 +34,10 @@ from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import BackwardEvent, CallSite, RuntimeDetector
-from torchdoctor.runtime.detectors.loss_domain import CHECK_EVERY, CHECKS_FIRST
 from torchdoctor.runtime.detectors.loss_nodes import (
+    Cadence,
     LossFamily,
     below_shape_ops,
-    compiling,
     loss_calls,
     reached_leaves,
 )
@@ -63,14 +62,12 @@ class TargetCarriesGradient(RuntimeDetector):
     """Flags a loss whose target argument carries a gradient into trained parameters."""
 
     def __init__(self) -> None:
-        self._checked: dict[CallSite, int] = {}
+        self._cadence = Cadence()
         self._targets: dict[tuple[CallSite, str], _Target] = {}
 
     def on_backward(self, event: BackwardEvent) -> None:
-        count = self._checked.get(event.site, 0)
-        self._checked[event.site] = count + 1
-        if (count >= CHECKS_FIRST and count % CHECK_EVERY) or compiling():
-            return  # not a checked pass (the cheap test first), or torch.compile tracing
+        if not self._cadence.due(event.site):
+            return
         for call in loss_calls(event.loss):
             if call.family not in _TARGET_FAMILIES:
                 continue
