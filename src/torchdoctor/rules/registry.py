@@ -229,6 +229,8 @@ _TABLE: tuple[Rule, ...] = (
        "DataLoader workers are restarted every epoch (persistent_workers=False)"),
     _r("TD413", "dataloader-worker-died", E, (RUN,),
        "A DataLoader worker process died"),
+    _r("TD414", "sampler-reaches-part-of-dataset", E, (CHECK, RUN),
+       "The DataLoader's sampler can never draw part of the dataset's indices"),
     # 5xx: train/eval mode
     _r("TD501", "eval-in-train-mode", E, (LINT, RUN),
        "Evaluation runs with dropout/BatchNorm in training mode (no model.eval())"),

@@ -45,6 +45,7 @@ from torchdoctor.runtime.detectors import loading  # noqa: F401
 from torchdoctor.runtime.detectors import loss_domain  # noqa: F401
 from torchdoctor.runtime.detectors import module_flags  # noqa: F401
 from torchdoctor.runtime.detectors import precision  # noqa: F401
+from torchdoctor.runtime.detectors import reach  # noqa: F401
 from torchdoctor.runtime.detectors import target_grad  # noqa: F401
 from torchdoctor.runtime.detectors import train_override  # noqa: F401
 from torchdoctor.runtime.detectors import warmup  # noqa: F401
