@@ -231,6 +231,8 @@ _TABLE: tuple[Rule, ...] = (
        "A DataLoader worker process died"),
     _r("TD414", "sampler-reaches-part-of-dataset", E, (CHECK, RUN),
        "The DataLoader's sampler can never draw part of the dataset's indices"),
+    _r("TD415", "evaluation-drops-examples", W, (RUN,),
+       "An evaluation pass over a drop_last=True DataLoader leaves examples out"),
     # 5xx: train/eval mode
     _r("TD501", "eval-in-train-mode", E, (LINT, RUN),
        "Evaluation runs with dropout/BatchNorm in training mode (no model.eval())"),

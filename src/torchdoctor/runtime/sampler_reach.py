@@ -26,7 +26,7 @@ from typing import Any
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.rules.registry import finding
 
-__all__ = ["Reach", "reach_finding", "sampler_reach"]
+__all__ = ["Reach", "dropped_examples", "reach_finding", "sampler_reach"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,20 @@ def sampler_reach(dataset: Any, sampler: Any) -> Reach | None:
     return Reach(
         name, count, size, f"the {count} examples of the {what} it was built on", "dataset"
     )
+
+
+def dropped_examples(index_sampler: Any) -> tuple[int, int, int] | None:
+    """``(batches, batch_size, dropped)`` per epoch for a loader batched with
+    ``drop_last=True`` that drops examples (its sampler's count is not a multiple of the
+    batch size); ``None`` otherwise or when the counts are unknown."""
+    from torch.utils.data import BatchSampler
+
+    if not isinstance(index_sampler, BatchSampler) or not index_sampler.drop_last:
+        return None
+    size, batch = _length(index_sampler.sampler), index_sampler.batch_size
+    if size is None or not isinstance(batch, int) or batch < 2 or size % batch == 0:
+        return None
+    return size // batch, batch, size % batch
 
 
 def _length(value: Any) -> int | None:

@@ -175,6 +175,7 @@ class LoaderInfo:
     batch_size: int | None
     prefetch_factor: int | None
     reach: Reach | None = None  # a sampler that can never draw part of the dataset
+    drops: tuple[int, int, int] | None = None  # drop_last: (batches, batch size, dropped)
 
 
 @dataclass(frozen=True, slots=True)
