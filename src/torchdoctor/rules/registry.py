@@ -238,7 +238,7 @@ _TABLE: tuple[Rule, ...] = (
        "BatchNorm in training mode receives a batch of one example"),
     _r("TD504", "eval-forward-nondeterministic", E, (CHECK,),
        "The model in eval mode gives different outputs for the same input"),
-    _r("TD506", "functional-dropout-ignores-training", E, (LINT,),
+    _r("TD506", "functional-dropout-ignores-training", E, (LINT, RUN),
        "F.dropout in a module without training=self.training stays on in eval mode"),
     _r("TD507", "frozen-module-still-updating", W, (RUN,),
        "A part of the model meant frozen still changes: an optimizer steps it, or its "
