@@ -180,7 +180,7 @@ _TABLE: tuple[Rule, ...] = (
        "A tensor's .to()/.cuda()/.detach()/.float() result is thrown away"),
     _r("TD225", "grad-mode-call-without-with", E, (LINT,),
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
-    _r("TD226", "output-layer-frozen-at-init", E, (CHECK,),
+    _r("TD226", "output-layer-frozen-at-init", E, (CHECK, RUN),
        "The layer that computes the loss's input is frozen at its random initialisation"),
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK, RUN),

@@ -41,6 +41,7 @@ from torchdoctor.runtime.detectors import freezing  # noqa: F401
 from torchdoctor.runtime.detectors import clipping  # noqa: F401
 from torchdoctor.runtime.detectors import curves  # noqa: F401
 from torchdoctor.runtime.detectors import dropout  # noqa: F401
+from torchdoctor.runtime.detectors import frozen_head  # noqa: F401
 from torchdoctor.runtime.detectors import frozen_updates  # noqa: F401
 from torchdoctor.runtime.detectors import loading  # noqa: F401
 from torchdoctor.runtime.detectors import loss_domain  # noqa: F401
