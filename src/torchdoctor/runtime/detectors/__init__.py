@@ -50,3 +50,4 @@ from torchdoctor.runtime.detectors import precision  # noqa: F401
 from torchdoctor.runtime.detectors import target_grad  # noqa: F401
 from torchdoctor.runtime.detectors import train_override  # noqa: F401
 from torchdoctor.runtime.detectors import warmup  # noqa: F401
+from torchdoctor.runtime.detectors import worker_streams  # noqa: F401

@@ -68,11 +68,7 @@ class FunctionalDropoutInEval(RuntimeDetector):
         from torchdoctor.runtime.monitor import active_monitor
 
         monitor = getattr(self, "monitor", None)
-        return (
-            monitor is not None
-            and active_monitor() is monitor
-            and getattr(monitor, "enabled", True)  # off in a forked DataLoader worker
-        )
+        return monitor is not None and active_monitor() is monitor
 
     def _wrapper_maker(
         self, name: str, namespace: dict[str, Any]
@@ -99,6 +95,8 @@ class FunctionalDropoutInEval(RuntimeDetector):
             self._error = error
 
     def _judge(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], caller: Any) -> None:
+        if not getattr(self.monitor, "enabled", True):  # off in a forked DataLoader worker
+            return
         p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
         if not isinstance(p, (int, float)) or p <= 0 or compiling():
             return
