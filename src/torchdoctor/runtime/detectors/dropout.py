@@ -29,7 +29,6 @@ from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import MonitorView, RuntimeDetector
-from torchdoctor.runtime.detectors.loss_nodes import compiling
 from torchdoctor.runtime.patches import Patches
 
 __all__ = ["DROPOUT_FUNCTIONS", "FunctionalDropoutInEval"]
@@ -54,21 +53,27 @@ class FunctionalDropoutInEval(RuntimeDetector):
     def __init__(self) -> None:
         self._patches = Patches(alive=self._attached)
         self._error: BaseException | None = None
+        self._active: Callable[[], Any] = lambda: None
+        self._compiling: Callable[[], bool] | None = None
         self._reported: set[tuple[Any, int]] = set()  # (code, line) of the calls reported
         self.calls = 0  # default-training calls judged (for the benchmark)
+        # (code, line) of a call -> frames up to the module's method (None: no method)
+        self._depths: dict[tuple[Any, int], int | None] = {}
 
     def on_attach(self, monitor: MonitorView) -> None:
         super().on_attach(monitor)
         import torch.nn.functional as functional
 
+        from torchdoctor.runtime.monitor import active_monitor
+
+        self._active = active_monitor  # looked up once: the wrapper asks at every call
+        self._compiling = getattr(getattr(torch_module(), "compiler", None), "is_compiling", None)
+
         for name in DROPOUT_FUNCTIONS:
             self._patches.wrap(functional, name, self._wrapper_maker(name, vars(functional)))
 
     def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
+        return self._active() is getattr(self, "monitor", None)
 
     def _wrapper_maker(
         self, name: str, namespace: dict[str, Any]
@@ -97,14 +102,17 @@ class FunctionalDropoutInEval(RuntimeDetector):
     def _judge(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], caller: Any) -> None:
         if not getattr(self.monitor, "enabled", True):  # off in a forked DataLoader worker
             return
-        p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
-        if not isinstance(p, (int, float)) or p <= 0 or compiling():
-            return
         site = (caller.f_code, caller.f_lineno)
         if site in self._reported:
             return
+        p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+        if not isinstance(p, (int, float)) or p <= 0 or self._compiling_now():
+            return
         self.calls += 1
-        owner = _owning_module(caller)
+        depth = self._depths.get(site, -1)
+        if depth == -1:  # first call from this line: find how far up the method is
+            depth = self._depths[site] = _method_depth(caller)
+        owner = _first_argument(caller, depth) if depth is not None else None
         if owner is None or owner.training:
             return
         self._reported.add(site)
@@ -126,27 +134,49 @@ class FunctionalDropoutInEval(RuntimeDetector):
             )
         )
 
+    def _compiling_now(self) -> bool:
+        """Whether torch.compile is tracing (the stack is then not the user's)."""
+        return self._compiling is not None and bool(self._compiling())
+
     def on_finish(self, report: Report) -> None:
         self._patches.remove()
         if self._error is not None:
             raise self._error  # a failure of ours in the wrapper: one TD001, as elsewhere
 
 
-def _owning_module(frame: Any) -> Any:
-    """The ``nn.Module`` whose own method is nearest above ``frame`` (the forward, or a
-    helper method it calls; a closure inside one is looked through)."""
+def torch_module() -> Any:
+    import torch
+
+    return torch
+
+
+def _method_depth(frame: Any) -> int | None:
+    """How many frames above ``frame`` the nearest method of an ``nn.Module`` is (the
+    forward, or a helper method it calls; a closure inside one is looked through)."""
     from torch import nn
 
-    for _ in range(_FRAMES):
+    for depth in range(_FRAMES):
         if frame is None:
             return None
         code = frame.f_code
         if code.co_argcount:
             first = frame.f_locals.get(code.co_varnames[0])
             if isinstance(first, nn.Module) and _is_method(type(first), code):
-                return first
+                return depth
         frame = frame.f_back
     return None
+
+
+def _first_argument(frame: Any, depth: int) -> Any:
+    """The first argument of the frame ``depth`` above ``frame``, if it is a module."""
+    from torch import nn
+
+    for _ in range(depth):
+        frame = frame.f_back
+        if frame is None:
+            return None
+    first = frame.f_locals.get(frame.f_code.co_varnames[0]) if frame.f_code.co_argcount else None
+    return first if isinstance(first, nn.Module) else None
 
 
 def _is_method(cls: type, code: Any) -> bool:

@@ -17,8 +17,10 @@ quiet on a frozen head that was trained or loaded (its weight is no longer a def
 on a model frozen whole, and on losses written by hand (no loss node to start from). The
 hook is removed after :data:`JUDGED` judged passes or :data:`BACKWARDS` backward passes,
 and put back for a while when a new optimizer takes its first step (a second phase or
-model); a run with no backward pass at all (inference) keeps it, at one dictionary write
-per layer call made with a graph.
+model); a run with no backward pass (inference) drops it after 20,000 layer calls. Cost
+while it is on: one Python call per layer call (about 7 % of a forward of tiny layers with
+no work, measured), and a dictionary write per output that has a
+graph.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = ["OutputLayerFrozenAtInit"]
 JUDGED = 3  # backward passes whose loss input was traced to a layer
 BACKWARDS = 20  # backward passes (or optimizer steps) watched at most
 _PRODUCERS = 4096  # outputs remembered between two backward passes at most
+_CALLS = 20_000  # layer calls watched per window (a run with no backward stops paying)
 # Nodes a loss family applies to the scores it is given (cross-entropy written as
 # log_softmax + nll_loss): the layer is below them.
 _SQUASHING = frozenset(
@@ -57,6 +60,7 @@ class OutputLayerFrozenAtInit(RuntimeDetector):
         self._hook: Any = None
         self._judged = 0  # in the current window
         self._left = 0  # backward passes left in the current window
+        self._calls = 0  # layer calls seen in the current window
         self._seen: set[int] = set()
         self._error: BaseException | None = None
 
@@ -71,11 +75,15 @@ class OutputLayerFrozenAtInit(RuntimeDetector):
         """Watch the next backward passes (again)."""
         from torchdoctor.runtime.hooks import global_forward_hook
 
-        self._judged, self._left = 0, BACKWARDS
+        self._judged, self._left, self._calls = 0, BACKWARDS, 0
         if self._hook is None and self._error is None:
             self._hook = global_forward_hook(self._record)
 
     def _record(self, module: Any, args: Any, output: Any) -> None:
+        self._calls += 1
+        if self._calls > _CALLS:
+            self._close()
+            return
         try:
             node = getattr(output, "grad_fn", None)
             if node is not None and module._parameters and getattr(self.monitor, "enabled", 1):
