@@ -180,7 +180,7 @@ _TABLE: tuple[Rule, ...] = (
        "A tensor's .to()/.cuda()/.detach()/.float() result is thrown away"),
     _r("TD225", "grad-mode-call-without-with", E, (LINT,),
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
-    _r("TD226", "output-layer-frozen-at-init", E, (CHECK,),
+    _r("TD226", "output-layer-frozen-at-init", E, (CHECK, RUN),
        "The layer that computes the loss's input is frozen at its random initialisation"),
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK, RUN),
@@ -221,7 +221,7 @@ _TABLE: tuple[Rule, ...] = (
        "non_blocking=True copies from a DataLoader without pin_memory=True"),
     _r("TD409", "input-pipeline-bound", W, (CHECK, RUN),
        "Training waits on the input pipeline for a large share of its time"),
-    _r("TD410", "identical-worker-augmentations", E, (CHECK,),
+    _r("TD410", "identical-worker-augmentations", E, (CHECK, RUN),
        "DataLoader workers draw identical random augmentations"),
     _r("TD411", "pin-memory-off-with-cuda", INFO, (CHECK,),
        "Training on CUDA from a DataLoader without pin_memory=True"),
@@ -242,7 +242,7 @@ _TABLE: tuple[Rule, ...] = (
        "BatchNorm in training mode receives a batch of one example"),
     _r("TD504", "eval-forward-nondeterministic", E, (CHECK,),
        "The model in eval mode gives different outputs for the same input"),
-    _r("TD506", "functional-dropout-ignores-training", E, (LINT,),
+    _r("TD506", "functional-dropout-ignores-training", E, (LINT, RUN),
        "F.dropout in a module without training=self.training stays on in eval mode"),
     _r("TD507", "frozen-module-still-updating", W, (RUN,),
        "A part of the model meant frozen still changes: an optimizer steps it, or its "

@@ -40,6 +40,8 @@ from torchdoctor.runtime.detectors import freezing  # noqa: F401
 # Order-free modules, alphabetically (add new ones here).
 from torchdoctor.runtime.detectors import clipping  # noqa: F401
 from torchdoctor.runtime.detectors import curves  # noqa: F401
+from torchdoctor.runtime.detectors import dropout  # noqa: F401
+from torchdoctor.runtime.detectors import frozen_head  # noqa: F401
 from torchdoctor.runtime.detectors import frozen_updates  # noqa: F401
 from torchdoctor.runtime.detectors import kl_domain  # noqa: F401
 from torchdoctor.runtime.detectors import loading  # noqa: F401
@@ -50,3 +52,4 @@ from torchdoctor.runtime.detectors import reach  # noqa: F401
 from torchdoctor.runtime.detectors import target_grad  # noqa: F401
 from torchdoctor.runtime.detectors import train_override  # noqa: F401
 from torchdoctor.runtime.detectors import warmup  # noqa: F401
+from torchdoctor.runtime.detectors import worker_streams  # noqa: F401
