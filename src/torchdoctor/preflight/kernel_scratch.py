@@ -1,0 +1,242 @@
+"""Memory CPU kernels take for themselves inside an op, measured on this machine.
+
+Live tensors do not show all of a CPU step's memory. Inside an op, oneDNN's convolutions
+copy their input, weights and output into blocked layouts and a batch norm's backward
+keeps a buffer of its input's size; all of it is freed before the op returns, so no
+tensor shows it, yet the CPU allocator holds it at the step's peak. How much depends on
+the kernel library, the CPU and the shapes (on torch 2.13 with oneDNN, a 3x3
+convolution's forward takes its input's size again, its backward two to three times
+it), so it is measured rather than modelled.
+
+:func:`measure_scratch` runs the step for real on plain copies at two small batch sizes
+under ``torch.profiler`` with ``profile_memory`` (the CPU allocator reports every
+allocation and free). For each op it records the highest allocation over the bytes live
+when the op started, its *transient* peak, outputs included. :class:`MeasuredScratch`
+gives the forecast's tracker, for the same op of a step at batch size B, the line through
+the two measurements (the buffers are as large as the batch; the weights' copies are
+not). Ops are matched between the real and the fake step by name and by how many ops of
+that name ran before them in the step; a dtype other than the measured one scales by
+the element size. Where nothing can be measured (the model is on another device or the
+``meta`` device, a profiler is already running, the step fails on real tensors) the
+forecast falls back to :class:`ColumnScratch`, an estimate of a convolution backward's
+unfolded columns.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import functools
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ColumnScratch", "MeasuredScratch", "measure_scratch"]
+
+CALIBRATION_SIZES = (2, 4)
+
+
+@dataclass(slots=True)
+class MeasuredScratch:
+    """Transient peaks of a step's ops, measured at two batch sizes.
+
+    Attributes:
+        sizes: the two batch sizes measured.
+        peaks: ``(op, occurrence) -> (bytes at sizes[0], bytes at sizes[1], element
+            size)`` for each op whose allocations exceeded its outputs.
+    """
+
+    sizes: tuple[int, int]
+    peaks: dict[tuple[str, int], tuple[int, int, int]]
+    batch_size: int = 0
+    _seen: Counter[str] = field(default_factory=Counter)
+
+    method = "measured"
+
+    def start(self, batch_size: int) -> None:
+        """A step at ``batch_size`` begins: count ops from the first again."""
+        self.batch_size = batch_size
+        self._seen.clear()
+
+    def __call__(self, func: Any, args: Any) -> int:
+        name = str(func)
+        key = (name, self._seen[name])
+        self._seen[name] += 1
+        measured = self.peaks.get(key)
+        if measured is None:
+            return 0
+        (low, high), (at_low, at_high, element) = self.sizes, measured
+        size = at_low + (at_high - at_low) * (self.batch_size - low) / (high - low)
+        tensor = _first_tensor(args)
+        if tensor is not None and tensor.element_size() != element:
+            size *= tensor.element_size() / element
+        return max(0, round(size))
+
+
+class ColumnScratch:
+    """The fallback estimate: a 2-d convolution's backward unfolds its input into
+    columns (im2col), ``N x C_in/groups x kh x kw x H_out x W_out`` values."""
+
+    method = "estimated (convolution columns)"
+
+    def start(self, batch_size: int) -> None:
+        """Nothing to reset."""
+
+    def __call__(self, func: Any, args: Any) -> int:
+        from torchdoctor.preflight.memory import cpu_kernel_scratch
+
+        return cpu_kernel_scratch(func, args)
+
+
+def _first_tensor(args: Any) -> Any | None:
+    import torch
+
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            return value
+    return None
+
+
+def measure_scratch(
+    model: Any,
+    optimizer: Any | None,
+    loss_fn: Any,
+    batch: Any,
+    autocast: Callable[[], Any] | None = None,
+) -> MeasuredScratch | None:
+    """Measure the transient peaks of the step's ops on plain copies, at batch sizes 2 and
+    4 (see the module doc); ``None`` when they cannot be measured here."""
+    if not _measurable(model, batch):
+        return None
+    from torchdoctor.preflight.memory import LiveBytes
+    from torchdoctor.preflight.memory_step import measure_step, real_copy, resize_batch
+
+    try:
+        copy = real_copy(model, optimizer, loss_fn, batch)
+        low, high = CALIBRATION_SIZES
+
+        def step(size: int) -> None:
+            context = autocast() if autocast is not None else None
+            with context if context is not None else contextlib.nullcontext():
+                measure_step(copy, LiveBytes(), resize_batch(copy.batch, size, None))
+
+        step(low)  # creates the optimizer's state, as the forecast's first step does
+        at_low, at_high = _transient_peaks(lambda: step(low)), _transient_peaks(lambda: step(high))
+    except Exception:  # noqa: BLE001 - the user's code on real copies; fall back
+        return None
+    peaks = {}
+    for key in at_low.keys() | at_high.keys():
+        element = (at_low.get(key) or at_high[key])[1]
+        peaks[key] = (at_low.get(key, (0, 0))[0], at_high.get(key, (0, 0))[0], element)
+    return MeasuredScratch((low, high), peaks)
+
+
+def _measurable(model: Any, batch: Any) -> bool:
+    import torch
+    from torch.profiler import kineto_available
+
+    from torchdoctor.preflight.batch import iter_tensors
+
+    if not kineto_available() or torch._C._autograd._profiler_enabled():  # noqa: SLF001
+        return False  # a profiler is running already (the user's): one at a time
+    tensors = [
+        *model.parameters(),
+        *model.buffers(),
+        *(tensor for _, tensor in iter_tensors(batch.inputs, "inputs")),
+        *(tensor for _, tensor in iter_tensors(batch.targets, "targets")),
+    ]
+    return all(tensor.device.type == "cpu" for tensor in tensors)
+
+
+def _transient_peaks(run: Callable[[], None]) -> dict[tuple[str, int], tuple[int, int]]:
+    """Run ``run`` under the profiler; ``(op, occurrence) -> (transient peak, element
+    size)`` for every op that allocated more than it returned."""
+    from torch.profiler import ProfilerActivity, profile
+
+    names: list[tuple[str, int]] = []
+    profiler = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_stderr():
+        profiler.start()
+        try:
+            with _numbered_ops(names):
+                run()
+        finally:
+            profiler.stop()
+    events = list(profiler.profiler.kineto_results.events())  # type: ignore[union-attr]
+    memory = sorted((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]")
+    times = [time for time, _ in memory]
+    spans = {
+        int(e.name()[len(_MARK) :]): (e.start_ns(), e.end_ns())
+        for e in events
+        if e.name().startswith(_MARK)
+    }
+    peaks: dict[tuple[str, int], tuple[int, int]] = {}
+    occurrences: Counter[str] = Counter()
+    for index, (name, element) in enumerate(names):
+        key = (name, occurrences[name])
+        occurrences[name] += 1
+        if index not in spans:
+            continue
+        start, end = spans[index]
+        running = highest = 0
+        for _, size in memory[bisect.bisect_left(times, start) : bisect.bisect_right(times, end)]:
+            running += size
+            highest = max(highest, running)
+        if highest > max(running, 0):
+            peaks[key] = (highest, element)
+    return peaks
+
+
+_MARK = "torchdoctor.op#"
+
+
+@contextlib.contextmanager
+def _numbered_ops(names: list[tuple[str, int]]) -> Iterator[None]:
+    """Mark each op's span in the profile with its index in ``names`` (its name and its
+    first tensor's element size)."""
+    with _numbering_class()(names):
+        yield
+
+
+@functools.cache
+def _numbering_class() -> Any:
+    """The dispatch mode of :func:`_numbered_ops` (built on first use: importing this
+    module does not import torch)."""
+    from torch.autograd.profiler import record_function
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Numbering(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __init__(self, names: list[tuple[str, int]]) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            self._names = names
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            tensor = _first_tensor(args)
+            self._names.append((str(func), tensor.element_size() if tensor is not None else 1))
+            with record_function(f"{_MARK}{len(self._names) - 1}"):
+                return func(*args, **(kwargs or {}))
+
+    return Numbering
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 while the profiler runs: kineto prints a line as it
+    starts and stops, the CPU allocator one for a block freed that it did not see
+    allocated; neither is the user's to read."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
