@@ -58,6 +58,10 @@ _FRAGMENTATION = 0.05
 _MAX_BATCH = 2**24
 _SEARCH_FACTOR = 64  # the largest batch searched, as a multiple of the largest asked
 _MIN_SAVING = 0.01  # a remedy saving less than this share of the peak is not shown
+_CPU_PEAK = (
+    "; the peak is the CPU allocator's: the process's resident size also holds freed"
+    " blocks the C library's allocator keeps"
+)
 _UNITS = {
     "": 1,
     "b": 1,
@@ -227,7 +231,8 @@ class Forecast:
             "remedy_baseline_bytes": self.remedy_baseline_bytes,
             "method": "fake tensors, live bytes by storage"
             + (", CUDA 512-byte blocks" if self.options.device == "cuda" else "")
-            + (f", CPU kernel scratch {self.kernel_scratch}" if self.kernel_scratch else ""),
+            + (f", CPU kernel scratch {self.kernel_scratch}" if self.kernel_scratch else "")
+            + (_CPU_PEAK if self.options.device == "cpu" else ""),
         }
         if self.error:
             detail["error"] = self.error
