@@ -17,7 +17,8 @@ the two measurements (the buffers are as large as the batch; the weights' copies
 not). Ops are matched between the real and the fake step by name and by how many ops of
 that name ran before them in the step; a dtype other than the measured one scales by
 the element size. Where nothing can be measured (the model is on another device or the
-``meta`` device, a profiler is already running, the step fails on real tensors) the
+``meta`` device, copies of it and its optimizer's state would take more than a quarter of
+the memory free now, a profiler is already running, the step fails on real tensors) the
 forecast falls back to :class:`ColumnScratch`, an estimate of a convolution backward's
 unfolded columns.
 """
@@ -108,7 +109,7 @@ def measure_scratch(
 ) -> MeasuredScratch | None:
     """Measure the transient peaks of the step's ops on plain copies, at batch sizes 2 and
     4 (see the module doc); ``None`` when they cannot be measured here."""
-    if not _measurable(model, batch):
+    if not _measurable(model, batch) or not _affordable(model, optimizer):
         return None
     from torchdoctor.preflight.memory import LiveBytes
     from torchdoctor.preflight.memory_step import measure_step, real_copy, resize_batch
@@ -148,6 +149,37 @@ def _measurable(model: Any, batch: Any) -> bool:
         *(tensor for _, tensor in iter_tensors(batch.targets, "targets")),
     ]
     return all(tensor.device.type == "cpu" for tensor in tensors)
+
+
+def _affordable(model: Any, optimizer: Any | None) -> bool:
+    """Whether plain copies of the model and its optimizer's state, and a step at batch
+    size 4, fit easily in the memory free now (a model that fills the machine is not
+    copied: the forecast exists to avoid running out of memory)."""
+    import torch
+
+    tensors = [*model.parameters(), *model.buffers()]
+    if optimizer is not None:
+        tensors += [
+            value
+            for state in optimizer.state.values()
+            for value in state.values()
+            if isinstance(value, torch.Tensor)
+        ]
+    held = sum(tensor.numel() * tensor.element_size() for tensor in tensors)
+    free = _free_memory()
+    return free is None or 4 * held < free
+
+
+def _free_memory() -> int | None:
+    """The memory the system can give now (Linux's ``MemAvailable``), or ``None``."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _transient_peaks(run: Callable[[], None]) -> dict[tuple[str, int], tuple[int, int]]:

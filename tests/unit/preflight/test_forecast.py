@@ -570,3 +570,17 @@ def test_a_model_on_the_meta_device_falls_back_to_estimated_columns() -> None:
         model, None, nn.CrossEntropyLoss(), batch, ForecastOptions("cuda", (4,), remedies=False)
     )
     assert cuda.kernel_scratch is None
+
+
+def test_a_model_that_would_not_fit_twice_is_not_copied_to_measure_kernels(monkeypatch) -> None:
+    import torchdoctor.preflight.kernel_scratch as kernel_scratch
+
+    model = SmallCNN()
+    batch = split_batch((torch.randn(4, 3, 16, 16), torch.randint(0, CLASSES, (4,))))
+    held = sum(p.numel() * 4 for p in model.parameters())
+    monkeypatch.setattr(kernel_scratch, "_free_memory", lambda: 3 * held)
+    assert measure_scratch(model, None, nn.CrossEntropyLoss(), batch) is None
+    forecast = forecast_memory(
+        model, None, nn.CrossEntropyLoss(), batch, ForecastOptions("cpu", (4,), remedies=False)
+    )
+    assert forecast.error is None and forecast.kernel_scratch == "estimated (convolution columns)"
