@@ -37,6 +37,7 @@ from typing import Any
 __all__ = ["ColumnScratch", "MeasuredScratch", "measure_scratch"]
 
 CALIBRATION_SIZES = (2, 4)
+_Outputs = tuple[tuple[int, int], ...]  # (bytes, element size) of each output of an op
 
 
 @dataclass(slots=True)
@@ -51,8 +52,10 @@ class MeasuredScratch:
 
     sizes: tuple[int, int]
     peaks: dict[tuple[str, int], tuple[int, int, int]]
+    outputs: dict[tuple[str, int], tuple[_Outputs, _Outputs]] = field(default_factory=dict)
     batch_size: int = 0
     _seen: Counter[str] = field(default_factory=Counter)
+    _current: tuple[str, int] | None = None
 
     method = "measured"
 
@@ -63,17 +66,33 @@ class MeasuredScratch:
 
     def __call__(self, func: Any, args: Any) -> int:
         name = str(func)
-        key = (name, self._seen[name])
+        key = self._current = (name, self._seen[name])
         self._seen[name] += 1
         measured = self.peaks.get(key)
         if measured is None:
             return 0
-        (low, high), (at_low, at_high, element) = self.sizes, measured
-        size = at_low + (at_high - at_low) * (self.batch_size - low) / (high - low)
+        at_low, at_high, element = measured
+        size = self._at_batch(at_low, at_high)
         tensor = _first_tensor(args)
         if tensor is not None and tensor.element_size() != element:
             size *= tensor.element_size() / element
         return max(0, round(size))
+
+    def output_bytes(self, index: int, tensor: Any) -> int:
+        """The bytes output ``index`` (``tensor``) of the op last looked up took on real
+        tensors, at this batch size and ``tensor``'s element size (0: not measured). A
+        fake kernel can return less than the real one keeps: oneDNN's LSTM returns a
+        workspace for its backward that is empty on fake tensors."""
+        measured = self.outputs.get(self._current) if self._current is not None else None
+        if measured is None or index >= min(len(measured[0]), len(measured[1])):
+            return 0
+        (at_low, element), (at_high, _) = measured[0][index], measured[1][index]
+        size = self._at_batch(at_low, at_high) * int(tensor.element_size()) / element
+        return max(0, round(size))
+
+    def _at_batch(self, at_low: float, at_high: float) -> float:
+        low, high = self.sizes
+        return at_low + (at_high - at_low) * (self.batch_size - low) / (high - low)
 
 
 class ColumnScratch:
@@ -89,6 +108,27 @@ class ColumnScratch:
         from torchdoctor.preflight.memory import cpu_kernel_scratch
 
         return cpu_kernel_scratch(func, args)
+
+
+def _flat_tensors(value: Any) -> list[Any]:
+    """The tensors in ``value``, through tuples, lists and dicts, in order (as the
+    forecast's tracker walks an op's outputs)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = tuple(value.values())
+    if isinstance(value, (tuple, list)):
+        return [tensor for item in value for tensor in _flat_tensors(item)]
+    return []
+
+
+def _storage_ptr(tensor: Any) -> int:
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):
+        return -1
 
 
 def _first_tensor(args: Any) -> Any | None:
@@ -124,14 +164,18 @@ def measure_scratch(
                 measure_step(copy, LiveBytes(), resize_batch(copy.batch, size, None))
 
         step(low)  # creates the optimizer's state, as the forecast's first step does
-        at_low, at_high = _transient_peaks(lambda: step(low)), _transient_peaks(lambda: step(high))
+        (at_low, out_low), (at_high, out_high) = (
+            _transient_peaks(lambda: step(low)),
+            _transient_peaks(lambda: step(high)),
+        )
     except Exception:  # noqa: BLE001 - the user's code on real copies; fall back
         return None
     peaks = {}
     for key in at_low.keys() | at_high.keys():
         element = (at_low.get(key) or at_high[key])[1]
         peaks[key] = (at_low.get(key, (0, 0))[0], at_high.get(key, (0, 0))[0], element)
-    return MeasuredScratch((low, high), peaks)
+    outputs = {key: (out_low[key], out_high[key]) for key in out_low.keys() & out_high.keys()}
+    return MeasuredScratch((low, high), peaks, outputs)
 
 
 def _measurable(model: Any, batch: Any) -> bool:
@@ -182,12 +226,19 @@ def _free_memory() -> int | None:
     return None
 
 
-def _transient_peaks(run: Callable[[], None]) -> dict[tuple[str, int], tuple[int, int]]:
-    """Run ``run`` under the profiler; ``(op, occurrence) -> (transient peak, element
-    size)`` for every op that allocated more than it returned."""
+_Key = tuple[str, int]
+
+
+def _transient_peaks(
+    run: Callable[[], None],
+) -> tuple[dict[_Key, tuple[int, int]], dict[_Key, _Outputs]]:
+    """Run ``run`` under the profiler. Returns ``(op, occurrence) -> (transient peak,
+    element size)`` for every op that allocated more than it returned, and ``(op,
+    occurrence) -> (bytes, element size) of each output`` (0 bytes for an output sharing
+    an input's storage)."""
     from torch.profiler import ProfilerActivity, profile
 
-    names: list[tuple[str, int]] = []
+    names: list[tuple[str, int, _Outputs]] = []
     profiler = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     with _quiet_stderr():
         profiler.start()
@@ -204,11 +255,14 @@ def _transient_peaks(run: Callable[[], None]) -> dict[tuple[str, int], tuple[int
         for e in events
         if e.name().startswith(_MARK)
     }
-    peaks: dict[tuple[str, int], tuple[int, int]] = {}
+    peaks: dict[_Key, tuple[int, int]] = {}
+    outputs: dict[_Key, _Outputs] = {}
     occurrences: Counter[str] = Counter()
-    for index, (name, element) in enumerate(names):
+    for index, (name, element, produced) in enumerate(names):
         key = (name, occurrences[name])
         occurrences[name] += 1
+        if any(size for size, _ in produced):
+            outputs[key] = produced
         if index not in spans:
             continue
         start, end = spans[index]
@@ -218,16 +272,16 @@ def _transient_peaks(run: Callable[[], None]) -> dict[tuple[str, int], tuple[int
             highest = max(highest, running)
         if highest > max(running, 0):
             peaks[key] = (highest, element)
-    return peaks
+    return peaks, outputs
 
 
 _MARK = "torchdoctor.op#"
 
 
 @contextlib.contextmanager
-def _numbered_ops(names: list[tuple[str, int]]) -> Iterator[None]:
-    """Mark each op's span in the profile with its index in ``names`` (its name and its
-    first tensor's element size)."""
+def _numbered_ops(names: list[tuple[str, int, _Outputs]]) -> Iterator[None]:
+    """Mark each op's span in the profile with its index in ``names`` (its name, its
+    first tensor's element size, the bytes of the new storage of each output)."""
     with _numbering_class()(names):
         yield
 
@@ -240,7 +294,7 @@ def _numbering_class() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Numbering(TorchDispatchMode):  # type: ignore[no-untyped-call]
-        def __init__(self, names: list[tuple[str, int]]) -> None:
+        def __init__(self, names: list[tuple[str, int, _Outputs]]) -> None:
             super().__init__()  # type: ignore[no-untyped-call]
             self._names = names
 
@@ -248,9 +302,17 @@ def _numbering_class() -> Any:
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             tensor = _first_tensor(args)
-            self._names.append((str(func), tensor.element_size() if tensor is not None else 1))
-            with record_function(f"{_MARK}{len(self._names) - 1}"):
-                return func(*args, **(kwargs or {}))
+            index = len(self._names)
+            self._names.append((str(func), tensor.element_size() if tensor is not None else 1, ()))
+            with record_function(f"{_MARK}{index}"):
+                out = func(*args, **(kwargs or {}))
+            given = {_storage_ptr(t) for t in _flat_tensors((args, kwargs or {}))}
+            produced = tuple(
+                (0 if _storage_ptr(t) in given else t.untyped_storage().nbytes(), t.element_size())
+                for t in _flat_tensors(out)
+            )
+            self._names[index] = (*self._names[index][:2], produced)
+            return out
 
     return Numbering
 
