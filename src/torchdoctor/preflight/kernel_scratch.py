@@ -16,11 +16,13 @@ gives the forecast's tracker, for the same op of a step at batch size B, the lin
 the two measurements (the buffers are as large as the batch; the weights' copies are
 not). Ops are matched between the real and the fake step by name and by how many ops of
 that name ran before them in the step; a dtype other than the measured one scales by
-the element size. Where nothing can be measured (the model is on another device or the
-``meta`` device, copies of it and its optimizer's state would take more than a quarter of
-the memory free now, a profiler is already running, the step fails on real tensors) the
-forecast falls back to :class:`ColumnScratch`, an estimate of a convolution backward's
-unfolded columns.
+the element size. The same steps record the bytes of each op's new outputs: where a
+real kernel keeps a larger output than the fake kernel returns (oneDNN's LSTM workspace,
+empty on fake tensors), the tracker counts the real size. Where nothing can be
+measured (the model is on another device or the ``meta`` device, copies of it and its
+optimizer's state would take more than a quarter of the memory free now, a profiler is
+already running, the step fails on real tensors) the forecast falls back to
+:class:`ColumnScratch`, an estimate of a convolution backward's unfolded columns.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class MeasuredScratch:
         sizes: the two batch sizes measured.
         peaks: ``(op, occurrence) -> (bytes at sizes[0], bytes at sizes[1], element
             size)`` for each op whose allocations exceeded its outputs.
+        outputs: ``(op, occurrence) -> ((bytes, element size) of each output at
+            sizes[0], the same at sizes[1])`` for ops that made new storages.
     """
 
     sizes: tuple[int, int]
