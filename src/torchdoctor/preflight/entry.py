@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.preflight.failures import user_frame
-from torchdoctor.preflight.independence import difference, example_part
+from torchdoctor.preflight.independence import difference
 from torchdoctor.preflight.tracing import ForwardTrace
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ class Entry:
         frame: the user's line that ran it, when one is on the stack.
         input_shape: the shape of its first tensor input.
         change: the relative change of its output for the kept example.
-        pairwise: it read or made a tensor with two dimensions as long as the batch (an
-            adjacency, a similarity matrix of the examples): mixing them is its purpose.
+        pairwise: a matrix product that read or made an examples-by-examples matrix (an
+            adjacency, similarities of the examples): mixing them is its purpose.
     """
 
     op: str
@@ -51,8 +51,23 @@ class Entry:
 @dataclass(slots=True)
 class _Call:
     op: str
-    inputs: list[Any]
-    outputs: list[Any]
+    inputs: list[list[Any]]  # per tensor, its candidate parts (see _Watch.parts)
+    outputs: list[list[Any]]
+
+
+def _candidates(tensor: Any, count: int, keep: int) -> list[Any]:
+    parts = [
+        tensor.select(dim, keep)
+        for dim in (0, 1)
+        if dim < tensor.dim() and tensor.shape[dim] == count
+    ]
+    return parts or [tensor]
+
+
+def _changes(base: list[Any], other: list[Any]) -> list[float]:
+    if len(base) != len(other):
+        return [float("inf")]
+    return [difference(a, b) for a, b in zip(base, other, strict=True)]
 
 
 class _Watch:
@@ -94,12 +109,16 @@ class _Watch:
 
         return _Mode()
 
-    def parts(self, value: Any) -> list[Any]:
+    def parts(self, value: Any) -> list[list[Any]]:
+        """Per tensor, its candidate parts for the kept example: along dimension 0 and
+        along dimension 1 where either is as long as the batch (an intermediate tensor
+        does not say which runs over the examples: ``(batch, hidden)`` with hidden as
+        long as the batch), else the whole tensor."""
         import torch
 
         # Parameters are the same in both runs: not copied, so big weights cost nothing.
         return [
-            example_part(t, self.count, self.keep).detach().clone()
+            [part.detach().clone() for part in _candidates(t, self.count, self.keep)]
             for t in _tensors(value)
             if not isinstance(t, torch.nn.Parameter)
         ]
@@ -117,9 +136,12 @@ class _Watch:
         if len(base.inputs) != len(call.inputs) or len(base.outputs) != len(call.outputs):
             self.stopped = True
             return
-        if any(difference(a, b) > self.tol for a, b in zip(base.inputs, call.inputs, strict=True)):
-            return
-        change = max(difference(a, b) for a, b in zip(base.outputs, call.outputs, strict=True))
+        pairs = zip(base.inputs, call.inputs, strict=True)
+        if not all(min(_changes(a, b), default=0.0) <= self.tol for a, b in pairs):
+            return  # an input of the kept example changed: the change came from before
+        # An output changed for the kept example along every dimension it may run on.
+        outputs = zip(base.outputs, call.outputs, strict=True)
+        change = max((min(_changes(a, b), default=0.0) for a, b in outputs), default=0.0)
         if change > self.tol:
             first = next(iter(_tensors(args)), None)
             self.entry = Entry(
@@ -128,9 +150,21 @@ class _Watch:
                 user_frame(traceback.extract_stack(), inside_model=True),
                 tuple(first.shape) if first is not None else (),
                 change,
-                any(list(t.shape).count(self.count) >= 2 for t in _tensors((args, result))),
+                call.op in _PRODUCTS
+                and any(_pairwise(t, self.count) for t in _tensors((args, result))),
             )
             self.stopped = True
+
+
+# Matrix products: the ops that apply an examples-by-examples matrix (an adjacency, a
+# similarity or attention over the batch) to the examples.
+_PRODUCTS = frozenset(
+    {"matmul", "mm", "bmm", "__matmul__", "__rmatmul__", "einsum", "addmm", "baddbmm", "spmm"}
+)
+
+
+def _pairwise(tensor: Any, count: int) -> bool:
+    return tensor.dim() >= 2 and tuple(tensor.shape[-2:]) == (count, count)
 
 
 def _tensors(value: Any) -> list[Any]:
