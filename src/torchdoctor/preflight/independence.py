@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torchdoctor.preflight.batch import Batch, iter_tensors
+from torchdoctor.preflight.batch import TARGET_KEYS, Batch, iter_tensors
 
 __all__ = [
     "Variant",
@@ -71,14 +71,45 @@ def map_tensors(value: Any, function: Callable[[Any], Any]) -> Any:
     return value
 
 
-def examples_count(batch: Batch) -> int | None:
-    """Examples in the batch: dimension 0 of the targets, else of the first input tensor
-    (a step's targets are what its loss received, often flattened: its batch decides)."""
-    for value in (batch.inputs,) if batch.runner is not None else (batch.targets, batch.inputs):
-        for _, tensor in iter_tensors(value, "batch"):
-            if tensor.dim() >= 1:
-                return int(tensor.shape[0])
+def examples_count(batch: Batch, batch_size: int | None = None) -> int | None:
+    """Examples in the batch, or ``None`` when its layout is not certain.
+
+    Split batches: dimension 0 of the targets. A step's batch (any structure): dimension 0
+    of its first tensor, confirmed by the loader's ``batch_size``, a dict's labels or the
+    targets the step's loss received; a sequence-first batch (``(seq, batch)`` ids, whose
+    flattened targets confirm nothing) is left alone. Either way, a tensor whose first
+    two dimensions are both that long could be laid out either way: not judged.
+    """
+    if batch.runner is None:
+        count = _first_dim(batch.targets)
+        count = count if count is not None else _first_dim(batch.inputs)
+    else:
+        count = _first_dim(batch.inputs)
+        confirmations = [batch_size, _first_dim(batch.targets)]
+        if isinstance(batch.inputs, dict):
+            confirmations += [_first_dim(batch.inputs.get(key)) for key in TARGET_KEYS]
+        if count not in confirmations:
+            return None
+    if count is None or _ambiguous(batch, count):
+        return None
+    return count
+
+
+def _first_dim(value: Any) -> int | None:
+    for _, tensor in iter_tensors(value, "batch"):
+        if tensor.dim() >= 1:
+            return int(tensor.shape[0])
     return None
+
+
+def _ambiguous(batch: Batch, count: int) -> bool:
+    """Whether a sequence tensor has as many steps as examples (``(seq, batch, ...)`` and
+    ``(batch, seq, ...)`` alike); a 2-D float tensor is a feature matrix, never ambiguous."""
+    for _, tensor in iter_tensors(batch.inputs, "inputs"):
+        square = tensor.dim() >= 2 and tensor.shape[0] == tensor.shape[1] == count
+        if square and not (tensor.dim() == 2 and tensor.is_floating_point()):
+            return True
+    return False
 
 
 def relates_examples(batch: Batch, count: int) -> bool:

@@ -394,3 +394,46 @@ def test_lab_shapes_buggy_flagged_fixed_quiet(factory: str) -> None:
         assert set(report.codes()) == expected, (name, factory, report.findings)
         lines = {line for _, line in labkit.expected_marks(folder / f"{name}.py", Depth.CHECK)}
         assert all(f.location.line in lines for f in report.findings)
+
+
+# --- sequence-first data: its layout is not mistaken for the batch's ---------------------
+
+
+class WordModel(nn.Module):
+    """word_language_model's shape: (seq, batch) ids, a sequence-first LSTM, outputs
+    (seq, batch, vocab)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed, self.lstm = nn.Embedding(VOCAB, DIM), nn.LSTM(DIM, DIM)
+        self.decoder = nn.Linear(DIM, VOCAB)
+
+    def forward(self, ids):
+        return self.decoder(self.lstm(self.embed(ids))[0])
+
+
+def _word_step(model, batch):
+    data, targets = batch
+    return F.cross_entropy(model(data).view(-1, VOCAB), targets)
+
+
+def test_sequence_first_batches_through_a_step_are_quiet() -> None:
+    stream = torch.randint(0, VOCAB, (36, 4), generator=torch.Generator().manual_seed(6))
+    batches = [(stream[i : i + 8], stream[i + 1 : i + 9].reshape(-1)) for i in (0, 9, 18)]
+    assert _findings(WordModel(), batches, step=_word_step) == []
+
+
+class SequenceFirstClassifier(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm, self.head = nn.LSTM(FEAT, 8), nn.Linear(8, 3)
+
+    def forward(self, x):  # x: (seq, batch, features)
+        return self.head(self.lstm(x)[1][0][-1])
+
+
+def test_as_many_steps_as_examples_is_not_judged() -> None:
+    x = torch.randn(B, B, FEAT, generator=torch.Generator().manual_seed(7))
+    assert (
+        _findings(SequenceFirstClassifier(), (x, torch.arange(B) % 3), nn.CrossEntropyLoss()) == []
+    )

@@ -62,7 +62,7 @@ _REDUCTIONS = frozenset(
 def eval_output_depends_on_batch(ctx: CheckContext) -> Iterator[Finding]:
     """Compare the last example's eval output across variants of its batch."""
     batch = ctx.batch
-    count = examples_count(batch)
+    count = examples_count(batch, getattr(ctx.loader, "batch_size", None))
     if count is None or count < 2 or relates_examples(batch, count):
         return
     keep = count - 1
