@@ -189,7 +189,9 @@ def _finding(
         "variant": "padding added" if variant.padded else "other examples replaced",
     }
     if entry is not None:
-        evidence.update(op=entry.op, module=entry.module, input_shape=list(entry.input_shape))
+        evidence.update(
+            op=entry.op, module=ctx.name(entry.module), input_shape=list(entry.input_shape)
+        )
     return finding(
         code,
         f"{subject}: {cause}.",
