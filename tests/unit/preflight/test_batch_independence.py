@@ -437,3 +437,29 @@ def test_as_many_steps_as_examples_is_not_judged() -> None:
     assert (
         _findings(SequenceFirstClassifier(), (x, torch.arange(B) % 3), nn.CrossEntropyLoss()) == []
     )
+
+
+class SequenceFirstEncoder(nn.Module):
+    """A sequence-first Transformer encoder (no batch_first) over token ids."""
+
+    def __init__(self, transpose: bool) -> None:
+        super().__init__()
+        self.transpose = transpose
+        self.embed = nn.Embedding(VOCAB, DIM)
+        layer = nn.TransformerEncoderLayer(DIM, 4, 64, dropout=0.0)
+        self.encoder = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+        self.head = nn.Linear(DIM, 3)
+
+    def forward(self, ids):
+        if self.transpose:
+            return self.head(self.encoder(self.embed(ids).transpose(0, 1)).mean(0))
+        return self.head(self.encoder(self.embed(ids)).mean(1))
+
+
+def test_sequence_first_attention_given_batch_first_input_and_its_fix() -> None:
+    ids = torch.randint(0, VOCAB, (6, 11), generator=torch.Generator().manual_seed(8))
+    data = (ids, torch.arange(6) % 3)
+    (found,) = _findings(SequenceFirstEncoder(transpose=False), data, nn.CrossEntropyLoss())
+    assert (found.code, found.location.object) == ("TD508", "encoder.layers.0.self_attn")
+    assert "batch_first=True" in found.fix_hint
+    assert _findings(SequenceFirstEncoder(transpose=True), data, nn.CrossEntropyLoss()) == []
