@@ -126,7 +126,7 @@ _TABLE: tuple[Rule, ...] = (
        "An operation received tensors of different dtypes"),
     _r("TD108", "shape-mismatch", E, (RUN,),
        "A layer received an input of the wrong shape"),
-    _r("TD109", "rnn-output-read-batch-first", E, (LINT,),
+    _r("TD109", "rnn-output-read-batch-first", E, (LINT, CHECK),
        "A sequence-first RNN's output is indexed as if it were batch-first"),
     # 2xx: autograd and gradients
     _r("TD201", "grads-never-cleared", E, (LINT, RUN),
@@ -247,6 +247,8 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD507", "frozen-module-still-updating", W, (RUN,),
        "A part of the model meant frozen still changes: an optimizer steps it, or its "
        "BatchNorm statistics keep updating"),
+    _r("TD508", "eval-output-depends-on-batch", E, (CHECK,),
+       "In eval mode an example's output depends on the other examples of its batch"),
     # 6xx: optimizer, schedules and AMP
     _r("TD601", "parameters-missing-from-optimizer", E, (CHECK, RUN),
        "Trainable parameters are not in the optimizer"),
