@@ -10,10 +10,10 @@ global generator per worker, but not generators a dataset carries itself, and no
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.loading import WorkerDraws, draw_in_workers
 from torchdoctor.preflight.probes.loader import map_style, torch_loader
 from torchdoctor.preflight.registry import probe
@@ -106,7 +106,7 @@ def _shared_stream_cause(loader: Any) -> tuple[str, str | None]:
 
 
 @probe("TD410")
-def identical_worker_augmentations(ctx: CheckContext) -> Iterator[Finding]:
+def identical_worker_augmentations(ctx: CheckContext, out: Reporter) -> None:
     """Two workers load sample 0 twice each: random draws that repeat across workers."""
     loader = torch_loader(ctx)
     if loader is None or loader.num_workers == 0 or not map_style(loader):
@@ -119,15 +119,17 @@ def identical_worker_augmentations(ctx: CheckContext) -> Iterator[Finding]:
     if not repeats_across_workers(draws):
         return
     cause, culprit = _shared_stream_cause(loader)
-    yield finding(
-        "TD410",
-        f"The DataLoader's workers draw identical random augmentations: sample 0 "
-        "loaded twice in one worker comes out different, but worker 0 and worker 1 produce "
-        f"the same two results{cause}. With {loader.num_workers} workers each augmentation "
-        f"repeats {loader.num_workers} times per epoch.",
-        Location(object=culprit or type(loader.dataset).__name__),
-        Depth.CHECK,
-        fix_hint="Draw with torch (seeded per worker), or reseed in a `worker_init_fn` from "
-        "`torch.utils.data.get_worker_info().seed`, which differs per worker.",
-        evidence={"num_workers": loader.num_workers, "cause": culprit},
+    out.emit(
+        finding(
+            "TD410",
+            f"The DataLoader's workers draw identical random augmentations: sample 0 "
+            "loaded twice in one worker comes out different, but worker 0 and worker 1 produce "
+            f"the same two results{cause}. With {loader.num_workers} workers each augmentation "
+            f"repeats {loader.num_workers} times per epoch.",
+            Location(object=culprit or type(loader.dataset).__name__),
+            Depth.CHECK,
+            fix_hint="Draw with torch (seeded per worker), or reseed in a `worker_init_fn` from "
+            "`torch.utils.data.get_worker_info().seed`, which differs per worker.",
+            evidence={"num_workers": loader.num_workers, "cause": culprit},
+        )
     )

@@ -9,10 +9,10 @@ costs nothing and runs no code of the user's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
@@ -23,7 +23,7 @@ __all__ = ["at_default_init", "output_layer_frozen_at_init", "requires_grad_attr
 
 
 @probe("TD221")
-def requires_grad_attribute(ctx: CheckContext) -> Iterator[Finding]:
+def requires_grad_attribute(ctx: CheckContext, out: Reporter) -> None:
     """TD221: a module whose ``requires_grad`` is a plain attribute, not its parameters'."""
     for path, module in ctx.model.named_modules():
         flag = module.__dict__.get("requires_grad")
@@ -34,16 +34,22 @@ def requires_grad_attribute(ctx: CheckContext) -> Iterator[Finding]:
         if flag or not training:
             continue  # `= True` on a trainable module, or frozen properly as well
         name = ctx.name(path)
-        yield finding(
-            "TD221",
-            f"`{name}.requires_grad = False` set a plain attribute on the module "
-            f"({type(module).__name__}): {training} of its {len(params)} parameters still "
-            "have `requires_grad=True`, get gradients and train. The module is not frozen.",
-            Location(object=name),
-            Depth.CHECK,
-            fix_hint=f"Call `{name.split('.')[-1] or 'module'}.requires_grad_(False)` (the "
-            "method, with an underscore), which sets the flag on every parameter.",
-            evidence={"module": name, "trainable_parameters": training, "parameters": len(params)},
+        out.emit(
+            finding(
+                "TD221",
+                f"`{name}.requires_grad = False` set a plain attribute on the module "
+                f"({type(module).__name__}): {training} of its {len(params)} parameters still "
+                "have `requires_grad=True`, get gradients and train. The module is not frozen.",
+                Location(object=name),
+                Depth.CHECK,
+                fix_hint=f"Call `{name.split('.')[-1] or 'module'}.requires_grad_(False)` (the "
+                "method, with an underscore), which sets the flag on every parameter.",
+                evidence={
+                    "module": name,
+                    "trainable_parameters": training,
+                    "parameters": len(params),
+                },
+            )
         )
 
 
@@ -77,7 +83,7 @@ def at_default_init(module: Any) -> bool:
 
 
 @probe("TD226")
-def output_layer_frozen_at_init(ctx: CheckContext) -> Iterator[Finding]:
+def output_layer_frozen_at_init(ctx: CheckContext, out: Reporter) -> None:
     """TD226: the layer that computes the loss's input has no trainable parameter, still
     holds its random initialisation, and other parameters train."""
     path = ctx.train_pass.loss_input_module
@@ -91,15 +97,17 @@ def output_layer_frozen_at_init(ctx: CheckContext) -> Iterator[Finding]:
     if not trainable:
         return  # nothing trains at all: not a wiring this rule can tell
     name = ctx.name(path)
-    yield finding(
-        "TD226",
-        f"`{name}` ({type(layer).__name__}) computes the loss's input but all its "
-        f"{len(params)} parameters are frozen, and its weight is still the random draw of "
-        f"its initialiser: the {len(trainable)} parameters that train can only adapt to a "
-        "fixed random projection, and accuracy stays near chance.",
-        Location(object=name),
-        Depth.CHECK,
-        fix_hint=f"Freeze before replacing the head, or call `{name.split('.')[-1]}"
-        ".requires_grad_(True)` after freezing, and pass its parameters to the optimizer.",
-        evidence={"layer": name, "frozen_parameters": len(params), "trainable": len(trainable)},
+    out.emit(
+        finding(
+            "TD226",
+            f"`{name}` ({type(layer).__name__}) computes the loss's input but all its "
+            f"{len(params)} parameters are frozen, and its weight is still the random draw of "
+            f"its initialiser: the {len(trainable)} parameters that train can only adapt to a "
+            "fixed random projection, and accuracy stays near chance.",
+            Location(object=name),
+            Depth.CHECK,
+            fix_hint=f"Freeze before replacing the head, or call `{name.split('.')[-1]}"
+            ".requires_grad_(True)` after freezing, and pass its parameters to the optimizer.",
+            evidence={"layer": name, "frozen_parameters": len(params), "trainable": len(trainable)},
+        )
     )
