@@ -16,6 +16,10 @@ environment), but they share what happens around a detector:
   it in ``report.facts["internal_errors"]``, which ``torchdoctor --debug`` prints for
   every command.
 
+It also holds the one way a detector reports, at every depth: a :class:`Reporter`, which
+builds a finding from the catalogue (:func:`~torchdoctor.rules.registry.finding`) and hands
+it to the sink the depth's engine gave it.
+
 This module imports neither torch nor any depth, so ``lint`` can use it.
 """
 
@@ -23,15 +27,86 @@ from __future__ import annotations
 
 import signal
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from torchdoctor.errors import TorchDoctorError
-from torchdoctor.findings import INTERNAL_ERROR_CODE, TRACEBACK, Depth, Finding, Location
+from torchdoctor.findings import (
+    INTERNAL_ERROR_CODE,
+    TRACEBACK,
+    Confidence,
+    Depth,
+    Finding,
+    Fix,
+    Location,
+    Severity,
+)
 from torchdoctor.rules.registry import finding
 from torchdoctor.rules.selection import Selection
 
-__all__ = ["internal_error", "run_detector", "selected", "wanted"]
+__all__ = ["Reporter", "Sink", "internal_error", "run_detector", "selected", "wanted"]
+
+Sink = Callable[[Finding], None]
+
+
+class Reporter:
+    """The one way a detector reports a finding, at every depth.
+
+    The depth's engine makes one per detector, around its own sink (the lint engine's list
+    for a file, the check engine's list for a probe, the run's dispatch, where a finding
+    replaces an earlier one of the same rule and place). Lint rules and runtime detectors
+    (``TD8xx`` and users' detectors too) hold it and expose :meth:`emit` and ``report``;
+    probes and checkpoint and environment checks, which are functions, receive it.
+
+    Args:
+        sink: where the findings go.
+        depth: the depth the detector runs at; every finding built here has it.
+        codes: the codes the detector was registered with; the first is the default code.
+    """
+
+    __slots__ = ("codes", "depth", "sink")
+
+    def __init__(self, sink: Sink, depth: Depth, codes: Sequence[str] = ()) -> None:
+        self.sink = sink
+        self.depth = depth
+        self.codes = tuple(codes)
+
+    def __call__(self, item: Finding) -> None:
+        """A reporter is a sink too: :meth:`emit`."""
+        self.sink(item)
+
+    def emit(self, item: Finding) -> None:
+        """Hand over a finding already built (by :func:`~torchdoctor.rules.registry.finding`,
+        a verdict function, a user's ``self.finding(...)``)."""
+        self.sink(item)
+
+    def report(
+        self,
+        where: Location,
+        message: str,
+        *,
+        code: str | None = None,
+        fix_hint: str = "",
+        evidence: Mapping[str, Any] | None = None,
+        confidence: Confidence = Confidence.HIGH,
+        fix: Fix | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        """Build a finding of ``code`` (default: the detector's first code) at ``where``,
+        with the rule's severity unless ``severity`` is given, and :meth:`emit` it."""
+        self.sink(
+            finding(
+                code or self.codes[0],
+                message,
+                where,
+                self.depth,
+                fix_hint=fix_hint,
+                evidence=evidence,
+                severity=severity,
+                confidence=confidence,
+                fix=fix,
+            )
+        )
 
 
 def wanted(codes: Iterable[str], selection: Selection) -> bool:
@@ -125,7 +200,7 @@ def raised_by_signal_handler(error: BaseException) -> bool:
 def run_detector(
     detector: str,
     codes: Sequence[str],
-    call: Callable[[], Iterable[Finding]],
+    call: Callable[[Reporter], object],
     depth: Depth,
     location: Location,
     selection: Selection,
@@ -137,7 +212,9 @@ def run_detector(
     Args:
         detector: its kind and name, for a ``TD001`` (see :func:`internal_error`).
         codes: the rules it checks; it does not run when none is selected.
-        call: runs it and returns its findings.
+        call: runs it, reporting through the :class:`Reporter` it is given; it returns
+            ``None`` (anything else, such as a generator left from the older way of
+            yielding findings, is a bug of the detector: a ``TD001``).
         depth: the depth.
         location: where a ``TD001`` points.
         selection: the user's ``--select``/``--ignore``.
@@ -146,7 +223,8 @@ def run_detector(
             ``None`` for the usual ``TD001``.
 
     Returns:
-        The findings of selected codes, or one ``TD001`` finding.
+        The findings of selected codes, or one ``TD001`` finding (what the detector
+        reported before it raised is dropped with it).
 
     Raises:
         TorchDoctorError: raised by the detector on purpose (bad input, the user's code
@@ -154,8 +232,15 @@ def run_detector(
     """
     if not wanted(codes, selection):
         return []
+    found: list[Finding] = []
     try:
-        return selected(call(), selection)
+        returned = call(Reporter(found.append, depth, codes))
+        if returned is not None:  # a generator would report nothing, silently
+            raise TypeError(
+                f"{detector} returned {type(returned).__name__}: a detector "
+                "reports through its Reporter and returns None"
+            )
+        return selected(found, selection)
     except TorchDoctorError:
         raise
     except Exception as error:  # noqa: BLE001 - one detector's bug must not hide the rest

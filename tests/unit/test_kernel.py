@@ -14,9 +14,9 @@ from torchdoctor import _kernel
 from torchdoctor.env import EnvFacts
 from torchdoctor.env import api as env_api
 from torchdoctor.env import diagnose as diagnose_env
-from torchdoctor.findings import INTERNAL_ERRORS, Depth, Location
+from torchdoctor.findings import INTERNAL_ERROR_CODE, INTERNAL_ERRORS, Depth, Finding, Location
 from torchdoctor.rules.detectors import DetectorInfo
-from torchdoctor.rules.registry import finding
+from torchdoctor.rules.registry import finding, get_rule
 from torchdoctor.rules.selection import Selection
 
 SOURCE = Path(torchdoctor.__file__).parent
@@ -74,7 +74,7 @@ def test_the_kernel_imports_no_torch() -> None:
     assert "torch" not in imported and "numpy" not in imported
 
 
-def _broken(facts: EnvFacts) -> list[object]:
+def _broken(facts: EnvFacts, out: _kernel.Reporter) -> None:
     raise ZeroDivisionError("env bug")
 
 
@@ -102,7 +102,7 @@ def _real(depth: Depth) -> list[DetectorInfo]:
 
 
 def test_every_depth_gives_a_td001_the_same_evidence_keys() -> None:
-    def raising() -> list[object]:
+    def raising(out: _kernel.Reporter) -> None:
         raise KeyError("x")
 
     shapes = []
@@ -122,9 +122,8 @@ def test_every_depth_gives_a_td001_the_same_evidence_keys() -> None:
 def test_a_detector_of_unselected_codes_does_not_run() -> None:
     calls: list[int] = []
 
-    def detector() -> list[object]:
+    def detector(out: _kernel.Reporter) -> None:
         calls.append(1)
-        return []
 
     assert (
         _kernel.run_detector(
@@ -143,8 +142,61 @@ def test_findings_outside_the_selection_are_dropped_but_td001_never() -> None:
     assert _kernel.selected([kept, dropped, internal], selection) == [kept, internal]
 
 
+def test_every_depth_reports_through_one_reporter() -> None:
+    # report() builds the finding from the catalogue at the detector's depth, with its
+    # first code by default; emit() hands over one already built; both reach the sink.
+    found: list[Finding] = []
+    out = _kernel.Reporter(found.append, Depth.CHECK, ("TD201", "TD202"))
+    out.report(Location(object="a"), "first code", evidence={"n": 1})
+    out.report(Location(object="b"), "second code", code="TD202", fix_hint="Do it.")
+    out.emit(finding("TD203", "built", Location(object="c"), Depth.CHECK))
+    assert [(f.code, f.depth, f.severity) for f in found] == [
+        ("TD201", Depth.CHECK, get_rule("TD201").severity),
+        ("TD202", Depth.CHECK, get_rule("TD202").severity),
+        ("TD203", Depth.CHECK, get_rule("TD203").severity),
+    ]
+    assert found[0].evidence == {"n": 1} and found[1].fix_hint == "Do it."
+
+
+def test_what_a_detector_reported_before_it_raised_is_dropped_with_it() -> None:
+    def half_done(out: _kernel.Reporter) -> None:
+        out.report(Location(object="a"), "partial")
+        raise KeyError("x")
+
+    (found,) = _kernel.run_detector(
+        "d", ("TD201",), half_done, Depth.CHECK, Location(object="d"), Selection()
+    )
+    assert found.code == INTERNAL_ERROR_CODE
+
+
+def test_a_detector_that_still_yields_is_a_td001_not_silence() -> None:
+    def yielding(out: _kernel.Reporter):  # type: ignore[no-untyped-def]
+        yield finding("TD201", "lost", Location(object="a"), Depth.CHECK)
+
+    (found,) = _kernel.run_detector(
+        "d", ("TD201",), yielding, Depth.CHECK, Location(object="d"), Selection()
+    )
+    assert found.code == INTERNAL_ERROR_CODE and "generator" in found.message
+
+
+def test_every_function_detector_reports_through_its_reporter() -> None:
+    import inspect
+
+    from torchdoctor.rules.detectors import load_detector_modules, registered_detectors
+
+    load_detector_modules()
+    functions = [i for i in registered_detectors() if inspect.isfunction(i.target)]
+    assert functions  # probes, checkpoint and environment checks
+    wrong = [
+        i.name
+        for i in functions
+        if inspect.isgeneratorfunction(i.target) or len(inspect.signature(i.target).parameters) != 2
+    ]
+    assert wrong == []
+
+
 def test_an_error_meant_for_the_user_passes_through() -> None:
-    def refusing() -> list[object]:
+    def refusing(out: _kernel.Reporter) -> None:
         raise torchdoctor.UsageError("bad input")
 
     with pytest.raises(torchdoctor.UsageError):

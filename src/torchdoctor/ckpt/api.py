@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from torchdoctor.__about__ import __version__
-from torchdoctor._kernel import run_detector
+from torchdoctor._kernel import Reporter, run_detector
 from torchdoctor.ckpt.compare import Comparison, compare, model_entries
 from torchdoctor.ckpt.contents import CheckpointContents, LiveTensors, describe_live
 from torchdoctor.ckpt.detectors import CheckpointContext
@@ -146,7 +146,7 @@ def _add_diff(report: Report, first: _Opened, second: _Opened, selection: Select
 def _run_detectors(context: CheckpointContext, selection: Selection) -> list[Finding]:
     found: list[Finding] = []
     for info in registered_detectors(Depth.CKPT):
-        function = cast(Callable[[Any], Iterable[Finding]], info.target)
+        function = cast(Callable[[Any, Reporter], None], info.target)
         found.extend(
             run_detector(
                 f"ckpt detector {info.name}",

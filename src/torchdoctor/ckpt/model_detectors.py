@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.ckpt.compare import Comparison
 from torchdoctor.ckpt.detectors import CheckpointContext, examples
 from torchdoctor.findings import Depth, Finding, Severity
@@ -26,30 +27,34 @@ def _where(comparison: Comparison) -> str:
 
 
 @detector("TD910", depth=CKPT)
-def checkpoint_model_mismatch(context: CheckpointContext) -> Iterator[Finding]:
+def checkpoint_model_mismatch(context: CheckpointContext, out: Reporter) -> None:
     """Missing, unexpected, shape- and dtype-mismatched keys against the model."""
     comparison = context.comparison
     if comparison is None:
         return
     if not comparison.loads_strict:
         if comparison.mapping and comparison.loads_after_mapping:
-            yield _explained_by_mapping(context, comparison)
+            out.emit(_explained_by_mapping(context, comparison))
         else:
-            yield from _key_problems(context, comparison)
-            yield from _shape_problems(context, comparison)
+            for item in _key_problems(context, comparison):
+                out.emit(item)
+            for item in _shape_problems(context, comparison):
+                out.emit(item)
     if comparison.dtype_mismatches:
         key, ours, theirs = comparison.dtype_mismatches[0]
-        yield finding(
-            "TD910",
-            f"{len(comparison.dtype_mismatches)} tensors of {_where(comparison)} have another "
-            f"dtype than {comparison.model_name}'s, e.g. '{key}' is {ours}, the model's "
-            f"{theirs}: load_state_dict casts them silently.",
-            context.at(key),
-            CKPT,
-            severity=Severity.INFO,
-            fix_hint=f"Convert the model (`model.to(torch.{ours})`) if the checkpoint's "
-            "precision is the one you want; otherwise nothing to do.",
-            evidence={"tensors": len(comparison.dtype_mismatches)},
+        out.emit(
+            finding(
+                "TD910",
+                f"{len(comparison.dtype_mismatches)} tensors of {_where(comparison)} have another "
+                f"dtype than {comparison.model_name}'s, e.g. '{key}' is {ours}, the model's "
+                f"{theirs}: load_state_dict casts them silently.",
+                context.at(key),
+                CKPT,
+                severity=Severity.INFO,
+                fix_hint=f"Convert the model (`model.to(torch.{ours})`) if the checkpoint's "
+                "precision is the one you want; otherwise nothing to do.",
+                evidence={"tensors": len(comparison.dtype_mismatches)},
+            )
         )
 
 

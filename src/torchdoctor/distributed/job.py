@@ -29,7 +29,7 @@ from typing import Any
 
 from torchdoctor.distributed.merge import Part, merge_parts, read_parts
 from torchdoctor.facts import Facts
-from torchdoctor.findings import Report
+from torchdoctor.findings import Depth, Location, Report
 
 __all__ = [
     "RANK_ENV",
@@ -123,7 +123,9 @@ def launch(
     from dataclasses import asdict
 
     from torchdoctor.__about__ import __version__
+    from torchdoctor._kernel import Reporter, run_detector
     from torchdoctor.distributed.hang import HANG_DIR_ENV, hang_findings, hang_records
+    from torchdoctor.rules.selection import Selection
     from torchdoctor.runtime.children import ChildConfig
     from torchdoctor.runtime.script import ScriptResult
 
@@ -167,7 +169,18 @@ def launch(
     )
     report = merge_parts(base, parts)
     report.facts.setdefault("world_size", nproc)
-    report.extend(hang_findings(hangs, nproc))
+
+    def report_hangs(out: Reporter) -> None:  # TD813, judged here from every rank's record
+        for item in hang_findings(hangs, nproc):
+            out.emit(item)
+
+    watchdog = "the hang watchdog"
+    selection = Selection(base_config.select, base_config.ignore)
+    report.extend(
+        run_detector(
+            watchdog, ("TD813",), report_hangs, Depth.RUN, Location(object=watchdog), selection
+        )
+    )
     if status == _HUNG:
         report.facts["stopped_hung_job"] = True
     _note_missing(report, nproc, parts)

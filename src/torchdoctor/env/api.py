@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from torchdoctor.__about__ import __version__
-from torchdoctor._kernel import run_detector
+from torchdoctor._kernel import Reporter, run_detector
 from torchdoctor.env.facts import EnvFacts, facts
 from torchdoctor.findings import Depth, Finding, Location, Report
 from torchdoctor.rules.detectors import registered_detectors
@@ -55,7 +55,7 @@ def facts_to_dict(env: EnvFacts) -> dict[str, Any]:
 def _run_detectors(env: EnvFacts, selection: Selection) -> list[Finding]:
     found: list[Finding] = []
     for info in registered_detectors(Depth.ENV):
-        function = cast(Callable[[Any], Iterable[Finding]], info.target)
+        function = cast(Callable[[Any, Reporter], None], info.target)
         found.extend(
             run_detector(
                 f"env detector {info.name}",

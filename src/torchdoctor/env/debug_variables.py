@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.env.facts import EnvFacts
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor.findings import Depth, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 
@@ -67,17 +67,19 @@ DEBUG_VARIABLES: tuple[DebugVariable, ...] = (
 
 
 @detector("TD014", depth=Depth.ENV)
-def debug_variables_left_on(env: EnvFacts) -> Iterator[Finding]:
+def debug_variables_left_on(env: EnvFacts, out: Reporter) -> None:
     """One finding per costly debugging variable that is switched on."""
     for variable in DEBUG_VARIABLES:
         value = env.variable(variable.name)
         if value is None or value.strip().upper() not in variable.values:
             continue
-        yield finding(
-            "TD014",
-            f"{variable.name}={value} is a debugging setting: {variable.cost}.",
-            Location(object=variable.name),
-            Depth.ENV,
-            fix_hint=f"Unset {variable.name} for training runs; set it only while debugging.",
-            evidence={"value": value},
+        out.emit(
+            finding(
+                "TD014",
+                f"{variable.name}={value} is a debugging setting: {variable.cost}.",
+                Location(object=variable.name),
+                Depth.ENV,
+                fix_hint=f"Unset {variable.name} for training runs; set it only while debugging.",
+                evidence={"value": value},
+            )
         )

@@ -1,4 +1,5 @@
-"""Detectors of the ``env`` depth: each reads an :class:`EnvFacts` and yields findings.
+"""Detectors of the ``env`` depth: each reads an :class:`EnvFacts` and reports through its
+:class:`~torchdoctor._kernel.Reporter`.
 
 Only settings that change a training run's speed or results are findings; everything else
 (versions, devices, TF32 flags, start method) is a fact in the report.
@@ -6,10 +7,9 @@ Only settings that change a training run's speed or results are findings; everyt
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
+from torchdoctor._kernel import Reporter
 from torchdoctor.env.facts import EnvFacts
-from torchdoctor.findings import Confidence, Depth, Finding, Location
+from torchdoctor.findings import Confidence, Depth, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 
@@ -24,7 +24,7 @@ def _at(thing: str) -> Location:
 
 
 @detector("TD010", depth=ENV)
-def cuda_launch_blocking_set(env: EnvFacts) -> Iterator[Finding]:
+def cuda_launch_blocking_set(env: EnvFacts, out: Reporter) -> None:
     """``CUDA_LAUNCH_BLOCKING`` is set to something other than 0."""
     value = env.variable("CUDA_LAUNCH_BLOCKING")
     if value is None or value.strip() in ("", "0"):
@@ -35,21 +35,23 @@ def cuda_launch_blocking_set(env: EnvFacts) -> Iterator[Finding]:
         else "no effect on this machine (no CUDA), but every CUDA run that inherits it "
         "waits for each kernel to finish"
     )
-    yield finding(
-        "TD010",
-        f"CUDA_LAUNCH_BLOCKING={value}: {effect}, so the CPU can no longer queue work ahead "
-        "of the GPU. It is a debugging switch for locating the kernel behind an "
-        "asynchronous CUDA error.",
-        _at("CUDA_LAUNCH_BLOCKING"),
-        ENV,
-        fix_hint="Unset CUDA_LAUNCH_BLOCKING (remove it from the script, the shell profile "
-        "or the job file) once the failing kernel is found.",
-        evidence={"value": value},
+    out.emit(
+        finding(
+            "TD010",
+            f"CUDA_LAUNCH_BLOCKING={value}: {effect}, so the CPU can no longer queue work ahead "
+            "of the GPU. It is a debugging switch for locating the kernel behind an "
+            "asynchronous CUDA error.",
+            _at("CUDA_LAUNCH_BLOCKING"),
+            ENV,
+            fix_hint="Unset CUDA_LAUNCH_BLOCKING (remove it from the script, the shell profile "
+            "or the job file) once the failing kernel is found.",
+            evidence={"value": value},
+        )
     )
 
 
 @detector("TD011", depth=ENV)
-def threads_oversubscribe_cores(env: EnvFacts) -> Iterator[Finding]:
+def threads_oversubscribe_cores(env: EnvFacts, out: Reporter) -> None:
     """More intra-op threads (times local processes) than CPUs the process may use."""
     threads, cpus = env.intra_op_threads, env.usable_cpus
     if threads is None or not cpus:
@@ -58,17 +60,19 @@ def threads_oversubscribe_cores(env: EnvFacts) -> Iterator[Finding]:
     if threads * processes <= cpus:
         return
     sharing = f" x {processes} processes on this node (LOCAL_WORLD_SIZE)" if processes > 1 else ""
-    yield finding(
-        "TD011",
-        f"torch runs {threads} intra-op threads{sharing} but this process may use {cpus} "
-        f"CPUs (affinity and cgroup quota, of {env.cpu_count} on the machine): the threads "
-        "wait for each other and for the CPU, and every parallel op gets slower.",
-        _at("torch.get_num_threads()"),
-        ENV,
-        fix_hint=f"Use at most {max(1, cpus // processes)} threads per process: "
-        f"`torch.set_num_threads({max(1, cpus // processes)})`, or set "
-        "OMP_NUM_THREADS before the process starts.",
-        evidence={"threads": threads, "usable_cpus": cpus, "processes": processes},
+    out.emit(
+        finding(
+            "TD011",
+            f"torch runs {threads} intra-op threads{sharing} but this process may use {cpus} "
+            f"CPUs (affinity and cgroup quota, of {env.cpu_count} on the machine): the threads "
+            "wait for each other and for the CPU, and every parallel op gets slower.",
+            _at("torch.get_num_threads()"),
+            ENV,
+            fix_hint=f"Use at most {max(1, cpus // processes)} threads per process: "
+            f"`torch.set_num_threads({max(1, cpus // processes)})`, or set "
+            "OMP_NUM_THREADS before the process starts.",
+            evidence={"threads": threads, "usable_cpus": cpus, "processes": processes},
+        )
     )
 
 
@@ -93,7 +97,7 @@ def requested_threads(env: EnvFacts) -> dict[str, int]:
 
 
 @detector("TD012", depth=ENV)
-def thread_variable_ignored(env: EnvFacts) -> Iterator[Finding]:
+def thread_variable_ignored(env: EnvFacts, out: Reporter) -> None:
     """torch uses more threads than OMP_NUM_THREADS / MKL_NUM_THREADS ask for."""
     requested = requested_threads(env)
     threads = env.intra_op_threads
@@ -109,22 +113,24 @@ def thread_variable_ignored(env: EnvFacts) -> Iterator[Finding]:
         else "the variable was set after torch started (torch reads it once, "
         "at import) or torch.set_num_threads() overrode it"
     )
-    yield finding(
-        "TD012",
-        f"{name}={env.variable(name)} asks for {wanted} thread(s) but torch runs {threads}: "
-        f"{cause}. Processes meant to share the CPUs (DataLoader workers, several ranks) "
-        "then compete for them.",
-        _at(name),
-        ENV,
-        fix_hint=f"Set {name} before Python starts (in the shell or job file), or call "
-        f"`torch.set_num_threads({wanted})` in the program; make "
-        "OMP_NUM_THREADS and MKL_NUM_THREADS agree.",
-        evidence={"variable": name, "requested": wanted, "threads": threads},
+    out.emit(
+        finding(
+            "TD012",
+            f"{name}={env.variable(name)} asks for {wanted} thread(s) but torch runs {threads}: "
+            f"{cause}. Processes meant to share the CPUs (DataLoader workers, several ranks) "
+            "then compete for them.",
+            _at(name),
+            ENV,
+            fix_hint=f"Set {name} before Python starts (in the shell or job file), or call "
+            f"`torch.set_num_threads({wanted})` in the program; make "
+            "OMP_NUM_THREADS and MKL_NUM_THREADS agree.",
+            evidence={"variable": name, "requested": wanted, "threads": threads},
+        )
     )
 
 
 @detector("TD013", depth=ENV)
-def default_dtype_changed(env: EnvFacts) -> Iterator[Finding]:
+def default_dtype_changed(env: EnvFacts, out: Reporter) -> None:
     """``torch.set_default_dtype`` changed the default floating dtype from float32."""
     dtype = env.default_dtype
     if dtype is None or dtype == "float32":
@@ -140,47 +146,53 @@ def default_dtype_changed(env: EnvFacts) -> Iterator[Finding]:
             "smaller than its precision are rounded away (no mixed precision master "
             "weights)"
         )
-    yield finding(
-        "TD013",
-        f"The default dtype is {dtype} (torch.set_default_dtype): {effect}.",
-        _at("torch.get_default_dtype()"),
-        ENV,
-        fix_hint="Remove `torch.set_default_dtype(...)`; ask for float64 per tensor where "
-        "you need it, and use torch.autocast for reduced precision.",
-        evidence={"default_dtype": dtype},
+    out.emit(
+        finding(
+            "TD013",
+            f"The default dtype is {dtype} (torch.set_default_dtype): {effect}.",
+            _at("torch.get_default_dtype()"),
+            ENV,
+            fix_hint="Remove `torch.set_default_dtype(...)`; ask for float64 per tensor where "
+            "you need it, and use torch.autocast for reduced precision.",
+            evidence={"default_dtype": dtype},
+        )
     )
 
 
 @detector("TD015", depth=ENV)
-def anomaly_detection_enabled(env: EnvFacts) -> Iterator[Finding]:
+def anomaly_detection_enabled(env: EnvFacts, out: Reporter) -> None:
     """Autograd anomaly detection is on."""
     if not env.anomaly_detection:
         return
-    yield finding(
-        "TD015",
-        "Autograd anomaly detection is enabled: every forward op records a traceback and "
-        "every backward op checks its output for NaN (2.5x the step time of a small MLP in "
-        "our measurement).",
-        _at("torch.autograd.set_detect_anomaly"),
-        ENV,
-        fix_hint="Remove `torch.autograd.set_detect_anomaly(True)` (or the detect_anomaly "
-        "context) once the NaN's origin is found.",
+    out.emit(
+        finding(
+            "TD015",
+            "Autograd anomaly detection is enabled: every forward op records a traceback and "
+            "every backward op checks its output for NaN (2.5x the step time of a small MLP in "
+            "our measurement).",
+            _at("torch.autograd.set_detect_anomaly"),
+            ENV,
+            fix_hint="Remove `torch.autograd.set_detect_anomaly(True)` (or the detect_anomaly "
+            "context) once the NaN's origin is found.",
+        )
     )
 
 
 @detector("TD705", depth=ENV)
-def cudnn_benchmark_with_deterministic(env: EnvFacts) -> Iterator[Finding]:
+def cudnn_benchmark_with_deterministic(env: EnvFacts, out: Reporter) -> None:
     """``cudnn.benchmark`` and ``cudnn.deterministic`` are both on."""
     if not (env.cudnn_benchmark and env.cudnn_deterministic):
         return
-    yield finding(
-        "TD705",
-        "torch.backends.cudnn.benchmark and .deterministic are both True: benchmark mode "
-        "picks convolution algorithms by timing them, so two runs can pick different ones "
-        "and the reproducibility deterministic=True was set for is not guaranteed.",
-        _at("torch.backends.cudnn"),
-        ENV,
-        fix_hint="For reproducible runs set `torch.backends.cudnn.benchmark = False`; for "
-        "speed, drop `deterministic = True`.",
-        confidence=Confidence.HIGH,
+    out.emit(
+        finding(
+            "TD705",
+            "torch.backends.cudnn.benchmark and .deterministic are both True: benchmark mode "
+            "picks convolution algorithms by timing them, so two runs can pick different ones "
+            "and the reproducibility deterministic=True was set for is not guaranteed.",
+            _at("torch.backends.cudnn"),
+            ENV,
+            fix_hint="For reproducible runs set `torch.backends.cudnn.benchmark = False`; for "
+            "speed, drop `deterministic = True`.",
+            confidence=Confidence.HIGH,
+        )
     )

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.__about__ import __version__
-from torchdoctor._kernel import run_detector, wanted
+from torchdoctor._kernel import Reporter, run_detector, wanted
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import Depth, Finding, Location, Report
 from torchdoctor.preflight.budget import probe_budget
@@ -94,8 +94,10 @@ def user_probes(probes: Iterable[Any]) -> list[ProbeInfo]:
     return infos
 
 
-def _run_user_probe(probe: Any, ctx: CheckContext) -> Iterable[Finding]:
-    return list(probe.check(ctx) or ())
+def _run_user_probe(probe: Any, ctx: CheckContext, out: Reporter) -> None:
+    # A user's probe returns its findings (the public ``Probe.check``); they are emitted.
+    for item in probe.check(ctx) or ():
+        out.emit(item)
 
 
 def _watched_modules(ctx: CheckContext) -> Any:
@@ -151,7 +153,7 @@ def _run_one(info: ProbeInfo, ctx: CheckContext, explained: list[Finding]) -> li
     return run_detector(
         f"probe {info.name}",
         info.codes,
-        lambda: list(info.function(ctx)),
+        lambda out: info.function(ctx, out),
         Depth.CHECK,
         Location(object=f"probe {info.name}"),
         ctx.selection,

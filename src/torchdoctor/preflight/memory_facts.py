@@ -60,7 +60,8 @@ def memory_only_report(ctx: CheckContext, forecast: ForecastOptions) -> Report:
     from datetime import datetime, timezone
 
     from torchdoctor.__about__ import __version__
-    from torchdoctor.findings import Report
+    from torchdoctor._kernel import Reporter
+    from torchdoctor.findings import Depth, Finding, Report
     from torchdoctor.preflight.probes.forecast import batch_does_not_fit
 
     report = Report(
@@ -70,7 +71,9 @@ def memory_only_report(ctx: CheckContext, forecast: ForecastOptions) -> Report:
     )
     ctx.forecast_options = forecast
     if ctx.enabled("TD712"):
-        report.extend(batch_does_not_fit(ctx))
+        found: list[Finding] = []
+        batch_does_not_fit(ctx, Reporter(found.append, Depth.CHECK, ("TD712",)))
+        report.extend(found)
     add_memory_facts(report, ctx, forecast)
     report.facts["model"] = type(ctx.model).__name__
     report.facts["probes_skipped"] = (

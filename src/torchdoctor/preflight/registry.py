@@ -1,7 +1,8 @@
 """Registration of probes: the ``check`` depth's detectors.
 
-A probe is a function ``probe(ctx: CheckContext) -> Iterable[Finding]`` decorated with
-:func:`probe`, which records it here (in import order, the order probes run) and in the
+A probe is a function ``probe(ctx: CheckContext, out: Reporter) -> None`` that reports
+through ``out`` (:class:`torchdoctor._kernel.Reporter`, as every detector does), decorated
+with :func:`probe`, which records it here (in import order, the order probes run) and in the
 catalogue's detector registry (:func:`torchdoctor.rules.detectors.detector`), so the test
 suite can join probes to rules. Probe modules are imported by name in
 :mod:`torchdoctor.preflight.probes`.
@@ -9,11 +10,12 @@ suite can join probes to rules. Probe modules are imported by name in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchdoctor.findings import Depth, Finding
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 
 if TYPE_CHECKING:
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ProbeFunction", "ProbeInfo", "probe", "registered_probes"]
 
-ProbeFunction = Callable[["CheckContext"], Iterable[Finding]]
+ProbeFunction = Callable[["CheckContext", Reporter], None]
 
 
 @dataclass(frozen=True, slots=True)

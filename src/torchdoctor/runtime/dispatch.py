@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from torchdoctor._kernel import internal_error, raised_by_signal_handler, wanted
+from torchdoctor._kernel import Reporter, internal_error, raised_by_signal_handler, wanted
 from torchdoctor.errors import UsageError
 from torchdoctor.findings import INTERNAL_ERROR_CODE, Depth, Finding, Location
 from torchdoctor.rules.detectors import DetectorInfo
@@ -71,7 +71,7 @@ class Dispatcher:
             self._add(detector, codes)
 
     def _add(self, detector: RuntimeDetector, codes: tuple[str, ...]) -> None:
-        detector._sink = self.emit
+        detector.reporter = Reporter(self.emit, Depth.RUN, codes)
         self.detectors.append(detector)
         self._codes[id(detector)] = codes
         for hook in overridden_hooks(type(detector)):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torchdoctor._kernel import internal_error, selected, wanted
+from torchdoctor._kernel import Reporter, internal_error, selected, wanted
 from torchdoctor.findings import TRACEBACK, Depth, Finding, Location
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.context import FileContext
@@ -92,7 +92,7 @@ def lint_tree(ctx: FileContext, selection: Selection) -> list[Finding]:
         requires = spec.cls.requires
         if requires and not any(_contains(source, token, present, within) for token in requires):
             continue
-        active.append((spec, spec.cls(ctx, findings.append)))
+        active.append((spec, spec.cls(ctx, Reporter(findings.append, Depth.LINT, spec.codes))))
     if not active:
         return []
     guard = _Guard(ctx, findings)

@@ -11,8 +11,10 @@ cannot be seen, for example a function parameter called ``optimizer``. Layer fac
 optional (:func:`without_dropout`), layers and functions that behave differently in
 eval mode (:data:`MODE_SENSITIVE_WORDS`, :data:`MODE_SENSITIVE_FUNCTIONS`); wrappers:
 :data:`DDP`, :data:`DATA_PARALLEL`, :data:`FSDP1`, :data:`FSDP2`, and
-:data:`DISTRIBUTED_SAMPLER`; losses (:class:`LossKind`, :data:`LOSS_FUNCTIONS`,
-:data:`LOSS_CLASSES`); epoch-counting schedulers (:data:`EPOCH_SCHEDULERS`); gradient
+:data:`DISTRIBUTED_SAMPLER`; what shows a program runs as several processes
+(:data:`MULTI_PROCESS_CALLS`, :data:`MULTI_PROCESS_CLASSES`), FSDP's sharding strategies;
+losses (:class:`LossKind`, :data:`LOSS_FUNCTIONS`, :data:`LOSS_CLASSES`,
+:data:`LOSS_SPELLINGS`); epoch-counting schedulers (:data:`EPOCH_SCHEDULERS`); gradient
 clipping (:data:`CLIP_GRAD_NORM`...); float dtypes (:data:`FLOAT_DTYPES`). A rule that
 needs a list of torch names adds it here rather than keeping its own.
 """
@@ -30,6 +32,7 @@ __all__ = [
     "ACTIVATION_METHODS",
     "CLIP_GRADS_WITH_NORM",
     "CLIP_GRAD_NORM",
+    "CLIP_GRAD_NORM_ONLY_ARGUMENTS",
     "CLIP_GRAD_VALUE",
     "DATALOADER",
     "DATA_PARALLEL",
@@ -41,15 +44,19 @@ __all__ = [
     "FAMILIES",
     "FSDP1",
     "FSDP2",
+    "FSDP_SHARDING_STRATEGIES",
     "GRAD_SCALER",
     "LOSS",
     "LOSS_CLASSES",
     "LOSS_FUNCTIONS",
+    "LOSS_SPELLINGS",
     "LR_SCHEDULER_PREFIX",
     "MODE_SENSITIVE_FUNCTIONS",
     "MODE_SENSITIVE_WORDS",
     "MODE_FREE_LAYERS",
     "MODULE",
+    "MULTI_PROCESS_CALLS",
+    "MULTI_PROCESS_CLASSES",
     "NO_DROPOUT",
     "OPTIMIZER",
     "PARAMETER",
@@ -89,6 +96,27 @@ FSDP2 = ("torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fs
 DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
 # A wrapper's class name, as messages spell it.
 WRAPPER_NAMES = {DDP: "DistributedDataParallel", DATA_PARALLEL: "DataParallel"}
+# torch.distributed functions whose call shows that a program runs as several processes
+# (importing torch.distributed alone does not: a checkpoint converter uses it in one).
+MULTI_PROCESS_CALLS = frozenset(
+    {
+        "init_process_group",
+        "get_rank",
+        "get_world_size",
+        "barrier",
+        "all_reduce",
+        "broadcast",
+        "all_gather",
+        "new_group",
+        "fully_shard",
+    }
+)
+# Classes whose construction shows the same (Accelerate's launcher among them).
+MULTI_PROCESS_CLASSES = (DDP, DISTRIBUTED_SAMPLER, "accelerate.Accelerator", FSDP1[0])
+# FSDP1 ``ShardingStrategy`` members that shard gradients (``NO_SHARD`` does not).
+FSDP_SHARDING_STRATEGIES = frozenset(
+    {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"}
+)
 
 # torch.nn layers that hold no parameters whatever their arguments (activations, dropout,
 # pooling, padding, resampling, reshaping): a plain list of them loses nothing, and one
@@ -279,6 +307,8 @@ CLIP_GRAD_NORM = (
 )
 CLIP_GRAD_VALUE = ("torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_")
 CLIP_GRADS_WITH_NORM = "torch.nn.utils.clip_grads_with_norm_"
+# Arguments of torch's ``clip_grad_norm_`` that FSDP1's ``clip_grad_norm_`` method lacks.
+CLIP_GRAD_NORM_ONLY_ARGUMENTS = frozenset({"foreach", "error_if_nonfinite"})
 
 
 class LossKind(enum.Enum):
@@ -298,6 +328,16 @@ LOSS_FUNCTIONS = {
     "torch.nn.functional.binary_cross_entropy_with_logits": LossKind.BCE_WITH_LOGITS,
 }
 LOSS_CLASSES = {f"torch.nn.{kind.value}": kind for kind in LossKind}
+# How those losses are spelled in source (cross entropy, NLL, BCE with logits): a file
+# with none of them has no loss input to judge.
+LOSS_SPELLINGS = (
+    "cross_entropy",
+    "CrossEntropyLoss",
+    "nll_loss",
+    "NLLLoss",
+    "BCEWithLogitsLoss",
+    "binary_cross_entropy_with_logits",
+)
 
 # Spelling -> canonical spelling, by prefix. Longest prefix first.
 _SUBMODULE_PREFIXES: tuple[tuple[str, str], ...] = (

@@ -27,15 +27,14 @@ def _context(**options) -> CheckContext:
 
 
 def _reports(code: str, text: str = "found"):
-    def probe(ctx):
-        yield finding(code, text, Location(object="x"), Depth.CHECK)
+    def probe(ctx, out):
+        out.emit(finding(code, text, Location(object="x"), Depth.CHECK))
 
     return probe
 
 
-def _raises(ctx):
+def _raises(ctx, out):
     raise ZeroDivisionError("our bug")
-    yield  # pragma: no cover
 
 
 def test_a_failing_probe_becomes_one_internal_error_and_the_rest_carry_on() -> None:
@@ -56,9 +55,9 @@ def test_probes_of_disabled_codes_do_not_run() -> None:
 
 
 def test_findings_of_disabled_codes_are_dropped_from_multi_code_probes() -> None:
-    def both(ctx):
-        yield from _reports("TD211")(ctx)
-        yield from _reports("TD212")(ctx)
+    def both(ctx, out):
+        _reports("TD211")(ctx, out)
+        _reports("TD212")(ctx, out)
 
     report = run_probes(
         _context(selection=Selection.from_options(select=["TD212"])),
@@ -69,11 +68,10 @@ def test_findings_of_disabled_codes_are_dropped_from_multi_code_probes() -> None
 
 def test_explained_failures_are_kept_only_for_codes_no_probe_reported() -> None:
     def fails(code):
-        def probe(ctx):
+        def probe(ctx, out):
             raise SharedWorkFailed(
                 finding(code, "from the failure", Location(object="f"), Depth.CHECK)
             )
-            yield  # pragma: no cover
 
         return probe
 
@@ -90,15 +88,13 @@ def test_explained_failures_are_kept_only_for_codes_no_probe_reported() -> None:
 def test_each_probe_sees_the_users_state_not_the_previous_probes() -> None:
     seen = []
 
-    def vandal(ctx):
+    def vandal(ctx, out):
         with torch.no_grad():
             ctx.model[0].weight.fill_(7.0)
         ctx.model.eval()
-        return []
 
-    def witness(ctx):
+    def witness(ctx, out):
         seen.append((float(ctx.model[0].weight.detach().abs().max()), ctx.model.training))
-        return []
 
     run_probes(_context(), [ProbeInfo(("TD211",), vandal), ProbeInfo(("TD212",), witness)])
     assert seen[0][0] < 7.0 and seen[0][1] is True
@@ -107,9 +103,8 @@ def test_each_probe_sees_the_users_state_not_the_previous_probes() -> None:
 def test_facts_record_timings_device_and_batch() -> None:
     ctx = _context()
 
-    def touches_the_train_pass(ctx):
+    def touches_the_train_pass(ctx, out):
         assert ctx.train_pass.loss is not None
-        return []
 
     report = run_probes(ctx, [ProbeInfo(("TD211",), touches_the_train_pass)])
     assert report.facts["device"] == "cpu"
@@ -123,10 +118,9 @@ def test_probes_run_with_the_chosen_thread_count_and_the_users_is_put_back(monke
 
     seen: list[int] = []
 
-    def records(ctx):
+    def records(ctx, out):
         seen.append(torch.get_num_threads())
         torch.set_num_threads(3)  # a probe that changes it does not leak
-        return []
 
     users = torch.get_num_threads()
     try:

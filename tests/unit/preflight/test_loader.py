@@ -21,7 +21,8 @@ from torch.utils.data import (  # noqa: E402
 )
 from torch.utils.data.distributed import DistributedSampler  # noqa: E402
 
-from torchdoctor.findings import Severity  # noqa: E402
+from torchdoctor._kernel import Reporter  # noqa: E402
+from torchdoctor.findings import Depth, Finding, Severity  # noqa: E402
 from torchdoctor.preflight import check  # noqa: E402
 from torchdoctor.preflight.context import CheckContext  # noqa: E402
 from torchdoctor.preflight.loader_timing import LoaderTiming  # noqa: E402
@@ -401,9 +402,15 @@ def _context(loader, device) -> CheckContext:
     return CheckContext(model, loader, nn.CrossEntropyLoss(), None, device=device)
 
 
+def _pin_memory_findings(ctx: CheckContext) -> list[Finding]:
+    found: list[Finding] = []
+    pin_memory_off_with_cuda(ctx, Reporter(found.append, Depth.CHECK, ("TD411",)))
+    return found
+
+
 def test_an_unpinned_loader_feeding_cuda_is_information() -> None:
     loader = DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True)
-    [found] = list(pin_memory_off_with_cuda(_context(loader, "cuda")))
+    [found] = _pin_memory_findings(_context(loader, "cuda"))
     assert found.severity is Severity.INFO
     assert found.evidence["batch_bytes"] == 32 * FEATURES * 4 + 32 * 8
 
@@ -411,7 +418,7 @@ def test_an_unpinned_loader_feeding_cuda_is_information() -> None:
 @pytest.mark.parametrize(("pin", "device"), [(True, "cuda"), (False, "cpu")])
 def test_pinned_memory_or_cpu_training_is_quiet(pin, device) -> None:
     loader = DataLoader(TensorDataset(*_data()), batch_size=32, shuffle=True, pin_memory=pin)
-    assert list(pin_memory_off_with_cuda(_context(loader, device))) == []
+    assert _pin_memory_findings(_context(loader, device)) == []
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchdoctor.findings import Finding, Location, Report
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Finding, Location, Report
+from torchdoctor.rules.detectors import registered_detectors
 from torchdoctor.runtime.detectors.base import CallSite, RuntimeDetector
 
 SITE = CallSite(str(Path(__file__).resolve()), 10, "train", True)
@@ -79,7 +81,10 @@ class FakeMonitor:
 
 def attach(detector: RuntimeDetector, monitor: FakeMonitor) -> RuntimeDetector:
     """Wire a detector to a fake monitor, as the real one does."""
-    detector._sink = monitor.emit
+    codes = next(
+        (i.codes for i in registered_detectors(Depth.RUN) if i.target is type(detector)), ()
+    )
+    detector.reporter = Reporter(monitor.emit, Depth.RUN, codes)
     detector.on_attach(monitor)  # type: ignore[arg-type]
     return detector
 

@@ -254,6 +254,37 @@ def train(rank, loader, net, optimizer):
     )
 
 
+def test_reduction_three_helpers_deep_is_quiet() -> None:
+    # Helpers are followed as deep as every analysis follows them (MAX_CALL_DEPTH).
+    assert not lint_codes(
+        _src("""
+def combine(value):
+    tensor = torch.tensor(value)
+    dist.all_reduce(tensor)
+    return tensor.item() / dist.get_world_size()
+
+def summarise(value):
+    return combine(value)
+
+def finish_epoch(value):
+    return summarise(value)
+
+def train(rank, loader, net, optimizer):
+    model = DDP(net)
+    total = 0.0
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    total = finish_epoch(total)
+    if rank == 0:
+        print(f"loss {total:.4f}")
+"""),
+        "TD815",
+    )
+
+
 def test_reduction_of_a_tensor_filled_from_the_loss_is_quiet() -> None:
     assert not lint_codes(
         _src("""

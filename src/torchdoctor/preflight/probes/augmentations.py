@@ -4,10 +4,10 @@ shared_stream`, which ``run`` asks too."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.probes.loader import map_style, torch_loader
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.worker_streams import shared_stream
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @probe("TD410")
-def identical_worker_augmentations(ctx: CheckContext) -> Iterator[Finding]:
+def identical_worker_augmentations(ctx: CheckContext, out: Reporter) -> None:
     """Two workers load sample 0 twice each: random draws that repeat across workers."""
     loader = torch_loader(ctx)
     if loader is None or loader.num_workers == 0 or not map_style(loader):
@@ -30,11 +30,13 @@ def identical_worker_augmentations(ctx: CheckContext) -> Iterator[Finding]:
         return
     if verdict is None:
         return
-    yield finding(
-        "TD410",
-        verdict.message(),
-        Location(object=verdict.culprit or verdict.dataset),
-        Depth.CHECK,
-        fix_hint=verdict.fix_hint(),
-        evidence=verdict.evidence(),
+    out.emit(
+        finding(
+            "TD410",
+            verdict.message(),
+            Location(object=verdict.culprit or verdict.dataset),
+            Depth.CHECK,
+            fix_hint=verdict.fix_hint(),
+            evidence=verdict.evidence(),
+        )
     )

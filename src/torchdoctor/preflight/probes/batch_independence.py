@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Finding, Location, Severity
 from torchdoctor.preflight.batch import Batch, iter_tensors
 from torchdoctor.preflight.entry import Entry, find_entry
@@ -59,7 +60,7 @@ _REDUCTIONS = frozenset(
 
 
 @probe("TD508", "TD109")
-def eval_output_depends_on_batch(ctx: CheckContext) -> Iterator[Finding]:
+def eval_output_depends_on_batch(ctx: CheckContext, out: Reporter) -> None:
     """Compare the last example's eval output across variants of its batch."""
     batch = ctx.batch
     count = examples_count(batch, getattr(ctx.loader, "batch_size", None))
@@ -82,7 +83,7 @@ def eval_output_depends_on_batch(ctx: CheckContext) -> Iterator[Finding]:
             ctx.model, lambda b: _forward(ctx, b, ctx.seed), batch, variant.batch, count, keep, tol
         )
         if entry is None or not _by_design(ctx, entry, count):
-            yield _finding(ctx, variant, entry, change, count, keep)
+            out.emit(_finding(ctx, variant, entry, change, count, keep))
         return
 
 

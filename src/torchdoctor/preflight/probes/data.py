@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.batch import iter_tensors
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.registry import probe
@@ -29,7 +29,7 @@ MIN_EXAMPLES_BINARY = 128
 
 
 @probe("TD401")
-def non_finite_inputs(ctx: CheckContext) -> Iterator[Finding]:
+def non_finite_inputs(ctx: CheckContext, out: Reporter) -> None:
     """TD401: NaN or Inf in the inputs or targets of the batch."""
     import torch
 
@@ -46,21 +46,23 @@ def non_finite_inputs(ctx: CheckContext) -> Iterator[Finding]:
             continue
         nans = int(torch.isnan(tensor).sum())
         example = int(bad.reshape(bad.shape[0], -1).any(1).nonzero()[0, 0]) if bad.dim() else 0
-        yield finding(
-            "TD401",
-            f"`{name}` (shape {list(tensor.shape)}) holds {count} non-finite values "
-            f"({nans} NaN, {count - nans} Inf) of {tensor.numel()}, the first in "
-            f"example {example}; every loss and gradient they touch becomes NaN.",
-            Location(object=name),
-            Depth.CHECK,
-            fix_hint="Clean the data where it is built: impute or drop missing values "
-            "(`torch.nan_to_num`, `dropna()`), and guard divisions and logs.",
-            evidence={
-                "nan": nans,
-                "inf": count - nans,
-                "values": tensor.numel(),
-                "first_example": example,
-            },
+        out.emit(
+            finding(
+                "TD401",
+                f"`{name}` (shape {list(tensor.shape)}) holds {count} non-finite values "
+                f"({nans} NaN, {count - nans} Inf) of {tensor.numel()}, the first in "
+                f"example {example}; every loss and gradient they touch becomes NaN.",
+                Location(object=name),
+                Depth.CHECK,
+                fix_hint="Clean the data where it is built: impute or drop missing values "
+                "(`torch.nan_to_num`, `dropna()`), and guard divisions and logs.",
+                evidence={
+                    "nan": nans,
+                    "inf": count - nans,
+                    "values": tensor.numel(),
+                    "first_example": example,
+                },
+            )
         )
 
 
@@ -77,7 +79,7 @@ def _feature_stats(tensor: Any, dim: int) -> tuple[Any, Any]:
 
 
 @probe("TD402")
-def inputs_not_normalised(ctx: CheckContext) -> Iterator[Finding]:
+def inputs_not_normalised(ctx: CheckContext, out: Reporter) -> None:
     """TD402: the first layer with a weight matrix reads inputs of a large scale."""
     first = ctx.train_pass.trace.first_input
     if first is None:
@@ -96,25 +98,27 @@ def inputs_not_normalised(ctx: CheckContext) -> Iterator[Finding]:
     large = int((rms > NORMALISED_RMS_LIMIT).sum())
     low, high = float(tensor.min()), float(tensor.max())
     unit = "features" if dim == tensor.dim() - 1 or tensor.dim() == 2 else "channels"
-    yield finding(
-        "TD402",
-        f"The first layer `{ctx.name(path)}` ({type(layer).__name__}) reads inputs in "
-        f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} input {unit} "
-        f"{'has' if large == 1 else 'have'} a root "
-        f"mean square above {NORMALISED_RMS_LIMIT:g} ({unit[:-1]} {worst}: mean "
-        f"{float(means[worst]):.4g}, rms {float(rms[worst]):.4g}). Large inputs "
-        "saturate activations and make the first layer's gradients dominate.",
-        Location(object=ctx.name(path)),
-        Depth.CHECK,
-        fix_hint="Normalise the inputs: scale pixels to [0, 1] and standardise each feature "
-        "with the training set's mean and std (`(x - mean) / std`).",
-        evidence={
-            "min": low,
-            "max": high,
-            "features_over_limit": large,
-            "worst_feature": worst,
-            "worst_rms": float(rms[worst]),
-        },
+    out.emit(
+        finding(
+            "TD402",
+            f"The first layer `{ctx.name(path)}` ({type(layer).__name__}) reads inputs in "
+            f"[{low:.4g}, {high:.4g}]; {large} of {rms.numel()} input {unit} "
+            f"{'has' if large == 1 else 'have'} a root "
+            f"mean square above {NORMALISED_RMS_LIMIT:g} ({unit[:-1]} {worst}: mean "
+            f"{float(means[worst]):.4g}, rms {float(rms[worst]):.4g}). Large inputs "
+            "saturate activations and make the first layer's gradients dominate.",
+            Location(object=ctx.name(path)),
+            Depth.CHECK,
+            fix_hint="Normalise the inputs: scale pixels to [0, 1] and standardise each feature "
+            "with the training set's mean and std (`(x - mean) / std`).",
+            evidence={
+                "min": low,
+                "max": high,
+                "features_over_limit": large,
+                "worst_feature": worst,
+                "worst_rms": float(rms[worst]),
+            },
+        )
     )
 
 
@@ -133,7 +137,7 @@ def _class_targets(ctx: CheckContext) -> Any | None:
 
 
 @probe("TD403")
-def class_index_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
+def class_index_out_of_range(ctx: CheckContext, out: Reporter) -> None:
     """TD403: a class index below 0 or at least the number of outputs."""
     target, classes = _class_targets(ctx), ctx.num_classes
     if target is None or classes is None or target.numel() == 0:
@@ -143,20 +147,23 @@ def class_index_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
         return
     outside = int(((target < 0) | (target >= classes)).sum())
     one_based = " The labels look 1-based." if low == 1 and high == classes else ""
-    yield finding(
-        "TD403",
-        f"Targets hold class indices {low}..{high} but the model outputs {classes} "
-        f"classes (valid: 0..{classes - 1}); {outside} of {target.numel()} targets are "
-        "out of range. On CPU the loss raises; on CUDA it fails with a device-side "
-        f"assert far from the cause.{one_based}",
-        Location(object="targets"),
-        Depth.CHECK,
-        fix_hint=(
-            "Subtract 1 from the labels (`targets - 1`)."
-            if one_based
-            else f"Map the labels to 0..{classes - 1}, or give the last layer {high + 1} outputs."
-        ),
-        evidence={"min": low, "max": high, "classes": classes, "out_of_range": outside},
+    out.emit(
+        finding(
+            "TD403",
+            f"Targets hold class indices {low}..{high} but the model outputs {classes} "
+            f"classes (valid: 0..{classes - 1}); {outside} of {target.numel()} targets are "
+            "out of range. On CPU the loss raises; on CUDA it fails with a device-side "
+            f"assert far from the cause.{one_based}",
+            Location(object="targets"),
+            Depth.CHECK,
+            fix_hint=(
+                "Subtract 1 from the labels (`targets - 1`)."
+                if one_based
+                else f"Map the labels to 0..{classes - 1}, or give the last layer "
+                f"{high + 1} outputs."
+            ),
+            evidence={"min": low, "max": high, "classes": classes, "out_of_range": outside},
+        )
     )
 
 
@@ -185,7 +192,7 @@ def _labels_seen(ctx: CheckContext, needed: int) -> tuple[set[int], int, int]:
 
 
 @probe("TD404")
-def single_class_batch(ctx: CheckContext) -> Iterator[Finding]:
+def single_class_batch(ctx: CheckContext, out: Reporter) -> None:
     """TD404: every target of the batch (or the first few batches) is one class."""
     if _class_targets(ctx) is None or ctx.num_classes is None:
         return
@@ -196,14 +203,16 @@ def single_class_batch(ctx: CheckContext) -> Iterator[Finding]:
         return
     label = next(iter(labels))
     span = "the batch" if batches == 1 else f"the first {batches} batches"
-    yield finding(
-        "TD404",
-        f"All {examples} targets of {span} are class {label} (the model has "
-        f"{ctx.num_classes} classes): each step pushes every prediction towards one "
-        "class, and the loss curve swings from batch to batch.",
-        Location(object="targets"),
-        Depth.CHECK,
-        fix_hint="Shuffle the training data (`DataLoader(..., shuffle=True)`), and check "
-        "that the labels are read from the right column.",
-        evidence={"class": label, "examples": examples, "batches": batches},
+    out.emit(
+        finding(
+            "TD404",
+            f"All {examples} targets of {span} are class {label} (the model has "
+            f"{ctx.num_classes} classes): each step pushes every prediction towards one "
+            "class, and the loss curve swings from batch to batch.",
+            Location(object="targets"),
+            Depth.CHECK,
+            fix_hint="Shuffle the training data (`DataLoader(..., shuffle=True)`), and check "
+            "that the labels are read from the right column.",
+            evidence={"class": label, "examples": examples, "batches": batches},
+        )
     )

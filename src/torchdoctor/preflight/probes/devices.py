@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Finding, Location, Severity
 from torchdoctor.preflight.batch import iter_tensors
 from torchdoctor.preflight.context import CheckContext
@@ -137,9 +138,11 @@ def _simulated_move(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @probe("TD101")
-def device_mismatch(ctx: CheckContext) -> Iterator[Finding]:
+def device_mismatch(ctx: CheckContext, out: Reporter) -> None:
     """TD101: tensors the model needs live, or would live, on different devices."""
     found = [*_split_modules(ctx), *_model_not_moved(ctx), *_batch_elsewhere(ctx)]
-    yield from found
+    for item in found:
+        out.emit(item)
     if not found:
-        yield from _simulated_move(ctx)
+        for item in _simulated_move(ctx):
+            out.emit(item)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.batch import iter_tensors
 from torchdoctor.preflight.context import CheckContext
@@ -89,14 +90,16 @@ def _float64_batch(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @probe("TD102")
-def float64_in_training(ctx: CheckContext) -> Iterator[Finding]:
+def float64_in_training(ctx: CheckContext, out: Reporter) -> None:
     """TD102: float64 parameters, buffers, inputs or targets."""
-    yield from _float64_state(ctx)
-    yield from _float64_batch(ctx)
+    for item in _float64_state(ctx):
+        out.emit(item)
+    for item in _float64_batch(ctx):
+        out.emit(item)
 
 
 @probe("TD103")
-def mixed_parameter_dtypes(ctx: CheckContext) -> Iterator[Finding]:
+def mixed_parameter_dtypes(ctx: CheckContext, out: Reporter) -> None:
     """TD103: floating parameters of several dtypes (normalisation layers excepted)."""
     groups: dict[str, list[str]] = {}
     for path, module in ctx.model.named_modules():
@@ -113,17 +116,19 @@ def mixed_parameter_dtypes(ctx: CheckContext) -> Iterator[Finding]:
     reference = "float32" if "float32" in groups else max(groups, key=lambda k: len(groups[k]))
     others = [n for dtype, names in groups.items() if dtype != reference for n in names]
     counts = ", ".join(f"{len(names)} {dtype}" for dtype, names in groups.items())
-    yield finding(
-        "TD103",
-        f"The parameters have {len(groups)} dtypes ({counts}); not {reference}: "
-        f"{_names(others)}. Ops between them need casts or fail, and the optimizer "
-        "updates them at different precisions: a bfloat16 or float16 weight drops "
-        "any update smaller than 1/256 or 1/2048 of its value.",
-        Location(object=others[0]),
-        Depth.CHECK,
-        fix_hint=f"Keep every parameter in {reference} (`model.to(torch.{reference})`) and get "
-        "the memory and speed of half precision from `torch.autocast`.",
-        evidence={dtype: len(names) for dtype, names in groups.items()},
+    out.emit(
+        finding(
+            "TD103",
+            f"The parameters have {len(groups)} dtypes ({counts}); not {reference}: "
+            f"{_names(others)}. Ops between them need casts or fail, and the optimizer "
+            "updates them at different precisions: a bfloat16 or float16 weight drops "
+            "any update smaller than 1/256 or 1/2048 of its value.",
+            Location(object=others[0]),
+            Depth.CHECK,
+            fix_hint=f"Keep every parameter in {reference} (`model.to(torch.{reference})`) and get "
+            "the memory and speed of half precision from `torch.autocast`.",
+            evidence={dtype: len(names) for dtype, names in groups.items()},
+        )
     )
 
 
@@ -158,7 +163,7 @@ _TARGET_HINTS = {
 
 
 @probe("TD104")
-def target_dtype_for_loss(ctx: CheckContext) -> Iterator[Finding]:
+def target_dtype_for_loss(ctx: CheckContext, out: Reporter) -> None:
     """TD104: a target dtype the loss function cannot take."""
     import torch
 
@@ -169,18 +174,20 @@ def target_dtype_for_loss(ctx: CheckContext) -> Iterator[Finding]:
     problem = _target_problem(kind, scores, target)
     if problem is None:
         return
-    yield finding(
-        "TD104",
-        f"{ctx.loss_spec.name} gets targets of shape {list(target.shape)}, dtype "
-        f"{str(target.dtype).replace('torch.', '')}, for outputs of shape "
-        f"{list(scores.shape)}: {problem}.",
-        Location(object="targets"),
-        Depth.CHECK,
-        fix_hint=_TARGET_HINTS[kind.classifies],
-        evidence={
-            "loss": ctx.loss_spec.name,
-            "target_dtype": str(target.dtype),
-            "target_shape": list(target.shape),
-            "output_shape": list(scores.shape),
-        },
+    out.emit(
+        finding(
+            "TD104",
+            f"{ctx.loss_spec.name} gets targets of shape {list(target.shape)}, dtype "
+            f"{str(target.dtype).replace('torch.', '')}, for outputs of shape "
+            f"{list(scores.shape)}: {problem}.",
+            Location(object="targets"),
+            Depth.CHECK,
+            fix_hint=_TARGET_HINTS[kind.classifies],
+            evidence={
+                "loss": ctx.loss_spec.name,
+                "target_dtype": str(target.dtype),
+                "target_shape": list(target.shape),
+                "output_shape": list(scores.shape),
+            },
+        )
     )

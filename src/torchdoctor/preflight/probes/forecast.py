@@ -7,10 +7,10 @@ and kept on the context for the report's facts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
@@ -36,16 +36,16 @@ def forecast_of(ctx: CheckContext) -> Forecast | None:
 
 
 @probe("TD712")
-def batch_does_not_fit(ctx: CheckContext) -> Iterable[Finding]:
+def batch_does_not_fit(ctx: CheckContext, out: Reporter) -> None:
     """One finding naming every forecast batch size whose step exceeds the memory."""
     from torchdoctor.report.memory_text import format_bytes
 
     forecast = forecast_of(ctx)
     if forecast is None or forecast.usable_bytes is None:
-        return []
+        return
     failing = [point for point in forecast.points if point.fits is False]
     if not failing:
-        return []
+        return
     worst = failing[0]
     parts = ", ".join(
         f"{key.replace('_', ' ')} {format_bytes(size)}"
@@ -69,7 +69,7 @@ def batch_does_not_fit(ctx: CheckContext) -> Iterable[Finding]:
     if useful:
         best = max(useful, key=lambda r: r.saving_bytes)
         hint += f", or apply {best.name} (peak {format_bytes(best.peak_bytes)})"
-    return [
+    out.emit(
         finding(
             "TD712",
             message,
@@ -83,4 +83,4 @@ def batch_does_not_fit(ctx: CheckContext) -> Iterable[Finding]:
                 "largest_batch_size": forecast.largest_batch_size,
             },
         )
-    ]
+    )

@@ -9,10 +9,10 @@ costs nothing and runs no code of the user's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.frozen_layers import at_default_init, frozen_output_layer
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
@@ -24,7 +24,7 @@ __all__ = ["at_default_init", "output_layer_frozen_at_init", "requires_grad_attr
 
 
 @probe("TD221")
-def requires_grad_attribute(ctx: CheckContext) -> Iterator[Finding]:
+def requires_grad_attribute(ctx: CheckContext, out: Reporter) -> None:
     """TD221: a module whose ``requires_grad`` is a plain attribute, not its parameters'."""
     for path, module in ctx.model.named_modules():
         flag = module.__dict__.get("requires_grad")
@@ -35,16 +35,22 @@ def requires_grad_attribute(ctx: CheckContext) -> Iterator[Finding]:
         if flag or not training:
             continue  # `= True` on a trainable module, or frozen properly as well
         name = ctx.name(path)
-        yield finding(
-            "TD221",
-            f"`{name}.requires_grad = False` set a plain attribute on the module "
-            f"({type(module).__name__}): {training} of its {len(params)} parameters still "
-            "have `requires_grad=True`, get gradients and train. The module is not frozen.",
-            Location(object=name),
-            Depth.CHECK,
-            fix_hint=f"Call `{name.split('.')[-1] or 'module'}.requires_grad_(False)` (the "
-            "method, with an underscore), which sets the flag on every parameter.",
-            evidence={"module": name, "trainable_parameters": training, "parameters": len(params)},
+        out.emit(
+            finding(
+                "TD221",
+                f"`{name}.requires_grad = False` set a plain attribute on the module "
+                f"({type(module).__name__}): {training} of its {len(params)} parameters still "
+                "have `requires_grad=True`, get gradients and train. The module is not frozen.",
+                Location(object=name),
+                Depth.CHECK,
+                fix_hint=f"Call `{name.split('.')[-1] or 'module'}.requires_grad_(False)` (the "
+                "method, with an underscore), which sets the flag on every parameter.",
+                evidence={
+                    "module": name,
+                    "trainable_parameters": training,
+                    "parameters": len(params),
+                },
+            )
         )
 
 
@@ -52,7 +58,7 @@ def requires_grad_attribute(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @probe("TD226")
-def output_layer_frozen_at_init(ctx: CheckContext) -> Iterator[Finding]:
+def output_layer_frozen_at_init(ctx: CheckContext, out: Reporter) -> None:
     """TD226: the layer that computes the loss's input has no trainable parameter, still
     holds its random initialisation, and other parameters train."""
     path = ctx.train_pass.loss_input_module
@@ -62,11 +68,13 @@ def output_layer_frozen_at_init(ctx: CheckContext) -> Iterator[Finding]:
     verdict = frozen_output_layer(ctx.model, layer, ctx.name(path)) if layer is not None else None
     if verdict is None:
         return
-    yield finding(
-        "TD226",
-        verdict.message(),
-        Location(object=verdict.name),
-        Depth.CHECK,
-        fix_hint=verdict.fix_hint(),
-        evidence=verdict.evidence(),
+    out.emit(
+        finding(
+            "TD226",
+            verdict.message(),
+            Location(object=verdict.name),
+            Depth.CHECK,
+            fix_hint=verdict.fix_hint(),
+            evidence=verdict.evidence(),
+        )
     )

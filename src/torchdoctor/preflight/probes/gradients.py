@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.describe import covering_module
@@ -106,7 +107,7 @@ def _revived_without_zero_init(ctx: CheckContext) -> set[str]:
 
 
 @probe("TD208", "TD211", "TD212")
-def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
+def missing_or_broken_gradients(ctx: CheckContext, out: Reporter) -> None:
     """TD208/211/212: no gradient, an all-zero gradient, a non-finite gradient."""
     import torch
 
@@ -117,67 +118,74 @@ def missing_or_broken_gradients(ctx: CheckContext) -> Iterator[Finding]:
         return  # TD401 reports the data; TD605 why nothing can get a gradient
     grads = ctx.train_pass.gradients
     if any(g is not None for g in grads.values()):  # else the loss is cut off: TD605's
-        yield from _no_gradient(ctx, [n for n, g in grads.items() if g is None])
+        for item in _no_gradient(ctx, [n for n, g in grads.items() if g is None]):
+            out.emit(item)
     zero = _zero_gradients(ctx, grads)
     if zero and single_logit_scores(ctx) is None:  # else TD308 names the cause
-        yield finding(
-            "TD211",
-            f"{len(zero)} of {len(grads)} parameters get a gradient of exactly zero: "
-            f"{_names(zero)}. Something between them and the loss has zero "
-            "derivative (round, sign, argmax, a clamp that always clips, a mask of "
-            "zeros), so they never change.",
-            Location(object=ctx.name(covering_module(zero))),
-            Depth.CHECK,
-            fix_hint="Replace the non-differentiable op on their path (a straight-through "
-            "estimator, a soft version) or remove the mask that zeroes it.",
-            evidence={"parameters": zero[:20], "count": len(zero)},
+        out.emit(
+            finding(
+                "TD211",
+                f"{len(zero)} of {len(grads)} parameters get a gradient of exactly zero: "
+                f"{_names(zero)}. Something between them and the loss has zero "
+                "derivative (round, sign, argmax, a clamp that always clips, a mask of "
+                "zeros), so they never change.",
+                Location(object=ctx.name(covering_module(zero))),
+                Depth.CHECK,
+                fix_hint="Replace the non-differentiable op on their path (a straight-through "
+                "estimator, a soft version) or remove the mask that zeroes it.",
+                evidence={"parameters": zero[:20], "count": len(zero)},
+            )
         )
     broken = [n for n, g in grads.items() if g is not None and not bool(torch.isfinite(g).all())]
     if broken:
-        yield finding(
-            "TD212",
-            f"The loss is finite but {len(broken)} parameters get NaN/Inf gradients: "
-            f"{_names(broken)}. One optimizer step makes those weights NaN. Typical "
-            "causes: sqrt or norm of 0, log of 0, division by a value that is 0.",
-            Location(object=broken[0]),
-            Depth.CHECK,
-            fix_hint="Add an epsilon inside sqrt/log/division on their path "
-            "(`torch.sqrt(x + 1e-12)`), or clamp the input.",
-            evidence={"parameters": broken[:20], "count": len(broken)},
+        out.emit(
+            finding(
+                "TD212",
+                f"The loss is finite but {len(broken)} parameters get NaN/Inf gradients: "
+                f"{_names(broken)}. One optimizer step makes those weights NaN. Typical "
+                "causes: sqrt or norm of 0, log of 0, division by a value that is 0.",
+                Location(object=broken[0]),
+                Depth.CHECK,
+                fix_hint="Add an epsilon inside sqrt/log/division on their path "
+                "(`torch.sqrt(x + 1e-12)`), or clamp the input.",
+                evidence={"parameters": broken[:20], "count": len(broken)},
+            )
         )
 
 
 @probe("TD215")
-def vanishing_gradients(ctx: CheckContext) -> Iterator[Finding]:
+def vanishing_gradients(ctx: CheckContext, out: Reporter) -> None:
     """TD215: the earliest layer's gradient is orders of magnitude below the latest's."""
     ctx.train_pass.require_loss()
     found = vanishing(ctx)
     if found is None:
         return
-    yield finding(
-        "TD215",
-        f"Gradients vanish through the {found.layers} layers: the first layer "
-        f"`{found.first}` gets a gradient RMS of {found.first_rms:.3g}, the last "
-        f"`{found.last}` {found.last_rms:.3g} (ratio {found.ratio:.2g}). The early "
-        "layers barely train.",
-        Location(object=found.first),
-        Depth.CHECK,
-        fix_hint="Use ReLU/GELU instead of sigmoid/tanh between layers, add normalisation "
-        "(BatchNorm/LayerNorm) or residual connections, and a suitable init "
-        "(`nn.init.kaiming_normal_`).",
-        evidence={
-            "first": found.first,
-            "first_rms": found.first_rms,
-            "last": found.last,
-            "last_rms": found.last_rms,
-            "ratio": found.ratio,
-            "layers": found.layers,
-        },
+    out.emit(
+        finding(
+            "TD215",
+            f"Gradients vanish through the {found.layers} layers: the first layer "
+            f"`{found.first}` gets a gradient RMS of {found.first_rms:.3g}, the last "
+            f"`{found.last}` {found.last_rms:.3g} (ratio {found.ratio:.2g}). The early "
+            "layers barely train.",
+            Location(object=found.first),
+            Depth.CHECK,
+            fix_hint="Use ReLU/GELU instead of sigmoid/tanh between layers, add normalisation "
+            "(BatchNorm/LayerNorm) or residual connections, and a suitable init "
+            "(`nn.init.kaiming_normal_`).",
+            evidence={
+                "first": found.first,
+                "first_rms": found.first_rms,
+                "last": found.last,
+                "last_rms": found.last_rms,
+                "ratio": found.ratio,
+                "layers": found.layers,
+            },
+        )
     )
 
 
 @probe("TD217")
-def dead_relu_units(ctx: CheckContext) -> Iterator[Finding]:
+def dead_relu_units(ctx: CheckContext, out: Reporter) -> None:
     """TD217: ReLU sites where most units output zero for the whole batch, reported once
     for all of them (one cause, such as the inputs' scale or the init, usually kills
     units at every site it reaches)."""
@@ -201,18 +209,20 @@ def dead_relu_units(ctx: CheckContext) -> Iterator[Finding]:
             f"At {len(sites)} ReLU sites, {dead} of {units} units output zero for every "
             f"value in the batch ({listed}{more})"
         )
-    yield finding(
-        "TD217",
-        f"{what}: they pass no gradient, so they can never recover.",
-        Location(object=where),
-        Depth.CHECK,
-        fix_hint="Check the initialisation of the layer before it (no large negative "
-        "biases; Kaiming init), normalise the inputs, lower the learning rate, "
-        "or use LeakyReLU/GELU.",
-        evidence={
-            "dead": dead,
-            "units": units,
-            "observations": min(site.observations for site in sites),
-            "sites": {where: [d, u] for where, d, u in counts},
-        },
+    out.emit(
+        finding(
+            "TD217",
+            f"{what}: they pass no gradient, so they can never recover.",
+            Location(object=where),
+            Depth.CHECK,
+            fix_hint="Check the initialisation of the layer before it (no large negative "
+            "biases; Kaiming init), normalise the inputs, lower the learning rate, "
+            "or use LeakyReLU/GELU.",
+            evidence={
+                "dead": dead,
+                "units": units,
+                "observations": min(site.observations for site in sites),
+                "sites": {where: [d, u] for where, d, u in counts},
+            },
+        )
     )

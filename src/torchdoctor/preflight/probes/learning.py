@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Finding, Location, Severity
 from torchdoctor.preflight.describe import describe_optimizer
 from torchdoctor.preflight.flow import dead_relu_sites, vanishing
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 
 @probe("TD605", "TD606")
-def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
+def learns_one_batch(ctx: CheckContext, out: Reporter) -> None:
     """Train a copy on the one batch: report a model that cannot fit it (TD605) and
     parameter groups whose first update is out of band (TD606)."""
     start = loss_value(ctx.train_pass.require_loss())
@@ -50,7 +51,7 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
     blocked = _no_gradient(ctx)
     if blocked is not None:
         if ctx.enabled("TD605"):
-            yield blocked
+            out.emit(blocked)
         return
     if ctx.optimizer is not None and holds_copies(ctx):
         return  # the optimizer steps copies of the parameters: TD620 names that cause
@@ -58,7 +59,7 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
         if ctx.enabled("TD605"):
             reference = reference_run(ctx)
             if not dropped(reference.losses, SOME_DROP):
-                yield _second_opinion_failed(ctx, None, reference)
+                out.emit(_second_opinion_failed(ctx, None, reference))
         return
     try:
         training = copy_for_training(ctx)
@@ -71,9 +72,11 @@ def learns_one_batch(ctx: CheckContext) -> Iterator[Finding]:
     trajectory = run_steps(ctx, training, measure=True)
     ctx.curves["overfit_loss"] = [float(loss) for loss in trajectory.losses]
     if ctx.enabled("TD606"):
-        yield from update_findings(trajectory.updates, described)
+        for item in update_findings(trajectory.updates, described):
+            out.emit(item)
     if ctx.enabled("TD605"):
-        yield from _verdict(ctx, trajectory, described)
+        for item in _verdict(ctx, trajectory, described):
+            out.emit(item)
 
 
 def _gradients_finite(ctx: CheckContext) -> bool:

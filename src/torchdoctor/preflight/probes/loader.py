@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Finding, Location
 from torchdoctor.preflight.batch import iter_tensors
 from torchdoctor.preflight.loader_timing import LoaderTiming, time_loader
@@ -84,7 +84,7 @@ def label_changes(labels: list[int]) -> tuple[int, float]:
 
 
 @probe("TD407")
-def train_loader_not_shuffled(ctx: CheckContext) -> Iterator[Finding]:
+def train_loader_not_shuffled(ctx: CheckContext, out: Reporter) -> None:
     """An in-order training loader whose targets come grouped by class."""
     loader = torch_loader(ctx)
     order = unshuffled_sampler(loader) if loader is not None else None
@@ -98,23 +98,25 @@ def train_loader_not_shuffled(ctx: CheckContext) -> Iterator[Finding]:
         return
     first = [t for _, t in iter_tensors(ctx.batch_as_given.targets, "targets")]
     in_first = len(set(first[0].reshape(-1).tolist())) if first else None
-    yield finding(
-        "TD407",
-        f"The training DataLoader reads the dataset in order ({order}) and its "
-        f"targets are grouped by class: {changes} class changes across {len(labels)} evenly "
-        f"spaced samples, where a shuffled order has about {expected:.0f}"
-        + (f"; the first batch holds {in_first} class(es)." if in_first is not None else "."),
-        LOADER,
-        Depth.CHECK,
-        fix_hint="Pass `shuffle=True` to the training DataLoader (or `shuffle=True` to its "
-        "DistributedSampler and call `set_epoch()` every epoch).",
-        evidence={
-            "sampler": order,
-            "label_changes": changes,
-            "shuffled_changes": round(expected, 1),
-            "samples_read": len(labels),
-            "classes_in_first_batch": in_first,
-        },
+    out.emit(
+        finding(
+            "TD407",
+            f"The training DataLoader reads the dataset in order ({order}) and its "
+            f"targets are grouped by class: {changes} class changes across {len(labels)} evenly "
+            f"spaced samples, where a shuffled order has about {expected:.0f}"
+            + (f"; the first batch holds {in_first} class(es)." if in_first is not None else "."),
+            LOADER,
+            Depth.CHECK,
+            fix_hint="Pass `shuffle=True` to the training DataLoader (or `shuffle=True` to its "
+            "DistributedSampler and call `set_epoch()` every epoch).",
+            evidence={
+                "sampler": order,
+                "label_changes": changes,
+                "shuffled_changes": round(expected, 1),
+                "samples_read": len(labels),
+                "classes_in_first_batch": in_first,
+            },
+        )
     )
 
 
@@ -122,7 +124,7 @@ def train_loader_not_shuffled(ctx: CheckContext) -> Iterator[Finding]:
 
 
 @probe("TD414")
-def sampler_reaches_part(ctx: CheckContext) -> Iterator[Finding]:
+def sampler_reaches_part(ctx: CheckContext, out: Reporter) -> None:
     """A sampler whose own arguments keep it from ever drawing part of the dataset."""
     loader = torch_loader(ctx)
     if loader is None:
@@ -131,14 +133,14 @@ def sampler_reaches_part(ctx: CheckContext) -> Iterator[Finding]:
         loader.dataset, loader.batch_sampler if loader.batch_sampler is not None else loader.sampler
     )
     if reach is not None:
-        yield reach_finding(reach, Location(object=reach.sampler), Depth.CHECK)
+        out.emit(reach_finding(reach, Location(object=reach.sampler), Depth.CHECK))
 
 
 # --- TD411 ------------------------------------------------------------------------------------
 
 
 @probe("TD411")
-def pin_memory_off_with_cuda(ctx: CheckContext) -> Iterator[Finding]:
+def pin_memory_off_with_cuda(ctx: CheckContext, out: Reporter) -> None:
     """Training on CUDA from a loader that does not pin its batches."""
     loader = torch_loader(ctx)
     if loader is None or ctx.device.type != "cuda" or loader.pin_memory:
@@ -151,16 +153,18 @@ def pin_memory_off_with_cuda(ctx: CheckContext) -> Iterator[Finding]:
         )
         if t.device.type == "cpu"
     )
-    yield finding(
-        "TD411",
-        f"Training runs on {ctx.device} from a DataLoader with pin_memory=False: "
-        f"each batch ({size / 2**20:.2f} MiB) is copied to the GPU from pageable memory, "
-        "which is slower and cannot overlap with compute.",
-        LOADER,
-        Depth.CHECK,
-        fix_hint="Pass `pin_memory=True` to the DataLoader and copy batches with "
-        "`.to(device, non_blocking=True)`.",
-        evidence={"batch_bytes": size, "device": str(ctx.device)},
+    out.emit(
+        finding(
+            "TD411",
+            f"Training runs on {ctx.device} from a DataLoader with pin_memory=False: "
+            f"each batch ({size / 2**20:.2f} MiB) is copied to the GPU from pageable memory, "
+            "which is slower and cannot overlap with compute.",
+            LOADER,
+            Depth.CHECK,
+            fix_hint="Pass `pin_memory=True` to the DataLoader and copy batches with "
+            "`.to(device, non_blocking=True)`.",
+            evidence={"batch_bytes": size, "device": str(ctx.device)},
+        )
     )
 
 
@@ -224,7 +228,7 @@ def data_bound(timing: LoaderTiming, step: float, workers: int) -> bool:
 
 
 @probe("TD409", "TD412")
-def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
+def input_pipeline_bound(ctx: CheckContext, out: Reporter) -> None:
     """Time the loader and a training step: report waiting for data (TD409) and worker
     restarts that cost a noticeable share of each epoch (TD412)."""
     loader = torch_loader(ctx)
@@ -251,11 +255,11 @@ def input_pipeline_bound(ctx: CheckContext) -> Iterator[Finding]:
     if timing.shared_in_process is not None:
         evidence["seconds_per_batch_from_workers"] = timing.per_batch
     if ctx.enabled("TD409") and data_bound(timing, step, workers):
-        yield _data_bound(timing, step, workers, share, evidence)
+        out.emit(_data_bound(timing, step, workers, share, evidence))
     if ctx.enabled("TD412") and workers > 0 and not loader.persistent_workers:
         restart = _restart(loader, timing, step, evidence)
         if restart is not None:
-            yield restart
+            out.emit(restart)
 
 
 def _data_bound(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
-from torchdoctor.findings import Confidence, Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Confidence, Depth, Location
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.losses import LossKind
 from torchdoctor.preflight.origin import loss_input_location
@@ -131,7 +131,7 @@ def _wiring(kind: LossKind, op: str | None, scores: Any) -> tuple[str, str, str]
 
 
 @probe("TD301", "TD302", "TD303", "TD305")
-def activation_before_loss(ctx: CheckContext) -> Iterator[Finding]:
+def activation_before_loss(ctx: CheckContext, out: Reporter) -> None:
     """TD301/302/303/305: the loss receives scores of the wrong kind."""
     scores = _scores(ctx)
     if scores is None:
@@ -158,21 +158,23 @@ def activation_before_loss(ctx: CheckContext) -> Iterator[Finding]:
         seen = (
             "seen in the autograd graph" if confidence is Confidence.HIGH else "every row sums to 1"
         )
-    yield finding(
-        code,
-        f"{ctx.loss_spec.name} receives {_RECEIVED[op]} of shape {list(scores.shape)}, "
-        f"{source} ({seen}): {effect}.",
-        loss_input_location(ctx, module),
-        Depth.CHECK,
-        fix_hint=fix,
-        confidence=confidence,
-        evidence={
-            "loss": ctx.loss_spec.name,
-            "op": op,
-            "shape": list(scores.shape),
-            "min": float(scores.min()),
-            "max": float(scores.max()),
-        },
+    out.emit(
+        finding(
+            code,
+            f"{ctx.loss_spec.name} receives {_RECEIVED[op]} of shape {list(scores.shape)}, "
+            f"{source} ({seen}): {effect}.",
+            loss_input_location(ctx, module),
+            Depth.CHECK,
+            fix_hint=fix,
+            confidence=confidence,
+            evidence={
+                "loss": ctx.loss_spec.name,
+                "op": op,
+                "shape": list(scores.shape),
+                "min": float(scores.min()),
+                "max": float(scores.max()),
+            },
+        )
     )
 
 
@@ -223,7 +225,7 @@ def _broadcasts_inside(ctx: CheckContext, output: Any, target: Any) -> bool:
 
 
 @probe("TD306")
-def loss_target_broadcast(ctx: CheckContext) -> Iterator[Finding]:
+def loss_target_broadcast(ctx: CheckContext, out: Reporter) -> None:
     """TD306: output and target shapes differ and an elementwise loss broadcasts them."""
     import torch
 
@@ -239,21 +241,23 @@ def loss_target_broadcast(ctx: CheckContext) -> Iterator[Finding]:
     if kind is LossKind.OTHER and not _broadcasts_inside(ctx, scores, target):
         return
     n = math.prod(shape)
-    yield finding(
-        "TD306",
-        f"{ctx.loss_spec.name} compares outputs of shape {list(scores.shape)} with "
-        f"targets of shape {list(target.shape)}; they broadcast to {list(shape)}, so "
-        f"the loss averages {n} pairs instead of {scores.numel()}, almost all of them "
-        "an output against another example's target.",
-        Location(object="targets"),
-        Depth.CHECK,
-        fix_hint="Give the output and the target the same shape: `output.squeeze(-1)` or "
-        "`target.view_as(output)`.",
-        evidence={
-            "output_shape": list(scores.shape),
-            "target_shape": list(target.shape),
-            "broadcast_shape": list(shape),
-        },
+    out.emit(
+        finding(
+            "TD306",
+            f"{ctx.loss_spec.name} compares outputs of shape {list(scores.shape)} with "
+            f"targets of shape {list(target.shape)}; they broadcast to {list(shape)}, so "
+            f"the loss averages {n} pairs instead of {scores.numel()}, almost all of them "
+            "an output against another example's target.",
+            Location(object="targets"),
+            Depth.CHECK,
+            fix_hint="Give the output and the target the same shape: `output.squeeze(-1)` or "
+            "`target.view_as(output)`.",
+            evidence={
+                "output_shape": list(scores.shape),
+                "target_shape": list(target.shape),
+                "broadcast_shape": list(shape),
+            },
+        )
     )
 
 
@@ -277,21 +281,23 @@ def single_logit_scores(ctx: CheckContext) -> Any | None:
 
 
 @probe("TD308")
-def single_logit_cross_entropy(ctx: CheckContext) -> Iterator[Finding]:
+def single_logit_cross_entropy(ctx: CheckContext, out: Reporter) -> None:
     """TD308: cross-entropy over a single class, a loss that is constant by construction."""
     scores = single_logit_scores(ctx)
     if scores is None:
         return
     loss = ctx.train_pass.require_loss()
-    yield finding(
-        "TD308",
-        f"The model gives `{ctx.loss_spec.name}` one score per example (shape "
-        f"{list(scores.shape)}): a cross-entropy over a single class, where `log_softmax` is "
-        f"exactly 0, so the loss is constant ({float(loss):.4g}) and every gradient is "
-        "exactly zero. The model never learns.",
-        loss_input_location(ctx, None),
-        Depth.CHECK,
-        fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
-        "(`target.float()`); for C classes give the last layer C outputs.",
-        evidence={"scores_shape": list(scores.shape), "loss": float(loss)},
+    out.emit(
+        finding(
+            "TD308",
+            f"The model gives `{ctx.loss_spec.name}` one score per example (shape "
+            f"{list(scores.shape)}): a cross-entropy over a single class, where `log_softmax` is "
+            f"exactly 0, so the loss is constant ({float(loss):.4g}) and every gradient is "
+            "exactly zero. The model never learns.",
+            loss_input_location(ctx, None),
+            Depth.CHECK,
+            fix_hint="For a yes/no target, use `BCEWithLogitsLoss` on the single logit "
+            "(`target.float()`); for C classes give the last layer C outputs.",
+            evidence={"scores_shape": list(scores.shape), "loss": float(loss)},
+        )
     )

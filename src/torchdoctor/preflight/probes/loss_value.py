@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
 from typing import Any
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.batch import iter_tensors
 from torchdoctor.preflight.context import CheckContext
 from torchdoctor.preflight.losses import LossKind
@@ -70,7 +70,7 @@ def _cause(ctx: CheckContext) -> tuple[str, Location]:
 
 
 @probe("TD213")
-def non_finite_loss(ctx: CheckContext) -> Iterator[Finding]:
+def non_finite_loss(ctx: CheckContext, out: Reporter) -> None:
     """TD213: the loss of the first batch is NaN or Inf (with finite data)."""
     import torch
 
@@ -81,15 +81,17 @@ def non_finite_loss(ctx: CheckContext) -> Iterator[Finding]:
         return  # TD401 names the cause
     cause, where = _cause(ctx)
     value = float(loss.float().mean()) if loss.numel() else float("nan")
-    yield finding(
-        "TD213",
-        f"The loss of the first batch is {value}: {cause}. Every gradient is "
-        "non-finite and one optimizer step turns all the weights into NaN.",
-        where,
-        Depth.CHECK,
-        fix_hint="Find the first op that produces NaN/Inf (clamp before log, add an epsilon "
-        "to divisions, lower the learning rate or re-initialise broken weights).",
-        evidence={"loss": value},
+    out.emit(
+        finding(
+            "TD213",
+            f"The loss of the first batch is {value}: {cause}. Every gradient is "
+            "non-finite and one optimizer step turns all the weights into NaN.",
+            where,
+            Depth.CHECK,
+            fix_hint="Find the first op that produces NaN/Inf (clamp before log, add an epsilon "
+            "to divisions, lower the learning rate or re-initialise broken weights).",
+            evidence={"loss": value},
+        )
     )
 
 
@@ -109,7 +111,7 @@ def _expected_loss(ctx: CheckContext, scores: Any) -> tuple[float, str] | None:
 
 
 @probe("TD307")
-def initial_loss(ctx: CheckContext) -> Iterator[Finding]:
+def initial_loss(ctx: CheckContext, out: Reporter) -> None:
     """TD307: a classifier's first loss far above what uniform predictions give."""
     import torch
 
@@ -130,14 +132,16 @@ def initial_loss(ctx: CheckContext) -> Iterator[Finding]:
     if value <= max(reference * INITIAL_LOSS_FACTOR, reference + 1.0):
         return
     spread = float(scores.float().std()) if scores.numel() > 1 else 0.0
-    yield finding(
-        "TD307",
-        f"The first loss is {value:.4g}, but a model that has not learnt anything "
-        f"should give about {derivation}: the output scores are far too large "
-        f"(std {spread:.3g}), so the first steps only shrink them.",
-        Location(object=ctx.name(ctx.train_pass.loss_input_module or "")),
-        Depth.CHECK,
-        fix_hint="Initialise the last layer small (PyTorch's default, or `std=0.01`), "
-        "normalise the inputs, and check the loss's reduction.",
-        evidence={"loss": value, "expected": reference, "output_std": spread},
+    out.emit(
+        finding(
+            "TD307",
+            f"The first loss is {value:.4g}, but a model that has not learnt anything "
+            f"should give about {derivation}: the output scores are far too large "
+            f"(std {spread:.3g}), so the first steps only shrink them.",
+            Location(object=ctx.name(ctx.train_pass.loss_input_module or "")),
+            Depth.CHECK,
+            fix_hint="Initialise the last layer small (PyTorch's default, or `std=0.01`), "
+            "normalise the inputs, and check the loss's reduction.",
+            evidence={"loss": value, "expected": reference, "output_std": spread},
+        )
     )

@@ -4,10 +4,10 @@ fed batches of one example in training mode, now or at the end of every epoch (T
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.errors import UserCodeError
 from torchdoctor.findings import Depth, Finding, Location, Severity
 from torchdoctor.preflight.batch import iter_tensors
@@ -51,7 +51,7 @@ def largest_difference(first: Any, second: Any) -> float:
 
 
 @probe("TD504")
-def eval_forward_nondeterministic(ctx: CheckContext) -> Iterator[Finding]:
+def eval_forward_nondeterministic(ctx: CheckContext, out: Reporter) -> None:
     """Run the eval forward twice with different seeds; name the random ops that differ."""
     import torch
 
@@ -66,10 +66,10 @@ def eval_forward_nondeterministic(ctx: CheckContext) -> Iterator[Finding]:
     calls = record_random_calls(ctx)
     sites = _sites(calls)
     if not sites:
-        yield _unexplained(ctx, difference)
+        out.emit(_unexplained(ctx, difference))
         return
     for call in sites:
-        yield _random_site(ctx, call, difference)
+        out.emit(_random_site(ctx, call, difference))
 
 
 def _sites(calls: list[RandomCall]) -> list[RandomCall]:
@@ -211,7 +211,7 @@ def _batch_examples(ctx: CheckContext) -> int | None:
 
 
 @probe("TD503")
-def batchnorm_batch_of_one(ctx: CheckContext) -> Iterator[Finding]:
+def batchnorm_batch_of_one(ctx: CheckContext, out: Reporter) -> None:
     """BatchNorm layers in training mode that see one example: in this batch, or in the
     loader's last batch of every epoch."""
     inputs, error = _norm_inputs(ctx)
@@ -220,14 +220,14 @@ def batchnorm_batch_of_one(ctx: CheckContext) -> Iterator[Finding]:
     for seen in training:
         if seen.shape[0] == 1 and seen.module not in reported:
             reported.add(seen.module)
-            yield _one_now(ctx, seen, error)
+            out.emit(_one_now(ctx, seen, error))
     last = final_batch_size(ctx.loader) if ctx.loader is not None else None
     examples = _batch_examples(ctx)
     if last != 1 or examples is None or examples == 1:
         return
     affected = [seen for seen in training if seen.shape[0] == examples]
     if affected:
-        yield _one_at_epoch_end(ctx, affected[0], examples)
+        out.emit(_one_at_epoch_end(ctx, affected[0], examples))
 
 
 def _one_now(ctx: CheckContext, seen: NormInput, error: str | None) -> Finding:

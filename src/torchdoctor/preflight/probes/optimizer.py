@@ -7,11 +7,11 @@ Everything here reads the objects; nothing runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.findings import Confidence, Depth, Finding, Location, Severity
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Confidence, Depth, Location, Severity
 from torchdoctor.preflight.describe import (
     covering_module,
     format_number,
@@ -110,7 +110,7 @@ def holds_copies(ctx: CheckContext) -> bool:
 
 
 @probe("TD601", "TD620")
-def parameters_missing_from_optimizer(ctx: CheckContext) -> Iterator[Finding]:
+def parameters_missing_from_optimizer(ctx: CheckContext, out: Reporter) -> None:
     """Trainable parameters of the model (or loss module) in no parameter group; TD620
     when the optimizer holds copies of them instead (a deepcopy, a rebuilt layer)."""
     if ctx.optimizer is None:
@@ -123,18 +123,20 @@ def parameters_missing_from_optimizer(ctx: CheckContext) -> Iterator[Finding]:
     foreign = _foreign(ctx)
     if holds_copies(ctx):
         where = covering_module(missing)
-        yield finding(
-            "TD620",
-            f"The optimizer holds {len(foreign)} tensor(s) that are not "
-            f"{ctx.name('')}'s parameters but have the shapes of {len(missing)} of them "
-            f"({summarise_names(missing, limit=4)}), which it does not hold: it was built for "
-            "a copy of the model (a `deepcopy`, or layers replaced after it was made), so its "
-            "steps never change this model.",
-            Location(object=ctx.name(where)),
-            Depth.CHECK,
-            fix_hint="Build the optimizer from the model that is trained, after the model is "
-            "complete (after any deepcopy or layer replacement).",
-            evidence={"stale_tensors": len(foreign), "parameters": missing[:20]},
+        out.emit(
+            finding(
+                "TD620",
+                f"The optimizer holds {len(foreign)} tensor(s) that are not "
+                f"{ctx.name('')}'s parameters but have the shapes of {len(missing)} of them "
+                f"({summarise_names(missing, limit=4)}), which it does not hold: it was built for "
+                "a copy of the model (a `deepcopy`, or layers replaced after it was made), so its "
+                "steps never change this model.",
+                Location(object=ctx.name(where)),
+                Depth.CHECK,
+                fix_hint="Build the optimizer from the model that is trained, after the model is "
+                "complete (after any deepcopy or layer replacement).",
+                evidence={"stale_tensors": len(foreign), "parameters": missing[:20]},
+            )
         )
         return
     hint = (
@@ -143,33 +145,37 @@ def parameters_missing_from_optimizer(ctx: CheckContext) -> Iterator[Finding]:
         "with `requires_grad_(False)`."
     )
     if len(missing) == len(trainable):
-        yield finding(
-            "TD601",
-            f"The optimizer holds none of the {len(trainable)} trainable parameters "
-            f"of {ctx.name('')} (it holds {len(held)} other tensors): it was built for "
-            "another model or copy, so no training step will change this model.",
-            Location(object=ctx.name("")),
-            Depth.CHECK,
-            fix_hint=hint,
-            evidence={"missing": len(missing), "trainable": len(trainable)},
+        out.emit(
+            finding(
+                "TD601",
+                f"The optimizer holds none of the {len(trainable)} trainable parameters "
+                f"of {ctx.name('')} (it holds {len(held)} other tensors): it was built for "
+                "another model or copy, so no training step will change this model.",
+                Location(object=ctx.name("")),
+                Depth.CHECK,
+                fix_hint=hint,
+                evidence={"missing": len(missing), "trainable": len(trainable)},
+            )
         )
         return
     modules = _by_module(missing)
     where = covering_module(missing)
-    yield finding(
-        "TD601",
-        f"{len(missing)} trainable parameter(s) in {_count(len(modules), 'module')} "
-        f"are in no optimizer parameter group: {summarise_names(missing, limit=4)}. They get "
-        "gradients but never change.",
-        Location(object=ctx.name(where)),
-        Depth.CHECK,
-        fix_hint=hint,
-        evidence={
-            "parameters": missing,
-            "modules": list(modules),
-            "missing": len(missing),
-            "trainable": len(trainable),
-        },
+    out.emit(
+        finding(
+            "TD601",
+            f"{len(missing)} trainable parameter(s) in {_count(len(modules), 'module')} "
+            f"are in no optimizer parameter group: {summarise_names(missing, limit=4)}. They get "
+            "gradients but never change.",
+            Location(object=ctx.name(where)),
+            Depth.CHECK,
+            fix_hint=hint,
+            evidence={
+                "parameters": missing,
+                "modules": list(modules),
+                "missing": len(missing),
+                "trainable": len(trainable),
+            },
+        )
     )
 
 
@@ -178,7 +184,7 @@ def _count(number: int, noun: str) -> str:
 
 
 @probe("TD602")
-def frozen_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
+def frozen_parameters_in_optimizer(ctx: CheckContext, out: Reporter) -> None:
     """Parameters with ``requires_grad=False`` inside the optimizer's groups."""
     if ctx.optimizer is None:
         return
@@ -200,20 +206,22 @@ def frozen_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
             f" {len(moving)} of them still hold a `.grad`, so weight decay and "
             "momentum keep changing them."
         )
-    yield finding(
-        "TD602",
-        message,
-        Location(object=ctx.name(common)),
-        Depth.CHECK,
-        severity=Severity.WARNING if moving else None,
-        fix_hint="Pass only trainable parameters: "
-        "`[p for p in model.parameters() if p.requires_grad]`.",
-        evidence={"frozen": len(frozen), "with_grad": len(moving), "parameters": labels},
+    out.emit(
+        finding(
+            "TD602",
+            message,
+            Location(object=ctx.name(common)),
+            Depth.CHECK,
+            severity=Severity.WARNING if moving else None,
+            fix_hint="Pass only trainable parameters: "
+            "`[p for p in model.parameters() if p.requires_grad]`.",
+            evidence={"frozen": len(frozen), "with_grad": len(moving), "parameters": labels},
+        )
     )
 
 
 @probe("TD603")
-def duplicate_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
+def duplicate_parameters_in_optimizer(ctx: CheckContext, out: Reporter) -> None:
     """A parameter listed more than once, within a group or across groups."""
     if ctx.optimizer is None:
         return
@@ -230,15 +238,17 @@ def duplicate_parameters_in_optimizer(ctx: CheckContext) -> Iterator[Finding]:
             label = labels[key]
             repeated.setdefault((_module_of(label), tuple(groups)), []).append(label)
     for (module, places), params in repeated.items():
-        yield finding(
-            "TD603",
-            f"{summarise_names(params)} appear {_places(places)} in the optimizer: "
-            f"every step updates {'it' if len(params) == 1 else 'them'} {len(places)} times.",
-            Location(object=ctx.name(module) if len(params) > 1 else params[0]),
-            Depth.CHECK,
-            fix_hint="List each parameter once; give parts of the model their own settings "
-            "through separate, disjoint parameter groups.",
-            evidence={"appearances": len(places), "groups": list(places), "parameters": params},
+        out.emit(
+            finding(
+                "TD603",
+                f"{summarise_names(params)} appear {_places(places)} in the optimizer: "
+                f"every step updates {'it' if len(params) == 1 else 'them'} {len(places)} times.",
+                Location(object=ctx.name(module) if len(params) > 1 else params[0]),
+                Depth.CHECK,
+                fix_hint="List each parameter once; give parts of the model their own settings "
+                "through separate, disjoint parameter groups.",
+                evidence={"appearances": len(places), "groups": list(places), "parameters": params},
+            )
         )
 
 
@@ -257,7 +267,7 @@ def band_for(optimizer: Any) -> LearningRateBand | None:
 
 
 @probe("TD604")
-def learning_rate_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
+def learning_rate_out_of_range(ctx: CheckContext, out: Reporter) -> None:
     """Learning rates that are zero, negative, not finite or far out of the family's band."""
     if ctx.optimizer is None:
         return
@@ -275,20 +285,22 @@ def learning_rate_out_of_range(ctx: CheckContext) -> Iterator[Finding]:
         if problem is None:
             continue
         text, hint, severity, confidence = problem
-        yield finding(
-            "TD604",
-            f"param_groups[{index}] of {type(ctx.optimizer).__name__} has "
-            f"{_rate_text(group, peak)}: {text}.",
-            Location(object=f"optimizer.param_groups[{index}]"),
-            Depth.CHECK,
-            fix_hint=hint,
-            severity=severity,
-            confidence=confidence,
-            evidence={
-                "lr": peak,
-                "group": index,
-                **({"band": [band.low, band.high]} if band else {}),
-            },
+        out.emit(
+            finding(
+                "TD604",
+                f"param_groups[{index}] of {type(ctx.optimizer).__name__} has "
+                f"{_rate_text(group, peak)}: {text}.",
+                Location(object=f"optimizer.param_groups[{index}]"),
+                Depth.CHECK,
+                fix_hint=hint,
+                severity=severity,
+                confidence=confidence,
+                evidence={
+                    "lr": peak,
+                    "group": index,
+                    **({"band": [band.low, band.high]} if band else {}),
+                },
+            )
         )
 
 

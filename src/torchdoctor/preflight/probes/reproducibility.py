@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Finding, Location, Severity
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import (
@@ -59,7 +59,7 @@ def _relative(a: float, b: float) -> float:
 
 
 @probe("TD907")
-def nondeterministic_step(ctx: CheckContext) -> Iterator[Finding]:
+def nondeterministic_step(ctx: CheckContext, out: Reporter) -> None:
     """Seed, step and measure twice on fresh copies; report losses that differ."""
     ctx.train_pass.require_loss()
     try:
@@ -69,24 +69,26 @@ def nondeterministic_step(ctx: CheckContext) -> Iterator[Finding]:
     (a0, a1), (b0, b1) = first_run, second_run
     evidence = {"seed": ctx.seed, "first_losses": [a0, b0], "after_step_losses": [a1, b1]}
     if not _same(a0, b0):
-        yield finding(
-            "TD907",
-            f"Two copies seeded identically (torch.manual_seed({ctx.seed}), numpy, "
-            f"random) give different losses at the first forward: {a0:.10g} vs {b0:.10g}. "
-            "The forward draws randomness those seeds do not control (a fresh "
-            "`np.random.default_rng()`, `random.SystemRandom`, a `torch.Generator` seeded "
-            "from the clock) or reads state that changes between calls (a global counter).",
-            Location(object=ctx.name("")),
-            Depth.CHECK,
-            fix_hint="Draw random numbers from torch's global generator (`torch.randn_like`) "
-            "or from generators seeded from the run's seed, and keep changing state "
-            "inside the model.",
-            evidence={**evidence, "relative_difference": _relative(a0, b0)},
+        out.emit(
+            finding(
+                "TD907",
+                f"Two copies seeded identically (torch.manual_seed({ctx.seed}), numpy, "
+                f"random) give different losses at the first forward: {a0:.10g} vs {b0:.10g}. "
+                "The forward draws randomness those seeds do not control (a fresh "
+                "`np.random.default_rng()`, `random.SystemRandom`, a `torch.Generator` seeded "
+                "from the clock) or reads state that changes between calls (a global counter).",
+                Location(object=ctx.name("")),
+                Depth.CHECK,
+                fix_hint="Draw random numbers from torch's global generator (`torch.randn_like`) "
+                "or from generators seeded from the run's seed, and keep changing state "
+                "inside the model.",
+                evidence={**evidence, "relative_difference": _relative(a0, b0)},
+            )
         )
         return
     if _same(a1, b1):
         return
-    yield _kernel_finding(ctx, a0, a1, b1, evidence)
+    out.emit(_kernel_finding(ctx, a0, a1, b1, evidence))
 
 
 def _kernel_finding(

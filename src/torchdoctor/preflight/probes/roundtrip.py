@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import io
 import numbers
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Confidence, Depth, Finding, Location, Severity
 from torchdoctor.preflight.probes.modes import RELATIVE_TOLERANCE, largest_difference
 from torchdoctor.preflight.registry import probe
@@ -95,7 +95,7 @@ def _round_trip(state_dict: dict[str, Any]) -> dict[str, Any]:
 
 
 @probe("TD908")
-def state_outside_state_dict(ctx: CheckContext) -> Iterator[Finding]:
+def state_outside_state_dict(ctx: CheckContext, out: Reporter) -> None:
     """Name the state that a state_dict save/load loses, confirmed by eval outputs."""
     ctx.train_pass.require_loss()
     try:
@@ -109,7 +109,7 @@ def state_outside_state_dict(ctx: CheckContext) -> Iterator[Finding]:
     try:
         fresh.load_state_dict(_round_trip(trained.model.state_dict()))
     except Exception as error:  # noqa: BLE001 - what the user's checkpoint would hit too
-        yield _cannot_round_trip(ctx, error)
+        out.emit(_cannot_round_trip(ctx, error))
         return
     difference = _output_difference(ctx, trained.model, fresh)
     changed = [
@@ -122,7 +122,7 @@ def state_outside_state_dict(ctx: CheckContext) -> Iterator[Finding]:
         matters = difference > RELATIVE_TOLERANCE and (
             len(changed) == 1 or _closes_gap(ctx, trained.model, fresh, now, difference)
         )
-        yield _changed(ctx, state, now, difference if matters else 0.0)
+        out.emit(_changed(ctx, state, now, difference if matters else 0.0))
     changed_names = {state.name for state in changed}
     plain = [
         state
@@ -130,9 +130,9 @@ def state_outside_state_dict(ctx: CheckContext) -> Iterator[Finding]:
         if state.kind == "tensor attribute" and state.name not in changed_names
     ]
     for state in plain[: max(0, MAX_FINDINGS - len(changed))]:
-        yield _plain_tensor(ctx, state)
+        out.emit(_plain_tensor(ctx, state))
     if not changed and difference > RELATIVE_TOLERANCE:
-        yield _unexplained(ctx, difference)
+        out.emit(_unexplained(ctx, difference))
 
 
 def _output_difference(ctx: CheckContext, trained: Any, loaded: Any) -> float:

@@ -9,10 +9,10 @@ mode under a training root is not this: only the root's own mode counts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
@@ -37,7 +37,7 @@ def mode_sensitive(module: Any) -> bool:
 
 
 @probe("TD502")
-def handed_over_in_eval_mode(ctx: CheckContext) -> Iterator[Finding]:
+def handed_over_in_eval_mode(ctx: CheckContext, out: Reporter) -> None:
     """TD502: an optimizer trains a model whose root is in eval mode, with dropout or
     BatchNorm layers that eval mode changes."""
     model = ctx.model
@@ -50,14 +50,16 @@ def handed_over_in_eval_mode(ctx: CheckContext) -> Iterator[Finding]:
         return
     shown = ", ".join(f"`{ctx.name(name)}`" for name in changed[:_LISTED])
     more = f" and {len(changed) - _LISTED} more" if len(changed) > _LISTED else ""
-    yield finding(
-        "TD502",
-        f"{ctx.name('')} is in eval mode while its optimizer is ready to train it: "
-        f"{shown}{more} behave as in evaluation (dropout off, BatchNorm frozen at its "
-        "running statistics) for every step unless the loop calls `model.train()` first.",
-        Location(object=ctx.name("")),
-        Depth.CHECK,
-        fix_hint="Call `model.train()` at the start of each epoch, before the first step "
-        "(`from_pretrained` and validation passes leave the model in eval mode).",
-        evidence={"eval_mode_modules": len(changed), "modules": changed[:10]},
+    out.emit(
+        finding(
+            "TD502",
+            f"{ctx.name('')} is in eval mode while its optimizer is ready to train it: "
+            f"{shown}{more} behave as in evaluation (dropout off, BatchNorm frozen at its "
+            "running statistics) for every step unless the loop calls `model.train()` first.",
+            Location(object=ctx.name("")),
+            Depth.CHECK,
+            fix_hint="Call `model.train()` at the start of each epoch, before the first step "
+            "(`from_pretrained` and validation passes leave the model in eval mode).",
+            evidence={"eval_mode_modules": len(changed), "modules": changed[:10]},
+        )
     )

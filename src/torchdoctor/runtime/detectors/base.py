@@ -10,7 +10,7 @@ class overrides, so an unused hook costs nothing (the Lightning ``Callback`` sha
     class StepWithoutGradients(RuntimeDetector):
         def on_step_begin(self, event: StepEvent) -> None:
             if event.sampled and ...:
-                self.emit(finding("TD210", ..., self.monitor.user_location(), Depth.RUN))
+                self.report(self.monitor.user_location(), "...", fix_hint="...")
 
 Hooks, in the order a training iteration fires them:
 
@@ -51,12 +51,13 @@ Rules for detectors:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from torchdoctor.findings import Finding, Location, Report
+from torchdoctor._kernel import Reporter
+from torchdoctor.findings import Confidence, Finding, Location, Report, Severity
 from torchdoctor.runtime.detectors.records import (
     BackwardEvent,
     BatchEvent,
@@ -201,8 +202,8 @@ class RuntimeDetector:
 
     monitor: MonitorView
 
-    # Set by the monitor; a detector never replaces it.
-    _sink: Callable[[Finding], None] | None = None
+    # Set by the monitor (its dispatch); a detector never replaces it.
+    reporter: Reporter | None = None
 
     @property
     def name(self) -> str:
@@ -210,9 +211,34 @@ class RuntimeDetector:
         return type(self).__name__
 
     def emit(self, finding: Finding) -> None:
-        """Report a finding. Emitting again for the same rule and place replaces it."""
-        if self._sink is not None:
-            self._sink(finding)
+        """Report a finding already built. Emitting again for the same rule and place
+        replaces it. (The one interface: :class:`~torchdoctor._kernel.Reporter`.)"""
+        if self.reporter is not None:
+            self.reporter.emit(finding)
+
+    def report(
+        self,
+        where: Location,
+        message: str,
+        *,
+        code: str | None = None,
+        fix_hint: str = "",
+        evidence: Mapping[str, Any] | None = None,
+        confidence: Confidence = Confidence.HIGH,
+        severity: Severity | None = None,
+    ) -> None:
+        """Build a finding of ``code`` (default: the first code the detector was registered
+        with) at ``where`` and :meth:`emit` it."""
+        if self.reporter is not None:
+            self.reporter.report(
+                where,
+                message,
+                code=code,
+                fix_hint=fix_hint,
+                evidence=evidence,
+                confidence=confidence,
+                severity=severity,
+            )
 
     # -- lifecycle -----------------------------------------------------------------------
 

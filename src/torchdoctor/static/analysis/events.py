@@ -32,6 +32,7 @@ import ast
 import enum
 from collections.abc import Container
 
+from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope
 from torchdoctor.static.training import EventKind
@@ -67,15 +68,26 @@ MODE_VIEW = {
 
 
 def helper_to_follow(
-    ctx: FileContext, call: ast.Call, scope: Scope, depth: int, path: Container[int]
+    ctx: FileContext,
+    call: ast.Call,
+    scope: Scope,
+    depth: int,
+    path: Container[int],
+    *,
+    instances: bool = False,
 ) -> FunctionScope | None:
     """The function of this file that ``call`` (made ``depth`` calls deep from the body
     being analysed) runs, when an analysis should read into it: the call resolves to one,
     the depth stays under :data:`MAX_CALL_DEPTH`, and it is not already on ``path`` (the
-    ids of the functions being read, so that recursion stops)."""
+    ids of the functions being read, so that recursion stops).
+
+    ``call`` resolves as ``f()`` or ``self.f()`` (:meth:`FileContext.resolve_local_call`);
+    with ``instances``, also as ``obj.f()`` on an instance of a class of this file
+    (:func:`~.callers.called_function`).
+    """
     if depth >= MAX_CALL_DEPTH:
         return None
-    callee = ctx.resolve_local_call(call, scope)
+    callee = called_function(ctx, call, scope) if instances else ctx.resolve_local_call(call, scope)
     if callee is None or id(callee) in path:
         return None
     return callee

@@ -18,8 +18,8 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Confidence, Depth, Finding, Fix, Location, Severity
-from torchdoctor.rules.registry import finding
 from torchdoctor.static.blocks import SCOPE_HOOKS
 from torchdoctor.static.context import FileContext
 
@@ -27,7 +27,7 @@ __all__ = ["SCOPE_HOOKS", "LintRule"]
 
 
 class LintRule:
-    """Base class of lint rules: per-file state plus :meth:`report`.
+    """Base class of lint rules: per-file state plus :meth:`report` and :meth:`emit`.
 
     Class attributes a rule may set:
         requires: source substrings; the rule is skipped for a file containing none of
@@ -47,7 +47,14 @@ class LintRule:
 
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         self.ctx = ctx
-        self._sink = sink
+        # The engine hands a Reporter; a bare sink (a test's list.append) gets one here.
+        self.reporter = (
+            sink if isinstance(sink, Reporter) else Reporter(sink, Depth.LINT, self.codes)
+        )
+
+    def emit(self, item: Finding) -> None:
+        """Hand over a finding already built (see :class:`~torchdoctor._kernel.Reporter`)."""
+        self.reporter.emit(item)
 
     def report(
         self,
@@ -61,21 +68,18 @@ class LintRule:
         fix: Fix | None = None,
         severity: Severity | None = None,
     ) -> None:
-        """Emit one finding at a node (or an explicit location).
+        """Report one finding at a node (or an explicit location): :meth:`Reporter.report
+        <torchdoctor._kernel.Reporter.report>` with the node's place in the file.
 
         ``code`` defaults to the rule's first registered code.
         """
-        location = where if isinstance(where, Location) else self.ctx.location(where)
-        self._sink(
-            finding(
-                code or self.codes[0],
-                message,
-                location,
-                Depth.LINT,
-                fix_hint=fix_hint,
-                evidence=evidence,
-                severity=severity,
-                confidence=confidence,
-                fix=fix,
-            )
+        self.reporter.report(
+            where if isinstance(where, Location) else self.ctx.location(where),
+            message,
+            code=code,
+            fix_hint=fix_hint,
+            evidence=evidence,
+            confidence=confidence,
+            fix=fix,
+            severity=severity,
         )

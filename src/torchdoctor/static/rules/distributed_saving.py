@@ -10,6 +10,7 @@ from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.entries import item_assignments
+from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
 from torchdoctor.static.analysis.loops import guard_between
 from torchdoctor.static.analysis.ranks import (
     is_rank_nonzero,
@@ -21,31 +22,7 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
-from torchdoctor.static.torchapi import DDP, DISTRIBUTED_SAMPLER, FSDP1, WRAPPER_NAMES
-
-# Calls that show the program runs as several processes (importing torch.distributed
-# alone does not: a checkpoint converter uses it in one process).
-_LAUNCHES = frozenset(
-    {
-        "init_process_group",
-        "get_rank",
-        "get_world_size",
-        "barrier",
-        "all_reduce",
-        "broadcast",
-        "all_gather",
-        "new_group",
-        "fully_shard",
-    }
-)
-_DISTRIBUTED_CLASSES = (
-    DDP,
-    DISTRIBUTED_SAMPLER,
-    "accelerate.Accelerator",
-    FSDP1[0],
-)
-_WRAPPERS = WRAPPER_NAMES
-_MAX_CALL_DEPTH = 3
+from torchdoctor.static.torchapi import MULTI_PROCESS_CALLS, MULTI_PROCESS_CLASSES, WRAPPER_NAMES
 
 
 @detector("TD804", depth=Depth.LINT)
@@ -63,7 +40,7 @@ class CheckpointSavedOnEveryRank(LintRule):
                 "FullyShardedDataParallel",
             }
         )
-        | _LAUNCHES
+        | MULTI_PROCESS_CALLS
     )
 
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
@@ -76,8 +53,11 @@ class CheckpointSavedOnEveryRank(LintRule):
         if name == "torch.save":
             self._saves.append((node, self.ctx.frames))
         elif name is not None and (
-            name in _DISTRIBUTED_CLASSES
-            or (name.startswith("torch.distributed.") and name.rpartition(".")[2] in _LAUNCHES)
+            name in MULTI_PROCESS_CLASSES
+            or (
+                name.startswith("torch.distributed.")
+                and name.rpartition(".")[2] in MULTI_PROCESS_CALLS
+            )
         ):
             self._launchers.append(self.ctx.function)
 
@@ -142,30 +122,36 @@ class _Callers:
         if any(is_rank_zero(decorator) for decorator in function.node.decorator_list):
             return True
         sites = self.sites().get(function, [])
-        if not sites or depth >= _MAX_CALL_DEPTH:
+        if not sites or depth >= MAX_CALL_DEPTH:
             return True  # no visible caller: a helper whose callers decide
         return all(self.guarded(site_frames, site.lineno, depth + 1) for site, site_frames in sites)
 
     def reachable_from_module(self) -> set[FunctionScope]:
-        """Functions that module-level code (the main guard included) runs, a few calls
-        deep."""
+        """Functions that module-level code (the main guard included) runs: the ones it
+        calls, and the helpers they call, followed like every analysis follows them."""
         ctx = self.ctx
         found: set[FunctionScope] = set()
+        ids: set[int] = set()
+        # Module code is where the program starts, not a body read into: the functions it
+        # calls are entered at depth -1, so their own calls are followed MAX_CALL_DEPTH deep.
         frontier: list[FunctionScope | None] = [None]
-        for _ in range(_MAX_CALL_DEPTH + 1):
+        for depth in range(-1, MAX_CALL_DEPTH):
             following: list[FunctionScope | None] = []
             for scope in frontier:
                 items = scope.items if scope is not None else ctx.module.items
                 for item in items:
                     if isinstance(item.node, ast.Call):
-                        called = called_function(ctx, item.node, scope)
-                        if called is not None and called not in found:
+                        called = helper_to_follow(ctx, item.node, scope, depth, ids, instances=True)
+                        if called is not None:
                             found.add(called)
+                            ids.add(id(called))
                             following.append(called)
             frontier = following
         return found
 
     def sites(self) -> dict[FunctionScope, list[tuple[ast.Call, tuple[Frame, ...]]]]:
+        """The file's call sites of each of its functions (``obj.f()`` on an instance of a
+        local class included): :meth:`guarded` climbs them, MAX_CALL_DEPTH callers up."""
         if self._sites is None:
             ctx = self.ctx
             self._sites = {}
@@ -195,7 +181,7 @@ class _RankTests:
         """``test`` holds only on rank 0."""
         if is_rank_zero(test, self.resolve):
             return True
-        if self.depth >= _MAX_CALL_DEPTH:
+        if self.depth >= MAX_CALL_DEPTH:
             return False
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.zero(value) for value in test.values)
@@ -208,7 +194,9 @@ class _RankTests:
         if bound is not None:
             return deeper.zero(bound)
         function = (
-            self.ctx.resolve_local_call(test, self.scope) if isinstance(test, ast.Call) else None
+            helper_to_follow(self.ctx, test, self.scope, self.depth, ())
+            if isinstance(test, ast.Call)
+            else None
         )
         if function is None:
             return False
@@ -227,7 +215,7 @@ class _RankTests:
         return (
             isinstance(test, ast.UnaryOp)
             and isinstance(test.op, ast.Not)
-            and self.depth < _MAX_CALL_DEPTH
+            and self.depth < MAX_CALL_DEPTH
             and _RankTests(self.ctx, self.scope, self.depth + 1).zero(test.operand)
         )
 
@@ -322,7 +310,7 @@ class DdpPrefixedStateDict(LintRule):
                 continue
             for state_call in _state_dict_calls(ctx, saved, scope):
                 receiver = state_call.func.value  # type: ignore[attr-defined]
-                wrapper = _WRAPPERS.get(ctx.instance_type(receiver, scope) or "")
+                wrapper = WRAPPER_NAMES.get(ctx.instance_type(receiver, scope) or "")
                 if wrapper is not None:
                     self._report(state_call, receiver, wrapper, save)
 
@@ -337,7 +325,7 @@ class DdpPrefixedStateDict(LintRule):
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
                 and call.func.attr == "load_state_dict"
-                and ctx.instance_type(call.func.value, scope) in _WRAPPERS
+                and ctx.instance_type(call.func.value, scope) in WRAPPER_NAMES
             ):
                 return True
         return False

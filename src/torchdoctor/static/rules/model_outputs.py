@@ -4,7 +4,8 @@
 the same function. Real code passes the pieces around: ``compute_loss(model(x), y)`` with
 ``def compute_loss(out, y): return criterion(out, y)``, ``train(model, loader)`` with the
 loss written against the parameter ``model``, a criterion handed in as ``loss_fn``. This
-rule follows such parameters back to the calls of the file that pass them (two calls deep)
+rule follows such parameters back to the calls of the file that pass them
+(:data:`~torchdoctor.static.analysis.events.MAX_CALL_DEPTH` callers up)
 and asks :func:`~torchdoctor.static.analysis.loss_inputs.origin_of` about the argument there:
 a model class whose ``forward`` ends in ``sigmoid``/``softmax`` (a function, a method, or an
 ``nn.Sigmoid()``/``nn.Softmax()`` last layer) feeding ``BCEWithLogitsLoss``/
@@ -20,15 +21,15 @@ from collections.abc import Iterator
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import passed_values
+from torchdoctor.static.analysis.events import MAX_CALL_DEPTH
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, argument, origin_of
 from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, ModuleScope
-from torchdoctor.static.torchapi import LOSS_CLASSES, LossKind
+from torchdoctor.static.torchapi import LOSS_CLASSES, LOSS_SPELLINGS, LossKind
 from torchdoctor.static.values import bound_value
 
-_MAX_DEPTH = 2
 _PROBLEMS: dict[tuple[LossKind, Activation], tuple[str, str, str]] = {
     (LossKind.CROSS_ENTROPY, Activation.SOFTMAX): (
         "TD301",
@@ -60,21 +61,13 @@ _PROBLEMS: dict[tuple[LossKind, Activation], tuple[str, str, str]] = {
         "Apply `log_softmax(dim=1)` at the end of the model, or use `CrossEntropyLoss`.",
     ),
 }
-_LOSS_WORDS = (
-    "cross_entropy",
-    "CrossEntropyLoss",
-    "nll_loss",
-    "NLLLoss",
-    "BCEWithLogitsLoss",
-    "binary_cross_entropy_with_logits",
-)
 
 
 @detector("TD301", "TD303", "TD305", depth=Depth.LINT)
 class ActivationThroughParameters(LintRule):
     """A model output or loss input that reaches a loss through a function parameter."""
 
-    requires = _LOSS_WORDS
+    requires = LOSS_SPELLINGS
     needs_structure = True
 
     def leave_module(self, module: ModuleScope) -> None:
@@ -119,7 +112,7 @@ class ActivationThroughParameters(LintRule):
     ) -> Iterator[tuple[Origin, ast.Call]]:
         """Origins of ``value`` found through parameters, with where to report each."""
         ctx = self.ctx
-        if depth > _MAX_DEPTH:
+        if depth >= MAX_CALL_DEPTH:  # as many callers up as analyses follow helpers down
             return
         for _ in range(3):  # out = model(x); loss(out, y): step back to the call
             if not isinstance(value, ast.Name):

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.events import helper_to_follow
 from torchdoctor.static.analysis.loops import guard_between
 from torchdoctor.static.analysis.loss_trail import (
     carries,
@@ -39,7 +39,6 @@ from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, 
 
 __all__ = ["LocalLossLoggedAsGlobal"]
 
-_DATA_PARALLEL = (torchapi.DDP, *torchapi.FSDP1, *torchapi.FSDP2)
 _REDUCE_WORDS = frozenset({"reduce", "reduced", "gather", "gathered", "allreduce", "allgather"})
 _SPAN_WORDS = frozenset({"across", "between", "all", "sync"})
 _GROUP_WORDS = frozenset({"processes", "ranks", "replicas", "devices", "gpus", "workers", "nodes"})
@@ -57,7 +56,6 @@ _LOG_NAMES = frozenset(
         "warning",
     }
 )
-_MAX_DEPTH = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +112,8 @@ class LocalLossLoggedAsGlobal(LintRule):
 def _data_parallel(ctx: FileContext, module: ModuleScope) -> bool:
     """Whether the file builds a DDP or FSDP model."""
     return any(
-        isinstance(item.node, ast.Call) and ctx.is_call_to(item.node, *_DATA_PARALLEL, scope=scope)
+        isinstance(item.node, ast.Call)
+        and ctx.is_call_to(item.node, torchapi.DDP, *torchapi.FSDP1, *torchapi.FSDP2, scope=scope)
         for scope, items in module.bodies()
         for item in items
     )
@@ -138,8 +137,8 @@ def _reduces(
             continue
         if _reducing_name(call) and (tainted is None or _takes(ctx, call, scope, tainted)):
             return True
-        called = called_function(ctx, call, scope)
-        if called is not None and depth < _MAX_DEPTH and id(called) not in seen:
+        called = helper_to_follow(ctx, call, scope, depth, seen, instances=True)
+        if called is not None:
             seen.add(id(called))
             if _reduces(ctx, called, called.items, depth + 1, seen):
                 return True
@@ -183,7 +182,7 @@ def _rank_zero_logs(
             exit_line < item.line and (loop is None or loop in item.frames)
             for exit_line, loop in exits
         )
-        helper = called_function(ctx, call, scope)
+        helper = helper_to_follow(ctx, call, scope, 0, (), instances=True)
         if not guarded and not (
             helper is not None and any(is_rank_zero(d) for d in helper.node.decorator_list)
         ):

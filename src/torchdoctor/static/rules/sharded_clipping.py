@@ -22,14 +22,17 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
-from torchdoctor.static.torchapi import CLIP_GRAD_NORM, FSDP1
+from torchdoctor.static.torchapi import (
+    CLIP_GRAD_NORM,
+    CLIP_GRAD_NORM_ONLY_ARGUMENTS,
+    FSDP1,
+    FSDP_SHARDING_STRATEGIES,
+)
 from torchdoctor.static.values import constructor_of
 
 __all__ = ["ClipNormFromLocalShard"]
 
-_SHARDED = frozenset({"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"})
-# Arguments of torch's function that FSDP1's method does not take.
-_NOT_IN_METHOD = frozenset({"foreach", "error_if_nonfinite"})
+# How many names bound to one another the clipped value is read back through.
 _MAX_DEPTH = 3
 
 
@@ -126,7 +129,7 @@ class ClipNormFromLocalShard(LintRule):
             if binding is None or binding.kind is not BindingKind.ASSIGN or binding.value is None:
                 return False
             strategy = binding.value
-        return isinstance(strategy, ast.Attribute) and strategy.attr in _SHARDED
+        return isinstance(strategy, ast.Attribute) and strategy.attr in FSDP_SHARDING_STRATEGIES
 
     def _report(self, call: ast.Call, clipped: ast.expr, model: ast.expr, wrap: ast.Call) -> None:
         ctx = self.ctx
@@ -139,7 +142,9 @@ class ClipNormFromLocalShard(LintRule):
         fixable = (
             isinstance(clipped, ast.Call)
             and ctx.segment(clipped) == f"{name}.parameters()"
-            and not any(k.arg in _NOT_IN_METHOD or k.arg is None for k in call.keywords)
+            and not any(
+                k.arg in CLIP_GRAD_NORM_ONLY_ARGUMENTS or k.arg is None for k in call.keywords
+            )
             and not any(isinstance(a, ast.Starred) for a in call.args)
         )
         replacement = f"{name}.clip_grad_norm_({', '.join(rest)})"
