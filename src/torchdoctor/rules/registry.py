@@ -126,7 +126,7 @@ _TABLE: tuple[Rule, ...] = (
        "An operation received tensors of different dtypes"),
     _r("TD108", "shape-mismatch", E, (RUN,),
        "A layer received an input of the wrong shape"),
-    _r("TD109", "rnn-output-read-batch-first", E, (LINT,),
+    _r("TD109", "rnn-output-read-batch-first", E, (LINT, RUN),
        "A sequence-first RNN's output is indexed as if it were batch-first"),
     # 2xx: autograd and gradients
     _r("TD201", "grads-never-cleared", E, (LINT, RUN),
@@ -279,7 +279,7 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD617", "parameter-generator-exhausted", E, (LINT, RUN),
        "A parameters() generator is stored once and consumed twice; the second user sees "
        "nothing"),
-    _r("TD618", "accumulated-loss-not-scaled", W, (LINT,),
+    _r("TD618", "accumulated-loss-not-scaled", W, (LINT, RUN),
        "Gradient accumulation sums k losses without dividing by k"),
     _r("TD619", "warmup-never-ends", W, (RUN,),
        "A learning-rate warm-up is still rising when training ends"),
