@@ -287,6 +287,8 @@ _TABLE: tuple[Rule, ...] = (
        "The optimizer steps copies of the model's parameters; the model never changes"),
     _r("TD621", "update-not-representable", W, (RUN,),
        "Low-precision parameters without a float32 copy: updates round away, or eps is 0"),
+    _r("TD622", "accumulated-token-means-misweighted", W, (RUN,),
+       "Accumulated micro-batches each average their own tokens: tokens weigh unequally"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),

@@ -48,5 +48,6 @@ from torchdoctor.runtime.detectors import module_flags  # noqa: F401
 from torchdoctor.runtime.detectors import precision  # noqa: F401
 from torchdoctor.runtime.detectors import recurrent  # noqa: F401
 from torchdoctor.runtime.detectors import target_grad  # noqa: F401
+from torchdoctor.runtime.detectors import token_weighting  # noqa: F401
 from torchdoctor.runtime.detectors import train_override  # noqa: F401
 from torchdoctor.runtime.detectors import warmup  # noqa: F401

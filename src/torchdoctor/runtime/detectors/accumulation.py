@@ -57,7 +57,7 @@ from torchdoctor.runtime.detectors.base import (
 from torchdoctor.runtime.detectors.loss_nodes import compiling
 from torchdoctor.runtime.patches import Patches, after_call
 
-__all__ = ["AccumulatedLossNotScaled"]
+__all__ = ["AccumulatedLossNotScaled", "call_path", "usual_count"]
 
 _CHECKED_WINDOWS = 4  # steps of each call path whose passes are read in full
 _MIN_WINDOWS = 3  # steps seen before judging
@@ -126,7 +126,7 @@ class AccumulatedLossNotScaled(RuntimeDetector):
     def on_backward(self, event: BackwardEvent) -> None:
         if self._in_step or event.retain_graph:
             return
-        key = _call_path(event.site)
+        key = call_path(event.site)
         path = self._paths.get(key)
         if path is None:
             path = self._paths[key] = _Path(event.site)
@@ -159,7 +159,7 @@ class AccumulatedLossNotScaled(RuntimeDetector):
     def on_finish(self, report: Report) -> None:
         self._patches.remove()
         for path in self._paths.values():
-            count = _usual_count(path.windows)
+            count = usual_count(path.windows)
             if count is None or path.scaled or path.mixed_heads or not path.losses:
                 continue
             self._emit(path, count)
@@ -193,7 +193,7 @@ def _ignore(error: BaseException) -> None:
     """A failure in the ``GradScaler.scale`` callback only loses the look-through."""
 
 
-def _usual_count(windows: Counter[int]) -> int | None:
+def usual_count(windows: Counter[int]) -> int | None:
     """The number of passes most steps accumulate, when it is above 1 and steady."""
     total = sum(windows.values())
     if total < _MIN_WINDOWS:
@@ -202,7 +202,7 @@ def _usual_count(windows: Counter[int]) -> int | None:
     return count if count > 1 and times >= _AGREEMENT * total else None
 
 
-def _call_path(site: CallSite) -> tuple[Any, ...]:
+def call_path(site: CallSite) -> tuple[Any, ...]:
     """The ``backward()`` line and the user's frames that led to it: a helper called from
     two lines (a GAN's two halves) makes two paths; a step called in a loop makes one."""
     frame: FrameType | None = sys._getframe(2)
