@@ -30,16 +30,18 @@ Policy for correct programs that look alike:
 * a count that changes from step to step (fewer than 3 windows, or under three quarters
   of them of the same size) is not judged.
 
-Cost: per backward pass, a walk up the Python stack to the user's frames and a few
-attribute reads of the top autograd nodes; during the first ``_CHECKED_WINDOWS`` steps of
-each call path, a breadth-first read of at most ``_HEAD_NODES`` autograd nodes to find the
-output layer. Nothing is read from the device.
+Cost: per backward pass of the first ``_COUNTED_WINDOWS`` steps of each call path (8 once
+it was seen scaled), a walk up the Python stack to the user's frames and a few attribute
+reads of the top autograd nodes; during its first ``_CHECKED_WINDOWS`` steps, a
+breadth-first read of at most ``_HEAD_NODES`` autograd nodes to find the output layer.
+Then one set lookup per pass. Nothing is read from the device.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -57,9 +59,11 @@ from torchdoctor.runtime.detectors.base import (
 from torchdoctor.runtime.detectors.loss_nodes import compiling
 from torchdoctor.runtime.patches import Patches, after_call
 
-__all__ = ["AccumulatedLossNotScaled", "call_path", "usual_count"]
+__all__ = ["AccumulatedLossNotScaled", "call_path", "settled_sites", "usual_count"]
 
 _CHECKED_WINDOWS = 4  # steps of each call path whose passes are read in full
+_COUNTED_WINDOWS = 64  # steps of each call path counted (8 once a pass was scaled)
+_SCALED_WINDOWS = 8
 _MIN_WINDOWS = 3  # steps seen before judging
 _AGREEMENT = 0.75  # share of windows with the usual count
 _HEAD_NODES = 32  # autograd nodes read to find the output layer
@@ -105,6 +109,7 @@ class AccumulatedLossNotScaled(RuntimeDetector):
         self._in_step = False
         self._patches = Patches(alive=self._attached)
         self._scaled_by_scaler: int | None = None  # id() of the last GradScaler.scale output
+        self._settled: set[int] = set()  # id() of backward sites whose every path is counted
 
     def on_attach(self, monitor: MonitorView) -> None:
         super().on_attach(monitor)
@@ -124,9 +129,9 @@ class AccumulatedLossNotScaled(RuntimeDetector):
         self._scaled_by_scaler = id(result)
 
     def on_backward(self, event: BackwardEvent) -> None:
-        if self._in_step or event.retain_graph:
+        if self._in_step or event.retain_graph or id(event.site) in self._settled:
             return
-        key = call_path(event.site)
+        key = call_path(event)
         path = self._paths.get(key)
         if path is None:
             path = self._paths[key] = _Path(event.site)
@@ -145,6 +150,7 @@ class AccumulatedLossNotScaled(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._in_step = True
+        closed = False
         for path in self._paths.values():
             if path.pending:
                 path.windows[path.pending] += 1
@@ -152,6 +158,9 @@ class AccumulatedLossNotScaled(RuntimeDetector):
                     path.mixed_heads = True
                 path.pending = 0
                 path.heads.clear()
+                closed = closed or _counted(path)
+        if closed:
+            self._settled = settled_sites(self._paths.values(), _counted)
 
     def on_step_end(self, event: StepEvent) -> None:
         self._in_step = False
@@ -193,6 +202,21 @@ def _ignore(error: BaseException) -> None:
     """A failure in the ``GradScaler.scale`` callback only loses the look-through."""
 
 
+def _counted(path: _Path) -> bool:
+    """Whether a path has been watched long enough to be judged without more passes."""
+    seen = sum(path.windows.values())
+    return seen >= (_SCALED_WINDOWS if path.scaled else _COUNTED_WINDOWS)
+
+
+def settled_sites(paths: Iterable[Any], counted: Callable[[Any], bool]) -> set[int]:
+    """``id()`` of the backward sites whose every call path is counted: their later
+    passes are not looked at (a call path first seen after that is not either)."""
+    sites: dict[int, bool] = {}
+    for path in paths:
+        sites[id(path.site)] = sites.get(id(path.site), True) and counted(path)
+    return {site for site, done in sites.items() if done}
+
+
 def usual_count(windows: Counter[int]) -> int | None:
     """The number of passes most steps accumulate, when it is above 1 and steady."""
     total = sum(windows.values())
@@ -202,24 +226,36 @@ def usual_count(windows: Counter[int]) -> int | None:
     return count if count > 1 and times >= _AGREEMENT * total else None
 
 
-def call_path(site: CallSite) -> tuple[Any, ...]:
+def call_path(event: BackwardEvent) -> tuple[Any, ...]:
     """The ``backward()`` line and the user's frames that led to it: a helper called from
-    two lines (a GAN's two halves) makes two paths; a step called in a loop makes one."""
-    frame: FrameType | None = sys._getframe(2)
+    two lines (a GAN's two halves) makes two paths; a step called in a loop makes one.
+    Found once per backward pass, for every detector that asks."""
+    global _last_path
+    if _last_path[0] == event.index and _last_path[1] is event.site:
+        return _last_path[2]
+    site = event.site
+    frame: FrameType | None = sys._getframe(1)
     for _ in range(_STACK):
         if frame is None:
-            return (site,)
-        if frame.f_lineno == site.line and frame.f_code.co_filename == site.path:
+            break
+        # the file first: a line number is decoded from the code's table, a name is not
+        if frame.f_code.co_filename == site.path and frame.f_lineno == site.line:
             break
         frame = frame.f_back
     else:
-        return (site,)
+        frame = None  # not found near the top of the stack: the line alone
     callers: list[Any] = [site]
     frame = frame.f_back if frame is not None else None
     while frame is not None and len(callers) <= _CALLERS:
         callers.append((frame.f_code.co_filename, frame.f_lineno))
         frame = frame.f_back
-    return tuple(callers)
+    if len(callers) == 1:
+        return (site,)
+    _last_path = (event.index, site, tuple(callers))
+    return _last_path[2]
+
+
+_last_path: tuple[int, Any, tuple[Any, ...]] = (-1, None, ())
 
 
 def _first_input(node: Any) -> Any:

@@ -23,8 +23,8 @@ Policy for correct programs that look alike:
 
 Cost: only for models holding a sequence-first recurrent layer, a global forward
 pre-hook (one dictionary lookup per module call) until each such layer has been judged
-``_JUDGED`` times, then removed; per judged call, the shapes of its input and of the
-loss's targets.
+``_JUDGED`` times or called ``_SEEN`` times, and for ``_HOOK_STEPS`` optimizer steps at
+most; per judged call, the shapes of its input and of the loss's targets.
 """
 
 from __future__ import annotations
@@ -41,12 +41,15 @@ from torchdoctor.runtime.detectors.base import (
     CallSite,
     ModelInfo,
     RuntimeDetector,
+    StepEvent,
 )
 from torchdoctor.runtime.detectors.loss_nodes import compiling, loss_calls
 
 __all__ = ["SequenceFirstFedBatchFirst"]
 
 _JUDGED = 16  # calls of each layer judged before the hook goes
+_SEEN = 64  # calls of each layer recorded before the hook goes, judged or not
+_HOOK_STEPS = 200  # optimizer steps after which the hook goes in any case
 _MIN_SUSPECT = 3
 _PENDING = 16  # calls kept between two backward passes
 
@@ -58,6 +61,7 @@ class _Layer:
     model: ModelInfo
     module: Any
     site: CallSite | None = None
+    seen: int = 0  # 3-D calls recorded
     batch_first_calls: int = 0  # examples on dimension 0
     sequence_first_calls: int = 0  # examples on dimension 1
     shape: tuple[int, ...] = ()
@@ -86,7 +90,7 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
 
     def _undecided(self) -> bool:
         return any(
-            layer.batch_first_calls + layer.sequence_first_calls < _JUDGED
+            layer.batch_first_calls + layer.sequence_first_calls < _JUDGED and layer.seen < _SEEN
             for layer in self._layers.values()
         )
 
@@ -103,6 +107,7 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
         shape = getattr(data, "shape", None)  # a PackedSequence has none: not judged
         if shape is None or len(shape) != 3 or compiling():
             return
+        layer.seen += 1
         if layer.site is None:
             layer.site = self.monitor.user_site()
         if len(self._pending) < _PENDING:
@@ -136,6 +141,10 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
         elif first in examples:
             layer.batch_first_calls += 1
             layer.shape, layer.examples = shape, first
+
+    def on_step_end(self, event: StepEvent) -> None:
+        if self._handle is not None and event.global_step >= _HOOK_STEPS:
+            self._stop()
 
     def _stop(self) -> None:
         if self._handle is not None:

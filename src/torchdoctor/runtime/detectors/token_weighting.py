@@ -22,7 +22,8 @@ Policy for correct programs that look alike:
 
 Cost: per backward pass during the first ``_WINDOWS`` steps of each call path, a walk of
 at most 32 autograd nodes (:func:`.loss_nodes.loss_calls`) and, per step, one read-back of
-the window's counts without a synchronisation (:meth:`MonitorView.defer`).
+the window's counts without a synchronisation (:meth:`MonitorView.defer`); then one set
+lookup per pass.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.accumulation import call_path, usual_count
+from torchdoctor.runtime.detectors.accumulation import call_path, settled_sites, usual_count
 from torchdoctor.runtime.detectors.base import BackwardEvent, CallSite, RuntimeDetector, StepEvent
 from torchdoctor.runtime.detectors.loss_nodes import LossFamily, compiling, loss_calls
 
@@ -60,6 +61,10 @@ class _Path:
     example: tuple[float, ...] = ()
 
 
+def _read_enough(path: _Path) -> bool:
+    return not path.eligible or sum(path.windows.values()) >= _WINDOWS
+
+
 @detector("TD622", depth=Depth.RUN)
 class TokenMeansAveraged(RuntimeDetector):
     """Flags accumulated token-mean losses whose counts differ inside a step."""
@@ -67,11 +72,12 @@ class TokenMeansAveraged(RuntimeDetector):
     def __init__(self) -> None:
         self._paths: dict[tuple[Any, ...], _Path] = {}
         self._in_step = False
+        self._settled: set[int] = set()  # id() of backward sites whose every path is read
 
     def on_backward(self, event: BackwardEvent) -> None:
-        if self._in_step or event.retain_graph:
+        if self._in_step or event.retain_graph or id(event.site) in self._settled:
             return
-        key = call_path(event.site)
+        key = call_path(event)
         path = self._paths.get(key)
         if path is None:
             path = self._paths[key] = _Path(event.site)
@@ -93,12 +99,16 @@ class TokenMeansAveraged(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._in_step = True
+        closed = False
         for path in self._paths.values():
             if path.pending and path.valid:
                 path.windows[len(path.pending)] += 1
                 if len(path.pending) > 1:
                     self._read(path)
+                closed = True
             path.pending, path.valid = [], True
+        if closed:
+            self._settled = settled_sites(self._paths.values(), _read_enough)
 
     def _read(self, path: _Path) -> None:
         import torch
