@@ -69,13 +69,14 @@ class Trainer:
             self.micro_step(*batch())
 
 
-def with_callbacks(scale: bool) -> Callable[[], None]:
-    """Callbacks of a small engine; the loss goes through a GradScaler."""
+def with_callbacks(scale: bool, enabled: bool = True) -> Callable[[], None]:
+    """Callbacks of a small engine; the loss goes through a GradScaler (a disabled one
+    hands the loss back unchanged, as on a machine without float16)."""
 
     def body() -> None:
         model = mlp()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-        scaler = torch.amp.GradScaler("cpu")
+        scaler = torch.amp.GradScaler("cpu", enabled=enabled)
         seen = [0]
 
         def on_batch(x: Any, y: Any) -> None:
@@ -107,8 +108,17 @@ def test_unscaled_losses_accumulated_through_trainer_helpers_are_found() -> None
     assert found.evidence["loss"] == "mse_loss"
 
 
-def test_unscaled_losses_accumulated_in_callbacks_through_a_grad_scaler_are_found() -> None:
-    assert "TD618" in watched(with_callbacks(scale=False)).codes()
+@pytest.mark.parametrize("enabled", [True, False])
+def test_unscaled_losses_accumulated_in_callbacks_through_a_grad_scaler_are_found(
+    enabled: bool,
+) -> None:
+    assert "TD618" in watched(with_callbacks(scale=False, enabled=enabled)).codes()
+
+
+def test_a_divided_loss_handed_back_by_a_disabled_grad_scaler_is_quiet() -> None:
+    """nanoGPT's shape: ``loss / k`` then ``scaler.scale(loss).backward()`` with the scaler
+    switched off: the top node is the division, not a loss-scale multiplication."""
+    assert "TD618" not in watched(with_callbacks(scale=True, enabled=False)).codes()
 
 
 def test_a_sum_of_two_mean_losses_is_found() -> None:

@@ -125,8 +125,9 @@ class AccumulatedLossNotScaled(RuntimeDetector):
         monitor = getattr(self, "monitor", None)
         return monitor is not None and active_monitor() is monitor
 
-    def _scaled(self, result: Any, *args: Any, **kwargs: Any) -> None:
-        self._scaled_by_scaler = id(result)
+    def _scaled(self, result: Any, scaler: Any, outputs: Any = None, *args: Any) -> None:
+        # A disabled scaler hands the loss back unchanged: nothing to look through then.
+        self._scaled_by_scaler = id(result) if result is not outputs else None
 
     def on_backward(self, event: BackwardEvent) -> None:
         if self._in_step or event.retain_graph or id(event.site) in self._settled:
@@ -139,7 +140,11 @@ class AccumulatedLossNotScaled(RuntimeDetector):
         if path.scaled or sum(path.windows.values()) >= _CHECKED_WINDOWS or compiling():
             return
         root = getattr(event.loss, "grad_fn", None)
-        if root is not None and id(event.loss) == self._scaled_by_scaler:
+        if (
+            root is not None
+            and id(event.loss) == self._scaled_by_scaler
+            and root.name() == "MulBackward0"
+        ):
             root = _first_input(root)  # loss * scale: the loss below it
         reduced = _unscaled_mean(root, 0)
         if reduced is None:
