@@ -24,6 +24,16 @@ class Classifier(nn.Module):
         return self.head(out[:, -1, :])
 
 
+def make():
+    """What `check` takes: the classifier, a batch-first batch of 16 sequences, the loss."""
+    torch.manual_seed(0)
+    inputs = torch.randn(16, SEQ, FEATURES)
+    targets = (inputs[:, -1, 0] > 0).long() + (inputs[:, 0, 1] > 0).long()
+    model = Classifier()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    return model, (inputs, targets), nn.CrossEntropyLoss(), optimizer
+
+
 def train_plain() -> float:
     inputs = torch.randn(BATCH, SEQ, FEATURES)
     targets = (inputs[:, -1, 0] > 0).long() + (inputs[:, 0, 1] > 0).long()

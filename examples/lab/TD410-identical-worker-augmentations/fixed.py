@@ -3,7 +3,12 @@
 The dataset still creates `np.random.default_rng(0)` in `__init__`, but a `worker_init_fn`
 replaces it in each worker with a generator seeded from the seed PyTorch chose for that
 worker (different per worker and per epoch), so every worker draws its own jitter.
+
+The trainer's two shapes are fixed the same way: the transform's generator is replaced in
+each worker, and the "seed everything" `worker_init_fn` seeds from the worker's own seed.
 """
+
+import random
 
 import numpy as np
 import torch
@@ -41,11 +46,98 @@ def seed_worker(worker_id: int) -> None:
     info.dataset.rng = np.random.default_rng(info.seed)
 
 
+class RandomShift:
+    """A transform object that owns its generator (as augmentation libraries' do)."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.random = random.Random(seed)
+
+    def __call__(self, wave: torch.Tensor) -> torch.Tensor:
+        return torch.roll(wave, self.random.randrange(LENGTH))
+
+
+class ShiftedSignals(Dataset):
+    """Clean sine waves, shifted by a transform the dataset is given."""
+
+    def __init__(self, transform: RandomShift, size: int = 128) -> None:
+        self.labels = torch.randint(0, CLASSES, (size,), generator=torch.Generator().manual_seed(2))
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        time = np.linspace(0, 1, LENGTH)
+        wave = np.sin(2 * np.pi * (int(self.labels[index]) + 1) * 3 * time)
+        return self.transform(torch.from_numpy(wave).float()), self.labels[index]
+
+
+class NoisySignals(JitteredSignals):
+    """The waves with noise from numpy's global generator."""
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        time = np.linspace(0, 1, LENGTH)
+        wave = np.sin(2 * np.pi * (int(self.labels[index]) + 1) * 3 * time)
+        wave = wave + np.random.normal(0, 0.1, LENGTH)
+        return torch.from_numpy(wave).float(), self.labels[index]
+
+
+class Trainer:
+    """The loader is built in a helper; each epoch starts fresh workers."""
+
+    def __init__(self, dataset: Dataset, **loader_options: object) -> None:
+        self.dataset, self.loader_options = dataset, loader_options
+        self.model = nn.Sequential(nn.Linear(LENGTH, 32), nn.ReLU(), nn.Linear(32, CLASSES))
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+
+    def _loader(self) -> DataLoader:
+        return DataLoader(self.dataset, batch_size=32, num_workers=2, **self.loader_options)
+
+    def _step(self, inputs: torch.Tensor, labels: torch.Tensor) -> float:
+        self.optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(self.model(inputs), labels)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def fit(self, epochs: int, callbacks: tuple = ()) -> float:
+        loss = 0.0
+        for epoch in range(epochs):
+            for inputs, labels in self._loader():
+                loss = self._step(inputs, labels)
+            for callback in callbacks:
+                callback(epoch, loss)
+        return loss
+
+
+def log_epoch(epoch: int, loss: float) -> None:
+    print(f"trainer epoch {epoch}: loss {loss:.3f}")
+
+
+def seed_everything(worker_id: int) -> None:
+    """Reproducible and distinct: every library seeded from this worker's own seed."""
+    seed = torch.initial_seed() % 2**32  # torch's seed for this worker
+    random.seed(seed)
+    np.random.seed(seed)
+
+
+def seed_transform(worker_id: int) -> None:
+    """Give the transform in this worker's dataset copy its own generator."""
+    info = torch.utils.data.get_worker_info()
+    info.dataset.transform.random = random.Random(info.seed)
+
+
 def make():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(LENGTH, 64), nn.ReLU(), nn.Linear(64, CLASSES))
-    loader = DataLoader(JitteredSignals(), batch_size=32, shuffle=True, num_workers=2,
-                        persistent_workers=True, worker_init_fn=seed_worker)
+    loader = DataLoader(
+        JitteredSignals(),
+        batch_size=32,
+        shuffle=True,
+        num_workers=2,
+        persistent_workers=True,
+        worker_init_fn=seed_worker,
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     return model, loader, nn.CrossEntropyLoss(), optimizer
 
@@ -59,6 +151,10 @@ def main() -> None:
             loss.backward()
             optimizer.step()
         print(f"epoch {epoch}: loss {loss.item():.3f}")
+    Trainer(ShiftedSignals(RandomShift()), worker_init_fn=seed_transform).fit(
+        2, callbacks=(log_epoch,)
+    )
+    Trainer(NoisySignals(), worker_init_fn=seed_everything).fit(2, callbacks=(log_epoch,))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ from torchdoctor.runtime.sharding import shards_across_ranks
 __all__ = ["ClipNormFromLocalShard"]
 
 _FSDP1_MODULE = "torch.distributed.fsdp.fully_sharded_data_parallel"
-_CLIP_NAMES = ("clip_grad_norm_", "clip_grad_norm")
+# torch's deprecated ``clip_grad_norm`` calls the module's ``clip_grad_norm_``, which is
+# wrapped; wrapping the alias too would put its deprecation warning at our wrapper's line.
+_CLIP_NAMES = ("clip_grad_norm_",)
 
 
 @detector("TD814", depth=Depth.RUN)

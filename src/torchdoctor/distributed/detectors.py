@@ -6,8 +6,9 @@ of the DDP model's gradients (final, just before ``step()``), of its parameters 
 previous step left them) and, when DDP does not broadcast them, of its floating buffers;
 plus a fingerprint of the epoch's first batch and the number of batches per epoch. One
 fixed-size exchange on torchdoctor's own gloo group (:mod:`torchdoctor.distributed.exchange`)
-starts in the background and is collected a step later, so no rank waits for a slower
-one; the names of differing tensors are exchanged only after a mismatch.
+starts in the background and is collected at the next check's step, so no rank waits for
+a slower one; the names of differing tensors are exchanged only after a mismatch, at that
+same step on every rank.
 
 Rules: TD810 replicas diverged (parameters or buffers), TD811 gradients not synchronised,
 TD812 ranks iterate different numbers of batches, TD806 every rank draws the same batches
@@ -53,7 +54,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
 )
 
-__all__ = ["CrossRankChecks", "check_every"]
+__all__ = ["CrossRankChecks", "check_every", "is_due"]
 
 # TD806 (every rank draws the same batches) is reported at run depth once its catalogue
 # entry lists the run depth (its lab pair must then run as a 2-process job).
@@ -62,6 +63,12 @@ _EARLY_CHECKS = frozenset({1, 2, 4, 8, 16, 32})
 _KINDS = ("grads", "params", "buffers")
 # The exchanged vector: a fingerprint and a tensor count per kind, then the batch facts.
 _BATCH, _HAS_BATCH, _BATCHES = 6, 7, 8
+
+
+def is_due(step: int, every: int) -> bool:
+    """Whether the ranks compare themselves at ``step``: a function of the step alone, so
+    that every rank exchanges at the same steps."""
+    return step in _EARLY_CHECKS or step % every == 0
 
 
 def check_every() -> int:
@@ -261,11 +268,16 @@ class CrossRankChecks(RuntimeDetector):
         step = event.step
         if self._watchdog is not None:
             self._watchdog.progress(step)
-        due = step in _EARLY_CHECKS or step % self._every == 0
-        if self._pending is not None and (due or self._pending.pending.done()):
+        if not is_due(step, self._every):
+            return
+        # Collected at the next check's step, never "as soon as it is done": the judging
+        # may exchange the names of differing tensors, a blocking call that every rank must
+        # make at the same point of the program. A rank that collected early would wait
+        # there while the other rank went on into the user's next collective (DDP's
+        # gradient all-reduce), and both would wait until the exchange timed out.
+        if self._pending is not None:
             self._timed(self._collect)
-        if due:
-            self._timed(self._check, step, event.optimizer)
+        self._timed(self._check, step, event.optimizer)
 
     def _timed(self, function: Any, *args: Any) -> None:
         start = time.perf_counter()

@@ -85,8 +85,9 @@ class Exchange:
     def start(self, values: Sequence[float]) -> Pending | None:
         """Start the exchange of ``values`` without waiting for the other ranks.
 
-        The ranks meet in the background; :meth:`Pending.result` collects the answer (a
-        step later, so that no rank waits for a slower one). ``None`` once failed.
+        The ranks meet in the background; :meth:`Pending.result` collects the answer
+        (later, at a point every rank reaches, so that no rank waits for a slower one).
+        ``None`` once failed.
         """
         if not self.usable:
             return None
@@ -113,22 +114,18 @@ class Exchange:
 
 
 class Pending:
-    """An exchange under way: poll :meth:`done`, collect :meth:`result`."""
+    """An exchange under way; :meth:`result` collects it."""
 
     __slots__ = ("_count", "_exchange", "_vector", "_work")
+
+    # No ``done()`` poll: a rank that collected as soon as its own side completed would
+    # collect at a different step than the others (see ``detectors.is_due``).
 
     def __init__(self, exchange: Exchange, work: Any, vector: Any, count: int) -> None:
         self._exchange = exchange
         self._work = work
         self._vector = vector
         self._count = count
-
-    def done(self) -> bool:
-        """Whether every rank has contributed (never blocks)."""
-        try:
-            return bool(self._work.is_completed())
-        except Exception:  # noqa: BLE001 - a failed exchange is "done"; result() says why
-            return True
 
     def result(self) -> Extremes | None:
         """Wait (at most the exchange's timeout) and return the extremes; ``None`` when

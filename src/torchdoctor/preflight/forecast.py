@@ -18,6 +18,14 @@ remedies are measured the same way at the largest requested batch size, each aga
 peak of that same batch size measured just before it; a remedy that saves less than 1% of
 that peak is not shown.
 
+On the CPU the peak is the CPU allocator's: live tensors plus the memory kernels take
+inside an op (oneDNN's blocked copies, a batch norm backward's buffer), measured for the
+step's own ops on plain copies at batch sizes 2 and 4
+(:mod:`torchdoctor.preflight.kernel_scratch`). The process's resident size can be
+higher: the C library's allocator keeps freed blocks under its mmap threshold (up to 32
+MiB with glibc) for reuse, and how much of that a step leaves idle depends on the
+order of allocations, not only their sizes (docs/forecast.md gives the measured gap).
+
 What "fits" means: the peak is at most the device's memory, less 5% for the allocator's
 fragmentation and, on CUDA, less 512 MiB for the CUDA context and library workspaces
 (neither is counted by ``torch.cuda.max_memory_allocated``, which the peak predicts).
@@ -50,6 +58,10 @@ _FRAGMENTATION = 0.05
 _MAX_BATCH = 2**24
 _SEARCH_FACTOR = 64  # the largest batch searched, as a multiple of the largest asked
 _MIN_SAVING = 0.01  # a remedy saving less than this share of the peak is not shown
+_CPU_PEAK = (
+    "; the peak is the CPU allocator's: the process's resident size also holds freed"
+    " blocks the C library's allocator keeps"
+)
 _UNITS = {
     "": 1,
     "b": 1,
@@ -181,6 +193,8 @@ class Forecast:
         remedy_batch_size: the batch size the remedies are measured for (the largest
             asked), and ``remedy_baseline_bytes`` its peak, which they are compared with.
         error: why the step could not be measured, or ``None``.
+        kernel_scratch: on the CPU, how the memory kernels take inside an op was found
+            (``"measured"`` or the fallback estimate's name); ``None`` on CUDA.
     """
 
     options: ForecastOptions
@@ -195,6 +209,7 @@ class Forecast:
     largest_is_bound: bool = False
     remedy_batch_size: int | None = None
     remedy_baseline_bytes: int | None = None
+    kernel_scratch: str | None = None
 
     def to_facts(self) -> dict[str, Any]:
         """``forecast`` (the points) and ``forecast_detail`` (everything else)."""
@@ -215,7 +230,9 @@ class Forecast:
             "remedy_batch_size": self.remedy_batch_size,
             "remedy_baseline_bytes": self.remedy_baseline_bytes,
             "method": "fake tensors, live bytes by storage"
-            + (", CUDA 512-byte blocks" if self.options.device == "cuda" else ""),
+            + (", CUDA 512-byte blocks" if self.options.device == "cuda" else "")
+            + (f", CPU kernel scratch {self.kernel_scratch}" if self.kernel_scratch else "")
+            + (_CPU_PEAK if self.options.device == "cpu" else ""),
         }
         if self.error:
             detail["error"] = self.error
@@ -290,7 +307,8 @@ class _Run:
         options: ForecastOptions,
         usable: int | None,
     ) -> None:
-        from torchdoctor.preflight.memory import LiveBytes, allocator_rounding, cpu_kernel_scratch
+        from torchdoctor.preflight.kernel_scratch import ColumnScratch, measure_scratch
+        from torchdoctor.preflight.memory import LiveBytes, allocator_rounding
         from torchdoctor.preflight.memory_step import batch_size_of, fake_copy
 
         self.options, self.usable = options, usable
@@ -299,7 +317,12 @@ class _Run:
         if options.device == "cuda" and self.copy.optimizer is not None:
             _prefer_foreach(self.copy.optimizer)
         self.rounding = allocator_rounding(options.device)
-        self.scratch = cpu_kernel_scratch if options.device == "cpu" else None
+        self.scratch: Any = None
+        if options.device == "cpu":
+            measured = measure_scratch(
+                model, optimizer, loss_fn, batch, lambda: self.autocast(options.amp)
+            )
+            self.scratch = measured if measured is not None else ColumnScratch()
         self.tracker = LiveBytes(self.rounding, self.scratch)
         self.probe_size = batch_size_of(batch) or 1
         self.measured: dict[int, Any] = {}
@@ -328,6 +351,8 @@ class _Run:
 
         copy = copy or self.copy
         batch = resize_batch(copy.batch, size, copy.mode)
+        if self.scratch is not None:
+            self.scratch.start(size)
         return measure_step(
             copy,
             tracker or self.tracker,
@@ -376,6 +401,7 @@ class _Run:
             largest_is_bound=bound,
             remedy_batch_size=largest if self.options.remedies else None,
             remedy_baseline_bytes=base if self.options.remedies else None,
+            kernel_scratch=None if self.scratch is None else self.scratch.method,
         )
 
     @staticmethod

@@ -145,13 +145,21 @@ class LiveBytes:
         self.peak_breakdown = self.breakdown()
 
     def track(
-        self, tensor: Any, category: str, module: str | None = None, *, recategorise: bool = True
+        self,
+        tensor: Any,
+        category: str,
+        module: str | None = None,
+        *,
+        recategorise: bool = True,
+        at_least: int = 0,
     ) -> None:
         """Count ``tensor``'s storage (once) and give it ``category``.
 
         An ``activations`` category is given only to a storage that is a temporary so
         far: a saved parameter or input stays what it is. Without ``recategorise`` a
-        storage already counted keeps its category (an in-place op's result).
+        storage already counted keeps its category (an in-place op's result). A new
+        storage counts at least ``at_least`` bytes (what the real kernel's output takes
+        where the fake one is smaller).
         """
         storage = storage_of(tensor)
         if storage is None:
@@ -160,7 +168,7 @@ class LiveBytes:
         if entry is not None and not recategorise:
             return
         if entry is None:
-            entry = _Entry(self._round(int(storage.nbytes())), category, module)
+            entry = _Entry(self._round(max(int(storage.nbytes()), at_least)), category, module)
             self._entries[storage] = entry
             weakref.finalize(storage, self._free, entry)
             self._add(entry, 1)
@@ -264,8 +272,14 @@ def _dispatch_class() -> Any:
             if self._tracker.scratch is not None:
                 self._tracker.transient(self._tracker.scratch(func, args))
             out = func(*args, **(kwargs or {}))
-            for tensor in _tensors(out):
-                self._tracker.track(tensor, "temporaries", recategorise=False)
+            real_bytes = getattr(self._tracker.scratch, "output_bytes", None)
+            for index, tensor in enumerate(_tensors(out)):
+                self._tracker.track(
+                    tensor,
+                    "temporaries",
+                    recategorise=False,
+                    at_least=real_bytes(index, tensor) if real_bytes is not None else 0,
+                )
             return out
 
     return Dispatch

@@ -126,7 +126,7 @@ _TABLE: tuple[Rule, ...] = (
        "An operation received tensors of different dtypes"),
     _r("TD108", "shape-mismatch", E, (RUN,),
        "A layer received an input of the wrong shape"),
-    _r("TD109", "rnn-output-read-batch-first", E, (LINT, RUN),
+    _r("TD109", "rnn-output-read-batch-first", E, (LINT, CHECK, RUN),
        "A sequence-first RNN's output is indexed as if it were batch-first"),
     # 2xx: autograd and gradients
     _r("TD201", "grads-never-cleared", E, (LINT, RUN),
@@ -180,7 +180,7 @@ _TABLE: tuple[Rule, ...] = (
        "A tensor's .to()/.cuda()/.detach()/.float() result is thrown away"),
     _r("TD225", "grad-mode-call-without-with", E, (LINT,),
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
-    _r("TD226", "output-layer-frozen-at-init", E, (CHECK,),
+    _r("TD226", "output-layer-frozen-at-init", E, (CHECK, RUN),
        "The layer that computes the loss's input is frozen at its random initialisation"),
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK, RUN),
@@ -221,7 +221,7 @@ _TABLE: tuple[Rule, ...] = (
        "non_blocking=True copies from a DataLoader without pin_memory=True"),
     _r("TD409", "input-pipeline-bound", W, (CHECK, RUN),
        "Training waits on the input pipeline for a large share of its time"),
-    _r("TD410", "identical-worker-augmentations", E, (CHECK,),
+    _r("TD410", "identical-worker-augmentations", E, (CHECK, RUN),
        "DataLoader workers draw identical random augmentations"),
     _r("TD411", "pin-memory-off-with-cuda", INFO, (CHECK,),
        "Training on CUDA from a DataLoader without pin_memory=True"),
@@ -229,6 +229,10 @@ _TABLE: tuple[Rule, ...] = (
        "DataLoader workers are restarted every epoch (persistent_workers=False)"),
     _r("TD413", "dataloader-worker-died", E, (RUN,),
        "A DataLoader worker process died"),
+    _r("TD414", "sampler-reaches-part-of-dataset", E, (CHECK, RUN),
+       "The DataLoader's sampler can never draw part of the dataset's indices"),
+    _r("TD415", "evaluation-drops-examples", W, (RUN,),
+       "An evaluation pass over a drop_last=True DataLoader leaves examples out"),
     # 5xx: train/eval mode
     _r("TD501", "eval-in-train-mode", E, (LINT, RUN),
        "Evaluation runs with dropout/BatchNorm in training mode (no model.eval())"),
@@ -238,11 +242,13 @@ _TABLE: tuple[Rule, ...] = (
        "BatchNorm in training mode receives a batch of one example"),
     _r("TD504", "eval-forward-nondeterministic", E, (CHECK,),
        "The model in eval mode gives different outputs for the same input"),
-    _r("TD506", "functional-dropout-ignores-training", E, (LINT,),
+    _r("TD506", "functional-dropout-ignores-training", E, (LINT, RUN),
        "F.dropout in a module without training=self.training stays on in eval mode"),
     _r("TD507", "frozen-module-still-updating", W, (RUN,),
        "A part of the model meant frozen still changes: an optimizer steps it, or its "
        "BatchNorm statistics keep updating"),
+    _r("TD508", "eval-output-depends-on-batch", E, (CHECK,),
+       "In eval mode an example's output depends on the other examples of its batch"),
     # 6xx: optimizer, schedules and AMP
     _r("TD601", "parameters-missing-from-optimizer", E, (CHECK, RUN),
        "Trainable parameters are not in the optimizer"),

@@ -28,6 +28,7 @@ from torchdoctor.runtime.detectors.base import (
 from torchdoctor.runtime.detectors.scopes import local_items
 from torchdoctor.runtime.facts import record_facts
 from torchdoctor.runtime.losses import LossStream
+from torchdoctor.runtime.sampler_reach import dropped_examples, sampler_reach
 from torchdoctor.runtime.sampling import OptimizerState
 from torchdoctor.runtime.stats import ProbeSet, StepStats
 
@@ -449,6 +450,8 @@ def _loader_info(iterator: Any) -> LoaderInfo:
         persistent_workers=bool(getattr(iterator, "_persistent_workers", False)),
         batch_size=getattr(sampler, "batch_size", None),
         prefetch_factor=getattr(iterator, "_prefetch_factor", None),
+        reach=sampler_reach(getattr(iterator, "_dataset", None), sampler),
+        drops=dropped_examples(sampler),
     )
 
 

@@ -381,9 +381,9 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
             training = _calls(func.value, namer, out, depth + 1)  # nn.Sequential(...).to(d)
         if called is None and not (func.__class__ is ast.Attribute and func.attr in _COLLECTING):
             # self.block(x), x.view(...): not a layer being built; only a mode flag passed
-            # on (`training=self.training`) matters among its arguments.
-            for keyword in call.keywords:
-                value = keyword.value
+            # on (`training=self.training`, `self.block(x, self.training)`) matters among
+            # its arguments.
+            for value in (*call.args, *(keyword.value for keyword in call.keywords)):
                 if value.__class__ is ast.Attribute and value.attr == "training":
                     training = True
             return training

@@ -465,13 +465,55 @@ def holds_no_parameters(qualified: str) -> bool:
     return qualified in PARAMETER_FREE_LAYERS
 
 
+# The argument (position, keyword) that gives a functional dropout or normalisation its
+# mode: given, it decides, whatever mode the module calling it is in.
+_MODE_ARGUMENT: dict[str, tuple[int, str]] = {
+    **{
+        f"torch.nn.functional.{name}": (2, "training")
+        for name in (
+            "dropout",
+            "dropout1d",
+            "dropout2d",
+            "dropout3d",
+            "alpha_dropout",
+            "feature_alpha_dropout",
+        )
+    },
+    "torch.nn.functional.batch_norm": (5, "training"),
+    "torch.nn.functional.instance_norm": (5, "use_input_stats"),
+    "torch.dropout": (2, "train"),
+}
+
+
+def _mode_given(qualified: str, call: ast.Call) -> bool:
+    """A functional dropout or normalisation whose mode argument is given and does not
+    read a module's ``.training`` (``training=bn_training``, a flag the caller passes):
+    the module's ``eval()`` does not reach it. One that reads ``.training`` is followed
+    as such where the class is read."""
+    position, keyword = _MODE_ARGUMENT[qualified]
+    if any(k.arg is None for k in call.keywords):
+        return False
+    value = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if value is None:
+        if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+            return False
+        value = call.args[position] if len(call.args) > position else None
+    return value is not None and not any(
+        isinstance(node, ast.Attribute) and node.attr == "training" for node in ast.walk(value)
+    )
+
+
 def without_dropout(qualified: str, call: ast.Call) -> bool:
     """Whether ``call`` builds a recurrent cell (no dropout at all), or one of the layers
     whose dropout defaults to 0 (``nn.LSTM``, ``nn.GRU``, ``nn.RNN``,
-    ``nn.MultiheadAttention``) and gives it none, or a literal 0: then ``eval()`` changes
-    nothing in it, whatever its name says. ``*args``/``**kwargs`` may hold one: not then."""
+    ``nn.MultiheadAttention``) and gives it none, or a literal 0, or calls a functional
+    dropout or normalisation with its mode given explicitly (not read from ``.training``):
+    then ``eval()`` changes nothing in it, whatever its name says. ``*args``/``**kwargs``
+    may hold one: not then."""
     if qualified in MODE_FREE_LAYERS:
         return True
+    if qualified in _MODE_ARGUMENT:
+        return _mode_given(qualified, call)
     position = _OPTIONAL_DROPOUT.get(qualified)
     if position is None:
         return False

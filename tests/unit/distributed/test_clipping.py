@@ -67,6 +67,20 @@ def test_torch_still_warns_about_an_empty_generator_and_errors_stay_torchs() -> 
             torch.nn.utils.clip_grad_norm_()  # type: ignore[call-arg]
 
 
+def test_the_deprecated_alias_warns_at_the_callers_line_and_still_clips() -> None:
+    import torch
+
+    expected = torch.nn.utils.clip_grad_norm_(_model_with_grads().parameters(), 0.1)
+    model = _model_with_grads()
+    with torchdoctor.watch(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        norm = torch.nn.utils.clip_grad_norm(model.parameters(), 0.1)
+    deprecations = [w for w in caught if issubclass(w.category, FutureWarning)]
+    assert deprecations and all(w.filename == __file__ for w in deprecations)
+    assert float(norm) == pytest.approx(float(expected))
+    assert float(torch.cat([p.grad.flatten() for p in model.parameters()]).norm()) <= 0.1001
+
+
 def test_fsdp1_in_a_group_of_one_is_quiet() -> None:
     """One rank holds every shard: torch's norm is the model's, so nothing to report."""
     import torch

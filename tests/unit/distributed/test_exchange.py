@@ -103,3 +103,38 @@ def test_a_failing_callback_never_reaches_the_caller() -> None:
     assert Owner.call() == "result"
     assert len(errors) == 1  # switched off after the first failure
     patches.remove()
+
+
+def test_ranks_collect_and_judge_only_at_the_steps_every_rank_checks() -> None:
+    """Judging may exchange tensor names, a blocking call: a rank that collected as soon
+    as its own side of the exchange completed would block at a step where the other rank
+    goes on into DDP's all-reduce, and both would wait until the timeout."""
+    from types import SimpleNamespace
+
+    from torchdoctor.distributed.detectors import CrossRankChecks, is_due
+
+    checks = CrossRankChecks()
+    optimizer = SimpleNamespace(optimizer=object())
+    checks._checked_optimizer = id(optimizer.optimizer)
+    collected: list[int] = []
+    started: list[int] = []
+    step = 0
+
+    class Completed:  # an exchange whose every rank has contributed
+        def done(self) -> bool:
+            return True
+
+        def result(self) -> None:
+            return None
+
+    def start(at: int, _optimizer: object) -> None:
+        started.append(at)
+        checks._pending = SimpleNamespace(pending=Completed())  # type: ignore[assignment]
+
+    checks._check = start  # type: ignore[method-assign]
+    checks._collect = lambda: collected.append(step)  # type: ignore[method-assign]
+    for step in range(1, 70):
+        checks.on_step_begin(SimpleNamespace(step=step, optimizer=optimizer))  # type: ignore[arg-type]
+    due = [s for s in range(1, 70) if is_due(s, checks._every)]
+    assert started == due
+    assert collected == due[1:]  # each at the next check's step, never in between

@@ -20,6 +20,7 @@ from torchdoctor.preflight.forecast import (  # noqa: E402
     parse_bytes,
     usable_memory,
 )
+from torchdoctor.preflight.kernel_scratch import MeasuredScratch, measure_scratch  # noqa: E402
 from torchdoctor.preflight.memory import LiveBytes  # noqa: E402
 from torchdoctor.preflight.memory_step import measure_step, real_copy, resize_batch  # noqa: E402
 from torchdoctor.report import RenderOptions, render  # noqa: E402
@@ -85,9 +86,12 @@ def test_the_fake_step_predicts_the_same_step_on_real_tensors() -> None:
         model, opt, loss, split_batch(batch), ForecastOptions("cpu", (16,), remedies=False)
     ).points[0]
     copy = real_copy(model, opt, loss, split_batch(batch))
-    tracker = LiveBytes()
-    measure_step(copy, tracker, copy.batch)
-    real = measure_step(copy, tracker, copy.batch)
+    scratch = measure_scratch(model, opt, loss, split_batch(batch))
+    assert scratch is not None
+    tracker = LiveBytes(None, scratch)
+    for _ in range(2):
+        scratch.start(16)
+        real = measure_step(copy, tracker, copy.batch)
     assert real.peak == predicted.peak_bytes and real.breakdown == predicted.breakdown
 
 
@@ -457,3 +461,164 @@ def test_a_tracker_with_cpu_scratch_counts_the_columns_at_the_peak() -> None:
         peaks.append(tracker.peak)
         del out
     assert peaks[1] - peaks[0] >= columns * 0.9
+
+
+class SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1, stride=2),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+        )
+        self.head = nn.Linear(32, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+def _allocator_peak(model: nn.Module, optimizer: torch.optim.Optimizer, batch: tuple) -> int:
+    """The CPU allocator's peak of one real step (its second), from its own events."""
+    from torch.profiler import ProfilerActivity, profile
+
+    inputs, targets = batch
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step() -> None:
+        loss_fn(model(inputs), targets).backward()
+        optimizer.step()
+
+    optimizer.zero_grad(set_to_none=True)
+    step()
+    optimizer.zero_grad(set_to_none=True)
+    tensors = [*model.parameters(), *model.buffers(), inputs, targets]
+    tensors += [
+        v for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v)
+    ]
+    start = sum(
+        {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values()
+    )
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events = sorted(
+        (e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+        key=lambda e: e.start_ns(),
+    )
+    running = highest = 0
+    for event in events:
+        running += event.nbytes()
+        highest = max(highest, running)
+    return start + highest
+
+
+@pytest.mark.parametrize("size", [8, 24])
+def test_the_cpu_forecast_of_a_cnn_is_the_cpu_allocators_peak(size: int) -> None:
+    # Convolutions and batch norms take memory inside their kernels (oneDNN's blocked
+    # copies) that no tensor shows; counting only tensors was 13% low on such a CNN.
+    model = SmallCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    batch = (torch.randn(size, 3, 32, 32), torch.randint(0, CLASSES, (size,)))
+    forecast = forecast_memory(
+        model,
+        optimizer,
+        nn.CrossEntropyLoss(),
+        split_batch(batch),
+        ForecastOptions("cpu", (size,), remedies=False),
+    )
+    assert forecast.kernel_scratch == "measured"
+    assert "CPU kernel scratch measured" in forecast.to_facts()["forecast_detail"]["method"]
+    predicted = forecast.points[0].peak_bytes
+    actual = _allocator_peak(model, optimizer, batch)
+    assert abs(predicted - actual) <= 0.03 * actual, (predicted, actual)
+
+
+def test_measuring_kernel_scratch_prints_nothing_and_leaves_the_model_alone(capfd) -> None:
+    model = SmallCNN()
+    before = {name: p.detach().clone() for name, p in model.state_dict().items()}
+    batch = split_batch((torch.randn(4, 3, 16, 16), torch.randint(0, CLASSES, (4,))))
+    scratch = measure_scratch(model, None, nn.CrossEntropyLoss(), batch)
+    assert scratch is not None and scratch.peaks
+    assert capfd.readouterr() == ("", "")
+    after = model.state_dict()
+    assert all(torch.equal(before[name], after[name]) for name in before)
+
+
+def test_measured_scratch_follows_the_batch_size_and_the_element_size() -> None:
+    conv = torch.ops.aten.convolution.default
+    scratch = MeasuredScratch((2, 4), {(str(conv), 0): (300, 500, 4)})
+    scratch.start(16)
+    assert scratch(conv, (torch.empty(1),)) == 300 + 100 * 14
+    assert scratch(conv, (torch.empty(1),)) == 0  # a second convolution was not measured
+    scratch.start(16)
+    assert scratch(conv, (torch.empty(1, dtype=torch.bfloat16),)) == (300 + 100 * 14) // 2
+    # what a real output took, where a fake kernel returns less (an LSTM's workspace)
+    scratch.outputs[(str(conv), 0)] = (((100, 4),), ((200, 4),))
+    scratch.start(16)
+    scratch(conv, (torch.empty(1),))
+    assert scratch.output_bytes(0, torch.empty(1)) == 100 + 50 * 14
+    assert scratch.output_bytes(0, torch.empty(1, dtype=torch.bfloat16)) == (100 + 50 * 14) // 2
+    assert scratch.output_bytes(1, torch.empty(1)) == 0  # no second output was measured
+
+
+def test_a_model_on_the_meta_device_falls_back_to_estimated_columns() -> None:
+    with torch.device("meta"):
+        model = SmallCNN()
+    batch = split_batch((torch.randn(4, 3, 16, 16), torch.randint(0, CLASSES, (4,))))
+    forecast = forecast_memory(
+        model, None, nn.CrossEntropyLoss(), batch, ForecastOptions("cpu", (4,), remedies=False)
+    )
+    assert forecast.error is None and forecast.kernel_scratch == "estimated (convolution columns)"
+    cuda = forecast_memory(
+        model, None, nn.CrossEntropyLoss(), batch, ForecastOptions("cuda", (4,), remedies=False)
+    )
+    assert cuda.kernel_scratch is None
+
+
+def test_a_model_that_would_not_fit_twice_is_not_copied_to_measure_kernels(monkeypatch) -> None:
+    import torchdoctor.preflight.kernel_scratch as kernel_scratch
+
+    model = SmallCNN()
+    batch = split_batch((torch.randn(4, 3, 16, 16), torch.randint(0, CLASSES, (4,))))
+    held = sum(p.numel() * 4 for p in model.parameters())
+    monkeypatch.setattr(kernel_scratch, "_free_memory", lambda: 3 * held)
+    assert measure_scratch(model, None, nn.CrossEntropyLoss(), batch) is None
+    forecast = forecast_memory(
+        model, None, nn.CrossEntropyLoss(), batch, ForecastOptions("cpu", (4,), remedies=False)
+    )
+    assert forecast.error is None and forecast.kernel_scratch == "estimated (convolution columns)"
+
+
+class SmallLSTM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(100, 32)
+        self.lstm = nn.LSTM(32, 64, num_layers=2, batch_first=True)
+        self.head = nn.Linear(64, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(self.embed(x))
+        return self.head(out[:, -1])
+
+
+def test_the_cpu_forecast_of_an_lstm_counts_the_workspace_its_kernel_keeps() -> None:
+    # oneDNN's LSTM returns a workspace for its backward that is empty on fake tensors;
+    # counting the fake outputs alone was a third low.
+    model = SmallLSTM()
+    optimizer = torch.optim.AdamW(model.parameters())
+    batch = (torch.randint(0, 100, (24, 48)), torch.randint(0, CLASSES, (24,)))
+    forecast = forecast_memory(
+        model,
+        optimizer,
+        nn.CrossEntropyLoss(),
+        split_batch(batch),
+        ForecastOptions("cpu", (24,), remedies=False),
+    )
+    predicted = forecast.points[0].peak_bytes
+    actual = _allocator_peak(model, optimizer, batch)
+    assert abs(predicted - actual) <= 0.03 * actual, (predicted, actual)

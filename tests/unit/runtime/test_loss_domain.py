@@ -53,6 +53,29 @@ def test_nll_on_log_softmax_is_quiet(shape: str) -> None:
     assert "TD305" not in run(shape, lambda m, x, y: F.nll_loss(m(x).log_softmax(1), y))
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_nll_on_log_softmax_over_the_batch_is_found(shape: str) -> None:
+    model = classifier()
+    report = train(
+        shape, model, lambda m, x, y: nn.NLLLoss()(nn.LogSoftmax(dim=0)(m(x)), y), classes
+    )
+    [found] = report.by_code("TD305")
+    assert found.evidence == {"log_softmax_dim": 0, "input_dims": 2}
+
+
+@pytest.mark.parametrize("dim", [1, -1])
+def test_nll_on_log_softmax_over_the_classes_is_quiet(dim: int) -> None:
+    assert "TD305" not in run("loop", lambda m, x, y: F.nll_loss(m(x).log_softmax(dim), y))
+
+
+def test_sequence_log_probabilities_flattened_before_nll_are_quiet() -> None:
+    def per_token(m: Any, x: Any, y: Any) -> Any:  # (batch, time, classes) -> (batch*time, classes)
+        scores = m(x).reshape(8, 4, CLASSES).log_softmax(-1)
+        return F.nll_loss(scores.reshape(-1, CLASSES), y)
+
+    assert "TD305" not in run("loop", per_token)
+
+
 def test_nll_on_masked_log_probabilities_is_quiet() -> None:
     def masked(m: Any, x: Any, y: Any) -> Any:
         scores = m(x).masked_fill(torch.arange(CLASSES) == CLASSES - 1, float("-inf"))

@@ -470,3 +470,84 @@ def test_td206_is_a_warning_where_the_file_attaches_a_hook(attach: str) -> None:
         "TD206",
     )
     assert found.severity is Severity.WARNING
+
+
+# Round 4's false class: hooks attached to the model's layers, not to the model. Its
+# `forward()` still calls each layer through `__call__`, so their hooks run.
+@pytest.mark.parametrize(
+    "attach",
+    [
+        # leaf layers gathered by a recursive helper into a list (an optimizer's Jacobians)
+        """
+        self.layers = []
+        self.collect(model)
+        for layer in self.layers:
+            layer.register_forward_hook(keep_input)""",
+        # one named layer
+        """
+        model.head.register_forward_hook(keep_input)""",
+        # the direct children
+        """
+        for child in model.children():
+            child.register_forward_pre_hook(lambda m, i: None)""",
+        # a list of layers written out, with weight norm on one of them
+        """
+        for layer in [model.body, model.head]:
+            layer.register_forward_hook(keep_input)
+        nn.utils.weight_norm(model.head)""",
+    ],
+)
+def test_td206_hooks_on_the_models_layers_are_information(attach: str) -> None:
+    (found,) = lint_findings(
+        f"""
+    from torch import nn
+    def keep_input(module, inputs, output):
+        module.last_input = inputs[0]
+    class Trainer:
+        def collect(self, module):
+            for child in module.children():
+                self.layers.append(child)
+        def __init__(self, model: nn.Module, optimizer):
+            self.model = model
+            self.optimizer = optimizer{textwrap.indent(attach, "    ")}
+        def step(self, x):
+            self.model.forward(x).sum().backward()
+            self.optimizer.step()
+    """,
+        "TD206",
+    )
+    assert found.severity is Severity.INFO
+    assert "not shown to be on `self.model` itself" in found.message
+
+
+@pytest.mark.parametrize(
+    "attach",
+    [
+        "model.register_forward_hook(keep_input)",
+        "self.model.register_forward_pre_hook(lambda m, i: None)",
+        "for layer in model.modules():\n    layer.register_forward_hook(keep_input)",
+        "for name, layer in self.model.named_modules():\n"
+        "    layer.register_forward_hook(keep_input)",
+        "nn.modules.module.register_module_forward_hook(keep_input)",
+    ],
+)
+def test_td206_a_hook_on_the_model_itself_is_a_warning(attach: str) -> None:
+    """``modules()`` and ``named_modules()`` yield the module itself first, and a global
+    module hook reaches every module: the model's own hook is skipped."""
+    (found,) = lint_findings(
+        f"""
+    from torch import nn
+    def keep_input(module, inputs, output):
+        module.last_input = inputs[0]
+    class Trainer:
+        def __init__(self, model: nn.Module, optimizer):
+            self.model = model
+            self.optimizer = optimizer
+{textwrap.indent(attach, "            ")}
+        def step(self, x):
+            self.model.forward(x).sum().backward()
+            self.optimizer.step()
+    """,
+        "TD206",
+    )
+    assert found.severity is Severity.WARNING

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
-from torchdoctor.findings import Applicability, Confidence
+from torchdoctor.findings import Applicability, Confidence, Severity
 
 
 def td705(source: str) -> list[tuple[str, int]]:
@@ -94,3 +96,64 @@ def test_flags_from_variables_or_other_objects_are_quiet() -> None:
     torch.use_deterministic_algorithms(False)
     """
     assert td705(source) == []
+
+
+_FLAGS = """
+import argparse
+import torch
+{parse}
+def main():
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = True
+    model = torch.load("model.pt")
+    {body}
+{guard}
+"""
+
+
+@pytest.mark.parametrize(
+    ("parse", "body", "guard"),
+    [
+        # an inference demo run as a script
+        ("", "print(model(torch.randn(1, 3, 32, 32)))", 'if __name__ == "__main__":\n    main()'),
+        # an evaluation script that parses its command line at module level
+        (
+            "args = argparse.ArgumentParser().parse_args()",
+            "with torch.no_grad():\n        print(model(torch.randn(1, 3, 32, 32)).argmax())",
+            "main()",
+        ),
+    ],
+)
+def test_a_program_that_never_trains_gets_information(parse: str, body: str, guard: str) -> None:
+    """Run-to-run equality matters for training; an inference or evaluation program at
+    most differs in the last digits of its outputs."""
+    (found,) = lint_findings(_FLAGS.format(parse=parse, body=body, guard=guard), "TD705")
+    assert found.severity is Severity.INFO
+    assert "takes no training step" in found.message
+
+
+@pytest.mark.parametrize(
+    ("body", "guard"),
+    [
+        # a training script
+        (
+            "opt = torch.optim.SGD(model.parameters(), 0.1)\n"
+            "    model(torch.randn(1, 3)).sum().backward()\n    opt.step()",
+            'if __name__ == "__main__":\n    main()',
+        ),
+        # a Lightning script: the training step is the framework's
+        ("trainer = Trainer()\n    trainer.fit(model)", 'if __name__ == "__main__":\n    main()'),
+        # a trainer class of another file does the steps
+        (
+            "optimizer = torch.optim.Adam(model.parameters())\n"
+            "    Runner(model, optimizer).train(loader)",
+            'if __name__ == "__main__":\n    main()',
+        ),
+        ("train_one_epoch(model, loader)", 'if __name__ == "__main__":\n    main()'),
+        # a setup module with no program of its own: a training script may import it
+        ("return model", ""),
+    ],
+)
+def test_a_training_program_or_a_setup_module_gets_a_warning(body: str, guard: str) -> None:
+    (found,) = lint_findings(_FLAGS.format(parse="", body=body, guard=guard), "TD705")
+    assert found.severity is Severity.WARNING

@@ -563,3 +563,22 @@ def test_float64_through_a_local_helper_into_the_model_is_still_flagged() -> Non
     """,
         "TD102",
     )
+
+
+def test_float64_sampler_weights_choose_examples_and_stay_quiet() -> None:
+    # WeightedRandomSampler casts its weights to float64 itself; they pick indices and
+    # never become the batches the model sees.
+    assert_marked(
+        """
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+    def main(model, optimizer, x, y):
+        weights = (1.0 / torch.bincount(y).double())[y]
+        sampler = WeightedRandomSampler(weights, num_samples=len(y))
+        loader = DataLoader(TensorDataset(x, y), batch_size=4, sampler=sampler)
+        for xb, yb in loader:
+            model(xb).sum().backward()
+            optimizer.step()
+    """,
+        "TD102",
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Confidence
 from torchdoctor.rules.selection import Selection
@@ -36,6 +38,65 @@ def test_td501_flags_an_evaluation_loop_without_eval() -> None:
     """,
         "TD501",
     )
+
+
+# A functional learner (MAML-style): its normalisation and dropout take their mode from an
+# argument, so the module's own mode, and eval(), change nothing in it.
+_FUNCTIONAL_LEARNER = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+class Learner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(8, 4))
+        self.gamma = nn.Parameter(torch.ones(8))
+        self.beta = nn.Parameter(torch.zeros(8))
+        self.register_buffer("mean", torch.zeros(8))
+        self.register_buffer("var", torch.ones(8))
+    def forward(self, x, bn_training=True, drop=False):
+        x = F.linear(x, self.w)
+        {norm}
+        return x
+def evaluate(net, loader):
+    with torch.no_grad():
+        for x, y in loader:
+            net(x, bn_training=True)  {mark}
+def main(loader):
+    evaluate(Learner(), loader)
+"""
+
+
+@pytest.mark.parametrize(
+    "norm",
+    [
+        "x = F.batch_norm(x, self.mean, self.var, self.gamma, self.beta, training=bn_training)",
+        "x = F.batch_norm(x, self.mean, self.var, self.gamma, self.beta, bn_training)",
+        "x = F.dropout(x, 0.1, training=drop)",
+        "x = F.instance_norm(x, use_input_stats=True)",
+        "x = torch.dropout(x, 0.1, drop)",
+    ],
+)
+def test_td501_quiet_where_functional_layers_are_given_their_mode(norm: str) -> None:
+    assert_marked(_FUNCTIONAL_LEARNER.format(norm=norm, mark=""), "TD501")
+
+
+@pytest.mark.parametrize(
+    "norm",
+    [
+        "x = F.batch_norm(x, self.mean, self.var, self.gamma, self.beta, training=self.training)",
+        "x = F.dropout(x, 0.1, self.training)",
+        "x = F.dropout(x, 0.1, training=self.training and drop)",
+        "x = F.batch_norm(x, self.mean, self.var, self.gamma, self.beta)",
+        "x = self.norm(x, self.training)\n    def norm(self, x, flag):\n"
+        "        return F.batch_norm(x, self.mean, self.var, training=flag)",
+    ],
+)
+def test_td501_flags_functional_layers_that_follow_the_modules_mode(norm: str) -> None:
+    """The mode read from ``self.training`` (passed on, even to a helper method), or not
+    given at all: the module's mode is what they run in."""
+    source = _FUNCTIONAL_LEARNER.format(norm=norm, mark="# expect: TD501")
+    assert_marked(source, "TD501")
 
 
 def test_td501_quiet_when_the_model_is_not_shown() -> None:

@@ -19,6 +19,7 @@ from torchdoctor.preflight.probes import gradients  # noqa: F401
 from torchdoctor.preflight.probes import optimizer  # noqa: F401
 from torchdoctor.preflight.probes import freezing  # noqa: F401
 from torchdoctor.preflight.probes import modes  # noqa: F401
+from torchdoctor.preflight.probes import batch_independence  # noqa: F401
 from torchdoctor.preflight.probes import training_mode  # noqa: F401
 from torchdoctor.preflight.probes import learning  # noqa: F401
 from torchdoctor.preflight.probes import reproducibility  # noqa: F401

@@ -10,9 +10,10 @@ costs nothing and runs no code of the user's.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor.preflight.frozen_layers import at_default_init, frozen_output_layer
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
 
@@ -50,32 +51,6 @@ def requires_grad_attribute(ctx: CheckContext) -> Iterator[Finding]:
 # --- TD226: the output layer frozen at its random initialisation ----------------------------
 
 
-def at_default_init(module: Any) -> bool:
-    """Whether a ``Linear`` or convolution's weight still looks drawn by torch's default
-    initialiser: uniform within ``±1/sqrt(fan_in)``, its spread that of such a draw.
-
-    Trained or loaded weights leave that bound or that spread; a weight of fewer than 64
-    values is too small to tell.
-    """
-    import math
-
-    import torch
-    from torch import nn
-
-    weight = getattr(module, "weight", None)
-    if not isinstance(module, (nn.Linear, nn.modules.conv._ConvNd)) or weight is None:
-        return False
-    if weight.numel() < 64 or weight.dim() < 2 or weight.device.type == "meta":
-        return False
-    with torch.no_grad():
-        values = weight.detach().float()
-        bound = 1.0 / math.sqrt(values[0].numel())  # fan_in
-        largest = float(values.abs().max())
-        spread = float(values.std())
-    uniform_spread = bound / math.sqrt(3.0)
-    return bound * 0.8 <= largest <= bound * 1.0001 and abs(spread / uniform_spread - 1) < 0.1
-
-
 @probe("TD226")
 def output_layer_frozen_at_init(ctx: CheckContext) -> Iterator[Finding]:
     """TD226: the layer that computes the loss's input has no trainable parameter, still
@@ -84,22 +59,14 @@ def output_layer_frozen_at_init(ctx: CheckContext) -> Iterator[Finding]:
     if path is None:
         return
     layer = dict(ctx.model.named_modules()).get(path)
-    params = list(layer.parameters()) if layer is not None else []
-    if not params or any(p.requires_grad for p in params) or not at_default_init(layer):
+    verdict = frozen_output_layer(ctx.model, layer, ctx.name(path)) if layer is not None else None
+    if verdict is None:
         return
-    trainable = [n for n, p in ctx.model.named_parameters() if p.requires_grad]
-    if not trainable:
-        return  # nothing trains at all: not a wiring this rule can tell
-    name = ctx.name(path)
     yield finding(
         "TD226",
-        f"`{name}` ({type(layer).__name__}) computes the loss's input but all its "
-        f"{len(params)} parameters are frozen, and its weight is still the random draw of "
-        f"its initialiser: the {len(trainable)} parameters that train can only adapt to a "
-        "fixed random projection, and accuracy stays near chance.",
-        Location(object=name),
+        verdict.message(),
+        Location(object=verdict.name),
         Depth.CHECK,
-        fix_hint=f"Freeze before replacing the head, or call `{name.split('.')[-1]}"
-        ".requires_grad_(True)` after freezing, and pass its parameters to the optimizer.",
-        evidence={"layer": name, "frozen_parameters": len(params), "trainable": len(trainable)},
+        fix_hint=verdict.fix_hint(),
+        evidence=verdict.evidence(),
     )

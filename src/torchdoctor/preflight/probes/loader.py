@@ -25,6 +25,7 @@ from torchdoctor.preflight.loading import labels_in_order
 from torchdoctor.preflight.registry import probe
 from torchdoctor.preflight.training import CopyUnavailable, copy_for_training, train_step
 from torchdoctor.rules.registry import finding
+from torchdoctor.runtime.sampler_reach import reach_finding, sampler_reach
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext
@@ -115,6 +116,22 @@ def train_loader_not_shuffled(ctx: CheckContext) -> Iterator[Finding]:
             "classes_in_first_batch": in_first,
         },
     )
+
+
+# --- TD414 ------------------------------------------------------------------------------------
+
+
+@probe("TD414")
+def sampler_reaches_part(ctx: CheckContext) -> Iterator[Finding]:
+    """A sampler whose own arguments keep it from ever drawing part of the dataset."""
+    loader = torch_loader(ctx)
+    if loader is None:
+        return
+    reach = sampler_reach(
+        loader.dataset, loader.batch_sampler if loader.batch_sampler is not None else loader.sampler
+    )
+    if reach is not None:
+        yield reach_finding(reach, Location(object=reach.sampler), Depth.CHECK)
 
 
 # --- TD411 ------------------------------------------------------------------------------------

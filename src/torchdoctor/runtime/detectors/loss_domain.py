@@ -128,12 +128,47 @@ class LossDomain(RuntimeDetector):
 
     def _judge_log_probs(self, call: LossCall, site: CallSite) -> None:
         values = call.saved("log_probs" if call.family is LossFamily.CTC else "self")
-        below = below_shape_ops(call.argument_node(0))
+        made_by = call.argument_node(0)
+        if made_by is not None and made_by.name() == "LogSoftmaxBackward0":
+            self._judge_class_dim(made_by, call, site)
+        below = below_shape_ops(made_by)
         if below is not None and below.name() == "LogSoftmaxBackward0":
             self._judge_softmax_input(below, site)  # cross_entropy: log-probs by construction
             return
         if _floating(values):
             self._read([_rows(values).max().float()], self._log_probs_read, site, call.name)
+
+    def _judge_class_dim(self, log_softmax: Any, call: LossCall, site: CallSite) -> None:
+        """``nll_loss`` reads classes along dim 1 (of an input with a batch dim): a
+        log_softmax handed straight to it over another dim (the batch, with ``dim=0``)
+        normalises the wrong way, and its rows are no log-probabilities."""
+        if call.family is not LossFamily.NLL or ("TD305", site) in self._evidence:
+            return
+        try:
+            dim, rank = int(log_softmax._saved_dim), log_softmax._saved_result.dim()
+        except (AttributeError, RuntimeError):
+            return
+        if dim >= 2**63:  # a negative dim, saved as an unsigned 64-bit integer
+            dim -= 2**64
+        if rank < 2 or dim % rank == 1:
+            return
+        self._evidence[("TD305", site)] = {"log_softmax_dim": dim, "input_dims": rank}
+        self.emit(
+            finding(
+                "TD305",
+                f"`{call.name}` (backward at {site}) receives a `log_softmax` taken over dim "
+                f"{dim} of its {rank}-D input, but it reads the classes along dim 1: the "
+                "values are normalised across "
+                + ("the examples of the batch" if dim % rank == 0 else f"dim {dim}")
+                + ", not across the classes, so they are no log-probabilities of the "
+                "classes and each example's loss depends on the rest of the batch",
+                site.location(object=call.name),
+                Depth.RUN,
+                fix_hint="Take `log_softmax` over the class dimension: `dim=1` "
+                "(`dim=-1` for a 2-D input of shape (batch, classes)).",
+                evidence={"log_softmax_dim": dim, "input_dims": rank},
+            )
+        )
 
     def _judge_softmax_input(self, log_softmax: Any, site: CallSite) -> None:
         producer = below_shape_ops(log_softmax.next_functions[0][0])

@@ -16,6 +16,8 @@ from torchdoctor.findings import Location
 if TYPE_CHECKING:  # torch is imported by the monitor when it runs, never here
     import torch
 
+    from torchdoctor.runtime.sampler_reach import Reach
+
 __all__ = [
     "BackwardEvent",
     "BatchEvent",
@@ -172,6 +174,8 @@ class LoaderInfo:
     persistent_workers: bool
     batch_size: int | None
     prefetch_factor: int | None
+    reach: Reach | None = None  # a sampler that can never draw part of the dataset
+    drops: tuple[int, int, int] | None = None  # drop_last: (batches, batch size, dropped)
 
 
 @dataclass(frozen=True, slots=True)

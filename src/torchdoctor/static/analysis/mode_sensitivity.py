@@ -196,7 +196,7 @@ def _call_sensitive(ctx: FileContext, call: ast.Call, seen: set[str]) -> bool:
     if qualified is None:
         return False
     if qualified in _SENSITIVE_FUNCTIONS:
-        return True
+        return not torchapi.without_dropout(qualified, call)
     if torchapi.without_dropout(qualified, call):
         return False
     last = qualified.rpartition(".")[2]

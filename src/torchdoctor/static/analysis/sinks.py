@@ -183,7 +183,8 @@ def method_use(method: str) -> Destination | None:
 def qualified_use(qualified: str) -> Destination | None:
     """``f(value)`` for a function known by its qualified name: ``nn.Parameter``, an
     optimizer or a loss trains; NumPy, ``math`` and loggers summarise; other torch
-    functions (``torch.cat``, ``TensorDataset``) and einops' make a value (``None``)."""
+    functions (``torch.cat``, ``TensorDataset``) and einops' make a value (``None``); a
+    sampler's arguments only choose examples (a summary)."""
     if qualified.startswith("einops."):
         return None  # rearrange, repeat, pack, unpack: the same values, reshaped
     if not qualified.startswith("torch."):
@@ -195,7 +196,9 @@ def qualified_use(qualified: str) -> Destination | None:
         ):
             return Destination.SUMMARY
         return Destination.UNKNOWN
-    if qualified in _SUMMARY_TORCH:
+    if qualified in _SUMMARY_TORCH or torchapi.in_family(qualified, torchapi.SAMPLER):
+        # A sampler's weights and indices choose which examples are read: they never
+        # become the data, whatever their dtype (WeightedRandomSampler casts to float64).
         return Destination.SUMMARY
     if qualified in _TRAINING_TORCH or any(
         torchapi.in_family(qualified, family) for family in (torchapi.OPTIMIZER, torchapi.LOSS)

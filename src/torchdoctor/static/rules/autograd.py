@@ -79,6 +79,8 @@ class ForwardCalledDirectly(LintRule):
 
     requires = ("forward",)
     call_names = frozenset({"forward"})
+    # Whether the file hooks every module, and the last names of the modules it hooks.
+    _hooks: tuple[bool, frozenset[str]] | None = None
 
     def visit_call(self, node: ast.Call) -> None:
         func = node.func
@@ -106,20 +108,36 @@ class ForwardCalledDirectly(LintRule):
             if known
             else None
         )
-        # Skipping `__call__` changes nothing until a hook is attached: a warning where the
-        # file attaches one (or uses something that does), information elsewhere.
-        hooked = _HOOKS.search(self.ctx.source) is not None
+        # Skipping `__call__` skips only the hooks on this very module: its layers are still
+        # called through theirs. A warning where the file attaches one to a module of this
+        # name (or uses something that hooks every module), information elsewhere.
+        hooked = self._hooked(receiver)
+        if hooked:
+            note = ""
+        elif _HOOKS.search(self.ctx.source) is None:
+            note = "; this file attaches no hook, so today it computes the same"
+        else:
+            note = (
+                f"; the hooks this file attaches are not shown to be on `{name}` itself (hooks "
+                "on its layers still run, its forward calls them), so today it computes the same"
+            )
         self.report(
             node,
             f"`{name}.forward(...)` at line {node.lineno} calls the module's forward "
             "directly, skipping `__call__`: its forward hooks and pre-hooks do not run "
-            "(activation monitors record nothing, pruning masks are not re-applied)"
-            + ("" if hooked else "; this file attaches no hook, so today it computes the same"),
+            "(activation monitors record nothing, pruning masks are not re-applied)" + note,
             fix_hint=f"Call the module: `{name}(...)`.",
             confidence=found[1],
             fix=fix,
             severity=None if hooked else Severity.INFO,
         )
+
+    def _hooked(self, receiver: ast.expr) -> bool:
+        """Whether the file attaches a hook that runs on ``receiver`` itself."""
+        if self._hooks is None:
+            self._hooks = _hooked_modules(self.ctx.tree, self.ctx.source)
+        everywhere, names = self._hooks
+        return everywhere or _last_name(receiver) in names
 
     def _trains_here(self) -> bool:
         """The function around the call runs ``backward()``: what it calls ``.forward`` on
@@ -148,6 +166,75 @@ _HOOKS = re.compile(
     r"register_\w*hook|spectral_norm|weight_norm|\bprune\b|quantization|fully_shard"
     r"|FullyShardedDataParallel|deepspeed|accelerate"
 )
+
+# Wrappers and hooks that reach every module, the root included: global module hooks,
+# sharding that gathers parameters before each forward, engines that hook every layer.
+_HOOKS_EVERY_MODULE = re.compile(
+    r"register_module_forward\w*hook|quantization|fully_shard|FullyShardedDataParallel"
+    r"|deepspeed|accelerate"
+)
+# Calls that hook the module they are given (their first argument).
+_HOOKING_FUNCTIONS = frozenset({"spectral_norm", "weight_norm"})
+# Iterating these yields the module itself first, then its descendants.
+_SELF_AND_DESCENDANTS = frozenset({"modules", "named_modules"})
+
+
+def _last_name(expr: ast.expr) -> str | None:
+    """``model`` for ``model``, ``self.model`` and ``models["model"]``'s holder's name."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    if isinstance(expr, ast.Subscript):
+        return _last_name(expr.value)
+    return None
+
+
+def _hooked_modules(tree: ast.Module, source: str) -> tuple[bool, frozenset[str]]:
+    """Whether the file attaches hooks to every module, and the last names of the modules
+    it hooks: the receiver of ``register_*hook``, the module given to weight or spectral
+    norm or to pruning; for a loop variable, the module whose ``modules()`` it walks (the
+    module itself comes first). A loop over ``children()``, a list of layers or anything
+    else names no module here: its hooks are on layers the module's forward still calls."""
+    if _HOOKS.search(source) is None:
+        return False, frozenset()
+    if _HOOKS_EVERY_MODULE.search(source) is not None:
+        return True, frozenset()
+    loops: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for target in ast.walk(node.target):
+                if isinstance(target, ast.Name):
+                    loops.setdefault(target.id, []).append(node.iter)
+    names: set[str] = set()
+
+    def add(hooked: ast.expr) -> None:
+        if isinstance(hooked, ast.Name) and hooked.id in loops:
+            for walked in loops[hooked.id]:
+                if (
+                    isinstance(walked, ast.Call)
+                    and isinstance(walked.func, ast.Attribute)
+                    and walked.func.attr in _SELF_AND_DESCENDANTS
+                ):
+                    names.add(_last_name(walked.func.value) or "")
+            return
+        names.add(_last_name(hooked) or "")
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if isinstance(func, ast.Attribute) and re.fullmatch(r"register_\w*hook", called):
+            add(func.value)
+        elif node.args and (
+            called in _HOOKING_FUNCTIONS
+            or (isinstance(func, ast.Attribute) and _last_name(func.value) == "prune")
+        ):
+            add(node.args[0])
+    names.discard("")
+    return False, frozenset(names)
+
 
 _MODULE_METHODS = (
     "parameters",

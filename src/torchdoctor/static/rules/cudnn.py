@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
@@ -111,20 +112,57 @@ class CudnnBenchmarkWithDeterministic(LintRule):
                 (ctx.replace(bench.value, "False"),),
                 Applicability.UNSAFE,
             )
+        # Run-to-run equality matters for training: a program of its own (an inference
+        # demo, an evaluation script) that takes no training step differs at most in the
+        # last digits of its outputs; a maintainer leaves it. A module without a `__main__`
+        # block may be the setup a training script imports: judged as before.
+        untrained = _runs_itself(ctx.tree, ctx.source) and _TRAINING_STEP.search(ctx.source) is None
         self.report(
             bench.node,
             f"cuDNN benchmarking is switched on at line {bench.line} while `{asked}` "
             f"(line {partner.line}) asks for deterministic results: benchmark mode picks "
             "each convolution's algorithm by timing the candidates, and timings vary, so "
             "two runs with the same seed can use different algorithms and give different "
-            "results",
+            "results"
+            + (
+                "; this program takes no training step, so only the last digits of its "
+                "outputs can differ"
+                if untrained
+                else ""
+            ),
             fix_hint="Set `torch.backends.cudnn.benchmark = False` when you need "
             "reproducible runs; keep benchmark mode (and drop the deterministic "
             "flag) only when speed matters more.",
             evidence={"deterministic_line": partner.line},
             confidence=Confidence.HIGH if same_scope else Confidence.MEDIUM,
             fix=fix,
+            severity=Severity.INFO if untrained else None,
         )
+
+
+# What shows a file trains, itself or through what it calls: a backward pass (also
+# Lightning's manual one and autograd.grad), an optimizer built or stepped, a framework's
+# fit or training_step, a call to a `train...` function or method (a trainer class of
+# another file), a Trainer.
+_TRAINING_STEP = re.compile(
+    r"backward|autograd\.grad\b|\boptim\b|\.step\(|\.fit\(|training_step"
+    r"|\btrain\w*\(|Trainer\b"
+)
+
+
+def _runs_itself(tree: ast.Module, source: str) -> bool:
+    """The file is a program of its own: it has a ``__main__`` block or parses its
+    command line at module level, rather than being a module another program imports."""
+    if "__main__" in source:
+        return True
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "parse_args"
+        for statement in tree.body
+        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for node in ast.walk(statement)
+    )
 
 
 def _is_true(value: ast.expr | None) -> bool:
