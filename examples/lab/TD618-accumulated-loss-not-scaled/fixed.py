@@ -1,7 +1,8 @@
 """Gradient accumulation over four micro-batches, averaged.
 
 Each micro-batch loss is divided by the number of accumulation steps before `backward()`,
-so a step applies the mean gradient, in the plain loop and in the trainer's methods.
+so a step applies the mean gradient, in the plain loop, in the trainer's methods and in
+the callbacks that scale it for mixed precision as well.
 """
 
 import torch
@@ -55,9 +56,40 @@ class Trainer:
         return loss.item()
 
 
+def train_with_callbacks(epochs: int = 2) -> float:
+    """The step lives in callbacks that a small engine calls; the loss is scaled for mixed
+    precision by a GradScaler."""
+    model = nn.Sequential(nn.Linear(10, 32), nn.Tanh(), nn.Linear(32, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu")
+    criterion = nn.MSELoss()
+    seen = [0]
+    last = [torch.zeros(())]
+
+    def on_batch(x: torch.Tensor, y: torch.Tensor) -> None:
+        loss = criterion(model(x), y) / ACCUMULATION
+        scaler.scale(loss).backward()
+        last[0] = loss.detach()
+
+    def on_batch_end() -> None:
+        seen[0] += 1
+        if seen[0] % ACCUMULATION == 0:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+
+    callbacks = [on_batch, lambda *_: on_batch_end()]
+    for _ in range(epochs):
+        for x, y in make_loader():
+            for callback in callbacks:
+                callback(x, y)
+    return float(last[0])
+
+
 def main() -> None:
     torch.manual_seed(0)
     print(f"plain: {train_plain():.3f}  trainer: {Trainer().fit():.3f}")
+    print(f"callbacks: {train_with_callbacks():.3f}")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ _TABLE: tuple[Rule, ...] = (
        "An operation received tensors of different dtypes"),
     _r("TD108", "shape-mismatch", E, (RUN,),
        "A layer received an input of the wrong shape"),
-    _r("TD109", "rnn-output-read-batch-first", E, (LINT, CHECK),
+    _r("TD109", "rnn-output-read-batch-first", E, (LINT, CHECK, RUN),
        "A sequence-first RNN's output is indexed as if it were batch-first"),
     # 2xx: autograd and gradients
     _r("TD201", "grads-never-cleared", E, (LINT, RUN),
@@ -285,7 +285,7 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD617", "parameter-generator-exhausted", E, (LINT, RUN),
        "A parameters() generator is stored once and consumed twice; the second user sees "
        "nothing"),
-    _r("TD618", "accumulated-loss-not-scaled", W, (LINT,),
+    _r("TD618", "accumulated-loss-not-scaled", W, (LINT, RUN),
        "Gradient accumulation sums k losses without dividing by k"),
     _r("TD619", "warmup-never-ends", W, (RUN,),
        "A learning-rate warm-up is still rising when training ends"),
@@ -293,6 +293,8 @@ _TABLE: tuple[Rule, ...] = (
        "The optimizer steps copies of the model's parameters; the model never changes"),
     _r("TD621", "update-not-representable", W, (RUN,),
        "Low-precision parameters without a float32 copy: updates round away, or eps is 0"),
+    _r("TD622", "accumulated-token-means-misweighted", W, (RUN,),
+       "Accumulated micro-batches each average their own tokens: tokens weigh unequally"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),

@@ -6,6 +6,7 @@ callback registry that freezes from outside the loop.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -119,3 +120,32 @@ def test_a_class_that_defines_requires_grad_itself_is_quiet() -> None:
     with torchdoctor.watch(sample_every=1) as session:
         train(model, torch.optim.SGD(model.parameters(), lr=0.1))
     assert "TD221" not in session.report.codes()
+
+
+def test_an_attribute_set_late_in_a_long_run_is_found_at_its_line() -> None:
+    """Set after 300 steps, 5 steps before the end: seen when it is set, not when the
+    sparse sampling of a long run happens to look."""
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch() as session:
+        train(model, optimizer, steps=300)
+        model.head.requires_grad = False
+        line = sys._getframe().f_lineno - 1
+        train(model, optimizer, steps=5)
+    [found] = session.report.by_code("TD221")
+    assert found.location.object == "head"
+    assert found.location.line == line
+    assert found.evidence["parameters_changed"] == 2
+
+
+def test_watching_assignments_leaves_them_as_they_were() -> None:
+    model = Net()
+    with torchdoctor.watch() as session:
+        model.head.requires_grad = False
+        model.encoder.requires_grad = True
+        model.head.note = "kept"
+        train(model, torch.optim.SGD(model.encoder.parameters(), lr=0.1), steps=3)
+    assert (model.head.requires_grad, model.encoder.requires_grad) == (False, True)
+    assert model.head.note == "kept"
+    assert torch.nn.Module.__setattr__.__name__ == "__setattr__"
+    assert "TD221" in session.report.codes()  # the head still got gradients

@@ -38,6 +38,7 @@ from torchdoctor.runtime.detectors import schedules  # noqa: F401
 from torchdoctor.runtime.detectors import freezing  # noqa: F401
 
 # Order-free modules, alphabetically (add new ones here).
+from torchdoctor.runtime.detectors import accumulation  # noqa: F401
 from torchdoctor.runtime.detectors import clipping  # noqa: F401
 from torchdoctor.runtime.detectors import curves  # noqa: F401
 from torchdoctor.runtime.detectors import dropout  # noqa: F401
@@ -49,7 +50,9 @@ from torchdoctor.runtime.detectors import loss_domain  # noqa: F401
 from torchdoctor.runtime.detectors import module_flags  # noqa: F401
 from torchdoctor.runtime.detectors import precision  # noqa: F401
 from torchdoctor.runtime.detectors import reach  # noqa: F401
+from torchdoctor.runtime.detectors import recurrent  # noqa: F401
 from torchdoctor.runtime.detectors import target_grad  # noqa: F401
+from torchdoctor.runtime.detectors import token_weighting  # noqa: F401
 from torchdoctor.runtime.detectors import train_override  # noqa: F401
 from torchdoctor.runtime.detectors import warmup  # noqa: F401
 from torchdoctor.runtime.detectors import worker_streams  # noqa: F401

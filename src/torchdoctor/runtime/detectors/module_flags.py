@@ -9,6 +9,12 @@ of the known models whose own ``requires_grad`` attribute is ``False`` is looked
 parameters that still require grad, whether they hold a gradient, and a fingerprint of
 their values taken when the attribute is first seen, compared at the end.
 
+The assignment itself is seen as it happens (``nn.Module.__setattr__`` is wrapped for the
+run: one name comparison per module attribute set), so a module marked mid-run is
+fingerprinted at the next optimizer step, whatever the sampling, and the finding points at
+the user's line that made the assignment. The sampled sweep of the known models' modules
+still finds attributes set before the run was watched.
+
 Policy for correct programs that look alike: a module whose parameters were frozen as well
 (``requires_grad_(False)`` beside the attribute) is frozen, and is not reported; a class
 that defines ``requires_grad`` itself (a property, a class attribute) is not an assigned
@@ -25,8 +31,15 @@ from typing import Any
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import (
+    CallSite,
+    ModelInfo,
+    MonitorView,
+    RuntimeDetector,
+    StepEvent,
+)
 from torchdoctor.runtime.detectors.places import display_path
+from torchdoctor.runtime.patches import Patches, after_call
 
 __all__ = ["RequiresGradOnModule"]
 
@@ -44,18 +57,64 @@ class _Marked:
     start: list[Any]
     got_gradient: bool = False
     first_step: int = 0
+    site: CallSite | None = None
 
 
 @detector("TD221", depth=Depth.RUN)
 class RequiresGradOnModule(RuntimeDetector):
     """Flags modules given ``requires_grad = False`` whose parameters still train."""
 
-    sampled_hooks = frozenset({"on_step_begin"})
-
     def __init__(self) -> None:
         self._marked: dict[int, _Marked] = {}
+        self._assigned: dict[int, tuple[Any, CallSite | None]] = {}  # id -> (module, line)
+        self._patches = Patches(alive=self._attached)
+
+    def on_attach(self, monitor: MonitorView) -> None:
+        super().on_attach(monitor)
+        import torch
+
+        self._patches.wrap(
+            torch.nn.Module, "__setattr__", after_call(self._patches, self._set, _ignore)
+        )
+
+    def _attached(self) -> bool:
+        from torchdoctor.runtime.monitor import active_monitor
+
+        monitor = getattr(self, "monitor", None)
+        return monitor is not None and active_monitor() is monitor
+
+    def _set(self, result: Any, module: Any, name: Any, value: Any) -> None:
+        if name == "requires_grad" and value is False:
+            self._assigned[id(module)] = (module, self.monitor.user_site())
 
     def on_step_begin(self, event: StepEvent) -> None:
+        if self._assigned:
+            self._mark_assigned(event.global_step)
+        if event.sampled:
+            self._sweep(event)
+
+    def _mark_assigned(self, step: int) -> None:
+        assigned, self._assigned = self._assigned, {}
+        for module, site in assigned.values():
+            if id(module) in self._marked or vars(module).get("requires_grad") is not False:
+                continue
+            found = next(
+                (
+                    (model, name)
+                    for model in self.monitor.models
+                    for name, inner in model.inner.named_modules()
+                    if inner is module
+                ),
+                None,
+            )
+            if found is None:
+                continue  # a module outside the watched models
+            model, path = found
+            marked = self._mark(model, path, module, step)
+            if marked is not None:
+                marked.site = site
+
+    def _sweep(self, event: StepEvent) -> None:
         for model in self.monitor.models:
             for path, module in model.inner.named_modules():
                 if vars(module).get("requires_grad") is not False:
@@ -80,6 +139,8 @@ class RequiresGradOnModule(RuntimeDetector):
         return marked
 
     def on_finish(self, report: Report) -> None:
+        self._patches.remove()
+        self._assigned.clear()
         torch = _torch()
         for marked in self._marked.values():
             with torch.no_grad():
@@ -96,7 +157,7 @@ class RequiresGradOnModule(RuntimeDetector):
                 if changed
                 else "and its parameters still received gradients"
             )
-            site = _assignment(self.monitor, marked.model, marked.path)
+            site = marked.site or _assignment(self.monitor, marked.model, marked.path)
             self.emit(
                 finding(
                     "TD221",
@@ -143,6 +204,10 @@ def _assignment(monitor: Any, model: ModelInfo, path: str) -> CallSite | None:
     if name:
         return hits[0] if hits else None
     return hits[0] if len(hits) == 1 else None
+
+
+def _ignore(error: BaseException) -> None:
+    """A failure while watching assignments only loses the exact line (the sweep remains)."""
 
 
 def _torch() -> Any:
