@@ -26,7 +26,7 @@ from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import MonitorView, RuntimeDetector
-from torchdoctor.runtime.patches import Patches, after_call
+from torchdoctor.runtime.patches import Patches, before_call
 
 __all__ = ["IdenticalWorkerAugmentations"]
 
@@ -45,8 +45,11 @@ class IdenticalWorkerAugmentations(RuntimeDetector):
         super().on_attach(monitor)
         from torch.utils.data import DataLoader
 
+        # Before the loader's own workers start: torch reports a worker of the user's that
+        # dies through a SIGCHLD handler that raises wherever the main thread is, and it
+        # must not be inside our probe (which would swallow it) but in the user's loop.
         self._patches.wrap(
-            DataLoader, "__iter__", after_call(self._patches, self._started, self._failed)
+            DataLoader, "__iter__", before_call(self._patches, self._started, self._failed)
         )
 
     def _attached(self) -> bool:
@@ -58,7 +61,7 @@ class IdenticalWorkerAugmentations(RuntimeDetector):
     def _failed(self, error: BaseException) -> None:
         self._error = error
 
-    def _started(self, iterator: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+    def _started(self, loader: Any, *args: Any, **kwargs: Any) -> None:
         from torch.utils.data import IterableDataset
 
         if self._busy or not getattr(loader, "num_workers", 0) or loader in self._judged:
