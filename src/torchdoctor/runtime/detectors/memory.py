@@ -6,10 +6,18 @@ the parameters are on a CUDA device, the process's resident memory otherwise (Li
 straight line fits the samples after the start-up phase well (R^2 >= 0.8) and the growth
 it predicts over the run is large in absolute and relative terms; allocator noise and the
 optimizer state created at the first step do not qualify.
+
+A leak keeps data from every step: memory rises all through the loop, and no slower at
+the end of the run than at its start. Warm-up does neither. A run of several tasks,
+phases or epochs that each start new DataLoader iterators (or a new optimizer) grows in
+the first steps of each phase and stays flat after; allocator caches level off. So the
+growth must also show in the settled second half of the phases (at least half as fast as
+over the whole), and the later half of the judged steps must make at least 30% of it.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 import statistics
 import sys
@@ -19,14 +27,29 @@ from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.cuda import SyncCounter, cuda_memory_facts
-from torchdoctor.runtime.detectors.base import OptimizerInfo, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import (
+    BatchEvent,
+    OptimizerInfo,
+    RuntimeDetector,
+    StepEvent,
+)
 
-__all__ = ["MemoryGrowth", "fit_line", "resident_bytes", "statm_resident_bytes"]
+__all__ = [
+    "MemoryGrowth",
+    "fit_line",
+    "later_half_share",
+    "resident_bytes",
+    "settled_ratio",
+    "statm_resident_bytes",
+]
 
 MIB = 1024 * 1024
 _MIN_SAMPLES = 8
 _THRESHOLDS = {"cuda": (16 * MIB, 0.05), "rss": (48 * MIB, 0.10)}  # absolute, relative
 _SYNC_EVERY = 4  # count syncs during one step every this many sampled steps (CUDA)
+_SETTLED = 0.5  # slope in the phases' settled halves / overall slope: a leak ~1, warm-up ~0
+_LATER_HALF = 0.3  # share of the growth made in the later half: a leak ~0.5, warm-up less
+_MAX_PHASE_STARTS = 4096  # beyond, every other start is dropped (phases merge, never lost)
 
 
 # A kept file descriptor and the process that opened it: reopening procfs costs ~50 us a
@@ -74,6 +97,39 @@ def fit_line(points: list[tuple[int, int]]) -> tuple[float, float]:
     return sxy / sxx, sxy * sxy / (sxx * syy)
 
 
+def settled_ratio(points: list[tuple[int, int]], starts: list[int]) -> float:
+    """Rise per step in the settled halves of the phases, relative to the rise per step
+    over all of ``points``.
+
+    A phase runs from one phase start (steps completed when a new DataLoader iterator
+    gave its first batch, or an optimizer first stepped) to the next; its settled half is
+    its second half, after the phase's own warm-up. Only samples inside a settled half
+    count. Returns 1.0 when they cover under a quarter of the steps: too few to tell.
+    """
+    xs = [x for x, _ in points]
+    first, last = xs[0], xs[-1]
+    span, rose = last - first, points[-1][1] - points[0][1]
+    edges = sorted({0, *(s for s in starts if s < last)})
+    steps = gained = 0
+    for begin, end in zip(edges, [*edges[1:], last], strict=True):
+        lo = bisect.bisect_left(xs, max(first, begin + (end - begin) / 2))
+        hi = bisect.bisect_right(xs, end) - 1
+        if hi > lo:
+            steps += xs[hi] - xs[lo]
+            gained += points[hi][1] - points[lo][1]
+    if span <= 0 or rose <= 0 or steps * 4 < span:
+        return 1.0
+    return (gained / steps) / (rose / span)
+
+
+def later_half_share(points: list[tuple[int, int]]) -> float:
+    """The share of the rise over ``points`` made after the middle step."""
+    middle = (points[0][0] + points[-1][0]) / 2
+    rose = points[-1][1] - points[0][1]
+    at_middle = next(y for x, y in points if x >= middle)
+    return (points[-1][1] - at_middle) / rose if rose > 0 else 0.0
+
+
 @detector("TD706", depth=Depth.RUN)
 class MemoryGrowth(RuntimeDetector):
     """Fits a line to memory over steps; reports a steady, significant growth."""
@@ -84,8 +140,10 @@ class MemoryGrowth(RuntimeDetector):
         self._kind = "rss"
         self._syncs: SyncCounter | None = None
         self._samples = 0
+        self._phase_starts: list[int] = []  # global steps where a loader or optimizer began
 
     def on_optimizer(self, optimizer: OptimizerInfo) -> None:
+        self._phase_start(self.monitor.global_step)  # its state is created now
         if optimizer.index != 0 or not optimizer.params:
             return
         device = optimizer.params[0].device
@@ -95,6 +153,18 @@ class MemoryGrowth(RuntimeDetector):
             if torch.cuda.is_available():
                 self._device, self._kind = device, "cuda"
                 self._syncs = SyncCounter(torch)
+
+    def on_batch(self, event: BatchEvent) -> None:
+        if event.first_of_epoch:
+            self._phase_start(event.global_step)
+
+    def _phase_start(self, step: int) -> None:
+        starts = self._phase_starts
+        if starts and starts[-1] == step:
+            return
+        starts.append(step)
+        if len(starts) > _MAX_PHASE_STARTS:  # a new iterator every step: keep it bounded
+            del starts[1::2]
 
     def on_step_end(self, event: StepEvent) -> None:
         if event.optimizer.index != 0:
@@ -147,6 +217,10 @@ class MemoryGrowth(RuntimeDetector):
         rose = points[-1][1] - start
         if r2 < 0.8 or growth < absolute or growth < relative * start or rose < 0.8 * growth:
             return
+        settled = settled_ratio(points, self._phase_starts)
+        later = later_half_share(points)
+        if settled < _SETTLED or later < _LATER_HALF:
+            return  # memory that grows as phases start, or levels off: warm-up
         what = (
             f"CUDA memory allocated on {self._device}"
             if self._kind == "cuda"
@@ -170,6 +244,8 @@ class MemoryGrowth(RuntimeDetector):
                     "steps": span,
                     "start_mib": start / MIB,
                     "samples": len(points),
+                    "settled_slope_ratio": settled,
+                    "later_half_share": later,
                 },
             )
         )
