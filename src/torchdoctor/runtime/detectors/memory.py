@@ -8,16 +8,16 @@ it predicts over the run is large in absolute and relative terms; allocator nois
 optimizer state created at the first step do not qualify.
 
 A leak keeps data from every step: memory rises all through the loop, and no slower at
-the end of the run than at its start. Warm-up does neither. A run of several tasks,
-phases or epochs that each start new DataLoader iterators (or a new optimizer) grows in
-the first steps of each phase and stays flat after; allocator caches level off. So the
-growth must also show in the settled second half of the phases (at least half as fast as
-over the whole), and the later half of the judged steps must make at least 30% of it.
+the end of the run than at its start. Warm-up does neither. A run of several tasks or
+phases that each build their loaders, buffers and state grows in a few jumps as each
+phase starts and stays flat in between, however well a line fits the staircase; allocator
+caches level off. So the growth must also be sustained: memory rises (by at least a
+quarter of the fitted rate) over at least half of the judged steps, and the later half of
+those steps makes at least 30% of the rise.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import statistics
 import sys
@@ -27,19 +27,14 @@ from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.cuda import SyncCounter, cuda_memory_facts
-from torchdoctor.runtime.detectors.base import (
-    BatchEvent,
-    OptimizerInfo,
-    RuntimeDetector,
-    StepEvent,
-)
+from torchdoctor.runtime.detectors.base import OptimizerInfo, RuntimeDetector, StepEvent
 
 __all__ = [
     "MemoryGrowth",
     "fit_line",
     "later_half_share",
     "resident_bytes",
-    "settled_ratio",
+    "rising_share",
     "statm_resident_bytes",
 ]
 
@@ -47,9 +42,9 @@ MIB = 1024 * 1024
 _MIN_SAMPLES = 8
 _THRESHOLDS = {"cuda": (16 * MIB, 0.05), "rss": (48 * MIB, 0.10)}  # absolute, relative
 _SYNC_EVERY = 4  # count syncs during one step every this many sampled steps (CUDA)
-_SETTLED = 0.5  # slope in the phases' settled halves / overall slope: a leak ~1, warm-up ~0
-_LATER_HALF = 0.3  # share of the growth made in the later half: a leak ~0.5, warm-up less
-_MAX_PHASE_STARTS = 4096  # beyond, every other start is dropped (phases merge, never lost)
+_RISING = 0.25  # a stretch of steps rises if it gains a quarter of the fitted rate
+_SUSTAINED = 0.5  # share of the steps that must rise: a leak ~1, a staircase of tasks less
+_LATER_HALF = 0.3  # share of the rise made in the later half: a leak ~0.5, warm-up less
 
 
 # A kept file descriptor and the process that opened it: reopening procfs costs ~50 us a
@@ -97,29 +92,16 @@ def fit_line(points: list[tuple[int, int]]) -> tuple[float, float]:
     return sxy / sxx, sxy * sxy / (sxx * syy)
 
 
-def settled_ratio(points: list[tuple[int, int]], starts: list[int]) -> float:
-    """Rise per step in the settled halves of the phases, relative to the rise per step
-    over all of ``points``.
-
-    A phase runs from one phase start (steps completed when a new DataLoader iterator
-    gave its first batch, or an optimizer first stepped) to the next; its settled half is
-    its second half, after the phase's own warm-up. Only samples inside a settled half
-    count. Returns 1.0 when they cover under a quarter of the steps: too few to tell.
-    """
-    xs = [x for x, _ in points]
-    first, last = xs[0], xs[-1]
-    span, rose = last - first, points[-1][1] - points[0][1]
-    edges = sorted({0, *(s for s in starts if s < last)})
-    steps = gained = 0
-    for begin, end in zip(edges, [*edges[1:], last], strict=True):
-        lo = bisect.bisect_left(xs, max(first, begin + (end - begin) / 2))
-        hi = bisect.bisect_right(xs, end) - 1
-        if hi > lo:
-            steps += xs[hi] - xs[lo]
-            gained += points[hi][1] - points[lo][1]
-    if span <= 0 or rose <= 0 or steps * 4 < span:
-        return 1.0
-    return (gained / steps) / (rose / span)
+def rising_share(points: list[tuple[int, int]], slope: float) -> float:
+    """The share of the steps between ``points`` over which memory rose by at least a
+    quarter of ``slope`` (bytes per step): about 1 for a leak, small for a staircase."""
+    span = points[-1][0] - points[0][0]
+    rising = sum(
+        x1 - x0
+        for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False)
+        if y1 - y0 >= _RISING * slope * (x1 - x0)
+    )
+    return rising / span if span > 0 else 0.0
 
 
 def later_half_share(points: list[tuple[int, int]]) -> float:
@@ -140,10 +122,8 @@ class MemoryGrowth(RuntimeDetector):
         self._kind = "rss"
         self._syncs: SyncCounter | None = None
         self._samples = 0
-        self._phase_starts: list[int] = []  # global steps where a loader or optimizer began
 
     def on_optimizer(self, optimizer: OptimizerInfo) -> None:
-        self._phase_start(self.monitor.global_step)  # its state is created now
         if optimizer.index != 0 or not optimizer.params:
             return
         device = optimizer.params[0].device
@@ -153,18 +133,6 @@ class MemoryGrowth(RuntimeDetector):
             if torch.cuda.is_available():
                 self._device, self._kind = device, "cuda"
                 self._syncs = SyncCounter(torch)
-
-    def on_batch(self, event: BatchEvent) -> None:
-        if event.first_of_epoch:
-            self._phase_start(event.global_step)
-
-    def _phase_start(self, step: int) -> None:
-        starts = self._phase_starts
-        if starts and starts[-1] == step:
-            return
-        starts.append(step)
-        if len(starts) > _MAX_PHASE_STARTS:  # a new iterator every step: keep it bounded
-            del starts[1::2]
 
     def on_step_end(self, event: StepEvent) -> None:
         if event.optimizer.index != 0:
@@ -217,10 +185,10 @@ class MemoryGrowth(RuntimeDetector):
         rose = points[-1][1] - start
         if r2 < 0.8 or growth < absolute or growth < relative * start or rose < 0.8 * growth:
             return
-        settled = settled_ratio(points, self._phase_starts)
+        sustained = rising_share(points, slope)
         later = later_half_share(points)
-        if settled < _SETTLED or later < _LATER_HALF:
-            return  # memory that grows as phases start, or levels off: warm-up
+        if sustained < _SUSTAINED or later < _LATER_HALF:
+            return  # a few jumps (one per task or phase), or a level reached: warm-up
         what = (
             f"CUDA memory allocated on {self._device}"
             if self._kind == "cuda"
@@ -244,7 +212,7 @@ class MemoryGrowth(RuntimeDetector):
                     "steps": span,
                     "start_mib": start / MIB,
                     "samples": len(points),
-                    "settled_slope_ratio": settled,
+                    "rising_share": sustained,
                     "later_half_share": later,
                 },
             )
