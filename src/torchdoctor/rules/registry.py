@@ -242,6 +242,8 @@ _TABLE: tuple[Rule, ...] = (
        "BatchNorm in training mode receives a batch of one example"),
     _r("TD504", "eval-forward-nondeterministic", E, (CHECK,),
        "The model in eval mode gives different outputs for the same input"),
+    _r("TD505", "momentum-passed-as-eps", W, (LINT,),
+       "A BatchNorm/InstanceNorm gets a momentum-like value as its positional eps"),
     _r("TD506", "functional-dropout-ignores-training", E, (LINT, RUN),
        "F.dropout in a module without training=self.training stays on in eval mode"),
     _r("TD507", "frozen-module-still-updating", W, (RUN,),

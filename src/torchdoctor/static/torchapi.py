@@ -220,6 +220,21 @@ PARAMETER_FREE_LAYERS = frozenset(
 )
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
+# Normalisation layers whose parameters after `num_features` are `eps`, then `momentum`:
+# a second positional argument is `eps`, often meant as `momentum`.
+EPS_BEFORE_MOMENTUM = frozenset(
+    f"torch.nn.{name}"
+    for name in (
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "SyncBatchNorm",
+        "InstanceNorm1d",
+        "InstanceNorm2d",
+        "InstanceNorm3d",
+    )
+)
+
 # torch.nn layers (matched by a word of their class name) and functions that behave
 # differently in train and eval mode.
 MODE_SENSITIVE_WORDS = (

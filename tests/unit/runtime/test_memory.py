@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -37,6 +38,16 @@ def judge(points: list[int]) -> set[str]:
     return codes(finish(detector, monitor))
 
 
+def tasks_of_warm_up(tasks: int = 5, steps: int = 20) -> list[int]:
+    """Continual learning's shape: each task builds its loaders and buffers in its first
+    few steps (12 MiB in three jumps), then memory stays flat until the next task."""
+    base, points = 380 * MIB, []
+    for task in range(tasks):
+        for index in range(steps):
+            points.append(base + task * 12 * MIB + min(index, 3) * 4 * MIB)
+    return points
+
+
 def test_fit_line_slope_and_fit() -> None:
     slope, r2 = fit_line([(1, 10), (2, 20), (3, 30)])
     assert slope == pytest.approx(10) and r2 == pytest.approx(1)
@@ -61,6 +72,34 @@ def test_allocator_noise_and_startup_growth_are_quiet() -> None:
     assert "TD706" not in judge(startup + noise)
 
 
+def test_growth_only_where_tasks_start_is_quiet() -> None:
+    # 5 tasks x 20 steps, 60 MiB in all from 380 MiB: a fitted line would say 0.6 MiB a
+    # step, yet memory is flat inside every task and would stay so over 1000 steps.
+    assert "TD706" not in judge(tasks_of_warm_up())
+
+
+def test_a_leak_across_tasks_is_still_found() -> None:
+    # The same task starts, plus 2 MiB kept every step: memory rises inside each task too.
+    leak = [m + i * 2 * MIB for i, m in enumerate(tasks_of_warm_up())]
+    assert "TD706" in judge(leak)
+
+
+def test_a_leak_with_allocator_noise_is_found() -> None:
+    # 2 MiB kept a step, while freed activations come and go (+-3 MiB): memory does not
+    # rise at every sampled step, but over most of them.
+    rng = random.Random(1)
+    base = 500 * MIB
+    assert "TD706" in judge([base + i * 2 * MIB + rng.randint(-3, 3) * MIB for i in range(80)])
+
+
+def test_warm_up_that_levels_off_is_quiet() -> None:
+    # Allocator caches and lazily built state: 100 MiB that saturates (R^2 0.93 on a
+    # line, but the later half of the steps adds only a quarter of the growth).
+    base = 500 * MIB
+    points = [base + int(150 * MIB * (1 - math.exp(-i / 40))) for i in range(1, 101)]
+    assert "TD706" not in judge(points)
+
+
 def test_small_steady_growth_is_quiet() -> None:
     base = 500 * MIB
     assert "TD706" not in judge([base + step * 64 * 1024 for step in range(100)])
@@ -78,6 +117,23 @@ def test_growth_in_a_real_run_is_found() -> None:
     [found] = w.report.by_code("TD706")
     assert 3 < found.evidence["slope_mib_per_step"] < 5
     assert found.location.object == "process memory"
+
+
+def test_a_real_run_whose_tasks_each_keep_their_data_is_quiet() -> None:
+    # Each task builds its own data set and loader and keeps the data for replay: memory
+    # steps up as each task starts (bounded by the number of tasks), never inside a task.
+    torch.manual_seed(0)
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    replay = []
+    with torchdoctor.watch(sample_every=1) as w:
+        for _ in range(5):
+            data = torch.randn(4_000_000, 4).add_(1)  # 64 MiB, touched
+            replay.append(data)
+            loader = torch.utils.data.DataLoader(range(24), batch_size=1)
+            for _ in loader:
+                step(model, optimizer)
+    assert not w.report.by_code("TD706")
 
 
 def test_a_real_run_without_growth_is_quiet() -> None:

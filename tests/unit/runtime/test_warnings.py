@@ -16,7 +16,11 @@ F = torch.nn.functional
 
 import torchdoctor  # noqa: E402
 from torchdoctor.findings import Confidence, Severity  # noqa: E402
-from torchdoctor.runtime.detectors.warnings import Origin, classify_warning  # noqa: E402
+from torchdoctor.runtime.detectors.warnings import (  # noqa: E402
+    Origin,
+    accelerator_present,
+    classify_warning,
+)
 
 HERE = str(Path(__file__).resolve())
 
@@ -303,3 +307,47 @@ def test_a_deprecated_torch_class_is_info_from_pytorch_and_its_cuda_notice_is_dr
     found = session.report.by_code("TD003")
     assert [f.evidence["category"] for f in found] == ["FutureWarning"]
     assert found[0].severity is Severity.INFO and "PyTorch warned" in found[0].message
+
+
+def _pinned_loader_run() -> tuple[torchdoctor.Report, list[warnings.WarningMessage]]:
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, pin_memory=True)
+    with warnings.catch_warnings(record=True) as shown, torchdoctor.watch() as session:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    return session.report, shown
+
+
+@pytest.mark.skipif(accelerator_present(), reason="needs a machine without an accelerator")
+def test_pin_memory_on_a_machine_without_accelerator_is_quiet_and_still_shown() -> None:
+    report, shown = _pinned_loader_run()
+    assert any("pin_memory" in str(w.message) for w in shown)  # the user still sees it
+    assert not report.by_code("TD003")
+
+
+def test_pin_memory_ignored_on_a_machine_with_an_accelerator_is_info(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Torch before 2.6 checked CUDA only: an XPU or MPS machine got the same words while
+    # its loader really pinned nothing. Availability is patched; torch still warns here.
+    if accelerator_present():
+        pytest.skip("torch pins here and says nothing")
+    from torchdoctor.runtime.detectors import warnings as detector
+
+    monkeypatch.setattr(detector, "accelerator_present", lambda: True)
+    [found] = _pinned_loader_run()[0].by_code("TD003")
+    assert found.severity is Severity.INFO
+    assert found.evidence["known_warning"] == "pin-memory-unused"
+    assert "pageable" in found.message
+
+
+def test_pin_memory_on_mps_is_a_notice() -> None:
+    text = "'pin_memory' argument is set as true but not supported on MPS now, device pinned "
+    assert classify_warning(text + "memory won't be used.", UserWarning, Origin.TORCH) is None

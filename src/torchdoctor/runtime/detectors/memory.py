@@ -6,6 +6,14 @@ the parameters are on a CUDA device, the process's resident memory otherwise (Li
 straight line fits the samples after the start-up phase well (R^2 >= 0.8) and the growth
 it predicts over the run is large in absolute and relative terms; allocator noise and the
 optimizer state created at the first step do not qualify.
+
+A leak keeps data from every step: memory rises all through the loop, and no slower at
+the end of the run than at its start. Warm-up does neither. A run of several tasks or
+phases that each build their loaders, buffers and state grows in a few jumps as each
+phase starts and stays flat in between, however well a line fits the staircase; allocator
+caches level off. So the growth must also be sustained: memory rises (by at least a
+quarter of the fitted rate) over at least half of the judged steps, and the later half of
+those steps makes at least 30% of the rise.
 """
 
 from __future__ import annotations
@@ -21,12 +29,22 @@ from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.cuda import SyncCounter, cuda_memory_facts
 from torchdoctor.runtime.detectors.base import OptimizerInfo, RuntimeDetector, StepEvent
 
-__all__ = ["MemoryGrowth", "fit_line", "resident_bytes", "statm_resident_bytes"]
+__all__ = [
+    "MemoryGrowth",
+    "fit_line",
+    "later_half_share",
+    "resident_bytes",
+    "rising_share",
+    "statm_resident_bytes",
+]
 
 MIB = 1024 * 1024
 _MIN_SAMPLES = 8
 _THRESHOLDS = {"cuda": (16 * MIB, 0.05), "rss": (48 * MIB, 0.10)}  # absolute, relative
 _SYNC_EVERY = 4  # count syncs during one step every this many sampled steps (CUDA)
+_RISING = 0.25  # a stretch of steps rises if it gains a quarter of the fitted rate
+_SUSTAINED = 0.5  # share of the steps that must rise: a leak ~1, a staircase of tasks less
+_LATER_HALF = 0.3  # share of the rise made in the later half: a leak ~0.5, warm-up less
 
 
 # A kept file descriptor and the process that opened it: reopening procfs costs ~50 us a
@@ -72,6 +90,26 @@ def fit_line(points: list[tuple[int, int]]) -> tuple[float, float]:
         return 0.0, 0.0
     sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
     return sxy / sxx, sxy * sxy / (sxx * syy)
+
+
+def rising_share(points: list[tuple[int, int]], slope: float) -> float:
+    """The share of the steps between ``points`` over which memory rose by at least a
+    quarter of ``slope`` (bytes per step): about 1 for a leak, small for a staircase."""
+    span = points[-1][0] - points[0][0]
+    rising = sum(
+        x1 - x0
+        for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False)
+        if y1 - y0 >= _RISING * slope * (x1 - x0)
+    )
+    return rising / span if span > 0 else 0.0
+
+
+def later_half_share(points: list[tuple[int, int]]) -> float:
+    """The share of the rise over ``points`` made after the middle step."""
+    middle = (points[0][0] + points[-1][0]) / 2
+    rose = points[-1][1] - points[0][1]
+    at_middle = next(y for x, y in points if x >= middle)
+    return (points[-1][1] - at_middle) / rose if rose > 0 else 0.0
 
 
 @detector("TD706", depth=Depth.RUN)
@@ -147,6 +185,10 @@ class MemoryGrowth(RuntimeDetector):
         rose = points[-1][1] - start
         if r2 < 0.8 or growth < absolute or growth < relative * start or rose < 0.8 * growth:
             return
+        sustained = rising_share(points, slope)
+        later = later_half_share(points)
+        if sustained < _SUSTAINED or later < _LATER_HALF:
+            return  # a few jumps (one per task or phase), or a level reached: warm-up
         what = (
             f"CUDA memory allocated on {self._device}"
             if self._kind == "cuda"
@@ -170,6 +212,8 @@ class MemoryGrowth(RuntimeDetector):
                     "steps": span,
                     "start_mib": start / MIB,
                     "samples": len(points),
+                    "rising_share": sustained,
+                    "later_half_share": later,
                 },
             )
         )

@@ -33,13 +33,14 @@ from torchdoctor.runtime.exceptions.frames import (
     user_frame,
 )
 from torchdoctor.runtime.exceptions.known_warnings import (
+    ACCELERATOR_PRESENT,
     CAUSED_BY_TORCHDOCTOR,
     FP16_AUTOCAST,
     KNOWN_WARNINGS,
     TD003,
 )
 
-__all__ = ["Classified", "Origin", "TorchWarnings", "classify_warning"]
+__all__ = ["Classified", "Origin", "TorchWarnings", "accelerator_present", "classify_warning"]
 
 _MAX_TEXT = 160
 _DEPRECATION_WRAPPERS = ("typing_extensions.py",)
@@ -230,8 +231,11 @@ class TorchWarnings(RuntimeDetector):
         """Emit the conditional warnings whose condition the run showed."""
         watch, self._autocast = self._autocast, None
         seen = watch.stop() if watch is not None else False
+        accelerator = accelerator_present() if self._pending else False
         for record, classified, user in self._pending:
-            if classified.condition == FP16_AUTOCAST and seen:
+            if (classified.condition == FP16_AUTOCAST and seen) or (
+                classified.condition == ACCELERATOR_PRESENT and accelerator
+            ):
                 self.emit(self._finding(record, classified, user))
         self._pending.clear()
 
@@ -273,6 +277,20 @@ class TorchWarnings(RuntimeDetector):
                 "known_warning": classified.key,
             },
         )
+
+
+def accelerator_present() -> bool:
+    """Whether torch sees an accelerator on this machine (``torch.accelerator``, CUDA
+    before torch 2.6)."""
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    try:
+        if accelerator is not None and accelerator.is_available():
+            return True
+        return bool(torch.cuda.is_available())
+    except (RuntimeError, AttributeError):
+        return False
 
 
 def _first_line(text: str) -> str:

@@ -7,7 +7,8 @@ before its optimizer, TD003 otherwise). Patterns follow the wording of torch 2.2
 A warning becomes a finding only when it signals a problem for the run that showed it:
 information notices (``dropped``) never do, and an entry with a ``condition`` does only
 when the run shows that condition (a GradScaler switched off matters only if float16
-autocast actually ran). Conditions are named here and measured by the warnings detector.
+autocast actually ran; unpinned batches matter only on a machine with an accelerator).
+Conditions are named here and measured by the warnings detector.
 """
 
 from __future__ import annotations
@@ -17,11 +18,20 @@ from dataclasses import dataclass
 
 from torchdoctor.findings import Severity
 
-__all__ = ["CAUSED_BY_TORCHDOCTOR", "FP16_AUTOCAST", "KNOWN_WARNINGS", "KnownWarning", "TD003"]
+__all__ = [
+    "ACCELERATOR_PRESENT",
+    "CAUSED_BY_TORCHDOCTOR",
+    "FP16_AUTOCAST",
+    "KNOWN_WARNINGS",
+    "KnownWarning",
+    "TD003",
+]
 
 TD003 = "TD003"
 # Condition: float16 autocast was active during a forward pass of the run.
 FP16_AUTOCAST = "fp16-autocast-ran"
+# Condition: the machine has an accelerator (CUDA, XPU, MPS, ...) that torch can use.
+ACCELERATOR_PRESENT = "accelerator-present"
 
 # Warnings that the monitor's own hooks provoke: reporting them would blame the user.
 CAUSED_BY_TORCHDOCTOR: tuple[re.Pattern[str], ...] = (
@@ -139,6 +149,16 @@ KNOWN_WARNINGS: tuple[KnownWarning, ...] = (
        "features",
        "Use `nn.Dropout` on [batch, features] inputs; `Dropout2d` is for [N, C, H, W] "
        "feature maps.", _WARN),
+    # Torch says this when it finds no accelerator: on a CPU-only machine there is nothing
+    # to pin for, and the code, written for a GPU, is right. Older torch checked CUDA only,
+    # so on an XPU or MPS machine the same words mean the loader really pins nothing.
+    _w("pin-memory-unused", TD003,
+       r"'pin_memory' argument is set as true but no accelerator is found",
+       "the DataLoader's `pin_memory=True` was ignored, yet this machine has an "
+       "accelerator: batches are copied to it from pageable memory",
+       "Make sure this torch build supports the accelerator you train on, or drop "
+       "`pin_memory=True`.", _INFO, ACCELERATOR_PRESENT),
+    _notice("pin-memory-mps", r"'pin_memory' argument is set as true but not supported on MPS"),
     _notice("sparse-invariants-notice", r"Sparse invariant checks are implicitly disabled"),
     _notice("nested-tensor-prototype",
             r"The PyTorch API of nested tensors is in prototype stage"),

@@ -159,6 +159,7 @@ from torchdoctor.static.rules import (
     model_outputs,  # noqa: F401
     modes,  # noqa: F401
     module_definitions,  # noqa: F401
+    normalisation,  # noqa: F401
     optimizer,  # noqa: F401
     parameter_generators,  # noqa: F401
     rank_zero_logging,  # noqa: F401
