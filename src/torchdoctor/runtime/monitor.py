@@ -192,7 +192,10 @@ class Monitor:
     def defer(self, tensors: Any, callback: Callable[[list[float]], None]) -> None:
         torch = self.torch
         if isinstance(tensors, torch.Tensor):
-            self.readback.submit(tensors.detach().reshape(-1).float(), callback)
+            vector = tensors.detach().reshape(-1)
+            if vector.dtype != torch.float64:  # float64 stays: exact comparisons need it
+                vector = vector.float()
+            self.readback.submit(vector, callback)
             return
         if not tensors:
             callback([])

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from torchdoctor.runtime.detectors.base import OptimizerInfo, StepSample
 
-__all__ = ["PROBE_ELEMENTS", "ProbeSet", "StepStats", "norms"]
+__all__ = ["PROBE_ELEMENTS", "ProbeSet", "StepStats", "exact_norms", "norms"]
 
 PROBE_ELEMENTS = 4096
 
@@ -204,6 +204,32 @@ def norms(torch: ModuleType, tensors: list[Any]) -> Any:
         return torch.stack(_foreach_norm(torch, tensors)).to(device)
     # Model parallel: norms per device, gathered on the first one, order kept.
     return torch.stack([_foreach_norm(torch, [t])[0].to(device) for t in tensors])
+
+
+_CHUNK = 1 << 22  # elements upcast at a time: 32 MiB of float64, whatever the tensor
+
+
+def exact_norms(torch: ModuleType, tensors: list[Any]) -> Any:
+    """Per tensor, its L2 norm in float64, on the first tensor's device (call it under
+    ``torch.no_grad()``, with at least one dense tensor).
+
+    float32 is not enough to tell "never changed": BatchNorm weights of 1.0 nudged by 1e-4
+    up and down move a float32 norm by less than its last bit, and the parameter read as
+    frozen (a false TD218 on a real U-Net). Large tensors are upcast a slice at a time, so
+    the check never holds a float64 copy of a whole embedding.
+    """
+    tensors = _local(tensors)
+    device = tensors[0].device
+    wide = torch.float32 if device.type == "mps" else torch.float64  # MPS has no float64
+    values = []
+    for tensor in tensors:
+        flat = tensor.reshape(-1)
+        squares = [
+            flat[start : start + _CHUNK].to(wide).square().sum()
+            for start in range(0, max(1, flat.numel()), _CHUNK)
+        ]
+        values.append(torch.stack(squares).sum().sqrt().to(device))
+    return torch.stack(values)
 
 
 def _local(tensors: list[Any]) -> list[Any]:

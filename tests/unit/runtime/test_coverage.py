@@ -423,3 +423,33 @@ def test_fused_optimizer_with_a_zero_learning_rate_still_never_changes(name: str
     [found] = w.report.by_code("TD218")
     assert "learning rate of their parameter group is 0" in found.message
     assert "`2`" in found.message
+
+
+class Nudge(torch.optim.Optimizer):
+    """Moves every value by ±1e-5, alternately up and down: a small, symmetric update."""
+
+    def __init__(self, params: object) -> None:
+        super().__init__(params, {})
+
+    @torch.no_grad()
+    def step(self, closure: object = None) -> None:  # type: ignore[override]
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    signs = torch.ones(param.numel()).reshape(param.shape)
+                    signs.view(-1)[1::2] = -1
+                    param.add_(1e-5 * signs)
+
+
+def test_values_nudged_below_a_float32_norms_resolution_still_changed() -> None:
+    # BatchNorm weights of 1.0 moved up and down keep their float32 norm to the last bit
+    # (a real U-Net's BatchNorm drew a false TD218 so); they did change.
+    torch.manual_seed(0)
+    model = mlp(batchnorm=True)
+    weight = model[1].weight
+    before = weight.detach().clone()
+    with torchdoctor.watch() as w:
+        train(model, Nudge(model.parameters()), steps=3)
+    assert not torch.equal(weight.detach(), before)
+    assert float(weight.detach().float().norm()) == float(before.float().norm())
+    assert not w.report.by_code("TD218")

@@ -171,6 +171,7 @@ class MonitorView(Protocol):
     ) -> None:
         """Read 0-d tensors (or one 1-D tensor) back later, without a sync now; call back.
 
+        Values arrive as float32, except a 1-D float64 tensor's, which keep their precision.
         On the CPU the callback runs at once; on CUDA at a later step, or at the end of
         the run. It runs with the same failure isolation as the hooks.
         """

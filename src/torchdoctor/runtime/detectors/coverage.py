@@ -5,8 +5,8 @@ Only models that train (at least one parameter gets a gradient) are judged, and 
 parameters that require grad: a backbone frozen on purpose (``requires_grad=False``) and a
 teacher or EMA model without gradients are left alone. "Received a gradient" is checked at
 every step on the shrinking set of parameters not seen with one yet, so a branch used once
-in a while is not missed. "Never changed" compares each parameter's norm at the end with the
-one at discovery (its version counter only where no norm is taken: fused optimizer
+in a while is not missed. "Never changed" compares each parameter's float64 norm at the end with
+the one at discovery (its version counter only where no norm is taken: fused optimizer
 kernels update in place without bumping it). A parameter that never changed and is held by no
 optimizer the monitor saw is the run-time view of TD601 (the problem ``check`` finds before
 training); one that an optimizer holds is TD218, with the reason it did not move.
@@ -44,7 +44,7 @@ from torchdoctor.runtime.detectors.places import (
     script_assignment_location,
 )
 from torchdoctor.runtime.sharding import sharded_by_fsdp1
-from torchdoctor.runtime.stats import norms
+from torchdoctor.runtime.stats import exact_norms
 
 __all__ = ["ParameterCoverage"]
 
@@ -87,7 +87,7 @@ class ParameterCoverage(RuntimeDetector):
         if dense:
             torch = _torch()
             with torch.no_grad():
-                vector = norms(torch, [p.detach() for p in dense])
+                vector = exact_norms(torch, [p.detach() for p in dense])
             keys = [id(p) for p in dense]
             self.monitor.defer(
                 vector, lambda values: self._initial_norm.update(zip(keys, values, strict=True))
@@ -202,7 +202,7 @@ class ParameterCoverage(RuntimeDetector):
         torch = _torch()
         dense = [p for p in candidates if not p.is_sparse and id(p) in self._initial_norm]
         with torch.no_grad():
-            now = norms(torch, [p.detach() for p in dense]).tolist() if dense else []
+            now = exact_norms(torch, [p.detach() for p in dense]).tolist() if dense else []
         current = {id(p): value for p, value in zip(dense, now, strict=True)}
         return [p for p in candidates if self._same(p, current.get(id(p)))]
 
