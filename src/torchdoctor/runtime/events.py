@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["EventHandlers"]
 
 _UNKNOWN_SITE = CallSite("<unknown>", 0, "?", False)
+_clock = time.perf_counter
 _LOSS_BATCH = 8
 _DISCOVERY_CALL_LIMIT = 50_000  # module calls without a step: the script is not training
 
@@ -365,7 +366,7 @@ class EventHandlers:
         record_facts(self.m, self, list(self._states.values()))
 
     def _guard(self, function: Any, where: str, *args: Any) -> None:
-        start = time.perf_counter()
+        start = _clock()
         try:
             function(*args)
         except Exception as error:  # noqa: BLE001 - never break the user's program
@@ -373,7 +374,7 @@ class EventHandlers:
                 raise  # the user's own signal handler spoke: their exception, not ours
             self.m.fail(error, where)
         finally:
-            self.busy_s += time.perf_counter() - start
+            self.busy_s += _clock() - start
 
 
 class ManualUpdates:

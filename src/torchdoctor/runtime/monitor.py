@@ -318,8 +318,7 @@ class Monitor:
         self._given_models.clear()
         self._given_optimizers.clear()
         self.events = EventHandlers(self)
-        self.dispatch.detectors.clear()
-        self.dispatch.hooks.clear()
+        self.dispatch.clear()
 
     def _report(self) -> Report:
         # The progress report is written while the run goes on: its duration is the

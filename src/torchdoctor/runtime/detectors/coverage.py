@@ -71,7 +71,7 @@ class ParameterCoverage(RuntimeDetector):
         self._layout: dict[int, tuple[int, ...]] = {}  # model -> ids of its parameters
 
     def on_model(self, model: ModelInfo) -> None:
-        self._layout[id(model)] = tuple(id(p) for p in model.inner.parameters())
+        self._layout[id(model)] = _layout(model.inner)
         self._track(model, [p for p in model.inner.parameters() if p.requires_grad])
 
     def _track(self, model: ModelInfo, params: list[Any]) -> None:
@@ -108,7 +108,7 @@ class ParameterCoverage(RuntimeDetector):
         """Parameters that appeared in a model since it was discovered (a layer replaced or
         added mid-run, by pruning or a new head) are watched from now on."""
         for model in self.monitor.models:
-            layout = tuple(id(p) for p in model.inner.parameters())
+            layout = _layout(model.inner)
             if self._layout.get(id(model)) == layout:
                 continue
             self._layout[id(model)] = layout
@@ -375,6 +375,26 @@ _TINY_UPDATE = (
     "Raise the learning rate if it is a typo, or find why the gradients are this small "
     "(saturated activations, a loss scaled down by mistake).",
 )
+
+
+def _layout(module: Any) -> tuple[int, ...]:
+    """Ids of the parameters under ``module``, in a fixed order: they change when a layer
+    or a parameter is replaced, added or removed. Read at every sampled step, so it walks
+    the modules' own dicts rather than ``parameters()``'s nested generators."""
+    try:
+        ids: list[int] = []
+        seen: set[int] = set()
+        stack = [module]
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue  # a module registered twice (shared, or a link back to a parent)
+            seen.add(id(current))
+            ids.extend(map(id, current._parameters.values()))
+            stack.extend(child for child in current._modules.values() if child is not None)
+        return tuple(ids)
+    except (AttributeError, TypeError):  # not a plain nn.Module tree
+        return tuple(id(p) for p in module.parameters())
 
 
 def _torch() -> Any:

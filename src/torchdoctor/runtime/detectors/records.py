@@ -7,7 +7,7 @@ keep the tensors they lend (``BackwardEvent.loss``) past the hook. Re-exported b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,19 @@ class CallSite:
     line: int
     function: str
     user: bool
+    # Detectors key their per-place state by call site at every backward pass: the hash
+    # is computed once, not from the four fields at each lookup.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.path, self.line, self.function, self.user)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its fields: a string's hash differs from one process to another.
+        return (CallSite, (self.path, self.line, self.function, self.user))
 
     def location(self, **extra: Any) -> Location:
         """This site as a :class:`Location`, with the source line as snippet when readable.
