@@ -43,6 +43,7 @@ from torchdoctor.runtime.detectors.places import (
     group_by_module,
     script_assignment_location,
 )
+from torchdoctor.runtime.detectors.tree import parameters_in, submodules
 from torchdoctor.runtime.sharding import sharded_by_fsdp1
 from torchdoctor.runtime.stats import norms
 
@@ -379,20 +380,9 @@ _TINY_UPDATE = (
 
 def _layout(module: Any) -> tuple[int, ...]:
     """Ids of the parameters under ``module``, in a fixed order: they change when a layer
-    or a parameter is replaced, added or removed. Read at every sampled step, so it walks
-    the modules' own dicts rather than ``parameters()``'s nested generators."""
+    or a parameter is replaced, added or removed (read at every sampled step)."""
     try:
-        ids: list[int] = []
-        seen: set[int] = set()
-        stack = [module]
-        while stack:
-            current = stack.pop()
-            if id(current) in seen:
-                continue  # a module registered twice (shared, or a link back to a parent)
-            seen.add(id(current))
-            ids.extend(map(id, current._parameters.values()))
-            stack.extend(child for child in current._modules.values() if child is not None)
-        return tuple(ids)
+        return tuple(map(id, parameters_in(submodules(module))))
     except (AttributeError, TypeError):  # not a plain nn.Module tree
         return tuple(id(p) for p in module.parameters())
 

@@ -27,6 +27,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, RuntimeDetector, StepEvent
 from torchdoctor.runtime.detectors.places import display_path
+from torchdoctor.runtime.detectors.tree import submodules
 
 __all__ = ["RequiresGradOnModule"]
 
@@ -57,21 +58,22 @@ class RequiresGradOnModule(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         for model in self.monitor.models:
-            for path, module in model.inner.named_modules():
+            for module in submodules(model.inner):  # every sampled step: no names built
                 if vars(module).get("requires_grad") is not False:
                     continue
                 marked = self._marked.get(id(module))
                 if marked is None:
-                    marked = self._mark(model, path, module, event.global_step)
+                    marked = self._mark(model, module, event.global_step)
                 if marked is not None:
                     marked.got_gradient = marked.got_gradient or any(
                         p.requires_grad and p.grad is not None for p in marked.params
                     )
 
-    def _mark(self, model: ModelInfo, path: str, module: Any, step: int) -> _Marked | None:
+    def _mark(self, model: ModelInfo, module: Any, step: int) -> _Marked | None:
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
             return None  # frozen for real as well
+        path = next(p for p, m in model.inner.named_modules() if m is module)
         torch = _torch()
         with torch.no_grad():
             start = [p.detach().reshape(-1)[:_SLICE].clone() for p in params]

@@ -1,0 +1,43 @@
+"""Walking a model's modules cheaply, for checks that run at every sampled step.
+
+``named_modules()`` and ``parameters()`` are nested generators that build a dotted name
+for every module; a check that only needs the modules (or their parameters) reads the
+modules' own dicts instead, at a fraction of the cost. The order and the de-duplication
+are ``named_modules()``'s: depth first, parents before children, a module registered
+twice (shared, or a link back to a parent) once, at its first place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["parameters_in", "submodules"]
+
+
+def submodules(root: Any) -> list[Any]:
+    """``list(root.modules())``, without the generators."""
+    try:
+        found: list[Any] = []
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            found.append(module)
+            if module._modules:
+                children = list(module._modules.values())
+                if None in children:  # a slot registered as None
+                    children = [child for child in children if child is not None]
+                children.reverse()  # popped first to last
+                stack.extend(children)
+        return found
+    except (AttributeError, TypeError):  # not a plain nn.Module tree
+        return list(root.modules())
+
+
+def parameters_in(modules: list[Any]) -> list[Any]:
+    """The parameters the modules hold themselves, in order; one shared by two modules
+    comes twice (``parameters()`` gives it once)."""
+    return [p for module in modules for p in module._parameters.values() if p is not None]
