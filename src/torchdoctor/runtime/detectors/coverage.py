@@ -43,7 +43,7 @@ from torchdoctor.runtime.detectors.places import (
     group_by_module,
     script_assignment_location,
 )
-from torchdoctor.runtime.detectors.tree import parameters_in, submodules
+from torchdoctor.runtime.detectors.tree import parameters_in, submodules, submodules_at
 from torchdoctor.runtime.sharding import sharded_by_fsdp1
 from torchdoctor.runtime.stats import norms
 
@@ -97,7 +97,7 @@ class ParameterCoverage(RuntimeDetector):
     def on_step_begin(self, event: StepEvent) -> None:
         self._steps = max(self._steps, event.global_step)
         if event.sampled:
-            self._replaced_layers(event.global_step)
+            self._replaced_layers(event)
         if not self._unseen:
             return
         for key, param in list(self._unseen.items()):
@@ -105,18 +105,18 @@ class ParameterCoverage(RuntimeDetector):
                 del self._unseen[key]
                 self._seen[key] = param
 
-    def _replaced_layers(self, step: int) -> None:
+    def _replaced_layers(self, event: StepEvent) -> None:
         """Parameters that appeared in a model since it was discovered (a layer replaced or
         added mid-run, by pruning or a new head) are watched from now on."""
         for model in self.monitor.models:
-            layout = _layout(model.inner)
+            layout = _layout(model.inner, event)
             if self._layout.get(id(model)) == layout:
                 continue
             self._layout[id(model)] = layout
             new = [
                 p for p in model.inner.parameters() if p.requires_grad and id(p) not in self._model
             ]
-            self._since.update((id(p), step) for p in new)
+            self._since.update((id(p), event.global_step) for p in new)
             self._track(model, new)
 
     def on_sample(self, sample: StepSample) -> None:
@@ -378,11 +378,12 @@ _TINY_UPDATE = (
 )
 
 
-def _layout(module: Any) -> tuple[int, ...]:
+def _layout(module: Any, event: StepEvent | None = None) -> tuple[int, ...]:
     """Ids of the parameters under ``module``, in a fixed order: they change when a layer
     or a parameter is replaced, added or removed (read at every sampled step)."""
     try:
-        return tuple(map(id, parameters_in(submodules(module))))
+        modules = submodules(module) if event is None else submodules_at(event, module)
+        return tuple(map(id, parameters_in(modules)))
     except (AttributeError, TypeError):  # not a plain nn.Module tree
         return tuple(id(p) for p in module.parameters())
 

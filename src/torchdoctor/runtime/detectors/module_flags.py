@@ -27,7 +27,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, RuntimeDetector, StepEvent
 from torchdoctor.runtime.detectors.places import display_path
-from torchdoctor.runtime.detectors.tree import submodules
+from torchdoctor.runtime.detectors.tree import submodules_at
 
 __all__ = ["RequiresGradOnModule"]
 
@@ -58,7 +58,7 @@ class RequiresGradOnModule(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         for model in self.monitor.models:
-            for module in submodules(model.inner):  # every sampled step: no names built
+            for module in submodules_at(event, model.inner):  # sampled steps: no names built
                 if vars(module).get("requires_grad") is not False:
                     continue
                 marked = self._marked.get(id(module))

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["parameters_in", "submodules"]
+__all__ = ["forget", "parameters_in", "submodules", "submodules_at"]
+
+# The last step's walks: (its StepEvent, {id(root): modules}). Several detectors walk the
+# same models at the same sampled step; the tree does not change inside one step.
+_walks: list[Any] = [None, {}]
 
 
 def submodules(root: Any) -> list[Any]:
@@ -35,6 +39,23 @@ def submodules(root: Any) -> list[Any]:
         return found
     except (AttributeError, TypeError):  # not a plain nn.Module tree
         return list(root.modules())
+
+
+def submodules_at(event: Any, root: Any) -> list[Any]:
+    """:func:`submodules` of ``root`` at the step of ``event`` (a ``StepEvent``): walked
+    once per step, whichever detector asks first. Callers must not change the list."""
+    if _walks[0] is not event:
+        _walks[0], _walks[1] = event, {}
+    walks: dict[int, list[Any]] = _walks[1]
+    found = walks.get(id(root))
+    if found is None:
+        found = walks[id(root)] = submodules(root)
+    return found
+
+
+def forget() -> None:
+    """Drop the cached walk (the run is over: it holds the user's modules)."""
+    _walks[0], _walks[1] = None, {}
 
 
 def parameters_in(modules: list[Any]) -> list[Any]:
