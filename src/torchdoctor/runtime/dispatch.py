@@ -49,6 +49,9 @@ class Dispatcher:
         self.detectors: list[RuntimeDetector] = []
         self._codes: dict[int, tuple[str, ...]] = {}
         self.hooks: dict[str, list[tuple[RuntimeDetector, Callable[[Any], None]]]] = {}
+        # The same lists as bare methods: what call() runs at every step, with nothing to
+        # unpack per detector (kept in step with ``hooks``).
+        self._methods: dict[str, list[Callable[[Any], None]]] = {}
         for info in infos:
             if not isinstance(info.target, type) or not issubclass(info.target, RuntimeDetector):
                 continue
@@ -77,6 +80,7 @@ class Dispatcher:
         for hook in overridden_hooks(type(detector)):
             method = getattr(detector, hook.split(":")[0])
             self.hooks.setdefault(hook, []).append((detector, method))
+            self._methods.setdefault(hook, []).append(method)
 
     def wants(self, hook: str) -> bool:
         """Whether any live detector overrides ``hook`` (for every step or sampled ones)."""
@@ -91,17 +95,47 @@ class Dispatcher:
 
     def call(self, hook: str, argument: Any) -> None:
         """Call ``hook(argument)`` on every detector that has it."""
-        entries = self.hooks.get(hook)
-        if not entries:
+        methods = self._methods.get(hook)
+        if not methods:
             return
-        # No copy: disable() replaces a list rather than changing it during this loop.
-        for detector, method in entries:
-            try:
+        # Runs at every step: one try around the loop, not one per detector. No copy:
+        # disable() replaces a list rather than changing it during this loop.
+        try:
+            for method in methods:
                 method(argument)
-            except Exception as error:  # noqa: BLE001 - isolate the detector's bug
-                if raised_by_signal_handler(error):
-                    raise
-                self.disable(detector, error, hook)
+        except Exception as error:  # noqa: BLE001 - isolate the detector's bug
+            if raised_by_signal_handler(error):
+                raise
+            self._failed(hook, methods, method, argument, error)
+
+    def _failed(
+        self,
+        hook: str,
+        methods: list[Callable[[Any], None]],
+        method: Callable[[Any], None],
+        argument: Any,
+        error: BaseException,
+    ) -> None:
+        """``method`` raised in :meth:`call`: switch its detector off and call the ones
+        after it in ``methods``, as if each had been called on its own."""
+        detector = next((d for d, m in self.hooks.get(hook, ()) if m is method), None)
+        if detector is not None:
+            self.disable(detector, error, hook)
+        position = next(i for i, m in enumerate(methods) if m is method)
+        rest = methods[position + 1 :]
+        try:
+            for method in rest:  # noqa: B020 - the failing one is the loop's last value
+                method(argument)
+        except Exception as later:  # noqa: BLE001
+            if raised_by_signal_handler(later):
+                raise
+            self._failed(hook, rest, method, argument, later)
+
+    def clear(self) -> None:
+        """Forget every detector and hook list (the run is over)."""
+        self.detectors.clear()
+        self.hooks.clear()
+        self._methods.clear()
 
     def guarded(self, detector: RuntimeDetector, callback: Callable[..., None], *args: Any) -> None:
         """Run a detector's callback (a deferred read-back) with the same isolation."""
@@ -127,6 +161,7 @@ class Dispatcher:
         for hook, entries in self.hooks.items():
             # A new list, never an edit in place: a call() may be iterating over this one.
             self.hooks[hook] = [e for e in entries if e[0] is not detector]
+            self._methods[hook] = [method for _, method in self.hooks[hook]]
         codes = self._codes.get(id(detector), ())
         self._record(
             f"detector {detector.name}",

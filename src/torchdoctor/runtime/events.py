@@ -25,6 +25,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
     WarningRecord,
 )
+from torchdoctor.runtime.detectors.records import maker
 from torchdoctor.runtime.detectors.scopes import local_items
 from torchdoctor.runtime.facts import record_facts
 from torchdoctor.runtime.losses import LossStream
@@ -39,6 +40,11 @@ if TYPE_CHECKING:
 __all__ = ["EventHandlers"]
 
 _UNKNOWN_SITE = CallSite("<unknown>", 0, "?", False)
+_clock = time.perf_counter
+# The events of every step, built without the frozen dataclasses' __init__ (see maker).
+_backward_event = maker(BackwardEvent)
+_step_event = maker(StepEvent)
+_forward_event = maker(ForwardEvent)
 _LOSS_BATCH = 8
 _DISCOVERY_CALL_LIMIT = 50_000  # module calls without a step: the script is not training
 
@@ -172,7 +178,7 @@ class EventHandlers:
         if info is not None:
             self.m.dispatch.call(
                 "on_forward",
-                ForwardEvent(
+                _forward_event(
                     info,
                     torch.is_grad_enabled(),
                     torch.is_inference_mode_enabled(),
@@ -197,7 +203,7 @@ class EventHandlers:
             self.losses.add(loss, site, index, self.global_step)
         self.m.dispatch.call(
             "on_backward",
-            BackwardEvent(
+            _backward_event(
                 loss,
                 site,
                 index,
@@ -245,7 +251,7 @@ class EventHandlers:
             state = self._state_for(optimizer)
         state.steps += 1
         sampled = self.m.sampler.should_sample(state)
-        event = StepEvent(
+        event = _step_event(
             state.info, state.steps, max(self.global_step, state.steps), sampled, closure
         )
         state.extra["event"] = event
@@ -366,7 +372,7 @@ class EventHandlers:
         record_facts(self.m, self, list(self._states.values()))
 
     def _guard(self, function: Any, where: str, *args: Any) -> None:
-        start = time.perf_counter()
+        start = _clock()
         try:
             function(*args)
         except Exception as error:  # noqa: BLE001 - never break the user's program
@@ -374,7 +380,7 @@ class EventHandlers:
                 raise  # the user's own signal handler spoke: their exception, not ours
             self.m.fail(error, where)
         finally:
-            self.busy_s += time.perf_counter() - start
+            self.busy_s += _clock() - start
 
 
 class ManualUpdates:

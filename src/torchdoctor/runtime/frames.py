@@ -30,6 +30,10 @@ from torchdoctor.runtime.detectors.base import CallSite
 
 __all__ = ["UserCode"]
 
+# What a frame's file is to first_outside_torch: torch's or torchdoctor's (walk on), the
+# caller's (stop there), or runpy's (the launcher: stop, no caller).
+_INSIDE, _OUTSIDE, _RUNPY = 0, 1, 2
+
 
 class UserCode:
     """Tells user frames from library frames.
@@ -49,6 +53,7 @@ class UserCode:
         self.scripts = frozenset(os.path.realpath(s) for s in scripts)
         self._cache: dict[str, bool] = {}
         self._outside_torch: dict[str, bool] = {}
+        self._frame_kinds: dict[str, int] = {}  # file -> _INSIDE, _OUTSIDE or _RUNPY
 
     def is_user_file(self, filename: str) -> bool:
         """Whether ``filename`` (as in ``code.co_filename``) is the user's code."""
@@ -94,14 +99,24 @@ class UserCode:
     def first_outside_torch(self, frame: FrameType | None) -> FrameType | None:
         """The first frame at or above ``frame`` that is not inside torch or torchdoctor,
         below any runpy launcher."""
+        # Runs at every backward pass: one dictionary lookup per frame.
+        kinds = self._frame_kinds
         while frame is not None:
             filename = frame.f_code.co_filename
-            if filename in RUNPY_FILES:
-                return None
-            if self.outside_torch(filename):
+            kind = kinds.get(filename)
+            if kind is None:
+                kind = kinds[filename] = self._frame_kind(filename)
+            if kind == _OUTSIDE:
                 return frame
+            if kind == _RUNPY:
+                return None
             frame = frame.f_back
         return None
+
+    def _frame_kind(self, filename: str) -> int:
+        if filename in RUNPY_FILES:
+            return _RUNPY
+        return _OUTSIDE if self.outside_torch(filename) else _INSIDE
 
     def caller_outside_torch(self, frame: FrameType | None) -> CallSite | None:
         """Where torch was called from: :meth:`first_outside_torch` as a call site.

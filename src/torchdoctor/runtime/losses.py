@@ -14,12 +14,14 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from torchdoctor.runtime.detectors.base import CallSite, LossValue
+from torchdoctor.runtime.detectors.records import maker
 
 if TYPE_CHECKING:
     from torchdoctor.runtime.services import RunServices
 
 __all__ = ["LossStream"]
 
+_loss_value = maker(LossValue)  # one per loss: see maker
 _JUMP = 10.0  # a loss this many times its lowest so far makes the sampler look closely
 
 
@@ -69,7 +71,7 @@ class LossStream:
 
     def _deliver(self, metas: list[Any], values: list[float]) -> None:
         batch = [
-            LossValue(value, site, index, step)
+            _loss_value(value, site, index, step)
             for (site, index, step), value in zip(metas, values, strict=True)
         ]
         for loss in batch:

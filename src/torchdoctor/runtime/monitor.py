@@ -29,6 +29,7 @@ from torchdoctor.findings import Depth, Finding, Location, Report
 from torchdoctor.rules.detectors import load_detector_modules, registered_detectors
 from torchdoctor.rules.selection import Selection
 from torchdoctor.runtime.detectors.base import CallSite, ModelInfo, OptimizerInfo
+from torchdoctor.runtime.detectors.tree import forget as forget_walks
 from torchdoctor.runtime.discovery import ModelRegistry
 from torchdoctor.runtime.dispatch import Dispatcher
 from torchdoctor.runtime.events import EventHandlers
@@ -321,8 +322,8 @@ class Monitor:
         self._given_models.clear()
         self._given_optimizers.clear()
         self.events = EventHandlers(self)
-        self.dispatch.detectors.clear()
-        self.dispatch.hooks.clear()
+        self.dispatch.clear()
+        forget_walks()
 
     def _report(self) -> Report:
         # The progress report is written while the run goes on: its duration is the

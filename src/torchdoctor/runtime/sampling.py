@@ -61,7 +61,8 @@ class Sampler:
             return step == 1 or step % self.every == 0
         if step <= DENSE_STEPS or step <= self._boost_until:
             return True
-        scheduled = min(MAX_INTERVAL, 2 ** int(math.log2(step / DENSE_STEPS)))
+        # 2 ** floor(log2(step / DENSE_STEPS)), in integers (this runs at every step).
+        scheduled = min(MAX_INTERVAL, 1 << ((step // DENSE_STEPS).bit_length() - 1))
         ceiling = EARLY_INTERVAL if step <= EARLY_STEPS else MAX_INTERVAL
         interval = min(ceiling, max(scheduled, self._cost_interval))
         return bool(step - state.last_sampled >= interval)

@@ -43,6 +43,7 @@ from torchdoctor.runtime.detectors.places import (
     group_by_module,
     script_assignment_location,
 )
+from torchdoctor.runtime.detectors.tree import parameters_in, submodules, submodules_at
 from torchdoctor.runtime.sharding import sharded_by_fsdp1
 from torchdoctor.runtime.stats import exact_norms
 
@@ -71,7 +72,7 @@ class ParameterCoverage(RuntimeDetector):
         self._layout: dict[int, tuple[int, ...]] = {}  # model -> ids of its parameters
 
     def on_model(self, model: ModelInfo) -> None:
-        self._layout[id(model)] = tuple(id(p) for p in model.inner.parameters())
+        self._layout[id(model)] = _layout(model.inner)
         self._track(model, [p for p in model.inner.parameters() if p.requires_grad])
 
     def _track(self, model: ModelInfo, params: list[Any]) -> None:
@@ -96,7 +97,7 @@ class ParameterCoverage(RuntimeDetector):
     def on_step_begin(self, event: StepEvent) -> None:
         self._steps = max(self._steps, event.global_step)
         if event.sampled:
-            self._replaced_layers(event.global_step)
+            self._replaced_layers(event)
         if not self._unseen:
             return
         for key, param in list(self._unseen.items()):
@@ -104,18 +105,18 @@ class ParameterCoverage(RuntimeDetector):
                 del self._unseen[key]
                 self._seen[key] = param
 
-    def _replaced_layers(self, step: int) -> None:
+    def _replaced_layers(self, event: StepEvent) -> None:
         """Parameters that appeared in a model since it was discovered (a layer replaced or
         added mid-run, by pruning or a new head) are watched from now on."""
         for model in self.monitor.models:
-            layout = tuple(id(p) for p in model.inner.parameters())
+            layout = _layout(model.inner, event)
             if self._layout.get(id(model)) == layout:
                 continue
             self._layout[id(model)] = layout
             new = [
                 p for p in model.inner.parameters() if p.requires_grad and id(p) not in self._model
             ]
-            self._since.update((id(p), step) for p in new)
+            self._since.update((id(p), event.global_step) for p in new)
             self._track(model, new)
 
     def on_sample(self, sample: StepSample) -> None:
@@ -375,6 +376,16 @@ _TINY_UPDATE = (
     "Raise the learning rate if it is a typo, or find why the gradients are this small "
     "(saturated activations, a loss scaled down by mistake).",
 )
+
+
+def _layout(module: Any, event: StepEvent | None = None) -> tuple[int, ...]:
+    """Ids of the parameters under ``module``, in a fixed order: they change when a layer
+    or a parameter is replaced, added or removed (read at every sampled step)."""
+    try:
+        modules = submodules(module) if event is None else submodules_at(event, module)
+        return tuple(map(id, parameters_in(modules)))
+    except (AttributeError, TypeError):  # not a plain nn.Module tree
+        return tuple(id(p) for p in module.parameters())
 
 
 def _torch() -> Any:

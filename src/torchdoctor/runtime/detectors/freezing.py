@@ -21,6 +21,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import ModelInfo, RuntimeDetector, StepEvent
 from torchdoctor.runtime.detectors.places import assignment_location, display_path
+from torchdoctor.runtime.detectors.tree import parameters_in, submodules_at
 
 __all__ = ["FrozenModuleUpdating", "frozen_parts"]
 
@@ -38,6 +39,14 @@ def frozen_parts(model: Any) -> list[tuple[str, Any]]:
         if params and not any(p.requires_grad for p in params) and _norms(module):
             parts.append((path, module))
     return parts
+
+
+def _parameters(model: Any, event: StepEvent) -> list[Any]:
+    """The model's parameters for the sampled check of their flags (a shared one twice)."""
+    try:
+        return parameters_in(submodules_at(event, model))
+    except (AttributeError, TypeError):  # not a plain nn.Module tree
+        return list(model.parameters())
 
 
 def _norms(module: Any) -> list[Any]:
@@ -75,7 +84,7 @@ class FrozenModuleUpdating(RuntimeDetector):
     def on_step_end(self, event: StepEvent) -> None:
         torch = _torch()
         for model in self.monitor.models:
-            flags = tuple(p.requires_grad for p in model.inner.parameters())
+            flags = tuple(p.requires_grad for p in _parameters(model.inner, event))
             if all(flags) and not any(key[0] == id(model) for key in self._parts):
                 continue  # nothing frozen, ever: one pass over the flags
             cached = self._frozen.get(id(model))

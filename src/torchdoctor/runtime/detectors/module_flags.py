@@ -39,6 +39,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
 )
 from torchdoctor.runtime.detectors.places import display_path
+from torchdoctor.runtime.detectors.tree import submodules_at
 from torchdoctor.runtime.patches import Patches, after_call
 
 __all__ = ["RequiresGradOnModule"]
@@ -98,39 +99,38 @@ class RequiresGradOnModule(RuntimeDetector):
         for module, site in assigned.values():
             if id(module) in self._marked or vars(module).get("requires_grad") is not False:
                 continue
-            found = next(
+            model = next(
                 (
-                    (model, name)
+                    model
                     for model in self.monitor.models
-                    for name, inner in model.inner.named_modules()
-                    if inner is module
+                    if any(inner is module for inner in model.inner.modules())
                 ),
                 None,
             )
-            if found is None:
+            if model is None:
                 continue  # a module outside the watched models
-            model, path = found
-            marked = self._mark(model, path, module, step)
+            marked = self._mark(model, module, step)
             if marked is not None:
                 marked.site = site
 
     def _sweep(self, event: StepEvent) -> None:
         for model in self.monitor.models:
-            for path, module in model.inner.named_modules():
+            for module in submodules_at(event, model.inner):  # sampled steps: no names built
                 if vars(module).get("requires_grad") is not False:
                     continue
                 marked = self._marked.get(id(module))
                 if marked is None:
-                    marked = self._mark(model, path, module, event.global_step)
+                    marked = self._mark(model, module, event.global_step)
                 if marked is not None:
                     marked.got_gradient = marked.got_gradient or any(
                         p.requires_grad and p.grad is not None for p in marked.params
                     )
 
-    def _mark(self, model: ModelInfo, path: str, module: Any, step: int) -> _Marked | None:
+    def _mark(self, model: ModelInfo, module: Any, step: int) -> _Marked | None:
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
             return None  # frozen for real as well
+        path = next(p for p, m in model.inner.named_modules() if m is module)
         torch = _torch()
         with torch.no_grad():
             start = [p.detach().reshape(-1)[:_SLICE].clone() for p in params]

@@ -1,0 +1,64 @@
+"""Walking a model's modules cheaply, for checks that run at every sampled step.
+
+``named_modules()`` and ``parameters()`` are nested generators that build a dotted name
+for every module; a check that only needs the modules (or their parameters) reads the
+modules' own dicts instead, at a fraction of the cost. The order and the de-duplication
+are ``named_modules()``'s: depth first, parents before children, a module registered
+twice (shared, or a link back to a parent) once, at its first place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["forget", "parameters_in", "submodules", "submodules_at"]
+
+# The last step's walks: (its StepEvent, {id(root): modules}). Several detectors walk the
+# same models at the same sampled step; the tree does not change inside one step.
+_walks: list[Any] = [None, {}]
+
+
+def submodules(root: Any) -> list[Any]:
+    """``list(root.modules())``, without the generators."""
+    try:
+        found: list[Any] = []
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            found.append(module)
+            if module._modules:
+                children = list(module._modules.values())
+                if None in children:  # a slot registered as None
+                    children = [child for child in children if child is not None]
+                children.reverse()  # popped first to last
+                stack.extend(children)
+        return found
+    except (AttributeError, TypeError):  # not a plain nn.Module tree
+        return list(root.modules())
+
+
+def submodules_at(event: Any, root: Any) -> list[Any]:
+    """:func:`submodules` of ``root`` at the step of ``event`` (a ``StepEvent``): walked
+    once per step, whichever detector asks first. Callers must not change the list."""
+    if _walks[0] is not event:
+        _walks[0], _walks[1] = event, {}
+    walks: dict[int, list[Any]] = _walks[1]
+    found = walks.get(id(root))
+    if found is None:
+        found = walks[id(root)] = submodules(root)
+    return found
+
+
+def forget() -> None:
+    """Drop the cached walk (the run is over: it holds the user's modules)."""
+    _walks[0], _walks[1] = None, {}
+
+
+def parameters_in(modules: list[Any]) -> list[Any]:
+    """The parameters the modules hold themselves, in order; one shared by two modules
+    comes twice (``parameters()`` gives it once)."""
+    return [p for module in modules for p in module._parameters.values() if p is not None]
