@@ -3,7 +3,7 @@
 Timings are built to survive a busy machine: other processes only ever add time, so the
 loader's own cost is read from the fastest batch seen wherever one can be timed alone
 (see :attr:`LoaderTiming.delivered`). Clones come from
-:func:`torchdoctor.preflight.loading.clone_loader`: the user's loader, sampler and workers
+:func:`torchdoctor.runtime.loader_clones.clone_loader`: the user's loader, sampler and workers
 are never touched, and every clone's workers are shut down before a function returns.
 """
 

@@ -1,5 +1,5 @@
 """DataLoader workers that share one random stream (TD410), tested empirically on a clone
-of the user's loader; the verdict is :func:`torchdoctor.preflight.worker_streams.
+of the user's loader; the verdict is :func:`torchdoctor.runtime.worker_streams.
 shared_stream`, which ``run`` asks too."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Location
 from torchdoctor.preflight.probes.loader import map_style, torch_loader
 from torchdoctor.preflight.registry import probe
-from torchdoctor.preflight.worker_streams import shared_stream
 from torchdoctor.rules.registry import finding
+from torchdoctor.runtime.worker_streams import shared_stream
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from torchdoctor._kernel import Reporter
 from torchdoctor.findings import Depth, Location
-from torchdoctor.preflight.frozen_layers import at_default_init, frozen_output_layer
 from torchdoctor.preflight.registry import probe
 from torchdoctor.rules.registry import finding
+from torchdoctor.runtime.frozen_layers import at_default_init, frozen_output_layer
 
 if TYPE_CHECKING:
     from torchdoctor.preflight.context import CheckContext

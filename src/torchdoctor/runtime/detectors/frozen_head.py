@@ -12,7 +12,7 @@ During the first backward passes a global forward hook remembers which module ma
 output that has a graph (one dictionary write per layer call); at ``backward()`` the loss's
 own call is found in the graph (:func:`.loss_nodes.loss_calls`), and the node under its
 input, through activations of the loss family (softmax, sigmoid) and reshapes, names the
-layer. The verdict is :func:`torchdoctor.preflight.frozen_layers.frozen_output_layer`:
+layer. The verdict is :func:`torchdoctor.runtime.frozen_layers.frozen_output_layer`:
 quiet on a frozen head that was trained or loaded (its weight is no longer a default draw),
 on a model frozen whole, and on losses written by hand (no loss node to start from). The
 hook is removed after :data:`JUDGED` judged passes or :data:`BACKWARDS` backward passes,
@@ -124,7 +124,7 @@ class OutputLayerFrozenAtInit(RuntimeDetector):
                 self._verdict(layer)
 
     def _verdict(self, layer: Any) -> None:
-        from torchdoctor.preflight.frozen_layers import frozen_output_layer
+        from torchdoctor.runtime.frozen_layers import frozen_output_layer
 
         first = next(layer.parameters(), None)
         model = self.monitor.model_of(first) if first is not None else None

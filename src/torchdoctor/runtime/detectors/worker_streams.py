@@ -9,7 +9,7 @@ but a generator the dataset carries itself (``self.rng = np.random.default_rng(0
 worker, and, with workers restarted each epoch, every epoch.
 
 ``DataLoader.__iter__`` is wrapped for the run. The first time a map-style loader with
-workers starts iterating, :func:`torchdoctor.preflight.worker_streams.shared_stream`
+workers starts iterating, :func:`torchdoctor.runtime.worker_streams.shared_stream`
 loads sample 0 twice in each of two workers of a clone (the user's loader, sampler and
 generators are not touched; the process's random states are put back; the clone's workers
 write nothing and are shut down at once). Cost: two worker start-ups and four samples, once
@@ -88,7 +88,7 @@ class IdenticalWorkerAugmentations(RuntimeDetector):
 
     def _draw(self, loader: Any) -> Any:
         """The verdict, with the run's batch accounting off and its random states kept."""
-        from torchdoctor.preflight.worker_streams import shared_stream
+        from torchdoctor.runtime.worker_streams import shared_stream
 
         monitor: Any = self.monitor
         saved = _random_states()

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from torchdoctor.preflight.loading import WorkerDraws, draw_in_workers
+from torchdoctor.runtime.loader_clones import WorkerDraws, draw_in_workers
 
 __all__ = [
     "QuietWorkers",
