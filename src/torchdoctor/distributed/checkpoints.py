@@ -28,7 +28,7 @@ class CheckpointOnEveryRank(RuntimeDetector):
     """Notes ``torch.save(obj, path)`` on the ranks of a job (merged across ranks)."""
 
     def __init__(self) -> None:
-        self._patches = Patches(alive=self._attached)
+        self._patches = Patches(alive=self.attached)
         self._error: BaseException | None = None
         self._seen: set[tuple[str, int, str]] = set()
 
@@ -43,12 +43,6 @@ class CheckpointOnEveryRank(RuntimeDetector):
 
     def _failed(self, error: BaseException) -> None:
         self._error = error
-
-    def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
 
     def _saving(self, obj: Any, f: Any = None, *args: Any, **kwargs: Any) -> None:
         target = kwargs.get("f", f)

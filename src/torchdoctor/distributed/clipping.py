@@ -41,7 +41,7 @@ class ClipNormFromLocalShard(RuntimeDetector):
     """Notes torch's norm clipping over the parameters of a sharded FSDP1 model."""
 
     def __init__(self) -> None:
-        self._patches = Patches(alive=self._attached)
+        self._patches = Patches(alive=self.attached)
         self._error: BaseException | None = None
         self._sites: set[tuple[str, int]] = set()
         self._owners: dict[frozenset[int], weakref.ref[Any] | None] = {}
@@ -84,12 +84,6 @@ class ClipNormFromLocalShard(RuntimeDetector):
             return norm
 
         return clip_grad_norm_
-
-    def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
 
     def _clipped(self, parameters: list[Any], norm: Any) -> None:
         fsdp = sys.modules.get(_FSDP1_MODULE)

@@ -124,7 +124,7 @@ class CrossRankChecks(RuntimeDetector):
     """Compares the ranks of a DDP job at a few steps; watches samplers and DDP options."""
 
     def __init__(self) -> None:
-        self._patches = Patches(alive=self._attached)
+        self._patches = Patches(alive=self.attached)
         self._exchange: Exchange | None = None
         self._ddps: list[_Ddp] = []
         self._checked_optimizer: int | None = None
@@ -177,12 +177,6 @@ class CrossRankChecks(RuntimeDetector):
 
     def _failed(self, error: BaseException) -> None:
         self._error = error
-
-    def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
 
     def _group_ready(self, result: Any, *args: Any, **kwargs: Any) -> None:
         self._start_exchange()

@@ -280,6 +280,10 @@ class EventHandlers:
             self.m.facts["stopped_at_max_steps"] = self.global_step
             raise StopTraining(f"torchdoctor: stopped after --max-steps {limit} steps")
 
+    def steps_taken(self) -> int:
+        """Optimizer steps of every optimizer, added up."""
+        return sum(state.steps for state in self._states.values())
+
     def _end_step(self, optimizer: Any) -> None:
         state = self._states[id(optimizer)]
         event = state.extra.pop("event", None)

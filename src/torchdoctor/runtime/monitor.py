@@ -144,6 +144,13 @@ class Monitor:
         return self.events.global_step
 
     @property
+    def steps_taken(self) -> int:
+        return self.events.steps_taken()
+
+    def is_active(self) -> bool:
+        return active_monitor() is self
+
+    @property
     def models(self) -> Sequence[ModelInfo]:
         return tuple(self.registry.models)
 

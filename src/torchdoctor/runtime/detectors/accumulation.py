@@ -107,7 +107,7 @@ class AccumulatedLossNotScaled(RuntimeDetector):
     def __init__(self) -> None:
         self._paths: dict[tuple[Any, ...], _Path] = {}
         self._in_step = False
-        self._patches = Patches(alive=self._attached)
+        self._patches = Patches(alive=self.attached)
         self._scaled_by_scaler: int | None = None  # id() of the last GradScaler.scale output
         self._settled: set[int] = set()  # id() of backward sites whose every path is counted
 
@@ -118,12 +118,6 @@ class AccumulatedLossNotScaled(RuntimeDetector):
         scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
         if scaler is not None:
             self._patches.wrap(scaler, "scale", after_call(self._patches, self._scaled, _ignore))
-
-    def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
 
     def _scaled(self, result: Any, scaler: Any, outputs: Any = None, *args: Any) -> None:
         # A disabled scaler hands the loss back unchanged: nothing to look through then.

@@ -117,6 +117,14 @@ class MonitorView(Protocol):
     def global_step(self) -> int:
         """Optimizer steps completed so far (the largest count of any optimizer)."""
 
+    def is_active(self) -> bool:
+        """Whether this monitor is the one attached in this process now."""
+
+    @property
+    def steps_taken(self) -> int:
+        """Optimizer steps completed so far by every optimizer, added up (computed when
+        asked: for a hook that runs now and then, not at every step)."""
+
     @property
     def models(self) -> Sequence[ModelInfo]:
         """Root models known so far."""
@@ -210,6 +218,13 @@ class RuntimeDetector:
     def name(self) -> str:
         """The detector's name in reports (its class name)."""
         return type(self).__name__
+
+    def attached(self) -> bool:
+        """Whether this detector's monitor is the one watching now: the ``alive`` test of
+        the detector's :class:`~torchdoctor.runtime.patches.Patches`, so that patches of a
+        detector switched off after a failure (which never reaches ``on_finish``) go."""
+        monitor = getattr(self, "monitor", None)
+        return monitor is not None and monitor.is_active()
 
     def emit(self, finding: Finding) -> None:
         """Report a finding already built. Emitting again for the same rule and place

@@ -26,14 +26,17 @@ from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import CallSite, MonitorView, RuntimeDetector
+from torchdoctor.runtime.detectors.loss_domain import (
+    LOG_PROB_SLACK,
+    PROBABILITY_SLACK,
+    VALUES,
+    floating_values,
+)
 from torchdoctor.runtime.detectors.loss_nodes import compiling
 from torchdoctor.runtime.patches import Patches
 
 __all__ = ["KlDivergenceDomain"]
 
-VALUES = 4096  # values of an argument read per check (its first ones)
-LOG_PROB_SLACK = 1e-2  # a log-probability above this is not one (rounding aside)
-PROBABILITY_SLACK = 1e-3
 FIRST_CALLS = 8
 EVERY = 50
 
@@ -43,7 +46,7 @@ class KlDivergenceDomain(RuntimeDetector):
     """Reads ``kl_div``'s input and target on a sample of calls."""
 
     def __init__(self) -> None:
-        self._patches = Patches()
+        self._patches = Patches(alive=self.attached)
         self._calls = 0
         self._reported: set[tuple[str, CallSite]] = set()
 
@@ -55,7 +58,8 @@ class KlDivergenceDomain(RuntimeDetector):
         def make(original: Any) -> Any:
             @functools.wraps(original)
             def kl_div(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
-                callback = None if compiling() else seen()
+                live = self._patches.live() and not compiling()
+                callback = seen() if live else None
                 if callback is not None:
                     try:
                         callback(input, target, args, kwargs)
@@ -73,7 +77,7 @@ class KlDivergenceDomain(RuntimeDetector):
             return
         import torch
 
-        if not (_floating(input) and _floating(target)):
+        if not (floating_values(input) and floating_values(target)):
             return
         site = self.monitor.user_site()
         if site is None:
@@ -145,7 +149,3 @@ class KlDivergenceDomain(RuntimeDetector):
                 evidence={"min_target": low, "max_target": high, "log_target": log_target},
             )
         )
-
-
-def _floating(value: Any) -> bool:
-    return bool(getattr(value, "is_floating_point", None)) and value.is_floating_point()

@@ -38,7 +38,7 @@ class LooseLoad(RuntimeDetector):
     """Reads the result of every ``load_state_dict(strict=False)`` made by the user."""
 
     def __init__(self) -> None:
-        self._patches = Patches(alive=self._attached)
+        self._patches = Patches(alive=self.attached)
         self._error: BaseException | None = None
 
     def on_attach(self, monitor: MonitorView) -> None:
@@ -50,12 +50,6 @@ class LooseLoad(RuntimeDetector):
             "load_state_dict",
             after_call(self._patches, self._loaded, self._failed),
         )
-
-    def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
 
     def _failed(self, error: BaseException) -> None:
         self._error = error

@@ -45,7 +45,7 @@ from torchdoctor.runtime.detectors.loss_nodes import (
     loss_calls,
 )
 
-__all__ = ["LossDomain"]
+__all__ = ["LOG_PROB_SLACK", "PROBABILITY_SLACK", "VALUES", "LossDomain", "floating_values"]
 
 VALUES = 4096  # values of an argument read per check (its first ones)
 LOG_PROB_SLACK = 1e-2  # a log-probability above this is not one (rounding aside)
@@ -116,14 +116,14 @@ class LossDomain(RuntimeDetector):
                 self._judge_logits(call, site)
             if call.family in (LossFamily.BCE, LossFamily.BCE_WITH_LOGITS):
                 target = call.saved("target")
-                if _floating(target):
+                if floating_values(target):
                     rows = _rows(target).float()
                     self._read([rows.min(), rows.max()], self._targets_read, site, call.name)
 
     def _judge_weights(self, call: LossCall, site: CallSite) -> None:
         for option in ("weight", "pos_weight"):
             weight = call.saved(option)
-            if _floating(weight):
+            if floating_values(weight):
                 self._read([weight.min().float()], self._weight_read, site, call.name, option)
 
     def _judge_log_probs(self, call: LossCall, site: CallSite) -> None:
@@ -135,7 +135,7 @@ class LossDomain(RuntimeDetector):
         if below is not None and below.name() == "LogSoftmaxBackward0":
             self._judge_softmax_input(below, site)  # cross_entropy: log-probs by construction
             return
-        if _floating(values):
+        if floating_values(values):
             self._read([_rows(values).max().float()], self._log_probs_read, site, call.name)
 
     def _judge_class_dim(self, log_softmax: Any, call: LossCall, site: CallSite) -> None:
@@ -186,7 +186,7 @@ class LossDomain(RuntimeDetector):
 
     def _judge_logits(self, call: LossCall, site: CallSite) -> None:
         logits = call.saved("self")
-        if not _floating(logits):
+        if not floating_values(logits):
             return
         producer = below_shape_ops(call.argument_node(0))
         for _ in range(2):  # a clamp after the sigmoid (for log's sake) keeps it probabilities
@@ -369,7 +369,8 @@ def _whole_call(loss: Any, calls: list[LossCall]) -> LossCall | None:
     return None
 
 
-def _floating(tensor: Any) -> bool:
+def floating_values(tensor: Any) -> bool:
+    """Whether ``tensor`` holds floating values to read (not empty, not on ``meta``)."""
     return (
         tensor is not None
         and hasattr(tensor, "is_floating_point")

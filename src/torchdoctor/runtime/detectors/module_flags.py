@@ -68,7 +68,7 @@ class RequiresGradOnModule(RuntimeDetector):
     def __init__(self) -> None:
         self._marked: dict[int, _Marked] = {}
         self._assigned: dict[int, tuple[Any, CallSite | None]] = {}  # id -> (module, line)
-        self._patches = Patches(alive=self._attached)
+        self._patches = Patches(alive=self.attached)
 
     def on_attach(self, monitor: MonitorView) -> None:
         super().on_attach(monitor)
@@ -77,12 +77,6 @@ class RequiresGradOnModule(RuntimeDetector):
         self._patches.wrap(
             torch.nn.Module, "__setattr__", after_call(self._patches, self._set, _ignore)
         )
-
-    def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
 
     def _set(self, result: Any, module: Any, name: Any, value: Any) -> None:
         if name == "requires_grad" and value is False:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import BatchEvent, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import BatchEvent, RuntimeDetector
 from torchdoctor.runtime.sampler_reach import reach_finding
 
 __all__ = ["EvaluationCoverage", "SamplerReach"]
@@ -61,11 +61,6 @@ class EvaluationCoverage(RuntimeDetector):
     def __init__(self) -> None:
         self._passes: dict[int, _Pass] = {}
         self._reported: set[tuple[str | None, int | None]] = set()
-        self._steps = 0  # optimizer steps of every optimizer (the global step is the most
-        # of any one: an optimizer made for the pass would not move it)
-
-    def on_step_end(self, event: StepEvent) -> None:
-        self._steps += 1
 
     def on_batch(self, event: BatchEvent) -> None:
         drops = event.loader.drops
@@ -74,7 +69,9 @@ class EvaluationCoverage(RuntimeDetector):
         current = self._passes.get(event.loader_id)
         if current is None or event.first_of_epoch:
             where = self.monitor.user_location(object="DataLoader")
-            current = self._passes[event.loader_id] = _Pass(where, self._steps)
+            # Steps of every optimizer: the global step is the most of any one, and an optimizer
+            # made for the pass would not move it.
+            current = self._passes[event.loader_id] = _Pass(where, self.monitor.steps_taken)
         current.batches += 1
         if current.evaluating and not self._evaluating(one_batch=drops[0] == 1):
             current.evaluating = False
@@ -83,7 +80,7 @@ class EvaluationCoverage(RuntimeDetector):
             return
         del self._passes[event.loader_id]
         key = (current.where.path, current.where.line)
-        if not current.evaluating or self._steps != current.first_step:
+        if not current.evaluating or self.monitor.steps_taken != current.first_step:
             return
         if key in self._reported:
             return

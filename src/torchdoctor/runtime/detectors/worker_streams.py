@@ -36,7 +36,7 @@ class IdenticalWorkerAugmentations(RuntimeDetector):
     """Judges each map-style loader with workers once, when it starts iterating."""
 
     def __init__(self) -> None:
-        self._patches = Patches(alive=self._attached)
+        self._patches = Patches(alive=self.attached)
         self._judged: weakref.WeakSet[Any] = weakref.WeakSet()
         self._busy = False  # the clone's own iteration passes through the wrapper too
         self._error: BaseException | None = None
@@ -51,12 +51,6 @@ class IdenticalWorkerAugmentations(RuntimeDetector):
         self._patches.wrap(
             DataLoader, "__iter__", before_call(self._patches, self._started, self._failed)
         )
-
-    def _attached(self) -> bool:
-        from torchdoctor.runtime.monitor import active_monitor
-
-        monitor = getattr(self, "monitor", None)
-        return monitor is not None and active_monitor() is monitor
 
     def _failed(self, error: BaseException) -> None:
         self._error = error
