@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import ast
 
+from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Frame, FrameKind
 
 __all__ = ["grad_disabled_by"]
 
-_GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode"})
-_GRAD_ON = frozenset({"torch.enable_grad"})
-_SET_GRAD = "torch.set_grad_enabled"
+_GRAD_OFF = torchapi.GRAD_OFF
+_GRAD_ON = torchapi.GRAD_ON
+_SET_GRAD = torchapi.SET_GRAD_ENABLED
 
 
 def grad_disabled_by(ctx: FileContext, frames: tuple[Frame, ...]) -> ast.AST | None:

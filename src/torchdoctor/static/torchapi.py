@@ -30,33 +30,47 @@ __all__ = [
     "ACTIVATION_FUNCTIONS",
     "ACTIVATION_LAYERS",
     "ACTIVATION_METHODS",
+    "AMP_DEVICE_FIRST",
+    "AMP_NAMES",
     "CLIP_GRADS_WITH_NORM",
     "CLIP_GRAD_NORM",
     "CLIP_GRAD_NORM_ONLY_ARGUMENTS",
     "CLIP_GRAD_VALUE",
+    "CONSTANT_FACTORIES",
+    "CONTAINERS",
+    "CUDNN_BENCHMARK",
+    "CUDNN_DETERMINISTIC",
     "DATALOADER",
     "DATA_PARALLEL",
     "DDP",
+    "DEPRECATED_AMP",
     "DISTRIBUTED_SAMPLER",
+    "EMPTY_CACHE",
     "EPOCH_SCHEDULERS",
+    "FAMILIES",
     "FLOAT64_DTYPES",
     "FLOAT_DTYPES",
-    "FAMILIES",
     "FSDP1",
     "FSDP2",
     "FSDP_SHARDING_STRATEGIES",
+    "GRADCHECK",
+    "GRAD_OFF",
+    "GRAD_ON",
     "GRAD_SCALER",
+    "GRAD_SCOPES",
     "LOSS",
     "LOSS_CLASSES",
     "LOSS_FUNCTIONS",
     "LOSS_SPELLINGS",
     "LR_SCHEDULER_PREFIX",
+    "MODE_FREE_LAYERS",
     "MODE_SENSITIVE_FUNCTIONS",
     "MODE_SENSITIVE_WORDS",
-    "MODE_FREE_LAYERS",
     "MODULE",
     "MULTI_PROCESS_CALLS",
     "MULTI_PROCESS_CLASSES",
+    "MULTI_PROCESS_CLASS_NAMES",
+    "NARROWER_THAN_FLOAT64",
     "NO_DROPOUT",
     "OPTIMIZER",
     "PARAMETER",
@@ -64,7 +78,12 @@ __all__ = [
     "RAW_SCORE_FUNCTIONS",
     "RAW_SCORE_LAYERS",
     "SAMPLER",
+    "SCALAR_FACTORIES",
     "SCHEDULER",
+    "SET_DEFAULT_DTYPE",
+    "SET_GRAD_ENABLED",
+    "SHAPED_FACTORIES",
+    "TENSOR_RESULTS",
     "WRAPPER_NAMES",
     "LossKind",
     "activation_of",
@@ -113,6 +132,8 @@ MULTI_PROCESS_CALLS = frozenset(
 )
 # Classes whose construction shows the same (Accelerate's launcher among them).
 MULTI_PROCESS_CLASSES = (DDP, DISTRIBUTED_SAMPLER, "accelerate.Accelerator", FSDP1[0])
+# Their bare names, as a call to one of them reads in a file.
+MULTI_PROCESS_CLASS_NAMES = frozenset(name.rpartition(".")[2] for name in MULTI_PROCESS_CLASSES)
 # FSDP1 ``ShardingStrategy`` members that shard gradients (``NO_SHARD`` does not).
 FSDP_SHARDING_STRATEGIES = frozenset(
     {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"}
@@ -267,6 +288,118 @@ FLOAT_DTYPES = frozenset(
     for name in ("float16", "half", "bfloat16", "float64", "double", "float32", "float")
 )
 FLOAT64_DTYPES = frozenset({"torch.float64", "torch.double"})
+
+# Dtypes a float64 value may be cast down to (anything but float64 itself).
+NARROWER_THAN_FLOAT64 = frozenset(
+    f"torch.{name}"
+    for name in (
+        "float32",
+        "float",
+        "float16",
+        "half",
+        "bfloat16",
+        "int64",
+        "long",
+        "int32",
+        "int",
+        "bool",
+    )
+)
+# Calls that change the default dtype of every later factory.
+SET_DEFAULT_DTYPE = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
+# Numerical gradient checks: float64 is what they need.
+GRADCHECK = frozenset(
+    f"torch.autograd.{name}"
+    for name in ("gradcheck", "gradgradcheck", "gradcheck.gradcheck", "gradcheck.gradgradcheck")
+)
+
+# Tensor factories. Scalar ones infer the dtype from their data; shaped ones take a size
+# and default to the default dtype; constant ones build a tensor on the default device
+# from constants; every name in TENSOR_RESULTS always returns a tensor.
+SCALAR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
+_LEGACY_CONSTRUCTORS = ("Tensor", "FloatTensor", "LongTensor")
+CONSTANT_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tensor",
+        "as_tensor",
+        "ones",
+        "zeros",
+        "full",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        *_LEGACY_CONSTRUCTORS,
+    )
+)
+TENSOR_RESULTS = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "cat",
+        "concat",
+        "stack",
+        "where",
+        "matmul",
+        "bmm",
+        "mm",
+        "einsum",
+        *_LEGACY_CONSTRUCTORS,
+    )
+)
+
+# Grad-mode context managers and the call that sets the mode either way.
+GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode"})
+GRAD_ON = frozenset({"torch.enable_grad"})
+GRAD_SCOPES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode")
+SET_GRAD_ENABLED = "torch.set_grad_enabled"
+
+# Module containers: their mode and parameters are their children's.
+CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+
+# Every spelling of "release the accelerator's cached memory".
+EMPTY_CACHE = (
+    "torch.cuda.empty_cache",
+    "torch.cuda.memory.empty_cache",
+    "torch.mps.empty_cache",
+    "torch.xpu.empty_cache",
+    "torch.xpu.memory.empty_cache",
+    "torch.accelerator.empty_cache",
+    "torch.accelerator.memory.empty_cache",
+)
+
+# cuDNN flags a program sets by assignment.
+CUDNN_BENCHMARK = "torch.backends.cudnn.benchmark"
+CUDNN_DETERMINISTIC = "torch.backends.cudnn.deterministic"
+
+# Mixed precision: names under torch.cuda.amp (deprecated) that moved to torch.amp, and
+# those of them that take the device type first there.
+AMP_NAMES = frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd"})
+DEPRECATED_AMP = frozenset(f"torch.cuda.amp.{name}" for name in AMP_NAMES)
+AMP_DEVICE_FIRST = frozenset({"autocast", "GradScaler"})
 
 # Learning-rate schedulers (torch.optim.lr_scheduler.<name>) that count epochs, with the
 # argument (position, keyword) that says how long they run, or None when none does.

@@ -47,7 +47,7 @@ def proven_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope
     return model is not None and _value_sensitive(ctx, model, scope, 0)
 
 
-_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+_CONTAINERS = torchapi.CONTAINERS
 _SELF_RETURNING = frozenset(
     {"to", "cuda", "cpu", "train", "float", "half", "bfloat16", "double", "requires_grad_"}
 )

@@ -216,9 +216,9 @@ def _stepped_optimizer(ctx: FileContext, items: list[Item], scaler: ast.expr | N
 
 # --- TD611 -------------------------------------------------------------------------------
 
-_AMP_NAMES = frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd"})
-_DEPRECATED_AMP = frozenset(f"torch.cuda.amp.{name}" for name in _AMP_NAMES)
-_DEVICE_FIRST = frozenset({"autocast", "GradScaler"})  # torch.amp.X("cuda", ...)
+_AMP_NAMES = torchapi.AMP_NAMES
+_DEPRECATED_AMP = torchapi.DEPRECATED_AMP
+_DEVICE_FIRST = torchapi.AMP_DEVICE_FIRST  # torch.amp.X("cuda", ...)
 
 
 @detector("TD611", depth=Depth.LINT)

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind
 
-_BENCHMARK = "torch.backends.cudnn.benchmark"
-_DETERMINISTIC = "torch.backends.cudnn.deterministic"
+_BENCHMARK = torchapi.CUDNN_BENCHMARK
+_DETERMINISTIC = torchapi.CUDNN_DETERMINISTIC
 
 
 @dataclass(frozen=True, slots=True)

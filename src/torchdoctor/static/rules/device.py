@@ -638,22 +638,7 @@ def _floats(data: ast.expr) -> bool:
 
 # --- TD106 -------------------------------------------------------------------------------
 
-_CONSTANT_FACTORIES = frozenset(
-    {
-        "torch.tensor",
-        "torch.as_tensor",
-        "torch.ones",
-        "torch.zeros",
-        "torch.full",
-        "torch.arange",
-        "torch.linspace",
-        "torch.logspace",
-        "torch.eye",
-        "torch.Tensor",
-        "torch.FloatTensor",
-        "torch.LongTensor",
-    }
-)
+_CONSTANT_FACTORIES = torchapi.CONSTANT_FACTORIES
 _DEVICE_WORDS = frozenset({"device", "dev", "gpu", "cuda", "rank"})
 _ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 

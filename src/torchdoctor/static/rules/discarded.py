@@ -79,45 +79,8 @@ _SAFE_REBIND = frozenset(
     }
 )
 # torch functions whose result is always a tensor.
-_TENSOR_FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in (
-        "tensor",
-        "as_tensor",
-        "from_numpy",
-        "zeros",
-        "ones",
-        "empty",
-        "full",
-        "rand",
-        "randn",
-        "randint",
-        "randperm",
-        "arange",
-        "linspace",
-        "logspace",
-        "eye",
-        "zeros_like",
-        "ones_like",
-        "empty_like",
-        "full_like",
-        "rand_like",
-        "randn_like",
-        "randint_like",
-        "cat",
-        "concat",
-        "stack",
-        "where",
-        "matmul",
-        "bmm",
-        "mm",
-        "einsum",
-        "Tensor",
-        "FloatTensor",
-        "LongTensor",
-    )
-)
-_GRAD_SCOPES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode")
+_TENSOR_FACTORIES = torchapi.TENSOR_RESULTS
+_GRAD_SCOPES = torchapi.GRAD_SCOPES
 _GRAD_NAMES = frozenset(name.rpartition(".")[2] for name in _GRAD_SCOPES)
 
 

@@ -22,7 +22,12 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
-from torchdoctor.static.torchapi import MULTI_PROCESS_CALLS, MULTI_PROCESS_CLASSES, WRAPPER_NAMES
+from torchdoctor.static.torchapi import (
+    MULTI_PROCESS_CALLS,
+    MULTI_PROCESS_CLASS_NAMES,
+    MULTI_PROCESS_CLASSES,
+    WRAPPER_NAMES,
+)
 
 
 @detector("TD804", depth=Depth.LINT)
@@ -30,18 +35,7 @@ class CheckpointSavedOnEveryRank(LintRule):
     """``torch.save`` in a distributed program with no rank-0 guard on the way to it."""
 
     requires = ("save",)
-    call_names = (
-        frozenset(
-            {
-                "save",
-                "DistributedDataParallel",
-                "DistributedSampler",
-                "Accelerator",
-                "FullyShardedDataParallel",
-            }
-        )
-        | MULTI_PROCESS_CALLS
-    )
+    call_names = frozenset({"save"}) | MULTI_PROCESS_CLASS_NAMES | MULTI_PROCESS_CALLS
 
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)

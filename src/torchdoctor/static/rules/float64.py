@@ -32,31 +32,11 @@ from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 
 _FLOAT64 = torchapi.FLOAT64_DTYPES
-_NARROWER = frozenset(
-    {
-        "torch.float32",
-        "torch.float",
-        "torch.float16",
-        "torch.half",
-        "torch.bfloat16",
-        "torch.int64",
-        "torch.long",
-        "torch.int32",
-        "torch.int",
-        "torch.bool",
-    }
-)
-_GLOBAL = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
-_GRADCHECK = frozenset(
-    {
-        "torch.autograd.gradcheck",
-        "torch.autograd.gradgradcheck",
-        "torch.autograd.gradcheck.gradcheck",
-        "torch.autograd.gradcheck.gradgradcheck",
-    }
-)
-_SCALAR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
-_SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
+_NARROWER = torchapi.NARROWER_THAN_FLOAT64
+_GLOBAL = torchapi.SET_DEFAULT_DTYPE
+_GRADCHECK = torchapi.GRADCHECK
+_SCALAR_FACTORIES = torchapi.SCALAR_FACTORIES
+_SHAPED_FACTORIES = torchapi.SHAPED_FACTORIES
 # value.<cast>(): a new value of another dtype.
 _CASTS = frozenset({"float", "half", "bfloat16", "int", "long", "bool", "short", "byte"})
 _CONVERTERS = frozenset({"to", "type", "new_tensor"})

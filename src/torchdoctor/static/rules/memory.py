@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import (
     enclosing_loops,
@@ -133,15 +134,7 @@ def _handed_off(loop: Loop, name: str) -> bool:
     return False
 
 
-_EMPTY_CACHE = (
-    "torch.cuda.empty_cache",
-    "torch.cuda.memory.empty_cache",
-    "torch.mps.empty_cache",
-    "torch.xpu.empty_cache",
-    "torch.xpu.memory.empty_cache",
-    "torch.accelerator.empty_cache",
-    "torch.accelerator.memory.empty_cache",
-)
+_EMPTY_CACHE = torchapi.EMPTY_CACHE
 
 
 @detector("TD702", depth=Depth.LINT)
