@@ -45,6 +45,7 @@ __all__ = [
     "DDP",
     "DEPRECATED_AMP",
     "DISTRIBUTED_SAMPLER",
+    "DROPOUT_FUNCTIONS",
     "EMPTY_CACHE",
     "EPOCH_SCHEDULERS",
     "FAMILIES",
@@ -268,14 +269,18 @@ MODE_SENSITIVE_WORDS = (
     "GRU",
     "RNN",
 )
+# torch.nn.functional's dropouts, whose ``training`` argument defaults to True.
+DROPOUT_FUNCTIONS = (
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+)
 MODE_SENSITIVE_FUNCTIONS = frozenset(
     {
-        "torch.nn.functional.dropout",
-        "torch.nn.functional.dropout1d",
-        "torch.nn.functional.dropout2d",
-        "torch.nn.functional.dropout3d",
-        "torch.nn.functional.alpha_dropout",
-        "torch.nn.functional.feature_alpha_dropout",
+        *(f"torch.nn.functional.{name}" for name in DROPOUT_FUNCTIONS),
         "torch.nn.functional.batch_norm",
         "torch.nn.functional.instance_norm",
         "torch.dropout",

@@ -30,18 +30,10 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import MonitorView, RuntimeDetector
 from torchdoctor.runtime.patches import Patches
+from torchdoctor.static.torchapi import DROPOUT_FUNCTIONS
 
-__all__ = ["DROPOUT_FUNCTIONS", "FunctionalDropoutInEval"]
+__all__ = ["FunctionalDropoutInEval"]
 
-# Functionals whose third argument, ``training``, defaults to True.
-DROPOUT_FUNCTIONS = (
-    "dropout",
-    "dropout1d",
-    "dropout2d",
-    "dropout3d",
-    "alpha_dropout",
-    "feature_alpha_dropout",
-)
 _FRAMES = 8  # frames searched above the call for a module's method
 
 

@@ -20,10 +20,12 @@ from torchdoctor.findings import Depth, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.runtime.detectors.base import RuntimeDetector, StepEvent
+from torchdoctor.static.torchapi import EPOCH_SCHEDULERS
 
 __all__ = ["EpochSchedulerPerBatch", "schedulers_of"]
 
-_EPOCH_SCHEDULERS = frozenset({"StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR"})
+# Epoch schedulers with a length; ReduceLROnPlateau follows the metric, not the count.
+_EPOCH_SCHEDULERS = frozenset(name for name, length in EPOCH_SCHEDULERS.items() if length)
 _COLLAPSED = 0.01  # the learning rate below this share of its start
 _WITHIN_STEPS = 300  # ... this early in the run
 _PER_BATCH = 0.8  # scheduler calls per optimizer step that mean "every batch"
