@@ -827,3 +827,102 @@ def test_td502_eval_before_the_forward_holds_from_the_first_iteration() -> None:
     )
     (found,) = lint_findings(source, "TD502")
     assert "from the first iteration" in found.message and "next iteration" not in found.message
+
+
+# A distillation teacher kept in eval mode is used, not trained: no optimizer of the file
+# takes its parameters, so its mode is what it needs (knowledge-distillation-pytorch).
+
+
+def test_td502_quiet_on_a_teacher_no_optimizer_takes_in_a_plain_loop() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    teacher = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    student = nn.Sequential(nn.Linear(4, 2))
+    optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+    def train(epoch):
+        student.train()
+        teacher.eval()
+        for x, y in loader:
+            optimizer.zero_grad()
+            soft = teacher(x).detach()
+            kd(student(x), y, soft).backward()
+            optimizer.step()
+    for epoch in range(10):
+        train(epoch)
+    """,
+        "TD502",
+    )
+
+
+def test_td502_quiet_on_a_teacher_in_a_trainer_class() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    class Distiller:
+        def __init__(self):
+            self.student = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+            self.teacher = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+            self.head = nn.Linear(2, 2)
+            self.opt = torch.optim.AdamW(
+                [{"params": self.student.parameters()}, {"params": self.head.parameters()}]
+            )
+        def step(self, x, y):
+            self.opt.zero_grad()
+            loss = kd(self.head(self.student(x)), self.teacher(x), y)
+            loss.backward()
+            self.opt.step()
+        def fit(self, loader, epochs):
+            for epoch in range(epochs):
+                self.student.train()
+                self.teacher.eval()
+                for x, y in loader:
+                    self.step(x, y)
+    """,
+        "TD502",
+    )
+
+
+def test_td502_still_flags_the_student_beside_a_teacher() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    teacher = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    student = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, student.parameters()), lr=0.1)
+    def evaluate():
+        student.eval()
+        with torch.no_grad():
+            return [student(x) for x, _ in valid]
+    for epoch in range(10):
+        teacher.eval()
+        for x, y in loader:
+            optimizer.zero_grad()
+            kd(student(x), y, teacher(x).detach()).backward()
+            optimizer.step()
+        evaluate()  # expect: TD502
+    """,
+        "TD502",
+    )
+
+
+def test_td502_still_flags_when_an_optimizer_takes_parameters_it_cannot_read() -> None:
+    # `params` comes from elsewhere: the teacher may be in it, so the rule speaks.
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    teacher = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    optimizer = torch.optim.SGD(make_params(), lr=0.1)
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss_fn(teacher(x), y).backward()
+            optimizer.step()
+        teacher.eval()  # expect: TD502
+    """,
+        "TD502",
+    )

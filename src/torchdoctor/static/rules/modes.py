@@ -23,6 +23,7 @@ from torchdoctor.static.analysis.mode_actions import (
     same_model,
 )
 from torchdoctor.static.analysis.mode_sensitivity import is_mode_sensitive, proven_mode_sensitive
+from torchdoctor.static.analysis.optimized import covers, optimized_models
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
@@ -133,11 +134,13 @@ class TrainInEvalMode(LintRule):
     mode before the next iteration's training forward."""
 
     requires = ("eval",)
+    _optimized: frozenset[str] | None = None
 
     def leave_module(self, module: ModuleScope) -> None:
         if not _sets_eval_mode(module):
             return  # no action can be an eval(): nothing to find (most files)
         reported: set[int] = set()
+        self._optimized = optimized_models(self.ctx, module)
         for loop in module.all_loops:
             self._check(loop, reported)
 
@@ -171,12 +174,20 @@ class TrainInEvalMode(LintRule):
                     after = mode[1] > index  # eval() after the forward: the next iteration
                     if not after and _frozen_backbone(ctx.tree):
                         return  # a linear probe: eval() on purpose, only a head trains
+                    if not self._trained(action.target):
+                        return  # a teacher no optimizer takes: eval mode is what it needs
                     if is_mode_sensitive(ctx, _first_target(action), loop.function):
                         reported.add(id(actions[mode[1]].origin))
                         # train() at the loop's top only helps an eval() the forward
                         # precedes; one between them would still win.
                         self._report(loop, actions[mode[1]], action, after)
                     return
+
+    def _trained(self, model: str) -> bool:
+        """Whether ``model`` may be trained: an optimizer of the file takes its parameters,
+        or the file's optimizers cannot all be read."""
+        optimized = self._optimized
+        return optimized is None or any(covers(trained, model) for trained in optimized)
 
     def _may_train(self, loop: Loop) -> bool:
         """Cheap pre-check: the loop steps or backpropagates itself, or calls a function of
