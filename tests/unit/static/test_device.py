@@ -265,6 +265,29 @@ def test_legacy_shape_constructors_get_a_safe_empty_fix() -> None:
     assert "without CUDA" in found[1].message
 
 
+def test_legacy_shape_with_a_zero_sized_dimension_is_only_a_spelling() -> None:
+    """``torch.FloatTensor(batch, beams, 0)`` holds no element (beam search grows it with
+    ``torch.cat``): nothing uninitialised can be read, so info; a non-zero shape beside it
+    stays a warning."""
+    source = """
+        import torch
+
+        def beams(batch, size, vocab):
+            done = torch.FloatTensor(batch, size, 0)
+            scores = torch.LongTensor(batch, size, 0, vocab)
+            state = torch.FloatTensor(batch, size)
+            return done, scores, state.sum()
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (5, Severity.INFO),
+        (6, Severity.INFO),
+        (7, Severity.WARNING),
+    ]
+    assert "size 0" in found[0].message
+    assert "torch.empty(batch, size, 0, dtype=torch.float32)" in applied(source, found[0].fix)
+
+
 def test_legacy_data_constructors_are_info_and_keep_their_dtype() -> None:
     source = """
         import torch as T

@@ -202,10 +202,15 @@ class LegacyConstructor(LintRule):
         # Uninitialised memory someone may read is the bug; a copy of data or a shape filled
         # at once is only a legacy spelling, on the CPU or in torch.cuda (which fails
         # without CUDA as any cuda tensor does).
-        risky = kind == _SHAPE and not filled and not unproven
+        zero_sized = kind == _SHAPE and _zero_sized(node)
+        risky = kind == _SHAPE and not filled and not unproven and not zero_sized
         severity = Severity.WARNING if risky else Severity.INFO
         message = self._message(node, kind, cuda, filled)
-        if unproven and not filled and kind == _SHAPE:
+        if zero_sized:
+            message += (
+                "; a dimension of size 0 leaves no element to read: only the spelling is legacy"
+            )
+        elif unproven and not filled and kind == _SHAPE:
             message += (
                 "; nothing here shows it read before it is written (it is filled by the "
                 "code that holds it, handed to a call that may fill it, or never read)"
@@ -572,6 +577,14 @@ def _legacy_hint(kind: str, dtype: str | None, cuda: bool) -> str:
     return (
         f"Say which you mean: `torch.empty(n{spelled}{device})` for a size, "
         f"`torch.as_tensor(data{spelled or ', dtype=torch.float32'}{device})` for data."
+    )
+
+
+def _zero_sized(call: ast.Call) -> bool:
+    """``torch.Tensor(batch, 0)``: a literal 0 among the sizes, so the tensor holds nothing
+    (it is grown later, by ``torch.cat``)."""
+    return any(
+        isinstance(a, ast.Constant) and type(a.value) is int and a.value == 0 for a in call.args
     )
 
 
