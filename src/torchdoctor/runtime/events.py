@@ -92,6 +92,7 @@ class EventHandlers:
         hooks.wrap_backward(self._before_backward)
         hooks.wrap_optimizer_init(self._optimizer_built)
         hooks.wrap_loader_next(self._batch)
+        self.m.dispatch.on_change = self._subscriptions_changed
         if self.m.dispatch.wants("on_warning"):
             hooks.wrap_showwarning(self._warning)
         if hooks.missing:
@@ -109,6 +110,10 @@ class EventHandlers:
                 if not self._roots:
                     self._hooks.module_forward_pre_hook(self._root_forward)
                 self._roots[id(info.module)] = info
+
+    def _subscriptions_changed(self) -> None:
+        # A detector unsubscribed from on_forward (or came back): deliver what is wanted.
+        self._forward_always = self.m.dispatch.wants_forward() == "always"
 
     def _optimizer_built(self, optimizer: Any) -> None:
         if self.m.enabled:

@@ -24,6 +24,7 @@ from torchdoctor.runtime.detectors.base import (
     CallSite,
     LossValue,
     ModelInfo,
+    MonitorView,
     RuntimeDetector,
     StepEvent,
     StepSample,
@@ -75,6 +76,10 @@ class NonFinite(RuntimeDetector):
 
     # -- symptoms ------------------------------------------------------------------------
 
+    def on_attach(self, monitor: MonitorView) -> None:
+        super().on_attach(monitor)
+        self.unsubscribe("on_step_end")  # only counts down the localisation (_symptom)
+
     def on_model(self, model: ModelInfo) -> None:
         if self.monitor.options.localise_non_finite:
             self._symptom(always=True)
@@ -94,6 +99,8 @@ class NonFinite(RuntimeDetector):
     def on_step_begin(self, event: StepEvent) -> None:
         if event.sampled and self._step_site is None:
             self._step_site = self.monitor.user_site()
+            if self._step_site is not None:
+                self.unsubscribe("on_step_begin")  # the one site it needs
 
     def on_sample(self, sample: StepSample) -> None:
         params = sample.optimizer.params
@@ -133,6 +140,7 @@ class NonFinite(RuntimeDetector):
             handle = global_forward_hook(self._check)
             if handle is not None:
                 self._handles.append(handle)
+                self.resubscribe("on_step_end")
 
     def _check(self, module: Any, args: Any, output: Any) -> None:
         if self._origin is not None or self._localise_left <= 0 or not self._known(module):
@@ -160,6 +168,7 @@ class NonFinite(RuntimeDetector):
         self._handles.clear()
         self._hooked.clear()
         self._localise_left = 0
+        self.unsubscribe("on_step_end")
 
     # -- findings ------------------------------------------------------------------------
 
