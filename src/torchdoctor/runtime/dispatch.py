@@ -10,7 +10,9 @@ detectors carry on.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
+from operator import methodcaller
 from typing import Any
 
 from torchdoctor._kernel import Reporter, internal_error, raised_by_signal_handler, wanted
@@ -23,6 +25,8 @@ from torchdoctor.runtime.detectors.base import RuntimeDetector, overridden_hooks
 __all__ = ["Dispatcher"]
 
 FindingKey = tuple[str, str | None, int | None, str | None]
+
+_drain = deque(maxlen=0).extend  # consumes an iterator, keeping nothing
 
 
 class Dispatcher:
@@ -134,41 +138,43 @@ class Dispatcher:
         methods = self._methods.get(hook)
         if not methods:
             return
-        # Runs at every step: one try around the loop, not one per detector. No copy:
-        # disable() replaces a list rather than changing it during this loop.
+        # Runs at every step: the loop runs in C (map, drained by a zero-length deque), and
+        # one try surrounds it. No copy: a list is replaced, never changed, when detectors
+        # unsubscribe or fail during this loop.
+        pending = iter(methods)
         try:
-            for method in methods:
-                method(argument)
+            _drain(map(methodcaller("__call__", argument), pending))
         except Exception as error:  # noqa: BLE001 - isolate the detector's bug
             if raised_by_signal_handler(error):
                 raise
-            self._failed(hook, methods, method, argument, error)
+            # map takes one method at a time: the one that raised is the last one taken.
+            rest = list(pending)
+            self._failed(hook, methods[len(methods) - len(rest) - 1], rest, argument, error)
 
     def _failed(
         self,
         hook: str,
-        methods: list[Callable[[Any], None]],
         method: Callable[[Any], None],
+        rest: list[Callable[[Any], None]],
         argument: Any,
         error: BaseException,
     ) -> None:
         """``method`` raised in :meth:`call`: switch its detector off and call the ones
-        after it in ``methods``, as if each had been called on its own."""
+        after it, ``rest``, as if each had been called on its own."""
         # By the method's owner, not by the method: the lists may have been rebuilt (a
-        # detector unsubscribed) while ``methods`` ran.
+        # detector unsubscribed) while they ran.
         owner = getattr(method, "__self__", None)
         detector = next((d for d in self.detectors if d is owner), None)
         if detector is not None:
             self.disable(detector, error, hook)
-        position = next(i for i, m in enumerate(methods) if m is method)
-        rest = methods[position + 1 :]
+        pending = iter(rest)
         try:
-            for method in rest:  # noqa: B020 - the failing one is the loop's last value
-                method(argument)
+            _drain(map(methodcaller("__call__", argument), pending))
         except Exception as later:  # noqa: BLE001
             if raised_by_signal_handler(later):
                 raise
-            self._failed(hook, rest, method, argument, later)
+            left = list(pending)
+            self._failed(hook, rest[len(rest) - len(left) - 1], left, argument, later)
 
     def clear(self) -> None:
         """Forget every detector and hook list (the run is over)."""
