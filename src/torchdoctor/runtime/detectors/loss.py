@@ -66,6 +66,7 @@ class LossDynamics(RuntimeDetector):
         # penalty's own pass, a diagnostic) makes no curve of training.
         self._last_backward: CallSite | None = None
         self._stepping: set[CallSite] = set()
+        self._last_stepping: CallSite | None = None
         self._stepped = False
 
     def on_backward(self, event: BackwardEvent) -> None:
@@ -89,8 +90,10 @@ class LossDynamics(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._stepped = True
-        if self._last_backward is not None:
-            self._stepping.add(self._last_backward)
+        last = self._last_backward
+        if last is not None and last is not self._last_stepping:
+            self._stepping.add(last)
+            self._last_stepping = last  # the same site step after step: added once
 
     def on_step_end(self, event: StepEvent) -> None:
         self._optimizers.add(id(event.optimizer.optimizer))
