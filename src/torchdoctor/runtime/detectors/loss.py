@@ -17,6 +17,8 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter, is_
 
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
@@ -80,6 +82,18 @@ class LossDynamics(RuntimeDetector):
             self._terms.setdefault(event.site, set()).add(count)
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
+        values = list(map(_value, losses))
+        site = losses[0].site if losses else None
+        curve = self._curves.get(site) if site is not None else None
+        if (
+            curve is not None
+            and all(map(is_, map(_site, losses), repeat(site)))
+            and all(map(math.isfinite, values))
+        ):
+            # One place, every value finite (the usual batch): appended from C.
+            curve.values.extend(values)
+            curve.steps.extend(map(_global_step, losses))
+            return
         for loss in losses:
             if math.isfinite(loss.value):
                 curve = self._curves.get(loss.site)
@@ -246,6 +260,11 @@ class LossDynamics(RuntimeDetector):
             end = next(step for step, lr in reversed(self._lrs) if lr >= 0.5 * peak)
             kept = [(v, s) for v, s in kept if s <= end + 1]
         return [v for v, _ in kept], [s for _, s in kept]
+
+
+_value = attrgetter("value")
+_site = attrgetter("site")
+_global_step = attrgetter("global_step")
 
 
 def _joined_terms(loss: object) -> int | None:

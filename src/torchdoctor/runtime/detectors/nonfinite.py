@@ -13,8 +13,10 @@ then says so, and ``localise_non_finite`` (``--localise-nan``) checks from the f
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
@@ -35,6 +37,8 @@ from torchdoctor.runtime.hooks import global_forward_hook
 __all__ = ["NonFinite"]
 
 _LOCALISE_STEPS = 3
+_site = attrgetter("site")
+_value = attrgetter("value")
 _FIX = (
     "Find where NaN/Inf starts: guard log/sqrt/division against zero (for example "
     "`torch.log(x.clamp_min(1e-8))`), lower the learning rate or clip gradients "
@@ -63,7 +67,7 @@ class NonFinite(RuntimeDetector):
     def __init__(self) -> None:
         self._poisoned: str | None = None  # a module already holding non-finite parameters
         self._loss: dict[CallSite, _First] = {}
-        self._losses_seen: dict[CallSite, int] = {}
+        self._losses_seen: Counter[CallSite] = Counter()
         self._grads: _First | None = None
         self._params: _First | None = None
         self._finite_sample: dict[str, int] = {}
@@ -85,8 +89,10 @@ class NonFinite(RuntimeDetector):
             self._symptom(always=True)
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
+        self._losses_seen.update(map(_site, losses))
+        if all(map(math.isfinite, map(_value, losses))):
+            return  # the usual batch: counted from C
         for loss in losses:
-            self._losses_seen[loss.site] = self._losses_seen.get(loss.site, 0) + 1
             if math.isfinite(loss.value):
                 continue
             first = self._loss.get(loss.site)
