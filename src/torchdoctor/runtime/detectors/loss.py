@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter, is_
+from operator import attrgetter, is_, itemgetter
 
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
@@ -265,6 +265,7 @@ class LossDynamics(RuntimeDetector):
 _value = attrgetter("value")
 _site = attrgetter("site")
 _global_step = attrgetter("global_step")
+_first = itemgetter(0)
 
 
 def _joined_terms(loss: object) -> int | None:
@@ -279,7 +280,7 @@ def _joined_terms(loss: object) -> int | None:
         seen += 1
         if type(node).__name__ in _JOINS or node.name() in _JOINS:
             return len(node.next_functions)
-        frontier.extend(next_node for next_node, _ in node.next_functions)
+        frontier.extend(map(_first, node.next_functions))
     return None
 
 

@@ -24,20 +24,19 @@ _walks: list[Any] = [None, {}]
 def submodules(root: Any) -> list[Any]:
     """``list(root.modules())``, without the generators."""
     try:
-        found: list[Any] = []
-        seen: set[int] = set()
+        found: dict[int, Any] = {}  # by id(), in the order found
         stack = [root]
-        pop, push, keep, mark = stack.pop, stack.extend, found.append, seen.add
+        pop, push = stack.pop, stack.extend
         while stack:
             module = pop()
-            if id(module) in seen:
+            key = id(module)
+            if key in found:
                 continue
-            mark(id(module))
-            keep(module)
+            found[key] = module
             children = module._modules
             if children:  # popped first to last; a slot registered as None is skipped
                 push(filter(_not_none, reversed(children.values())))
-        return found
+        return list(found.values())
     except (AttributeError, TypeError):  # not a plain nn.Module tree
         return list(root.modules())
 
