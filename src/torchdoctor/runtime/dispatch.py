@@ -26,7 +26,7 @@ __all__ = ["Dispatcher"]
 
 FindingKey = tuple[str, str | None, int | None, str | None]
 
-_drain = deque(maxlen=0).extend  # consumes an iterator, keeping nothing
+_drain: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend  # consumes an iterator
 
 
 class Dispatcher:

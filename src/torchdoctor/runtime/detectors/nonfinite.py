@@ -16,8 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from operator import attrgetter, is_not
+from operator import attrgetter
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
@@ -40,7 +39,6 @@ __all__ = ["NonFinite"]
 _LOCALISE_STEPS = 3
 _site = attrgetter("site")
 _value = attrgetter("value")
-_not_none = partial(is_not, None)
 _FIX = (
     "Find where NaN/Inf starts: guard log/sqrt/division against zero (for example "
     "`torch.log(x.clamp_min(1e-8))`), lower the learning rate or clip gradients "
@@ -111,7 +109,7 @@ class NonFinite(RuntimeDetector):
                 self.unsubscribe("on_step_begin")  # the one site it needs
 
     def on_sample(self, sample: StepSample) -> None:
-        if all(map(math.isfinite, filter(_not_none, sample.grad_norms))) and all(
+        if all(map(math.isfinite, filter(None, sample.grad_norms))) and all(
             map(math.isfinite, sample.param_norms)
         ):  # the usual sample, checked from C: nothing bad, as the lists below would say
             self._grads = self._update(self._grads, "grads", [], sample.step)

@@ -22,8 +22,9 @@ import bisect
 import math
 import statistics
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
+from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
@@ -51,7 +52,7 @@ CONVERGING = 0.9  # last window median below this share of the first: learning
 _value = attrgetter("value")
 _index = attrgetter("index")
 _global_step = attrgetter("global_step")
-_drain = deque(maxlen=0).extend  # consumes an iterator, keeping nothing
+_drain: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend  # consumes an iterator
 _MIN_CURVE = 10  # losses an optimizer's curve needs before it can clear a verdict
 _MAX_RUNS = 10_000  # runs of one optimizer's steps remembered (alternating GANs)
 
