@@ -161,10 +161,9 @@ class Dispatcher:
     ) -> None:
         """``method`` raised in :meth:`call`: switch its detector off and call the ones
         after it, ``rest``, as if each had been called on its own."""
-        # By the method's owner, not by the method: the lists may have been rebuilt (a
-        # detector unsubscribed) while they ran.
-        owner = getattr(method, "__self__", None)
-        detector = next((d for d in self.detectors if d is owner), None)
+        # Looked up in the full list: the live one may have been rebuilt since (a detector
+        # unsubscribed), from the same entries.
+        detector = next((d for d, m in self._all.get(hook, ()) if m is method), None)
         if detector is not None:
             self.disable(detector, error, hook)
         pending = iter(rest)

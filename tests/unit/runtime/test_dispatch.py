@@ -102,3 +102,16 @@ def test_a_switched_off_detector_can_no_longer_subscribe() -> None:
     dispatch.call("on_step_end", 0)
     failing.resubscribe()
     assert [type(d) for d, _ in dispatch.hooks["on_backward"]] == [Third]
+
+
+class SettlesAtOnce(Counting):
+    settle_after = 1
+
+
+def test_a_failure_after_an_unsubscription_in_the_same_event_is_still_isolated() -> None:
+    dispatch = dispatcher(SettlesAtOnce, Failing, Third)
+    dispatch.call("on_step_end", 0)  # the list is rebuilt, then Failing raises
+    dispatch.call("on_step_end", 1)
+    assert [type(d) for d, _ in dispatch.hooks["on_step_end"]] == [Third]
+    assert by_class(dispatch, Third).seen == [("on_step_end", 0), ("on_step_end", 1)]
+    assert by_class(dispatch, SettlesAtOnce).seen == [("on_step_end", 0)]
