@@ -163,6 +163,10 @@ class CrossRankChecks(RuntimeDetector):
             self._patches.wrap(
                 iterator, "_next_data", after_call(self._patches, self._next_data, self._failed)
             )
+        if self._exchange is None and not self._ddps:
+            # A single process: nothing to compare at each step until a process group or
+            # a DDP model appears (_start_exchange, _watch_ddp).
+            self.unsubscribe("on_backward", "on_step_begin")
 
     def _wrap_group_calls(self, dist: Any) -> None:
         c10d = getattr(dist, "distributed_c10d", None)
@@ -186,6 +190,7 @@ class CrossRankChecks(RuntimeDetector):
             return
         self._exchange = make_exchange(self._torch)
         if self._exchange is not None:
+            self.resubscribe("on_backward", "on_step_begin")
             self.monitor.set_fact("rank", self._exchange.rank)
             self.monitor.set_fact("world_size", self._exchange.world_size)
             folder = os.environ.get(HANG_DIR_ENV) or os.path.join(
@@ -199,7 +204,11 @@ class CrossRankChecks(RuntimeDetector):
 
     def _ddp_built(self, result: Any, ddp: Any, *args: Any, **kwargs: Any) -> None:
         if not any(d.ref() is ddp for d in self._ddps):
-            self._ddps.append(_Ddp(ddp, self.monitor.user_site()))
+            self._watch_ddp(_Ddp(ddp, self.monitor.user_site()))
+
+    def _watch_ddp(self, ddp: _Ddp) -> None:
+        self._ddps.append(ddp)
+        self.resubscribe("on_backward", "on_step_begin")
 
     def _find_existing_ddps(self, ddp_class: type) -> None:
         """DDP models built before the watch started (once, when it starts in a job)."""
@@ -211,7 +220,7 @@ class CrossRankChecks(RuntimeDetector):
             if issubclass(type(candidate), ddp_class) and not any(
                 d.ref() is candidate for d in self._ddps
             ):
-                self._ddps.append(_Ddp(candidate, None))
+                self._watch_ddp(_Ddp(candidate, None))
 
     def on_model(self, model: ModelInfo) -> None:
         from torch.nn.parallel import DistributedDataParallel
@@ -219,7 +228,7 @@ class CrossRankChecks(RuntimeDetector):
         if isinstance(model.module, DistributedDataParallel) and not any(
             d.ref() is model.module for d in self._ddps
         ):
-            self._ddps.append(_Ddp(model.module, None))
+            self._watch_ddp(_Ddp(model.module, None))
 
     # -- epochs and batches --------------------------------------------------------------
 

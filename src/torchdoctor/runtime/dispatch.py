@@ -1,6 +1,8 @@
 """Calling detectors: one dispatch list per hook, failures isolated, findings collected.
 
-The dispatch lists are built once from the hooks each detector class overrides. A detector
+The dispatch lists are built from the hooks each detector class overrides. A detector that
+has settled (it will never report anything more from a hook) takes itself off that hook's
+list with :meth:`RuntimeDetector.unsubscribe`, so a long run stops paying for it. A detector
 that raises is reported once as ``TD001`` (built by :mod:`torchdoctor._kernel`, naming it
 and the rules it could no longer check) and removed from every list; the run and the other
 detectors carry on.
@@ -8,7 +10,9 @@ detectors carry on.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
+from operator import methodcaller
 from typing import Any
 
 from torchdoctor._kernel import Reporter, internal_error, raised_by_signal_handler, wanted
@@ -21,6 +25,8 @@ from torchdoctor.runtime.detectors.base import RuntimeDetector, overridden_hooks
 __all__ = ["Dispatcher"]
 
 FindingKey = tuple[str, str | None, int | None, str | None]
+
+_drain: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend  # consumes an iterator
 
 
 class Dispatcher:
@@ -48,10 +54,17 @@ class Dispatcher:
         self.findings: dict[FindingKey, Finding] = {}
         self.detectors: list[RuntimeDetector] = []
         self._codes: dict[int, tuple[str, ...]] = {}
+        # hook -> (detector, method) of every live detector that overrides it, in order;
+        # ``hooks`` is the same less the ones a detector unsubscribed from.
+        self._all: dict[str, list[tuple[RuntimeDetector, Callable[[Any], None]]]] = {}
         self.hooks: dict[str, list[tuple[RuntimeDetector, Callable[[Any], None]]]] = {}
         # The same lists as bare methods: what call() runs at every step, with nothing to
         # unpack per detector (kept in step with ``hooks``).
         self._methods: dict[str, list[Callable[[Any], None]]] = {}
+        # id(detector) -> the hooks it unsubscribed from (names without ":sampled").
+        self._off: dict[int, frozenset[str]] = {}
+        # Called when the lists change (the monitor re-reads wants_forward()).
+        self.on_change: Callable[[], None] | None = None
         for info in infos:
             if not isinstance(info.target, type) or not issubclass(info.target, RuntimeDetector):
                 continue
@@ -75,12 +88,39 @@ class Dispatcher:
 
     def _add(self, detector: RuntimeDetector, codes: tuple[str, ...]) -> None:
         detector.reporter = Reporter(self.emit, Depth.RUN, codes)
+        detector.subscriptions = self.subscribe
         self.detectors.append(detector)
         self._codes[id(detector)] = codes
         for hook in overridden_hooks(type(detector)):
             method = getattr(detector, hook.split(":")[0])
+            self._all.setdefault(hook, []).append((detector, method))
             self.hooks.setdefault(hook, []).append((detector, method))
             self._methods.setdefault(hook, []).append(method)
+
+    def subscribe(self, detector: RuntimeDetector, hooks: frozenset[str], on: bool) -> None:
+        """Put ``detector`` back on (``on``) or take it off the lists of ``hooks`` (plain
+        names: ``"on_step_end"`` covers its sampled list too). A live detector's
+        ``subscriptions``: it is unset when the detector is switched off."""
+        off = self._off.get(id(detector), frozenset())
+        changed = off - hooks if on else off | hooks
+        if changed != off:
+            self._off[id(detector)] = changed
+            self._rebuild(hooks)
+
+    def _rebuild(self, names: Iterable[str]) -> None:
+        """The lists of the hooks ``names`` (and their sampled lists) again, as new lists:
+        a call() may be iterating over an old one (a detector unsubscribing from its hook)."""
+        off = self._off
+        for name in names:
+            for hook in (name, f"{name}:sampled"):
+                entries = self._all.get(hook)
+                if entries is None:
+                    continue
+                live = [e for e in entries if name not in off.get(id(e[0]), ())]
+                self.hooks[hook] = live
+                self._methods[hook] = [method for _, method in live]
+        if self.on_change is not None and "on_forward" in names:
+            self.on_change()
 
     def wants(self, hook: str) -> bool:
         """Whether any live detector overrides ``hook`` (for every step or sampled ones)."""
@@ -98,44 +138,53 @@ class Dispatcher:
         methods = self._methods.get(hook)
         if not methods:
             return
-        # Runs at every step: one try around the loop, not one per detector. No copy:
-        # disable() replaces a list rather than changing it during this loop.
+        # Runs at every step: the loop runs in C (map, drained by a zero-length deque), and
+        # one try surrounds it. No copy: a list is replaced, never changed, when detectors
+        # unsubscribe or fail during this loop.
+        pending = iter(methods)
         try:
-            for method in methods:
-                method(argument)
+            _drain(map(methodcaller("__call__", argument), pending))
         except Exception as error:  # noqa: BLE001 - isolate the detector's bug
             if raised_by_signal_handler(error):
                 raise
-            self._failed(hook, methods, method, argument, error)
+            # map takes one method at a time: the one that raised is the last one taken.
+            rest = list(pending)
+            self._failed(hook, methods[len(methods) - len(rest) - 1], rest, argument, error)
 
     def _failed(
         self,
         hook: str,
-        methods: list[Callable[[Any], None]],
         method: Callable[[Any], None],
+        rest: list[Callable[[Any], None]],
         argument: Any,
         error: BaseException,
     ) -> None:
         """``method`` raised in :meth:`call`: switch its detector off and call the ones
-        after it in ``methods``, as if each had been called on its own."""
-        detector = next((d for d, m in self.hooks.get(hook, ()) if m is method), None)
+        after it, ``rest``, as if each had been called on its own."""
+        # Looked up in the full list: the live one may have been rebuilt since (a detector
+        # unsubscribed), from the same entries.
+        detector = next((d for d, m in self._all.get(hook, ()) if m is method), None)
         if detector is not None:
             self.disable(detector, error, hook)
-        position = next(i for i, m in enumerate(methods) if m is method)
-        rest = methods[position + 1 :]
+        pending = iter(rest)
         try:
-            for method in rest:  # noqa: B020 - the failing one is the loop's last value
-                method(argument)
+            _drain(map(methodcaller("__call__", argument), pending))
         except Exception as later:  # noqa: BLE001
             if raised_by_signal_handler(later):
                 raise
-            self._failed(hook, rest, method, argument, later)
+            left = list(pending)
+            self._failed(hook, rest[len(rest) - len(left) - 1], left, argument, later)
 
     def clear(self) -> None:
         """Forget every detector and hook list (the run is over)."""
+        for detector in self.detectors:
+            detector.subscriptions = None
         self.detectors.clear()
+        self._all.clear()
         self.hooks.clear()
         self._methods.clear()
+        self._off.clear()
+        self.on_change = None
 
     def guarded(self, detector: RuntimeDetector, callback: Callable[..., None], *args: Any) -> None:
         """Run a detector's callback (a deferred read-back) with the same isolation."""
@@ -158,10 +207,10 @@ class Dispatcher:
         if detector not in self.detectors:
             return
         self.detectors.remove(detector)
-        for hook, entries in self.hooks.items():
-            # A new list, never an edit in place: a call() may be iterating over this one.
-            self.hooks[hook] = [e for e in entries if e[0] is not detector]
-            self._methods[hook] = [method for _, method in self.hooks[hook]]
+        detector.subscriptions = None
+        for hook, entries in self._all.items():
+            self._all[hook] = [e for e in entries if e[0] is not detector]
+        self._rebuild({hook.split(":")[0] for hook in self._all})
         codes = self._codes.get(id(detector), ())
         self._record(
             f"detector {detector.name}",

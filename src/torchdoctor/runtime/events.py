@@ -72,6 +72,10 @@ class EventHandlers:
         self._loaders: dict[int, LoaderInfo] = {}
         self._hooks: HookSet | None = None
         self.manual = ManualUpdates(monitor)
+        self._manual_at = 1  # the next backward pass where parameters are read
+        # Read at every step: looked up once.
+        self._call = monitor.dispatch.call
+        self._tensor = monitor.torch.Tensor
 
     # -- installation --------------------------------------------------------------------
 
@@ -92,6 +96,7 @@ class EventHandlers:
         hooks.wrap_backward(self._before_backward)
         hooks.wrap_optimizer_init(self._optimizer_built)
         hooks.wrap_loader_next(self._batch)
+        self.m.dispatch.on_change = self._subscriptions_changed
         if self.m.dispatch.wants("on_warning"):
             hooks.wrap_showwarning(self._warning)
         if hooks.missing:
@@ -109,6 +114,10 @@ class EventHandlers:
                 if not self._roots:
                     self._hooks.module_forward_pre_hook(self._root_forward)
                 self._roots[id(info.module)] = info
+
+    def _subscriptions_changed(self) -> None:
+        # A detector unsubscribed from on_forward (or came back): deliver what is wanted.
+        self._forward_always = self.m.dispatch.wants_forward() == "always"
 
     def _optimizer_built(self, optimizer: Any) -> None:
         if self.m.enabled:
@@ -196,12 +205,12 @@ class EventHandlers:
         loss = tensors
         if isinstance(tensors, (tuple, list)):
             loss = tensors[0] if len(tensors) == 1 else None
-        if not isinstance(loss, self.m.torch.Tensor):
+        if not isinstance(loss, self._tensor):
             return
         site = self._caller()
         if loss.numel() == 1 and loss.is_floating_point():
             self.losses.add(loss, site, index, self.global_step)
-        self.m.dispatch.call(
+        self._call(
             "on_backward",
             _backward_event(
                 loss,
@@ -211,7 +220,8 @@ class EventHandlers:
                 None if retain_graph is None else bool(retain_graph),
             ),
         )
-        if self.manual.due(index):
+        if index >= self._manual_at and ManualUpdates.due(index):
+            self._manual_at = ManualUpdates.next_due(index)
             states = self._states.values()
             self.manual.backward(
                 index,
@@ -265,9 +275,9 @@ class EventHandlers:
             )
             state.current.before()
             state.extra["cost"] = time.perf_counter() - start
-        self.m.dispatch.call("on_step_begin", event)
+        self._call("on_step_begin", event)
         if sampled:
-            self.m.dispatch.call("on_step_begin:sampled", event)
+            self._call("on_step_begin:sampled", event)
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self.m.enabled or id(optimizer) not in self._states:
@@ -301,9 +311,9 @@ class EventHandlers:
         elif self.losses.pending >= _LOSS_BATCH:
             self.losses.flush(self.global_step)
         self.m.readback.poll()
-        self.m.dispatch.call("on_step_end", event)
+        self._call("on_step_end", event)
         if event.sampled:
-            self.m.dispatch.call("on_step_end:sampled", event)
+            self._call("on_step_end:sampled", event)
             self.m.progress()
         if self._discovery_handle is not None and (self.global_step >= self._discovery_until):
             self._end_discovery()
@@ -409,6 +419,13 @@ class ManualUpdates:
         return index > 0 and (
             index & (index - 1) == 0 and index <= _MANUAL_DENSE or index % _MANUAL_DENSE == 0
         )
+
+    @staticmethod
+    def next_due(index: int) -> int:
+        """The first backward pass after ``index`` where parameters are read."""
+        if index < _MANUAL_DENSE:  # the next power of two
+            return 1 << index.bit_length() if index > 0 else 1
+        return (index // _MANUAL_DENSE + 1) * _MANUAL_DENSE
 
     def backward(self, index: int, steps: int, in_step: bool = False) -> None:
         """Before backward pass ``index``, with ``steps`` optimizer steps so far.

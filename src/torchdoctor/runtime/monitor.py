@@ -36,6 +36,7 @@ from torchdoctor.runtime.events import EventHandlers
 from torchdoctor.runtime.exceptions.frames import add_run_script, remove_run_script
 from torchdoctor.runtime.frames import UserCode
 from torchdoctor.runtime.hooks import HookSet
+from torchdoctor.runtime.patches import remove_dead
 from torchdoctor.runtime.readback import Readback
 from torchdoctor.runtime.sampling import Sampler
 from torchdoctor.runtime.status import StatusLine
@@ -250,6 +251,7 @@ class Monitor:
                 "torchdoctor is already watching this process; nested "
                 "watch() blocks are not supported"
             )
+        remove_dead()  # patches an earlier run left (it failed before its detectors ended)
         _ACTIVE.append(self)
         if self.options.script is not None:  # errors and warnings it raises are the user's
             add_run_script(str(self.options.script))
@@ -286,6 +288,10 @@ class Monitor:
                 self._hooks.remove()  # a no-op when _finish got that far
             if self in _ACTIVE:
                 _ACTIVE.remove(self)
+            # Every detector's patches go with the run, also those of a detector switched
+            # off after a failure, or of a finish that failed before on_finish.
+            with contextlib.suppress(Exception):
+                remove_dead()
             if self.options.script is not None:
                 remove_run_script(str(self.options.script))
         self.final_report = report

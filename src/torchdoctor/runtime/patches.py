@@ -9,14 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Patches", "after_call", "before_call"]
+__all__ = ["Patches", "after_call", "before_call", "remove_dead"]
+
+# Every patch in place, oldest first: (its Patches, owner, name, original, ours). A patch
+# stays listed until its original is back, so that one another patch covered when its
+# owner went is restored once that one goes too (see remove_dead).
+_INSTALLED: list[tuple[Patches, Any, str, Any, Any]] = []
 
 
 class Patches:
     """Attribute patches, each undone by :meth:`remove` if nobody patched over it."""
 
     def __init__(self, alive: Callable[[], bool] = lambda: True) -> None:
-        self._items: list[tuple[Any, str, Any, Any]] = []
         self.active = True
         self.alive = alive  # False once the owner is gone: the next call removes them all
 
@@ -38,16 +42,52 @@ class Patches:
         ours.__wrapped__ = original  # type: ignore[attr-defined]
         ours.__doc__ = getattr(original, "__doc__", None)
         setattr(owner, name, ours)
-        self._items.append((owner, name, original, ours))
+        _INSTALLED.append((self, owner, name, original, ours))
         return True
 
     def remove(self) -> None:
-        """Restore the originals, newest first."""
+        """Restore the originals, newest first (those patched over wait for
+        :func:`remove_dead`)."""
         self.active = False
-        for owner, name, original, ours in reversed(self._items):
-            if getattr(owner, name, None) is ours:
-                setattr(owner, name, original)
-        self._items.clear()
+        _restore(lambda patches: patches is self)
+
+
+def remove_dead() -> None:
+    """Restore, newest first, every patch whose owner is gone (a monitor that ended, or
+    failed before its detectors' ``on_finish``) or that was removed while covered.
+
+    Called whenever a monitor ends or starts: a detector's patch never outlives its run,
+    and a later run never wraps a patch of an earlier one.
+    """
+    _restore(lambda patches: not patches.active or not patches.alive())
+
+
+def _restore(chosen: Callable[[Patches], bool]) -> None:
+    kept = []
+    # Newest first: a patch over another is undone before the one below it.
+    for entry in reversed(_INSTALLED):
+        patches, owner, name, original, ours = entry
+        if not chosen(patches):
+            kept.append(entry)
+            continue
+        patches.active = False
+        current = getattr(owner, name, None)
+        if current is ours:
+            setattr(owner, name, original)
+        elif current is not None and _wraps(current, ours):
+            kept.append(entry)  # a live patch covers it: restored when that one goes
+    _INSTALLED[:] = reversed(kept)
+
+
+def _wraps(function: Any, ours: Any) -> bool:
+    """Whether ``ours`` is somewhere below ``function`` in a chain of wrappers."""
+    for _ in range(64):
+        function = getattr(function, "__wrapped__", None)
+        if function is None:
+            return False
+        if function is ours:
+            return True
+    return False
 
 
 def after_call(

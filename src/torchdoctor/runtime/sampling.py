@@ -40,6 +40,10 @@ class OptimizerState:
     probes: ProbeSet | None = None
     current: StepStats | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # No step before ``next_due`` is sampled while the cost guard's interval is
+    # ``due_cost`` (the sampler's shortcut, see Sampler.should_sample).
+    next_due: int = 0
+    due_cost: int = 0
 
 
 class Sampler:
@@ -61,11 +65,18 @@ class Sampler:
             return step == 1 or step % self.every == 0
         if step <= DENSE_STEPS or step <= self._boost_until:
             return True
-        # 2 ** floor(log2(step / DENSE_STEPS)), in integers (this runs at every step).
+        if step < state.next_due and self._cost_interval == state.due_cost:
+            return False
+        # 2 ** floor(log2(step / DENSE_STEPS)), in integers.
         scheduled = min(MAX_INTERVAL, 1 << ((step // DENSE_STEPS).bit_length() - 1))
         ceiling = EARLY_INTERVAL if step <= EARLY_STEPS else MAX_INTERVAL
         interval = min(ceiling, max(scheduled, self._cost_interval))
-        return bool(step - state.last_sampled >= interval)
+        if step - state.last_sampled >= interval:
+            return True
+        # The interval never shrinks as steps go on (with the cost guard's unchanged), so
+        # no step before this one is due: the steps until then answer from two reads.
+        state.next_due, state.due_cost = state.last_sampled + interval, self._cost_interval
+        return False
 
     def boost(self, step: int) -> None:
         """Sample every step for the next :data:`BOOST_STEPS` (a few times per run)."""

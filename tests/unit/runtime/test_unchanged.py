@@ -112,6 +112,29 @@ def test_a_watch_started_and_never_stopped_does_not_block_the_next() -> None:
     assert first.stop() is first.report
 
 
+def test_a_failure_inside_finish_leaves_no_detector_patch_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchdoctor.runtime import monitor as monitor_module
+    from torchdoctor.runtime import patches
+
+    def broken(self: object, exc: object) -> None:
+        raise RuntimeError("broken finish")  # no detector reaches its on_finish
+
+    clip = torch.nn.utils.clip_grad_norm_
+    monitor = monitor_module.Monitor()
+    monitor.attach()
+    installed = [(owner, name, was) for _, owner, name, was, _ in patches._INSTALLED]
+    assert torch.nn.utils.clip_grad_norm_ is not clip and installed
+    monkeypatch.setattr(monitor_module.Monitor, "_finish", broken)
+    monitor.finish()
+    assert torch.nn.utils.clip_grad_norm_ is clip
+    assert all(getattr(owner, name) is was for owner, name, was in installed)
+    with torchdoctor.watch():  # the next run wraps torch's own function, not a leftover
+        assert torch.nn.utils.clip_grad_norm_.__wrapped__ is clip
+    assert torch.nn.utils.clip_grad_norm_ is clip
+
+
 def test_a_with_block_still_refuses_a_nested_watch() -> None:
     with torchdoctor.watch(), pytest.raises(torchdoctor.UsageError):
         torchdoctor.watch().start()

@@ -110,6 +110,7 @@ class AccumulatedLossNotScaled(RuntimeDetector):
         self._patches = Patches(alive=self.attached)
         self._scaled_by_scaler: int | None = None  # id() of the last GradScaler.scale output
         self._settled: set[int] = set()  # id() of backward sites whose every path is counted
+        self._open = False  # a path counted a pass since the last step began
 
     def on_attach(self, monitor: MonitorView) -> None:
         super().on_attach(monitor)
@@ -131,6 +132,7 @@ class AccumulatedLossNotScaled(RuntimeDetector):
         if path is None:
             path = self._paths[key] = _Path(event.site)
         path.pending += 1
+        self._open = True
         if path.scaled or sum(path.windows.values()) >= _CHECKED_WINDOWS or compiling():
             return
         root = getattr(event.loss, "grad_fn", None)
@@ -149,6 +151,9 @@ class AccumulatedLossNotScaled(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._in_step = True
+        if not self._open:
+            return  # every site settled: no window to close
+        self._open = False
         closed = False
         for path in self._paths.values():
             if path.pending:

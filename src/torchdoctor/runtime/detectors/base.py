@@ -47,6 +47,12 @@ Rules for detectors:
   replaces the earlier one (see :meth:`RuntimeDetector.emit`), so evidence can be refreshed.
 * Raising is safe but final: the monitor reports one ``TD001`` naming the detector and
   switches it off for the rest of the run.
+* Once a hook can no longer lead to a finding (what it watches for was reported, or it has
+  seen enough to know it never will), :meth:`RuntimeDetector.unsubscribe` from it: the
+  monitor stops calling it. Only when that is certain: a finding that can still appear
+  later (a new call site, a later step) needs the hook. A detector that judges each
+  optimizer (or model) anew may :meth:`RuntimeDetector.resubscribe` from ``on_optimizer``
+  (``on_model``), which the monitor calls before the newcomer's first step hooks.
 """
 
 from __future__ import annotations
@@ -213,6 +219,9 @@ class RuntimeDetector:
 
     # Set by the monitor (its dispatch); a detector never replaces it.
     reporter: Reporter | None = None
+    # Set by the monitor's dispatch: ``subscriptions(self, hooks, on)`` puts the detector
+    # back on, or takes it off, the lists of ``hooks`` (see unsubscribe()).
+    subscriptions: Callable[[RuntimeDetector, frozenset[str], bool], None] | None = None
 
     @property
     def name(self) -> str:
@@ -225,6 +234,18 @@ class RuntimeDetector:
         detector switched off after a failure (which never reaches ``on_finish``) go."""
         monitor = getattr(self, "monitor", None)
         return monitor is not None and monitor.is_active()
+
+    def unsubscribe(self, *hooks: str) -> None:
+        """Stop receiving ``hooks`` (default: every per-step hook, :data:`STEP_HOOKS`) for
+        the rest of the run, or until :meth:`resubscribe`. ``"on_step_end"`` also stops
+        its sampled calls. Safe from inside the hook itself."""
+        if self.subscriptions is not None:
+            self.subscriptions(self, frozenset(hooks or STEP_HOOKS), False)
+
+    def resubscribe(self, *hooks: str) -> None:
+        """Receive ``hooks`` (default: :data:`STEP_HOOKS`) again, from the next event on."""
+        if self.subscriptions is not None:
+            self.subscriptions(self, frozenset(hooks or STEP_HOOKS), True)
 
     def emit(self, finding: Finding) -> None:
         """Report a finding already built. Emitting again for the same rule and place
@@ -329,6 +350,16 @@ HOOKS: tuple[str, ...] = (
     "on_warning",
     "on_exception",
     "on_finish",
+)
+
+
+# The hooks of the training iteration: what unsubscribe() stops by default.
+STEP_HOOKS: tuple[str, ...] = (
+    "on_batch",
+    "on_forward",
+    "on_backward",
+    "on_step_begin",
+    "on_step_end",
 )
 
 

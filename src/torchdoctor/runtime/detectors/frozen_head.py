@@ -78,6 +78,7 @@ class OutputLayerFrozenAtInit(RuntimeDetector):
         self._judged, self._left, self._calls = 0, BACKWARDS, 0
         if self._hook is None and self._error is None:
             self._hook = global_forward_hook(self._record)
+            self.resubscribe("on_backward")
 
     def _record(self, module: Any, args: Any, output: Any) -> None:
         self._calls += 1
@@ -150,6 +151,7 @@ class OutputLayerFrozenAtInit(RuntimeDetector):
             self._hook.remove()
             self._hook = None
         self._producers.clear()
+        self.unsubscribe("on_backward")  # nothing recorded to judge until _open()
 
     def on_finish(self, report: Report) -> None:
         self._close()

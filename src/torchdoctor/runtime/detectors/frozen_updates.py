@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter, not_
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
@@ -56,12 +58,13 @@ class FrozenParametersStepped(RuntimeDetector):
         self._moved: dict[int, _Moved] = {}
 
     def on_step_begin(self, event: StepEvent) -> None:
-        frozen = []
-        for param in event.optimizer.params:
-            if param.requires_grad:
-                self._trainable.add(id(param))
-            elif _comparable(param):
-                frozen.append(param)
+        params = event.optimizer.params
+        # The flags read in C: a frozen parameter in an optimizer is the rare case.
+        flags = list(map(_requires_grad, params))
+        self._trainable.update(map(id, compress(params, flags)))
+        if all(flags):
+            return
+        frozen = [p for p in compress(params, map(not_, flags)) if _comparable(p)]
         if not frozen:
             return
         torch = _torch()
@@ -135,6 +138,9 @@ class FrozenParametersStepped(RuntimeDetector):
                 },
             )
         )
+
+
+_requires_grad = attrgetter("requires_grad")
 
 
 def _comparable(param: Any) -> bool:

@@ -17,6 +17,8 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
@@ -66,6 +68,7 @@ class LossDynamics(RuntimeDetector):
         # penalty's own pass, a diagnostic) makes no curve of training.
         self._last_backward: CallSite | None = None
         self._stepping: set[CallSite] = set()
+        self._last_stepping: CallSite | None = None
         self._stepped = False
 
     def on_backward(self, event: BackwardEvent) -> None:
@@ -79,6 +82,18 @@ class LossDynamics(RuntimeDetector):
             self._terms.setdefault(event.site, set()).add(count)
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
+        values = list(map(_value, losses))
+        site = losses[0].site if losses else None
+        curve = self._curves.get(site) if site is not None else None
+        if (
+            curve is not None
+            and all(map(is_, map(_site, losses), repeat(site)))
+            and all(map(math.isfinite, values))
+        ):
+            # One place, every value finite (the usual batch): appended from C.
+            curve.values.extend(values)
+            curve.steps.extend(map(_global_step, losses))
+            return
         for loss in losses:
             if math.isfinite(loss.value):
                 curve = self._curves.get(loss.site)
@@ -89,8 +104,10 @@ class LossDynamics(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._stepped = True
-        if self._last_backward is not None:
-            self._stepping.add(self._last_backward)
+        last = self._last_backward
+        if last is not None and last is not self._last_stepping:
+            self._stepping.add(last)
+            self._last_stepping = last  # the same site step after step: added once
 
     def on_step_end(self, event: StepEvent) -> None:
         self._optimizers.add(id(event.optimizer.optimizer))
@@ -245,6 +262,12 @@ class LossDynamics(RuntimeDetector):
         return [v for v, _ in kept], [s for _, s in kept]
 
 
+_value = attrgetter("value")
+_site = attrgetter("site")
+_global_step = attrgetter("global_step")
+_first = itemgetter(0)
+
+
 def _joined_terms(loss: object) -> int | None:
     """How many tensors the first ``stack``/``cat`` under the loss joins, if any: a loss
     summed over an episode's steps joins as many terms as the episode was long."""
@@ -257,7 +280,7 @@ def _joined_terms(loss: object) -> int | None:
         seen += 1
         if type(node).__name__ in _JOINS or node.name() in _JOINS:
             return len(node.next_functions)
-        frontier.extend(next_node for next_node, _ in node.next_functions)
+        frontier.extend(map(_first, node.next_functions))
     return None
 
 

@@ -94,6 +94,8 @@ class LossDomain(RuntimeDetector):
             self._judge(call, event.site)
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
+        if not self._bounded:
+            return  # no pass of these was read at its call
         for loss in losses:
             call = self._bounded.pop(loss.index, None)
             if call is None or not loss.value < -1e-6 * max(1.0, abs(loss.value)):

@@ -115,14 +115,24 @@ class Cadence:
     """Which backward passes of each place a loss-graph check reads: the first
     ``CHECKS_FIRST``, then one in ``CHECK_EVERY``; none while torch.compile traces."""
 
-    __slots__ = ("_seen",)
+    __slots__ = ("_count", "_last", "_seen")
 
     def __init__(self) -> None:
         self._seen: dict[Any, int] = {}
+        # The place of the last call and its count, kept out of _seen while the same place
+        # comes again (most loops have one): no hashing of the place at every pass.
+        self._last: Any = None
+        self._count = 0
 
     def due(self, site: Any) -> bool:
-        count = self._seen.get(site, 0)
-        self._seen[site] = count + 1
+        if site is self._last:
+            count = self._count
+        else:
+            if self._last is not None:
+                self._seen[self._last] = self._count
+            count = self._seen.get(site, 0)
+            self._last = site
+        self._count = count + 1
         # The cheap test first: compiling() is a call into torch.
         return (count < CHECKS_FIRST or count % CHECK_EVERY == 0) and not compiling()
 

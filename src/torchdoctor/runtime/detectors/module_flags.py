@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import repeat
+from operator import is_, methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +111,12 @@ class RequiresGradOnModule(RuntimeDetector):
 
     def _sweep(self, event: StepEvent) -> None:
         for model in self.monitor.models:
-            for module in submodules_at(event, model.inner):  # sampled steps: no names built
+            modules = submodules_at(event, model.inner)  # sampled steps: no names built
+            # The flags read in C first: most models have no module with one.
+            flags = map(methodcaller("get", "requires_grad"), map(vars, modules))
+            if not any(map(is_, flags, repeat(False))):
+                continue
+            for module in modules:
                 if vars(module).get("requires_grad") is not False:
                     continue
                 marked = self._marked.get(id(module))

@@ -13,8 +13,10 @@ then says so, and ``localise_non_finite`` (``--localise-nan``) checks from the f
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
@@ -24,6 +26,7 @@ from torchdoctor.runtime.detectors.base import (
     CallSite,
     LossValue,
     ModelInfo,
+    MonitorView,
     RuntimeDetector,
     StepEvent,
     StepSample,
@@ -34,6 +37,8 @@ from torchdoctor.runtime.hooks import global_forward_hook
 __all__ = ["NonFinite"]
 
 _LOCALISE_STEPS = 3
+_site = attrgetter("site")
+_value = attrgetter("value")
 _FIX = (
     "Find where NaN/Inf starts: guard log/sqrt/division against zero (for example "
     "`torch.log(x.clamp_min(1e-8))`), lower the learning rate or clip gradients "
@@ -62,7 +67,7 @@ class NonFinite(RuntimeDetector):
     def __init__(self) -> None:
         self._poisoned: str | None = None  # a module already holding non-finite parameters
         self._loss: dict[CallSite, _First] = {}
-        self._losses_seen: dict[CallSite, int] = {}
+        self._losses_seen: Counter[CallSite] = Counter()
         self._grads: _First | None = None
         self._params: _First | None = None
         self._finite_sample: dict[str, int] = {}
@@ -75,13 +80,19 @@ class NonFinite(RuntimeDetector):
 
     # -- symptoms ------------------------------------------------------------------------
 
+    def on_attach(self, monitor: MonitorView) -> None:
+        super().on_attach(monitor)
+        self.unsubscribe("on_step_end")  # only counts down the localisation (_symptom)
+
     def on_model(self, model: ModelInfo) -> None:
         if self.monitor.options.localise_non_finite:
             self._symptom(always=True)
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
+        self._losses_seen.update(map(_site, losses))
+        if all(map(math.isfinite, map(_value, losses))):
+            return  # the usual batch: counted from C
         for loss in losses:
-            self._losses_seen[loss.site] = self._losses_seen.get(loss.site, 0) + 1
             if math.isfinite(loss.value):
                 continue
             first = self._loss.get(loss.site)
@@ -94,8 +105,16 @@ class NonFinite(RuntimeDetector):
     def on_step_begin(self, event: StepEvent) -> None:
         if event.sampled and self._step_site is None:
             self._step_site = self.monitor.user_site()
+            if self._step_site is not None:
+                self.unsubscribe("on_step_begin")  # the one site it needs
 
     def on_sample(self, sample: StepSample) -> None:
+        if all(map(math.isfinite, filter(None, sample.grad_norms))) and all(
+            map(math.isfinite, sample.param_norms)
+        ):  # the usual sample, checked from C: nothing bad, as the lists below would say
+            self._grads = self._update(self._grads, "grads", [], sample.step)
+            self._params = self._update(self._params, "params", [], sample.step)
+            return
         params = sample.optimizer.params
         bad_grads = [
             params[i]
@@ -133,6 +152,7 @@ class NonFinite(RuntimeDetector):
             handle = global_forward_hook(self._check)
             if handle is not None:
                 self._handles.append(handle)
+                self.resubscribe("on_step_end")
 
     def _check(self, module: Any, args: Any, output: Any) -> None:
         if self._origin is not None or self._localise_left <= 0 or not self._known(module):
@@ -160,6 +180,7 @@ class NonFinite(RuntimeDetector):
         self._handles.clear()
         self._hooked.clear()
         self._localise_left = 0
+        self.unsubscribe("on_step_end")
 
     # -- findings ------------------------------------------------------------------------
 

@@ -20,8 +20,13 @@ import bisect
 import math
 from array import array
 from collections.abc import Sequence
+from operator import attrgetter
+from typing import Any
 
 __all__ = ["LossOwners"]
+
+_index = attrgetter("index")
+_value = attrgetter("value")
 
 
 class LossOwners:
@@ -59,6 +64,17 @@ class LossOwners:
         """The loss of backward pass ``index`` was read."""
         self._indices.append(index)
         self.values.append(math.inf if math.isnan(value) else value)
+
+    def extend(self, losses: Sequence[Any]) -> None:
+        """:meth:`add` for each ``LossValue`` of a batch, in order (from C when none is
+        NaN)."""
+        values = list(map(_value, losses))
+        if any(map(math.isnan, values)):
+            for loss in losses:
+                self.add(loss.index, loss.value)
+            return
+        self._indices.extend(map(_index, losses))
+        self.values.extend(values)
 
     def curve(self, key: int) -> Sequence[float]:
         """The losses whose gradients optimizer ``key`` consumed, in the order read (the

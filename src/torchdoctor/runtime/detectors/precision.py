@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+from operator import attrgetter
 from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
@@ -62,9 +63,13 @@ class UnrepresentableUpdates(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         torch = _torch()
+        params = event.optimizer.params
+        dtypes = set(map(_dtype, params))  # read in C: most runs hold no half precision
+        if torch.float16 not in dtypes and torch.bfloat16 not in dtypes:
+            return
         low = [
             p
-            for p in event.optimizer.params
+            for p in params
             if p.dtype in (torch.float16, torch.bfloat16)
             and p.grad is not None
             and not p.is_sparse
@@ -149,6 +154,9 @@ class UnrepresentableUpdates(RuntimeDetector):
     def _place(self, info: OptimizerInfo, name: str) -> Location:
         site = self.monitor.optimizer_site(info.optimizer)
         return site.location(object=name) if site is not None else Location(object=name)
+
+
+_dtype = attrgetter("dtype")
 
 
 def _slice(tensor: Any) -> Any:

@@ -40,6 +40,7 @@ from torchdoctor.runtime.detectors.base import (
     BatchEvent,
     CallSite,
     ModelInfo,
+    MonitorView,
     RuntimeDetector,
     StepEvent,
 )
@@ -78,6 +79,11 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
         self._loader_batch: int | None = None
         self._handle: Any = None
 
+    def on_attach(self, monitor: MonitorView) -> None:
+        super().on_attach(monitor)
+        # Nothing to judge until a model holds a sequence-first layer (on_model).
+        self.unsubscribe("on_backward", "on_step_end")
+
     def on_model(self, model: ModelInfo) -> None:
         import torch
 
@@ -87,6 +93,7 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
         if self._layers and self._handle is None and self._undecided():
             register = torch.nn.modules.module.register_module_forward_pre_hook
             self._handle = register(self._called)
+            self.resubscribe("on_backward", "on_step_end")
 
     def _undecided(self) -> bool:
         return any(
@@ -124,7 +131,7 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
         for layer, shape in self._pending:
             self._judge(layer, shape, targets)
         self._pending.clear()
-        if not self._undecided():
+        if not self._undecided() or self._handle is None:
             self._stop()
 
     def _judge(self, layer: _Layer, shape: tuple[int, ...], targets: list[tuple[int, ...]]) -> None:
@@ -150,6 +157,8 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+        if not self._pending:  # no call can be recorded any more: nothing left to judge
+            self.unsubscribe("on_backward", "on_step_end")
 
     def on_finish(self, report: Report) -> None:
         self._stop()

@@ -89,8 +89,7 @@ class GradientScale(RuntimeDetector):
         self._curves: dict[int, Sequence[float]] = {}
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
-        for loss in losses:
-            self._losses.add(loss.index, loss.value)
+        self._losses.extend(losses)
 
     def on_backward(self, event: BackwardEvent) -> None:
         self._losses.backward(event.index)

@@ -19,7 +19,7 @@ from typing import Any
 from torchdoctor.findings import Depth, Location
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import OptimizerInfo, RuntimeDetector, StepEvent
 from torchdoctor.static.torchapi import EPOCH_SCHEDULERS
 
 __all__ = ["EpochSchedulerPerBatch", "schedulers_of"]
@@ -70,6 +70,11 @@ class EpochSchedulerPerBatch(RuntimeDetector):
     def __init__(self) -> None:
         self._start: dict[int, float] = {}  # optimizer key -> lr at its first step
         self._suspects: dict[int, list[_Suspect]] = {}
+        self._settled: set[int] = set()  # optimizer keys with nothing left to watch
+
+    def on_optimizer(self, optimizer: OptimizerInfo) -> None:
+        if id(optimizer) not in self._settled:
+            self.resubscribe("on_step_end")
 
     def on_step_end(self, event: StepEvent) -> None:
         key = id(event.optimizer)
@@ -81,8 +86,11 @@ class EpochSchedulerPerBatch(RuntimeDetector):
                     suspect.confirmed = alive is not None and int(alive.last_epoch) > int(
                         suspect.t_max
                     )
+            if all(suspect.confirmed for suspect in suspects):
+                self._settle(key)
             return
         if event.step > _WITHIN_STEPS:
+            self._settle(key)  # past the window without a collapse: never judged now
             return
         lr = event.optimizer.optimizer.param_groups[0].get("lr")
         if event.step == 1 and isinstance(lr, (int, float)):
@@ -104,6 +112,11 @@ class EpochSchedulerPerBatch(RuntimeDetector):
                 if (name := type(scheduler).__name__) in _EPOCH_SCHEDULERS
                 and (calls := int(getattr(scheduler, "last_epoch", 0))) >= _PER_BATCH * event.step
             ]
+
+    def _settle(self, key: int) -> None:
+        self._settled.add(key)
+        if all(id(info) in self._settled for info in self.monitor.optimizers):
+            self.unsubscribe("on_step_end")
 
     def on_finish(self, report: Any) -> None:
         for info in self.monitor.optimizers:

@@ -73,6 +73,7 @@ class TokenMeansAveraged(RuntimeDetector):
         self._paths: dict[tuple[Any, ...], _Path] = {}
         self._in_step = False
         self._settled: set[int] = set()  # id() of backward sites whose every path is read
+        self._open = False  # a path saw a pass since the last step began
 
     def on_backward(self, event: BackwardEvent) -> None:
         if self._in_step or event.retain_graph or id(event.site) in self._settled:
@@ -81,6 +82,7 @@ class TokenMeansAveraged(RuntimeDetector):
         path = self._paths.get(key)
         if path is None:
             path = self._paths[key] = _Path(event.site)
+        self._open = True
         if not path.eligible or sum(path.windows.values()) >= _WINDOWS or compiling():
             path.valid = False
             return
@@ -99,6 +101,9 @@ class TokenMeansAveraged(RuntimeDetector):
 
     def on_step_begin(self, event: StepEvent) -> None:
         self._in_step = True
+        if not self._open:
+            return  # every site settled: each path is already reset
+        self._open = False
         closed = False
         for path in self._paths.values():
             if path.pending and path.valid:

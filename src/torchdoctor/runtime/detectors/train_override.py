@@ -33,7 +33,12 @@ from typing import Any
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
-from torchdoctor.runtime.detectors.base import CallSite, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import (
+    CallSite,
+    OptimizerInfo,
+    RuntimeDetector,
+    StepEvent,
+)
 from torchdoctor.runtime.detectors.places import describe_params
 from torchdoctor.runtime.train_purity import train_is_pure
 
@@ -51,11 +56,17 @@ class TrainOnlyFreezing(RuntimeDetector):
         self._seen_optimizers: set[int] = set()
         self._suspects: list[tuple[CallSite | None, str, list[Any], Any, list[str]]] = []
 
+    def on_optimizer(self, optimizer: OptimizerInfo) -> None:
+        if id(optimizer.optimizer) not in self._seen_optimizers:
+            self.resubscribe("on_step_begin")  # judged at its first step
+
     def on_step_begin(self, event: StepEvent) -> None:
         key = id(event.optimizer.optimizer)
         if key in self._seen_optimizers:
             return
         self._seen_optimizers.add(key)
+        if all(id(o.optimizer) in self._seen_optimizers for o in self.monitor.optimizers):
+            self.unsubscribe("on_step_begin")  # every known optimizer was judged
         stepped = {id(p) for p in event.optimizer.params}
         for model in self.monitor.models:
             if id(model) in self._seen_models or not model.inner.training:

@@ -9,6 +9,9 @@ twice (shared, or a link back to a parent) once, at its first place.
 
 from __future__ import annotations
 
+from functools import partial
+from itertools import chain
+from operator import attrgetter, is_not, methodcaller
 from typing import Any
 
 __all__ = ["forget", "parameters_in", "submodules", "submodules_at"]
@@ -21,22 +24,19 @@ _walks: list[Any] = [None, {}]
 def submodules(root: Any) -> list[Any]:
     """``list(root.modules())``, without the generators."""
     try:
-        found: list[Any] = []
-        seen: set[int] = set()
+        found: dict[int, Any] = {}  # by id(), in the order found
         stack = [root]
+        pop, push = stack.pop, stack.extend
         while stack:
-            module = stack.pop()
-            if id(module) in seen:
+            module = pop()
+            key = id(module)
+            if key in found:
                 continue
-            seen.add(id(module))
-            found.append(module)
-            if module._modules:
-                children = list(module._modules.values())
-                if None in children:  # a slot registered as None
-                    children = [child for child in children if child is not None]
-                children.reverse()  # popped first to last
-                stack.extend(children)
-        return found
+            found[key] = module
+            children = module._modules
+            if children:  # popped first to last; a slot registered as None is skipped
+                push(filter(_not_none, reversed(children.values())))
+        return list(found.values())
     except (AttributeError, TypeError):  # not a plain nn.Module tree
         return list(root.modules())
 
@@ -60,5 +60,11 @@ def forget() -> None:
 
 def parameters_in(modules: list[Any]) -> list[Any]:
     """The parameters the modules hold themselves, in order; one shared by two modules
-    comes twice (``parameters()`` gives it once)."""
-    return [p for module in modules for p in module._parameters.values() if p is not None]
+    comes twice (``parameters()`` gives it once). Read in C: it runs at sampled steps."""
+    held = map(_values, map(_own_parameters, modules))
+    return list(filter(_not_none, chain.from_iterable(held)))
+
+
+_not_none = partial(is_not, None)  # a slot registered as None holds nothing
+_own_parameters = attrgetter("_parameters")
+_values = methodcaller("values")

@@ -21,7 +21,10 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
+from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
@@ -46,6 +49,10 @@ UPDATE_TOO_SMALL = 1e-6  # a step moving the weights by less than this fraction
 STEP_JUMP = 1.0  # one step larger than the weights themselves
 LINE_SEARCH_JUMP = 100.0  # the same, for optimizers that pick their own step length
 CONVERGING = 0.9  # last window median below this share of the first: learning
+_value = attrgetter("value")
+_index = attrgetter("index")
+_global_step = attrgetter("global_step")
+_drain: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend  # consumes an iterator
 _MIN_CURVE = 10  # losses an optimizer's curve needs before it can clear a verdict
 _MAX_RUNS = 10_000  # runs of one optimizer's steps remembered (alternating GANs)
 
@@ -95,6 +102,11 @@ class UpdateRatio(RuntimeDetector):
         self._closure_backwards = None
 
     def on_losses(self, losses: Sequence[LossValue]) -> None:
+        values = list(map(_value, losses))
+        if all(map(math.isfinite, values)):  # the usual batch: kept from C, in order
+            _drain(map(self._first_loss.setdefault, map(_global_step, losses), values))
+            self._losses.extend(zip(map(_index, losses), values, strict=True))
+            return
         for loss in losses:
             self._first_loss.setdefault(loss.global_step, loss.value)
             if math.isfinite(loss.value):
