@@ -11,6 +11,8 @@ from typing import Any
 
 __all__ = ["Patches", "after_call", "before_call"]
 
+_ABSENT = object()  # the original of an attribute that did not exist before its patch
+
 
 class Patches:
     """Attribute patches, each undone by :meth:`remove` if nobody patched over it."""
@@ -41,11 +43,24 @@ class Patches:
         self._items.append((owner, name, original, ours))
         return True
 
+    def add(self, owner: Any, name: str, value: Any) -> bool:
+        """Give ``owner`` an attribute it does not have itself (a class's
+        ``__deepcopy__``); ``False`` when it already has one. :meth:`remove` deletes it."""
+        if name in vars(owner):
+            return False
+        setattr(owner, name, value)
+        self._items.append((owner, name, _ABSENT, value))
+        return True
+
     def remove(self) -> None:
         """Restore the originals, newest first."""
         self.active = False
         for owner, name, original, ours in reversed(self._items):
-            if getattr(owner, name, None) is ours:
+            if getattr(owner, name, None) is not ours:
+                continue
+            if original is _ABSENT:
+                delattr(owner, name)
+            else:
                 setattr(owner, name, original)
         self._items.clear()
 
