@@ -56,6 +56,7 @@ class CopyOrigins:
         on_error: Callable[[BaseException], None],
     ) -> None:
         self.records: list[CopyRecord] = []
+        self.made = 0  # copies recorded so far
         self._site = site
         self._step = step
         self._on_error = on_error
@@ -89,6 +90,7 @@ class CopyOrigins:
 
     def _made(self, source: Any, made: Any, frame: FrameType) -> None:
         self.records = [r for r in self.records if r.copy() is not None][-_RECORDS + 1 :]
+        self.made += 1
         self.records.append(
             CopyRecord(weakref.ref(made), weakref.ref(source), self._site(frame), self._step())
         )

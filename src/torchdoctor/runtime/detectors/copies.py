@@ -47,7 +47,14 @@ from typing import Any
 
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
-from torchdoctor.runtime.detectors.base import CallSite, MonitorView, RuntimeDetector, StepEvent
+from torchdoctor.runtime.detectors.base import (
+    CallSite,
+    ModelInfo,
+    MonitorView,
+    OptimizerInfo,
+    RuntimeDetector,
+    StepEvent,
+)
 from torchdoctor.runtime.model_copies import CopyOrigins, fingerprint, parameters_of, write_count
 from torchdoctor.runtime.patches import Patches
 
@@ -104,7 +111,8 @@ class ModelCopies(RuntimeDetector):
         self._error: BaseException | None = None
         self._pairs: dict[int, _Pair] = {}  # id(copy) -> its pair
         self._checked = -1
-        self._held: tuple[tuple[int, ...], dict[int, Any]] = ((), {})
+        self._dirty = False  # models or optimizers came since the last look for copies
+        self._made = 0  # deepcopies recorded at the last look
         self.origins: CopyOrigins | None = None
 
     def on_attach(self, monitor: MonitorView) -> None:
@@ -117,27 +125,38 @@ class ModelCopies(RuntimeDetector):
 
     # -- which modules are copies ----------------------------------------------------------
 
-    def _holders(self) -> dict[int, Any]:
-        """id(parameter) -> the OptimizerInfo holding it, rebuilt when optimizers change."""
-        infos = self.monitor.optimizers
-        key = tuple(id(info) for info in infos)
-        if key != self._held[0]:
-            self._held = (key, {id(p): info for info in reversed(infos) for p in info.params})
-        return self._held[1]
+    def on_model(self, model: ModelInfo) -> None:
+        self._dirty = True
+
+    def on_optimizer(self, optimizer: OptimizerInfo) -> None:
+        self._dirty = True
+
+    def _rediscover(self) -> None:
+        """Look for copies again when models, optimizers or deepcopies came since the last
+        look (two reads at each sampled step otherwise)."""
+        made = self.origins.made if self.origins is not None else 0
+        if not self._dirty and made == self._made:
+            return
+        self._dirty, self._made = False, made
+        infos, models = self.monitor.optimizers, self.monitor.models
+        # A copy needs two modules with parameters (a loss module is a watched model too).
+        if made or sum(1 for m in models if m.inner._parameters or m.inner._modules) > 1:
+            self._discover({id(p): info for info in reversed(infos) for p in info.params})
 
     def _discover(self, holders: dict[int, Any]) -> None:
         self._pairs = {k: v for k, v in self._pairs.items() if v.copy() is not None}
         order = [m.inner for m in self.monitor.models]
-        trained = [m for m in order if any(id(p) in holders for p in m.parameters())]
+        params = {id(m): parameters_of(m) for m in order}
+        trained = [m for m in order if any(id(p) in holders for p in params[id(m)])]
         for record in self.origins.records if self.origins is not None else ():
             made, source = record.copy(), record.source()
             if made is None or source is None or id(made) in self._pairs:
                 continue
             if any(id(p) in holders for p in source.parameters()):
                 self._add(made, source, record.site, True, holders)
-        shapes = {id(m): _shapes(m) for m in order}
+        shapes = {key: [tuple(p.shape) for p in found] for key, found in params.items() if found}
         for index, module in enumerate(order):
-            if id(module) in self._pairs or not shapes[id(module)]:
+            if id(module) in self._pairs or id(module) not in shapes:
                 continue
             # A watched model shaped like a trained one (discovered before it, when both are
             # trained: the later one is the copy) may be a copy; the first check decides.
@@ -146,7 +165,7 @@ class ModelCopies(RuntimeDetector):
                     m
                     for m in trained
                     if m is not module
-                    and shapes[id(m)] == shapes[id(module)]
+                    and shapes.get(id(m)) == shapes[id(module)]
                     and (module not in trained or order.index(m) < index)
                 ),
                 None,
@@ -172,16 +191,16 @@ class ModelCopies(RuntimeDetector):
     def on_step_begin(self, event: StepEvent) -> None:
         if event.global_step != self._checked:
             self._checked = event.global_step
-            self._discover(self._holders())
-            for pair in list(self._pairs.values()):
+            self._rediscover()
+            for pair in list(self._pairs.values()) if self._pairs else ():
                 if not pair.rejected and pair.optimizer is None:
                     self._check(pair, event.global_step)
-        for pair in self._pairs.values():
+        for pair in self._pairs.values() if self._pairs else ():
             if _steps(pair, event) and not pair.rejected:
                 self._begin(pair, event.step)
 
     def on_step_end(self, event: StepEvent) -> None:
-        for pair in self._pairs.values():
+        for pair in self._pairs.values() if self._pairs else ():
             if _steps(pair, event) and pair.begin is not None:
                 made = pair.copy()
                 if made is None:
@@ -393,10 +412,6 @@ class ModelCopies(RuntimeDetector):
 def _steps(pair: _Pair, event: StepEvent) -> bool:
     """Whether the optimizer stepping now is the one holding the pair."""
     return pair.optimizer is not None and pair.optimizer.optimizer is event.optimizer.optimizer
-
-
-def _shapes(module: Any) -> list[tuple[int, ...]]:
-    return [tuple(p.shape) for p in parameters_of(module)]
 
 
 def _snippet(site: CallSite | None) -> str:
