@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from torchdoctor._usercode import is_torchdoctor_file
 from torchdoctor.runtime.detectors.base import CallSite
 from torchdoctor.runtime.patches import Patches
 
@@ -89,6 +90,8 @@ class CopyOrigins:
         return __deepcopy__
 
     def _made(self, source: Any, made: Any, frame: FrameType) -> None:
+        if _by_torchdoctor(frame):
+            return  # our own copies (a dataset cloned to replay a worker) are not the user's
         self.records = [r for r in self.records if r.copy() is not None][-_RECORDS + 1 :]
         self.made += 1
         self.records.append(
@@ -98,6 +101,13 @@ class CopyOrigins:
     def record_of(self, module: Any) -> CopyRecord | None:
         """The record of the copy ``module``, if ``copy.deepcopy`` made it."""
         return next((r for r in self.records if r.copy() is module), None)
+
+
+def _by_torchdoctor(frame: FrameType | None) -> bool:
+    """Whether the first frame outside the ``copy`` module is torchdoctor's."""
+    while frame is not None and frame.f_code.co_filename == copy.__file__:
+        frame = frame.f_back
+    return frame is not None and is_torchdoctor_file(frame.f_code.co_filename)
 
 
 def _plain_deepcopy(module: Any, memo: dict[int, Any]) -> Any:

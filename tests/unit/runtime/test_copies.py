@@ -339,3 +339,23 @@ def test_a_failing_hook_never_breaks_the_copy(monkeypatch: pytest.MonkeyPatch) -
         made = copy.deepcopy(net())
     assert isinstance(made, nn.Sequential)
     assert "TD001" in session.report.codes()
+
+
+def test_copies_made_by_torchdoctor_itself_are_not_recorded() -> None:
+    from torchdoctor.runtime import model_copies
+
+    own = compile("copy.deepcopy(module)", model_copies.__file__, "exec")  # "our" code
+    with torchdoctor.watch(sample_every=1):
+        copy.deepcopy(net())  # the user's: recorded
+        exec(own, {"copy": copy, "module": net()})
+        (detector,) = _live_copies_detectors()
+        assert detector.origins is not None
+        assert detector.origins.made == 1
+
+
+def _live_copies_detectors() -> list[Any]:
+    from torchdoctor.runtime.monitor import active_monitor
+
+    monitor = active_monitor()
+    assert monitor is not None
+    return [d for d in monitor.dispatch.detectors if isinstance(d, copies.ModelCopies)]
