@@ -29,7 +29,13 @@ from torchdoctor._usercode import is_torchdoctor_file
 from torchdoctor.runtime.detectors.base import CallSite
 from torchdoctor.runtime.patches import Patches
 
-__all__ = ["CopyOrigins", "CopyRecord", "fingerprint", "parameters_of", "write_count"]
+__all__ = [
+    "CopyOrigins",
+    "CopyRecord",
+    "fingerprint",
+    "parameters_of",
+    "write_count",
+]
 
 _RECORDS = 64  # live copies remembered (a snapshot taken at every improvement replaces one)
 _PARAMS = 16  # parameters read by a fingerprint

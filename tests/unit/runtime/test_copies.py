@@ -359,3 +359,17 @@ def _live_copies_detectors() -> list[Any]:
     monitor = active_monitor()
     assert monitor is not None
     return [d for d in monitor.dispatch.detectors if isinstance(d, copies.ModelCopies)]
+
+
+class OffloadedReference(FrozenCopy):
+    """A reference copy moved out of the way between uses: new storage, no new values."""
+
+    def on_train_batch_end(self, model: nn.Module) -> None:
+        assert self.copy is not None
+        self.copy.double()
+        with torch.no_grad():
+            self.copy.float()(torch.randn(4, 8))
+
+
+def test_reference_copy_moved_between_uses_is_quiet() -> None:
+    assert not findings(fit_with_callbacks([OffloadedReference("forward")]), "TD623")

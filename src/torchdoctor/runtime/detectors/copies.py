@@ -18,10 +18,12 @@ Policy (when unsure, quiet):
   exactly the same bits at every check over at least :data:`MIN_SPAN` steps although its
   parameters were written in place in at least :data:`MIN_WRITES` check intervals (the
   code runs an update on it: an EMA step with decay 1, a sync from the copy itself or
-  from a stale state dict), while the original moved. A copy nothing writes is left
-  alone: a frozen teacher, a reference model (DPO, a proximal term), a "best" snapshot,
-  and a target network whose sync period is longer than the run all look like that. A
-  slowly changing EMA is not "unchanged": bits are compared, not a threshold.
+  from a stale state dict), while the original moved. A move (``.to()``, ``.float()``)
+  replaces the storage without touching the version counters: not a write. A copy
+  nothing writes is left alone: a frozen teacher, a reference model (DPO, a proximal
+  term), a "best" snapshot, and a target network whose sync period is longer than the
+  run all look like that. A slowly changing EMA is not "unchanged": bits are compared,
+  not a threshold.
 * *Drifts* (TD623): an EMA, a Polyak average or a synced target is an average of the
   original's past states, so its distance to the original stays within twice the
   largest norm the original had. A copy farther than :data:`DRIFT_BOUND` times that
@@ -55,7 +57,12 @@ from torchdoctor.runtime.detectors.base import (
     RuntimeDetector,
     StepEvent,
 )
-from torchdoctor.runtime.model_copies import CopyOrigins, fingerprint, parameters_of, write_count
+from torchdoctor.runtime.model_copies import (
+    CopyOrigins,
+    fingerprint,
+    parameters_of,
+    write_count,
+)
 from torchdoctor.runtime.patches import Patches
 
 __all__ = ["ModelCopies"]
@@ -327,7 +334,11 @@ class ModelCopies(RuntimeDetector):
         if len(checks) < MIN_CHECKS + 1 or any(c.changed for c in checks[1:]):
             return False
         first, last = checks[0], checks[-1]
-        written = sum(1 for a, b in zip(checks, checks[1:], strict=False) if b.writes > a.writes)
+        written = sum(
+            1
+            for a, b in zip(checks, checks[1:], strict=False)
+            if b.writes > a.writes
+        )
         if last.step - first.step < MIN_SPAN or written < MIN_WRITES or last.moved <= MOVED:
             return False
         name, original, how = self._names(pair)
