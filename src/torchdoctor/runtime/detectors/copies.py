@@ -334,11 +334,7 @@ class ModelCopies(RuntimeDetector):
         if len(checks) < MIN_CHECKS + 1 or any(c.changed for c in checks[1:]):
             return False
         first, last = checks[0], checks[-1]
-        written = sum(
-            1
-            for a, b in zip(checks, checks[1:], strict=False)
-            if b.writes > a.writes
-        )
+        written = sum(1 for a, b in zip(checks, checks[1:], strict=False) if b.writes > a.writes)
         if last.step - first.step < MIN_SPAN or written < MIN_WRITES or last.moved <= MOVED:
             return False
         name, original, how = self._names(pair)
