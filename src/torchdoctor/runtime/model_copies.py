@@ -23,11 +23,13 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor._usercode import is_torchdoctor_file
-from torchdoctor.runtime.detectors.base import CallSite
 from torchdoctor.runtime.patches import Patches
+
+if TYPE_CHECKING:  # the detectors package imports this module: no cycle at run time
+    from torchdoctor.runtime.detectors.base import CallSite
 
 __all__ = [
     "CopyOrigins",
@@ -118,11 +120,34 @@ def _by_torchdoctor(frame: FrameType | None) -> bool:
 
 def _plain_deepcopy(module: Any, memo: dict[int, Any]) -> Any:
     """What ``copy.deepcopy`` does for an object without ``__deepcopy__``."""
+    if _parametrized_class(type(module)):
+        return _copy_of_dict(module, memo)
     reductor = copyreg.dispatch_table.get(type(module))
     reduced = reductor(module) if reductor is not None else module.__reduce_ex__(4)
     if isinstance(reduced, str):
         return module
     return copy._reconstruct(module, memo, *reduced)  # type: ignore[attr-defined]
+
+
+def _parametrized_class(cls: type) -> bool:
+    """Whether ``cls`` was made by ``torch.nn.utils.parametrize``: made while the run is
+    watched, it did not get the ``__deepcopy__`` torch gives it when its base class has
+    none (it saw ours), and its ``__getstate__`` refuses to run."""
+    getstate = vars(cls).get("__getstate__")
+    return getattr(getstate, "__module__", None) == "torch.nn.utils.parametrize"
+
+
+def _copy_of_dict(module: Any, memo: dict[int, Any]) -> Any:
+    """A new object of the same class with a deep copy of ``__dict__`` and of the slots:
+    what parametrize's own ``__deepcopy__`` does."""
+    cls: Any = type(module)
+    made = cls.__new__(cls)
+    memo[id(module)] = made
+    made.__dict__ = copy.deepcopy(module.__dict__, memo)
+    for name in copyreg._slotnames(cls):  # type: ignore[attr-defined]
+        if hasattr(module, name):
+            setattr(made, name, copy.deepcopy(getattr(module, name), memo))
+    return made
 
 
 def parameters_of(module: Any) -> list[Any]:

@@ -373,3 +373,20 @@ class OffloadedReference(FrozenCopy):
 
 def test_reference_copy_moved_between_uses_is_quiet() -> None:
     assert not findings(fit_with_callbacks([OffloadedReference("forward")]), "TD623")
+
+
+def test_a_module_parametrized_while_watched_still_deep_copies() -> None:
+    from torch.nn.utils import parametrize
+
+    class Symmetric(nn.Module):
+        def forward(self, weight: torch.Tensor) -> torch.Tensor:
+            return weight.triu() + weight.triu(1).transpose(0, 1)
+
+    with torchdoctor.watch() as session:
+        layer = nn.Linear(4, 4)
+        parametrize.register_parametrization(layer, "weight", Symmetric())
+        made = copy.deepcopy(layer)
+    assert made is not layer and parametrize.is_parametrized(made)
+    assert torch.equal(made.weight, layer.weight)
+    assert made.parametrizations.weight.original is not layer.parametrizations.weight.original
+    assert "TD001" not in session.report.codes()
