@@ -345,7 +345,8 @@ class ModelCopies(RuntimeDetector):
             f"parameters were written in place in {written} of the intervals between them (an "
             f"update or a sync runs on it), while `{original}`'s weights moved "
             f"{last.moved:.2g} relative. The update writes the copy's own values back (a "
-            "decay of 1, a sync from the copy itself or from a saved state), so whatever "
+            "decay of 1, a sync from the copy itself or from a saved state, or a step too "
+            "small for the copy's dtype), so whatever "
             f"uses `{name}` sees `{original}` as it was at step {first.step}",
             code="TD623",
             fix_hint=f"Update `{name}` from the model being trained: "
