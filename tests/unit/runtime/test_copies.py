@@ -22,7 +22,7 @@ nn = torch.nn
 F = nn.functional
 
 import torchdoctor  # noqa: E402
-from torchdoctor.runtime.detectors import copies  # noqa: E402
+from torchdoctor.runtime.detectors import copies, copy_verdicts  # noqa: E402
 
 STEPS = 120
 
@@ -71,7 +71,7 @@ def test_ema_with_decay_one_is_flagged_at_its_deepcopy() -> None:
     assert "`ema`" in finding.message and "copy.deepcopy" in finding.message
     assert finding.location.path and finding.location.path.endswith("test_copies.py")
     assert "ema = copy.deepcopy(model)" in (finding.location.snippet or "")
-    assert finding.evidence["written_intervals"] >= copies.MIN_WRITES
+    assert finding.evidence["written_intervals"] >= copy_verdicts.MIN_WRITES
     assert finding.evidence["original_moved"] > 0
 
 

@@ -14,9 +14,11 @@ synchronisation.
 
 Policy (when unsure, quiet):
 
+Thresholds are in :mod:`~torchdoctor.runtime.detectors.copy_verdicts`.
+
 * *Never follows* (TD623): a copy that no optimizer holds is flagged when its values are
-  exactly the same bits at every check over at least :data:`MIN_SPAN` steps although its
-  parameters were written in place in at least :data:`MIN_WRITES` check intervals (the
+  exactly the same bits at every check over at least ``MIN_SPAN`` steps although its
+  parameters were written in place in at least ``MIN_WRITES`` check intervals (the
   code runs an update on it: an EMA step with decay 1, a sync from the copy itself or
   from a stale state dict), while the original moved. A move (``.to()``, ``.float()``)
   replaces the storage without touching the version counters: not a write. A copy
@@ -26,8 +28,8 @@ Policy (when unsure, quiet):
   not a threshold.
 * *Drifts* (TD623): an EMA, a Polyak average or a synced target is an average of the
   original's past states, so its distance to the original stays within twice the
-  largest norm the original had. A copy farther than :data:`DRIFT_BOUND` times that
-  norm, whose distance grew at each of the last :data:`DRIFT_RISES` checks, is not
+  largest norm the original had. A copy farther than ``DRIFT_BOUND`` times that norm,
+  whose distance grew at each of the last ``DRIFT_RISES`` checks, is not
   averaging (an update that adds ``p`` without weighting it by ``1 - decay``).
 * *Trained by an optimizer* (TD624): a copy held by the same optimizer as its original,
   which that optimizer's steps change (it gets gradients) at two sampled steps or more,
@@ -42,12 +44,10 @@ counters and two slices of at most 16 x 64 values per copy.
 
 from __future__ import annotations
 
-import re
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor.findings import Depth, Location, Report
+from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.runtime.detectors.base import (
     CallSite,
@@ -56,6 +56,14 @@ from torchdoctor.runtime.detectors.base import (
     OptimizerInfo,
     RuntimeDetector,
     StepEvent,
+)
+from torchdoctor.runtime.detectors.copy_verdicts import (
+    Check,
+    Pair,
+    drifting,
+    names_of,
+    never_changed,
+    trained,
 )
 from torchdoctor.runtime.model_copies import (
     CopyOrigins,
@@ -67,45 +75,6 @@ from torchdoctor.runtime.patches import Patches
 
 __all__ = ["ModelCopies"]
 
-MIN_SPAN = 50  # steps between the first and the last check before a verdict
-MIN_WRITES = 2  # check intervals in which a copy that never changed was written
-MIN_CHECKS = 3  # checks after the first one
-DRIFT_RISES = 4  # consecutive checks at which a drifting copy's distance grew
-DRIFT_BOUND = 3.0  # x the original's largest norm (an average of its states stays within 2x)
-MOVED = 1e-6  # relative movement of the original that counts as training
-_ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?::[^=]+)?=(?!=)")
-_COPIED = re.compile(r"deepcopy\(\s*([A-Za-z_][\w.]*)\s*[,)]")
-
-
-@dataclass(slots=True)
-class _Check:
-    step: int
-    writes: int  # the copy's write count
-    changed: bool = False  # its bits differ from the first check's
-    distance: float = 0.0  # between the copy's and the original's values read
-    norm: float = 0.0  # of the original's values read
-    moved: float = 0.0  # the original's movement since the first check, relative
-
-
-@dataclass(slots=True)
-class _Pair:
-    """A copy and the trained module it was made from."""
-
-    copy: weakref.ref[Any]
-    original: weakref.ref[Any]
-    site: CallSite | None
-    made_by_deepcopy: bool
-    known: bool  # made from the original; else decided by the first check (equal bits)
-    rejected: bool = False
-    optimizer: Any = None  # the OptimizerInfo holding both, for TD624
-    base: tuple[Any, Any] | None = None  # the copy's bits, the original's values
-    checks: list[_Check] = field(default_factory=list)
-    in_step: int = 0  # sampled steps at which the optimizer wrote the copy
-    between: int = 0  # sampled intervals in which something else wrote it
-    per_step: int = 0  # most writes one optimizer step made
-    begin: int | None = None
-    last_end: tuple[int, int] | None = None  # (step, write count) after a sampled step
-
 
 @detector("TD623", "TD624", depth=Depth.RUN)
 class ModelCopies(RuntimeDetector):
@@ -116,7 +85,7 @@ class ModelCopies(RuntimeDetector):
     def __init__(self) -> None:
         self._patches = Patches(alive=self.attached)
         self._error: BaseException | None = None
-        self._pairs: dict[int, _Pair] = {}  # id(copy) -> its pair
+        self._pairs: dict[int, Pair] = {}  # id(copy) -> its pair
         self._checked = -1
         self._dirty = False  # models or optimizers came since the last look for copies
         self._made = 0  # deepcopies recorded at the last look
@@ -184,7 +153,7 @@ class ModelCopies(RuntimeDetector):
         copy_params, source_params = parameters_of(made), parameters_of(source)
         if not copy_params or [p.shape for p in copy_params] != [p.shape for p in source_params]:
             return
-        pair = _Pair(weakref.ref(made), weakref.ref(source), site, known, known)
+        pair = Pair(weakref.ref(made), weakref.ref(source), site, known, known)
         copy_holder = next((held[id(p)] for p in copy_params if id(p) in held), None)
         source_holder = next((held[id(p)] for p in source_params if id(p) in held), None)
         if copy_holder is not None:
@@ -218,7 +187,7 @@ class ModelCopies(RuntimeDetector):
                     pair.per_step = max(pair.per_step, writes - pair.begin)
                 pair.last_end, pair.begin = (event.step, writes), None
 
-    def _begin(self, pair: _Pair, step: int) -> None:
+    def _begin(self, pair: Pair, step: int) -> None:
         made, source = pair.copy(), pair.original()
         if made is None or source is None:
             pair.rejected = True
@@ -233,7 +202,7 @@ class ModelCopies(RuntimeDetector):
             self._identify(pair, copy_params, parameters_of(source))
         pair.begin = writes
 
-    def _identify(self, pair: _Pair, copy_params: list[Any], source_params: list[Any]) -> None:
+    def _identify(self, pair: Pair, copy_params: list[Any], source_params: list[Any]) -> None:
         """Whether a look-alike is a copy: its bits equal the original's now."""
         torch = _torch()
         bits, _ = fingerprint(copy_params)
@@ -246,11 +215,11 @@ class ModelCopies(RuntimeDetector):
         self.monitor.defer([equal], lambda values: self._identified(pair, values))
 
     @staticmethod
-    def _identified(pair: _Pair, values: list[float]) -> None:
+    def _identified(pair: Pair, values: list[float]) -> None:
         pair.known = values[0] > 0
         pair.rejected = not pair.known
 
-    def _check(self, pair: _Pair, step: int) -> None:
+    def _check(self, pair: Pair, step: int) -> None:
         made, source = pair.copy(), pair.original()
         if made is None or source is None:
             pair.rejected = True
@@ -259,7 +228,7 @@ class ModelCopies(RuntimeDetector):
         if len(copy_params) != len(source_params):
             pair.rejected = True
             return
-        check = _Check(step, write_count(copy_params))
+        check = Check(step, write_count(copy_params))
         bits, values = fingerprint(copy_params)
         source_bits, source_values = fingerprint(source_params)
         torch = _torch()
@@ -283,7 +252,7 @@ class ModelCopies(RuntimeDetector):
         self.monitor.defer(vector, lambda v: self._read(pair, check, v))
 
     @staticmethod
-    def _read(pair: _Pair, check: _Check, values: list[float]) -> None:
+    def _read(pair: Pair, check: Check, values: list[float]) -> None:
         check.changed, check.distance, check.norm, check.moved = (
             values[0] > 0,
             values[1],
@@ -301,131 +270,23 @@ class ModelCopies(RuntimeDetector):
         for pair in self._pairs.values():
             if not pair.known or pair.rejected:
                 continue
+            names = names_of(pair, self._module_name)
             if pair.optimizer is not None:
-                if pair.in_step >= 2 and pair.between >= 2:
-                    self._trained(pair)
-            elif not self._never_changed(pair):
-                self._drifting(pair)
-
-    def _names(self, pair: _Pair) -> tuple[str, str, str]:
-        """The copy's name, its original's, and how it was made (for messages)."""
-        made, source = pair.copy(), pair.original()
-        line = _snippet(pair.site)
-        assigned, copied = _ASSIGNED.match(line), _COPIED.search(line)
-        name = assigned.group(1) if assigned else self._module_name(made)
-        original = copied.group(1) if copied else self._module_name(source)
-        how = (
-            f"made by `copy.deepcopy` at {pair.site}"
-            if pair.made_by_deepcopy and pair.site is not None
-            else "identical to it when first checked"
-        )
-        return name, original, how
+                found = trained(pair, names)
+            else:
+                found = never_changed(pair, names) or drifting(pair, names)
+            if found is not None:
+                self.emit(found)
 
     def _module_name(self, module: Any) -> str:
         if module is None:
             return "?"
         return self.monitor.module_path(module) or type(module).__name__
 
-    def _where(self, pair: _Pair, name: str) -> Location:
-        return pair.site.location(object=name) if pair.site is not None else Location(object=name)
 
-    def _never_changed(self, pair: _Pair) -> bool:
-        checks = pair.checks
-        if len(checks) < MIN_CHECKS + 1 or any(c.changed for c in checks[1:]):
-            return False
-        first, last = checks[0], checks[-1]
-        written = sum(1 for a, b in zip(checks, checks[1:], strict=False) if b.writes > a.writes)
-        if last.step - first.step < MIN_SPAN or written < MIN_WRITES or last.moved <= MOVED:
-            return False
-        name, original, how = self._names(pair)
-        self.report(
-            self._where(pair, name),
-            f"`{name}` (a copy of `{original}`, {how}) never changed over {last.step - first.step}"
-            f" steps: its values are the same bits at all {len(checks)} checks, though its "
-            f"parameters were written in place in {written} of the intervals between them (an "
-            f"update or a sync runs on it), while `{original}`'s weights moved "
-            f"{last.moved:.2g} relative. The update writes the copy's own values back (a "
-            "decay of 1, a sync from the copy itself or from a saved state, or a step too "
-            "small for the copy's dtype), so whatever "
-            f"uses `{name}` sees `{original}` as it was at step {first.step}",
-            code="TD623",
-            fix_hint=f"Update `{name}` from the model being trained: "
-            "`ema_p.lerp_(p, 1 - decay)` with a decay below 1, or "
-            f"`{name}.load_state_dict({original}.state_dict())`.",
-            evidence={
-                "copy": name,
-                "original": original,
-                "steps": last.step - first.step,
-                "checks": len(checks),
-                "written_intervals": written,
-                "original_moved": last.moved,
-            },
-        )
-        return True
-
-    def _drifting(self, pair: _Pair) -> None:
-        checks = pair.checks[1:]  # the first check has no distance read
-        if len(checks) < DRIFT_RISES + 1 or checks[-1].step - pair.checks[0].step < MIN_SPAN:
-            return
-        recent = [c.distance for c in checks[-DRIFT_RISES - 1 :]]
-        largest = max(c.norm for c in checks)
-        last = checks[-1]
-        rising = all(b > a for a, b in zip(recent, recent[1:], strict=False))
-        if not rising or largest <= 0 or last.distance <= DRIFT_BOUND * largest:
-            return
-        name, original, how = self._names(pair)
-        self.report(
-            self._where(pair, name),
-            f"`{name}` (a copy of `{original}`, {how}) drifts away from it: their distance "
-            f"grew at each of the last {DRIFT_RISES} checks, from {recent[0]:.3g} to "
-            f"{last.distance:.3g} at step {last.step}, {last.distance / largest:.1f} times the "
-            f"largest norm `{original}` had (an average of `{original}`'s states stays within "
-            "2 times). The update adds to the copy instead of blending it with the model",
-            code="TD623",
-            fix_hint="Blend with weights that sum to 1: "
-            "`ema_p.mul_(decay).add_(p, alpha=1 - decay)`, or `ema_p.lerp_(p, 1 - decay)`.",
-            evidence={
-                "copy": name,
-                "original": original,
-                "distances": recent,
-                "largest_original_norm": largest,
-                "step": last.step,
-            },
-        )
-
-    def _trained(self, pair: _Pair) -> None:
-        name, original, how = self._names(pair)
-        label = pair.optimizer.label
-        self.report(
-            self._where(pair, name),
-            f"`{name}` (a copy of `{original}`, {how}) is in {label}'s param_groups with "
-            f"`{original}`, and {label} changed it at {pair.in_step} sampled steps, while the "
-            f"code also writes it between steps ({pair.between} sampled intervals: a sync or an "
-            f"EMA update). The copy meant to follow `{original}` is trained as well: it gets "
-            "gradients and updates, so it is no longer the lagged, fixed target it should be",
-            code="TD624",
-            fix_hint=f"Build the optimizer from `{original}`'s parameters only (not from a "
-            f"module that holds both networks), compute `{name}`'s outputs under "
-            f"`torch.no_grad()`, and freeze it with `{name}.requires_grad_(False)`.",
-            evidence={
-                "copy": name,
-                "original": original,
-                "optimizer": label,
-                "stepped": pair.in_step,
-                "written_between_steps": pair.between,
-            },
-        )
-
-
-def _steps(pair: _Pair, event: StepEvent) -> bool:
+def _steps(pair: Pair, event: StepEvent) -> bool:
     """Whether the optimizer stepping now is the one holding the pair."""
     return pair.optimizer is not None and pair.optimizer.optimizer is event.optimizer.optimizer
-
-
-def _snippet(site: CallSite | None) -> str:
-    if site is None:
-        return ""
-    return site.location().snippet or ""
 
 
 def _torch() -> Any:
