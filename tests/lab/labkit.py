@@ -61,6 +61,39 @@ def lab_cases(depth: Depth) -> list[LabCase]:
     return cases
 
 
+@dataclass(frozen=True)
+class LabShape(LabCase):
+    """One more shape of a lab folder's bug: ``buggy_<name>.py`` and ``fixed_<name>.py``
+    (a trainer class, callbacks), run by the depths that run whole scripts."""
+
+    name: str
+
+    @property
+    def buggy(self) -> Path:
+        return self.folder / f"buggy_{self.name}.py"
+
+    @property
+    def fixed(self) -> Path:
+        return self.folder / f"fixed_{self.name}.py"
+
+
+def lab_shapes(depth: Depth) -> list[LabShape]:
+    """The extra shapes of the lab folders of ``depth`` whose two files both exist."""
+    return [
+        LabShape(case.folder, case.rule, path.stem.removeprefix("buggy_"))
+        for case in lab_cases(depth)
+        for path in sorted(case.folder.glob("buggy_*.py"))
+        if (case.folder / f"fixed_{path.stem.removeprefix('buggy_')}.py").is_file()
+    ]
+
+
+def shape_params(depth: Depth) -> list[object]:
+    """``pytest.param`` per extra shape of ``depth``, with ``folder/shape`` as id."""
+    return [
+        pytest.param(shape, id=f"{shape.folder.name}/{shape.name}") for shape in lab_shapes(depth)
+    ]
+
+
 def lab_params(depth: Depth) -> list[object]:
     """``pytest.param`` per lab folder of ``depth``, with the folder name as id."""
     return [pytest.param(case, id=case.folder.name) for case in lab_cases(depth)]

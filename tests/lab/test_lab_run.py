@@ -107,3 +107,13 @@ def test_buggy_is_flagged(case: labkit.LabCase) -> None:
 @pytest.mark.parametrize("case", labkit.lab_params(Depth.RUN))
 def test_fixed_is_quiet(case: labkit.LabCase) -> None:
     labkit.assert_quiet(run_lab(case.fixed), case)
+
+
+@pytest.mark.parametrize("shape", labkit.shape_params(Depth.RUN))
+def test_buggy_shape_is_flagged(shape: labkit.LabShape) -> None:
+    labkit.assert_flagged(run_lab(shape.buggy), shape, Depth.RUN, exact_lines=False)
+
+
+@pytest.mark.parametrize("shape", labkit.shape_params(Depth.RUN))
+def test_fixed_shape_is_quiet(shape: labkit.LabShape) -> None:
+    labkit.assert_quiet(run_lab(shape.fixed), shape)

@@ -297,6 +297,12 @@ _TABLE: tuple[Rule, ...] = (
        "Low-precision parameters without a float32 copy: updates round away, or eps is 0"),
     _r("TD622", "accumulated-token-means-misweighted", W, (RUN,),
        "Accumulated micro-batches each average their own tokens: tokens weigh unequally"),
+    _r("TD623", "model-copy-not-following", W, (RUN,),
+       "A copy of the trained model meant to follow it (EMA, target network) never changes, "
+       "or drifts away from it"),
+    _r("TD624", "model-copy-trained-by-optimizer", W, (RUN,),
+       "An optimizer trains a copy meant to follow the model (a target/EMA network in its "
+       "param_groups)"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),

@@ -16,6 +16,8 @@ __all__ = ["Patches", "after_call", "before_call", "remove_dead"]
 # owner went is restored once that one goes too (see remove_dead).
 _INSTALLED: list[tuple[Patches, Any, str, Any, Any]] = []
 
+_ABSENT = object()  # the original of an attribute that did not exist before its patch
+
 
 class Patches:
     """Attribute patches, each undone by :meth:`remove` if nobody patched over it."""
@@ -43,6 +45,15 @@ class Patches:
         ours.__doc__ = getattr(original, "__doc__", None)
         setattr(owner, name, ours)
         _INSTALLED.append((self, owner, name, original, ours))
+        return True
+
+    def add(self, owner: Any, name: str, value: Any) -> bool:
+        """Give ``owner`` an attribute it does not have itself (a class's
+        ``__deepcopy__``); ``False`` when it already has one. :meth:`remove` deletes it."""
+        if name in vars(owner):
+            return False
+        setattr(owner, name, value)
+        _INSTALLED.append((self, owner, name, _ABSENT, value))
         return True
 
     def remove(self) -> None:
@@ -73,7 +84,10 @@ def _restore(chosen: Callable[[Patches], bool]) -> None:
         patches.active = False
         current = getattr(owner, name, None)
         if current is ours:
-            setattr(owner, name, original)
+            if original is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
         elif current is not None and _wraps(current, ours):
             kept.append(entry)  # a live patch covers it: restored when that one goes
     _INSTALLED[:] = reversed(kept)

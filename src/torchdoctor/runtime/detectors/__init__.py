@@ -40,6 +40,7 @@ from torchdoctor.runtime.detectors import freezing  # noqa: F401
 # Order-free modules, alphabetically (add new ones here).
 from torchdoctor.runtime.detectors import accumulation  # noqa: F401
 from torchdoctor.runtime.detectors import clipping  # noqa: F401
+from torchdoctor.runtime.detectors import copies  # noqa: F401
 from torchdoctor.runtime.detectors import curves  # noqa: F401
 from torchdoctor.runtime.detectors import dropout  # noqa: F401
 from torchdoctor.runtime.detectors import frozen_head  # noqa: F401

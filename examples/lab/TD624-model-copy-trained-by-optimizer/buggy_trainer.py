@@ -1,0 +1,63 @@
+"""A BYOL-style trainer whose momentum encoder is trained by the optimizer as well.
+
+The module holds the online encoder, its predictor and a momentum copy of the encoder;
+the trainer builds its optimizer from all of the module's parameters and computes the
+momentum encoder's projections with their graph, so the copy that should only follow the
+online encoder by momentum updates is trained by the same loss.
+"""
+
+import copy
+
+import torch
+from torch import nn
+
+
+class BYOL(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.online = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+        self.predictor = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+        self.momentum_encoder = copy.deepcopy(self.online)  # expect[run]: TD624
+
+    def loss(self, view_a: torch.Tensor, view_b: torch.Tensor) -> torch.Tensor:
+        prediction = nn.functional.normalize(self.predictor(self.online(view_a)), dim=1)
+        target = nn.functional.normalize(self.momentum_encoder(view_b), dim=1)
+        return (2 - 2 * (prediction * target).sum(1)).mean()
+
+
+class Trainer:
+    def __init__(self, module: BYOL, momentum: float = 0.99) -> None:
+        self.module, self.momentum = module, momentum
+        self.optimizer = torch.optim.Adam(module.parameters(), lr=1e-3)
+        self.generator = torch.Generator().manual_seed(6)
+
+    def _views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randn(64, 16, generator=self.generator)
+        noise = torch.randn(2, 64, 16, generator=self.generator) * 0.1
+        return x + noise[0], x + noise[1]
+
+    @torch.no_grad()
+    def _momentum_update(self) -> None:
+        pairs = zip(self.module.momentum_encoder.parameters(), self.module.online.parameters())
+        for target_p, p in pairs:
+            target_p.lerp_(p, 1 - self.momentum)
+
+    def _step(self) -> None:
+        loss = self.module.loss(*self._views())
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self._momentum_update()
+
+    def fit(self, steps: int) -> None:
+        for _ in range(steps):
+            self._step()
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    Trainer(BYOL()).fit(300)
+
+
+if __name__ == "__main__":
+    main()
