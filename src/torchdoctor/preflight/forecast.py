@@ -37,6 +37,7 @@ their ``foreach`` implementation, which the forecast copies.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -59,8 +60,9 @@ _MAX_BATCH = 2**24
 _SEARCH_FACTOR = 64  # the largest batch searched, as a multiple of the largest asked
 _MIN_SAVING = 0.01  # a remedy saving less than this share of the peak is not shown
 _CPU_PEAK = (
-    "; the peak is the CPU allocator's: the process's resident size also holds freed"
-    " blocks the C library's allocator keeps"
+    "; the peak is the process's resident size over its size before the model and data"
+    " were made: the CPU allocator's peak, the freed heap glibc keeps (heap_retained) and"
+    " the process's one-time cost, measured in a fresh process (process)"
 )
 _UNITS = {
     "": 1,
@@ -326,6 +328,11 @@ class _Run:
         self.tracker = LiveBytes(self.rounding, self.scratch)
         self.probe_size = batch_size_of(batch) or 1
         self.measured: dict[int, Any] = {}
+        self.process: int | None = None
+        if options.device == "cpu":
+            from torchdoctor.preflight.process_cost import process_cost
+
+            self.process = process_cost(optimizer)
 
     def fits(self, peak: int) -> bool | None:
         return None if self.usable is None else peak <= self.usable
@@ -350,15 +357,29 @@ class _Run:
         from torchdoctor.preflight.memory_step import measure_step, resize_batch
 
         copy = copy or self.copy
+        tracker = tracker or self.tracker
         batch = resize_batch(copy.batch, size, copy.mode)
         if self.scratch is not None:
             self.scratch.start(size)
-        return measure_step(
+        memory = measure_step(
             copy,
-            tracker or self.tracker,
+            tracker,
             batch,
             keep_grads=keep_grads,
             autocast=self.autocast(self.options.amp if amp == "default" else amp),
+        )
+        return memory if self.options.device != "cpu" else self.resident(memory, tracker)
+
+    def resident(self, memory: Any, tracker: Any) -> Any:
+        """On the CPU: the step's peak as the process's resident size sees it, the
+        allocator's peak plus the freed heap glibc keeps and the process's one-time cost
+        (both in the breakdown)."""
+        from torchdoctor.preflight.heap_model import retained_bytes
+
+        retained, process = retained_bytes(tracker.events), self.process or 0
+        breakdown = {**memory.breakdown, "heap_retained": retained, "process": process}
+        return dataclasses.replace(
+            memory, peak=memory.peak + retained + process, breakdown=breakdown
         )
 
     def at(self, size: int) -> Any:
