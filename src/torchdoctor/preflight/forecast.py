@@ -18,13 +18,15 @@ remedies are measured the same way at the largest requested batch size, each aga
 peak of that same batch size measured just before it; a remedy that saves less than 1% of
 that peak is not shown.
 
-On the CPU the peak is the CPU allocator's: live tensors plus the memory kernels take
-inside an op (oneDNN's blocked copies, a batch norm backward's buffer), measured for the
-step's own ops on plain copies at batch sizes 2 and 4
-(:mod:`torchdoctor.preflight.kernel_scratch`). The process's resident size can be
-higher: the C library's allocator keeps freed blocks under its mmap threshold (up to 32
-MiB with glibc) for reuse, and how much of that a step leaves idle depends on the
-order of allocations, not only their sizes (docs/forecast.md gives the measured gap).
+On the CPU the question is whether the training fits in RAM, so the peak is the
+process's *resident* peak, over its resident size before the model and data were made
+(after ``import torch``): the CPU allocator's peak (live tensors plus the memory kernels
+take inside an op, measured for the step's own ops on plain copies at batch sizes 2 and 4,
+:mod:`torchdoctor.preflight.kernel_scratch`), plus ``heap_retained``, the freed heap glibc
+keeps (:mod:`torchdoctor.preflight.heap_model`), plus ``process``, what a fresh process
+pays once to build an optimizer and run its first steps (lazy imports, code paged in;
+:mod:`torchdoctor.preflight.process_cost`). Both are in the breakdown; the allocator's
+peak is the peak less them (docs/forecast.md gives the measured accuracy).
 
 What "fits" means: the peak is at most the device's memory, less 5% for the allocator's
 fragmentation and, on CUDA, less 512 MiB for the CUDA context and library workspaces
@@ -64,6 +66,7 @@ _CPU_PEAK = (
     " were made: the CPU allocator's peak, the freed heap glibc keeps (heap_retained) and"
     " the process's one-time cost, measured in a fresh process (process)"
 )
+_NO_PROCESS = "; the process's one-time cost was not measured (it needs Linux's /proc)"
 _UNITS = {
     "": 1,
     "b": 1,
@@ -197,6 +200,8 @@ class Forecast:
         error: why the step could not be measured, or ``None``.
         kernel_scratch: on the CPU, how the memory kernels take inside an op was found
             (``"measured"`` or the fallback estimate's name); ``None`` on CUDA.
+        process_measured: on the CPU, whether the process's one-time cost was measured
+            (it needs Linux's ``/proc``; not measured, it counts 0); ``None`` on CUDA.
     """
 
     options: ForecastOptions
@@ -212,6 +217,7 @@ class Forecast:
     remedy_batch_size: int | None = None
     remedy_baseline_bytes: int | None = None
     kernel_scratch: str | None = None
+    process_measured: bool | None = None
 
     def to_facts(self) -> dict[str, Any]:
         """``forecast`` (the points) and ``forecast_detail`` (everything else)."""
@@ -234,7 +240,8 @@ class Forecast:
             "method": "fake tensors, live bytes by storage"
             + (", CUDA 512-byte blocks" if self.options.device == "cuda" else "")
             + (f", CPU kernel scratch {self.kernel_scratch}" if self.kernel_scratch else "")
-            + (_CPU_PEAK if self.options.device == "cpu" else ""),
+            + (_CPU_PEAK if self.options.device == "cpu" else "")
+            + (_NO_PROCESS if self.process_measured is False else ""),
         }
         if self.error:
             detail["error"] = self.error
@@ -423,6 +430,7 @@ class _Run:
             remedy_batch_size=largest if self.options.remedies else None,
             remedy_baseline_bytes=base if self.options.remedies else None,
             kernel_scratch=None if self.scratch is None else self.scratch.method,
+            process_measured=None if self.options.device != "cpu" else self.process is not None,
         )
 
     @staticmethod

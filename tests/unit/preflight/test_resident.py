@@ -105,6 +105,17 @@ def test_the_cpu_peak_is_the_allocators_plus_kept_heap_plus_the_process_cost(
     assert "process" not in cuda.breakdown and "heap_retained" not in cuda.breakdown
 
 
+def test_a_process_cost_that_cannot_be_measured_counts_0_and_says_so(monkeypatch) -> None:
+    monkeypatch.setattr(process_cost_module, "process_cost", lambda _: None)
+    model, optimizer, loss, batch = _small_setup()
+    forecast = forecast_memory(
+        model, optimizer, loss, batch, ForecastOptions("cpu", (64,), remedies=False)
+    )
+    assert forecast.points[0].breakdown["process"] == 0
+    assert forecast.process_measured is False
+    assert "not measured" in forecast.to_facts()["forecast_detail"]["method"]
+
+
 def test_a_users_optimizer_class_is_measured_as_the_torch_class_it_derives_from() -> None:
     class Mine(torch.optim.AdamW):
         pass
