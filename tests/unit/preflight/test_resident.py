@@ -105,6 +105,26 @@ def test_the_cpu_peak_is_the_allocators_plus_kept_heap_plus_the_process_cost(
     assert "process" not in cuda.breakdown and "heap_retained" not in cuda.breakdown
 
 
+def test_remedies_and_the_largest_batch_hold_against_resident_peaks(monkeypatch) -> None:
+    # With the process's cost in every peak, each remedy is still measured at the batch
+    # size it is shown for, against that size's own (resident) peak, and saves memory.
+    monkeypatch.setattr(process_cost_module, "process_cost", lambda _: 40 * MIB)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    batch = split_batch((torch.randn(512, 256), torch.randint(0, 10, (512,))))
+    optimizer = torch.optim.AdamW(model.parameters())
+    options = ForecastOptions("cpu", (512,), device_memory=128 * MIB)
+    forecast = forecast_memory(model, optimizer, nn.CrossEntropyLoss(), batch, options)
+    base = forecast.remedy_baseline_bytes
+    assert base is not None and forecast.remedy_batch_size == 512
+    assert abs(base - forecast.points[0].peak_bytes) <= base * 0.01
+    assert forecast.remedies and all(r.batch_size == 512 for r in forecast.remedies)
+    assert all(base * 0.01 < r.saving_bytes == base - r.peak_bytes for r in forecast.remedies)
+    assert all(r.peak_bytes > 40 * MIB for r in forecast.remedies)  # the cost stays in
+    largest = forecast.largest_batch_size
+    assert largest is not None and largest > 512 and not forecast.largest_is_bound
+
+
 def test_a_process_cost_that_cannot_be_measured_counts_0_and_says_so(monkeypatch) -> None:
     monkeypatch.setattr(process_cost_module, "process_cost", lambda _: None)
     model, optimizer, loss, batch = _small_setup()
