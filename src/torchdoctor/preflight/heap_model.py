@@ -19,8 +19,11 @@ The model: at its peak the process holds the step's live blocks plus, in freed h
 as the step's transient heap blocks (those it allocates and frees itself, served from the
 heap under the raised threshold) took at their own peak, because the previous step (or the
 first, laid out under the lower threshold) left that much free heap that the split and pinned
-blocks cannot give back. Blocks alive across steps (parameters, gradients, optimizer state,
-the batch) leave nothing free behind; blocks above the threshold are returned when freed.
+blocks cannot give back. The forward and backward's blocks are shaped by the batch, the
+optimizer's by the parameters: freed blocks of one are not the sizes the other asks for,
+so each phase keeps its own peak and the two add. Blocks alive across steps (parameters,
+gradients, optimizer state, the batch) leave nothing free behind; blocks above the
+threshold are returned when freed.
 Where glibc does not raise the threshold (``MALLOC_MMAP_THRESHOLD_`` set, or another
 allocator preloaded) the model does not hold; see docs/forecast.md.
 """
@@ -67,18 +70,21 @@ def mmap_threshold(freed: Iterable[int]) -> int:
 
 def retained_bytes(events: Sequence[tuple[Any, int]]) -> int:
     """The freed heap bytes the process keeps at the peak of a step: the peak of the
-    step's transient blocks that come from the heap.
+    step's transient blocks that come from the heap, for each phase, added up.
 
     ``events`` are a step's allocations (``(entry, 1)``) and frees (``(entry, -1)``) in
-    order, ``entry.bytes`` each block's size
-    (:attr:`~torchdoctor.preflight.memory.LiveBytes.events`).
+    order, ``entry.bytes`` each block's size, with ``(None, 0)`` where the optimizer's
+    phase starts (:attr:`~torchdoctor.preflight.memory.LiveBytes.events`).
     """
-    allocated = {id(entry) for entry, sign in events if sign > 0}
-    transient = {id(entry) for entry, sign in events if sign < 0 and id(entry) in allocated}
-    threshold = mmap_threshold(entry.bytes for entry, sign in events if sign < 0)
-    live = peak = 0
+    blocks = [(entry, sign) for entry, sign in events if entry is not None]
+    allocated = {id(entry) for entry, sign in blocks if sign > 0}
+    transient = {id(entry) for entry, sign in blocks if sign < 0 and id(entry) in allocated}
+    threshold = mmap_threshold(entry.bytes for entry, sign in blocks if sign < 0)
+    live = peak = kept = 0
     for entry, sign in events:
-        if id(entry) in transient and _request(entry.bytes) < threshold:
+        if entry is None:  # a new phase: the last one's peak stays kept
+            kept, peak = kept + peak, live
+        elif id(entry) in transient and _request(entry.bytes) < threshold:
             live += sign * entry.bytes
             peak = max(peak, live)
-    return peak
+    return kept + peak

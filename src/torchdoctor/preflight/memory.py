@@ -28,7 +28,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CATEGORIES", "LiveBytes", "allocator_rounding", "cpu_kernel_scratch", "storage_of"]
+__all__ = [
+    "CATEGORIES",
+    "PHASE",
+    "LiveBytes",
+    "allocator_rounding",
+    "cpu_kernel_scratch",
+    "storage_of",
+]
 
 CATEGORIES = ("parameters", "batch", "gradients", "optimizer_state", "activations", "temporaries")
 
@@ -81,6 +88,11 @@ class _Entry:
     category: str
     module: str | None = None
     alive: bool = True
+
+
+# In LiveBytes.events: the step's optimizer phase starts here (its blocks are shaped like
+# the parameters, the forward's and backward's like the batch).
+PHASE: tuple[Any, int] = (None, 0)
 
 
 @dataclass(slots=True)

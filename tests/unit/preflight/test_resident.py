@@ -57,6 +57,16 @@ def test_the_step_keeps_its_transient_heap_peak_and_returns_mapped_blocks() -> N
     assert retained_bytes([(huge, 1), (a, 1), (huge, -1), (a, -1)]) == 4 * MIB
 
 
+def test_the_forward_and_the_optimizer_each_keep_their_own_transient_peak() -> None:
+    # batch-shaped blocks freed before the optimizer runs are not the sizes its
+    # parameter-shaped temporaries ask for: both peaks stay in the heap
+    activation, temporary = _block(4 * MIB), _block(16 * MIB)
+    forward = [(activation, 1), (activation, -1)]
+    optimizer = [(temporary, 1), (temporary, -1)]
+    assert retained_bytes(forward + optimizer) == 16 * MIB
+    assert retained_bytes([*forward, (None, 0), *optimizer]) == 20 * MIB
+
+
 def test_live_bytes_logs_every_allocation_free_and_kernel_scratch_of_a_step() -> None:
     tracker = LiveBytes()
     with tracker.active():
