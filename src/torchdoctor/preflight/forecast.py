@@ -18,13 +18,15 @@ remedies are measured the same way at the largest requested batch size, each aga
 peak of that same batch size measured just before it; a remedy that saves less than 1% of
 that peak is not shown.
 
-On the CPU the peak is the CPU allocator's: live tensors plus the memory kernels take
-inside an op (oneDNN's blocked copies, a batch norm backward's buffer), measured for the
-step's own ops on plain copies at batch sizes 2 and 4
-(:mod:`torchdoctor.preflight.kernel_scratch`). The process's resident size can be
-higher: the C library's allocator keeps freed blocks under its mmap threshold (up to 32
-MiB with glibc) for reuse, and how much of that a step leaves idle depends on the
-order of allocations, not only their sizes (docs/forecast.md gives the measured gap).
+On the CPU the question is whether the training fits in RAM, so the peak is the
+process's *resident* peak, over its resident size before the model and data were made
+(after ``import torch``): the CPU allocator's peak (live tensors plus the memory kernels
+take inside an op, measured for the step's own ops on plain copies at batch sizes 2 and 4,
+:mod:`torchdoctor.preflight.kernel_scratch`), plus ``heap_retained``, the freed heap glibc
+keeps (:mod:`torchdoctor.preflight.heap_model`), plus ``process``, what a fresh process
+pays once to build an optimizer and run its first steps (lazy imports, code paged in;
+:mod:`torchdoctor.preflight.process_cost`). Both are in the breakdown; the allocator's
+peak is the peak less them (docs/forecast.md gives the measured accuracy).
 
 What "fits" means: the peak is at most the device's memory, less 5% for the allocator's
 fragmentation and, on CUDA, less 512 MiB for the CUDA context and library workspaces
@@ -37,6 +39,7 @@ their ``foreach`` implementation, which the forecast copies.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -59,9 +62,11 @@ _MAX_BATCH = 2**24
 _SEARCH_FACTOR = 64  # the largest batch searched, as a multiple of the largest asked
 _MIN_SAVING = 0.01  # a remedy saving less than this share of the peak is not shown
 _CPU_PEAK = (
-    "; the peak is the CPU allocator's: the process's resident size also holds freed"
-    " blocks the C library's allocator keeps"
+    "; the peak is the process's resident size over its size before the model and data"
+    " were made: the CPU allocator's peak, the freed heap glibc keeps (heap_retained) and"
+    " the process's one-time cost, measured in a fresh process (process)"
 )
+_NO_PROCESS = "; the process's one-time cost was not measured (it needs Linux's /proc)"
 _UNITS = {
     "": 1,
     "b": 1,
@@ -195,6 +200,8 @@ class Forecast:
         error: why the step could not be measured, or ``None``.
         kernel_scratch: on the CPU, how the memory kernels take inside an op was found
             (``"measured"`` or the fallback estimate's name); ``None`` on CUDA.
+        process_measured: on the CPU, whether the process's one-time cost was measured
+            (it needs Linux's ``/proc``; not measured, it counts 0); ``None`` on CUDA.
     """
 
     options: ForecastOptions
@@ -210,6 +217,7 @@ class Forecast:
     remedy_batch_size: int | None = None
     remedy_baseline_bytes: int | None = None
     kernel_scratch: str | None = None
+    process_measured: bool | None = None
 
     def to_facts(self) -> dict[str, Any]:
         """``forecast`` (the points) and ``forecast_detail`` (everything else)."""
@@ -232,7 +240,8 @@ class Forecast:
             "method": "fake tensors, live bytes by storage"
             + (", CUDA 512-byte blocks" if self.options.device == "cuda" else "")
             + (f", CPU kernel scratch {self.kernel_scratch}" if self.kernel_scratch else "")
-            + (_CPU_PEAK if self.options.device == "cpu" else ""),
+            + (_CPU_PEAK if self.options.device == "cpu" else "")
+            + (_NO_PROCESS if self.process_measured is False else ""),
         }
         if self.error:
             detail["error"] = self.error
@@ -326,6 +335,11 @@ class _Run:
         self.tracker = LiveBytes(self.rounding, self.scratch)
         self.probe_size = batch_size_of(batch) or 1
         self.measured: dict[int, Any] = {}
+        self.process: int | None = None
+        if options.device == "cpu":
+            from torchdoctor.preflight.process_cost import process_cost
+
+            self.process = process_cost(optimizer)
 
     def fits(self, peak: int) -> bool | None:
         return None if self.usable is None else peak <= self.usable
@@ -350,15 +364,29 @@ class _Run:
         from torchdoctor.preflight.memory_step import measure_step, resize_batch
 
         copy = copy or self.copy
+        tracker = tracker or self.tracker
         batch = resize_batch(copy.batch, size, copy.mode)
         if self.scratch is not None:
             self.scratch.start(size)
-        return measure_step(
+        memory = measure_step(
             copy,
-            tracker or self.tracker,
+            tracker,
             batch,
             keep_grads=keep_grads,
             autocast=self.autocast(self.options.amp if amp == "default" else amp),
+        )
+        return memory if self.options.device != "cpu" else self.resident(memory, tracker)
+
+    def resident(self, memory: Any, tracker: Any) -> Any:
+        """On the CPU: the step's peak as the process's resident size sees it, the
+        allocator's peak plus the freed heap glibc keeps and the process's one-time cost
+        (both in the breakdown)."""
+        from torchdoctor.preflight.heap_model import retained_bytes
+
+        retained, process = retained_bytes(tracker.events), self.process or 0
+        breakdown = {**memory.breakdown, "heap_retained": retained, "process": process}
+        return dataclasses.replace(
+            memory, peak=memory.peak + retained + process, breakdown=breakdown
         )
 
     def at(self, size: int) -> Any:
@@ -402,6 +430,7 @@ class _Run:
             remedy_batch_size=largest if self.options.remedies else None,
             remedy_baseline_bytes=base if self.options.remedies else None,
             kernel_scratch=None if self.scratch is None else self.scratch.method,
+            process_measured=None if self.options.device != "cpu" else self.process is not None,
         )
 
     @staticmethod

@@ -28,7 +28,14 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CATEGORIES", "LiveBytes", "allocator_rounding", "cpu_kernel_scratch", "storage_of"]
+__all__ = [
+    "CATEGORIES",
+    "PHASE",
+    "LiveBytes",
+    "allocator_rounding",
+    "cpu_kernel_scratch",
+    "storage_of",
+]
 
 CATEGORIES = ("parameters", "batch", "gradients", "optimizer_state", "activations", "temporaries")
 
@@ -83,6 +90,11 @@ class _Entry:
     alive: bool = True
 
 
+# In LiveBytes.events: the step's optimizer phase starts here (its blocks are shaped like
+# the parameters, the forward's and backward's like the batch).
+PHASE: tuple[Any, int] = (None, 0)
+
+
 @dataclass(slots=True)
 class _Counts:
     live: int = 0
@@ -125,6 +137,9 @@ class LiveBytes:
         self.module: str | None = None  # the module whose forward is running
         self.peak = 0
         self.peak_breakdown: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
+        # Every allocation and free since the last reset_peak, in order: what the C
+        # allocator's model (heap_model.retained_bytes) replays.
+        self.events: list[tuple[_Entry, int]] = []
 
     @property
     def live(self) -> int:
@@ -143,6 +158,7 @@ class LiveBytes:
         """Start a new peak from the live total now."""
         self.peak = self._counts.live
         self.peak_breakdown = self.breakdown()
+        self.events = []
 
     def track(
         self,
@@ -172,6 +188,7 @@ class LiveBytes:
             self._entries[storage] = entry
             weakref.finalize(storage, self._free, entry)
             self._add(entry, 1)
+            self.events.append((entry, 1))
             return
         if category == "activations" and entry.category != "temporaries":
             return
@@ -195,7 +212,11 @@ class LiveBytes:
     def transient(self, size: int) -> None:
         """An op holds ``size`` more bytes while it runs (kernel scratch): the peak
         counts them on top of what is live, as temporaries."""
-        if size > 0 and self._counts.live + size > self.peak:
+        if size <= 0:
+            return
+        scratch = _Entry(size, "temporaries", alive=False)
+        self.events += [(scratch, 1), (scratch, -1)]
+        if self._counts.live + size > self.peak:
             self.peak = self._counts.live + size
             self.peak_breakdown = dict(self._counts.by_category)
             self.peak_breakdown["temporaries"] += size
@@ -204,6 +225,7 @@ class LiveBytes:
         if entry.alive:
             entry.alive = False
             self._add(entry, -1)
+            self.events.append((entry, -1))
 
     @contextmanager
     def active(self, model: Any = None) -> Iterator[LiveBytes]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchdoctor.preflight.batch import Batch, iter_tensors
-from torchdoctor.preflight.memory import LiveBytes
+from torchdoctor.preflight.memory import PHASE, LiveBytes
 from torchdoctor.preflight.training import deep_copy, reduce_loss
 
 __all__ = [
@@ -295,6 +295,7 @@ def measure_step(
                 loss.backward()
             del loss
             if copy.optimizer is not None:
+                tracker.events.append(PHASE)  # parameter-shaped blocks from here on
                 copy.optimizer.step()
         _track_state(copy, tracker)
     return StepMemory(tracker.peak, dict(tracker.peak_breakdown), activations)
