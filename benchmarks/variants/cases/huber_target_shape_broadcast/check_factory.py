@@ -1,0 +1,16 @@
+"""Pre-flight factory: both scripts build (model, loader, loss_fn, optimizer) in build();
+loss_fn is F.huber_loss, which LifeModel.compute_loss calls."""
+import torch
+
+import buggy as buggy_script
+import fixed as fixed_script
+
+
+def buggy():
+    torch.manual_seed(0)
+    return buggy_script.build()
+
+
+def fixed():
+    torch.manual_seed(0)
+    return fixed_script.build()
