@@ -67,7 +67,7 @@ def replay_loader(loader: Any) -> Any:
     settings["generator"] = copy.deepcopy(loader.generator, memo)
     if isinstance(loader.dataset, IterableDataset):
         pass  # no sampler: the stream (or each worker's copy) decides the order
-    elif loader.batch_size is None:  # no automatic batching: the sampler yields samples
+    elif loader.batch_sampler is None:  # no automatic batching: the sampler yields samples
         settings["sampler"] = copy.deepcopy(loader.sampler, memo)
     else:
         settings.update(

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from torch import nn  # noqa: E402
-from torch.utils.data import DataLoader, RandomSampler, TensorDataset  # noqa: E402
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset  # noqa: E402
 
 import torchdoctor  # noqa: E402
 from tests.unit.preflight.helpers import class_batch, classifier  # noqa: E402
@@ -38,6 +38,9 @@ def _loaders(kind: str) -> tuple[DataLoader, DataLoader]:
             return DataLoader(
                 dataset, batch_size=16, sampler=RandomSampler(dataset, generator=_seeded())
             )
+        if kind == "batch_sampler":  # batch_size is None here, yet batches are collated
+            sampler = RandomSampler(dataset, generator=_seeded())
+            return DataLoader(dataset, batch_sampler=BatchSampler(sampler, 16, drop_last=False))
         return DataLoader(dataset, batch_size=16, shuffle=True, generator=_seeded())
 
     return make(), make()
@@ -47,14 +50,14 @@ def _same(first, second) -> bool:
     return all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
 
 
-@pytest.mark.parametrize("kind", ["sampler", "loader"])
+@pytest.mark.parametrize("kind", ["sampler", "batch_sampler", "loader"])
 def test_the_users_generator_is_not_advanced(kind) -> None:
     checked, untouched = _loaders(kind)
     torchdoctor.check(classifier(), checked, nn.CrossEntropyLoss(), select=CODES)
     assert _same(next(iter(checked)), next(iter(untouched)))
 
 
-@pytest.mark.parametrize("kind", ["sampler", "loader"])
+@pytest.mark.parametrize("kind", ["sampler", "batch_sampler", "loader"])
 def test_the_check_reads_the_batch_the_user_would_get_next(kind) -> None:
     checked, untouched = _loaders(kind)
     ctx = CheckContext(classifier(), checked, nn.CrossEntropyLoss())
