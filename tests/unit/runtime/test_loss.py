@@ -31,15 +31,30 @@ class _Info:
         self.optimizer = _Optimizer(lr)
 
 
+class _Trained:
+    def __init__(self, params: tuple[int, ...]) -> None:
+        self.params = tuple(_PARAMS.setdefault(p, object()) for p in params)
+
+
+_PARAMS: dict[int, object] = {}
+
+
 def judge(
-    curves: dict[CallSite, list[float]], lrs: list[float] | None = None, optimizers: int = 1
+    curves: dict[CallSite, list[float]],
+    lrs: list[float] | None = None,
+    optimizers: int = 1,
+    trained: dict[int, tuple[int, ...]] | None = None,
 ) -> set[str]:
-    """Feed curves (one loss per step) and learning rates; return the codes found."""
+    """Feed curves (one loss per step) and learning rates; return the codes found.
+    ``trained`` maps a step to the parameters an optimizer first seen then holds."""
     monitor = FakeMonitor()
     detector = attach(LossDynamics(), monitor)
     length = max(len(v) for v in curves.values())
     infos = [_Info(i, 0.1) for i in range(optimizers)]
     for step in range(length):
+        monitor.global_step = step
+        if trained and step in trained:
+            detector.on_optimizer(_Trained(trained[step]))  # type: ignore[arg-type]
         for site, values in curves.items():
             if step < len(values):
                 detector.on_losses([LossValue(values[step], site, step, step)])
@@ -261,3 +276,60 @@ def test_a_fisher_estimate_that_no_step_follows_is_no_training_curve() -> None:
 def test_a_training_loss_that_cannot_move_beside_it_is_still_found() -> None:
     found = _fisher_and_training(lr=0.0)  # the training loss is exactly constant
     assert "TD614" in {code for code, _ in found}
+
+
+# -- training phases: an optimizer over parameters no optimizer held before -----------------
+
+
+def _two_phases(second: list[float]) -> list[float]:
+    """Pre-training to a low loss, then a new head's phase starting from scratch."""
+    first = noisy([2.0 * math.exp(-s / 15) + 0.02 for s in range(120)], 0.05)
+    return first + second
+
+
+def _transfer() -> set[str]:
+    """A two-stage transfer script of the variants set (``benchmarks/variants``): pre-train
+    an encoder and head, then a new head on a shifted task, the encoder frozen. The second
+    phase's loss starts and stays far above the first's end."""
+    import importlib.util
+    from pathlib import Path
+
+    import torchdoctor
+
+    path = Path(__file__).resolve().parents[3] / (
+        "benchmarks/variants/cases/freeze_helper_sets_module_attr/fixed.py"
+    )
+    spec = importlib.util.spec_from_file_location("two_stage_transfer", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with torchdoctor.watch() as session:
+        module.main()
+    assert session.report is not None
+    return codes(session.report)
+
+
+def test_a_new_heads_phase_starting_high_is_not_divergence(monkeypatch) -> None:
+    assert not _transfer() & {"TD612", "TD613"}
+    monkeypatch.setattr(LossDynamics, "on_optimizer", lambda self, optimizer: None)
+    assert "TD613" in _transfer()  # judged as one curve, the jump read as a divergence
+
+
+def test_an_optimizer_rebuilt_over_the_same_parameters_keeps_one_curve() -> None:
+    curve = noisy(
+        [1.0 * math.exp(-s / 20) + 0.3 for s in range(60)]
+        + [0.3 * math.exp(s / 12) for s in range(60)],
+        0.05,
+    )
+    rebuilt = {step: (1, 2, 3) for step in range(0, 120, 20)}  # one per "epoch"
+    assert "TD613" in judge({SITE: curve}, trained=rebuilt)
+
+
+def test_a_phase_that_diverges_is_still_found() -> None:
+    second = noisy(
+        [0.8 * math.exp(-s / 20) + 0.3 for s in range(60)]
+        + [0.3 * math.exp(s / 12) for s in range(60)],
+        0.05,
+        seed=3,
+    )
+    assert "TD613" in judge({SITE: _two_phases(second)}, trained={0: (1, 2), 120: (3,)})

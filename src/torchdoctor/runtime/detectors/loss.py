@@ -13,6 +13,7 @@ length, and rises as the agent gets better.
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from torchdoctor.runtime.detectors.base import (
     BackwardEvent,
     CallSite,
     LossValue,
+    OptimizerInfo,
     RuntimeDetector,
     StepEvent,
 )
@@ -70,6 +72,11 @@ class LossDynamics(RuntimeDetector):
         self._stepping: set[CallSite] = set()
         self._last_stepping: CallSite | None = None
         self._stepped = False
+        # Training phases: an optimizer over parameters no optimizer held before (a new
+        # head after pre-training, layers unfrozen) starts one at this global step. Each
+        # phase's loss is its own curve: the jump where a new head starts is no divergence.
+        self._trained_sets: list[frozenset[int]] = []
+        self._phases: list[int] = []
 
     def on_backward(self, event: BackwardEvent) -> None:
         self._last_backward = event.site
@@ -102,6 +109,14 @@ class LossDynamics(RuntimeDetector):
                 curve.values.append(loss.value)
                 curve.steps.append(loss.global_step)
 
+    def on_optimizer(self, optimizer: OptimizerInfo) -> None:
+        trained = frozenset(map(id, optimizer.params))
+        if trained in self._trained_sets:
+            return  # the same parameters again (an optimizer rebuilt every epoch)
+        if self._trained_sets:
+            self._phases.append(self.monitor.global_step)
+        self._trained_sets.append(trained)
+
     def on_step_begin(self, event: StepEvent) -> None:
         self._stepped = True
         last = self._last_backward
@@ -123,12 +138,27 @@ class LossDynamics(RuntimeDetector):
         for site, curve in self._curves.items():
             if site.line in explained or (self._stepped and site not in self._stepping):
                 continue  # explained, or a backward that no optimizer step follows
-            if self._constant(site, curve):
-                continue
-            if adversarial or len(self._terms.get(site, ())) > 1:
-                continue
-            if not self._diverging(site, curve):
-                self._stalled(site, curve)
+            for phase in self._split(curve):
+                if self._judge(site, phase, adversarial):
+                    break
+
+    def _split(self, curve: _Curve) -> list[_Curve]:
+        """The curve's parts, one per training phase (see ``_phases``)."""
+        parts, start = [], 0
+        for boundary in self._phases:
+            end = bisect.bisect_left(curve.steps, boundary, lo=start)
+            parts.append(_Curve(curve.values[start:end], curve.steps[start:end]))
+            start = end
+        parts.append(_Curve(curve.values[start:], curve.steps[start:]))
+        return [part for part in parts if part.values]
+
+    def _judge(self, site: CallSite, curve: _Curve, adversarial: bool) -> bool:
+        """Whether one phase of a curve drew a finding."""
+        if self._constant(site, curve):
+            return True
+        if adversarial or len(self._terms.get(site, ())) > 1:
+            return False
+        return self._diverging(site, curve) or self._stalled(site, curve)
 
     # -- TD614 ---------------------------------------------------------------------------
 
@@ -210,10 +240,10 @@ class LossDynamics(RuntimeDetector):
 
     # -- TD612 ---------------------------------------------------------------------------
 
-    def _stalled(self, site: CallSite, curve: _Curve) -> None:
+    def _stalled(self, site: CallSite, curve: _Curve) -> bool:
         values, steps = self._working_part(curve)
         if len(values) < STALL_MIN_VALUES:
-            return
+            return False
         width = max(5, len(values) // 10)
         medians = _window_medians(values, width)
         first, best = medians[0], min(medians[1:])
@@ -223,7 +253,7 @@ class LossDynamics(RuntimeDetector):
         # Still falling in its second half with a rank correlation three standard errors
         # below zero: slow learning, not a stall.
         if gain >= STALL_MAX_GAIN or trend < -3 / math.sqrt(len(half) - 1):
-            return
+            return False
         self.emit(
             finding(
                 "TD612",
@@ -246,6 +276,7 @@ class LossDynamics(RuntimeDetector):
                 },
             )
         )
+        return True
 
     def _working_part(self, curve: _Curve) -> tuple[list[float], list[int]]:
         """The losses computed at >= half the peak learning rate (after any warm-up)."""
