@@ -403,19 +403,6 @@ def _reads_with_graph(node: ast.AST, name: str) -> bool:
     return False
 
 
-def _holds(expr: ast.AST, node: ast.AST) -> bool:
-    """Whether ``node`` is ``expr`` or lies inside it."""
-    return any(inner is node for inner in ast.walk(expr))
-
-
-def _reads(expr: ast.AST, name: str) -> bool:
-    """Whether ``expr`` reads the local ``name``."""
-    return any(
-        isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, ast.Load)
-        for inner in ast.walk(expr)
-    )
-
-
 def _root_text(ctx: FileContext, expr: ast.expr) -> str:
     while (
         isinstance(expr, ast.Call)
