@@ -37,8 +37,8 @@ def _code(path: Path) -> str:
     return path.parent.name[:5]
 
 
-def test_the_lab_has_quiet_shapes() -> None:
-    assert _shapes("quiet")
+def test_the_lab_has_shapes_of_both_kinds() -> None:
+    assert _shapes("quiet") and _shapes("info")
 
 
 @pytest.mark.parametrize("path", _shapes("quiet"))
