@@ -385,6 +385,35 @@ def test_a_whole_module_save_read_back_by_another_file_is_information(tmp_path) 
     assert found == [("infer.py", 4, Severity.WARNING), ("train.py", 10, Severity.INFO)]
 
 
+def test_a_load_in_a_separate_example_folder_does_not_make_a_save_information(tmp_path) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    reader = "import torch\n" + READ_BACK["a loaded model put in eval mode"].format(weights="")
+    (tmp_path / "gan").mkdir()
+    (tmp_path / "lm").mkdir()
+    (tmp_path / "gan" / "train.py").write_text(SAVES_WHOLE, encoding="utf-8")
+    (tmp_path / "lm" / "generate.py").write_text(reader, encoding="utf-8")
+    (tmp_path / "gan" / "tools").mkdir()
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    [save] = [f for f in report.by_code("TD903") if f.location.path.endswith("train.py")]
+    assert save.severity is Severity.WARNING
+    (tmp_path / "gan" / "tools" / "evaluate.py").write_text(reader, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    [save] = [f for f in report.by_code("TD903") if f.location.path.endswith("train.py")]
+    assert save.severity is Severity.INFO
+
+
+def test_a_load_allowed_by_safe_globals_works_and_is_quiet() -> None:
+    source = """
+    import torch
+    def evaluate(path, Net):
+        with torch.serialization.safe_globals([Net]):
+            net = torch.load(path)
+        net.eval()
+    """
+    assert td903(source) == []
+
+
 def test_loads_into_load_state_dict_and_tensors_are_not_whole_modules() -> None:
     source = (
         SAVES_WHOLE

@@ -5,7 +5,7 @@ A project that saves ``torch.save(model)`` and loads the file back as a module o
 method only a module has; a name saying ``model`` often holds a state dict) has made
 whole-module files its own format: the save is not a slip, and the place to act is the
 load (torch 2.6 defaults to ``weights_only=True``, which refuses them). The other files of
-the project are read only when a whole-module save asks, once per project.
+the project are read only when a whole-module save asks, once per folder.
 """
 
 from __future__ import annotations
@@ -34,17 +34,23 @@ _MODULE_ONLY = frozenset(
 
 
 def project_whole_module_load(ctx: FileContext) -> tuple[str, int] | None:
-    """``(path, line)`` of a ``torch.load`` in this file or another file of the project
-    whose result is used as a module; ``None`` when there is none."""
+    """``(path, line)`` of a ``torch.load`` whose result is used as a module, in this file
+    or in another file of the project along the same folder line (its folder, a folder
+    above or below it: a repository of separate examples is not one program)."""
     own = whole_module_loads(ctx.tree) if "torch.load" in ctx.source else []
     if own:
         return ctx.path, own[0].lineno
     project = ctx.project
-    return project.remember("whole-module-load", lambda: _in_other_files(project.paths()))
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    return project.remember(
+        f"whole-module-load:{folder}", lambda: _in_other_files(project.paths(), folder)
+    )
 
 
-def _in_other_files(paths: list[str]) -> tuple[str, int] | None:
+def _in_other_files(paths: list[str], folder: str) -> tuple[str, int] | None:
     for path in sorted(paths):
+        if not _related(os.path.dirname(path), folder):
+            continue
         data = read_source(path)
         if not isinstance(data, bytes) or b"torch.load" not in data:
             continue
@@ -56,6 +62,11 @@ def _in_other_files(paths: list[str]) -> tuple[str, int] | None:
         if found:
             return os.path.relpath(path), found[0].lineno
     return None
+
+
+def _related(one: str, other: str) -> bool:
+    """One folder is the other or lies inside it."""
+    return one == other or one.startswith(other + os.sep) or other.startswith(one + os.sep)
 
 
 def whole_module_loads(tree: ast.AST) -> list[ast.Call]:
