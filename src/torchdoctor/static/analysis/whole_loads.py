@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
+from typing import cast
 
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.files import read_source
@@ -37,7 +38,7 @@ def project_whole_module_load(ctx: FileContext) -> tuple[str, int] | None:
     """``(path, line)`` of a ``torch.load`` whose result is used as a module, in this file
     or in another file of the project along the same folder line (its folder, a folder
     above or below it: a repository of separate examples is not one program)."""
-    own = whole_module_loads(ctx.tree) if "torch.load" in ctx.source else []
+    own = file_whole_module_loads(ctx)
     if own:
         return ctx.path, own[0].lineno
     project = ctx.project
@@ -69,6 +70,22 @@ def _related(one: str, other: str) -> bool:
     return one == other or one.startswith(other + os.sep) or other.startswith(one + os.sep)
 
 
+def file_whole_module_loads(ctx: FileContext) -> list[ast.Call]:
+    """:func:`whole_module_loads` of the file being linted, read from its recorded calls
+    and assignments (no walk of the tree), once per file."""
+    key = ("whole-loads", "file")
+    cached = ctx.memo.get(key)
+    if cached is None:
+        found: dict[int, ast.Call] = {}
+        if "torch.load" in ctx.source:
+            for _, items in ctx.module.bodies():
+                nodes = [item.node for item in items]
+                if any(isinstance(n, ast.Call) and _is_torch_load(n) for n in nodes):
+                    found.update((id(call), call) for call in _module_uses(nodes))
+        cached = ctx.memo[key] = sorted(found.values(), key=_position)
+    return cast("list[ast.Call]", cached)
+
+
 def whole_module_loads(tree: ast.AST) -> list[ast.Call]:
     """The ``torch.load`` calls whose result is used as a module, in line order; a name is
     followed within its own function (or the module's top level)."""
@@ -76,7 +93,11 @@ def whole_module_loads(tree: ast.AST) -> list[ast.Call]:
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, _SCOPES))]:
         for call in _in_scope(scope):
             found[id(call)] = call
-    return sorted(found.values(), key=lambda call: (call.lineno, call.col_offset))
+    return sorted(found.values(), key=_position)
+
+
+def _position(call: ast.Call) -> tuple[int, int]:
+    return call.lineno, call.col_offset
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -84,13 +105,22 @@ _NESTED = (*_SCOPES, ast.ClassDef)
 
 
 def _in_scope(scope: ast.AST) -> list[ast.Call]:
-    bound: list[tuple[str, ast.expr]] = []
-    receivers: list[ast.expr] = []
+    nodes = []
     stack = list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
         if isinstance(node, _NESTED):
             continue  # its own scope
+        nodes.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return _module_uses(nodes)
+
+
+def _module_uses(nodes: list[ast.AST]) -> list[ast.Call]:
+    """The loads, among the nodes of one scope, whose result is used as a module."""
+    bound: list[tuple[str, ast.expr]] = []
+    receivers: list[ast.expr] = []
+    for node in nodes:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -103,7 +133,6 @@ def _in_scope(scope: ast.AST) -> list[ast.Call]:
             and node.func.attr in _MODULE_ONLY
         ):
             receivers.append(node.func.value)
-        stack.extend(ast.iter_child_nodes(node))
     if not receivers:
         return []
     loaded: dict[str, ast.Call] = {}

@@ -82,7 +82,7 @@ class Float64InTraining(LintRule):
         # float64 that goes only into a loss as its input or target (pretrain-gnns'
         # criterion(pred.double(), y.double())): the network runs in float32, and a loss
         # over batch x outputs values in float64 is numerics on purpose, at little cost.
-        losses = {id(found.call) for found in loss_calls(ctx)}
+        losses = {id(found.call) for found in loss_calls(ctx)} if hits else set()
         for call, hit, reach, scope in hits:
             # Once the model itself is made float64, the float64 inputs it is then fed
             # (states, masks built in forward) follow from that one cause: one finding, at

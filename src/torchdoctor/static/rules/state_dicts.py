@@ -16,8 +16,8 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.analysis.whole_loads import (
+    file_whole_module_loads,
     project_whole_module_load,
-    whole_module_loads,
 )
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -35,11 +35,19 @@ class WholeModuleSaved(LintRule):
     call_names = frozenset({"save"})
     needs_structure = True
 
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        self._saves: list[tuple[ast.Call, ast.expr, Confidence]] = []
+
     def leave_module(self, module: object) -> None:
+        # Judged once the whole file is walked: the loads that read a save back may come
+        # after it.
+        for save, candidate, confidence in self._saves:
+            self._report(save, candidate, confidence)
         source = self.ctx.source
         if "torch.load" not in source or "safe_globals" in source:
             return  # no load; or the file allows its classes, and the load works
-        for call in whole_module_loads(self.ctx.tree):
+        for call in file_whole_module_loads(self.ctx):
             if keyword(call, "weights_only") is None and keyword(call, "pickle_module") is None:
                 self._report_load(call)
 
@@ -53,7 +61,7 @@ class WholeModuleSaved(LintRule):
             if isinstance(candidate, (ast.Name, ast.Attribute)):
                 confidence = _module_confidence(ctx, candidate, ctx.function)
                 if confidence is not None:
-                    self._report(node, candidate, confidence)
+                    self._saves.append((node, candidate, confidence))
 
     def _report(self, save: ast.Call, module: ast.expr, confidence: Confidence) -> None:
         ctx = self.ctx
