@@ -1,7 +1,8 @@
 """A tiny Q-learning regressor and a distillation trainer with fixed targets.
 
 The target network runs under `torch.no_grad()`; the teacher is frozen once with
-`requires_grad_(False)`: backward() stops at the targets.
+`requires_grad_(False)`; the actor-critic detaches its targets' value on the next line,
+inside the discounted term: backward() stops at the targets.
 """
 
 import copy
@@ -77,10 +78,42 @@ def fit_by_hand(epochs: int = 3, lr: float = 0.1) -> float:
     return error
 
 
+class ActorCritic:
+    """Deterministic actor-critic (TD3/DDPG style): the target networks' value is detached
+    on the next line, inside the discounted term, before it reaches the loss."""
+
+    def __init__(self) -> None:
+        self.actor = nn.Sequential(nn.Linear(STATES, 32), nn.ReLU(), nn.Linear(32, 1), nn.Tanh())
+        self.critic = nn.Sequential(nn.Linear(STATES + 1, 32), nn.ReLU(), nn.Linear(32, 1))
+        self.actor_target = copy.deepcopy(self.actor)
+        self.critic_target = copy.deepcopy(self.critic)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=1e-3)
+
+    def value(self, critic: nn.Module, states: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return critic(torch.cat([states, actions], 1))
+
+    def train_step(self, gamma: float = 0.99) -> float:
+        states, next_states = torch.randn(32, STATES), torch.randn(32, STATES)
+        actions, rewards = torch.rand(32, 1) * 2 - 1, torch.randn(32, 1)
+        not_done = (torch.rand(32, 1) > 0.1).float()
+        target_q = self.critic_target(
+            torch.cat([next_states, self.actor_target(next_states)], 1)
+        )
+        target_q = rewards + (not_done * gamma * target_q).detach()
+        loss = nn.functional.mse_loss(self.value(self.critic, states, actions), target_q)
+        self.critic_optimizer.zero_grad()
+        loss.backward()
+        self.critic_optimizer.step()
+        return loss.item()
+
+    def fit(self, steps: int = 30) -> float:
+        return [self.train_step() for _ in range(steps)][-1]
+
+
 def main() -> None:
     torch.manual_seed(0)
     print(f"q-learning: {fit_q():.3f}  distillation: {Distiller().fit():.3f}")
-    print(f"trained by hand: {fit_by_hand():.3f}")
+    print(f"trained by hand: {fit_by_hand():.3f}  actor-critic: {ActorCritic().fit():.3f}")
 
 
 if __name__ == "__main__":

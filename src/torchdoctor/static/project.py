@@ -46,11 +46,14 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.project_facts import ClassFacts, FunctionFacts, ModuleFacts, summarise
+
+T = TypeVar("T")
 
 __all__ = [
     "ClassInfo",
@@ -158,6 +161,17 @@ class ProjectIndex:
 
     def __len__(self) -> int:
         return len(self._paths)
+
+    def paths(self) -> list[str]:
+        """The absolute path of every file of the project."""
+        return list(self._paths)
+
+    def remember(self, key: str, compute: Callable[[], T]) -> T:
+        """A project-wide answer, computed once (until a file is added)."""
+        memo_key = ("project", key)
+        if memo_key not in self._memo:
+            self._memo[memo_key] = compute()
+        return self._memo[memo_key]  # type: ignore[return-value]
 
     def facts_for(self, path: str) -> ModuleFacts | None:
         """The facts recorded for the file at ``path``."""

@@ -321,6 +321,115 @@ def test_a_name_that_only_sounds_like_a_model_is_quiet() -> None:
     assert td903(source) == []
 
 
+# Round 5's whole-model saves (waveglow, retinanet, yolov7): files the project reads back
+# whole by its own loaders are its format; the loads, not the saves, break on torch 2.6.
+SAVES_WHOLE = """
+import torch
+from torch import nn
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 1))
+
+    def save(self, path):
+        torch.save({"model": self.model, "epoch": 3}, path)
+"""
+READ_BACK = {
+    "a loaded model put in eval mode": """
+def evaluate(path):
+    net = torch.load(path, map_location="cpu"{weights})
+    net.eval()
+""",
+    "a model taken out of a loaded dict": """
+def resume(trainer, path):
+    checkpoint = torch.load(path{weights})
+    loaded = checkpoint["model"]
+    trainer.model.load_state_dict(loaded.state_dict())
+""",
+    "a chain on the load": """
+def load_for_inference(path, device):
+    return torch.load(path{weights})["model"].float().eval()
+""",
+}
+
+
+def test_a_whole_module_save_the_project_reads_back_is_information() -> None:
+    for shape, reader in READ_BACK.items():
+        source = SAVES_WHOLE + reader.replace("{weights}", ", weights_only=False")
+        (found,) = lint_findings(source, "TD903")
+        assert (found.location.line, found.severity) == (10, Severity.INFO), shape
+        assert "its own format" in found.message
+
+
+def test_a_load_of_a_whole_module_relying_on_the_default_fails_on_torch_2_6() -> None:
+    for shape, reader in READ_BACK.items():
+        found = lint_findings(SAVES_WHOLE + reader.replace("{weights}", ""), "TD903")
+        loads = [f for f in found if f.severity is Severity.WARNING]
+        assert [f.location.line for f in loads] == [13], shape
+        assert "weights_only" in loads[0].message
+
+
+def test_a_whole_module_save_read_back_by_another_file_is_information(tmp_path) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "train.py").write_text(SAVES_WHOLE, encoding="utf-8")
+    (tmp_path / "infer.py").write_text(
+        "import torch\n" + READ_BACK["a loaded model put in eval mode"].format(weights=""),
+        encoding="utf-8",
+    )
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    found = sorted(
+        (f.location.path.rpartition("/")[2], f.location.line, f.severity)
+        for f in report.by_code("TD903")
+    )
+    assert found == [("infer.py", 4, Severity.WARNING), ("train.py", 10, Severity.INFO)]
+
+
+def test_a_load_in_a_separate_example_folder_does_not_make_a_save_information(tmp_path) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    reader = "import torch\n" + READ_BACK["a loaded model put in eval mode"].format(weights="")
+    (tmp_path / "gan").mkdir()
+    (tmp_path / "lm").mkdir()
+    (tmp_path / "gan" / "train.py").write_text(SAVES_WHOLE, encoding="utf-8")
+    (tmp_path / "lm" / "generate.py").write_text(reader, encoding="utf-8")
+    (tmp_path / "gan" / "tools").mkdir()
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    [save] = [f for f in report.by_code("TD903") if f.location.path.endswith("train.py")]
+    assert save.severity is Severity.WARNING
+    (tmp_path / "gan" / "tools" / "evaluate.py").write_text(reader, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    [save] = [f for f in report.by_code("TD903") if f.location.path.endswith("train.py")]
+    assert save.severity is Severity.INFO
+
+
+def test_a_load_allowed_by_safe_globals_works_and_is_quiet() -> None:
+    source = """
+    import torch
+    def evaluate(path, Net):
+        with torch.serialization.safe_globals([Net]):
+            net = torch.load(path)
+        net.eval()
+    """
+    assert td903(source) == []
+
+
+def test_loads_into_load_state_dict_and_tensors_are_not_whole_modules() -> None:
+    source = (
+        SAVES_WHOLE
+        + """
+def resume(model, path):
+    model.load_state_dict(torch.load(path)["model"])
+    features = torch.load("features.pt").cuda()
+    state = torch.load(path)
+    model.load_state_dict(state)
+    model.eval()
+"""
+    )
+    (found,) = lint_findings(source, "TD903")
+    assert (found.location.line, found.severity) == (10, Severity.WARNING)
+
+
 # --- TD904 ------------------------------------------------------------------------------
 
 

@@ -582,3 +582,58 @@ def test_float64_sampler_weights_choose_examples_and_stay_quiet() -> None:
     """,
         "TD102",
     )
+
+
+# Round 5's pretrain-gnns: the loss computed in float64 on the output logits and targets
+# only; the network runs in float32.
+LOSS_ONLY = {
+    "plain loop": """
+import torch
+from torch import nn
+
+criterion = nn.BCEWithLogitsLoss(reduction="none")
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        pred = model(batch.x)
+        y = batch.y.view(pred.shape).to(torch.float64)
+        loss = criterion(pred.double(), y).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+    "trainer with a loss helper": """
+import torch
+import torch.nn.functional as F
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.Adam(model.parameters())
+
+    def loss(self, logits, labels):
+        return F.binary_cross_entropy_with_logits(logits.double(), labels.double())
+
+    def step(self, x, labels):
+        loss = self.loss(self.model(x), labels)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+""",
+}
+
+
+def test_float64_only_on_a_loss_input_and_target_is_information() -> None:
+    for shape, source in LOSS_ONLY.items():
+        found = lint_findings(source, "TD102")
+        assert found, shape
+        assert {f.severity for f in found} == {Severity.INFO}, shape
+        assert all("only as an input or target of the loss" in f.message for f in found)
+
+
+def test_float64_input_of_the_network_before_the_loss_is_still_a_warning() -> None:
+    source = LOSS_ONLY["plain loop"].replace(
+        "pred = model(batch.x)", "pred = model(batch.x.double())"
+    )
+    found = lint_findings(source, "TD102")
+    assert Severity.WARNING in {f.severity for f in found}

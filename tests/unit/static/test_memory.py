@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.unit.static.helpers import lint_codes, lint_findings
-from torchdoctor.findings import Applicability
+from torchdoctor.findings import Applicability, Severity
 
 # --- TD701 ------------------------------------------------------------------------------
 
@@ -26,6 +26,70 @@ def td701(source: str) -> list[tuple[str, int]]:
 
 def test_figure_made_every_epoch_and_never_closed_is_flagged() -> None:
     assert td701(PLOT_EACH_EPOCH.format(extra="")) == [("TD701", 7)]
+
+
+# Round 5's yolov7 plots.py: a plotting helper run by hand over a few results files; its
+# figures are not the per-epoch leak of a training run.
+OUTSIDE_TRAINING = {
+    "plain script over result files": """
+import glob
+import matplotlib.pyplot as plt
+
+for path in sorted(glob.glob("results*.txt")):
+    fig, ax = plt.subplots()  # expect: TD701
+    ax.plot(load(path))
+    fig.savefig(path + ".png")
+""",
+    "trainer with a plotting helper after fit": """
+import matplotlib.pyplot as plt
+
+class Trainer:
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.history.append(self.train_epoch())
+        self.plot_history()
+
+    def plot_history(self):
+        for name, values in self.metrics.items():
+            fig = plt.figure()  # expect: TD701
+            plt.plot(values)
+            fig.savefig(name + ".png")
+""",
+    "callback at the end of training": """
+import matplotlib.pyplot as plt
+
+class PlotCallback:
+    def on_train_end(self, trainer):
+        for head in range(trainer.model.heads):
+            plt.figure(figsize=(6, 4))  # expect: TD701
+            plt.imshow(trainer.attention(head))
+            plt.savefig(f"head{head}.png")
+""",
+}
+
+
+def test_figures_made_outside_training_are_information() -> None:
+    for shape, source in OUTSIDE_TRAINING.items():
+        found = lint_findings(source, "TD701")
+        marked = [i for i, line in enumerate(source.splitlines(), 1) if "expect: TD701" in line]
+        assert [(f.location.line, f.severity) for f in found] == [
+            (line, Severity.INFO) for line in marked
+        ], shape
+        assert "no training" in found[0].message
+
+
+def test_figures_made_by_a_helper_or_hook_run_every_epoch_stay_warnings() -> None:
+    helper = OUTSIDE_TRAINING["trainer with a plotting helper after fit"].replace(
+        "            self.history.append(self.train_epoch())\n        self.plot_history()",
+        "            self.history.append(self.train_epoch())\n            self.plot_history()",
+    )
+    hook = OUTSIDE_TRAINING["callback at the end of training"].replace(
+        "on_train_end", "on_validation_epoch_end"
+    )
+    for source in (helper, hook):
+        assert source not in OUTSIDE_TRAINING.values()
+        [found] = lint_findings(source, "TD701")
+        assert found.severity is Severity.WARNING
 
 
 def test_message_names_the_loop_and_the_fix_closes_the_figure() -> None:

@@ -179,3 +179,77 @@ def test_a_resume_that_forgets_the_scheduler_is_still_flagged() -> None:
 
 def test_a_program_that_never_resumes_is_quiet() -> None:
     assert lint_codes(script(""), "TD905") == []
+
+
+# Round 5's DiT (saves model, EMA and optimizer; nothing resumes: its only "load" is a
+# DataLoader) and I-JEPA (replays its schedules' step() after loading).
+
+
+def test_a_data_loader_or_a_download_is_not_a_resume() -> None:
+    source = script("").replace(
+        "def main(args, loader):",
+        "def main(args, dataset):\n    loader = torch.utils.data.DataLoader(dataset)\n"
+        "    download_weights(args.url)",
+    )
+    assert lint_codes(source, "TD905") == []
+    assert lint_codes(source + "\ndef resume(path):\n    return torch.load(path)\n", "TD905")
+
+
+REPLAYED = {
+    "loop after the load": RESUME + "    for _ in range(start_epoch * len(loader)):\n"
+    "        scheduler.step()\n",
+    "several schedules and a generator": RESUME + "        for _ in range(start_epoch):\n"
+    "            scheduler.step()\n            wd_scheduler.step()\n"
+    "            next(momentum_schedule)\n",
+}
+
+
+def test_schedules_replayed_by_step_after_a_resume_are_restored() -> None:
+    for shape, resume in REPLAYED.items():
+        assert lint_codes(script(resume), "TD905") == [], shape
+
+
+def test_a_trainer_class_replaying_its_schedule_in_a_helper_is_restored() -> None:
+    source = """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, loader):
+            self.model, self.loader = model, loader
+            self.optimizer = torch.optim.Adam(model.parameters())
+            self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, 10)
+            self.epoch = 0
+
+        def resume(self, path):
+            state = torch.load(path)
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.epoch = state["epoch"]
+            for _ in range(self.epoch):
+                self.scheduler.step()
+
+        def fit(self, epochs):
+            for epoch in range(self.epoch, epochs):
+                for x in self.loader:
+                    self.optimizer.zero_grad()
+                    self.model(x).sum().backward()
+                    self.optimizer.step()
+                self.scheduler.step()
+                torch.save({"model": self.model.state_dict(),
+                            "optimizer": self.optimizer.state_dict(), "epoch": epoch}, "c.pt")
+    """
+    assert lint_codes(source, "TD905") == []
+    forgotten = source.replace(
+        "for _ in range(self.epoch):\n                self.scheduler.step()", "pass"
+    )
+    assert lint_codes(forgotten, "TD905") == [("TD905", 25)]
+
+
+def test_a_closure_training_loop_with_a_schedule_is_not_a_replay() -> None:
+    source = script(RESUME).replace(
+        "    for epoch in range(start_epoch, 100):",
+        "    for x in loader:\n        optimizer.step(closure)\n        scheduler.step()\n"
+        "    for epoch in range(start_epoch, 100):",
+    )
+    (found,) = lint_findings(source, "TD905")
+    assert found.evidence["missing"] == ["scheduler"]

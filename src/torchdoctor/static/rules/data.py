@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Confidence, Depth
+from torchdoctor.findings import Confidence, Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.dataloader import (
     assigned_name,
@@ -166,7 +166,7 @@ class LoaderBuiltInLoop(LintRule):
             target = assigned_name(direct, call)
             if not _iterated_in(loop.node, call, target):
                 continue
-            self._report(call, arguments, loop)
+            self._report(call, arguments, loop, _whole_pass(loop.node, call, target))
 
     def _invariant(self, call: ast.Call, loop: Loop) -> bool:
         """No argument depends on a name the loop binds, or on a call we cannot judge."""
@@ -180,25 +180,75 @@ class LoaderBuiltInLoop(LintRule):
                     return False
         return True
 
-    def _report(self, call: ast.Call, arguments: dict[str, ast.expr], loop: Loop) -> None:
+    def _report(
+        self, call: ast.Call, arguments: dict[str, ast.expr], loop: Loop, whole_pass: bool
+    ) -> None:
         ctx = self.ctx
         workers = ctx.segment(arguments["num_workers"])
         persistent = arguments.get("persistent_workers")
-        note = ""
         if persistent is not None and not is_false(persistent):
-            note = (
-                "; `persistent_workers=True` keeps workers alive only for one loader "
+            cost = (
+                f"each new loader starts its {workers} worker processes again while training "
+                "waits; `persistent_workers=True` keeps workers alive only for one loader "
                 "object, so here it does nothing"
+            )
+        elif whole_pass:
+            # One full pass per loader: a loader built once restarts its workers at each
+            # new pass anyway unless persistent_workers=True, so rebuilding costs nothing.
+            self.report(
+                call,
+                f"`DataLoader(..., num_workers={workers})` at line {call.lineno} is rebuilt "
+                f"on every pass of the loop at line {loop.line} and read whole each time: "
+                "this costs what reusing one loader costs (its workers restart at each new "
+                "pass too), but a loader built once with `persistent_workers=True` would "
+                "keep its workers",
+                fix_hint="Build the DataLoader once, before the loop, with "
+                "`persistent_workers=True`, to keep its workers across passes.",
+                evidence={"loop_line": loop.line},
+                severity=Severity.INFO,
+            )
+            return
+        else:
+            cost = (
+                f"each new loader starts its {workers} worker processes again while "
+                "training waits, for the few batches read from it"
             )
         self.report(
             call,
             f"`DataLoader(..., num_workers={workers})` at line {call.lineno} is rebuilt with "
-            f"the same arguments on every pass of the loop at line {loop.line}: each new "
-            f"loader starts its {workers} worker processes again while training waits{note}",
+            f"the same arguments on every pass of the loop at line {loop.line}: {cost}",
             fix_hint="Build the DataLoader once, before the loop; iterating it again gives a "
             "new shuffle order each epoch.",
             evidence={"loop_line": loop.line},
         )
+
+
+def _whole_pass(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool:
+    """Whether each loader the loop builds is read whole: looped over by a ``for`` (also
+    through ``enumerate``/``tqdm``), or handed to a call other than ``iter``/``next``
+    (an epoch helper). ``next(iter(loader))`` reads a few batches of it."""
+    if not isinstance(target, ast.Name) and target is not None:
+        return False  # self.loader = DataLoader(...): read anywhere, by anyone
+    name = target.id if target is not None else None
+    for node in ast.walk(body):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and node is not body:
+            if any(n is call for n in ast.walk(node.iter)):
+                return True
+            if name is not None and loads(node.iter, name):
+                return True
+    if name is None:
+        return False
+    for node in ast.walk(body):
+        if (
+            isinstance(node, ast.Call)
+            and not (isinstance(node.func, ast.Name) and node.func.id in ("iter", "next"))
+            and any(
+                isinstance(a, ast.Name) and a.id == name
+                for a in [*node.args, *(k.value for k in node.keywords)]
+            )
+        ):
+            return True
+    return False
 
 
 def _iterated_in(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool:

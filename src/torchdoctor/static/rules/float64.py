@@ -19,11 +19,13 @@ reached only from code under ``no_grad`` (a sampling step) is not training.
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.destinations import Destination, Reach, destination
+from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
@@ -77,6 +79,10 @@ class Float64InTraining(LintRule):
             hit is not call and (scope is None or scope.owner is None)
             for call, hit, _, scope in hits
         )
+        # float64 that goes only into a loss as its input or target (pretrain-gnns'
+        # criterion(pred.double(), y.double())): the network runs in float32, and a loss
+        # over batch x outputs values in float64 is numerics on purpose, at little cost.
+        losses = {id(found.call) for found in loss_calls(ctx)} if hits else set()
         for call, hit, reach, scope in hits:
             # Once the model itself is made float64, the float64 inputs it is then fed
             # (states, masks built in forward) follow from that one cause: one finding, at
@@ -86,6 +92,9 @@ class Float64InTraining(LintRule):
                 and (deliberate or self._feeds_a_module(reach, scope))
                 and reach[1] is not _MODEL
             ):
+                continue
+            if reach[0] is Destination.TRAINING and id(reach[1]) in losses:
+                self._report_loss_only(call, hit, cast("ast.Call", reach[1]))
                 continue
             self._report(call, hit, reach, deliberate and reach[1] is _MODEL)
 
@@ -277,6 +286,23 @@ class Float64InTraining(LintRule):
         if qualified in _SHAPED_FACTORIES:
             return isinstance(first, (ast.Tuple, ast.List)) and not first.elts
         return False
+
+    def _report_loss_only(self, call: ast.Call, hit: ast.AST, loss: ast.Call) -> None:
+        ctx = self.ctx
+        text = ctx.segment(call)
+        text = text if len(text) <= 60 and "\n" not in text else ctx.segment(hit)
+        reached = ctx.segment(loss.func)
+        self.report(
+            hit,
+            f"`{text}` at line {getattr(hit, 'lineno', call.lineno)} is float64 only as an "
+            f"input or target of the loss `{reached}(...)` at line {loss.lineno}: the network "
+            "runs in float32, and a loss computed in float64 is a numerics choice that costs "
+            "little",
+            fix_hint="Keep it if the loss needs the precision; otherwise compute it in "
+            "float32 (drop the `.double()`).",
+            evidence={"reaches": "loss"},
+            severity=Severity.INFO,
+        )
 
     def _report(self, call: ast.Call, hit: ast.AST, reach: Reach, deliberate: bool = False) -> None:
         ctx = self.ctx

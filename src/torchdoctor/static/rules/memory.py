@@ -6,9 +6,10 @@ The speed rules of the same topic (TD703, TD704, TD705) live in :mod:`.speed`.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
-from torchdoctor.findings import Applicability, Depth, Finding, Fix
+from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
@@ -88,21 +89,68 @@ class FiguresNeverClosed(LintRule):
             name = self._figure_names.get(id(call))
             if name is not None and _handed_off(outermost, name):
                 continue
-            self._report(call, outermost, name)
+            during = self._runs_during_training(outermost, self.ctx.function_of(frames), 0)
+            self._report(call, outermost, name, during)
 
-    def _report(self, call: ast.Call, loop: Loop, name: str | None) -> None:
+    def _runs_during_training(
+        self, loop: Loop | None, function: FunctionScope | None, depth: int
+    ) -> bool:
+        """Whether the figures' loop trains, or runs inside something that does: a loop of
+        this file that trains around a call of its function (followed up three callers),
+        or a framework hook run every step or epoch (``on_train_epoch_end``)."""
+        ctx = self.ctx
+        if loop is not None and _TRAINING.search(ctx.segment(loop.node)):
+            return True
+        if function is None:
+            return False
+        if _PER_STEP_HOOK.search(function.name):
+            return True
+        for scope, item in ctx.callers(function):
+            loops = enclosing_loops(ctx, item.frames)
+            if loops and _TRAINING.search(ctx.segment(loops[-1].node)):
+                return True
+            caller = scope if isinstance(scope, FunctionScope) else None
+            if (
+                depth < 3
+                and caller is not function
+                and (self._runs_during_training(None, caller, depth + 1))
+            ):
+                return True
+        return False
+
+    def _report(self, call: ast.Call, loop: Loop, name: str | None, during: bool) -> None:
         ctx = self.ctx
         pyplot = ctx.segment(call.func.value) if isinstance(call.func, ast.Attribute) else "plt"
-        self.report(
-            call,
+        message = (
             f"`{ctx.segment(call.func)}()` at line {call.lineno} creates a new figure on every "
             f"pass of the loop at line {loop.line}, and nothing in the loop closes it: pyplot "
             "keeps every figure alive until `plt.close()`, so memory grows with each "
-            "iteration (several MB per figure; matplotlib warns after 20 open figures)",
+            "iteration (several MB per figure; matplotlib warns after 20 open figures)"
+        )
+        if not during:
+            # A plotting helper or report script: its loop runs over a few results, once,
+            # and the figures go when the program ends; not the leak a training run has.
+            message += (
+                "; this loop does no training and no training loop of this file runs it, "
+                "so the figures add up only over its own passes"
+            )
+        self.report(
+            call,
+            message,
             fix_hint=f"Call `{pyplot}.close({name or ''})` inside the loop once the figure is "
             "saved or logged.",
             evidence={"loop_line": loop.line},
+            severity=None if during else Severity.INFO,
         )
+
+
+# What shows a loop trains (itself or through what it calls): a backward pass, an
+# optimizer step, a framework's fit or step, a call of a `train...` function or method.
+_TRAINING = re.compile(
+    r"backward|autograd\.grad\b|\.step\(|\.fit\(|training_step|\btrain\w*\(|\bepoch"
+)
+# Framework hooks called on every step, batch or epoch (Lightning, Keras-style callbacks).
+_PER_STEP_HOOK = re.compile(r"^on_\w*(epoch|batch|step|validation)|_(step|epoch_end)$")
 
 
 def _reuses_a_numbered_figure(call: ast.Call) -> bool:

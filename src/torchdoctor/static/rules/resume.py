@@ -4,8 +4,11 @@ A checkpoint dict that holds the model *and* something only a resume needs (the 
 the scheduler, the epoch) is a resume checkpoint; one that holds the model alone is an
 export of the weights and is left alone. A file that reads no checkpoint back (no load, no
 ``resume``) has no resume to be incomplete; and a scheduler whose position is restored from
-the saved epoch (``scheduler.last_epoch = start_epoch - 1``, or built with
-``last_epoch=start_epoch - 1``) needs no state of its own in the checkpoint.
+the saved epoch (``scheduler.last_epoch = start_epoch - 1``, built with
+``last_epoch=start_epoch - 1``, or replayed by a loop that only steps schedules, as
+I-JEPA's ``for _ in range(start_epoch * ipe): scheduler.step()``) needs no state of its own
+in the checkpoint. A ``DataLoader`` or a download is not a load: only a call whose name has
+the word ``load`` (``torch.load``, ``load_checkpoint``, ``load_state_dict``) reads one back.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ _KEY_ROLES: tuple[tuple[frozenset[str], str], ...] = (
     ),
     (frozenset({"model", "net", "network", "weights", "module", "encoder", "state"}), MODEL),
 )
+_TRAINING = frozenset({EventKind.OPTIMIZER_STEP, EventKind.BACKWARD})
 _WHAT = {
     OPTIMIZER: "`optimizer.state_dict()`",
     SCHEDULER: "`scheduler.state_dict()`",
@@ -77,6 +81,7 @@ class IncompleteResumeCheckpoint(LintRule):
         reads_back, positioned = _resume_facts(ctx.tree)
         if not reads_back:
             return  # nothing here resumes: the checkpoints are exports or logs
+        positioned = positioned or self._replays_schedules()
         kinds = {event.kind for event in step_events(ctx, ctx.module.items, None)}
         kinds.update(
             event.kind
@@ -109,6 +114,19 @@ class IncompleteResumeCheckpoint(LintRule):
             if missing:
                 self._report(call, missing)
 
+    def _replays_schedules(self) -> bool:
+        """A loop that only steps schedules (``scheduler.step()``, ``next(momentum)``) and at
+        least one scheduler: a resume fast-forwarding them to the saved position."""
+        ctx = self.ctx
+        for loop in ctx.module.all_loops:
+            body = loop.node.body
+            if not all(_advances(statement) for statement in body):
+                continue
+            kinds = {event.kind for event in step_events(ctx, loop.items, loop.function)}
+            if EventKind.SCHEDULER_STEP in kinds and not kinds & _TRAINING:
+                return True  # optimizer.step(closure) with a schedule is a training loop
+        return False
+
     def _report(self, call: ast.Call, missing: list[str]) -> None:
         self.report(
             call,
@@ -129,7 +147,7 @@ def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
         if isinstance(node, ast.Call):
             func = node.func
             last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            reads_back = reads_back or "load" in last.lower()
+            reads_back = reads_back or "load" in torchapi.name_tokens(last)
             positioned = positioned or any(
                 k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords
             )
@@ -144,6 +162,16 @@ def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
         if reads_back and positioned:
             break
     return reads_back, positioned
+
+
+def _advances(statement: ast.stmt) -> bool:
+    """A statement that only advances a schedule: ``x.step()`` or ``next(x)``."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return False
+    func = statement.value.func
+    if isinstance(func, ast.Attribute):
+        return func.attr == "step"
+    return isinstance(func, ast.Name) and func.id == "next"
 
 
 def _is_constant(value: ast.expr) -> bool:

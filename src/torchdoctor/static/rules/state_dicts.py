@@ -15,6 +15,10 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.paths import is_test_path
+from torchdoctor.static.analysis.whole_loads import (
+    file_whole_module_loads,
+    project_whole_module_load,
+)
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 
@@ -27,9 +31,25 @@ _MODULE_USES = frozenset(
 class WholeModuleSaved(LintRule):
     """``torch.save(model)``: the module object pickled instead of its ``state_dict``."""
 
-    requires = ("save",)
+    requires = ("save", "load")
     call_names = frozenset({"save"})
     needs_structure = True
+
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        self._saves: list[tuple[ast.Call, ast.expr, Confidence]] = []
+
+    def leave_module(self, module: object) -> None:
+        # Judged once the whole file is walked: the loads that read a save back may come
+        # after it.
+        for save, candidate, confidence in self._saves:
+            self._report(save, candidate, confidence)
+        source = self.ctx.source
+        if "torch.load" not in source or "safe_globals" in source:
+            return  # no load; or the file allows its classes, and the load works
+        for call in file_whole_module_loads(self.ctx):
+            if keyword(call, "weights_only") is None and keyword(call, "pickle_module") is None:
+                self._report_load(call)
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
@@ -41,27 +61,51 @@ class WholeModuleSaved(LintRule):
             if isinstance(candidate, (ast.Name, ast.Attribute)):
                 confidence = _module_confidence(ctx, candidate, ctx.function)
                 if confidence is not None:
-                    self._report(node, candidate, confidence)
+                    self._saves.append((node, candidate, confidence))
 
     def _report(self, save: ast.Call, module: ast.expr, confidence: Confidence) -> None:
         ctx = self.ctx
+        read_back = project_whole_module_load(ctx)
         text = ctx.segment(module)
         fix = Fix(
             f"Save `{text}.state_dict()`",
             (ctx.replace(module, f"{text}.state_dict()"),),
             Applicability.UNSAFE,
         )
-        self.report(
-            module,
+        message = (
             f"`torch.save(...)` at line {save.lineno} pickles the whole module `{text}` "
             "instead of its weights: the file records the class by its import path, so it "
             "loads only where that class still exists unchanged at the same place, and "
             "only with full unpickling (`weights_only=False`, which runs code), never with "
-            "torch's safe default",
+            "torch's safe default"
+        )
+        if read_back is not None:
+            # The project's own format, read back whole by its own loader: the loads are
+            # what torch 2.6's weights_only default breaks, and where a maintainer acts.
+            path, line = read_back
+            message += (
+                f"; the project reads such files back as modules ({path}:{line}), so this "
+                "is its own format: those loads need `weights_only=False` since torch 2.6"
+            )
+        self.report(
+            module,
+            message,
             fix_hint=f"Save `{text}.state_dict()`; when loading, build the model in code "
             "and call `load_state_dict()`.",
             confidence=confidence,
             fix=fix,
+            severity=Severity.INFO if read_back is not None else None,
+        )
+
+    def _report_load(self, call: ast.Call) -> None:
+        self.report(
+            call,
+            f"`torch.load(...)` at line {call.lineno} reads back a whole pickled module (its "
+            "result is used as a model) with the `weights_only` default, which is True "
+            "since torch 2.6 and refuses module objects: the load fails with "
+            "`UnpicklingError: Weights only load failed`",
+            fix_hint="Save the model's `state_dict()` and load it into a model built in "
+            "code; for a file this project wrote itself, `weights_only=False` also works.",
         )
 
 

@@ -277,29 +277,35 @@ class TargetNetworkNotDetached(LintRule):
             return False
         call = item.node
         result = None
-        for other in body.items:
+        holder = -1
+        detached_within = False
+        for index, other in enumerate(body.items):
             node = other.node
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("detach", "detach_")
             ):
-                if node.func.value is call:
+                receiver = node.func.value
+                if _holds(receiver, call):
+                    return False  # target_net(s).detach(), (r + g * target_net(s)).detach()
+                if result is not None and isinstance(receiver, ast.Name) and receiver.id == result:
                     return False
-                if (
-                    result is not None
-                    and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id == result
-                ):
-                    return False
+                detached_within = detached_within or (
+                    result is not None and _reads(receiver, result)
+                )
             if (
                 isinstance(node, ast.Assign)
-                and node.value is call
                 and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name)
+                and _holds(node.value, call)
             ):
-                result = node.targets[0].id
-        return True
+                result, holder = node.targets[0].id, index
+        return not (
+            detached_within
+            and result is not None
+            and _read_only_detached(body.items[holder + 1 :], result)
+        )
 
     def _report(self, call: ast.Call, target: _Target) -> None:
         ctx = self.ctx
@@ -341,6 +347,60 @@ def _binding_of(ctx: FileContext, call: ast.Call, scope: Scope) -> int:
     elif isinstance(func, ast.Attribute):
         found = ctx.attribute_binding(func, scope)
     return 0 if found is None else id(found[0].node)
+
+
+def _holds(expr: ast.AST, node: ast.AST) -> bool:
+    """Whether ``node`` is ``expr`` or lies inside it."""
+    return any(inner is node for inner in ast.walk(expr))
+
+
+def _reads(expr: ast.AST, name: str) -> bool:
+    """Whether ``expr`` reads the local ``name``."""
+    return any(
+        isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, ast.Load)
+        for inner in ast.walk(expr)
+    )
+
+
+def _read_only_detached(items: tuple[Item, ...], name: str) -> bool:
+    """Whether every statement (or call standing alone) of ``items`` reads ``name`` only
+    inside a ``.detach()``'s receiver until ``name`` is bound again: TD3's
+    ``target_q = reward + (not_done * gamma * target_q).detach()`` on the next line."""
+    inside = {
+        id(node)
+        for item in items
+        if isinstance(item.node, ast.stmt)
+        for node in ast.walk(item.node)
+    }
+    for item in items:
+        statement = item.node
+        if not isinstance(statement, ast.stmt) and id(statement) in inside:
+            continue
+        if _reads_with_graph(statement, name):
+            return False
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in statement.targets
+        ):
+            return True
+    return True
+
+
+def _reads_with_graph(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` reads ``name`` outside every ``.detach()``'s receiver."""
+    stack = [node]
+    while stack:
+        inner = stack.pop()
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr in ("detach", "detach_")
+        ):
+            stack += [*inner.args, *(k.value for k in inner.keywords)]
+            continue
+        if isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, ast.Load):
+            return True
+        stack += list(ast.iter_child_nodes(inner))
+    return False
 
 
 def _root_text(ctx: FileContext, expr: ast.expr) -> str:

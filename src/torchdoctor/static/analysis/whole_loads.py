@@ -1,0 +1,170 @@
+"""Where a project reads pickled modules back whole: ``torch.load`` results used as modules.
+
+A project that saves ``torch.save(model)`` and loads the file back as a module object
+(``net = torch.load(path); net.eval()``, ``torch.load(path)["model"].state_dict()``: a
+method only a module has; a name saying ``model`` often holds a state dict) has made
+whole-module files its own format: the save is not a slip, and the place to act is the
+load (torch 2.6 defaults to ``weights_only=True``, which refuses them). The other files of
+the project are read only when a whole-module save asks, once per folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import cast
+
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.files import read_source
+
+# Methods only a module has (a tensor has .to(), .cuda(), .float() too).
+_MODULE_ONLY = frozenset(
+    {
+        "eval",
+        "train",
+        "state_dict",
+        "parameters",
+        "named_parameters",
+        "modules",
+        "named_modules",
+        "children",
+        "fuse",
+        "zero_grad",
+    }
+)
+
+
+def project_whole_module_load(ctx: FileContext) -> tuple[str, int] | None:
+    """``(path, line)`` of a ``torch.load`` whose result is used as a module, in this file
+    or in another file of the project along the same folder line (its folder, a folder
+    above or below it: a repository of separate examples is not one program)."""
+    own = file_whole_module_loads(ctx)
+    if own:
+        return ctx.path, own[0].lineno
+    project = ctx.project
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    return project.remember(
+        f"whole-module-load:{folder}", lambda: _in_other_files(project.paths(), folder)
+    )
+
+
+def _in_other_files(paths: list[str], folder: str) -> tuple[str, int] | None:
+    for path in sorted(paths):
+        if not _related(os.path.dirname(path), folder):
+            continue
+        data = read_source(path)
+        if not isinstance(data, bytes) or b"torch.load" not in data:
+            continue
+        try:
+            tree = ast.parse(data, path)
+        except (SyntaxError, ValueError):
+            continue
+        found = whole_module_loads(tree)
+        if found:
+            return os.path.relpath(path), found[0].lineno
+    return None
+
+
+def _related(one: str, other: str) -> bool:
+    """One folder is the other or lies inside it."""
+    return one == other or one.startswith(other + os.sep) or other.startswith(one + os.sep)
+
+
+def file_whole_module_loads(ctx: FileContext) -> list[ast.Call]:
+    """:func:`whole_module_loads` of the file being linted, read from its recorded calls
+    and assignments (no walk of the tree), once per file."""
+    key = ("whole-loads", "file")
+    cached = ctx.memo.get(key)
+    if cached is None:
+        found: dict[int, ast.Call] = {}
+        if "torch.load" in ctx.source:
+            for _, items in ctx.module.bodies():
+                nodes = [item.node for item in items]
+                if any(isinstance(n, ast.Call) and _is_torch_load(n) for n in nodes):
+                    found.update((id(call), call) for call in _module_uses(nodes))
+        cached = ctx.memo[key] = sorted(found.values(), key=_position)
+    return cast("list[ast.Call]", cached)
+
+
+def whole_module_loads(tree: ast.AST) -> list[ast.Call]:
+    """The ``torch.load`` calls whose result is used as a module, in line order; a name is
+    followed within its own function (or the module's top level)."""
+    found: dict[int, ast.Call] = {}
+    for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, _SCOPES))]:
+        for call in _in_scope(scope):
+            found[id(call)] = call
+    return sorted(found.values(), key=_position)
+
+
+def _position(call: ast.Call) -> tuple[int, int]:
+    return call.lineno, call.col_offset
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_NESTED = (*_SCOPES, ast.ClassDef)
+
+
+def _in_scope(scope: ast.AST) -> list[ast.Call]:
+    nodes = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED):
+            continue  # its own scope
+        nodes.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return _module_uses(nodes)
+
+
+def _module_uses(nodes: list[ast.AST]) -> list[ast.Call]:
+    """The loads, among the nodes of one scope, whose result is used as a module."""
+    bound: list[tuple[str, ast.expr]] = []
+    receivers: list[ast.expr] = []
+    for node in nodes:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            bound.append((node.targets[0].id, node.value))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MODULE_ONLY
+        ):
+            receivers.append(node.func.value)
+    if not receivers:
+        return []
+    loaded: dict[str, ast.Call] = {}
+    for _ in range(3):  # ckpt = torch.load(p); net = ckpt["model"]; net.eval()
+        for name, value in bound:
+            call = _loaded_call(value, loaded)
+            if call is not None and name not in loaded:
+                loaded[name] = call
+    return [call for r in receivers if (call := _loaded_call(r, loaded)) is not None]
+
+
+def _loaded_call(expr: ast.expr, loaded: dict[str, ast.Call]) -> ast.Call | None:
+    """The load ``expr`` comes from: a ``torch.load`` call or a loaded name, through
+    subscripts and method chains (``torch.load(p)["ema"].float()``)."""
+    while True:
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and _is_torch_load(expr):
+            return expr
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, ast.Name):
+            return loaded.get(expr.id)
+        else:
+            return None
+
+
+def _is_torch_load(call: ast.Call) -> bool:
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "load"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "torch"
+    )
