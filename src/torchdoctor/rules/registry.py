@@ -266,7 +266,7 @@ _TABLE: tuple[Rule, ...] = (
        "Parameter updates are far too large or too small relative to the weights"),
     _r("TD607", "scheduler-before-optimizer", W, (LINT, RUN),
        "lr_scheduler.step() runs before optimizer.step()"),
-    _r("TD608", "clip-before-unscale", E, (LINT,),
+    _r("TD608", "clip-before-unscale", E, (LINT, RUN),
        "Gradients are clipped while still scaled by GradScaler"),
     _r("TD609", "step-bypasses-grad-scaler", E, (LINT,),
        "optimizer.step() is called directly while a GradScaler scales the loss"),

@@ -7,7 +7,11 @@ the call:
 * the call comes after ``optimizer.step()`` and before the next ``backward()``: it
   scales gradients that were already applied and are about to be cleared (TD616);
 * the call receives no parameters at all, because the iterable it was given is a
-  ``model.parameters()`` generator that the optimizer already drained (TD617).
+  ``model.parameters()`` generator that the optimizer already drained (TD617);
+* with a ``GradScaler``, the call comes before ``scaler.unscale_(optimizer)``: it clips
+  gradients still multiplied by the loss scale, so the threshold is divided by that scale
+  (TD608). Seen from the scaler's own record: the loss was scaled since the last step and
+  the optimizer holding the clipped parameters is not in its "unscaled" stage.
 
 How the call is seen: ``clip_grad_norm_`` hands the parameter list it built, the
 ``max_norm`` and the total norm to ``torch.nn.utils.clip_grad._clip_grads_with_norm_``,
@@ -37,6 +41,7 @@ from torchdoctor.runtime.detectors.base import (
     StepEvent,
 )
 from torchdoctor.runtime.detectors.loss_nodes import compiling
+from torchdoctor.runtime.patches import Patches, after_call, before_call
 
 __all__ = ["ClippingTakesEffect"]
 
@@ -45,9 +50,10 @@ _MODULE = "torch.nn.utils.clip_grad"
 _FUNCTION = "_clip_grads_with_norm_"
 
 
-@detector("TD616", "TD617", depth=Depth.RUN)
+@detector("TD608", "TD616", "TD617", depth=Depth.RUN)
 class ClippingTakesEffect(RuntimeDetector):
-    """Flags clips that run after the step, and clips that receive no parameters."""
+    """Flags clips that run after the step, clips that receive no parameters, and clips
+    of gradients a GradScaler has not unscaled."""
 
     def __init__(self) -> None:
         self._backward_seen = False
@@ -57,9 +63,25 @@ class ClippingTakesEffect(RuntimeDetector):
         self._empty: Counter[CallSite] = Counter()
         self._filled: Counter[CallSite] = Counter()
         self._patch: tuple[Any, Any, Any] | None = None
+        self._patches = Patches(alive=self.attached)
+        self._scaler: weakref.ref[Any] | None = None  # the scaler that scaled since the step
+        self._still_scaled: Counter[CallSite] = Counter()
+        self._owners: dict[int, Any] = {}  # id(param) -> its optimizer
+        self._owners_of = 0  # how many optimizers _owners was built from
 
     def on_attach(self, monitor: MonitorView) -> None:
         super().on_attach(monitor)
+        import torch
+
+        scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
+        if scaler is not None:
+            self._patches.wrap(scaler, "scale", after_call(self._patches, self._scaled, _drop))
+        # clip_grad_value_ has no inner function to see its parameters through; it is looked
+        # up on its module at each ``torch.nn.utils.clip_grad_value_(...)`` call.
+        for module in (torch.nn.utils, importlib.import_module(_MODULE)):
+            if hasattr(module, "clip_grad_value_"):
+                by_value = before_call(self._patches, self._clipped_by_value, _drop)
+                self._patches.wrap(module, "clip_grad_value_", by_value)
         module = importlib.import_module(_MODULE)
         original = getattr(module, _FUNCTION, None)
         if original is None:
@@ -84,6 +106,11 @@ class ClippingTakesEffect(RuntimeDetector):
 
     def on_step_end(self, event: StepEvent) -> None:
         self._stepped = True
+        self._scaler = None
+
+    def _scaled(self, result: Any, scaler: Any, outputs: Any = None, *args: Any) -> None:
+        if result is not outputs:  # a disabled scaler hands the loss back unchanged
+            self._scaler = weakref.ref(scaler)
 
     def _clipped(self, parameters: Any, max_norm: Any) -> None:
         site = self.monitor.user_site()
@@ -96,13 +123,44 @@ class ClippingTakesEffect(RuntimeDetector):
         self._filled[site] += 1
         if not _finite(max_norm) or not self._backward_seen:
             return  # a norm read for logging (max_norm=inf), or before any backward
+        if self._scaled_gradients(parameters):
+            self._still_scaled[site] += 1
         if self._stepped:
             self._after_step[site] += 1
         else:
             self._in_time += 1
 
+    def _clipped_by_value(self, parameters: Any, *args: Any, **kwargs: Any) -> None:
+        site = self.monitor.user_site()
+        if site is not None and self._backward_seen and not self._stepped:
+            listed = parameters if isinstance(parameters, (list, tuple)) else None
+            if self._scaled_gradients(listed):
+                self._still_scaled[site] += 1
+
+    def _scaled_gradients(self, parameters: Any) -> bool:
+        """Whether the scaler that scaled this step's loss has not unscaled the gradients
+        of the optimizer holding ``parameters``."""
+        scaler = self._scaler() if self._scaler is not None else None
+        if scaler is None:
+            return False
+        states = getattr(scaler, "_per_optimizer_states", {})
+        if not parameters:  # a generator it cannot read: every optimizer must be unscaled
+            return not any(_stage(state) != "READY" for state in states.values())
+        optimizers = self.monitor.optimizers
+        if len(optimizers) != self._owners_of:
+            self._owners = {id(p): info.optimizer for info in optimizers for p in info.params}
+            self._owners_of = len(optimizers)
+        optimizer = self._owners.get(id(parameters[0]))
+        if optimizer is None:
+            return False
+        return _stage(states.get(id(optimizer))) == "READY"  # not UNSCALED, not STEPPED
+
     def on_finish(self, report: Report) -> None:
         self._unpatch()
+        self._patches.remove()
+        for site, count in self._still_scaled.items():
+            if count >= MIN_CLIPS:
+                self._emit_still_scaled(site, count)
         if not self._in_time:
             for site, count in self._after_step.items():
                 if count >= MIN_CLIPS:
@@ -133,6 +191,22 @@ class ClippingTakesEffect(RuntimeDetector):
             )
         )
 
+    def _emit_still_scaled(self, site: CallSite, count: int) -> None:
+        self.emit(
+            finding(
+                "TD608",
+                f"`clip_grad_norm_` at {site} ran {count} times on gradients the GradScaler "
+                "had not unscaled: it measured their norm multiplied by the loss scale "
+                "(65536 at the start), so `max_norm` is effectively divided by that scale "
+                "and every update is cut to almost nothing",
+                site.location(object="clip_grad_norm_"),
+                Depth.RUN,
+                fix_hint="Call `scaler.unscale_(optimizer)` right before clipping, then "
+                "`scaler.step(optimizer)` and `scaler.update()` as before.",
+                evidence={"scaled_clips": count},
+            )
+        )
+
     def _emit_empty(self, site: CallSite, count: int) -> None:
         self.emit(
             finding(
@@ -148,6 +222,16 @@ class ClippingTakesEffect(RuntimeDetector):
                 evidence={"empty_clips": count},
             )
         )
+
+
+def _stage(state: Any) -> str:
+    """A GradScaler optimizer state's stage name; ``READY`` when it has none yet."""
+    stage = state.get("stage") if isinstance(state, dict) else None
+    return str(getattr(stage, "name", "READY"))
+
+
+def _drop(error: BaseException) -> None:
+    """A failure in the ``GradScaler.scale`` callback only loses TD608."""
 
 
 def _finite(value: Any) -> bool:
