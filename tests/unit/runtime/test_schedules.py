@@ -76,3 +76,41 @@ def test_an_epoch_scheduler_stepped_every_batch_is_found(make: Make) -> None:
 )
 def test_schedules_that_fit_how_they_are_stepped_are_quiet(make: Make, per_batch: bool) -> None:
     assert not train(make, per_batch=per_batch).by_code("TD615")
+
+
+# -- schedulers of no known unit: judged by the learning rate's trajectory ------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda o: sched.LambdaLR(o, lambda epoch: 0.9**epoch),
+        lambda o: sched.MultiplicativeLR(o, lambda epoch: 0.85),
+    ],
+    ids=["lambda", "multiplicative"],
+)
+def test_a_decay_per_epoch_written_as_a_lambda_and_stepped_every_batch_is_found(
+    make: Make,
+) -> None:
+    [found] = train(make, per_batch=True, epochs=10, batches=20).by_code("TD615")
+    assert "stayed there" in found.message and "counts epochs" not in found.message
+
+
+@pytest.mark.parametrize(
+    ("make", "per_batch", "epochs"),
+    [
+        # the same decay stepped once per epoch, as meant
+        (lambda o: sched.LambdaLR(o, lambda epoch: 0.9**epoch), False, 8),
+        # a per-iteration warm-up and linear decay over the whole run (160 steps)
+        (lambda o: sched.LambdaLR(o, lambda s: min((s + 1) / 10, (160 - s) / 150)), True, 8),
+        # collapsed early but the run ends soon after: too short to say it stayed there
+        (lambda o: sched.LambdaLR(o, lambda s: 0.9**s), True, 4),
+        (lambda o: sched.OneCycleLR(o, max_lr=0.1, total_steps=160), True, 8),
+    ],
+    ids=["lambda-per-epoch", "warmup-decay", "short-run", "one-cycle"],
+)
+def test_per_iteration_lambdas_and_short_runs_are_quiet(
+    make: Make, per_batch: bool, epochs: int
+) -> None:
+    report = train(make, per_batch=per_batch, epochs=epochs, batches=20)
+    assert not report.by_code("TD615")

@@ -31,6 +31,11 @@ _WITHIN_STEPS = 300  # ... this early in the run
 _PER_BATCH = 0.8  # scheduler calls per optimizer step that mean "every batch"
 _MIN_STEPS = 10
 _COSINE = "CosineAnnealingLR"
+# Schedules made to be stepped every batch, whose collapse inside a cycle is their design.
+_PER_ITERATION = frozenset({"OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts"})
+# Schedulers of no known unit (LambdaLR, MultiplicativeLR, a user's own) are judged by
+# the trajectory: collapsed within the window and still collapsed this many times later.
+_STAYED = 4
 
 
 def schedulers_of(optimizer: Any) -> list[Any]:
@@ -61,6 +66,7 @@ class _Suspect:
     step: int  # the optimizer's step then
     t_max: int | None
     confirmed: bool  # a cosine is confirmed once it runs past its period
+    by_trajectory: bool = False  # no known unit: confirmed if the rate stays collapsed
 
 
 @detector("TD615", depth=Depth.RUN)
@@ -106,10 +112,11 @@ class EpochSchedulerPerBatch(RuntimeDetector):
                     calls,
                     event.step,
                     getattr(scheduler, "T_max", None) if name == _COSINE else None,
-                    name != _COSINE,
+                    name in _EPOCH_SCHEDULERS and name != _COSINE,
+                    name not in _EPOCH_SCHEDULERS,
                 )
                 for scheduler in schedulers_of(event.optimizer.optimizer)
-                if (name := type(scheduler).__name__) in _EPOCH_SCHEDULERS
+                if (name := type(scheduler).__name__) not in _PER_ITERATION
                 and (calls := int(getattr(scheduler, "last_epoch", 0))) >= _PER_BATCH * event.step
             ]
 
@@ -120,22 +127,50 @@ class EpochSchedulerPerBatch(RuntimeDetector):
 
     def on_finish(self, report: Any) -> None:
         for info in self.monitor.optimizers:
-            confirmed = [s for s in self._suspects.get(id(info), []) if s.confirmed]
+            confirmed = [
+                s
+                for s in self._suspects.get(id(info), [])
+                if s.confirmed or (s.by_trajectory and self._stayed(info, s))
+            ]
             if confirmed:
                 first = confirmed[0]
-                self._emit(info, first.name, first.step, first.calls, first.step)
+                self._emit(info, first, self.monitor.global_step)
 
-    def _emit(self, info: Any, name: str, step: int, calls: int, steps: int) -> None:
+    def _stayed(self, info: Any, suspect: _Suspect) -> bool:
+        """Whether the learning rate is still collapsed at the end of a run at least
+        :data:`_STAYED` times as long as it took to collapse."""
+        lr = info.optimizer.param_groups[0].get("lr")
+        start = self._start.get(id(info), 0.0)
+        return (
+            self.monitor.global_step >= _STAYED * suspect.step
+            and isinstance(lr, (int, float))
+            and lr < _COLLAPSED * start
+        )
+
+    def _emit(self, info: Any, suspect: _Suspect, total: int) -> None:
+        name, step, calls = suspect.name, suspect.step, suspect.calls
         start = self._start.get(id(info), 0.0)
         site = self.monitor.optimizer_site(info.optimizer)
         where = f" (optimizer built at {site})" if site is not None else ""
+        head = (
+            f"`{name}` on {info.label}{where} was stepped {calls} times for {step} optimizer "
+            f"steps, once per batch"
+        )
+        fell = f"the learning rate fell from {start:.3g} to below 1% of it by step {step}"
+        if suspect.by_trajectory:
+            message = (
+                f"{head}: {fell} and stayed there for the remaining {total - step} of "
+                f"{total} steps, so training stalls"
+            )
+        else:
+            message = (
+                f"{head}, but it counts epochs: {fell}, spending a decay meant for the "
+                "whole training in its first batches, so training stalls"
+            )
         self.emit(
             finding(
                 "TD615",
-                f"`{name}` on {info.label}{where} was stepped {calls} times for {steps} "
-                f"optimizer steps, once per batch, but it counts epochs: the learning rate fell "
-                f"from {start:.3g} to below 1% of it by step {step}, spending a decay meant for "
-                "the whole training in its first batches, so training stalls",
+                message,
                 Location(object=f"{name} of {info.label}"),
                 Depth.RUN,
                 fix_hint="Call `scheduler.step()` once per epoch, after the batch loop; or use a "
@@ -144,7 +179,7 @@ class EpochSchedulerPerBatch(RuntimeDetector):
                 evidence={
                     "scheduler": name,
                     "scheduler_steps": calls,
-                    "optimizer_steps": steps,
+                    "optimizer_steps": step,
                     "lr_start": start,
                     "collapsed_at_step": step,
                 },
