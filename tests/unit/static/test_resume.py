@@ -253,3 +253,37 @@ def test_a_closure_training_loop_with_a_schedule_is_not_a_replay() -> None:
     )
     (found,) = lint_findings(source, "TD905")
     assert found.evidence["missing"] == ["scheduler"]
+
+
+# A checkpoint read back only for its weights (a pre-trained model to fine-tune) is no
+# resume: nothing would read the optimizer, the schedule or the counter back.
+SAVE = '        torch.save({"model": model.state_dict(), "epoch": epoch}, "pretrain.pt")'
+
+
+def test_a_checkpoint_read_back_only_for_its_weights_is_no_resume() -> None:
+    reads = [
+        "def finetune(net, path):\n"
+        "    ckpt = torch.load(path)\n"
+        '    state = {k.removeprefix("model."): v for k, v in ckpt["model"].items()}\n'
+        "    net.load_state_dict(state, strict=False)\n",
+        "def finetune(net, path):\n    net.load_state_dict(torch.load(path))\n",
+        'def finetune(net, path):\n    net.load_state_dict(torch.load(path)["state_dict"])\n',
+    ]
+    for read in reads:
+        source = TRAIN.format(save=SAVE).replace(
+            "def resume(path):\n    return torch.load(path)\n", read
+        )
+        assert lint_codes(source, "TD905", "TD001") == [], read
+
+
+def test_a_read_back_of_the_counter_is_a_resume() -> None:
+    read = (
+        "def restore(net, path):\n"
+        "    ckpt = torch.load(path)\n"
+        '    net.load_state_dict(ckpt["model"])\n'
+        '    return ckpt["epoch"]\n'
+    )
+    source = TRAIN.format(save=SAVE).replace(
+        "def resume(path):\n    return torch.load(path)\n", read
+    )
+    assert [code for code, _ in lint_codes(source, "TD905")] == ["TD905"]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from torchdoctor.findings import Depth, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.entries import item_assignments, key_text
 from torchdoctor.static.analysis.loops import enclosing_loops, step_events, trains
 from torchdoctor.static.bindings import BindingKind
@@ -79,7 +80,7 @@ class IncompleteResumeCheckpoint(LintRule):
             return  # no torch.save: the file's steps need no reading
         ctx = self.ctx
         reads_back, positioned = _resume_facts(ctx.tree)
-        if not reads_back:
+        if not reads_back or _reads_weights_only(ctx):
             return  # nothing here resumes: the checkpoints are exports or logs
         positioned = positioned or self._replays_schedules()
         kinds = {event.kind for event in step_events(ctx, ctx.module.items, None)}
@@ -162,6 +163,77 @@ def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
         if reads_back and positioned:
             break
     return reads_back, positioned
+
+
+def _reads_weights_only(ctx: FileContext) -> bool:
+    """Whether every checkpoint the file reads back gives only a model's weights: each
+    ``torch.load`` result goes straight into ``load_state_dict`` or is bound to a name
+    read only as ``ckpt["state_dict"]``-like entries. A pre-trained model loaded to be
+    fine-tuned is not a resume; reading its ``"epoch"`` or ``"optimizer"`` would be, and so
+    would a load in code that calls itself a resume (``def resume(...)``, ``args.resume``)."""
+    for node in ast.walk(ctx.tree):
+        name = (
+            node.name
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else ""
+        )
+        if "resum" in name.lower():
+            return False
+    loads = 0
+    for scope, items in ctx.module.bodies():
+        for item in items:
+            node = item.node
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if last == "load_state_dict" or "load" not in torchapi.name_tokens(last):
+                continue
+            if not ctx.is_call_to(node, "torch.load", scope=scope):
+                return False  # a helper of the project's: what it restores is not seen
+            loads += 1
+            if not _weights_of(ctx, node, scope):
+                return False
+    return loads > 0
+
+
+def _weights_of(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -> bool:
+    body = scope.node if scope is not None else ctx.tree
+    parents = {id(child): node for node in ast.walk(body) for child in ast.iter_child_nodes(node)}
+    parent = parents.get(id(load))
+    if isinstance(parent, ast.Call) and last_name(parent.func) == "load_state_dict":
+        return True
+    if isinstance(parent, ast.Subscript):
+        return _model_key(parent.slice)
+    if not (
+        isinstance(parent, ast.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0], ast.Name)
+    ):
+        return False
+    name = parent.targets[0].id
+    for node in ast.walk(body):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            use = parents.get(id(node))
+            if isinstance(use, ast.Subscript) and use.value is node:
+                if not _model_key(use.slice):
+                    return False
+            elif not (isinstance(use, ast.Call) and last_name(use.func) == "load_state_dict"):
+                return False
+    return True
+
+
+def _model_key(key: ast.expr) -> bool:
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return False
+    words = set(torchapi.name_tokens(key.value))
+    return any(words & hints for hints, role in _KEY_ROLES if role == MODEL) and not any(
+        words & hints for hints, role in _KEY_ROLES if role != MODEL
+    )
 
 
 def _advances(statement: ast.stmt) -> bool:
