@@ -124,12 +124,14 @@ def test_a_failure_inside_finish_leaves_no_detector_patch_behind(
     clip = torch.nn.utils.clip_grad_norm_
     monitor = monitor_module.Monitor()
     monitor.attach()
-    installed = [(owner, name, was) for _, owner, name, was, _ in patches._INSTALLED]
+    installed: dict[tuple[int, str], tuple[object, str, object]] = {}
+    for _, owner, name, was, _ in patches._INSTALLED:  # oldest first: the first is torch's
+        installed.setdefault((id(owner), name), (owner, name, was))
     assert torch.nn.utils.clip_grad_norm_ is not clip and installed
     monkeypatch.setattr(monitor_module.Monitor, "_finish", broken)
     monitor.finish()
     assert torch.nn.utils.clip_grad_norm_ is clip
-    for owner, name, was in installed:  # an attribute a patch added is gone again
+    for owner, name, was in installed.values():  # an attribute a patch added is gone again
         if was is patches._ABSENT:
             assert name not in vars(owner)
         else:
