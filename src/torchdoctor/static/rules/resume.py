@@ -79,6 +79,17 @@ class IncompleteResumeCheckpoint(LintRule):
         if not self._saves:
             return  # no torch.save: the file's steps need no reading
         ctx = self.ctx
+        dicts = []  # the saves of a model with some training state: resume checkpoints
+        for call, frames in self._saves:
+            scope = ctx.function_of(frames)
+            entries = _entries(ctx, call.args[0], scope)
+            if entries is None:
+                continue
+            roles = {_role(ctx, key, value, scope) for key, value in entries}
+            if MODEL in roles and roles & {OPTIMIZER, SCHEDULER, COUNTER}:
+                dicts.append((call, frames, roles))
+        if not dicts:
+            return  # the whole-file reads below are paid only where a finding may follow
         reads_back, positioned = _resume_facts(ctx.tree)
         if not reads_back or _reads_weights_only(ctx):
             return  # nothing here resumes: the checkpoints are exports or logs
@@ -94,14 +105,7 @@ class IncompleteResumeCheckpoint(LintRule):
             expected.add(OPTIMIZER)
         if EventKind.SCHEDULER_STEP in kinds and not positioned:
             expected.add(SCHEDULER)
-        for call, frames in self._saves:
-            scope = ctx.function_of(frames)
-            entries = _entries(ctx, call.args[0], scope)
-            if entries is None:
-                continue
-            roles = {_role(ctx, key, value, scope) for key, value in entries}
-            if MODEL not in roles or not roles & {OPTIMIZER, SCHEDULER, COUNTER}:
-                continue
+        for call, frames, roles in dicts:
             wanted = (
                 expected
                 if any(trains(ctx, loop) for loop in enclosing_loops(ctx, frames))

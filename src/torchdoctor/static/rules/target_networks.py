@@ -63,8 +63,10 @@ class TargetNetworkNotDetached(LintRule):
     needs_structure = True
 
     def leave_module(self, module: ModuleScope) -> None:
-        for function in module.functions:
-            self._bootstraps(function)
+        source = self.ctx.source
+        if any(name in source for name in _REGRESSION_NAMES):  # else no loss to bootstrap
+            for function in module.functions:
+                self._bootstraps(function)
         self._target_networks(module)
 
     def _bootstraps(self, function: FunctionScope) -> None:
@@ -143,15 +145,13 @@ class TargetNetworkNotDetached(LintRule):
 
     def _target_networks(self, module: ModuleScope) -> None:
         ctx = self.ctx
-        if self._optimizes_only_inputs(module):
-            return  # GAN inversion, adversarial inputs: the gradient must cross the network
         targets = {
             id(t.node): t
             for t in self._targets(module)
             if not self._frozen_or_trained(module, t.text)
         }
-        if not targets:
-            return
+        if not targets or self._optimizes_only_inputs(module):
+            return  # none, or GAN inversion / adversarial inputs: the gradient must cross
         reported: set[int] = set()
         for body in sequences(ctx):
             backwards = [a for a in body.actions if a.kind is Kind.BACKWARD]
@@ -324,6 +324,7 @@ class TargetNetworkNotDetached(LintRule):
 
 _REGRESSION_FUNCTIONS = frozenset({"mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss"})
 _REGRESSION_CLASSES = frozenset({"MSELoss", "SmoothL1Loss", "HuberLoss", "L1Loss"})
+_REGRESSION_NAMES = _REGRESSION_FUNCTIONS | _REGRESSION_CLASSES
 
 
 def _bound(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.expr:
