@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the detectors package imports this module: no cycle at run 
 
 __all__ = [
     "CopyOrigins",
+    "restore_parametrized_copies",
     "CopyRecord",
     "fingerprint",
     "parameters_of",
@@ -127,6 +128,30 @@ def _plain_deepcopy(module: Any, memo: dict[int, Any]) -> Any:
     if isinstance(reduced, str):
         return module
     return copy._reconstruct(module, memo, *reduced)  # type: ignore[attr-defined]
+
+
+def restore_parametrized_copies() -> None:
+    """Give every class ``torch.nn.utils.parametrize`` made while the recording
+    ``__deepcopy__`` was on ``nn.Module`` the ``__deepcopy__`` torch gives such a class
+    when its base has none: it saw ours and made none, and its ``__getstate__`` refuses to
+    run, so without this a deep copy after the run would fail. Call it once ours is gone."""
+    import torch
+
+    pending = list(torch.nn.Module.__subclasses__())
+    seen: set[type] = set()
+    while pending:
+        cls = pending.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        pending.extend(cls.__subclasses__())
+        if _parametrized_class(cls) and not hasattr(cls, "__deepcopy__"):
+            cls.__deepcopy__ = _parametrized_deepcopy  # type: ignore[attr-defined]
+
+
+def _parametrized_deepcopy(module: Any, memo: dict[int, Any]) -> Any:
+    made = memo.get(id(module))
+    return made if made is not None else _copy_of_dict(module, memo)
 
 
 def _parametrized_class(cls: type) -> bool:

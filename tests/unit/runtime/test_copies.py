@@ -390,3 +390,21 @@ def test_a_module_parametrized_while_watched_still_deep_copies() -> None:
     assert torch.equal(made.weight, layer.weight)
     assert made.parametrizations.weight.original is not layer.parametrizations.weight.original
     assert "TD001" not in session.report.codes()
+
+
+def test_a_module_parametrized_while_watched_deep_copies_after_the_run() -> None:
+    # parametrize gives its class no __deepcopy__ of its own while ours is on nn.Module;
+    # once ours is gone, a copy must still work as it does in a run never watched.
+    from torch.nn.utils import parametrize
+
+    class Doubled(nn.Module):
+        def forward(self, weight: torch.Tensor) -> torch.Tensor:
+            return 2 * weight
+
+    with torchdoctor.watch():
+        layer = nn.Linear(3, 3)
+        parametrize.register_parametrization(layer, "weight", Doubled())
+    assert "__deepcopy__" not in vars(nn.Module)
+    made = copy.deepcopy(layer)
+    assert made is not layer and torch.equal(made.weight, layer.weight)
+    assert made.parametrizations.weight.original is not layer.parametrizations.weight.original

@@ -69,6 +69,7 @@ from torchdoctor.runtime.model_copies import (
     CopyOrigins,
     fingerprint,
     parameters_of,
+    restore_parametrized_copies,
     write_count,
 )
 from torchdoctor.runtime.patches import Patches
@@ -265,6 +266,7 @@ class ModelCopies(RuntimeDetector):
 
     def on_finish(self, report: Report) -> None:
         self._patches.remove()
+        restore_parametrized_copies()
         if self._error is not None:
             raise self._error  # a failure of ours in the deepcopy hook: one TD001
         for pair in self._pairs.values():
