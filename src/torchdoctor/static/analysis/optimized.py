@@ -4,6 +4,7 @@ An optimizer built in the file from ``model.parameters()`` (or ``named_parameter
 inside a list, a dict of groups, a ``filter``) trains ``model``. Rules that judge a model
 as trained (its mode, its gradients) ask :func:`optimized_models` first: a model no
 optimizer of the file takes, such as a distillation teacher, is used, not trained.
+:func:`optimizer_roots` reads one optimizer's models, :func:`covers` compares two paths.
 """
 
 from __future__ import annotations
@@ -12,16 +13,46 @@ import ast
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import method_call, receiver
-from torchdoctor.static.context import FileContext
+from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import ModuleScope
 
-__all__ = ["covers", "optimized_models"]
+__all__ = ["covers", "is_optimizer", "model_path", "optimized_models", "optimizer_roots"]
+
+
+def is_optimizer(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
+    """Whether ``call`` builds a torch optimizer (``torch.optim.SGD(...)``, a subclass)."""
+    qualified = ctx.qualified_name(call.func, scope)
+    return qualified is not None and torchapi.in_family(qualified, torchapi.OPTIMIZER)
+
+
+def optimizer_roots(ctx: FileContext, value: ast.expr, scope: Scope) -> list[str]:
+    """``["model"]`` for ``SGD(model.parameters())``; ``[]`` for anything else, and for an
+    optimizer whose parameters are not read here (``SGD(params)`` made elsewhere)."""
+    if not isinstance(value, ast.Call) or not (value.args or value.keywords):
+        return []
+    if not is_optimizer(ctx, value, scope):
+        return []
+    params = (
+        value.args[0]
+        if value.args
+        else next((k.value for k in value.keywords if k.arg == "params"), None)
+    )
+    if isinstance(params, ast.Name):
+        found = ctx.lookup(params, scope)
+        params = found[0].value if found is not None else None
+    if params is None:
+        return []
+    return [
+        model_path(ctx, receiver(node))
+        for node in ast.walk(params)
+        if method_call(node, "parameters", "named_parameters")
+    ]
 
 
 def optimized_models(ctx: FileContext, module: ModuleScope) -> frozenset[str] | None:
     """The text of every model whose parameters an optimizer of this file takes
     (``{"model", "self.student"}``), or ``None`` when the file builds no optimizer or one
-    whose parameters it cannot read (``SGD(params)`` with ``params`` made elsewhere)."""
+    whose parameters it cannot read."""
     found: set[str] = set()
     built = False
     for scope, items in module.bodies():
@@ -29,14 +60,9 @@ def optimized_models(ctx: FileContext, module: ModuleScope) -> frozenset[str] | 
             node = item.node
             if not isinstance(node, ast.Call) or not (node.args or node.keywords):
                 continue
-            qualified = ctx.qualified_name(node.func, scope)
-            if qualified is None or not torchapi.in_family(qualified, torchapi.OPTIMIZER):
+            if not is_optimizer(ctx, node, scope):
                 continue
-            params = node.args[0] if node.args else _keyword(node, "params")
-            if isinstance(params, ast.Name):
-                bound = ctx.lookup(params, scope)
-                params = bound[0].value if bound is not None else None
-            roots = [] if params is None else _roots(ctx, params)
+            roots = optimizer_roots(ctx, node, scope)
             if not roots:
                 return None
             built = True
@@ -49,19 +75,8 @@ def covers(trained: str, model: str) -> bool:
     return trained == model or trained.startswith(model + ".") or model.startswith(trained + ".")
 
 
-def _roots(ctx: FileContext, params: ast.expr) -> list[str]:
-    return [
-        _path(ctx, receiver(node))
-        for node in ast.walk(params)
-        if method_call(node, "parameters", "named_parameters")
-    ]
-
-
-def _path(ctx: FileContext, expr: ast.expr) -> str:
+def model_path(ctx: FileContext, expr: ast.expr) -> str:
+    """``model.classifier`` for ``model.classifier[6]``; dotted text otherwise."""
     while isinstance(expr, ast.Subscript):
         expr = expr.value
     return "".join(ctx.segment(expr).split())
-
-
-def _keyword(call: ast.Call, name: str) -> ast.expr | None:
-    return next((k.value for k in call.keywords if k.arg == name), None)

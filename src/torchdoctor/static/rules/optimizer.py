@@ -13,10 +13,11 @@ import ast
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import method_call, receiver
+from torchdoctor.static.analysis.calls import method_call
 from torchdoctor.static.analysis.loops import loop_bound_names
+from torchdoctor.static.analysis.optimized import covers, model_path, optimizer_roots
 from torchdoctor.static.branches import exclusive
-from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.context import Scope
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FrameKind, Item, Loop, ModuleScope
@@ -127,7 +128,7 @@ class LayerReplacedAfterOptimizer(LintRule):
         for item in items:
             node = item.node
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                roots = self._optimizer_roots(node.value, scope)
+                roots = optimizer_roots(ctx, node.value, scope)
                 if roots:
                     optimizers.append((item, roots))
         if not optimizers:
@@ -162,33 +163,11 @@ class LayerReplacedAfterOptimizer(LintRule):
                     if isinstance(target, ast.Name):
                         rebinds.append((item, target.id))
                     elif isinstance(target, (ast.Attribute, ast.Subscript)):
-                        self._replacement(item, _path(ctx, target), node.value, scope, replacements)
+                        self._replacement(
+                            item, model_path(ctx, target), node.value, scope, replacements
+                        )
         for replacement in replacements:
             self._judge(replacement, optimizers, rebinds, regroups)
-
-    def _optimizer_roots(self, value: ast.expr, scope: Scope) -> list[str]:
-        """``["model"]`` for ``SGD(model.parameters())``; ``[]`` for anything else."""
-        ctx = self.ctx
-        if not isinstance(value, ast.Call) or not (value.args or value.keywords):
-            return []
-        qualified = ctx.qualified_name(value.func, scope)
-        if qualified is None or not torchapi.in_family(qualified, torchapi.OPTIMIZER):
-            return []
-        params = (
-            value.args[0]
-            if value.args
-            else next((k.value for k in value.keywords if k.arg == "params"), None)
-        )
-        if isinstance(params, ast.Name):
-            found = ctx.lookup(params, scope)
-            params = found[0].value if found is not None else None
-        if params is None:
-            return []
-        return [
-            _path(ctx, receiver(node))
-            for node in ast.walk(params)
-            if method_call(node, "parameters", "named_parameters")
-        ]
 
     def _replacement(
         self,
@@ -234,7 +213,7 @@ class LayerReplacedAfterOptimizer(LintRule):
             (o, root)
             for o, roots in optimizers
             for root in roots
-            if _covers(root, path) and not exclusive(ctx, o, item)
+            if covers(root, path) and not exclusive(ctx, o, item)
         ]
         before = [(o, root) for o, root in covering if o.line < item.line]
         if not before:
@@ -260,14 +239,3 @@ class LayerReplacedAfterOptimizer(LintRule):
             "again (or call `optimizer.add_param_group(...)`) after replacing it.",
             evidence={"optimizer_line": optimizer.line},
         )
-
-
-def _path(ctx: FileContext, expr: ast.expr) -> str:
-    """``model.classifier`` for ``model.classifier[6]``; dotted text otherwise."""
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    return "".join(ctx.segment(expr).split())
-
-
-def _covers(root: str, path: str) -> bool:
-    return path == root or path.startswith(root + ".") or root.startswith(path + ".")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.optimized import is_optimizer
 from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
@@ -224,7 +225,7 @@ class TargetNetworkNotDetached(LintRule):
                     and node.args[0].value is False
                 ):
                     return True
-                if _is_optimizer(ctx, node, scope) and _mentions(ctx.segment(node), text):
+                if is_optimizer(ctx, node, scope) and _mentions(ctx.segment(node), text):
                     return True
         for loop in module.all_loops:
             iterable = loop.node.iter if not isinstance(loop.node, ast.While) else None
@@ -245,7 +246,7 @@ class TargetNetworkNotDetached(LintRule):
             (item.node, scope)
             for scope, items in module.bodies()
             for item in items
-            if isinstance(item.node, ast.Call) and _is_optimizer(ctx, item.node, scope)
+            if isinstance(item.node, ast.Call) and is_optimizer(ctx, item.node, scope)
         ]
         return bool(optimizers) and all(
             self._plain_tensors(call, scope) for call, scope in optimizers
@@ -412,11 +413,6 @@ def _root_text(ctx: FileContext, expr: ast.expr) -> str:
     ):
         expr = expr.func.value
     return ctx.segment(expr)
-
-
-def _is_optimizer(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
-    type_name = ctx.qualified_name(call.func, scope)
-    return type_name is not None and torchapi.in_family(type_name, torchapi.OPTIMIZER)
 
 
 def _mentions(source: str, text: str) -> bool:
