@@ -230,18 +230,39 @@ def _whole_pass(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool:
     if not isinstance(target, ast.Name) and target is not None:
         return False  # self.loader = DataLoader(...): read anywhere, by anyone
     name = target.id if target is not None else None
+    return _looped_over(body, call, name) or _passed_on(body, name, readers=False)
+
+
+def _iterated_in(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool:
+    """Whether a loader call (or the name it is bound to) is looped over or passed on."""
+    name = target.id if isinstance(target, ast.Name) else None
+    return (
+        _looped_over(body, call, name)
+        or _passed_on(body, name, readers=True)
+        or isinstance(target, ast.Attribute)
+    )
+
+
+def _looped_over(body: ast.AST, call: ast.Call, name: str | None) -> bool:
+    """A ``for`` inside ``body`` iterates the loader call itself or the name bound to it."""
     for node in ast.walk(body):
         if isinstance(node, (ast.For, ast.AsyncFor)) and node is not body:
             if any(n is call for n in ast.walk(node.iter)):
                 return True
             if name is not None and loads(node.iter, name):
                 return True
+    return False
+
+
+def _passed_on(body: ast.AST, name: str | None, *, readers: bool) -> bool:
+    """A call inside ``body`` takes ``name`` as an argument; ``iter()`` and ``next()``
+    count only with ``readers`` (they read a few batches, not a pass)."""
     if name is None:
         return False
     for node in ast.walk(body):
         if (
             isinstance(node, ast.Call)
-            and not (isinstance(node.func, ast.Name) and node.func.id in ("iter", "next"))
+            and (readers or not (isinstance(node.func, ast.Name) and node.func.id in _READERS))
             and any(
                 isinstance(a, ast.Name) and a.id == name
                 for a in [*node.args, *(k.value for k in node.keywords)]
@@ -251,22 +272,4 @@ def _whole_pass(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool:
     return False
 
 
-def _iterated_in(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool:
-    """Whether a loader call (or the name it is bound to) is looped over or passed on."""
-    name = target.id if isinstance(target, ast.Name) else None
-    for node in ast.walk(body):
-        if isinstance(node, (ast.For, ast.AsyncFor)) and node is not body:
-            if any(n is call for n in ast.walk(node.iter)):
-                return True
-            if name is not None and loads(node.iter, name):
-                return True
-        elif (
-            isinstance(node, ast.Call)
-            and name is not None
-            and any(
-                isinstance(a, ast.Name) and a.id == name
-                for a in [*node.args, *(k.value for k in node.keywords)]
-            )
-        ):
-            return True
-    return isinstance(target, ast.Attribute)
+_READERS = ("iter", "next")
