@@ -661,17 +661,7 @@ def holds_no_parameters(qualified: str) -> bool:
 # The argument (position, keyword) that gives a functional dropout or normalisation its
 # mode: given, it decides, whatever mode the module calling it is in.
 _MODE_ARGUMENT: dict[str, tuple[int, str]] = {
-    **{
-        f"torch.nn.functional.{name}": (2, "training")
-        for name in (
-            "dropout",
-            "dropout1d",
-            "dropout2d",
-            "dropout3d",
-            "alpha_dropout",
-            "feature_alpha_dropout",
-        )
-    },
+    **{f"torch.nn.functional.{name}": (2, "training") for name in DROPOUT_FUNCTIONS},
     "torch.nn.functional.batch_norm": (5, "training"),
     "torch.nn.functional.instance_norm": (5, "use_input_stats"),
     "torch.dropout": (2, "train"),
