@@ -14,6 +14,10 @@ pytestmark = pytest.mark.needs_torch
 
 
 def _train(clip: str, unscale: bool, enabled: bool = True, steps: int = 8) -> set[str]:
+    return codes(_report(clip, unscale, enabled, steps))
+
+
+def _report(clip: str, unscale: bool, enabled: bool = True, steps: int = 8) -> torchdoctor.Report:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -43,7 +47,7 @@ def _train(clip: str, unscale: bool, enabled: bool = True, steps: int = 8) -> se
         for _ in range(steps):
             trainer.step(torch.randn(32, 8), torch.randn(32, 1))
     assert session.report is not None
-    return codes(session.report)
+    return session.report
 
 
 @pytest.mark.parametrize("clip", ["norm", "value"])
@@ -72,3 +76,9 @@ def test_clip_grad_value_is_restored_after_the_run() -> None:
     original = torch.nn.utils.clip_grad_value_
     _train("value", unscale=True, steps=3)
     assert torch.nn.utils.clip_grad_value_ is original
+
+
+@pytest.mark.parametrize("clip", ["norm", "value"])
+def test_the_finding_names_the_clip_that_ran(clip: str) -> None:
+    [found] = _report(clip, unscale=False).by_code("TD608")
+    assert f"`clip_grad_{clip}_`" in found.message and "unscale_" in found.fix_hint

@@ -65,7 +65,7 @@ class ClippingTakesEffect(RuntimeDetector):
         self._patch: tuple[Any, Any, Any] | None = None
         self._patches = Patches(alive=self.attached)
         self._scaler: weakref.ref[Any] | None = None  # the scaler that scaled since the step
-        self._still_scaled: Counter[CallSite] = Counter()
+        self._still_scaled: Counter[tuple[CallSite, str]] = Counter()  # (site, clip)
         self._owners: dict[int, Any] = {}  # id(param) -> its optimizer
         self._owners_of = 0  # how many optimizers _owners was built from
 
@@ -124,7 +124,7 @@ class ClippingTakesEffect(RuntimeDetector):
         if not _finite(max_norm) or not self._backward_seen:
             return  # a norm read for logging (max_norm=inf), or before any backward
         if self._scaled_gradients(parameters):
-            self._still_scaled[site] += 1
+            self._still_scaled[site, "clip_grad_norm_"] += 1
         if self._stepped:
             self._after_step[site] += 1
         else:
@@ -135,7 +135,7 @@ class ClippingTakesEffect(RuntimeDetector):
         if site is not None and self._backward_seen and not self._stepped:
             listed = parameters if isinstance(parameters, (list, tuple)) else None
             if self._scaled_gradients(listed):
-                self._still_scaled[site] += 1
+                self._still_scaled[site, "clip_grad_value_"] += 1
 
     def _scaled_gradients(self, parameters: Any) -> bool:
         """Whether the scaler that scaled this step's loss has not unscaled the gradients
@@ -158,9 +158,9 @@ class ClippingTakesEffect(RuntimeDetector):
     def on_finish(self, report: Report) -> None:
         self._unpatch()
         self._patches.remove()
-        for site, count in self._still_scaled.items():
+        for (site, clip), count in self._still_scaled.items():
             if count >= MIN_CLIPS:
-                self._emit_still_scaled(site, count)
+                self._emit_still_scaled(site, clip, count)
         if not self._in_time:
             for site, count in self._after_step.items():
                 if count >= MIN_CLIPS:
@@ -191,15 +191,15 @@ class ClippingTakesEffect(RuntimeDetector):
             )
         )
 
-    def _emit_still_scaled(self, site: CallSite, count: int) -> None:
+    def _emit_still_scaled(self, site: CallSite, clip: str, count: int) -> None:
         self.emit(
             finding(
                 "TD608",
-                f"`clip_grad_norm_` at {site} ran {count} times on gradients the GradScaler "
-                "had not unscaled: it measured their norm multiplied by the loss scale "
-                "(65536 at the start), so `max_norm` is effectively divided by that scale "
-                "and every update is cut to almost nothing",
-                site.location(object="clip_grad_norm_"),
+                f"`{clip}` at {site} ran {count} times on gradients the GradScaler had not "
+                "unscaled: they are still multiplied by the loss scale (65536 at the start), "
+                "so the clipping threshold is effectively divided by that scale and every "
+                "update is cut to almost nothing",
+                site.location(object=clip),
                 Depth.RUN,
                 fix_hint="Call `scaler.unscale_(optimizer)` right before clipping, then "
                 "`scaler.step(optimizer)` and `scaler.update()` as before.",
