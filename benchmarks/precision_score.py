@@ -90,11 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="folder holding one sub-folder per code base")
     parser.add_argument("--round", type=int, choices=sorted(ROUNDS), default=max(ROUNDS))
+    parser.add_argument(
+        "--by-code", action="store_true", help="also print each rule's counts by verdict"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     repos_file, verdicts_file = ROUNDS[args.round]
     verdicts = judged(verdicts_file)
     counts: dict[Severity, Counter[str]] = {Severity.ERROR: Counter(), Severity.WARNING: Counter()}
+    by_code: dict[tuple[str, Severity], Counter[str]] = {}
     unjudged: list[str] = []
     total_lines = 0
     repos = read_rows(repos_file)
@@ -107,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             key = (row["repo"], relative(found, folder), found.location.line or 0, found.code)
             verdict = verdicts.get(key, "unjudged")
             counts[found.severity][verdict] += 1
+            by_code.setdefault((found.code, found.severity), Counter())[verdict] += 1
             if verdict == "unjudged":
                 unjudged.append(f"  {row['repo']} {key[1]}:{key[2]} {key[3]} {found.message}")
     print(f"test set, round {args.round}: {len(repos)} code bases, {total_lines:,} lines")
@@ -118,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  warnings per 1,000 lines: {1000.0 * total / total_lines:.3f}")
     if total:
         print(f"  warnings worth fixing: {warned['worth']}/{total} = {warned['worth'] / total:.2f}")
+    if args.by_code:
+        for (code, severity), tally in sorted(by_code.items(), key=lambda item: item[0]):
+            shown = ", ".join(f"{tally[v]} {v}" for v in VERDICTS if tally[v])
+            print(f"    {code} {severity.value:<8} {sum(tally.values()):3d}  ({shown})")
     if unjudged:
         print(f"findings with no verdict (read and judge them in {verdicts_file}):")
         print("\n".join(unjudged))
