@@ -64,7 +64,7 @@ def lab_cases(depth: Depth) -> list[LabCase]:
 @dataclass(frozen=True)
 class LabShape(LabCase):
     """One more shape of a lab folder's bug: ``buggy_<name>.py`` and ``fixed_<name>.py``
-    (a trainer class, callbacks), run by the depths that run whole scripts."""
+    (a trainer class, callbacks, a Lightning-style module), at each depth it marks."""
 
     name: str
 
@@ -78,12 +78,14 @@ class LabShape(LabCase):
 
 
 def lab_shapes(depth: Depth) -> list[LabShape]:
-    """The extra shapes of the lab folders of ``depth`` whose two files both exist."""
+    """The extra shapes of the lab folders of ``depth`` whose two files both exist and
+    whose buggy file marks what ``depth`` finds (a shape may be for one depth only)."""
     return [
         LabShape(case.folder, case.rule, path.stem.removeprefix("buggy_"))
         for case in lab_cases(depth)
         for path in sorted(case.folder.glob("buggy_*.py"))
         if (case.folder / f"fixed_{path.stem.removeprefix('buggy_')}.py").is_file()
+        and expected_marks(path, depth)
     ]
 
 

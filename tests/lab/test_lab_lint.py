@@ -37,9 +37,20 @@ def test_fixed_file_is_quiet(case: labkit.LabCase) -> None:
     labkit.assert_quiet(report, case)
 
 
+@pytest.mark.parametrize("shape", labkit.shape_params(Depth.LINT))
+def test_buggy_shape_is_flagged_at_the_marked_lines(shape: labkit.LabShape) -> None:
+    labkit.assert_flagged(_lint(shape.buggy), shape, Depth.LINT, exact_lines=True)
+
+
+@pytest.mark.parametrize("shape", labkit.shape_params(Depth.LINT))
+def test_fixed_shape_is_quiet(shape: labkit.LabShape) -> None:
+    labkit.assert_quiet(_lint(shape.fixed), shape)
+
+
 def _fixed_files() -> list[object]:
     return [
-        pytest.param(path, id=path.parent.name) for path in sorted(labkit.LAB.glob("*/fixed.py"))
+        pytest.param(path, id=f"{path.parent.name}/{path.name}")
+        for path in sorted([*labkit.LAB.glob("*/fixed.py"), *labkit.LAB.glob("*/fixed_*.py")])
     ]
 
 

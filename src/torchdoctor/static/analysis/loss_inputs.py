@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import returns_of
+from torchdoctor.static.structure import FunctionScope
 from torchdoctor.static.values import bound_value, constructor_of
 
 __all__ = ["Activation", "Origin", "argument", "origin_of"]
@@ -145,6 +146,9 @@ def _module_origin(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -
     """The output of calling a module: an activation layer, a Sequential, a local model."""
     if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
         return None
+    own = _own_forward(ctx, call.func, scope)
+    if own is not None:  # self(x) in a method of a local model: its own forward
+        return _forward_origin(ctx, own, depth)
     type_name = ctx.instance_type(call.func, scope)
     if type_name is None:
         return None
@@ -187,6 +191,17 @@ def _module_output(
     if type_name.startswith("<local>."):
         return _forward_origin(ctx, type_name[len("<local>.") :], depth)
     return None
+
+
+def _own_forward(ctx: FileContext, func: ast.expr, scope: Scope) -> str | None:
+    """The class whose ``forward`` ``self(...)`` runs, inside a method of a local class
+    that defines it (``training_step`` calling ``self(x)``, Lightning style)."""
+    if not (isinstance(scope, FunctionScope) and isinstance(func, ast.Name)):
+        return None
+    if scope.owner is None or func.id != scope.self_name:
+        return None
+    cls = ctx.local_class(scope.owner.name)
+    return None if cls is None or "forward" not in cls.methods else cls.name
 
 
 def _forward_origin(ctx: FileContext, class_name: str, depth: int) -> Origin | None:
