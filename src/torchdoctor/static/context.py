@@ -11,12 +11,14 @@ they belong to. Rules never string-match ``node.func.attr`` against torch names:
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from torchdoctor.findings import Confidence
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import Binding, BindingKind
 from torchdoctor.static.names import CURRENT, NameResolver, Scope, ScopeArg
 from torchdoctor.static.project import ClassInfo, ProjectIndex, single_file_index
+from torchdoctor.static.structure import FunctionScope
 
 __all__ = ["CURRENT", "FileContext", "Scope"]
 
@@ -162,14 +164,70 @@ class FileContext(NameResolver):
 
     def _infer_binding(self, binding: Binding, scope: Scope, depth: int) -> str | None:
         if binding.kind is BindingKind.PARAMETER or binding.annotation is not None:
-            if binding.annotation is not None:
-                return self.qualified_name(binding.annotation, scope) or self._local_name(
-                    binding.annotation
-                )
-            return None
+            if binding.annotation is None:
+                return self._passed_type(binding, scope, depth)
+            annotated = self.qualified_name(binding.annotation, scope) or self._local_name(
+                binding.annotation
+            )
+            if annotated == "torch.nn.Module" and binding.kind is BindingKind.PARAMETER:
+                # `model: nn.Module` says little; what every caller passes says more
+                return self._passed_type(binding, scope, depth) or annotated
+            return annotated
         if binding.kind in (BindingKind.ASSIGN, BindingKind.WITH_TARGET) and binding.value:
             return self.instance_type(binding.value, scope, depth)
         return None
+
+    def _passed_type(self, binding: Binding, scope: Scope, depth: int) -> str | None:
+        """A parameter's class when every call of its function in this file passes an
+        instance of that one class (``train(model, ...)`` called with ``Net()``); ``None``
+        when a call leaves it to its default or the calls disagree, and while the walk
+        has not yet seen every call."""
+        if not self.walked or not isinstance(scope, FunctionScope):
+            return None
+        if not isinstance(binding.node, ast.arg):
+            return None
+        name = binding.node.arg
+        args = scope.node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        index = positional.index(name) if name in positional else None
+        if index is not None and scope.self_name is not None:
+            index -= 1
+        found: set[str | None] = set()
+        for caller, call in self._calls_of(scope):
+            value = next((k.value for k in call.keywords if k.arg == name), None)
+            if value is None and index is not None and 0 <= index < len(call.args):
+                if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                    return None
+                value = call.args[index]
+            if value is None:
+                return None
+            found.add(self.instance_type(value, caller, depth))
+            if len(found) > 1 or None in found:
+                return None
+        return found.pop() if found else None
+
+    def _calls_of(self, function: FunctionScope) -> list[tuple[Scope, ast.Call]]:
+        """The file's calls of a function, or of a class's ``__init__``: ``Trainer(...)``."""
+        calls = [
+            (caller, item.node)
+            for caller, item in self.callers(function)
+            if isinstance(item.node, ast.Call)
+        ]
+        owner = function.owner
+        if owner is None or function.name != "__init__":
+            return calls
+        key = ("constructions", id(owner))
+        built = self.memo.get(key)
+        if built is None:
+            built = self.memo[key] = [
+                (scope, item.node)
+                for scope, items in self.module.bodies()
+                for item in items
+                if isinstance(item.node, ast.Call)
+                and isinstance(item.node.func, ast.Name)
+                and self.local_class(item.node.func.id) is owner
+            ]
+        return [*calls, *cast("list[tuple[Scope, ast.Call]]", built)]
 
     def _local_name(self, annotation: ast.expr) -> str | None:
         if isinstance(annotation, ast.Name) and self.local_class(annotation.id) is not None:

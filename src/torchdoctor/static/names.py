@@ -53,6 +53,8 @@ class NameResolver(SourceText):
         function: the function the traversal is in right now (``None`` at module level).
         frames: the blocks around the node the traversal is at right now.
         scopes: ``def`` node -> its :class:`FunctionScope`.
+        walked: whether the walk has recorded every call of the file (so that
+            :meth:`callers` may be asked).
         function_index: name -> the last function (not method) of that name seen so far.
         class_index: name -> the last class of that name seen so far.
         classes: ``class`` node -> its :class:`ClassScope`.
@@ -74,6 +76,8 @@ class NameResolver(SourceText):
         self._attributes: dict[ast.AST, dict[str, list[tuple[Binding, ast.AST]]]] = {}
         self._aliases: dict[tuple[int, int], str | None] = {}
         self._callers: dict[int, list[tuple[Scope, Item]]] | None = None
+        # Set once the walk has recorded every item of the file (what :meth:`callers` reads).
+        self.walked = False
         # Import statements recorded so far: with the counts of functions and classes,
         # what changes the answers of name resolution while the walk goes on.
         self.import_count = 0

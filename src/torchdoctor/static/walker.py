@@ -152,6 +152,7 @@ class Walker(BlockWalker):
                             push(child)
                 elif value.__class__ not in skip:
                     push(value)
+        ctx.walked = self.structure
         self._fire("leave_module", ctx.module)
 
     def release(self) -> None:

@@ -118,6 +118,70 @@ def test_annotation_of_a_parameter_gives_its_type() -> None:
     )
 
 
+def _model_in(ctx: FileContext, function_name: str) -> ast.expr:
+    """The callee of the last ``model(...)``-style call inside ``function_name``."""
+    function = next(f for f in ctx.module.functions if f.name == function_name)
+    calls = [i.node for i in function.items if isinstance(i.node, ast.Call)]
+    return max(calls, key=lambda c: (c.lineno, c.col_offset)).func
+
+
+PASSED = """
+import torch
+from torch import nn
+class Net(nn.Module):
+    pass
+class Other(nn.Module):
+    pass
+def run(model, x):
+    return model(x)
+class Trainer:
+    def __init__(self, model: nn.Module):
+        self.model = model
+    def step(self, x):
+        return self.model(x)
+"""
+
+
+def test_a_parameter_takes_the_class_every_caller_passes() -> None:
+    ctx = context(PASSED + "run(Net().to('cpu'), 1)\nrun(model=Net(), x=2)\nTrainer(Net())\n")
+    run = next(f for f in ctx.module.functions if f.name == "run")
+    assert ctx.instance_type(_model_in(ctx, "run"), run) == "<local>.Net"
+    step = next(f for f in ctx.module.functions if f.name == "step")
+    # through the constructor's parameter, over its loose `nn.Module` annotation
+    assert ctx.instance_type(_model_in(ctx, "step"), step) == "<local>.Net"
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "run(Net(), 1)\nrun(Other(), 1)\n",  # callers disagree
+        "run(make(), 1)\n",  # one caller's value is unknown
+        "run(*args)\n",  # a starred call hides the position
+        "",  # nobody calls it in this file
+    ],
+)
+def test_a_parameter_stays_unknown_unless_every_caller_agrees(calls: str) -> None:
+    ctx = context(PASSED + calls)
+    run = next(f for f in ctx.module.functions if f.name == "run")
+    assert ctx.instance_type(_model_in(ctx, "run"), run) is None
+
+
+def test_callers_are_not_read_before_the_walk_has_seen_every_call() -> None:
+    text = textwrap.dedent(PASSED + "run(Net(), 1)\n")
+    ctx = FileContext("x.py", text, ast.parse(text))
+    walker = Walker(ctx, structure=True)
+    seen: list[str | None] = []
+
+    def ask(call: ast.Call) -> None:
+        if isinstance(call.func, ast.Name) and call.func.id == "model" and ctx.function:
+            seen.append(ctx.instance_type(call.func, ctx.function))
+
+    walker.subscribe(ast.Call, ask)
+    walker.walk()
+    assert seen == [None]  # asked mid-walk: the call below had not been seen
+    assert ctx.callers(next(f for f in ctx.module.functions if f.name == "run"))
+
+
 @pytest.mark.parametrize(
     "name, family",
     [

@@ -14,6 +14,7 @@ from typing import cast
 
 from torchdoctor.static.analysis.loss_inputs import argument
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.structure import Frame, Item
 from torchdoctor.static.torchapi import LOSS_CLASSES, LOSS_FUNCTIONS, LossKind
 from torchdoctor.static.values import constructor_of
 
@@ -31,6 +32,7 @@ class LossCall:
         target: the target argument.
         constructor: the ``nn.XLoss(...)`` call a criterion was built from, when seen.
         scope: the function the call is in (``None``: module level).
+        frames: the blocks around the call, from the module down.
     """
 
     kind: LossKind
@@ -39,6 +41,7 @@ class LossCall:
     target: ast.expr | None
     constructor: ast.Call | None
     scope: Scope
+    frames: tuple[Frame, ...] = ()
 
 
 def loss_calls(ctx: FileContext) -> list[LossCall]:
@@ -47,12 +50,12 @@ def loss_calls(ctx: FileContext) -> list[LossCall]:
     cached = ctx.memo.get(key)
     if cached is None:
         found: list[LossCall] = []
-        scopes: list[tuple[Scope, list[ast.AST]]] = [(None, [i.node for i in ctx.module.items])]
-        scopes += [(f, [i.node for i in f.items]) for f in ctx.module.functions]
-        for scope, nodes in scopes:
-            for node in nodes:
-                if isinstance(node, ast.Call):
-                    call = _loss_call(ctx, node, scope)
+        scopes: list[tuple[Scope, list[Item]]] = [(None, ctx.module.items)]
+        scopes += [(f, f.items) for f in ctx.module.functions]
+        for scope, items in scopes:
+            for item in items:
+                if isinstance(item.node, ast.Call):
+                    call = _loss_call(ctx, item.node, scope, item.frames)
                     if call is not None:
                         found.append(call)
         found.sort(key=lambda c: (c.call.lineno, c.call.col_offset))
@@ -60,7 +63,9 @@ def loss_calls(ctx: FileContext) -> list[LossCall]:
     return cast("list[LossCall]", cached)
 
 
-def _loss_call(ctx: FileContext, call: ast.Call, scope: Scope) -> LossCall | None:
+def _loss_call(
+    ctx: FileContext, call: ast.Call, scope: Scope, frames: tuple[Frame, ...]
+) -> LossCall | None:
     func = call.func
     qualified = ctx.qualified_name(func, scope)
     kind = LOSS_FUNCTIONS.get(qualified or "")
@@ -75,5 +80,11 @@ def _loss_call(ctx: FileContext, call: ast.Call, scope: Scope) -> LossCall | Non
             return None
         constructor = constructor_of(ctx, func, scope)
     return LossCall(
-        kind, call, argument(call, 0, "input"), argument(call, 1, "target"), constructor, scope
+        kind,
+        call,
+        argument(call, 0, "input"),
+        argument(call, 1, "target"),
+        constructor,
+        scope,
+        frames,
     )

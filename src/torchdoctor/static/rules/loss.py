@@ -10,10 +10,11 @@ seen, so a model class may be defined below its use. The loss calls come from
 
 from __future__ import annotations
 
-from torchdoctor.findings import Applicability, Depth, Edit, Fix
+from torchdoctor.findings import Applicability, Depth, Edit, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, origin_of
 from torchdoctor.static.analysis.losses import LossCall, loss_calls
+from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
 from torchdoctor.static.torchapi import LossKind
@@ -104,6 +105,11 @@ class ActivationIntoLoss(LintRule):
             single = call.constructor is None or sites.get(id(call.constructor)) == 1
             self._report(call, origin, problem, single)
 
+    def _without_gradients(self, call: LossCall, code: str) -> bool:
+        """TD304's harm is to gradients: a loss computed with autograd off (an evaluation
+        under ``no_grad``) only reports a value, clamped at 100 for certain mistakes."""
+        return code == "TD304" and grad_disabled_by(self.ctx, call.frames) is not None
+
     def _report(
         self, call: LossCall, origin: Origin, problem: tuple[str, str, str], single_site: bool
     ) -> None:
@@ -123,10 +129,14 @@ class ActivationIntoLoss(LintRule):
             f"`{loss}(...)` at line {call.call.lineno} ({call.kind.value}) receives "
             f"`{given}`, {source}: {why}"
         )
+        quiet = self._without_gradients(call, code)
+        if quiet:
+            message += "; here autograd is off, so only the reported loss value is affected"
         self.report(
             call.call,
             message,
             code=code,
+            severity=Severity.INFO if quiet else None,
             fix_hint=hint,
             evidence={
                 "loss": call.kind.value,
