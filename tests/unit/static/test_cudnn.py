@@ -86,6 +86,39 @@ def test_a_flag_switched_off_again_is_quiet() -> None:
     assert td705(source) == []
 
 
+RESET_ELSEWHERE = """
+import torch
+def run(args, model):
+    if args.test_only:
+        {reset}
+        torch.backends.cudnn.deterministic = True
+        return evaluate(model)
+    train(model)
+def main(args):
+    torch.backends.cudnn.benchmark = True
+    run(args, build())
+"""
+
+
+@pytest.mark.parametrize(
+    "reset, flagged",
+    [
+        ("torch.backends.cudnn.benchmark = False", False),  # off before determinism
+        ("pass", True),
+        ("torch.backends.cudnn.benchmark = args.bench", True),  # not known to be off
+        ("if args.fast:\n            torch.backends.cudnn.benchmark = False", True),
+    ],
+)
+def test_benchmark_switched_off_before_the_deterministic_request_is_quiet(
+    reset: str, flagged: bool
+) -> None:
+    # the torchvision reference layout: main() turns benchmark on, the test-only path of
+    # another function turns it off on the line before it asks for determinism
+    source = RESET_ELSEWHERE.format(reset=reset)
+    line = source.splitlines().index("    torch.backends.cudnn.benchmark = True") + 1
+    assert td705(source) == ([("TD705", line)] if flagged else [])
+
+
 def test_flags_from_variables_or_other_objects_are_quiet() -> None:
     source = """
     import torch

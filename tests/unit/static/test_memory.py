@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Severity
 
@@ -303,3 +305,32 @@ def test_loops_that_do_not_train_are_quiet() -> None:
 def test_a_helper_named_empty_cache_is_not_torchs() -> None:
     source = STEP_LOOP.format(inner="            cache.empty_cache()", outer="")
     assert lint_codes(source, "TD702", "TD001") == []
+
+
+FIXED_SETTINGS = """
+import matplotlib.pyplot as plt
+{setup}
+for lr in {iterable}:
+    train(lr)
+    plt.figure()
+    plt.savefig(f"{{lr}}.png")
+"""
+
+
+@pytest.mark.parametrize(
+    "setup, iterable, severity",
+    [
+        ("", "[0.1, 0.01, 0.001]", Severity.INFO),  # a literal of three settings
+        ("RATES = (0.1, 0.01)", "RATES", Severity.INFO),  # through a name
+        ("RUNS = {'a': 1, 'b': 2}", "RUNS.items()", Severity.INFO),  # a dict view
+        ("", "range(2, 6)", Severity.INFO),
+        ("", "range(1000)", Severity.WARNING),  # too many passes to be harmless
+        ("RATES = []\nRATES.append(0.1)", "RATES", Severity.WARNING),  # grown elsewhere
+        ("", "load_rates()", Severity.WARNING),  # depends on data
+    ],
+)
+def test_td701_a_loop_over_a_few_fixed_settings_is_information(
+    setup: str, iterable: str, severity: Severity
+) -> None:
+    (found,) = lint_findings(FIXED_SETTINGS.format(setup=setup, iterable=iterable), "TD701")
+    assert found.severity is severity

@@ -926,3 +926,47 @@ def test_td502_still_flags_when_an_optimizer_takes_parameters_it_cannot_read() -
     """,
         "TD502",
     )
+
+
+SHARED_EPOCH = """
+import torch
+from torch import nn
+model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+def run_epoch(loader, validate=False):
+    for x, y in loader:
+        loss = (model(x) - y).pow(2).mean()
+        if not validate:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+for epoch in range(10):
+    model.train()
+    run_epoch(train_loader)
+    model.eval(){mark}
+    run_epoch(val_loader{second})
+"""
+
+
+@pytest.mark.parametrize(
+    "second, flagged",
+    [
+        (", validate=True", False),  # the flag rules the backward out
+        (", True", False),  # by position too
+        ("", True),  # the default: this pass trains in eval mode
+        (", validate=False", True),
+        (", validate=flag", True),  # not a constant: the rule cannot rule it out
+    ],
+)
+def test_td502_follows_a_constant_flag_into_a_shared_epoch_helper(
+    second: str, flagged: bool
+) -> None:
+    mark = "  # expect: TD502" if flagged else ""
+    assert_marked(SHARED_EPOCH.format(second=second, mark=mark), "TD502")
+
+
+def test_td502_a_flag_the_helper_rebinds_decides_nothing() -> None:
+    source = SHARED_EPOCH.replace(
+        "    for x, y in loader:", "    validate = validate and not loader\n    for x, y in loader:"
+    )
+    assert_marked(source.format(second=", validate=True", mark="  # expect: TD502"), "TD502")

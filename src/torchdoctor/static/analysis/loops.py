@@ -20,8 +20,10 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop
 from torchdoctor.static.training import Event, EventKind, classify, is_accumulation_guard
+from torchdoctor.static.values import bound_value
 
 __all__ = [
+    "at_most_passes",
     "enclosing_loops",
     "guard_between",
     "is_periodic_guard",
@@ -68,6 +70,78 @@ def enclosing_loops(ctx: FileContext, frames: tuple[Frame, ...]) -> list[Loop]:
             if loop is not None:
                 loops.append(loop)
     return loops
+
+
+_DICT_VIEWS = frozenset({"items", "keys", "values"})
+
+
+def at_most_passes(ctx: FileContext, loop: Loop) -> int | None:
+    """How many passes a ``for`` loop makes at most, when its source shows it: a literal
+    collection (or a dict view of one), directly or through a name bound to it, or
+    ``range`` of integer constants. ``None`` when it depends on data."""
+    node = loop.node
+    if not isinstance(node, (ast.For, ast.AsyncFor)):
+        return None
+    iterable: ast.expr = node.iter
+    for _ in range(2):
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr in _DICT_VIEWS
+            and not iterable.args
+        ):
+            iterable = iterable.func.value
+        if isinstance(iterable, ast.Name):
+            source = bound_value(ctx, iterable, loop.function)
+            if source is None or iterable.id in _grown_names(ctx):
+                return None
+            iterable = source[0]
+    if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+        if any(isinstance(e, ast.Starred) for e in iterable.elts):
+            return None
+        return len(iterable.elts)
+    if isinstance(iterable, ast.Dict):
+        return None if any(k is None for k in iterable.keys) else len(iterable.keys)
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "range"
+    ):
+        bounds = [
+            a.value for a in iterable.args if isinstance(a, ast.Constant) and type(a.value) is int
+        ]
+        if len(bounds) != len(iterable.args) or not bounds or iterable.keywords:
+            return None
+        return len(range(*bounds)) if len(bounds) <= 3 else None
+    return None
+
+
+_GROWERS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "__setitem__"})
+
+
+def _grown_names(ctx: FileContext) -> frozenset[str]:
+    """Names whose collection the file may grow after building it (``d[k] = v``,
+    ``xs.append(v)``, ``d.update(...)``), once per file."""
+    key = ("loops", "grown-names")
+    cached = ctx.memo.get(key)
+    if cached is None:
+        names = set()
+        for node in ast.walk(ctx.tree):
+            if (
+                isinstance(node, ast.Subscript)
+                and not isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+            ):
+                names.add(node.value.id)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _GROWERS
+                and isinstance(node.func.value, ast.Name)
+            ):
+                names.add(node.func.value.id)
+        cached = ctx.memo[key] = frozenset(names)
+    return cast("frozenset[str]", cached)
 
 
 def loop_bound_names(loop: Loop) -> set[str]:

@@ -52,9 +52,16 @@ def expand(
     grad_off: bool = False,
     stack: tuple[int, ...] = (),
 ) -> list[Action]:
-    """The actions of ``items`` in order, following calls to functions of this file."""
+    """The actions of ``items`` in order, following calls to functions of this file.
+
+    Inside a helper, a branch that a constant argument of the call (or a parameter's
+    default) rules out is skipped: ``run_epoch(loader, validate=True)`` never reaches the
+    helper's ``if not validate:`` backward."""
     actions: list[Action] = []
+    constants = _constant_parameters(origin, scope) if origin is not None else {}
     for item in items:
+        if constants and _ruled_out(item, scope, constants):
+            continue
         item_grad_off = grad_off or grad_disabled_by(ctx, item.frames) is not None
         event = classify(ctx, item, scope)
         source = origin or item
@@ -79,6 +86,79 @@ def expand(
             (*stack, id(callee)),
         )
     return actions
+
+
+_UNDECIDED = object()
+
+
+def _constant_parameters(origin: Item, callee: FunctionScope | None) -> dict[str, object]:
+    """The callee's parameters whose value at the call ``origin`` is a literal constant:
+    passed as one (by position or keyword) or left to a constant default."""
+    call = origin.node
+    if callee is None or not isinstance(call, ast.Call):
+        return {}
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return {}
+    args = callee.node.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if callee.self_name is not None and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    given.update((k.arg, k.value) for k in call.keywords if k.arg)
+    defaults = dict(zip(params[len(params) - len(args.defaults) :], args.defaults, strict=True))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)
+    out: dict[str, object] = {}
+    for name in [*params, *(a.arg for a in args.kwonlyargs)]:
+        value = given.get(name, defaults.get(name))
+        if isinstance(value, ast.Constant):
+            out[name] = value.value
+    if out:  # a parameter the helper rebinds is no longer what the call passed
+        for node in ast.walk(callee.node):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                out.pop(node.id, None)
+    return out
+
+
+def _ruled_out(item: Item, callee: FunctionScope | None, constants: dict[str, object]) -> bool:
+    """Whether an ``if`` inside the callee around ``item`` takes the other branch for the
+    constant arguments of this call."""
+    inside = False
+    for frame in item.frames:
+        if frame.kind is FrameKind.FUNCTION:
+            inside = callee is not None and frame.node is callee.node
+            continue
+        if not inside or frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            continue
+        test = _truth(getattr(frame.node, "test", None), constants)
+        if test is not _UNDECIDED and bool(test) != (frame.kind is FrameKind.IF_BODY):
+            return True
+    return False
+
+
+def _truth(test: ast.expr | None, constants: dict[str, object]) -> object:
+    """The value of a test over constant parameters (``flag``, ``not flag``, ``mode ==
+    "val"``, ``x is None``), or ``_UNDECIDED``."""
+    if isinstance(test, ast.Name):
+        return constants.get(test.id, _UNDECIDED)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth(test.operand, constants)
+        return inner if inner is _UNDECIDED else not inner
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.left.id in constants
+    ):
+        left, right = constants[test.left.id], test.comparators[0].value
+        op = test.ops[0]
+        if isinstance(op, (ast.Eq, ast.Is)):
+            return left == right if isinstance(op, ast.Eq) else left is right
+        if isinstance(op, (ast.NotEq, ast.IsNot)):
+            return left != right if isinstance(op, ast.NotEq) else left is not right
+    return _UNDECIDED
 
 
 def mapped(text: str, mapping: dict[str, str] | None) -> str:

@@ -77,7 +77,7 @@ class CudnnBenchmarkWithDeterministic(LintRule):
                 (
                     d
                     for d in self._effective(_DETERMINISTIC)
-                    if not _exclusive(bench.frames, d.frames)
+                    if not _exclusive(bench.frames, d.frames) and not self._reset_before(d)
                 ),
                 None,
             )
@@ -101,6 +101,23 @@ class CudnnBenchmarkWithDeterministic(LintRule):
             )
             if not undone:
                 yield setting
+
+    def _reset_before(self, asked: _Setting) -> bool:
+        """Whether benchmark mode is switched off just before determinism is asked for:
+        ``benchmark = False`` earlier in the same function, in a block that holds the
+        request (so it has run whenever the request runs). Whatever set benchmark on
+        elsewhere, the two are never on together."""
+        function = self.ctx.function_of(asked.frames)
+        around = {id(frame.node) for frame in asked.frames}
+        return any(
+            s.flag == _BENCHMARK
+            and not s.on
+            and isinstance(s.value, ast.Constant)
+            and s.line <= asked.line
+            and self.ctx.function_of(s.frames) is function
+            and all(id(frame.node) in around for frame in s.frames)
+            for s in self._settings
+        )
 
     def _report(self, bench: _Setting, partner: _Setting) -> None:
         ctx = self.ctx

@@ -14,6 +14,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import (
+    at_most_passes,
     enclosing_loops,
     guard_between,
     is_periodic_guard,
@@ -90,7 +91,7 @@ class FiguresNeverClosed(LintRule):
             if name is not None and _handed_off(outermost, name):
                 continue
             during = self._runs_during_training(outermost, self.ctx.function_of(frames), 0)
-            self._report(call, outermost, name, during)
+            self._report(call, outermost, name, during, _few_passes(self.ctx, loops))
 
     def _runs_during_training(
         self, loop: Loop | None, function: FunctionScope | None, depth: int
@@ -118,7 +119,9 @@ class FiguresNeverClosed(LintRule):
                 return True
         return False
 
-    def _report(self, call: ast.Call, loop: Loop, name: str | None, during: bool) -> None:
+    def _report(
+        self, call: ast.Call, loop: Loop, name: str | None, during: bool, passes: int | None
+    ) -> None:
         ctx = self.ctx
         pyplot = ctx.segment(call.func.value) if isinstance(call.func, ast.Attribute) else "plt"
         message = (
@@ -127,7 +130,15 @@ class FiguresNeverClosed(LintRule):
             "keeps every figure alive until `plt.close()`, so memory grows with each "
             "iteration (several MB per figure; matplotlib warns after 20 open figures)"
         )
-        if not during:
+        if passes is not None:
+            # A loop over a fixed list of a few settings: the figures are bounded; at
+            # worst matplotlib's too-many-figures warning, not a leak.
+            message += (
+                f"; but the loops around it make at most {passes} passes (they iterate "
+                "a fixed collection written in the code), so at most that many figures "
+                "stay open"
+            )
+        elif not during:
             # A plotting helper or report script: its loop runs over a few results, once,
             # and the figures go when the program ends; not the leak a training run has.
             message += (
@@ -140,8 +151,25 @@ class FiguresNeverClosed(LintRule):
             fix_hint=f"Call `{pyplot}.close({name or ''})` inside the loop once the figure is "
             "saved or logged.",
             evidence={"loop_line": loop.line},
-            severity=None if during else Severity.INFO,
+            severity=None if during and passes is None else Severity.INFO,
         )
+
+
+# A loop nest that makes at most this many passes keeps few enough figures open that a
+# maintainer leaves it (matplotlib itself warns from 20 open figures).
+_FEW_PASSES = 32
+
+
+def _few_passes(ctx: FileContext, loops: list[Loop]) -> int | None:
+    """The most passes the loops around a figure make together, when every one of them
+    iterates a fixed collection and the product is small; else ``None``."""
+    total = 1
+    for loop in loops:
+        passes = at_most_passes(ctx, loop)
+        if passes is None:
+            return None
+        total *= passes
+    return total if total <= _FEW_PASSES else None
 
 
 # What shows a loop trains (itself or through what it calls): a backward pass, an
