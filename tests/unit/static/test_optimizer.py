@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import LAB
 from tests.unit.static.helpers import lint_codes, lint_findings
 from tests.unit.static.test_loss import applied
@@ -487,3 +489,48 @@ def test_safe_fixes_turn_the_lab_script_into_its_fixed_twin(tmp_path: Path) -> N
 
     assert amp_lines(result.fixed) == amp_lines((folder / "fixed.py").read_text("utf-8"))
     assert lint_codes(result.fixed, "TD611") == []
+
+
+PER_EPOCH_METHOD = """
+import torch
+class Trainer:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.sched = {scheduler}
+    def fit(self):
+        for epoch in range(10):
+            {call}
+    def run_epoch(self, metric=None):
+        {before}
+        for x in self.loader:
+            self.opt.zero_grad()
+            self.model(x).sum().backward()
+            self.opt.step()
+"""
+STEP_LR = "torch.optim.lr_scheduler.StepLR(self.opt, 3)"
+
+
+@pytest.mark.parametrize(
+    "scheduler, call, before, flagged",
+    [
+        (STEP_LR, "self.run_epoch()", "self.sched.step()", True),
+        (STEP_LR, "self.run_epoch()", "if self.epoch > 0:\n            self.sched.step()", False),
+        (STEP_LR, "pass", "self.sched.step()", False),  # run_epoch is never called in a loop
+        (STEP_LR, "self.run_epoch()", "pass", False),
+        (
+            "torch.optim.lr_scheduler.ReduceLROnPlateau(self.opt)",
+            "self.run_epoch(1.0)",
+            "self.sched.step(metric)",
+            False,
+        ),
+    ],
+)
+def test_td607_a_method_run_once_per_pass_that_steps_the_schedule_first(
+    scheduler: str, call: str, before: str, flagged: bool
+) -> None:
+    source = PER_EPOCH_METHOD.format(scheduler=scheduler, call=call, before=before)
+    found = lint_findings(source, "TD607")
+    assert [f.location.line for f in found] == ([12] if flagged else [])
+    if flagged:
+        assert "in `run_epoch`, which the loop at line 9 calls on every pass" in found[0].message

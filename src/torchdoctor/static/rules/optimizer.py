@@ -14,14 +14,14 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import method_call
-from torchdoctor.static.analysis.loops import loop_bound_names
+from torchdoctor.static.analysis.loops import enclosing_loops, local_frames, loop_bound_names
 from torchdoctor.static.analysis.optimized import covers, model_path, optimizer_roots
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import Scope
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind, Item, Loop, ModuleScope
-from torchdoctor.static.training import EventKind, function_events, loop_events
+from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.training import Event, EventKind, function_events, loop_events
 
 # --- TD607 -------------------------------------------------------------------------------
 
@@ -58,6 +58,59 @@ class SchedulerBeforeOptimizer(LintRule):
                 continue
             self._report(event.item, first, first_line, loop)
 
+    def leave_module(self, module: ModuleScope) -> None:
+        """A function run once per pass of a loop (``run_epoch()`` called by the epoch
+        loop) whose body steps the scheduler before its own loop steps the optimizer: the
+        first call advances the schedule before any update, as in a single loop."""
+        ctx = self.ctx
+        for function in module.functions:
+            schedules = [
+                e
+                for e in function_events(ctx, function, forwards=False)
+                if e.kind is EventKind.SCHEDULER_STEP
+                and not any(
+                    f.kind in (FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.IF_ELSE)
+                    for f in local_frames(e.item.frames)
+                )
+            ]
+            if not schedules or framework_owned(ctx, function):
+                continue
+            caller_loop = self._calling_loop(function)
+            if caller_loop is None:
+                continue
+            steps = [
+                (e.item, e.line)
+                for e in function_events(ctx, function, forwards=False)
+                if e.kind is EventKind.OPTIMIZER_STEP
+            ]
+            steps += [
+                (item, item.line)
+                for loop in function.loops
+                for item, _ in self._helper_steps(loop)
+            ]
+            if not steps:
+                continue
+            first, first_line = min(steps, key=lambda s: s[1])
+            for event in schedules:
+                if event.line < first_line and self._plain_step(event, function):
+                    self._report(event.item, first, first_line, caller_loop, function)
+
+    def _calling_loop(self, function: FunctionScope) -> Loop | None:
+        """A loop of this file that calls ``function`` on each of its passes."""
+        for _, item in self.ctx.callers(function):
+            loops = enclosing_loops(self.ctx, item.frames)
+            if loops:
+                return loops[-1]
+        return None
+
+    def _plain_step(self, event: Event, scope: Scope) -> bool:
+        """``scheduler.step()`` with no metric, of a scheduler that is no plateau one."""
+        call = event.node
+        if isinstance(call, ast.Call) and (call.args or call.keywords):
+            return False
+        type_name = self.ctx.instance_type(event.target, scope) if event.target else None
+        return not (type_name and type_name.endswith("ReduceLROnPlateau"))
+
     def _helper_steps(self, loop: Loop) -> list[tuple[Item, int]]:
         """Calls in the loop to functions of this file that step an optimizer."""
         ctx = self.ctx
@@ -91,15 +144,27 @@ class SchedulerBeforeOptimizer(LintRule):
                 return True
         return False
 
-    def _report(self, schedule: Item, step: Item, step_line: int, loop: Loop) -> None:
+    def _report(
+        self,
+        schedule: Item,
+        step: Item,
+        step_line: int,
+        loop: Loop,
+        through: FunctionScope | None = None,
+    ) -> None:
         ctx = self.ctx
         scheduler = ctx.segment(schedule.node)
         stepped = ctx.segment(step.node)
         stepped = stepped if len(stepped) <= 40 and "\n" not in stepped else "optimizer.step()"
+        where = (
+            f"in the loop at line {loop.line}"
+            if through is None
+            else f"in `{through.name}`, which the loop at line {loop.line} calls on every pass"
+        )
         self.report(
             schedule.node,
             f"`{scheduler}` at line {schedule.line} runs before `{stepped}` (line {step_line}) "
-            f"in the loop at line {loop.line}: on the first pass the schedule advances before "
+            f"{where}: on the first pass the schedule advances before "
             'any update, so PyTorch skips its first learning-rate value and warns "Detected '
             'call of `lr_scheduler.step()` before `optimizer.step()`"',
             fix_hint="Call the scheduler after `optimizer.step()`: at the end of the epoch for "
