@@ -76,7 +76,7 @@ def lint(
     if test_code_as_info is None:
         test_code_as_info = settings.test_code_as_info
     # Test code is told from the project root down, else from the folder given.
-    bases = [root, *(Path(p).resolve() for p in given if Path(p).is_dir())]
+    bases = [root, *(Path(os.path.abspath(p)) for p in given if Path(p).is_dir())]
     jobs_list = [
         FileJob(
             path,

@@ -9,9 +9,10 @@ not change them. So, once the rules have run on a file that is test code, each w
 and error is lowered to info; its message says so and why, ``evidence["lowered_from"]``
 holds the severity it had and ``evidence["test_code"]`` the reason.
 
-**Test code** (paths are read from the project root down, never above it: the root is the
-configuration's folder, else the current folder, else, for a file outside it, the folder
-given to ``lint``; so a checkout under ``~/tests/`` is not all tests):
+**Test code** (a path is read from its project's folder down, that folder's own name
+included, never above it: the folder is the configuration's, else the current folder,
+else, for a file outside it, the folder given to ``lint``. So ``lint ~/src/proj/tests``
+reads ``tests/test_x.py``, and a checkout under ``~/tests/proj`` is not all tests):
 
 - a file inside a folder named ``tests``, ``test`` or ``testing``;
 - ``conftest.py``;
@@ -61,27 +62,29 @@ _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 
 
 def path_for_tests(path: str, bases: Sequence[Path]) -> str:
-    """``path`` as test code is recognised by: relative to the first of ``bases`` (the
-    project root, then the folders given to ``lint``) that holds it, else its name alone.
-    The folders above a project say nothing about its files."""
+    """``path`` as test code is recognised by: from the first of ``bases`` (the project
+    root, then the folders given to ``lint``) that holds it, that base's own name
+    included, else its name alone. The folders above a project say nothing about it."""
     absolute = Path(os.path.abspath(path))
     for base in bases:
         try:
-            return absolute.relative_to(base).as_posix()
+            return absolute.relative_to(base.parent).as_posix()
         except ValueError:
             continue
     return absolute.name
 
 
 def relative_paths(paths: Sequence[str]) -> list[str]:
-    """Paths relative to the deepest folder holding them all (files linted from memory:
-    their common folder stands for the project root)."""
+    """Paths from the deepest folder holding them all, its name included (files linted
+    from memory: their common folder stands for the project's, see :func:`path_for_tests`)."""
+    if not paths:
+        return []
     try:
         absolute = [os.path.abspath(p) for p in paths]
-        common = os.path.commonpath([os.path.dirname(p) for p in absolute]) if absolute else ""
+        common = Path(os.path.commonpath([os.path.dirname(p) for p in absolute]))
     except ValueError:  # different drives: the paths as given
         return [Path(p).as_posix() for p in paths]
-    return [Path(os.path.relpath(p, common)).as_posix() for p in absolute]
+    return [path_for_tests(p, [common]) for p in absolute]
 
 
 def why_test_code(relative: str, tree: ast.Module, source: str) -> str | None:

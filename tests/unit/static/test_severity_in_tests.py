@@ -139,6 +139,19 @@ def test_folders_above_the_project_do_not_make_it_test_code(tmp_path: Path) -> N
     assert only.severity is Severity.ERROR
 
 
+def test_a_tests_folder_linted_by_itself_is_test_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tests = tmp_path / "proj" / "tests"
+    tests.mkdir(parents=True)
+    (tests / "smoke.py").write_text(SCRIPT, encoding="utf-8")  # no test in it: its folder
+    (found,) = lint(tests, config=LintConfig(), jobs=1).by_code("TD201")
+    assert found.severity is Severity.INFO
+    monkeypatch.chdir(tests)  # the folder given is the current one
+    (found,) = lint(".", config=LintConfig(), jobs=1).by_code("TD201")
+    assert found.severity is Severity.INFO
+
+
 def test_files_linted_from_memory_are_read_from_their_common_folder() -> None:
     sources = [("/x/tests/proj/train.py", SCRIPT), ("/x/tests/proj/tests/test_x.py", SMOKE_TEST)]
     found = lint_sources(sources, Selection.from_options(["TD201"]))
