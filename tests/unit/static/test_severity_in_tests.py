@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -116,6 +115,7 @@ def test_a_pytest_or_unittest_module_is_test_code_whatever_its_name(header: str)
     ],
 )
 def test_mocks_splits_and_test_functions_of_a_script_are_not_test_code(header: str) -> None:
+    # train_test.py has a test-like name, but defines no test: a training script.
     assert severities(header + SCRIPT, "train_test.py" if "split" in header else "train.py") == [
         "error"
     ]
@@ -228,4 +228,4 @@ def test_reports_show_the_lowered_severity_and_the_reason() -> None:
 def test_the_policy_is_documented_where_the_config_is() -> None:
     from torchdoctor.static import config
 
-    assert "test-code-as-info" in textwrap.dedent(config.__doc__ or "")
+    assert "test-code-as-info" in (config.__doc__ or "")
