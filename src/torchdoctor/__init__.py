@@ -95,6 +95,7 @@ def lint(
     config: PathArg | LintConfig | None = None,
     baseline: PathArg | None = None,
     jobs: int | None = None,
+    test_code_as_info: bool | None = None,
 ) -> Report:
     """Read Python files and folders for training bugs; nothing is imported or run.
 
@@ -113,6 +114,10 @@ def lint(
         baseline: a JSON report (``--format json``) of known findings; only new ones
             are returned.
         jobs: worker processes (``None``: automatic, ``1``: none).
+        test_code_as_info: report the warnings and errors of test code (``tests/``,
+            ``conftest.py``, ``test_*.py`` with tests, pytest and unittest modules) as
+            info, except TD405 (``None``: the config's ``test-code-as-info``, on by
+            default).
 
     Returns:
         The :class:`Report`; a rule that failed is a ``TD001`` finding, its traceback in
@@ -124,7 +129,13 @@ def lint(
     from torchdoctor.static import lint as lint_paths
 
     return lint_paths(
-        paths, select=select, ignore=ignore, config=config, baseline=baseline, jobs=jobs
+        paths,
+        select=select,
+        ignore=ignore,
+        config=config,
+        baseline=baseline,
+        jobs=jobs,
+        test_code_as_info=test_code_as_info,
     )
 
 

@@ -55,6 +55,13 @@ from torchdoctor.cli.shared import (
 )
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option(
+    "--test-code-as-info/--no-test-code-as-info",
+    default=None,
+    help="Report warnings and errors in test code (tests/ folders, conftest.py, test_*.py "
+    "with tests, pytest or unittest modules; not an eval script named test.py) as info, "
+    "saying why; TD405 keeps its severity. Default: on, or the config's test-code-as-info.",
+)
+@click.option(
     "--jobs",
     "-j",
     type=click.IntRange(min=1),
@@ -76,6 +83,7 @@ def lint_command(
     baseline: Path | None,
     config: Path | None,
     isolated: bool,
+    test_code_as_info: bool | None,
     jobs: int | None,
 ) -> None:
     """Read Python files (and folders) for training bugs; nothing is imported or run.
@@ -98,7 +106,13 @@ def lint_command(
         inputs=(*targets, config, baseline),
         input_dirs=[t for t in targets if t.is_dir()],
     )
-    options = dict(select=select or None, ignore=ignore or None, config=settings, jobs=jobs)
+    options = dict(
+        select=select or None,
+        ignore=ignore or None,
+        config=settings,
+        jobs=jobs,
+        test_code_as_info=test_code_as_info,
+    )
     if apply_fix or diff:
         with progress_display("lint", minimum=LINT_PROGRESS_FILES):
             outcome = fix(targets, unsafe=unsafe_fixes, write=not diff, **options)  # type: ignore[arg-type]

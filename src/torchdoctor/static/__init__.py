@@ -37,6 +37,7 @@ def lint(
     config: PathArg | LintConfig | None = None,
     baseline: PathArg | None = None,
     jobs: int | None = None,
+    test_code_as_info: bool | None = None,
 ) -> Report:
     """Lint files and folders and return the findings.
 
@@ -51,6 +52,9 @@ def lint(
             in it are returned, matched by rule, file and line text, so they survive
             line shifts.
         jobs: worker processes (``None``: automatic, ``1``: none).
+        test_code_as_info: report the warnings and errors of test code as info, saying
+            why (``None``: the config's ``test-code-as-info``, on by default); see
+            :mod:`torchdoctor.static.severity_in_tests`.
 
     Raises:
         UsageError: a path does not exist, or the config or baseline is unreadable.
@@ -60,6 +64,7 @@ def lint(
     """
     from torchdoctor.static.files import collect_files, per_file_ignored
     from torchdoctor.static.runner import FileJob, lint_files
+    from torchdoctor.static.severity_in_tests import path_for_tests
 
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     settings = resolve_config(config, given)
@@ -68,8 +73,17 @@ def lint(
         tuple(select or ()) or settings.select or None, [*settings.ignore, *(ignore or ())]
     )
     files = collect_files(given, settings, root)
+    if test_code_as_info is None:
+        test_code_as_info = settings.test_code_as_info
+    # Test code is told from the project root down, else from the folder given.
+    bases = [root, *(Path(os.path.abspath(p)) for p in given if Path(p).is_dir())]
     jobs_list = [
-        FileJob(path, per_file_ignored(path, settings, root), settings.max_file_size)
+        FileJob(
+            path,
+            per_file_ignored(path, settings, root),
+            settings.max_file_size,
+            path_for_tests(path, bases) if test_code_as_info else None,
+        )
         for path in files
     ]
     report = Report(
@@ -107,17 +121,20 @@ def lint_source(
     *,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
+    test_code_as_info: bool = True,
 ) -> Report:
     """Lint one module's source text.
 
-    ``# noqa`` comments apply; no config file is read. As with :func:`lint`, a rule that
-    fails is a ``TD001`` finding and its traceback is in ``report.facts["internal_errors"]``.
+    ``# noqa`` comments apply; no config file is read. ``path``, as given, is what tells
+    test code (``tests/test_model.py``), whose warnings and errors are info unless
+    ``test_code_as_info`` is false. As with :func:`lint`, a rule that fails is a
+    ``TD001`` finding and its traceback is in ``report.facts["internal_errors"]``.
     """
     from torchdoctor.static.runner import lint_text
 
     selection = Selection.from_options(select, ignore)
     report = Report(tool_version=__version__, command="lint")
-    report.extend(lint_text(path, source, selection))
+    report.extend(lint_text(path, source, selection, test_path=path if test_code_as_info else None))
     return report
 
 
@@ -160,19 +177,32 @@ def fix(
     ignore: Iterable[str] | None = None,
     config: PathArg | LintConfig | None = None,
     jobs: int | None = None,
+    test_code_as_info: bool | None = None,
 ) -> FixOutcome:
     """Apply automatic fixes to the files :func:`lint` would read.
 
     Only ``SAFE`` fixes apply unless ``unsafe``. With ``write=False`` nothing is written
     (use :meth:`FixOutcome.diff` to show the changes). Applying twice changes nothing the
-    second time.
+    second time. ``test_code_as_info`` applies to the report as in :func:`lint`; fixes
+    apply whatever a finding's severity.
     """
     from torchdoctor.static.files import per_file_ignored
     from torchdoctor.static.fixes import fix_file, write_fix
     from torchdoctor.static.runner import FileJob
 
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    before = lint(given, select=select, ignore=ignore, config=config, jobs=jobs)
+
+    def lint_all() -> Report:
+        return lint(
+            given,
+            select=select,
+            ignore=ignore,
+            config=config,
+            jobs=jobs,
+            test_code_as_info=test_code_as_info,
+        )
+
+    before = lint_all()
     candidates = sorted(
         {f.location.path for f in before.findings if f.fix is not None and f.location.path}
     )
@@ -192,5 +222,5 @@ def fix(
         return FixOutcome(before, tuple(results))
     for result in results:
         write_fix(result)
-    after = lint(given, select=select, ignore=ignore, config=config, jobs=jobs)
+    after = lint_all()
     return FixOutcome(after, tuple(results))

@@ -9,8 +9,16 @@ Keys (all optional)::
     extend-exclude = ["legacy/"]    # adds to them
     respect-gitignore = true        # also skip what the root .gitignore ignores
     max-file-size = "10MB"          # larger files are skipped with a TD002 note
+    test-code-as-info = true        # findings in test code are info (except TD405)
     [tool.torchdoctor.per-file-ignores]
     "tests/**" = ["TD2"]
+
+``test-code-as-info`` (on by default; ``lint --no-test-code-as-info`` turns it off for one
+run): the warnings and errors of test code (a ``tests/``, ``test/`` or ``testing/``
+folder, ``conftest.py``, a ``test_*.py`` that defines tests, a module that imports pytest
+or defines a ``TestCase``) are reported as info, each saying why; an evaluation script
+named ``test.py`` is not test code. See :mod:`torchdoctor.static.severity_in_tests` for
+what counts and why TD405 keeps its severity.
 
 The closest ``pyproject.toml`` above the first linted path that has a
 ``[tool.torchdoctor]`` table is used; its directory is the project root that patterns are
@@ -56,6 +64,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "respect-gitignore",
     "per-file-ignores",
     "max-file-size",
+    "test-code-as-info",
 )
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -97,6 +106,7 @@ class LintConfig:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     respect_gitignore: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    test_code_as_info: bool = True
     root: Path | None = None
     source: Path | None = field(default=None, compare=False)
 
@@ -141,11 +151,8 @@ def load_config(path: Path) -> LintConfig:
         check_selectors(
             _strings(per_file, pattern, path), f"per-file-ignores {pattern!r}", str(path)
         )
-    respect = table.get("respect-gitignore", True)
-    if not isinstance(respect, bool):
-        raise UsageError(
-            f"{path}: [tool.torchdoctor] respect-gitignore must be true or false, not {respect!r}"
-        )
+    respect = _flag(table, "respect-gitignore", path)
+    test_code_as_info = _flag(table, "test-code-as-info", path)
     size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
     try:
         max_file_size = parse_size(size)
@@ -161,6 +168,7 @@ def load_config(path: Path) -> LintConfig:
         ),
         respect_gitignore=respect,
         max_file_size=max_file_size,
+        test_code_as_info=test_code_as_info,
         root=path.resolve().parent,
         source=path,
     )
@@ -219,6 +227,14 @@ def parse_size(value: object) -> int:
 
 def _table(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _flag(table: Mapping[str, Any], key: str, path: Path) -> bool:
+    """A true/false key, true when absent."""
+    value = table.get(key, True)
+    if not isinstance(value, bool):
+        raise UsageError(f"{path}: [tool.torchdoctor] {key} must be true or false, not {value!r}")
+    return value
 
 
 def _strings(table: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...]:

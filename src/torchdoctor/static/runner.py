@@ -31,6 +31,7 @@ from torchdoctor.static.engine import lint_tree
 from torchdoctor.static.files import read_source
 from torchdoctor.static.project import ProjectIndex
 from torchdoctor.static.project_facts import ModuleFacts, summarise
+from torchdoctor.static.severity_in_tests import lowered_in_tests, relative_paths, why_test_code
 from torchdoctor.static.source import UNPARSABLE, Parsed, parse
 from torchdoctor.static.suppression import filter_suppressed
 
@@ -54,6 +55,9 @@ class FileJob:
     path: str
     ignored: tuple[str, ...] = ()
     max_bytes: int | None = None  # files over this size are skipped (None: the default)
+    # The path relative to the project, by which test code is recognised (its findings
+    # are lowered to info, see static.severity_in_tests); None: no file is test code.
+    test_path: str | None = None
 
 
 def lint_text(
@@ -62,11 +66,15 @@ def lint_text(
     selection: Selection,
     project: ProjectIndex | None = None,
     parsed: Parsed | Finding | None = None,
+    test_path: str | None = None,
 ) -> list[Finding]:
-    """Lint one file's content: parse, run the rules, apply ``# noqa``.
+    """Lint one file's content: parse, run the rules, apply ``# noqa``, then lower the
+    findings of test code to info.
 
     ``project`` is the index of the files linted together (this file alone when
-    ``None``); ``parsed`` is the file already parsed (phase one kept it).
+    ``None``); ``parsed`` is the file already parsed (phase one kept it); ``test_path``
+    is the path relative to the project that tells test code (``None``: never test
+    code; see :mod:`torchdoctor.static.severity_in_tests`).
 
     Never raises for any input: unparsable input gives a TD002 finding, a failure of
     ours a TD001 finding (see :func:`torchdoctor._kernel.internal_error`).
@@ -78,7 +86,14 @@ def lint_text(
             return [parsed] if selection.is_enabled(UNPARSABLE) else []
         ctx = FileContext(path, parsed.text, parsed.tree, project)
         found = lint_tree(ctx, selection)
-        return filter_suppressed(found, parsed.text, ctx.lines) if found else found
+        if not found:
+            return found
+        found = filter_suppressed(found, parsed.text, ctx.lines)
+        if test_path is not None and found:
+            reason = why_test_code(test_path, parsed.tree, parsed.text)
+            if reason is not None:
+                found = lowered_in_tests(found, reason)
+        return found
     except RecursionError:
         return [
             internal_error(
@@ -161,7 +176,7 @@ def lint_path(
     if isinstance(data, Finding):
         found = [data]
     else:
-        found = lint_text(job.path, data, selection, project, parsed)
+        found = lint_text(job.path, data, selection, project, parsed, job.test_path)
     if job.ignored:
         found = [
             f
@@ -227,11 +242,21 @@ def _lint_serial(jobs: Sequence[FileJob], selection: Selection) -> list[Finding]
     return out
 
 
-def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selection) -> list[Finding]:
+def lint_sources(
+    sources: Sequence[tuple[str, bytes | str]],
+    selection: Selection,
+    test_code_as_info: bool = True,
+) -> list[Finding]:
     """Lint files already in memory as one project: each is parsed once (up to
     :data:`_TREE_CACHE_BYTES` of source; the rest again in phase two), the index is built
-    from all of them, then their rules run (what ``lint`` does, without reading)."""
+    from all of them, then their rules run (what ``lint`` does, without reading). Test
+    code is told by the paths relative to the folder that holds them all."""
     project = ProjectIndex()
+    test_paths: list[str | None] = (
+        list(relative_paths([path for path, _ in sources]))
+        if test_code_as_info
+        else [None] * len(sources)
+    )
     parsed_all: list[Parsed | Finding | None] = []
     out: list[Finding] = []
     budget = _TREE_CACHE_BYTES
@@ -249,7 +274,9 @@ def lint_sources(sources: Sequence[tuple[str, bytes | str]], selection: Selectio
         for index, (path, data) in enumerate(sources):
             parsed = parsed_all[index]
             parsed_all[index] = None
-            out.extend(_collected(lint_text, path, data, selection, project, parsed))
+            out.extend(
+                _collected(lint_text, path, data, selection, project, parsed, test_paths[index])
+            )
     return out
 
 

@@ -14,7 +14,6 @@ from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix,
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
-from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.analysis.whole_loads import (
     file_whole_module_loads,
     project_whole_module_load,
@@ -186,12 +185,11 @@ class StrictFalseResultIgnored(LintRule):
                 or _logged_next(ctx, statement, loaded, scope)
             ):
                 continue
-            # A test, a script that never trains, or a loader that strips the `module.`
-            # prefix itself: the skipped keys are known or harmless; a maintainer leaves it.
-            minor = (
-                is_test_path(ctx.path)
-                or "backward" not in ctx.source
-                or (loaded is not None and _strips_a_prefix(ctx, loaded, scope))
+            # A script that never trains, or a loader that strips the `module.` prefix
+            # itself: the skipped keys are known or harmless; a maintainer leaves it. (Test
+            # code is lowered for every rule at once: static.severity_in_tests.)
+            minor = "backward" not in ctx.source or (
+                loaded is not None and _strips_a_prefix(ctx, loaded, scope)
             )
             self._report(call, text, minor)
 
