@@ -84,9 +84,7 @@ class SchedulerBeforeOptimizer(LintRule):
                 if e.kind is EventKind.OPTIMIZER_STEP
             ]
             steps += [
-                (item, item.line)
-                for loop in function.loops
-                for item, _ in self._helper_steps(loop)
+                (item, item.line) for loop in function.loops for item, _ in self._helper_steps(loop)
             ]
             if not steps:
                 continue
