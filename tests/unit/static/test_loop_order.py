@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_findings
 from torchdoctor.findings import Applicability
 from torchdoctor.rules.selection import Selection
@@ -734,3 +736,37 @@ def test_td205_still_flags_a_meter_that_keeps_the_tensor() -> None:
             rebound.add(loss)  # expect: TD205
     """
     assert_marked(src, "TD205")
+
+
+CLOSURE_STEP = """
+import torch
+net = torch.nn.Linear(2, 1)
+optimizer = torch.optim.{optimizer}(net.parameters(), lr=0.5)
+def closure():
+    {clear}
+    loss = (net(x) - y).pow(2).mean()
+    loss.backward()
+    return loss
+for epoch in range(10):
+    {outside}
+    optimizer.step(closure){mark}
+"""
+
+
+@pytest.mark.parametrize(
+    "optimizer, clear, outside, flagged",
+    [
+        ("LBFGS", "pass", "pass", True),
+        ("LBFGS", "pass", "optimizer.zero_grad()", True),  # cleared once, evaluated often
+        ("LBFGS", "optimizer.zero_grad()", "pass", False),
+        ("LBFGS", "net.zero_grad()", "pass", False),
+        ("SGD", "pass", "pass", True),
+        ("SGD", "pass", "optimizer.zero_grad()", False),  # one evaluation per step
+    ],
+)
+def test_td201_a_closure_that_never_clears_gradients(
+    optimizer: str, clear: str, outside: str, flagged: bool
+) -> None:
+    mark = "  # expect: TD201" if flagged else ""
+    source = CLOSURE_STEP.format(optimizer=optimizer, clear=clear, outside=outside, mark=mark)
+    assert_marked(source, "TD201")

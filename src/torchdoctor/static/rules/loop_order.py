@@ -59,6 +59,7 @@ class GradsNeverCleared(LintRule):
         if framework_owned(ctx, loop.function):
             return  # the framework clears and steps around this code
         events = loop_events(ctx, loop, forwards=False)
+        self._check_closures(loop, events)
         steps = _steps(ctx, loop, events)
         if not steps:
             self._check_helpers(loop, events)
@@ -79,6 +80,68 @@ class GradsNeverCleared(LintRule):
             confidence=step.confidence,
             fix=self._fix(loop, name),
             evidence={"loop_line": loop.line},
+        )
+
+    def _check_closures(self, loop: Loop, events: list[Event]) -> None:
+        """``optimizer.step(closure)`` whose closure (a function of this file) runs
+        ``backward()`` and never clears gradients. L-BFGS calls the closure several times
+        per step, so the closure itself must clear them (PyTorch's contract for closures);
+        any other optimizer calls it once, so clearing in the loop is enough there."""
+        ctx = self.ctx
+        for event in events:
+            call = event.node
+            if (
+                event.kind is not EventKind.OPTIMIZER_STEP
+                or not loop.is_direct(event.item)
+                or not isinstance(call, ast.Call)
+                or len(call.args) != 1
+                or not isinstance(call.args[0], ast.Name)
+            ):
+                continue
+            closure = ctx.function_index.get(call.args[0].id)
+            if closure is None or closure is loop.function:
+                continue
+            inside = function_events(ctx, closure, forwards=False)
+            if not any(e.kind is EventKind.BACKWARD for e in inside) or any(
+                e.kind is EventKind.ZERO_GRAD for e in inside
+            ):
+                continue
+            if self._clears_in(closure.items, closure):
+                continue
+            optimizer = (
+                ctx.instance_type(call.func.value, loop.function)
+                if isinstance(call.func, ast.Attribute)
+                else None
+            )
+            iterates = optimizer == "torch.optim.LBFGS"
+            if not iterates and (
+                any(e.kind is EventKind.ZERO_GRAD for e in events) or self._clears_elsewhere(loop)
+            ):
+                continue
+            self._report_closure(call, closure, loop, iterates)
+            return
+
+    def _report_closure(
+        self, call: ast.Call, closure: FunctionScope, loop: Loop, iterates: bool
+    ) -> None:
+        ctx = self.ctx
+        name = receiver_text(ctx, call.func.value) if isinstance(call.func, ast.Attribute) else ""
+        why = (
+            "L-BFGS calls the closure several times in one step, so without clearing in the "
+            "closure each evaluation's gradients add to the last ones and the line search "
+            "works on a wrong, growing gradient"
+            if iterates
+            else "backward() adds into `.grad`, so every step applies the sum of all "
+            "gradients so far"
+        )
+        self.report(
+            call,
+            f"`{ctx.segment(call)}` at line {call.lineno} (loop at line {loop.line}) hands "
+            f"the optimizer `{closure.name}()`, which runs backward() and never clears the "
+            f"gradients: {why}",
+            fix_hint=f"Call `{name or 'optimizer'}.zero_grad()` at the top of "
+            f"`{closure.name}()`, before its forward.",
+            evidence={"loop_line": loop.line, "closure_line": closure.node.lineno},
         )
 
     def _check_helpers(self, loop: Loop, events: list[Event]) -> None:
@@ -136,7 +199,12 @@ class GradsNeverCleared(LintRule):
     def _clears_elsewhere(self, loop: Loop) -> bool:
         """Whether a call in the loop clears gradients out of sight: a method named like
         ``zero_grad``, or a function of this file that does (followed three calls deep)."""
-        pending = [(item, loop.function, 0) for item in loop.items]
+        return self._clears_in(loop.items, loop.function)
+
+    def _clears_in(self, items: list[Item], function: FunctionScope | None) -> bool:
+        """Whether a call among ``items`` clears gradients out of sight (see
+        :meth:`_clears_elsewhere`)."""
+        pending = [(item, function, 0) for item in items]
         seen: set[int] = set()
         while pending:
             item, scope, depth = pending.pop()
