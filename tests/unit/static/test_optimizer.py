@@ -534,3 +534,41 @@ def test_td607_a_method_run_once_per_pass_that_steps_the_schedule_first(
     assert [f.location.line for f in found] == ([12] if flagged else [])
     if flagged:
         assert "in `run_epoch`, which the loop at line 9 calls on every pass" in found[0].message
+
+
+AMP_HELPER = """
+import torch
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.scaler = torch.amp.GradScaler("cuda")
+    def _unscale(self):
+        self.scaler.unscale_(self.optimizer)
+    def _clip(self):
+        {clip_body}
+    def step(self, loss):
+        self.scaler.scale(loss).backward()
+        {before}
+        self._clip()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+"""
+CLIP = "torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)"
+
+
+@pytest.mark.parametrize(
+    "clip_body, before, flagged",
+    [
+        (CLIP, "pass", True),  # the clip moved into a helper, nothing unscales
+        (f"self._unscale()\n        {CLIP}", "pass", False),  # the helper unscales first
+        (CLIP, "self._unscale()", False),  # another helper unscales before it
+        (CLIP, "self.scaler.unscale_(self.optimizer)", False),
+        ("pass", "pass", False),  # a helper that clips nothing
+    ],
+)
+def test_td608_follows_the_clip_into_helpers(clip_body: str, before: str, flagged: bool) -> None:
+    found = lint_findings(AMP_HELPER.format(clip_body=clip_body, before=before), "TD608")
+    assert len(found) == int(flagged)
+    if flagged:
+        assert "(in `_clip()`, called at line 15)" in found[0].message

@@ -16,11 +16,12 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.calls import insert_keywords, method_call, receiver, torch_alias
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 from torchdoctor.static.values import constructor_of
 
@@ -101,12 +102,20 @@ class ScaledGradientsMisused(LintRule):
             latest = next((b for b in reversed(backwards) if not exclusive(ctx, b[0], item)), None)
             if latest is None or latest[1] is None:
                 continue
+            unscaled = any(
+                latest[0].line <= u.line <= item.line and not exclusive(ctx, u, item)
+                for u in unscales
+            )
             if ctx.is_call_to(node, *_CLIPS, scope=scope):
-                if not any(
-                    latest[0].line <= u.line <= item.line and not exclusive(ctx, u, item)
-                    for u in unscales
-                ):
+                if not unscaled:
                     self._clip(node, latest, items, _enclosing(statement, node))
+            elif (helper := called_function(ctx, node, scope)) is not None:
+                # the clip (or the unscale) moved into a helper: `self._clip_grads()`
+                effect = _first_effect(ctx, helper, 0, {id(scope)})
+                if effect is not None and effect[0] == "unscale":
+                    unscales.append(item)
+                elif effect is not None and not unscaled:
+                    self._clip(effect[1], latest, items, effect[1], through=(node, helper))
             elif (
                 method_call(node, "step")
                 and not node.args
@@ -121,15 +130,22 @@ class ScaledGradientsMisused(LintRule):
         backward: tuple[Item, ast.expr | None],
         items: list[Item],
         statement: ast.stmt | ast.expr,
+        through: tuple[ast.Call, FunctionScope] | None = None,
     ) -> None:
         ctx = self.ctx
         scaler = ctx.segment(backward[1]) if backward[1] is not None else "scaler"
         name = ctx.segment(clip.func)
         optimizer = _stepped_optimizer(ctx, items, backward[1])
         call = f"{scaler}.unscale_({optimizer or 'optimizer'})"
+        via = (
+            ""
+            if through is None
+            else f" (in `{through[1].name}()`, called at line {through[0].lineno})"
+        )
         fix = None
         if (
-            optimizer is not None
+            through is None
+            and optimizer is not None
             and not ctx.line_text(statement.lineno)[: statement.col_offset].strip()
         ):
             fix = Fix(
@@ -140,7 +156,7 @@ class ScaledGradientsMisused(LintRule):
         self.report(
             clip,
             code="TD608",
-            message=f"`{name}(...)` at line {clip.lineno} clips gradients that "
+            message=f"`{name}(...)` at line {clip.lineno}{via} clips gradients that "
             f"`{scaler}.scale(...).backward()` (line {backward[0].line}) multiplied by "
             "the loss scale (65536 at the start): the threshold applies to scaled "
             "gradients, so they are cut thousands of times more than intended and "
@@ -180,6 +196,30 @@ class ScaledGradientsMisused(LintRule):
                 Applicability.UNSAFE,
             ),
         )
+
+
+def _first_effect(
+    ctx: FileContext, helper: FunctionScope, depth: int, seen: set[int]
+) -> tuple[str, ast.Call] | None:
+    """What a helper of the file does first to scaled gradients: ``("unscale", call)`` or
+    ``("clip", call)``, following its own helpers two calls deep; ``None`` for neither."""
+    if depth > 2 or id(helper) in seen:
+        return None
+    seen = seen | {id(helper)}
+    for item in helper.items:
+        node = item.node
+        if not isinstance(node, ast.Call):
+            continue
+        if method_call(node, "unscale_"):
+            return ("unscale", node)
+        if ctx.is_call_to(node, *_CLIPS, scope=helper):
+            return ("clip", node)
+        inner = called_function(ctx, node, helper)
+        if inner is not None:
+            effect = _first_effect(ctx, inner, depth + 1, seen)
+            if effect is not None:
+                return effect
+    return None
 
 
 def _enclosing(statement: Item | None, call: ast.Call) -> ast.stmt | ast.expr:
