@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes
 
 HEADER = """
@@ -302,3 +304,37 @@ def fit(q_net: nn.Module, loader, gamma=0.99):
 """,
         "TD222",
     )
+
+
+TD_HELPER = """
+import torch
+import torch.nn.functional as F
+class Agent:
+    def __init__(self):
+        self.q = torch.nn.Linear(4, 2)
+        self.optimizer = torch.optim.Adam(self.q.parameters())
+    {decorator}
+    def _target(self, rewards, next_states):
+        next_q = self.q(next_states).max(1).values{mark}
+        return rewards + 0.9 * next_q{detach}
+    def learn(self, states, actions, rewards, next_states):
+        predicted = self.q(states).gather(1, actions).squeeze(1)
+        loss = F.mse_loss(predicted, self._target(rewards, next_states))
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "decorator, detach, flagged",
+    [
+        ("", "", True),  # the helper's target keeps the online network's graph
+        ("@torch.no_grad()", "", False),
+        ("", ".detach()", False),
+    ],
+)
+def test_td222_follows_a_target_helper(decorator: str, detach: str, flagged: bool) -> None:
+    mark = "  # expect: TD222" if flagged else ""
+    source = TD_HELPER.format(decorator=decorator, detach=detach, mark=mark)
+    assert_marked(source, "TD222")

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.optimized import is_optimizer
 from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.names import returns_of
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 
@@ -82,16 +84,36 @@ class TargetNetworkNotDetached(LintRule):
                 continue
             predicted, target = call.args[0], call.args[1]
             trained = {ctx.segment(c.func) for c in self._network_calls(predicted, function, 0)}
-            bootstrapped = _bound(ctx, target, function)
+            bootstrapped, where = _bound(ctx, target, function), function
+            if trained and isinstance(bootstrapped, ast.Call):
+                # target = self._td_target(...): the helper's one returned value
+                helper = self._returned_by(bootstrapped, function)
+                if helper is not None:
+                    bootstrapped, where = helper
             if not trained or not (
                 isinstance(bootstrapped, ast.BinOp)
                 and isinstance(bootstrapped.op, (ast.Add, ast.Sub))
             ):
                 continue
-            for source in self._network_calls(bootstrapped, function, 0):
-                if ctx.segment(source.func) in trained and self._with_grad(source, function):
+            for source in self._network_calls(bootstrapped, where, 0):
+                if ctx.segment(source.func) in trained and self._with_grad(source, where):
                     self._report_bootstrap(source, call, ctx.segment(target))
                     return
+
+    def _returned_by(
+        self, call: ast.Call, caller: FunctionScope
+    ) -> tuple[ast.expr, FunctionScope] | None:
+        """The value a helper of the same class (or module) returns, when it has one
+        ``return`` and the call runs with autograd on."""
+        helper = called_function(self.ctx, call, caller)
+        if helper is None or helper is caller or helper.owner is not caller.owner:
+            return None
+        if not self._with_grad(call, caller):
+            return None
+        returns = [r for r in returns_of(helper.node) if r.value is not None]
+        if len(returns) != 1 or returns[0].value is None:
+            return None
+        return _bound(self.ctx, returns[0].value, helper), helper
 
     def _regression_loss(self, call: ast.Call, scope: Scope) -> bool:
         ctx = self.ctx
