@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes
 
 HEADER = """
@@ -236,3 +238,48 @@ def train(model, loader, optimizer, accelerator):
         )
         == []
     )
+
+
+DISPATCHED = """
+import torch
+class Clip:
+    def {hook}(self, trainer):
+        torch.nn.utils.clip_grad_norm_(trainer.model.parameters(), 1.0){mark}
+class Trainer:
+    def __init__(self, model, callbacks):
+        self.model, self.callbacks = model, callbacks
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    def _emit(self, event):
+        for callback in self.callbacks:
+            getattr(callback, event)(self)
+    def _batch_end(self):
+        for callback in self.callbacks:
+            callback.{hook}(self)
+    def batch(self, loss):
+        self.optimizer.zero_grad()
+        loss.backward()
+        {after_backward}
+        self.optimizer.step()
+        {after_step}
+"""
+
+
+@pytest.mark.parametrize(
+    "hook, after_backward, after_step, flagged",
+    [
+        ("on_batch_end", "pass", 'self._emit("on_batch_end")', True),
+        ("on_batch_end", "pass", "self._batch_end()", True),  # callback.on_batch_end(self)
+        ("on_after_backward", 'self._emit("on_after_backward")', "pass", False),
+        ("on_batch_end", 'self._emit("on_batch_end")', "pass", False),  # emitted before the step
+        ("on_batch_end", "pass", "self._emit(event_name)", False),  # which event is unknown
+        ("batch_end", "pass", "self._batch_end()", False),  # not a hook name: not followed
+    ],
+)
+def test_td616_follows_callbacks_dispatched_by_event_name(
+    hook: str, after_backward: str, after_step: str, flagged: bool
+) -> None:
+    mark = "  # expect: TD616" if flagged else ""
+    source = DISPATCHED.format(
+        hook=hook, after_backward=after_backward, after_step=after_step, mark=mark
+    )
+    assert_marked(source, "TD616")

@@ -13,7 +13,7 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope
 
-__all__ = ["Passed", "called_function", "passed_values"]
+__all__ = ["Passed", "called_function", "constant_arguments", "passed_values"]
 
 
 def called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
@@ -59,4 +59,32 @@ def passed_values(ctx: FileContext, name: ast.Name, scope: Scope) -> list[Passed
             value = call.args[index]
         if value is not None:
             out.append((value, caller, call))
+    return out
+
+
+def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, object]:
+    """The callee's parameters whose value at ``call`` is a literal constant: passed as
+    one (by position or keyword) or left to a constant default; none that the callee
+    rebinds."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return {}
+    args = callee.node.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if callee.self_name is not None and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    given.update((k.arg, k.value) for k in call.keywords if k.arg)
+    defaults = dict(zip(params[len(params) - len(args.defaults) :], args.defaults, strict=False))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)
+    out: dict[str, object] = {}
+    for name in [*params, *(a.arg for a in args.kwonlyargs)]:
+        value = given.get(name, defaults.get(name))
+        if isinstance(value, ast.Constant):
+            out[name] = value.value
+    if out:  # a parameter the helper rebinds is no longer what the call passed
+        for node in ast.walk(callee.node):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                out.pop(node.id, None)
     return out

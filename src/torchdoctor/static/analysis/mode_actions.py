@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
+from torchdoctor.static.analysis.callers import constant_arguments
 from torchdoctor.static.analysis.events import MODE_KINDS, MODE_VIEW, helper_to_follow
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.grad_mode import grad_disabled_by
@@ -58,7 +59,11 @@ def expand(
     default) rules out is skipped: ``run_epoch(loader, validate=True)`` never reaches the
     helper's ``if not validate:`` backward."""
     actions: list[Action] = []
-    constants = _constant_parameters(origin, scope) if origin is not None else {}
+    constants = (
+        constant_arguments(origin.node, scope)
+        if origin is not None and isinstance(origin.node, ast.Call) and scope is not None
+        else {}
+    )
     for item in items:
         if constants and _ruled_out(item, scope, constants):
             continue
@@ -89,36 +94,6 @@ def expand(
 
 
 _UNDECIDED = object()
-
-
-def _constant_parameters(origin: Item, callee: FunctionScope | None) -> dict[str, object]:
-    """The callee's parameters whose value at the call ``origin`` is a literal constant:
-    passed as one (by position or keyword) or left to a constant default."""
-    call = origin.node
-    if callee is None or not isinstance(call, ast.Call):
-        return {}
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        k.arg is None for k in call.keywords
-    ):
-        return {}
-    args = callee.node.args
-    params = [a.arg for a in args.posonlyargs + args.args]
-    if callee.self_name is not None and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
-    given.update((k.arg, k.value) for k in call.keywords if k.arg)
-    defaults = dict(zip(params[len(params) - len(args.defaults) :], args.defaults, strict=True))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)
-    out: dict[str, object] = {}
-    for name in [*params, *(a.arg for a in args.kwonlyargs)]:
-        value = given.get(name, defaults.get(name))
-        if isinstance(value, ast.Constant):
-            out[name] = value.value
-    if out:  # a parameter the helper rebinds is no longer what the call passed
-        for node in ast.walk(callee.node):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                out.pop(node.id, None)
-    return out
 
 
 def _ruled_out(item: Item, callee: FunctionScope | None, constants: dict[str, object]) -> bool:

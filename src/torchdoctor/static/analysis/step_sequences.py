@@ -19,9 +19,10 @@ from typing import cast
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
-from torchdoctor.static.analysis.events import STEP_VIEW, Kind, helper_to_follow
+from torchdoctor.static.analysis.callers import constant_arguments
+from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, STEP_VIEW, Kind, helper_to_follow
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.structure import FrameKind, Item, Loop
+from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop
 from torchdoctor.static.training import classify
 
 __all__ = ["Action", "Body", "Kind", "sequences"]
@@ -117,7 +118,13 @@ def _body(ctx: FileContext, loop: Loop | None, scope: Scope, items: tuple[Item, 
 
 
 def _actions_of(
-    ctx: FileContext, item: Item, site: Item, scope: Scope, depth: int, seen: set[int]
+    ctx: FileContext,
+    item: Item,
+    site: Item,
+    scope: Scope,
+    depth: int,
+    seen: set[int],
+    constants: dict[str, object] | None = None,
 ) -> list[Action]:
     node = item.node
     if isinstance(node, ast.Call):
@@ -126,11 +133,17 @@ def _actions_of(
         ):
             return [Action(Kind.CLIP, node, site, node.args[0] if node.args else None, scope)]
         callee = helper_to_follow(ctx, node, scope, depth, seen)
-        if callee is not None:
-            seen = seen | {id(callee)}
-            inner: list[Action] = []
-            for sub in callee.items:
-                inner += _actions_of(ctx, sub, site, callee, depth + 1, seen)
+        callees = [callee] if callee is not None else _hooks_called(ctx, node, constants, depth)
+        inner: list[Action] = []
+        for called in callees:
+            if id(called) in seen:
+                continue
+            passed = constant_arguments(node, called)
+            for sub in called.items:
+                inner += _actions_of(
+                    ctx, sub, site, called, depth + 1, seen | {id(called)}, passed
+                )
+        if callees:
             return inner
     if not _mentions_a_word(node):
         return []
@@ -139,6 +152,37 @@ def _actions_of(
     if event is None or kind is None:
         return []
     return [Action(kind, node, site, event.target, scope)]
+
+
+def _hooks_called(
+    ctx: FileContext, call: ast.Call, constants: dict[str, object] | None, depth: int
+) -> list[FunctionScope]:
+    """The callback methods of the file an event dispatch runs: ``cb.on_batch_end(self)``
+    on an object of unknown class, or ``getattr(cb, event)(self)`` in a helper called
+    with ``event="on_batch_end"``. Every class of the file with a method of that hook
+    name (``on_...``) is taken: a callback list may hold any of them."""
+    if depth >= MAX_CALL_DEPTH:
+        return []
+    func = call.func
+    name: object = None
+    if (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) >= 2
+        and isinstance(func.args[1], ast.Name)
+        and constants
+    ):
+        name = constants.get(func.args[1].id)
+    elif isinstance(func, ast.Attribute):
+        name = func.attr
+    if not isinstance(name, str) or not name.startswith("on_"):
+        return []
+    return [
+        method
+        for cls in ctx.classes.values()
+        if (method := cls.methods.get(name)) is not None
+    ]
 
 
 def _launcher_clip(ctx: FileContext, call: ast.Call) -> bool:
