@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.callers import constant_arguments
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, STEP_VIEW, Kind, helper_to_follow
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop
@@ -140,9 +140,7 @@ def _actions_of(
                 continue
             passed = constant_arguments(node, called)
             for sub in called.items:
-                inner += _actions_of(
-                    ctx, sub, site, called, depth + 1, seen | {id(called)}, passed
-                )
+                inner += _actions_of(ctx, sub, site, called, depth + 1, seen | {id(called)}, passed)
         if callees:
             return inner
     if not _mentions_a_word(node):
@@ -178,11 +176,7 @@ def _hooks_called(
         name = func.attr
     if not isinstance(name, str) or not name.startswith("on_"):
         return []
-    return [
-        method
-        for cls in ctx.classes.values()
-        if (method := cls.methods.get(name)) is not None
-    ]
+    return [method for cls in ctx.classes.values() if (method := cls.methods.get(name)) is not None]
 
 
 def _launcher_clip(ctx: FileContext, call: ast.Call) -> bool:
