@@ -186,19 +186,9 @@ class FileContext(NameResolver):
             return None
         if not isinstance(binding.node, ast.arg):
             return None
-        name = binding.node.arg
-        args = scope.node.args
-        positional = [a.arg for a in args.posonlyargs + args.args]
-        index = positional.index(name) if name in positional else None
-        if index is not None and scope.self_name is not None:
-            index -= 1
         found: set[str | None] = set()
         for caller, call in self._calls_of(scope):
-            value = next((k.value for k in call.keywords if k.arg == name), None)
-            if value is None and index is not None and 0 <= index < len(call.args):
-                if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-                    return None
-                value = call.args[index]
+            value = scope.argument_for(call, binding.node.arg)
             if value is None:
                 return None
             found.add(self.instance_type(value, caller, depth))

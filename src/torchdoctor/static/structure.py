@@ -136,6 +136,29 @@ class FunctionScope:
         args = self.node.args.posonlyargs + self.node.args.args
         return args[0].arg if args else None
 
+    def positional_names(self, call: ast.Call) -> list[str]:
+        """The parameters ``call``'s positional arguments fill, in order (without the
+        instance parameter when the call is ``obj.method(...)``, or a constructor)."""
+        names = [a.arg for a in self.node.args.posonlyargs + self.node.args.args]
+        bound = isinstance(call.func, ast.Attribute) or self.name == "__init__"
+        return names[1:] if self.self_name is not None and bound else names
+
+    def argument_for(self, call: ast.Call, name: str) -> ast.expr | None:
+        """What ``call`` passes for the parameter ``name`` (by keyword or by position);
+        ``None`` when it passes nothing for it or a ``*args`` hides the position."""
+        value = next((k.value for k in call.keywords if k.arg == name), None)
+        if value is not None:
+            return value
+        names = self.positional_names(call)
+        if name not in names:
+            return None
+        index = names.index(name)
+        if index >= len(call.args) or any(
+            isinstance(a, ast.Starred) for a in call.args[: index + 1]
+        ):
+            return None
+        return call.args[index]
+
 
 @dataclass(eq=False, slots=True)
 class ClassScope:

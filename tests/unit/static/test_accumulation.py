@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 
 HEADER = """
@@ -158,3 +160,40 @@ def fit(model, loader, opt, k):
         )
         == []
     )
+
+
+SPLIT_ACCUMULATION = """
+import torch
+class Trainer:
+    def __init__(self, model, k):
+        self.model, self.k, self.n = model, k, 0
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    def backward(self, loss):
+        {backward}{mark}
+    def step_if_ready(self):
+        self.n += 1
+        if self.n % self.k == 0:
+            self.optimizer.step()
+            {clear}
+    def epoch(self, loader):
+        for x, y in loader:
+            self.backward(((self.model(x) - y) ** 2).mean(){scale})
+            self.step_if_ready()
+"""
+
+
+@pytest.mark.parametrize(
+    "backward, clear, scale, flagged",
+    [
+        ("loss.backward()", "self.optimizer.zero_grad()", "", True),
+        ("(loss / self.k).backward()", "self.optimizer.zero_grad()", "", False),
+        ("loss.backward()", "self.optimizer.zero_grad()", " / self.k", False),  # the body scales
+        ("loss.backward()", "pass", "", False),  # never cleared: TD201's finding, not this one
+    ],
+)
+def test_td618_accumulation_split_into_helpers(
+    backward: str, clear: str, scale: str, flagged: bool
+) -> None:
+    mark = "  # expect: TD618" if flagged else ""
+    source = SPLIT_ACCUMULATION.format(backward=backward, clear=clear, scale=scale, mark=mark)
+    assert_marked(source, "TD618")

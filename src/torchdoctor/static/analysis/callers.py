@@ -39,26 +39,13 @@ def passed_values(ctx: FileContext, name: ast.Name, scope: Scope) -> list[Passed
     found = ctx.lookup(name, scope)
     if found is None or found[0].kind is not BindingKind.PARAMETER or found[1] is not scope:
         return []
-    args = scope.node.args
-    positional = [a.arg for a in args.posonlyargs + args.args]
-    index = positional.index(name.id) if name.id in positional else None
-    if index is not None and scope.self_name is not None:
-        index -= 1
     out = []
     for caller, item in ctx.callers(scope):
         call = item.node
-        if not isinstance(call, ast.Call):
-            continue
-        value = next((k.value for k in call.keywords if k.arg == name.id), None)
-        if (
-            value is None
-            and index is not None
-            and 0 <= index < len(call.args)
-            and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1])
-        ):
-            value = call.args[index]
-        if value is not None:
-            out.append((value, caller, call))
+        if isinstance(call, ast.Call):
+            value = scope.argument_for(call, name.id)
+            if value is not None:
+                out.append((value, caller, call))
     return out
 
 
@@ -71,9 +58,7 @@ def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, objec
     ):
         return {}
     args = callee.node.args
-    params = [a.arg for a in args.posonlyargs + args.args]
-    if callee.self_name is not None and isinstance(call.func, ast.Attribute):
-        params = params[1:]
+    params = callee.positional_names(call)
     given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
     given.update((k.arg, k.value) for k in call.keywords if k.arg)
     defaults = dict(zip(params[len(params) - len(args.defaults) :], args.defaults, strict=False))

@@ -56,6 +56,8 @@ class Action:
         site: the item of the analysed body it runs through (the helper call, or itself).
         target: the optimizer stepped or cleared, the loss ``backward()`` runs on.
         scope: the function ``node`` is in.
+        item: the recorded item of ``node`` itself (its frames give the blocks around it
+            inside a helper); ``None`` where it is ``site``.
     """
 
     kind: Kind
@@ -63,6 +65,12 @@ class Action:
     site: Item
     target: ast.expr | None
     scope: Scope
+    item: Item | None = None
+
+    @property
+    def own_item(self) -> Item:
+        """The item of the action itself: inside the helper it happens in, if any."""
+        return self.item if self.item is not None else self.site
 
     @property
     def line(self) -> int:
@@ -131,7 +139,8 @@ def _actions_of(
         if last_name(node.func) in _CLIP_NAMES and (
             ctx.is_call_to(node, *_CLIPS, scope=scope) or _launcher_clip(ctx, node)
         ):
-            return [Action(Kind.CLIP, node, site, node.args[0] if node.args else None, scope)]
+            target = node.args[0] if node.args else None
+            return [Action(Kind.CLIP, node, site, target, scope, _inner(item, site))]
         callee = helper_to_follow(ctx, node, scope, depth, seen)
         callees = [callee] if callee is not None else _hooks_called(ctx, node, constants, depth)
         inner: list[Action] = []
@@ -149,7 +158,11 @@ def _actions_of(
     kind = STEP_VIEW.get(event.kind) if event is not None else None
     if event is None or kind is None:
         return []
-    return [Action(kind, node, site, event.target, scope)]
+    return [Action(kind, node, site, event.target, scope, _inner(item, site))]
+
+
+def _inner(item: Item, site: Item) -> Item | None:
+    return None if item is site else item
 
 
 def _hooks_called(

@@ -15,7 +15,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.step_sequences import Action, Body, Kind, sequences
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind, Item, ModuleScope
+from torchdoctor.static.structure import FrameKind, FunctionScope, Item, ModuleScope
 from torchdoctor.static.values import bound_value
 
 _MAX_DEPTH = 5
@@ -49,8 +49,9 @@ def _guard(site: Item, outer: ast.AST | None) -> tuple[ast.If, ast.expr] | None:
     return None
 
 
-def _guarded(site: Item, guard: ast.If) -> bool:
-    return any(frame.node is guard for frame in site.frames)
+def _under(action: Action, guard: ast.If) -> bool:
+    """Whether an action runs only inside ``guard`` (in the body, or in its helper)."""
+    return any(frame.node is guard for frame in (*action.site.frames, *action.own_item.frames))
 
 
 @detector("TD618", depth=Depth.LINT)
@@ -71,21 +72,24 @@ class AccumulatedLossNotScaled(LintRule):
     def _unscaled(self, body: Body) -> tuple[Action, Action, ast.expr] | None:
         actions = body.actions
         outer = body.loop.node if body.loop is not None else None
-        for step in (a for a in actions if a.kind is Kind.STEP and not a.through_helper):
-            found = _guard(step.site, outer)
+        for step in (a for a in actions if a.kind is Kind.STEP):
+            # the guard is in the body (`if (i + 1) % k == 0: opt.step()`) or in the
+            # helper that steps (`def step_if_ready(self): if self.n % self.k == 0: ...`)
+            found = _guard(step.own_item, outer)
             if found is None:
                 continue
             guard, k = found
             zeros = [a for a in actions if a.kind is Kind.ZERO_GRAD]
-            if not zeros or any(not _guarded(z.site, guard) for z in zeros):
+            if not zeros or any(not _under(z, guard) for z in zeros):
                 continue  # cleared every iteration: not accumulation
             backwards = [a for a in actions if a.kind is Kind.BACKWARD]
-            if not backwards or any(_guarded(b.site, guard) for b in backwards):
+            if not backwards or any(_under(b, guard) for b in backwards):
                 continue
             backward = backwards[0]
             if len(backwards) != 1 or backward.target is None:
                 continue
-            if _scaled(self.ctx, backward.target, backward.scope, 0):
+            loss, where = _as_passed(self.ctx, backward, body.scope)
+            if _scaled(self.ctx, loss, where, 0):
                 continue
             return backward, step, k
         return None
@@ -115,6 +119,24 @@ class AccumulatedLossNotScaled(LintRule):
             fix=fix,
             evidence={"step_line": step.line, "accumulation": count},
         )
+
+
+def _as_passed(ctx: FileContext, backward: Action, body: Scope) -> tuple[ast.expr, Scope]:
+    """The loss a backward runs on, seen from the body: ``self.backward(loss)`` whose helper
+    calls ``loss.backward()`` on its parameter runs it on what the body passes."""
+    target = backward.target
+    site = backward.site.node
+    assert target is not None
+    if not (
+        backward.through_helper
+        and isinstance(target, ast.Name)
+        and isinstance(site, ast.Call)
+        and isinstance(backward.scope, FunctionScope)
+        and ctx.resolve_local_call(site, body) is backward.scope
+    ):
+        return target, backward.scope
+    passed = backward.scope.argument_for(site, target.id)
+    return (passed, body) if passed is not None else (target, backward.scope)
 
 
 def _scaled(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int) -> bool:
