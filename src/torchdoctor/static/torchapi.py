@@ -80,6 +80,7 @@ __all__ = [
     "RAW_SCORE_LAYERS",
     "SAMPLER",
     "SCALAR_FACTORIES",
+    "SENSITIVE_SOLVERS",
     "SCHEDULER",
     "SET_DEFAULT_DTYPE",
     "SET_GRAD_ENABLED",
@@ -316,6 +317,50 @@ SET_DEFAULT_DTYPE = frozenset({"torch.set_default_dtype", "torch.set_default_ten
 GRADCHECK = frozenset(
     f"torch.autograd.{name}"
     for name in ("gradcheck", "gradgradcheck", "gradcheck.gradcheck", "gradcheck.gradgradcheck")
+)
+# Factorisations, inverses, determinants and eigen problems: float32's seven digits break
+# down on ill-conditioned matrices, so programs that run them may need float64.
+SENSITIVE_SOLVERS = frozenset(
+    [
+        f"torch.linalg.{name}"
+        for name in (
+            "solve",
+            "solve_ex",
+            "solve_triangular",
+            "inv",
+            "inv_ex",
+            "pinv",
+            "cholesky",
+            "cholesky_ex",
+            "eig",
+            "eigh",
+            "eigvals",
+            "eigvalsh",
+            "lstsq",
+            "det",
+            "slogdet",
+            "cond",
+            "lu",
+            "lu_factor",
+            "lu_solve",
+        )
+    ]
+    + [
+        f"torch.{name}"
+        for name in (
+            "cholesky",
+            "cholesky_solve",
+            "cholesky_inverse",
+            "inverse",
+            "pinverse",
+            "det",
+            "logdet",
+            "slogdet",
+            "triangular_solve",
+            "lu",
+            "lu_solve",
+        )
+    ]
 )
 
 # Tensor factories. Scalar ones infer the dtype from their data; shaped ones take a size

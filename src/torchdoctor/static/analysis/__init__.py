@@ -17,8 +17,11 @@ A rule (``static/rules/<topic>.py``) imports from here, from :mod:`torchdoctor.s
   arguments.
 * :mod:`.losses` (the loss calls of a file), :mod:`.loss_inputs` (what produced a loss
   input), :mod:`.loss_trail` (where a loss value travels).
-* :mod:`.destinations` and :mod:`.sinks`: where a value goes (training or a summary).
-* :mod:`.dataloader`: ``DataLoader`` calls and their arguments; :mod:`.entries`:
+* :mod:`.destinations` and :mod:`.sinks`: where a value goes (training or a summary);
+  :mod:`.precision`: whether a file needs float64's precision (a tolerance float32 cannot
+  meet, a sensitive solver, a gradient check).
+* :mod:`.dataloader`: ``DataLoader`` calls and their arguments; :mod:`.exhaustion`: a
+  loader rebuilt only once the last iterator ran out; :mod:`.entries`:
   ``d[key] = value`` writes; :mod:`.ranks`: rank-zero tests.
 
 Nothing here imports torch, and nothing here imports a rule.

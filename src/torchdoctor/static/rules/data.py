@@ -2,7 +2,9 @@
 
 Both start from a worker-backed ``DataLoader(...)`` call of the file
 (:mod:`~torchdoctor.static.analysis.dataloader`): workers started while a script without a
-main guard is imported (TD405), or a loader rebuilt on every pass of a loop (TD406).
+main guard is imported (TD405), or a loader rebuilt on every pass of a loop (TD406). A
+loader rebuilt once per pass of the data (read whole by a ``for`` or an epoch helper, or
+rebuilt only when the last one's iterator runs out) is information for TD406.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from torchdoctor.static.analysis.dataloader import (
     loads,
     worker_count,
 )
+from torchdoctor.static.analysis.exhaustion import rebuilt_when_exhausted
 from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
@@ -166,7 +169,9 @@ class LoaderBuiltInLoop(LintRule):
             target = assigned_name(direct, call)
             if not _iterated_in(loop.node, call, target):
                 continue
-            self._report(call, arguments, loop, _whole_pass(loop.node, call, target))
+            exhausted = rebuilt_when_exhausted(loop.node, call)
+            whole_pass = exhausted or _whole_pass(loop.node, call, target)
+            self._report(call, arguments, loop, whole_pass, exhausted)
 
     def _invariant(self, call: ast.Call, loop: Loop) -> bool:
         """No argument depends on a name the loop binds, or on a call we cannot judge."""
@@ -181,10 +186,25 @@ class LoaderBuiltInLoop(LintRule):
         return True
 
     def _report(
-        self, call: ast.Call, arguments: dict[str, ast.expr], loop: Loop, whole_pass: bool
+        self,
+        call: ast.Call,
+        arguments: dict[str, ast.expr],
+        loop: Loop,
+        whole_pass: bool,
+        exhausted: bool,
     ) -> None:
         ctx = self.ctx
         workers = ctx.segment(arguments["num_workers"])
+        # A loader rebuilt once the last one's iterator runs out (StopIteration, a None
+        # from next(it, None)) is one loader per pass of the data, not per loop pass.
+        when = (
+            f"each time the iterator read in the loop at line {loop.line} runs out"
+            if exhausted
+            else f"on every pass of the loop at line {loop.line}"
+        )
+        evidence: dict[str, object] = {"loop_line": loop.line}
+        if exhausted:
+            evidence["rebuilt"] = "when_exhausted"
         persistent = arguments.get("persistent_workers")
         if persistent is not None and not is_false(persistent):
             cost = (
@@ -198,13 +218,13 @@ class LoaderBuiltInLoop(LintRule):
             self.report(
                 call,
                 f"`DataLoader(..., num_workers={workers})` at line {call.lineno} is rebuilt "
-                f"on every pass of the loop at line {loop.line} and read whole each time: "
+                f"{when} and read whole each time: "
                 "this costs what reusing one loader costs (its workers restart at each new "
                 "pass too), but a loader built once with `persistent_workers=True` would "
                 "keep its workers",
                 fix_hint="Build the DataLoader once, before the loop, with "
                 "`persistent_workers=True`, to keep its workers across passes.",
-                evidence={"loop_line": loop.line},
+                evidence=evidence,
                 severity=Severity.INFO,
             )
             return
@@ -216,10 +236,10 @@ class LoaderBuiltInLoop(LintRule):
         self.report(
             call,
             f"`DataLoader(..., num_workers={workers})` at line {call.lineno} is rebuilt with "
-            f"the same arguments on every pass of the loop at line {loop.line}: {cost}",
+            f"the same arguments {when}: {cost}",
             fix_hint="Build the DataLoader once, before the loop; iterating it again gives a "
             "new shuffle order each epoch.",
-            evidence={"loop_line": loop.line},
+            evidence=evidence,
         )
 
 
@@ -244,13 +264,19 @@ def _iterated_in(body: ast.AST, call: ast.Call, target: ast.expr | None) -> bool
 
 
 def _looped_over(body: ast.AST, call: ast.Call, name: str | None) -> bool:
-    """A ``for`` inside ``body`` iterates the loader call itself or the name bound to it."""
+    """A ``for`` inside ``body`` iterates the loader call itself or the name bound to it,
+    or a generator hands it on whole (``yield from loader``)."""
     for node in ast.walk(body):
         if isinstance(node, (ast.For, ast.AsyncFor)) and node is not body:
-            if any(n is call for n in ast.walk(node.iter)):
-                return True
-            if name is not None and loads(node.iter, name):
-                return True
+            iterated: ast.expr = node.iter
+        elif isinstance(node, ast.YieldFrom):
+            iterated = node.value
+        else:
+            continue
+        if any(n is call for n in ast.walk(iterated)):
+            return True
+        if name is not None and loads(iterated, name):
+            return True
     return False
 
 

@@ -14,6 +14,12 @@ diffusion noise schedule, a ``cumprod`` of them) cast to float32 before they rea
 or a model (``.float()``, ``.to(torch.float32)``, ``torch.tensor(v, dtype=torch.float32)``,
 a lambda that casts what it registers) are float32 where they are used; and a function
 reached only from code under ``no_grad`` (a sampling step) is not training.
+
+A warning needs proof: float64 followed into training (a model, a parameter, an optimizer,
+``backward()``, the default dtype) in a file that shows no need for the precision
+(:func:`~torchdoctor.static.analysis.precision.precision_need`: a tolerance below float32's
+resolution, a sensitive solver, a gradient check). float64 chosen for precision, and
+float64 the file does not show reaching training, are information.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.destinations import Destination, Reach, destination
 from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.analysis.paths import is_test_path
+from torchdoctor.static.analysis.precision import PrecisionNeed, precision_need
 from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
@@ -83,6 +90,7 @@ class Float64InTraining(LintRule):
         # criterion(pred.double(), y.double())): the network runs in float32, and a loss
         # over batch x outputs values in float64 is numerics on purpose, at little cost.
         losses = {id(found.call) for found in loss_calls(ctx)} if hits else set()
+        need = precision_need(ctx, module) if hits else None
         for call, hit, reach, scope in hits:
             # Once the model itself is made float64, the float64 inputs it is then fed
             # (states, masks built in forward) follow from that one cause: one finding, at
@@ -93,10 +101,14 @@ class Float64InTraining(LintRule):
                 and reach[1] is not _MODEL
             ):
                 continue
-            if reach[0] is Destination.TRAINING and id(reach[1]) in losses:
+            if need is not None:
+                self._report_needed(call, hit, reach, need)
+            elif reach[0] is not Destination.TRAINING:
+                self._report_unproved(call, hit, reach)
+            elif id(reach[1]) in losses:
                 self._report_loss_only(call, hit, cast("ast.Call", reach[1]))
-                continue
-            self._report(call, hit, reach, deliberate and reach[1] is _MODEL)
+            else:
+                self._report(call, hit, reach, deliberate and reach[1] is _MODEL)
 
     def _trains(self, scope: Scope, items: list[Item]) -> bool:
         for item in items:
@@ -287,10 +299,47 @@ class Float64InTraining(LintRule):
             return isinstance(first, (ast.Tuple, ast.List)) and not first.elts
         return False
 
+    def _text(self, call: ast.Call, hit: ast.AST) -> str:
+        text = self.ctx.segment(call)
+        return text if len(text) <= 60 and "\n" not in text else self.ctx.segment(hit)
+
+    def _report_needed(
+        self, call: ast.Call, hit: ast.AST, reach: Reach, need: PrecisionNeed
+    ) -> None:
+        line = getattr(hit, "lineno", call.lineno)
+        self.report(
+            hit,
+            f"`{self._text(call, hit)}` at line {line} asks for float64 on purpose: "
+            f"{need.reason}; float64 costs twice the memory of float32 and is many times "
+            "slower on most GPUs, the price of that precision",
+            fix_hint="Keep float64 where the precision is needed; build the parts that do "
+            "not need it (layers, data that never reach the solver) in float32.",
+            evidence={"reaches": reach[0].name.lower(), "precision": need.kind},
+            severity=Severity.INFO,
+        )
+
+    def _report_unproved(self, call: ast.Call, hit: ast.AST, reach: Reach) -> None:
+        line = getattr(hit, "lineno", call.lineno)
+        where = (
+            "the value is never used"
+            if reach[0] is Destination.UNUSED
+            else "this file does not show the value reaching a model, a loss, a parameter "
+            "or an optimizer"
+        )
+        self.report(
+            hit,
+            f"`{self._text(call, hit)}` at line {line} is float64 in a program that trains "
+            f"with backward(), but {where}: if it does reach training, it costs twice the "
+            "memory of float32 and is many times slower on most GPUs",
+            fix_hint="Use float32 (`.float()`, `dtype=torch.float32`) if this value feeds "
+            "the model; keep float64 for statistics and numerical checks.",
+            evidence={"reaches": reach[0].name.lower()},
+            severity=Severity.INFO,
+        )
+
     def _report_loss_only(self, call: ast.Call, hit: ast.AST, loss: ast.Call) -> None:
         ctx = self.ctx
-        text = ctx.segment(call)
-        text = text if len(text) <= 60 and "\n" not in text else ctx.segment(hit)
+        text = self._text(call, hit)
         reached = ctx.segment(loss.func)
         self.report(
             hit,
@@ -306,8 +355,7 @@ class Float64InTraining(LintRule):
 
     def _report(self, call: ast.Call, hit: ast.AST, reach: Reach, deliberate: bool = False) -> None:
         ctx = self.ctx
-        text = ctx.segment(call)
-        text = text if len(text) <= 60 and "\n" not in text else ctx.segment(hit)
+        text = self._text(call, hit)
         line = getattr(hit, "lineno", call.lineno)
         sink = reach[1]
         where = ""

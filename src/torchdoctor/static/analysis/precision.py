@@ -1,0 +1,159 @@
+"""Evidence in a file that its float64 is chosen for precision, not by accident.
+
+TD102 says float64 costs memory and speed "for no gain in accuracy". A file proves the
+opposite when it asks for more than float32 can give:
+
+* a **tolerance** below float32's resolution: a number under 2**-23 (about 1.2e-7) given to
+  a tolerance (``atol=1e-8``, ``rtol=1e-10``, ``tol = 1e-9``, ``def solve(x, tol=1e-12)``,
+  ``{"atol": 1e-8}``). An ODE solver or an iterative method stops when its error estimate
+  falls under the tolerance, which float32 rounding cannot reach. An ``eps`` is not one:
+  ``Adam(eps=1e-8)`` and ``x / (norm + 1e-8)`` guard a division and work in float32.
+* a **numerically sensitive solver**: a factorisation, inverse, determinant or eigen
+  problem of ``torch.linalg`` (or its older ``torch.`` spellings), where float32's seven
+  digits break down on ill-conditioned matrices;
+* a **numerical gradient check** (``gradcheck``), whose finite differences need float64.
+
+The evidence is looked for in the whole file: a program that states such a need anywhere
+made its float64 on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import cast
+
+from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.structure import ModuleScope
+
+__all__ = ["FLOAT32_RESOLUTION", "PrecisionNeed", "precision_need"]
+
+FLOAT32_RESOLUTION = 2.0**-23
+"""float32's relative spacing at 1.0 (its machine epsilon, about 1.19e-7)."""
+
+# Names of tolerances (keywords, variables, parameters, dict keys), compared lower-case.
+_TOLERANCES = frozenset(
+    {"atol", "rtol", "tol", "tolerance", "abstol", "reltol", "xtol", "ftol", "gtol"}
+)
+_TOLERANCE_ENDS = ("_tol", "_atol", "_rtol", "_tolerance")
+_TOLERANCE_STARTS = ("tol_", "tolerance_", "atol_", "rtol_")
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionNeed:
+    """Why a file needs float64: the node that says so and the words for a message."""
+
+    node: ast.AST
+    kind: str  # "tolerance", "solver" or "gradcheck"
+    reason: str
+
+
+def precision_need(ctx: FileContext, module: ModuleScope) -> PrecisionNeed | None:
+    """The first evidence in the file that float64 is needed for precision, if any."""
+    memo_key = ("precision_need", id(module))
+    if memo_key in ctx.memo:
+        return cast("PrecisionNeed | None", ctx.memo[memo_key])
+    found = _tolerance(ctx) or _solver(ctx, module)
+    ctx.memo[memo_key] = found
+    return found
+
+
+def is_tolerance_name(name: str) -> bool:
+    """Whether a keyword, variable or key name names a tolerance."""
+    lowered = name.lower().lstrip("_")
+    return (
+        lowered in _TOLERANCES
+        or lowered.endswith(_TOLERANCE_ENDS)
+        or lowered.startswith(_TOLERANCE_STARTS)
+    )
+
+
+def _tolerance(ctx: FileContext) -> PrecisionNeed | None:
+    """The file's first tolerance (by position) set below float32's resolution."""
+    found = [
+        (value.lineno, value.col_offset, name, value)
+        for name, value in _named_values(ctx.tree)
+        if is_tolerance_name(name) and _below_float32(value)
+    ]
+    if not found:
+        return None
+    line, _, name, value = min(found, key=lambda entry: entry[:2])
+    return PrecisionNeed(
+        value,
+        "tolerance",
+        f"the tolerance `{name}={ctx.segment(value)}` at line {line} is below float32's "
+        "resolution (about 1.2e-7), which float32 cannot meet",
+    )
+
+
+def _named_values(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
+    """(name, value) for every keyword argument, assignment, default and string dict key."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg is not None:
+            yield node.arg, node.value
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                name = _target_name(target)
+                if name is not None:
+                    yield name, node.value
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _defaults(node.args)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    yield key.value, value
+
+
+def _defaults(args: ast.arguments) -> Iterator[tuple[str, ast.expr]]:
+    positional = args.posonlyargs + args.args
+    defaulted = positional[len(positional) - len(args.defaults) :]
+    for arg, default in zip(defaulted, args.defaults, strict=True):
+        yield arg.arg, default
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if kw_default is not None:
+            yield arg.arg, kw_default
+
+
+def _target_name(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return None
+
+
+def _below_float32(value: ast.expr) -> bool:
+    """A positive number literal under float32's resolution (``1e-8``, not ``0``)."""
+    return (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, (int, float))
+        and not isinstance(value.value, bool)
+        and 0 < value.value < FLOAT32_RESOLUTION
+    )
+
+
+def _solver(ctx: FileContext, module: ModuleScope) -> PrecisionNeed | None:
+    for scope, items in module.bodies():
+        for item in items:
+            node = item.node
+            if not isinstance(node, ast.Call):
+                continue
+            qualified = ctx.qualified_name(node.func, scope)
+            if qualified in torchapi.GRADCHECK:
+                return PrecisionNeed(
+                    node,
+                    "gradcheck",
+                    f"the file checks gradients numerically (`{qualified}` at line "
+                    f"{node.lineno}), and finite differences need float64",
+                )
+            if qualified in torchapi.SENSITIVE_SOLVERS:
+                return PrecisionNeed(
+                    node,
+                    "solver",
+                    f"it runs `{qualified}` (line {node.lineno}), a solver whose results "
+                    "float32's seven digits spoil on ill-conditioned matrices",
+                )
+    return None

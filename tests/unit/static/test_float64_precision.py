@@ -1,0 +1,251 @@
+"""TD102's warning needs proof: float64 that reaches training, in a file that shows no need.
+
+A file that asks for more precision than float32 has (a tolerance below its resolution, a
+numerically sensitive solver, a gradient check) made its float64 on purpose: information,
+with the reason. float64 the file does not show reaching training is information too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lab import labkit
+from tests.unit.static.helpers import lint_findings
+from torchdoctor.findings import Depth, Severity
+from torchdoctor.static import LintConfig, lint
+from torchdoctor.static.analysis.precision import FLOAT32_RESOLUTION, is_tolerance_name
+
+# An ODE fit in the shape of torchdiffeq's examples: the whole program in float64.
+ODE = """
+import torch
+from torch import nn
+from torchdiffeq import odeint
+
+torch.set_default_dtype(torch.float64)
+
+class Dynamics(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rate = nn.Parameter(torch.tensor([0.5]))
+
+    def forward(self, t, y):
+        return -self.rate * y
+
+def main(y0, times, observed):
+    model = Dynamics()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    for step in range(100):
+        optimizer.zero_grad()
+        predicted = odeint(model, y0, times, TOLERANCES)
+        loss = (predicted - observed).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def _severities(source: str) -> set[Severity]:
+    return {f.severity for f in lint_findings(source, "TD102")}
+
+
+@pytest.mark.parametrize(
+    "tolerances",
+    ["atol=1e-8, rtol=1e-8", "rtol=1e-10", "tol=1e-9", "method='dopri5', abs_tol=1e-12"],
+)
+def test_a_solver_tolerance_below_float32_resolution_makes_float64_information(
+    tolerances: str,
+) -> None:
+    (found,) = lint_findings(ODE.replace("TOLERANCES", tolerances), "TD102")
+    assert found.severity is Severity.INFO
+    assert "on purpose" in found.message
+    assert "below float32's resolution" in found.message
+    assert found.evidence["precision"] == "tolerance"
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "ATOL = 1e-9\n",  # a module constant
+        "def solve_options(atol=1e-9):\n    return atol\n",  # a default
+        "OPTIONS = {'rtol': 1e-9, 'atol': 1e-10}\n",  # a dict of solver options
+        "class Config:\n    rtol: float = 5e-8\n",  # an annotated field
+    ],
+)
+def test_a_tolerance_bound_by_name_default_or_key_counts_too(binding: str) -> None:
+    source = ODE.replace("TOLERANCES", "method='rk4'") + binding
+    assert _severities(source) == {Severity.INFO}
+
+
+@pytest.mark.parametrize(
+    "tolerances",
+    [
+        "atol=1e-6, rtol=1e-5",  # float32 meets these
+        "method='rk4', eps=1e-8",  # an eps is a guard, not a tolerance
+        "atol=0",  # zero is no tolerance asked for
+    ],
+)
+def test_tolerances_float32_can_meet_and_eps_guards_leave_the_warning(tolerances: str) -> None:
+    assert _severities(ODE.replace("TOLERANCES", tolerances)) == {Severity.WARNING}
+
+
+def test_division_guards_in_float64_training_leave_the_warning() -> None:
+    source = """
+    import torch
+    from torch import nn
+
+    def main(x, y):
+        torch.set_default_dtype(torch.float64)
+        model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8, eps=1e-12), nn.Linear(8, 1))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-8)
+        for step in range(10):
+            pred = model(x / (x.norm() + 1e-12))
+            loss = (pred - y).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """
+    assert _severities(source) == {Severity.WARNING}
+
+
+@pytest.mark.parametrize(
+    "solve",
+    [
+        "factor = torch.linalg.cholesky(kernel)",
+        "factor = torch.cholesky(kernel)",
+        "sign, factor = torch.linalg.slogdet(kernel)",
+        "factor = torch.linalg.solve(kernel, y[:, None])",
+    ],
+)
+def test_a_sensitive_solver_in_the_file_makes_float64_information(solve: str) -> None:
+    source = f"""
+    import torch
+
+    def main(log_length, optimizer):
+        x = torch.linspace(0, 1, 50, dtype=torch.float64)
+        y = torch.sin(x)
+        for step in range(10):
+            kernel = torch.exp(-(x[:, None] - x[None, :]).pow(2) / log_length.exp())
+            {solve}
+            loss = factor.sum() + y.sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """
+    found = lint_findings(source, "TD102")
+    assert found and {f.severity for f in found} == {Severity.INFO}
+    assert all(f.evidence["precision"] == "solver" for f in found)
+
+
+def test_a_well_conditioned_linear_algebra_call_leaves_the_warning() -> None:
+    source = """
+    import torch
+
+    def main(model, x, optimizer):
+        for step in range(10):
+            loss = model(x.double()).sum() + torch.linalg.norm(x)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """
+    assert _severities(source) == {Severity.WARNING}
+
+
+def test_a_gradient_check_in_the_file_makes_float64_information() -> None:
+    source = """
+    import torch
+    from torch.autograd import gradcheck
+
+    def check(layer):
+        x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+        return gradcheck(layer, (x,))
+
+    def main(model, x, optimizer):
+        model = model.double()
+        for step in range(10):
+            loss = model(x).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """
+    found = lint_findings(source, "TD102")
+    assert [f.severity for f in found] == [Severity.INFO]
+    assert found[0].evidence["precision"] == "gradcheck"
+
+
+# --- float64 the file does not show reaching training ----------------------------------
+
+
+def test_float64_kept_in_an_attribute_or_returned_away_is_information() -> None:
+    source = """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, steps):
+            self.model = model
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            self.history = torch.zeros(steps, dtype=torch.float64)
+
+        def fit(self, x):
+            for step in range(len(self.history)):
+                loss = self.model(x).sum()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+    def reference(n):
+        return torch.randn(n, 4, dtype=torch.float64)
+    """
+    found = lint_findings(source, "TD102")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (18, Severity.INFO),
+    ]
+    assert all("does not show the value reaching" in f.message for f in found)
+
+
+def test_unused_float64_is_information_and_the_default_dtype_still_a_warning() -> None:
+    source = """
+    import torch
+
+    inputs = torch.randn(64, 4, dtype=torch.float64)
+    torch.set_default_dtype(torch.float64)
+
+    def step(model, optimizer, loss):
+        loss.backward()
+        optimizer.step()
+    """
+    found = lint_findings(source, "TD102")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (4, Severity.INFO),
+        (5, Severity.WARNING),
+    ]
+    assert "is never used" in found[0].message
+
+
+def test_tolerance_names() -> None:
+    for name in ("atol", "rtol", "tol", "TOL", "abs_tol", "tolerance_change", "_rtol"):
+        assert is_tolerance_name(name), name
+    for name in ("eps", "epsilon", "lr", "stol_x", "total", "atoll"):
+        assert not is_tolerance_name(name), name
+    assert 1e-7 < FLOAT32_RESOLUTION < 1.2e-7
+
+
+# --- the lab's extra shapes: a buggy_/fixed_ pair at the lint depth ---------------------
+
+_LAB = labkit.LAB / "TD102-float64-in-training"
+
+
+@pytest.mark.parametrize("shape", sorted(p.stem[6:] for p in _LAB.glob("buggy_*.py")))
+def test_lab_shape_flagged_as_marked_and_its_fix_quiet(shape: str) -> None:
+    def warnings(path: Path) -> set[tuple[str, int]]:
+        report = lint(path, config=LintConfig(), jobs=1)
+        return {
+            (f.code, f.location.line or 0)
+            for f in report.by_code("TD102")
+            if f.severity >= Severity.WARNING
+        }
+
+    buggy = _LAB / f"buggy_{shape}.py"
+    assert warnings(buggy) == labkit.expected_marks(buggy, Depth.LINT)
+    assert not lint(_LAB / f"fixed_{shape}.py", config=LintConfig(), jobs=1).by_code("TD102")
