@@ -58,15 +58,24 @@ class FileContext(NameResolver):
         memo: a per-file cache rules and helpers may use (key by a tuple naming the owner).
         project: the :class:`~torchdoctor.static.project.ProjectIndex` of every file
             linted with this one (built lazily from this file alone when none is given).
+        project_path: the path inside its project (``tests/test_x.py``), by which test
+            code is told (:mod:`~torchdoctor.static.severity_in_tests`); ``None`` when
+            unknown or when the user asked for test code to be judged like any other.
     """
 
     def __init__(
-        self, path: str, source: str, tree: ast.Module, project: ProjectIndex | None = None
+        self,
+        path: str,
+        source: str,
+        tree: ast.Module,
+        project: ProjectIndex | None = None,
+        project_path: str | None = None,
     ) -> None:
         super().__init__(path, source, tree)
         self._types: dict[tuple[int, int], str | None] = {}
         self.memo: dict[object, object] = {}
         self._project = project
+        self.project_path = project_path
 
     @property
     def project(self) -> ProjectIndex:

@@ -84,7 +84,7 @@ def lint_text(
             parsed = parse(data, path)
         if isinstance(parsed, Finding):
             return [parsed] if selection.is_enabled(UNPARSABLE) else []
-        ctx = FileContext(path, parsed.text, parsed.tree, project)
+        ctx = FileContext(path, parsed.text, parsed.tree, project, test_path)
         found = lint_tree(ctx, selection)
         if not found:
             return found

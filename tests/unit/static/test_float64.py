@@ -6,8 +6,11 @@ in ``test_device.py``, where the rule used to live; these cover the data flow.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from tests.conftest import LAB
 from tests.unit.static.helpers import assert_marked, lint_findings
 from torchdoctor.findings import Severity
 
@@ -637,3 +640,17 @@ def test_float64_input_of_the_network_before_the_loss_is_still_a_warning() -> No
     )
     found = lint_findings(source, "TD102")
     assert Severity.WARNING in {f.severity for f in found}
+
+
+def test_test_code_is_told_by_the_path_inside_the_project(tmp_path: Path) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    buggy = (LAB / "TD102-float64-in-training" / "buggy.py").read_text(encoding="utf-8")
+    # a checkout that happens to live under a folder named `tests`: not test code
+    project = tmp_path / "tests" / "energy"
+    (project / "tests").mkdir(parents=True)
+    (project / "train.py").write_text(buggy, encoding="utf-8")
+    (project / "tests" / "test_train.py").write_text(buggy, encoding="utf-8")
+    report = lint(project, config=LintConfig(), jobs=1)
+    flagged = {Path(f.location.path or "").name for f in report.by_code("TD102")}
+    assert flagged == {"train.py"}  # float64 in the project's own tests is on purpose
