@@ -325,6 +325,7 @@ for lr in {iterable}:
         ("RUNS = {'a': 1, 'b': 2}", "RUNS.items()", Severity.INFO),  # a dict view
         ("", "range(2, 6)", Severity.INFO),
         ("", "range(1000)", Severity.WARNING),  # too many passes to be harmless
+        ("", "range(1, 5, 0)", Severity.WARNING),  # not a valid range: not counted
         ("RATES = []\nRATES.append(0.1)", "RATES", Severity.WARNING),  # grown elsewhere
         ("", "load_rates()", Severity.WARNING),  # depends on data
     ],

@@ -2,7 +2,9 @@
 
 :func:`called_function` is the function or method of the file a call runs (``f()``,
 ``self.f()``, ``obj.f()`` on an instance of a class of the file); :func:`passed_values`
-goes the other way, from a parameter to what the file's callers pass for it.
+goes the other way, from a parameter to what the file's callers pass for it;
+:func:`constant_arguments` gives the parameters one call fixes to literal constants (the
+flags that decide a helper's branches for that call).
 """
 
 from __future__ import annotations

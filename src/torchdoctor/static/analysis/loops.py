@@ -6,7 +6,8 @@ the hot loop, where anything that runs every iteration runs every step. A *train
 runs a step somewhere inside it (an epoch loop around a step loop is one). A *periodic
 guard* is an ``if`` that lets its body run only now and then (``step % 50 == 0``,
 ``i == 0``). :func:`loop_bound_names` gives the names a loop assigns (what may change from
-one iteration to the next). Rules call these from their scope-end hooks, once the file
+one iteration to the next); :func:`at_most_passes` how many passes a loop over a fixed
+collection makes. Rules call these from their scope-end hooks, once the file
 has been walked.
 """
 
@@ -112,7 +113,9 @@ def at_most_passes(ctx: FileContext, loop: Loop) -> int | None:
         ]
         if len(bounds) != len(iterable.args) or not bounds or iterable.keywords:
             return None
-        return len(range(*bounds)) if len(bounds) <= 3 else None
+        if len(bounds) > 3 or (len(bounds) == 3 and bounds[2] == 0):
+            return None  # not a valid range: the program fails there itself
+        return len(range(*bounds))
     return None
 
 
