@@ -11,7 +11,10 @@ Protocol for a lab file of a rule with the ``ckpt`` depth:
   CUDA the driver saves under :func:`tests.unit.ckpt.simulate.saved_on_cuda`, which
   records every storage as saved from the GPU except those copied with ``.cpu()``.
 
-The driver passes the file to :func:`torchdoctor.ckpt.diagnose`; the buggy file must draw
+A program that starts a process group saves in a process of its own
+(:mod:`tests.lab.ckpt_saver`), which exits before any teardown: a gloo group torn down
+later in the test process can deadlock. The driver passes the file to
+:func:`torchdoctor.ckpt.diagnose`; the buggy file must draw
 the rule's code, the fixed file none of it. Checkpoint findings point into the saved file,
 not at source lines, so markers play no part here.
 """
@@ -19,6 +22,9 @@ not at source lines, so markers play no part here.
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,12 +43,32 @@ def ckpt_report(lab_file: Path, tmp_path: Path) -> Report:
 
     module = load_module(lab_file)
     target = tmp_path / f"{lab_file.stem}.pt"
-    device = getattr(module, "LAB_SAVED_ON", None)
-    simulate = device is not None and not torch.cuda.is_available()
-    with saved_on_cuda(device) if simulate else contextlib.nullcontext():
-        module.save_checkpoint(str(target))
+    if "init_process_group" in lab_file.read_text(encoding="utf-8"):
+        _save_in_own_process(lab_file, target)  # see tests.lab.ckpt_saver
+    else:
+        device = getattr(module, "LAB_SAVED_ON", None)
+        simulate = device is not None and not torch.cuda.is_available()
+        with saved_on_cuda(device) if simulate else contextlib.nullcontext():
+            module.save_checkpoint(str(target))
     model = module.make_model() if hasattr(module, "make_model") else None
     return diagnose(target, model=model)
+
+
+def _save_in_own_process(lab_file: Path, target: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.lab.ckpt_saver", str(lab_file), str(target)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,  # a guard against a hang, far above the seconds it takes
+    )
+    assert done.returncode == 0 and target.is_file(), done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("case", lab_params(Depth.CKPT))
