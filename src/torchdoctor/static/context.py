@@ -129,7 +129,16 @@ class FileContext(NameResolver):
             found = self.attribute_binding(expr, scope)
             if found is not None:
                 return self._infer_binding(found[0], found[1], depth)
+            return self._layer_type(expr, scope, depth)
         return None
+
+    def _layer_type(self, expr: ast.Attribute, scope: Scope, depth: int) -> str | None:
+        """``model.encoder`` on an instance of a project class whose ``__init__`` builds
+        ``self.encoder`` from a torch class (``nn.Sequential(...)``): that class."""
+        owner = self.instance_type(expr.value, scope, depth)
+        info = self.project_class_named(owner) if owner is not None else None
+        built = info.attributes.get(expr.attr) if info is not None else None
+        return built if built is not None and built.startswith("torch.") else None
 
     def _infer_call(self, call: ast.Call, scope: Scope, depth: int) -> str | None:
         func = call.func

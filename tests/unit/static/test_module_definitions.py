@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.runner import lint_sources
@@ -522,3 +524,35 @@ def test_td221_flags_a_layer_of_a_model_instance() -> None:
     """,
         "TD221",
     )
+
+
+FREEZE_HELPER = """
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.head = nn.Linear(8, 2)
+        self.scale = 2.0
+def set_trainable(module, flag):
+    module.requires_grad = flag{mark}
+def setup(model):
+    set_trainable({passed}, False)
+setup(Net())
+"""
+
+
+@pytest.mark.parametrize(
+    "passed, flagged",
+    [
+        ("model.encoder", True),  # a layer the class builds from nn.Sequential
+        ("model.head", True),
+        ("model", True),  # the model itself, typed by setup's caller
+        ("model.scale", False),  # not a module
+        ("model.missing", False),  # nothing known about it
+    ],
+)
+def test_td221_in_a_helper_typed_by_its_callers(passed: str, flagged: bool) -> None:
+    mark = "  # expect: TD221" if flagged else ""
+    assert_marked(FREEZE_HELPER.format(passed=passed, mark=mark), "TD221")

@@ -9,8 +9,9 @@ in a module without ``training=self.training`` stays on in eval mode).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name
@@ -135,6 +136,13 @@ class RequiresGradSetOnModule(LintRule):
     """``module.requires_grad = False``: a new attribute on the module, no parameter frozen."""
 
     requires = ("requires_grad",)
+    # judged once the file is walked: a helper's parameter (`def set_trainable(module,
+    # flag): module.requires_grad = flag`) is typed by what its callers pass
+    needs_structure = True
+
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        self._assignments: list[tuple[ast.Assign, ast.Attribute, FunctionScope | None]] = []
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) != 1:
@@ -142,21 +150,32 @@ class RequiresGradSetOnModule(LintRule):
         target = node.targets[0]
         if not isinstance(target, ast.Attribute) or target.attr != "requires_grad":
             return
-        if not isinstance(node.value, ast.Constant) or not isinstance(node.value.value, bool):
-            return
-        ctx, scope = self.ctx, self.ctx.function
+        value = node.value
+        if isinstance(value, ast.Name) or (
+            isinstance(value, ast.Constant) and isinstance(value.value, bool)
+        ):
+            self._assignments.append((node, target, self.ctx.function))
+
+    def leave_module(self, module: object) -> None:
+        for node, target, scope in self._assignments:
+            self._check(node, target, scope)
+
+    def _check(self, node: ast.Assign, target: ast.Attribute, scope: FunctionScope | None) -> None:
+        ctx = self.ctx
         confidence = _module_evidence(ctx, target.value, scope)
         if confidence is None or _defines_requires_grad(ctx, target.value, scope):
             return
         name = ctx.segment(target.value)
-        flag = node.value.value
+        flag = ctx.segment(node.value)
+        effect = {"False": "nothing is frozen", "True": "nothing is unfrozen"}.get(
+            flag
+        ) or "no parameter's flag changes"
         replacement = f"{name}.requires_grad_({flag})"
         self.report(
             node,
             f"`{name}` is a module: `{name}.requires_grad = {flag}` at line {node.lineno} "
-            "only sets a new attribute on it; every parameter keeps its own flag, so "
-            f"nothing is {'frozen' if not flag else 'unfrozen'} and the optimizer still "
-            "updates them",
+            f"only sets a new attribute on it; every parameter keeps its own flag, so "
+            f"{effect} and the optimizer still updates them",
             fix_hint=f"Call `{replacement}`, which sets the flag of every parameter.",
             confidence=confidence,
             fix=Fix(
