@@ -3,6 +3,8 @@ parameters-cast-after-ddp-wrap."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes
 
 HEADER = """
@@ -270,3 +272,65 @@ def main(rank):
 """,
         "TD806",
     )
+
+
+METHOD_BYPASS = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+head = DDP(Head())
+optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
+for x, y in loader:
+    out = head.module.{method}(x){mark}
+    loss = {loss}
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "method, loss, flagged",
+    [
+        ("predict", "torch.nn.functional.mse_loss(out, y)", True),
+        ("predict", "(out - y).abs().mean()", True),
+        ("describe", "torch.nn.functional.mse_loss(head(x), y)", False),  # not what trains
+    ],
+)
+def test_td807_a_method_of_the_wrapped_module_feeding_the_loss(
+    method: str, loss: str, flagged: bool
+) -> None:
+    mark = "  # expect: TD807" if flagged else ""
+    assert_marked(METHOD_BYPASS.format(method=method, loss=loss, mark=mark), "TD807")
+
+
+CAST_IN_HELPER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+def save_half(model):
+    model.{cast}{mark}
+    torch.save(model.module.state_dict(), "m.pt")
+ddp_model = DDP(Net())
+optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+for step, (x, y) in enumerate(loader):
+    loss = (ddp_model(x) - y).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if step % 10 == 0:
+        save_half({passed})
+"""
+
+
+@pytest.mark.parametrize(
+    "cast, passed, flagged",
+    [
+        ("half()", "ddp_model", True),  # training goes on at the loop's next pass
+        ("to(torch.bfloat16)", "ddp_model", True),
+        ("half()", "copy_of_model", False),  # not the wrapper
+        ("eval()", "ddp_model", False),  # not a cast
+    ],
+)
+def test_td808_a_cast_in_a_helper_handed_the_wrapper(cast: str, passed: str, flagged: bool) -> None:
+    mark = "  # expect: TD808" if flagged else ""
+    source = CAST_IN_HELPER.format(cast=cast, passed=passed, mark=mark)
+    assert_marked(source, "TD808")

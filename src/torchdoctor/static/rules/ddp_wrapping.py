@@ -17,12 +17,12 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import passed_values
 from torchdoctor.static.analysis.dataloader import assigned_name, iterated, loader_calls, loader_of
-from torchdoctor.static.analysis.step_sequences import Kind, sequences
+from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Item, ModuleScope
-from torchdoctor.static.values import constructor_of
+from torchdoctor.static.structure import FrameKind, Item, ModuleScope
+from torchdoctor.static.values import bound_value, constructor_of
 
 _DDP = torchapi.DDP
 _LOADER = torchapi.DATALOADER
@@ -98,6 +98,58 @@ def _training_after(ctx: FileContext, scope: Scope, line: int) -> bool:
     return False
 
 
+def _feeds_backward(ctx: FileContext, item: Item, scope: Scope, body: Body) -> bool:
+    """Whether the value ``item`` assigns is what a later ``backward()`` of the body runs
+    on: its name is read by the loss the backward's target is bound to (two steps)."""
+    node = item.node
+    statement = next(
+        (
+            i.node
+            for i in body.items
+            if isinstance(i.node, ast.Assign)
+            and i.line == item.line
+            and any(n is node for n in ast.walk(i.node.value))
+        ),
+        None,
+    )
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        return False
+    produced = statement.targets[0].id
+    for action in body.actions:
+        if action.kind is not Kind.BACKWARD or action.site.line <= item.line:
+            continue
+        pending: list[ast.expr] = [action.target] if action.target is not None else []
+        for _ in range(3):
+            reads = {n.id for e in pending for n in ast.walk(e) if isinstance(n, ast.Name)}
+            if produced in reads:
+                return True
+            bound = [
+                bound_value(ctx, n, scope)
+                for e in pending
+                for n in ast.walk(e)
+                if isinstance(n, ast.Name)
+            ]
+            pending = [b[0] for b in bound if b is not None]
+    return False
+
+
+def _loop_trains_around(ctx: FileContext, scope: Scope, item: Item) -> bool:
+    """Whether a loop around ``item`` in ``scope`` runs a backward() (so training goes on
+    after ``item`` on the loop's next pass)."""
+    loops = {id(frame.node) for frame in item.frames if frame.kind is FrameKind.LOOP}
+    return any(
+        body.scope is scope
+        and body.loop is not None
+        and id(body.loop.node) in loops
+        and any(a.kind is Kind.BACKWARD for a in body.actions)
+        for body in sequences(ctx)
+    )
+
+
 @detector("TD808", depth=Depth.LINT)
 class CastAfterWrap(LintRule):
     """``model.half()`` / ``model.to(torch.float16)`` after the DDP wrap, before training."""
@@ -112,16 +164,49 @@ class CastAfterWrap(LintRule):
             names = {wrap.wrapped, wrap.wrapper, f"{wrap.wrapper}.module"} - {""}
             for item in items:
                 node = item.node
-                if (
-                    item.line <= wrap.line
-                    or not isinstance(node, ast.Call)
-                    or not isinstance(node.func, ast.Attribute)
-                ):
+                if item.line <= wrap.line or not isinstance(node, ast.Call):
                     continue
-                if ctx.segment(node.func.value) not in names or not self._casts(node):
+                if (
+                    not isinstance(node.func, ast.Attribute)
+                    or ctx.segment(node.func.value) not in names
+                    or not self._casts(node)
+                ):
+                    self._in_helper(node, item, wrap, names)
                     continue
                 if _training_after(ctx, wrap.scope, item.line):
                     self._report(node, wrap)
+
+    def _in_helper(self, call: ast.Call, item: Item, wrap: Wrap, names: set[str]) -> None:
+        """The wrapped model handed to a helper of the file that casts it
+        (``save_half_checkpoint(ddp_model)`` running ``model.half()``), with training
+        after the call (later in the scope, or on the next pass of a loop around it)."""
+        ctx = self.ctx
+        helper = ctx.resolve_local_call(call, wrap.scope)
+        if helper is None or helper is wrap.scope:
+            return
+        params = {
+            name
+            for name in [*helper.positional_names(call), *(k.arg for k in call.keywords if k.arg)]
+            if (passed := helper.argument_for(call, name)) is not None
+            and ctx.segment(passed) in names
+        }
+        if not params:
+            return
+        inside = params | {f"{p}.module" for p in params}
+        for sub in helper.items:
+            node = sub.node
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and ctx.segment(node.func.value) in inside
+                and self._casts(node)
+                and (
+                    _training_after(ctx, wrap.scope, item.line)
+                    or _loop_trains_around(ctx, wrap.scope, item)
+                )
+            ):
+                self._report(node, wrap, f" (in `{helper.name}()`, called at line {item.line})")
+                return
 
     def _casts(self, call: ast.Call) -> bool:
         func = call.func
@@ -133,11 +218,11 @@ class CastAfterWrap(LintRule):
         values = [*call.args, *(k.value for k in call.keywords if k.arg == "dtype")]
         return any(self.ctx.qualified_name(v) in _DTYPES for v in values)
 
-    def _report(self, call: ast.Call, wrap: Wrap) -> None:
+    def _report(self, call: ast.Call, wrap: Wrap, through: str = "") -> None:
         ctx = self.ctx
         self.report(
             call,
-            f"`{ctx.segment(call)}` at line {call.lineno} casts the model after it was "
+            f"`{ctx.segment(call)}` at line {call.lineno}{through} casts the model after it was "
             f"wrapped in DistributedDataParallel at line {wrap.line}: DDP registered its "
             "gradient hooks and buckets on the parameters as they were, so gradients of the "
             "cast parameters are not all-reduced as expected (errors, or ranks that drift "
@@ -171,7 +256,7 @@ class ForwardBypassesWrapper(LintRule):
                     continue
                 if body.loop is None and item.line > max(backwards):
                     continue
-                wrap = self._bypass(node, item, body.scope, all_wraps)
+                wrap = self._bypass(node, item, body.scope, all_wraps, body)
                 if wrap is not None and grad_disabled_by(ctx, item.frames) is None:
                     reported.add(id(node))
                     self._report(node, wrap)
@@ -208,7 +293,7 @@ class ForwardBypassesWrapper(LintRule):
                     self._report(node, wrap)
 
     def _bypass(
-        self, call: ast.Call, item: Item, scope: Scope, all_wraps: list[Wrap]
+        self, call: ast.Call, item: Item, scope: Scope, all_wraps: list[Wrap], body: Body
     ) -> Wrap | None:
         ctx = self.ctx
         func = call.func
@@ -220,6 +305,12 @@ class ForwardBypassesWrapper(LintRule):
         for wrap in all_wraps:
             if text == f"{wrap.wrapper}.module":
                 return wrap
+            if (
+                isinstance(func, ast.Attribute)
+                and ctx.segment(func.value) == f"{wrap.wrapper}.module"
+                and _feeds_backward(ctx, item, scope, body)
+            ):
+                return wrap  # `ddp.module.predict(x)` whose output the loss is built from
             if not wrap.wrapped or text != wrap.wrapped or wrap.wrapped == wrap.wrapper:
                 continue
             if self._after(wrap, item, scope) and self._same_object(func, scope, wrap):
