@@ -129,14 +129,29 @@ class FileContext(NameResolver):
             found = self.attribute_binding(expr, scope)
             if found is not None:
                 return self._infer_binding(found[0], found[1], depth)
-            return self._layer_type(expr, scope, depth)
         return None
+
+    def _passed_value_type(self, value: ast.expr, scope: Scope, depth: int) -> str | None:
+        """The class of a value a caller passes: as :meth:`instance_type`, and for
+        ``model.encoder`` a layer the model's class builds (read only here, where what a
+        helper is handed matters: asking it of every attribute would cost every rule)."""
+        found = self.instance_type(value, scope, depth)
+        if found is None and isinstance(value, ast.Attribute):
+            return self._layer_type(value, scope, depth)
+        return found
 
     def _layer_type(self, expr: ast.Attribute, scope: Scope, depth: int) -> str | None:
         """``model.encoder`` on an instance of a project class whose ``__init__`` builds
         ``self.encoder`` from a torch class (``nn.Sequential(...)``): that class."""
+        if not isinstance(expr.value, (ast.Name, ast.Attribute)):
+            return None
         owner = self.instance_type(expr.value, scope, depth)
-        info = self.project_class_named(owner) if owner is not None else None
+        if owner is None or owner.startswith("torch."):
+            return None  # torch's own classes build no project layers
+        key = ("layers-of", owner)
+        if key not in self.memo:
+            self.memo[key] = self.project_class_named(owner)
+        info = cast("ClassInfo | None", self.memo[key])
         built = info.attributes.get(expr.attr) if info is not None else None
         return built if built is not None and built.startswith("torch.") else None
 
@@ -204,15 +219,18 @@ class FileContext(NameResolver):
             return None
         if not isinstance(binding.node, ast.arg):
             return None
+        key = ("passed-type", id(binding.node))
+        if key in self.memo:  # once per parameter (None while being computed: a cycle)
+            return cast("str | None", self.memo[key])
+        self.memo[key] = None
         found: set[str | None] = set()
         for caller, call in self._calls_of(scope):
             value = scope.argument_for(call, binding.node.arg)
-            if value is None:
-                return None
-            found.add(self.instance_type(value, caller, depth))
+            found.add(None if value is None else self._passed_value_type(value, caller, depth))
             if len(found) > 1 or None in found:
                 return None
-        return found.pop() if found else None
+        result = self.memo[key] = found.pop() if found else None
+        return result
 
     def _calls_of(self, function: FunctionScope) -> list[tuple[Scope, ast.Call]]:
         """The file's calls of a function, or of a class's ``__init__``: ``Trainer(...)``."""

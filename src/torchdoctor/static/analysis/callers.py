@@ -71,7 +71,17 @@ def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, objec
         if isinstance(value, ast.Constant):
             out[name] = value.value
     if out:  # a parameter the helper rebinds is no longer what the call passed
-        for node in ast.walk(callee.node):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                out.pop(node.id, None)
+        for item in callee.items:
+            node = item.node
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                else []
+            )
+            for target in targets:
+                for bound in ast.walk(target):
+                    if isinstance(bound, ast.Name):
+                        out.pop(bound.id, None)
     return out

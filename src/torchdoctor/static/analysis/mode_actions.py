@@ -59,14 +59,14 @@ def expand(
     default) rules out is skipped: ``run_epoch(loader, validate=True)`` never reaches the
     helper's ``if not validate:`` backward."""
     actions: list[Action] = []
-    constants = (
-        constant_arguments(origin.node, scope)
-        if origin is not None and isinstance(origin.node, ast.Call) and scope is not None
-        else {}
-    )
+    constants: dict[str, object] | None = None  # read only where a branch asks
+    call = origin.node if origin is not None else None
     for item in items:
-        if constants and _ruled_out(item, scope, constants):
-            continue
+        if isinstance(call, ast.Call) and scope is not None and _in_branch(item, scope):
+            if constants is None:
+                constants = constant_arguments(call, scope)
+            if constants and _ruled_out(item, scope, constants):
+                continue
         item_grad_off = grad_off or grad_disabled_by(ctx, item.frames) is not None
         event = classify(ctx, item, scope)
         source = origin or item
@@ -94,6 +94,18 @@ def expand(
 
 
 _UNDECIDED = object()
+
+
+def _in_branch(item: Item, callee: FunctionScope) -> bool:
+    """Whether an ``if`` of the callee holds ``item``."""
+    frames = item.frames
+    for index in range(len(frames) - 1, -1, -1):
+        frame = frames[index]
+        if frame.kind is FrameKind.FUNCTION:
+            return False
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            return True
+    return False
 
 
 def _ruled_out(item: Item, callee: FunctionScope | None, constants: dict[str, object]) -> bool:

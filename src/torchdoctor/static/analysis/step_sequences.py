@@ -147,7 +147,8 @@ def _actions_of(
         for called in callees:
             if id(called) in seen:
                 continue
-            passed = constant_arguments(node, called)
+            # the event names a dispatch helper is called with (`self._emit("on_x")`)
+            passed = constant_arguments(node, called) if _dispatches(called) else None
             for sub in called.items:
                 inner += _actions_of(ctx, sub, site, called, depth + 1, seen | {id(called)}, passed)
         if callees:
@@ -163,6 +164,17 @@ def _actions_of(
 
 def _inner(item: Item, site: Item) -> Item | None:
     return None if item is site else item
+
+
+def _dispatches(function: FunctionScope) -> bool:
+    """Whether a function calls ``getattr(obj, name)(...)``: an event dispatcher."""
+    return any(
+        isinstance(item.node, ast.Call)
+        and isinstance(item.node.func, ast.Call)
+        and isinstance(item.node.func.func, ast.Name)
+        and item.node.func.func.id == "getattr"
+        for item in function.items
+    )
 
 
 def _hooks_called(

@@ -64,6 +64,8 @@ class SchedulerBeforeOptimizer(LintRule):
         first call advances the schedule before any update, as in a single loop."""
         ctx = self.ctx
         for function in module.functions:
+            if not any(_plain_step_call(item) for item in function.items):
+                continue  # no `x.step()` outside loops and ifs: nothing to read (most)
             schedules = [
                 e
                 for e in function_events(ctx, function, forwards=False)
@@ -169,6 +171,20 @@ class SchedulerBeforeOptimizer(LintRule):
             "a per-epoch schedule, right after the optimizer for a per-step one.",
             evidence={"optimizer_step_line": step_line, "loop_line": loop.line},
         )
+
+
+def _plain_step_call(item: Item) -> bool:
+    """A ``x.step()`` call straight in its function's body (no loop or ``if`` around it)."""
+    node = item.node
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "step"
+        and not any(
+            f.kind in (FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.IF_ELSE)
+            for f in local_frames(item.frames)
+        )
+    )
 
 
 # --- TD610 -------------------------------------------------------------------------------
