@@ -75,8 +75,14 @@ def lint(
     files = collect_files(given, settings, root)
     if test_code_as_info is None:
         test_code_as_info = settings.test_code_as_info
-    # Test code is told from the project root down, else from the folder given.
-    bases = [root, *(Path(os.path.abspath(p)) for p in given if Path(p).is_dir())]
+    # Test code is told from the project's root down (its configuration's folder), else
+    # from the folder given to lint, else from the current folder: never from folders
+    # above the project (a checkout under ~/tests is not all tests).
+    bases = [
+        *([settings.root] if settings.root else []),
+        *(Path(os.path.abspath(p)) for p in given if Path(p).is_dir()),
+        Path.cwd().resolve(),
+    ]
     jobs_list = [
         FileJob(
             path,

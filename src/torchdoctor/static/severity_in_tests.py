@@ -10,9 +10,9 @@ and error is lowered to info; its message says so and why, ``evidence["lowered_f
 holds the severity it had and ``evidence["test_code"]`` the reason.
 
 **Test code** (a path is read from its project's folder down, that folder's own name
-included, never above it: the folder is the configuration's, else the current folder,
-else, for a file outside it, the folder given to ``lint``. So ``lint ~/src/proj/tests``
-reads ``tests/test_x.py``, and a checkout under ``~/tests/proj`` is not all tests):
+included, never above it: the folder is the configuration's, else the folder given to
+``lint``, else the current folder. So ``lint ~/src/proj/tests`` reads
+``tests/test_x.py``, and a checkout under ``~/tests/proj`` is not all tests):
 
 - a file inside a folder named ``tests``, ``test`` or ``testing``;
 - ``conftest.py``;
@@ -63,14 +63,13 @@ _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 
 def path_for_tests(path: str, bases: Sequence[Path]) -> str:
     """``path`` as test code is recognised by: from the first of ``bases`` (the project
-    root, then the folders given to ``lint``) that holds it, that base's own name
-    included, else its name alone. The folders above a project say nothing about it."""
+    root, then the folders given to ``lint``, then the current folder) that holds it,
+    that base's own name included, else its name alone. The folders above a project say
+    nothing about it."""
     absolute = Path(os.path.abspath(path))
     for base in bases:
-        try:
+        if absolute == base or base in absolute.parents:  # the base holds it
             return absolute.relative_to(base.parent).as_posix()
-        except ValueError:
-            continue
     return absolute.name
 
 

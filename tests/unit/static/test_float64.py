@@ -642,8 +642,12 @@ def test_float64_input_of_the_network_before_the_loss_is_still_a_warning() -> No
     assert Severity.WARNING in {f.severity for f in found}
 
 
-def test_test_code_is_told_by_the_path_inside_the_project(tmp_path: Path) -> None:
+def test_test_code_is_told_by_the_path_inside_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from torchdoctor.static import LintConfig, lint
+
+    monkeypatch.chdir(tmp_path)  # the current folder is above the project, as /tmp may be
 
     buggy = (LAB / "TD102-float64-in-training" / "buggy.py").read_text(encoding="utf-8")
     # a checkout that happens to live under a folder named `tests`: not test code

@@ -121,7 +121,12 @@ def test_mocks_splits_and_test_functions_of_a_script_are_not_test_code(header: s
     ]
 
 
-def test_folders_above_the_project_do_not_make_it_test_code(tmp_path: Path) -> None:
+def test_folders_above_the_project_do_not_make_it_test_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"  # the current folder holds none of it
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     project = tmp_path / "tests" / "proj"  # a checkout that happens to live under tests/
     (project / "tests").mkdir(parents=True)
     (project / "train.py").write_text(SCRIPT, encoding="utf-8")
