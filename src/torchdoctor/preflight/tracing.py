@@ -105,7 +105,12 @@ class ForwardTrace:
             self.stack.pop()
         import torch
 
-        if isinstance(output, torch.Tensor) and id(output) not in self._outputs:
+        if not isinstance(output, torch.Tensor):
+            return
+        # The innermost module's record stays (an outer one returns the same tensor); a
+        # record whose tensor has died is replaced: a freed intermediate's id is reused.
+        known = self._outputs.get(id(output))
+        if known is None or known[0]() is None:
             self._outputs[id(output)] = (weakref.ref(output), self.names.get(module, "?"))
 
     def record_relu(self, output: Any) -> None:
