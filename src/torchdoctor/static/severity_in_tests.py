@@ -47,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from torchdoctor.findings import Finding, Severity
+from torchdoctor.static.analysis.paths import TEST_FOLDERS
 
 __all__ = [
     "KEPT_IN_TESTS",
@@ -58,7 +59,6 @@ __all__ = [
 
 # Codes whose severity test code does not lower (see the module docstring for why).
 KEPT_IN_TESTS: frozenset[str] = frozenset({"TD001", "TD002", "TD405"})
-_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 
 
 def path_for_tests(path: str, bases: Sequence[Path]) -> str:
@@ -90,7 +90,7 @@ def why_test_code(relative: str, tree: ast.Module, source: str) -> str | None:
     """Why the file at ``relative`` (see :func:`path_for_tests`) is test code, or ``None``."""
     *folders, name = relative.replace("\\", "/").split("/")
     for folder in folders:
-        if folder in _TEST_FOLDERS:
+        if folder in TEST_FOLDERS:
             return f"in a `{folder}/` folder"
     if name == "conftest.py":
         return "a pytest `conftest.py`"

@@ -158,11 +158,10 @@ def mapped(text: str, mapping: dict[str, str] | None) -> str:
 def arguments(
     ctx: FileContext, call: ast.Call, callee: FunctionScope, mapping: dict[str, str] | None
 ) -> dict[str, str]:
-    params = [a.arg for a in callee.node.args.posonlyargs + callee.node.args.args]
-    if callee.self_name is not None and isinstance(call.func, ast.Attribute):
-        params = params[1:]
     out = {}
-    for param, arg in zip(params, call.args, strict=False):  # *args: extra args unnamed
+    for param, arg in zip(
+        callee.positional_names(call), call.args, strict=False
+    ):  # *args: extra args unnamed
         out[param] = mapped(ctx.segment(arg), mapping)
     for keyword in call.keywords:
         if keyword.arg:

@@ -150,17 +150,11 @@ def _layers_held_outside(ctx: FileContext, info: ClassInfo) -> bool:
 
 def _passed_sensitive(ctx: FileContext, name: str, function: FunctionScope, depth: int) -> bool:
     """Whether a caller of ``function`` in this file passes a sensitive model as ``name``."""
-    params = [a.arg for a in function.node.args.posonlyargs + function.node.args.args]
     for caller, item in ctx.callers(function):
         call = item.node
         if not isinstance(call, ast.Call):
             continue
-        given = (
-            params[1:]
-            if function.self_name is not None and isinstance(call.func, ast.Attribute)
-            else params
-        )
-        passed = dict(zip(given, call.args, strict=False))
+        passed = dict(zip(function.positional_names(call), call.args, strict=False))
         passed.update({k.arg: k.value for k in call.keywords if k.arg})
         value = passed.get(name)
         if value is not None and _value_sensitive(ctx, value, caller, depth + 1):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# Folders whose files are test code (see also :mod:`torchdoctor.static.severity_in_tests`).
+TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
 
 def is_test_path(path: str) -> bool:
     """Test code (``test_*.py``, ``*_test.py``, ``conftest.py``, a ``tests/`` folder)."""
@@ -10,5 +13,5 @@ def is_test_path(path: str) -> bool:
         name.startswith("test_")
         or name.endswith("_test.py")
         or name == "conftest.py"
-        or any(folder in ("test", "tests", "testing") for folder in folders)
+        or any(folder in TEST_FOLDERS for folder in folders)
     )

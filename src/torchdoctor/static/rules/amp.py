@@ -16,8 +16,8 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.calls import insert_keywords, method_call, receiver, torch_alias
+from torchdoctor.static.analysis.events import helper_to_follow
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -109,9 +109,11 @@ class ScaledGradientsMisused(LintRule):
             if ctx.is_call_to(node, *_CLIPS, scope=scope):
                 if not unscaled:
                     self._clip(node, latest, items, _enclosing(statement, node))
-            elif (helper := called_function(ctx, node, scope)) is not None:
+            elif (
+                helper := helper_to_follow(ctx, node, scope, 0, {id(scope)}, instances=True)
+            ) is not None:
                 # the clip (or the unscale) moved into a helper: `self._clip_grads()`
-                effect = _first_effect(ctx, helper, 0, {id(scope)})
+                effect = _first_effect(ctx, helper, 1, {id(scope)})
                 if effect is not None and effect[0] == "unscale":
                     unscales.append(item)
                 elif effect is not None and not unscaled:
@@ -199,13 +201,13 @@ class ScaledGradientsMisused(LintRule):
 
 
 def _first_effect(
-    ctx: FileContext, helper: FunctionScope, depth: int, seen: set[int]
+    ctx: FileContext, helper: FunctionScope, depth: int, path: set[int]
 ) -> tuple[str, ast.Call] | None:
-    """What a helper of the file does first to scaled gradients: ``("unscale", call)`` or
-    ``("clip", call)``, following its own helpers two calls deep; ``None`` for neither."""
-    if depth > 2 or id(helper) in seen:
-        return None
-    seen = seen | {id(helper)}
+    """What a helper of the file (``depth`` calls deep) does first to scaled gradients:
+    ``("unscale", call)`` or ``("clip", call)``, following its own helpers as
+    :func:`~torchdoctor.static.analysis.events.helper_to_follow` allows; ``None`` for
+    neither."""
+    path = path | {id(helper)}
     for item in helper.items:
         node = item.node
         if not isinstance(node, ast.Call):
@@ -214,9 +216,9 @@ def _first_effect(
             return ("unscale", node)
         if ctx.is_call_to(node, *_CLIPS, scope=helper):
             return ("clip", node)
-        inner = called_function(ctx, node, helper)
+        inner = helper_to_follow(ctx, node, helper, depth, path, instances=True)
         if inner is not None:
-            effect = _first_effect(ctx, inner, depth + 1, seen)
+            effect = _first_effect(ctx, inner, depth + 1, path)
             if effect is not None:
                 return effect
     return None

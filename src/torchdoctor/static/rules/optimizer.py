@@ -48,11 +48,7 @@ class SchedulerBeforeOptimizer(LintRule):
             return
         first, first_line = min(steps, key=lambda s: (s[1], getattr(s[0].node, "col_offset", 0)))
         for event in schedules:
-            call = event.node
-            if event.line > first_line or (isinstance(call, ast.Call) and call.args):
-                continue  # after the first update, or ReduceLROnPlateau.step(metric)
-            type_name = ctx.instance_type(event.target, loop.function) if event.target else None
-            if type_name and type_name.endswith("ReduceLROnPlateau"):
+            if event.line > first_line or not self._advances(event, loop.function):
                 continue
             if self._skips_first_pass(event.item, loop):
                 continue
@@ -64,27 +60,18 @@ class SchedulerBeforeOptimizer(LintRule):
         first call advances the schedule before any update, as in a single loop."""
         ctx = self.ctx
         for function in module.functions:
-            if not any(_plain_step_call(item) for item in function.items):
+            if not any(method_call(i.node, "step") and _unconditional(i) for i in function.items):
                 continue  # no `x.step()` outside loops and ifs: nothing to read (most)
+            events = function_events(ctx, function, forwards=False)
             schedules = [
-                e
-                for e in function_events(ctx, function, forwards=False)
-                if e.kind is EventKind.SCHEDULER_STEP
-                and not any(
-                    f.kind in (FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.IF_ELSE)
-                    for f in local_frames(e.item.frames)
-                )
+                e for e in events if e.kind is EventKind.SCHEDULER_STEP and _unconditional(e.item)
             ]
             if not schedules or framework_owned(ctx, function):
                 continue
             caller_loop = self._calling_loop(function)
             if caller_loop is None:
                 continue
-            steps = [
-                (e.item, e.line)
-                for e in function_events(ctx, function, forwards=False)
-                if e.kind is EventKind.OPTIMIZER_STEP
-            ]
+            steps = [(e.item, e.line) for e in events if e.kind is EventKind.OPTIMIZER_STEP]
             steps += [
                 (item, item.line) for loop in function.loops for item, _ in self._helper_steps(loop)
             ]
@@ -92,7 +79,7 @@ class SchedulerBeforeOptimizer(LintRule):
                 continue
             first, first_line = min(steps, key=lambda s: s[1])
             for event in schedules:
-                if event.line < first_line and self._plain_step(event, function):
+                if event.line < first_line and self._advances(event, function):
                     self._report(event.item, first, first_line, caller_loop, function)
 
     def _calling_loop(self, function: FunctionScope) -> Loop | None:
@@ -103,10 +90,11 @@ class SchedulerBeforeOptimizer(LintRule):
                 return loops[-1]
         return None
 
-    def _plain_step(self, event: Event, scope: Scope) -> bool:
-        """``scheduler.step()`` with no metric, of a scheduler that is no plateau one."""
+    def _advances(self, event: Event, scope: Scope) -> bool:
+        """A scheduler step that advances the schedule by itself: not
+        ``ReduceLROnPlateau.step(metric)`` (a metric passed, or a plateau scheduler)."""
         call = event.node
-        if isinstance(call, ast.Call) and (call.args or call.keywords):
+        if isinstance(call, ast.Call) and call.args:
             return False
         type_name = self.ctx.instance_type(event.target, scope) if event.target else None
         return not (type_name and type_name.endswith("ReduceLROnPlateau"))
@@ -173,17 +161,11 @@ class SchedulerBeforeOptimizer(LintRule):
         )
 
 
-def _plain_step_call(item: Item) -> bool:
-    """A ``x.step()`` call straight in its function's body (no loop or ``if`` around it)."""
-    node = item.node
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "step"
-        and not any(
-            f.kind in (FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.IF_ELSE)
-            for f in local_frames(item.frames)
-        )
+def _unconditional(item: Item) -> bool:
+    """Straight in its function's body: no loop or ``if`` around it."""
+    return not any(
+        f.kind in (FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.IF_ELSE)
+        for f in local_frames(item.frames)
     )
 
 
