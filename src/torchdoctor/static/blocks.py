@@ -3,8 +3,8 @@
 :class:`BlockWalker` is the half of :class:`~torchdoctor.static.walker.Walker` that knows
 Python's block structure. Entering a ``def``, ``class``, loop, ``if``, ``with`` or ``try``
 pushes its parts onto the walk's stack between *marks*: a mark restores the block context
-(``frames``) when it is popped, and the mark that closes a scope fires its ``leave_*``
-hooks. Functions, classes and loops are recorded on the :class:`FileContext` as they are
+(``frames``) when it is popped, and the mark that closes a scope queues its ``leave_*``
+hooks, which fire once the whole file is recorded. Functions, classes and loops are recorded on the :class:`FileContext` as they are
 entered; calls, assignments and jumps are recorded as :class:`Item` s of their loop and
 function.
 """
@@ -58,6 +58,7 @@ class BlockWalker:
         self.loop: Loop | None = None
         self.owner: ClassScope | None = None
         self._stack: list[Any] = []
+        self._deferred: list[tuple[str, object, tuple[Frame, ...], FunctionScope | None]] = []
         self._enter: dict[type, Callable[[Any], None]] = {
             ast.FunctionDef: self._enter_function,
             ast.AsyncFunctionDef: self._enter_function,
@@ -81,12 +82,33 @@ class BlockWalker:
         methods of this walker, a cycle through everything the rules hold."""
         self._enter.clear()
         self.leave.clear()
+        self._deferred.clear()
         self._stack.clear()
         self.ctx.module.release()
 
     def _fire(self, hook: str, scope: object) -> None:
+        """Queue a loop's, function's or class's end for :meth:`fire_deferred`; fire
+        ``leave_module`` at once (it comes after the walk)."""
+        if hook != "leave_module":
+            if self.leave[hook]:
+                self._deferred.append((hook, scope, self.ctx.frames, self.ctx.function))
+            return
         for handler in self.leave[hook]:
             handler(scope)
+
+    def fire_deferred(self) -> None:
+        """Fire the scope-end hooks queued during the walk, in the order the scopes
+        ended, each with the frames and function it ended in. They run once the whole
+        file is recorded because their questions reach past the scope: a loop that
+        calls ``self.train_one_batch()`` asks what that method does, and a method
+        defined further down the class is recorded only when the walk reaches it."""
+        ctx = self.ctx
+        queued, self._deferred = self._deferred, []
+        for hook, scope, frames, function in queued:
+            ctx.frames, ctx.function = frames, function
+            for handler in self.leave[hook]:
+                handler(scope)
+        ctx.frames, ctx.function = (ctx.module.frame,), None
 
     def _record(self, node: ast.AST) -> None:
         item = Item(node, self.ctx.frames)

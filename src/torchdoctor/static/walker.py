@@ -107,7 +107,8 @@ class Walker(BlockWalker):
     # --- the walk -----------------------------------------------------------------------
 
     def walk(self) -> None:
-        """Visit the whole module, then fire ``leave_module``.
+        """Visit the whole module, then fire the scope-end hooks queued during the walk
+        (see :meth:`BlockWalker.fire_deferred`) and ``leave_module``.
 
         The loop is the hot path of lint (every node of every file), so it stays one
         function with its lookups bound to locals; the per-class work is planned once by
@@ -153,6 +154,7 @@ class Walker(BlockWalker):
                 elif value.__class__ not in skip:
                     push(value)
         ctx.walked = self.structure
+        self.fire_deferred()
         self._fire("leave_module", ctx.module)
 
     def release(self) -> None:

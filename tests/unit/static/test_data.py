@@ -56,6 +56,31 @@ def test_a_class_built_at_module_level_runs_its_constructor() -> None:
     assert lint_codes(source, "TD405") == [("TD405", 6)]
 
 
+def test_one_finding_per_unguarded_script_names_every_loader() -> None:
+    """Every loader of an unguarded script fails for the one missing guard: one finding,
+    at the first loader, naming the others."""
+    source = """
+        from torch.utils.data import DataLoader
+
+        train = DataLoader(train_set, num_workers=4)
+        test = DataLoader(test_set, num_workers=4)
+
+        def evaluate(name):
+            return list(DataLoader(ood_sets[name], num_workers=2))
+
+        for batch in train:
+            pass
+        for name in ood_sets:
+            evaluate(name)
+        for batch in test:
+            pass
+        """
+    [found] = lint_findings(source, "TD405")
+    assert found.location.line == 4
+    assert "(so do the loaders at lines 5, 8)" in found.message
+    assert found.evidence["other_loader_lines"] == [5, 8]
+
+
 def test_guarded_scripts_stay_quiet() -> None:
     for guard in (
         'if __name__ == "__main__":',

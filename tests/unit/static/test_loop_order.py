@@ -124,6 +124,35 @@ def test_td201_quiet_when_a_helper_of_the_file_clears() -> None:
     assert_marked(src, "TD201")
 
 
+def test_td201_quiet_when_a_method_defined_further_down_clears() -> None:
+    """The loop is checked against the whole class, not the part read so far: a trainer
+    whose loop calls a batch method defined below it, which clears first."""
+    src = """
+    import torch
+
+    class Trainer:
+        def train_epoch(self, loader):
+            for idx, sample in enumerate(loader):
+                loss = self.train_one_batch(idx, sample)
+                loss.backward()
+                self.optimizer.step()
+
+        def train_one_batch(self, idx, sample):
+            self.optimizer.zero_grad(set_to_none=True)
+            return self.model(sample).sum()
+
+    def train(model, loader, optimizer):
+        for x in loader:
+            loss = batch_loss(model, x)
+            loss.backward()
+            optimizer.step()  # expect: TD201
+
+    def batch_loss(model, x):
+        return model(x).sum()
+    """
+    assert_marked(src, "TD201")
+
+
 def test_td201_quiet_for_lbfgs_closure() -> None:
     src = """
     import torch

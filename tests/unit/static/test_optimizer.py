@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import LAB
 from tests.unit.static.helpers import lint_codes, lint_findings
 from tests.unit.static.test_loss import applied
-from torchdoctor.findings import Applicability
+from torchdoctor.findings import Applicability, Severity
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static.fixes import fix_file
 from torchdoctor.static.runner import FileJob
@@ -57,6 +57,47 @@ def test_per_step_scheduler_before_the_optimizer_and_through_a_helper_is_flagged
                 train_one_epoch(model, loader, opt)
         """
     assert lint_codes(source, "TD607") == [("TD607", 13), ("TD607", 17)]
+
+
+def test_a_schedule_stepped_once_per_update_is_information_once_per_epoch_a_warning() -> None:
+    """Stepped once per update, the schedule runs one update ahead (a shift of one step in
+    many); stepped at the top of each epoch, the whole first epoch trains at the second
+    value. The optimizer step may be its own, or a helper's that steps once per call."""
+    source = """
+        from torch import optim
+
+        def update(model, x, opt):
+            model(x).sum().backward()
+            opt.step()
+
+        def fit(model, loader, epochs):
+            opt = optim.SGD(model.parameters(), lr=0.1)
+            sched = optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0 / (1 + step))
+            for epoch in range(epochs):
+                for x in loader:
+                    sched.step()
+                    opt.zero_grad()
+                    model(x).sum().backward()
+                    opt.step()
+            for x in loader:
+                sched.step()
+                opt.zero_grad()
+                update(model, x, opt)
+            for epoch in range(epochs):
+                sched.step()
+                for x in loader:
+                    opt.zero_grad()
+                    update(model, x, opt)
+        """
+    found = {f.location.line: f for f in lint_findings(source, "TD607")}
+    assert sorted(found) == [13, 18, 22]
+    assert [found[line].severity for line in (13, 18, 22)] == [
+        Severity.INFO,
+        Severity.INFO,
+        Severity.WARNING,
+    ]
+    assert "one update ahead" in found[13].message
+    assert "skips its first learning-rate value" in found[22].message
 
 
 def test_scheduler_after_the_optimizer_stays_quiet() -> None:

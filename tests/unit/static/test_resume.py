@@ -66,6 +66,20 @@ def test_a_complete_checkpoint_is_quiet() -> None:
     assert td905(save) == []
 
 
+def test_parts_kept_in_a_nested_dict_count() -> None:
+    """Counters (or states) kept under a sub-dict of the checkpoint are in it."""
+    save = (
+        '        ckpt = {"counters": {"t": None, "epoch": None}, "g_state": None,\n'
+        '                "optim": {"g": None, "sched": None}}\n'
+        '        ckpt["counters"]["epoch"] = epoch\n'
+        '        ckpt["g_state"] = model.state_dict()\n'
+        '        ckpt["optim"]["g"] = optimizer.state_dict()\n'
+        '        ckpt["optim"]["sched"] = scheduler.state_dict()\n'
+        '        torch.save(ckpt, "a.pt")'
+    )
+    assert td905(save) == []
+
+
 def test_weight_exports_are_quiet() -> None:
     save = (
         '        torch.save(model.state_dict(), "best.pt")\n'

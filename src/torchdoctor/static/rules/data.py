@@ -45,6 +45,7 @@ class WorkersWithoutMainGuard(LintRule):
         scopes += [(f, f.items) for f in self._run_at_import(module)]
         bodies: list[ast.AST] = [_module_code(module.node)]
         bodies += [scope.node for scope, _ in scopes if scope is not None]
+        starting: list[tuple[ast.Call, dict[str, ast.expr], int | None, Scope]] = []
         for scope, items in scopes:
             for call in loader_calls(ctx, items, scope):
                 arguments = loader_arguments(call)
@@ -57,7 +58,12 @@ class WorkersWithoutMainGuard(LintRule):
                     loads(body, target.id) for body in bodies
                 ):
                     continue  # built but never used while importing: no worker starts
-                self._report(call, arguments, workers, scope)
+                starting.append((call, arguments, workers, scope))
+        if starting:
+            # One finding per script: every loader fails for the one missing guard.
+            starting.sort(key=lambda found: (found[0].lineno, found[0].col_offset))
+            call, arguments, workers, scope = starting[0]
+            self._report(call, arguments, workers, scope, [c.lineno for c, *_ in starting[1:]])
 
     def _run_at_import(self, module: ModuleScope) -> list[FunctionScope]:
         """Functions of this file that module-level code calls, directly or not."""
@@ -88,7 +94,12 @@ class WorkersWithoutMainGuard(LintRule):
         return []
 
     def _report(
-        self, call: ast.Call, arguments: dict[str, ast.expr], workers: int | None, scope: Scope
+        self,
+        call: ast.Call,
+        arguments: dict[str, ast.expr],
+        workers: int | None,
+        scope: Scope,
+        others: list[int],
     ) -> None:
         ctx = self.ctx
         spelled = ctx.segment(arguments["num_workers"]) if "num_workers" in arguments else "?"
@@ -97,10 +108,16 @@ class WorkersWithoutMainGuard(LintRule):
             if scope is None
             else f"in `{scope.name}()`, which module-level code calls"
         )
+        more = ""
+        if others:
+            plural = "s" if len(others) > 1 else ""
+            lines = ", ".join(str(line) for line in others)
+            more = f" (so do the loader{plural} at line{plural} {lines})"
         self.report(
             call,
             f"`DataLoader(..., num_workers={spelled})` at line {call.lineno} starts worker "
-            f'processes {where}, and this script has no `if __name__ == "__main__":` guard: '
+            f"processes {where}{more}, and this script has no "
+            '`if __name__ == "__main__":` guard: '
             "with the spawn/forkserver start method (Windows, macOS, Linux from Python "
             '3.14) every worker re-imports the script and the run fails with "An attempt '
             "has been made to start a new process before the current process has finished "
@@ -108,6 +125,7 @@ class WorkersWithoutMainGuard(LintRule):
             fix_hint="Move the program into a function and call it under "
             '`if __name__ == "__main__":`.',
             confidence=Confidence.HIGH if workers is not None else Confidence.MEDIUM,
+            evidence={"other_loader_lines": others} if others else None,
         )
 
 

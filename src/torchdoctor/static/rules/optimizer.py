@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import method_call
@@ -52,7 +52,9 @@ class SchedulerBeforeOptimizer(LintRule):
                 continue
             if self._skips_first_pass(event.item, loop):
                 continue
-            self._report(event.item, first, first_line, loop)
+            self._report(
+                event.item, first, first_line, loop, per_update=self._per_update(event.item, first)
+            )
 
     def leave_module(self, module: ModuleScope) -> None:
         """A function run once per pass of a loop (``run_epoch()`` called by the epoch
@@ -80,7 +82,14 @@ class SchedulerBeforeOptimizer(LintRule):
             first, first_line = min(steps, key=lambda s: s[1])
             for event in schedules:
                 if event.line < first_line and self._advances(event, function):
-                    self._report(event.item, first, first_line, caller_loop, function)
+                    self._report(
+                        event.item,
+                        first,
+                        first_line,
+                        caller_loop,
+                        function,
+                        per_update=self._per_update(event.item, first),
+                    )
 
     def _calling_loop(self, function: FunctionScope) -> Loop | None:
         """A loop of this file that calls ``function`` on each of its passes."""
@@ -118,6 +127,29 @@ class SchedulerBeforeOptimizer(LintRule):
                 found.append((item, item.line))
         return found
 
+    def _per_update(self, schedule: Item, step: Item) -> bool:
+        """Whether the schedule steps once per optimizer update: the scheduler step and the
+        optimizer step (or the call of a helper that steps once, outside any loop of its
+        own) share their innermost loop. The schedule then runs one update ahead, a
+        shift of one step in many; stepped once per epoch around an epoch of updates, it
+        runs a whole epoch ahead."""
+        if _innermost_loop(schedule) is not _innermost_loop(step):
+            return False
+        call = step.node
+        ctx = self.ctx
+        helper = (
+            ctx.resolve_local_call(call, ctx.function_of(step.frames))
+            if isinstance(call, ast.Call)
+            else None
+        )
+        if helper is None:
+            return True  # the optimizer's own step
+        return all(
+            _innermost_loop(e.item) is None
+            for e in function_events(ctx, helper, forwards=False)
+            if e.kind is EventKind.OPTIMIZER_STEP
+        )
+
     def _skips_first_pass(self, item: Item, loop: Loop) -> bool:
         """Inside an ``if`` that tests a loop counter (``if epoch > 0:``)."""
         bound = loop_bound_names(loop)
@@ -139,6 +171,8 @@ class SchedulerBeforeOptimizer(LintRule):
         step_line: int,
         loop: Loop,
         through: FunctionScope | None = None,
+        *,
+        per_update: bool = False,
     ) -> None:
         ctx = self.ctx
         scheduler = ctx.segment(schedule.node)
@@ -149,16 +183,34 @@ class SchedulerBeforeOptimizer(LintRule):
             if through is None
             else f"in `{through.name}`, which the loop at line {loop.line} calls on every pass"
         )
+        if per_update:
+            consequence = (
+                "the scheduler steps once per update, so the schedule runs one update ahead "
+                "(the first update already uses its second value): a shift of one step, "
+                'harmless over a long schedule, but PyTorch warns "Detected call of '
+                '`lr_scheduler.step()` before `optimizer.step()`"'
+            )
+        else:
+            consequence = (
+                "on the first pass the schedule advances before any update, so PyTorch "
+                'skips its first learning-rate value and warns "Detected call of '
+                '`lr_scheduler.step()` before `optimizer.step()`"'
+            )
         self.report(
             schedule.node,
             f"`{scheduler}` at line {schedule.line} runs before `{stepped}` (line {step_line}) "
-            f"{where}: on the first pass the schedule advances before "
-            'any update, so PyTorch skips its first learning-rate value and warns "Detected '
-            'call of `lr_scheduler.step()` before `optimizer.step()`"',
+            f"{where}: {consequence}",
             fix_hint="Call the scheduler after `optimizer.step()`: at the end of the epoch for "
             "a per-epoch schedule, right after the optimizer for a per-step one.",
             evidence={"optimizer_step_line": step_line, "loop_line": loop.line},
+            severity=Severity.INFO if per_update else None,
         )
+
+
+def _innermost_loop(item: Item) -> ast.AST | None:
+    """The node of the innermost loop around ``item`` in its own function, if any."""
+    loops = [f.node for f in local_frames(item.frames) if f.kind is FrameKind.LOOP]
+    return loops[-1] if loops else None
 
 
 def _unconditional(item: Item) -> bool:

@@ -85,7 +85,7 @@ class IncompleteResumeCheckpoint(LintRule):
             entries = _entries(ctx, call.args[0], scope)
             if entries is None:
                 continue
-            roles = {_role(ctx, key, value, scope) for key, value in entries}
+            roles = {_role(ctx, key, value, scope) for key, value in _flattened(entries)}
             if MODEL in roles and roles & {OPTIMIZER, SCHEDULER, COUNTER}:
                 dicts.append((call, frames, roles))
         if not dicts:
@@ -300,6 +300,20 @@ def _entries(
             return None
         return entries + list(item_assignments(ctx, saved.id, scope))
     return _literal_entries(saved)
+
+
+def _flattened(
+    entries: list[tuple[str | None, ast.expr]], depth: int = 0
+) -> list[tuple[str | None, ast.expr]]:
+    """The entries with those of nested dict literals: a checkpoint may keep its counters
+    (``{"counters": {"t": t, "epoch": epoch}}``) or its states under a sub-dict."""
+    out = list(entries)
+    if depth < 2:
+        for _, value in entries:
+            nested = _literal_entries(value)
+            if nested:
+                out += _flattened(nested, depth + 1)
+    return out
 
 
 def _literal_entries(expr: ast.expr) -> list[tuple[str | None, ast.expr]] | None:
