@@ -218,7 +218,7 @@ class ProjectIndex:
         return candidates[0] if len(candidates) == 1 else None
 
     def _module(self, name: str, near: str | None) -> ModuleFacts | None:
-        candidates = self._modules.get(name)
+        candidates = self._modules.get(name) or self._namespace_modules(name)
         if not candidates:
             return None
         if len(candidates) == 1 or near is None:
@@ -228,6 +228,17 @@ class ProjectIndex:
             candidates,
             key=lambda m: len(os.path.commonpath([here, os.path.dirname(os.path.abspath(m.path))])),
         )
+
+    def _namespace_modules(self, name: str) -> list[ModuleFacts]:
+        """Modules a dotted name reaches through folders without ``__init__.py`` (implicit
+        namespace packages, common in research code: ``from sgan.models import ...`` with
+        ``sgan/models.py`` known as ``models``): the files named by the last part whose
+        path ends with the name's folders."""
+        package, _, last = name.rpartition(".")
+        if not package:
+            return []
+        tail = os.sep + os.path.join(*name.split(".")) + ".py"
+        return [m for m in self._modules.get(last, ()) if os.path.abspath(m.path).endswith(tail)]
 
     # --- transitive answers (memoised per class) ----------------------------------------
 

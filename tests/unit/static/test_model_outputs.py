@@ -232,12 +232,11 @@ def main(loader):
 
 
 def test_logits_of_another_file_and_ambiguous_classes_are_quiet() -> None:
+    """Two files named net.py: a dotted name that names neither folder is not guessed."""
     other = ("proj/other/net.py", textwrap.dedent(_NET))
-    assert (
-        _project(
-            """
+    train = """
 from torch import nn
-from models.net import Plain, Tagger
+from {module} import Plain, Tagger
 
 def main(loader):
     model = Plain()
@@ -246,8 +245,8 @@ def main(loader):
     for x, y in loader:
         crit(model(x), y).backward()
         crit(tagger(x), y).backward()
-""",
-            extra=(other,),
-        )
-        == []
-    )
+"""
+    assert _project(train.format(module="lib.net"), extra=(other,)) == []
+    # A dotted name picks its file by folder, even without __init__.py (a namespace
+    # package): `models.net` is proj/models/net.py, whose Tagger ends in a sigmoid.
+    assert _project(train.format(module="models.net"), extra=(other,)) == [("TD303", 11)]

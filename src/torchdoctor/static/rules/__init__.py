@@ -168,6 +168,7 @@ from torchdoctor.static.rules import (
     resume,  # noqa: F401
     schedules,  # noqa: F401
     sharded_clipping,  # noqa: F401
+    snapshots,  # noqa: F401
     speed,  # noqa: F401
     state_dicts,  # noqa: F401
     target_dtype,  # noqa: F401
