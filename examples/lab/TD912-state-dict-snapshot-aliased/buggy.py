@@ -28,7 +28,7 @@ def main() -> None:
     best_acc, best_state = 0.0, None
     for epoch in range(6):
         for group in optimizer.param_groups:  # the last epochs overshoot: the best comes early
-            group["lr"] = 0.5 if epoch < 3 else 20.0
+            group["lr"] = 0.5 if epoch < 3 else 8.0
         for x, y in loader:
             optimizer.zero_grad()
             nn.functional.cross_entropy(model(x), y).backward()
@@ -36,8 +36,8 @@ def main() -> None:
         acc = accuracy(model, inputs[384:], labels[384:])
         if acc > best_acc:
             best_acc = acc
-            best_state = model.state_dict()  # expect: TD912
-    model.load_state_dict(best_state)
+            best_state = model.state_dict()  # expect[lint]: TD912
+    model.load_state_dict(best_state)  # expect[run]: TD912
     print(f"best validation accuracy {best_acc:.3f}, restored model scores "
           f"{accuracy(model, inputs[384:], labels[384:]):.3f}")
 

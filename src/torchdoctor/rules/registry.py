@@ -378,7 +378,7 @@ _TABLE: tuple[Rule, ...] = (
        "Checkpoint keys or shapes do not match the model"),
     _r("TD911", "non-finite-in-checkpoint", E, (CKPT,),
        "The checkpoint holds NaN or Inf values"),
-    _r("TD912", "state-dict-snapshot-aliased", E, (LINT,),
+    _r("TD912", "state-dict-snapshot-aliased", E, (LINT, RUN),
        "A state_dict() kept as the best weights shares the live tensors, so later steps "
        "change it"),
 )

@@ -121,3 +121,50 @@ def test_the_wrapper_is_gone_after_the_watch() -> None:
     with torchdoctor.watch():
         assert nn.Module.load_state_dict is not original
     assert nn.Module.load_state_dict is original
+
+
+# --- TD912 at run time: a load given the module's own tensors ----------------------------
+
+
+def best_kept(copy_it: bool) -> set[str]:
+    """Keep the best weights of a short training run, then restore them."""
+    import copy
+
+    with torchdoctor.watch() as session:
+        model = Net()
+        best = None
+        for epoch in range(3):
+            train(model, steps=2)
+            if epoch == 0:
+                best = copy.deepcopy(model.state_dict()) if copy_it else model.state_dict()
+        assert best is not None
+        model.load_state_dict(best)
+    return session.report.codes()
+
+
+def test_restoring_a_snapshot_kept_without_a_copy_is_found() -> None:
+    assert "TD912" in best_kept(copy_it=False)
+    assert "TD912" not in best_kept(copy_it=True)
+
+
+def test_a_snapshot_restored_through_a_trainer_is_found_with_its_evidence() -> None:
+    with torchdoctor.watch() as session:
+        runner = Trainer()
+        kept = runner.model.state_dict()
+        train(runner.model)
+        runner.resume(kept)
+    [found] = session.report.by_code("TD912")
+    assert found.evidence == {"tensors_given": 4, "tensors_shared": 4}
+    assert found.location.line is not None and "Net" in found.message
+
+
+def test_fresh_tensors_partial_dicts_and_assign_are_quiet() -> None:
+    with torchdoctor.watch() as session:
+        model, other = Net(), Net()
+        model.load_state_dict(other.state_dict())  # another module's tensors
+        model.load_state_dict(  # some keys are the model's own, some fresh
+            {**model.state_dict(), "head.bias": torch.zeros(3)}
+        )
+        model.load_state_dict(checkpoint("full"), assign=True)
+        model.load_state_dict(model.state_dict(), assign=True)  # assign: storages match
+    assert "TD912" not in session.report.codes()
