@@ -233,6 +233,8 @@ _TABLE: tuple[Rule, ...] = (
        "The DataLoader's sampler can never draw part of the dataset's indices"),
     _r("TD415", "evaluation-drops-examples", W, (RUN,),
        "An evaluation pass over a drop_last=True DataLoader leaves examples out"),
+    _r("TD416", "sampler-never-used", W, (LINT,),
+       "A sampler is built but no DataLoader ever receives it"),
     # 5xx: train/eval mode
     _r("TD501", "eval-in-train-mode", E, (LINT, RUN),
        "Evaluation runs with dropout/BatchNorm in training mode (no model.eval())"),

@@ -1,0 +1,142 @@
+"""Sampler rules: TD416 sampler-never-used.
+
+A sampler decides which examples a ``DataLoader`` draws (resampling rare classes, sharding
+across ranks). One that is built and bound to a name that nothing reads afterwards does
+nothing: most often the loader was built earlier with ``sampler=train_sampler`` while the
+name still held ``None``, and rebinding the name later does not reach the loader, so the
+run trains on the plain order it was meant to change. A read anywhere after the
+assignment, anywhere in a loop around it (its later passes), or in a nested function
+counts as a use.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Confidence, Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.loops import enclosing_loops
+from torchdoctor.static.context import Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import Item, ModuleScope
+
+_LOADER_ARGUMENTS = ("sampler", "batch_sampler")
+
+
+@detector("TD416", depth=Depth.LINT)
+class SamplerNeverUsed(LintRule):
+    """``sampler = SomeSampler(dataset)`` that no code reads afterwards."""
+
+    requires = ("Sampler",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        scopes: list[tuple[Scope, list[Item]]] = [(None, module.items)]
+        scopes += [(function, function.items) for function in module.functions]
+        for scope, items in scopes:
+            for item in items:
+                node = item.node
+                if (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Call)
+                ):
+                    confidence = self._sampler(node.value, scope)
+                    if confidence is not None:
+                        self._check(item, node, node.targets[0].id, scope, confidence)
+
+    def _sampler(self, call: ast.Call, scope: Scope) -> Confidence | None:
+        """Whether ``call`` builds a sampler: a class of torch's sampler family (or a
+        subclass lint can see), else a class whose name ends in ``Sampler``."""
+        ctx = self.ctx
+        found = ctx.family_of(call, scope)
+        if found is not None and found[0] == torchapi.SAMPLER:
+            return Confidence.HIGH
+        type_name = ctx.instance_type(call, scope)
+        if type_name is not None and self._visible(type_name):
+            return None  # a class of the project that is no torch sampler (an edge sampler)
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name.endswith("Sampler") and name[:1].isupper():
+            return Confidence.MEDIUM
+        return None
+
+    def _visible(self, type_name: str) -> bool:
+        """Whether lint can read the class: defined in this file or another linted one."""
+        ctx = self.ctx
+        if type_name.startswith("<local>."):
+            return ctx.local_class(type_name[len("<local>.") :]) is not None
+        return ctx.project is not None and ctx.project.module_class(type_name, ctx.path) is not None
+
+    def _check(
+        self, item: Item, assign: ast.Assign, name: str, scope: Scope, confidence: Confidence
+    ) -> None:
+        ctx = self.ctx
+        root = scope.node if scope is not None else ctx.tree
+        loops = enclosing_loops(ctx, item.frames)
+        spans = [(loop.node.lineno, loop.node.end_lineno or loop.node.lineno) for loop in loops]
+        for node in ast.walk(root):
+            if (
+                isinstance(node, ast.Name)
+                and node.id == name
+                and isinstance(node.ctx, ast.Load)
+                and (node.lineno > assign.lineno or any(a <= node.lineno <= b for a, b in spans))
+            ):
+                return
+        if scope is None and _read_in_functions(ctx.tree, name):
+            return  # a module-level sampler read by the functions of the file
+        earlier = _loader_given(root, name, assign.lineno)
+        if earlier is not None:
+            why = (
+                f"the DataLoader at line {earlier.lineno} was built with "
+                f"`{_keyword_of(earlier, name)}={name}` before this line and keeps the value "
+                f"`{name}` had then, so this sampler never reaches it"
+            )
+        else:
+            why = "no DataLoader receives it"
+        self.report(
+            assign,
+            f"`{name} = {ctx.segment(assign.value)}` at line {assign.lineno} builds a sampler "
+            f"that nothing uses afterwards: {why}, and the data is drawn in the order the "
+            "sampler was meant to change",
+            fix_hint=f"Build the sampler before the DataLoader and pass it "
+            f"(`DataLoader(..., sampler={name})`), or rebuild the loader after choosing it.",
+            confidence=confidence,
+            evidence={"loader_line": earlier.lineno} if earlier is not None else None,
+        )
+
+
+def _read_in_functions(tree: ast.Module, name: str) -> bool:
+    return any(
+        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        for statement in tree.body
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for node in ast.walk(statement)
+    )
+
+
+def _loader_given(root: ast.AST, name: str, before: int) -> ast.Call | None:
+    """The last call before line ``before`` that was handed ``name`` as its sampler."""
+    found = None
+    for node in ast.walk(root):
+        if (
+            isinstance(node, ast.Call)
+            and node.lineno < before
+            and _keyword_of(node, name) is not None
+            and (found is None or node.lineno > found.lineno)
+        ):
+            found = node
+    return found
+
+
+def _keyword_of(call: ast.Call, name: str) -> str | None:
+    for keyword in call.keywords:
+        if (
+            keyword.arg in _LOADER_ARGUMENTS
+            and isinstance(keyword.value, ast.Name)
+            and keyword.value.id == name
+        ):
+            return keyword.arg
+    return None

@@ -1,0 +1,76 @@
+"""TD416 sampler-never-used."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_findings
+
+
+def test_a_sampler_chosen_after_the_loader_was_built_is_flagged() -> None:
+    source = """
+        import torch
+        from torch.utils.data import DataLoader, WeightedRandomSampler
+
+        def main(dataset, weights, rule, epochs):
+            train_sampler = None
+            loader = DataLoader(dataset, shuffle=train_sampler is None, sampler=train_sampler)
+            for epoch in range(epochs):
+                if rule == "resample":
+                    train_sampler = WeightedRandomSampler(weights, len(weights))  # expect: TD416
+                for batch in loader:
+                    pass
+        """
+    assert_marked(source, "TD416")
+    (found,) = lint_findings(source, "TD416")
+    assert "the DataLoader at line 7 was built with `sampler=train_sampler`" in found.message
+    assert found.evidence == {"loader_line": 7}
+
+
+def test_samplers_of_a_package_or_the_project_by_class() -> None:
+    source = """
+        import torch
+        from torchsampler import ImbalancedDatasetSampler
+
+        class BalancedSampler(torch.utils.data.Sampler):
+            pass
+
+        class NegativeEdgeSampler:
+            def sample(self, size):
+                return size
+
+        def main(dataset):
+            sampler = ImbalancedDatasetSampler(dataset)  # expect: TD416
+            balanced = BalancedSampler(dataset)  # expect: TD416
+            edges = NegativeEdgeSampler()
+            return torch.utils.data.DataLoader(dataset)
+        """
+    assert_marked(source, "TD416")
+
+
+def test_samplers_that_are_used_stay_quiet() -> None:
+    source = """
+        import torch
+        from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+        SHARED = RandomSampler(range(10))
+
+        def loader_for(dataset, distributed):
+            sampler = DistributedSampler(dataset) if distributed else None
+            if distributed:
+                sampler = DistributedSampler(dataset, shuffle=True)
+            return DataLoader(dataset, sampler=sampler)
+
+        def epochs(dataset, n):
+            for epoch in range(n):
+                if epoch:
+                    for batch in DataLoader(dataset, sampler=sampler):
+                        pass
+                sampler = RandomSampler(dataset)
+
+        def uses_shared():
+            return list(SHARED)
+
+        def closure(dataset):
+            sampler = RandomSampler(dataset)
+            return lambda: DataLoader(dataset, sampler=sampler)
+        """
+    assert_marked(source, "TD416")
