@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.unit.static.helpers import assert_marked, lint_codes
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 
 HEADER = """
 import torch
@@ -245,3 +245,61 @@ def build(trainer, model):
         )
         == []
     )
+
+
+# The file fires the event itself: where it fires, not what it is called, decides.
+_HOOKS = """
+    import torch
+    from torch import nn
+
+    class Hooks:
+        def __init__(self):
+            self.table = {{}}
+
+        def register(self, key, fn):
+            self.table.setdefault(key, []).append(fn)
+
+        def emit(self, key, *args):
+            for fn in self.table.get(key, []):
+                fn(*args)
+
+    def main(model, batches, epochs):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, [5, 8])
+        hooks = Hooks()
+
+        def decay(epoch):
+            scheduler.step()  {mark}
+
+        hooks.register({key!r}, decay)
+        for epoch in range(epochs):
+            {before}
+            for x, y in batches:
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+            {after}
+"""
+
+
+def test_a_handler_the_file_fires_before_the_step_is_flagged_whatever_its_name() -> None:
+    source = _HOOKS.format(
+        key="before_epoch",
+        mark="# expect: TD607",
+        before='hooks.emit("before_epoch", epoch)',
+        after="pass",
+    )
+    assert_marked(source, "TD607")
+    (found,) = lint_findings(source, "TD607")
+    assert '`hooks.emit("before_epoch", epoch)` at line' in found.message
+    assert found.evidence["optimizer_step_line"] == 30
+
+
+def test_a_handler_the_file_fires_after_the_step_is_quiet_whatever_its_name() -> None:
+    source = _HOOKS.format(
+        key="EPOCH_STARTED",  # misleading name: it fires at the end of the epoch
+        mark="",
+        before="pass",
+        after='hooks.emit("EPOCH_STARTED", epoch)',
+    )
+    assert_marked(source, "TD607")

@@ -23,9 +23,10 @@ from torchdoctor.static.analysis.dataloader import iterated, loader_of
 from torchdoctor.static.analysis.loops import guard_between, is_periodic_guard
 from torchdoctor.static.analysis.step_sequences import Action, Kind, sequences
 from torchdoctor.static.bindings import BindingKind
-from torchdoctor.static.context import Scope
+from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
+from torchdoctor.static.training import EventKind, loop_events
 from torchdoctor.static.values import constructor_of
 
 _PREFIX = torchapi.LR_SCHEDULER_PREFIX
@@ -188,15 +189,23 @@ def _counts_epochs(schedule: str, value: ast.expr) -> bool:
 
 
 _STARTED_EVENTS = ("ITERATION_STARTED", "EPOCH_STARTED")
+# Calls that register a handler for an event key: `add_event_handler(key, fn)`, ...
+_REGISTRATIONS = frozenset({"add_event_handler", "register", "subscribe", "on", "connect"})
 
 
 @detector("TD607", depth=Depth.LINT)
 class SchedulerStepFromStartHandler(LintRule):
-    """A scheduler stepped by a handler of an event that fires before the training step
-    (``@trainer.on(Events.ITERATION_STARTED)``): the schedule runs one step ahead of the
-    optimizer. Loop bodies are :mod:`.optimizer`'s TD607 detector."""
+    """A scheduler stepped by an event handler that runs before the training step.
 
-    requires = ("_STARTED",)
+    A handler is a function registered for an event key (decorated with
+    ``@engine.on(key)``, or passed to ``add_event_handler(key, fn)``). Where the file
+    itself fires the key in a loop (``engine.fire("epoch_started", epoch)``), the handler
+    runs at that call: before the loop's first optimizer step, the schedule advances
+    before any update. Where a library fires it (ignite), the key's name tells:
+    ``ITERATION_STARTED``/``EPOCH_STARTED`` run before the step. Loop bodies are
+    :mod:`.optimizer`'s TD607 detector."""
+
+    requires = ("step(",)
     needs_structure = True
 
     def leave_module(self, module: ModuleScope) -> None:
@@ -204,7 +213,9 @@ class SchedulerStepFromStartHandler(LintRule):
         bodies = sequences(ctx)
         if not any(a.kind is Kind.STEP for body in bodies for a in body.actions):
             return
-        handlers = self._start_handlers(module)
+        handlers = self._handlers(module)
+        if not handlers:
+            return
         for body in bodies:
             if body.loop is not None or body.scope is None or id(body.scope) not in handlers:
                 continue
@@ -215,35 +226,70 @@ class SchedulerStepFromStartHandler(LintRule):
                     action.kind is Kind.SCHEDULER
                     and guard_between(action.site.frames, None, lambda node, _body: True) is None
                 ):
-                    self._report(action, body.scope, handlers[id(body.scope)])
+                    self._judge(action, body.scope, handlers[id(body.scope)], module)
                     break
 
-    def _start_handlers(self, module: ModuleScope) -> dict[int, str]:
-        """Functions run on a *_STARTED event: decorated, or passed to
-        ``add_event_handler``; with the event's text."""
+    def _handlers(self, module: ModuleScope) -> dict[int, str]:
+        """Functions registered for an event key, with the key's source text."""
         ctx = self.ctx
         found: dict[int, str] = {}
         for function in module.functions:
             for decorator in function.node.decorator_list:
-                text = ctx.segment(decorator)
-                if any(event in text for event in _STARTED_EVENTS):
-                    found[id(function)] = text
+                if isinstance(decorator, ast.Call) and decorator.args:
+                    key = _key_text(ctx, decorator.args[0])
+                    if key is not None:
+                        found[id(function)] = key
         for _scope, items in module.bodies():
             for item in items:
                 call = item.node
                 if (
                     isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "add_event_handler"
+                    and call.func.attr in _REGISTRATIONS
                     and len(call.args) >= 2
+                    and isinstance(call.args[1], ast.Name)
                 ):
-                    text = ctx.segment(call.args[0])
-                    handler = call.args[1]
-                    if any(e in text for e in _STARTED_EVENTS) and isinstance(handler, ast.Name):
-                        named = ctx.function_index.get(handler.id)
-                        if named is not None:
-                            found[id(named)] = text
+                    key = _key_text(ctx, call.args[0])
+                    named = ctx.function_index.get(call.args[1].id)
+                    if key is not None and named is not None:
+                        found[id(named)] = key
         return found
+
+    def _judge(self, action: Action, handler: FunctionScope, key: str, module: ModuleScope) -> None:
+        seen_steps = False
+        for site, loop in self._fire_sites(key, module):
+            steps = [
+                e.line
+                for e in loop_events(self.ctx, loop, forwards=False)
+                if e.kind is EventKind.OPTIMIZER_STEP
+            ]
+            if not steps:
+                continue  # the loop steps through a callable lint cannot follow
+            seen_steps = True
+            if min(steps) > site.lineno:
+                self._report_fired(action, handler, key, site, loop, min(steps))
+                return
+        if not seen_steps and any(event in key for event in _STARTED_EVENTS):
+            self._report(action, handler, key)  # fired where the step is out of sight
+
+    def _fire_sites(self, key: str, module: ModuleScope) -> list[tuple[ast.Call, Loop]]:
+        """Calls in loops of the file that pass the key (not registering a handler),
+        with their innermost loop."""
+        ctx = self.ctx
+        sites = []
+        for loop in module.all_loops:
+            for item in loop.items:
+                call = item.node
+                if (
+                    loop.is_direct(item)
+                    and isinstance(call, ast.Call)
+                    and not (
+                        isinstance(call.func, ast.Attribute) and call.func.attr in _REGISTRATIONS
+                    )
+                    and any(_key_text(ctx, arg) == key for arg in call.args)
+                ):
+                    sites.append((call, loop))
+        return sites
 
     def _report(self, action: Action, handler: FunctionScope, event: str) -> None:
         ctx = self.ctx
@@ -260,3 +306,41 @@ class SchedulerStepFromStartHandler(LintRule):
             and constructor_of(ctx, action.target, action.scope) is not None
             else Confidence.MEDIUM,
         )
+
+    def _report_fired(
+        self,
+        action: Action,
+        handler: FunctionScope,
+        key: str,
+        site: ast.Call,
+        loop: Loop,
+        step_line: int,
+    ) -> None:
+        ctx = self.ctx
+        fire = ctx.segment(site)
+        fire = fire if len(fire) <= 50 and "\n" not in fire else ctx.segment(site.func) + "(...)"
+        self.report(
+            action.node,
+            f"`{ctx.segment(action.node)}` at line {action.line} runs in `{handler.name}`, "
+            f"the handler of {key[:40]} that `{fire}` at line {site.lineno} runs before "
+            f"`optimizer.step()` (line {step_line}) in the loop at line {loop.line}: on the "
+            "first pass the schedule advances before any update, so PyTorch skips its first "
+            'learning-rate value and warns "Detected call of `lr_scheduler.step()` before '
+            '`optimizer.step()`"',
+            fix_hint="Step the scheduler from a handler of an event fired after the "
+            "optimizer step (the end of the iteration or epoch).",
+            evidence={"fired_at": site.lineno, "optimizer_step_line": step_line},
+        )
+
+
+def _key_text(ctx: FileContext, expr: ast.expr) -> str | None:
+    """An event key's source text: a string constant or a dotted constant
+    (``Events.EPOCH_STARTED``, also filtered: ``Events.ITERATION_STARTED(every=10)``);
+    ``None`` for anything else."""
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return repr(expr.value)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, (ast.Name, ast.Attribute)):
+        return ctx.segment(expr)
+    return None
