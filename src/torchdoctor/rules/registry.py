@@ -145,7 +145,7 @@ _TABLE: tuple[Rule, ...] = (
        "Parameters are modified through .data, invisible to autograd"),
     _r("TD208", "parameters-without-grad", W, (CHECK, RUN),
        "Parameters that require grad never receive a gradient"),
-    _r("TD209", "loss-does-not-require-grad", E, (RUN,),
+    _r("TD209", "loss-does-not-require-grad", E, (LINT, RUN),
        "backward() was called on a tensor that is not part of a graph"),
     _r("TD210", "step-without-gradients", E, (RUN,),
        "optimizer.step() runs while no parameter has a gradient"),
