@@ -258,7 +258,7 @@ _TABLE: tuple[Rule, ...] = (
        "Trainable parameters are not in the optimizer"),
     _r("TD602", "frozen-parameters-in-optimizer", INFO, (CHECK,),
        "Parameters with requires_grad=False are in the optimizer"),
-    _r("TD603", "duplicate-parameters-in-optimizer", E, (CHECK,),
+    _r("TD603", "duplicate-parameters-in-optimizer", E, (LINT, CHECK),
        "The same parameter appears more than once in the optimizer"),
     _r("TD604", "learning-rate-out-of-range", W, (CHECK,),
        "The learning rate is zero or far outside the usual range for the optimizer"),

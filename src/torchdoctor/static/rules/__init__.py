@@ -162,6 +162,7 @@ from torchdoctor.static.rules import (
     module_definitions,  # noqa: F401
     normalisation,  # noqa: F401
     optimizer,  # noqa: F401
+    optimizer_params,  # noqa: F401
     parameter_generators,  # noqa: F401
     rank_zero_logging,  # noqa: F401
     recurrent,  # noqa: F401

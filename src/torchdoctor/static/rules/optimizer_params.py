@@ -1,0 +1,123 @@
+"""What an optimizer is given: TD603 duplicate-parameters-in-optimizer (lint's half).
+
+``Adam(list(self.disc_a.parameters()) + list(self.disc_a.parameters()))``: one module's
+parameters handed twice to one optimizer (``check`` finds every repeated parameter in the
+built optimizer). Within a group PyTorch only warns, keeps both and updates those
+parameters twice per step; and a repeated module in a list of modules is a copy-paste, so
+the module meant in its place is in no optimizer and never trains. Modules of the same
+owner that no optimizer of the file takes are named as the likely missing ones.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import method_call, receiver
+from torchdoctor.static.analysis.optimized import covers, is_optimizer, model_path, optimized_models
+from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import ModuleScope
+
+
+@detector("TD603", depth=Depth.LINT)
+class DuplicateParametersInOptimizer(LintRule):
+    """One module's ``parameters()`` given twice to one optimizer."""
+
+    requires = ("parameters(",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        ctx = self.ctx
+        for scope, items in module.bodies():
+            for item in items:
+                call = item.node
+                if not isinstance(call, ast.Call) or not (call.args or call.keywords):
+                    continue
+                if not is_optimizer(ctx, call, scope):
+                    continue
+                roots = _whole_modules(ctx, call, scope)
+                repeated = next((r for i, r in enumerate(roots) if r in roots[:i]), None)
+                if repeated is not None:
+                    self._report(call, repeated, scope, module)
+
+    def _report(self, call: ast.Call, repeated: str, scope: Scope, module: ModuleScope) -> None:
+        missing = self._untrained_siblings(repeated, scope, module)
+        likely = (
+            f"; `{'`, `'.join(missing)}` of the same owner is in no optimizer and never trains"
+            if missing
+            else ""
+        )
+        self.report(
+            call,
+            f"The optimizer built at line {call.lineno} is given `{repeated}.parameters()` "
+            "twice: within a group PyTorch only warns and updates those parameters twice "
+            "per step (across groups it refuses them), and a repeated module is usually a "
+            f"copy-paste of the one meant in its place{likely}",
+            fix_hint="List each module once, and check which module the second entry was "
+            "meant to be.",
+            evidence={"repeated": repeated, "untrained": missing},
+        )
+
+    def _untrained_siblings(self, repeated: str, scope: Scope, module: ModuleScope) -> list[str]:
+        """``self.<attr>`` modules of the owner class that no optimizer of the file takes."""
+        owner = scope.owner if scope is not None else None
+        if owner is None or not repeated.startswith("self.") or repeated.count(".") != 1:
+            return []
+        trained = optimized_models(self.ctx, module) or frozenset()
+        found: list[str] = []
+        for method in owner.methods.values():
+            for item in method.items:
+                node = item.node
+                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                    continue
+                target = node.targets[0]
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                    and isinstance(node.value, ast.Call)
+                ):
+                    continue
+                path = f"self.{target.attr}"
+                if path in found or any(covers(t, path) for t in trained):
+                    continue
+                if self.ctx.is_in_family(node.value, torchapi.MODULE, method):
+                    found.append(path)
+        return found
+
+
+_FILTERING = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda)
+
+
+def _whole_modules(ctx: FileContext, call: ast.Call, scope: Scope) -> list[str]:
+    """The modules whose every parameter the optimizer is given, in order: each
+    ``m.parameters()`` outside a comprehension or ``filter(...)`` (a group of one module's
+    biases beside a group of its weights splits it, it does not repeat it)."""
+    params = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "params"), None)
+    )
+    if isinstance(params, ast.Name):
+        found = ctx.lookup(params, scope)
+        params = found[0].value if found is not None else None
+    if params is None:
+        return []
+    out: list[str] = []
+    pending: list[ast.AST] = [params]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _FILTERING) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "filter"
+        ):
+            continue
+        if method_call(node, "parameters"):
+            out.append(model_path(ctx, receiver(node)))
+            continue
+        pending.extend(reversed(list(ast.iter_child_nodes(node))))
+    return out

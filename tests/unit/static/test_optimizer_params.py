@@ -1,0 +1,67 @@
+"""TD603 duplicate-parameters-in-optimizer."""
+
+from __future__ import annotations
+
+from tests.unit.static.helpers import assert_marked, lint_findings
+
+
+def test_a_module_given_twice_is_flagged_with_the_untrained_sibling() -> None:
+    source = """
+        import itertools
+        import torch
+        from torch import nn
+
+        class GAN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.generator = nn.Linear(4, 4)
+                self.disc_a = nn.Linear(4, 1)
+                self.disc_b = nn.Linear(4, 1)
+
+            def optimizers(self):
+                params = list(self.disc_a.parameters()) + list(self.disc_a.parameters())
+                return (
+                    torch.optim.Adam(self.generator.parameters()),
+                    torch.optim.Adam(params),  # expect: TD603
+                )
+
+        def groups(model):
+            return torch.optim.SGD(  # expect: TD603
+                [{"params": model.encoder.parameters()}, {"params": model.encoder.parameters()}],
+                lr=0.1,
+            )
+
+        def chained(enc, dec):
+            both = itertools.chain(enc.parameters(), enc.parameters())
+            return torch.optim.Adam(both)  # expect: TD603
+        """
+    assert_marked(source, "TD603")
+    found = lint_findings(source, "TD603")[0]
+    assert found.evidence == {"repeated": "self.disc_a", "untrained": ["self.disc_b"]}
+    assert "`self.disc_b` of the same owner is in no optimizer" in found.message
+
+
+def test_split_groups_and_distinct_modules_are_quiet() -> None:
+    source = """
+        import torch
+
+        def decay_groups(model):
+            decay = [p for n, p in model.named_parameters() if "bias" not in n]
+            no_decay = [p for n, p in model.named_parameters() if "bias" in n]
+            return torch.optim.AdamW(
+                [{"params": decay}, {"params": no_decay, "weight_decay": 0.0}]
+            )
+
+        def filtered(model):
+            return torch.optim.SGD(
+                [
+                    {"params": filter(lambda p: p.ndim > 1, model.parameters())},
+                    {"params": filter(lambda p: p.ndim <= 1, model.parameters()), "lr": 0.01},
+                ],
+                lr=0.1,
+            )
+
+        def both(enc, dec):
+            return torch.optim.Adam(list(enc.parameters()) + list(dec.parameters()))
+        """
+    assert_marked(source, "TD603")
