@@ -4,9 +4,9 @@
 Python's block structure. Entering a ``def``, ``class``, loop, ``if``, ``with`` or ``try``
 pushes its parts onto the walk's stack between *marks*: a mark restores the block context
 (``frames``) when it is popped, and the mark that closes a scope queues its ``leave_*``
-hooks, which fire once the whole file is recorded. Functions, classes and loops are recorded on the :class:`FileContext` as they are
-entered; calls, assignments and jumps are recorded as :class:`Item` s of their loop and
-function.
+hooks, which fire once the whole file is recorded. Functions, classes and loops are
+recorded on the :class:`FileContext` as they are entered; calls, assignments and jumps are
+recorded as :class:`Item` s of their loop and function.
 """
 
 from __future__ import annotations
