@@ -38,6 +38,10 @@ Query API
     operation of every ``return`` of ``forward`` (``torch.sigmoid(x)``, ``x.softmax(-1)``,
     a ``self.head`` that is ``nn.Sigmoid()`` or a ``Sequential`` ending in one, or a
     project class whose own forward ends so); inherited ``forward`` followed;
+  - ``method_ends_in(method, item=None)``: the same for any method, or for item ``item``
+    of the tuple it returns; ``None`` when a project subclass overrides the method;
+    ``method_site(method)``: the file and line of the ``def`` it runs;
+    ``overridden(method)``: whether a project class deriving from this one defines it;
   - ``subclasses(qualified_base) -> bool``: whether any base, transitively, is it.
 """
 
@@ -58,6 +62,7 @@ T = TypeVar("T")
 __all__ = [
     "ClassInfo",
     "FunctionInfo",
+    "PLAIN_BASES",
     "ProjectIndex",
     "single_file_index",
 ]
@@ -72,6 +77,9 @@ _MODULE_BASES = (
     "lightning.LightningModule",
     "pl.LightningModule",
 )
+# Bases that define none of the methods a project class is asked about: a method the
+# class lacks is looked up past them, in its other bases.
+PLAIN_BASES = frozenset({"object", "builtins.object", torchapi.MODULE, *_MODULE_BASES[1:]})
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +141,29 @@ class ClassInfo:
     def forward_ends_in(self) -> str | None:
         """``"sigmoid"``, ``"softmax"`` or ``"log_softmax"`` when ``forward`` always
         ends in it; ``None`` otherwise or when it cannot be told."""
-        return self._project._ending(self._facts, 0)
+        return self._project._ending(self._facts, "forward", 0)
+
+    def method_site(self, method: str) -> tuple[str, int] | None:
+        """Where the method runs from: the file and line of its ``def`` in the class or
+        the project base it inherits it from; ``None`` when none of them defines it."""
+        definer = self._project._definer(self._facts, method, 0)
+        if definer is None:
+            return None
+        return definer.path, definer.method_lines.get(method, definer.line)
+
+    def overridden(self, method: str) -> bool:
+        """Whether a class of the project deriving from this one defines ``method``."""
+        return self._project._overridden(self._facts, method)
+
+    def method_ends_in(self, method: str, item: int | None = None) -> str | None:
+        """As :attr:`forward_ends_in`, for any method (its own or inherited from a project
+        base): what every ``return`` of it applies last, or with ``item``, what item
+        ``item`` of the tuple it returns does. ``None`` also when a class of the project
+        that derives from this one overrides the method (the instance may be one)."""
+        if self._project._overridden(self._facts, method):
+            return None
+        key = method if item is None else f"{method}[{item}]"
+        return self._project._ending(self._facts, key, 0)
 
     def subclasses(self, base: str) -> bool:
         """Whether ``base`` (a qualified name) is among the class's bases, transitively."""
@@ -368,14 +398,22 @@ class ProjectIndex:
         self._memo[key] = None if unknown else False
         return self._memo[key]  # type: ignore[return-value]
 
-    def _ending(self, facts: ClassFacts, depth: int) -> str | None:
+    def _ending(self, facts: ClassFacts, key: str, depth: int) -> str | None:
+        """What ``key`` (``method`` or ``method[i]``, see ``ClassFacts.method_endings``)
+        of the class ends in, the method looked up in the class, then its project bases."""
+        method = key.partition("[")[0]
+
         def compute() -> str | None:
-            if "forward" not in facts.methods:
+            if method not in facts.methods:
                 for base in self._base_facts(facts):
-                    if not isinstance(base, str) and depth < _MAX_DEPTH:
-                        return self._ending(base, depth + 1)
+                    if isinstance(base, str):
+                        if base in PLAIN_BASES:
+                            continue
+                        return None  # a base that cannot be read may define it
+                    if depth < _MAX_DEPTH and self._definer(base, method, depth + 1):
+                        return self._ending(base, key, depth + 1)
                 return None
-            ending = facts.forward_ends_in
+            ending = facts.method_endings.get(key)
             if ending is None or not ending.startswith("<attr>"):
                 return ending
             attribute = ending[len("<attr>") :]
@@ -389,10 +427,52 @@ class ProjectIndex:
                 return activation
             layer = self._class_facts(built, facts.path)
             if layer is not None and depth < _MAX_DEPTH:
-                return self._ending(layer, depth + 1)
+                return self._ending(layer, "forward", depth + 1)
             return None
 
-        return self._cached("ending", facts, compute)  # type: ignore[return-value]
+        return self._cached(f"ending:{key}", facts, compute)  # type: ignore[return-value]
+
+    def _definer(self, facts: ClassFacts, method: str, depth: int) -> ClassFacts | None:
+        """The class or project base (first in base order) that defines ``method``."""
+        if method in facts.methods:
+            return facts
+        if depth >= _MAX_DEPTH:
+            return None
+        for base in self._base_facts(facts):
+            found = None if isinstance(base, str) else self._definer(base, method, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _overridden(self, facts: ClassFacts, method: str) -> bool:
+        """Whether a class of the project deriving from ``facts`` defines ``method``."""
+        table = self.remember("overriding-methods", self._overriding_methods)
+        return method in table.get(f"{facts.path}:{facts.qualname}", ())
+
+    def _overriding_methods(self) -> dict[str, set[str]]:
+        """Per class (``path:qualname``), the methods its project subclasses define."""
+        table: dict[str, set[str]] = {}
+        for modules in self._modules.values():
+            for module in modules:
+                for cls in module.classes.values():
+                    if not cls.methods or not cls.bases:
+                        continue
+                    seen: set[str] = set()
+                    stack = [cls]
+                    for _ in range(_MAX_DEPTH):
+                        parents = [
+                            b for c in stack for b in self._base_facts(c) if not isinstance(b, str)
+                        ]
+                        stack = []
+                        for parent in parents:
+                            key = f"{parent.path}:{parent.qualname}"
+                            if key not in seen and parent is not cls:
+                                seen.add(key)
+                                table.setdefault(key, set()).update(cls.methods)
+                                stack.append(parent)
+                        if not stack:
+                            break
+        return table
 
 
 def _name_sensitive(qualified: str) -> bool | None:

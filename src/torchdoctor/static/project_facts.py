@@ -91,6 +91,9 @@ class ClassFacts(_Definition[ast.ClassDef, "_ClassBody"]):
         forward_ends_in: ``"sigmoid"``, ``"softmax"``, ``"log_softmax"`` when every
             ``return`` of ``forward`` applies it last (``None`` otherwise or unknown);
             ``"<attr>"`` strings name a layer attribute to look up (``self.head(x)``).
+        method_endings: the same for every method: ``name`` -> ending of what it returns,
+            ``name[i]`` -> ending of item ``i`` of the tuple it returns; only the known.
+        method_lines: the line of each method's ``def``.
         methods: the names of the methods it defines.
         sequential_last: ``self.x = nn.Sequential(..., Last())`` in ``__init__``: ``x`` ->
             what ``Last`` ends in (as ``forward_ends_in``).
@@ -137,7 +140,15 @@ class ClassFacts(_Definition[ast.ClassDef, "_ClassBody"]):
 
     @property
     def forward_ends_in(self) -> str | None:
-        return self.body.forward_ends_in
+        return self.body.method_endings.get("forward")
+
+    @property
+    def method_endings(self) -> dict[str, str]:
+        return self.body.method_endings
+
+    @property
+    def method_lines(self) -> dict[str, int]:
+        return self.body.method_lines
 
     @property
     def sequential_last(self) -> dict[str, str]:
@@ -159,7 +170,8 @@ class _ClassBody:
     attributes: dict[str, str] = field(default_factory=dict)
     constructs: frozenset[str] = frozenset()
     reads_training: bool = False
-    forward_ends_in: str | None = None
+    method_endings: dict[str, str] = field(default_factory=dict)
+    method_lines: dict[str, int] = field(default_factory=dict)
     sequential_last: dict[str, str] = field(default_factory=dict)
     init_calls: frozenset[str] = frozenset()
     detached_arguments: dict[str, frozenset[int]] = field(default_factory=dict)
@@ -459,14 +471,25 @@ def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
     constructs: set[str] = set()
     reads_training = False
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    bodies: dict[str, list[ast.stmt]] = {}
     for statement in cls.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            methods[statement.name] = statement
-            for inner in _statements(statement.body):
+            methods[statement.name] = statement  # the last definition of a name wins
+            bodies[statement.name] = _statements(statement.body)
+            for inner in bodies[statement.name]:
                 reads_training = _statement_calls(inner, namer, constructs) or reads_training
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
             reads_training = _statement_calls(statement, namer, constructs) or reads_training
-    facts = _ClassBody(constructs=frozenset(constructs), reads_training=reads_training)
+    endings: dict[str, str] = {}
+    for name, method in methods.items():
+        for item, ending in _returned_endings(method, bodies[name], namer).items():
+            endings[name if item is None else f"{name}[{item}]"] = ending
+    facts = _ClassBody(
+        constructs=frozenset(constructs),
+        reads_training=reads_training,
+        method_endings=endings,
+        method_lines={name: method.lineno for name, method in methods.items()},
+    )
     facts.detached_arguments = {
         name: _detached_arguments(method) for name, method in methods.items()
     }
@@ -474,9 +497,6 @@ def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
     if init is not None:
         _init_attributes(init, namer, facts)
         facts.init_calls = _init_calls(init, namer)
-    forward = methods.get("forward")
-    if forward is not None:
-        facts.forward_ends_in = _forward_ending(forward, namer)
     return facts
 
 
@@ -626,28 +646,92 @@ def _init_attributes(
                             facts.sequential_last[target.attr] = ending
 
 
-def _forward_ending(forward: ast.FunctionDef | ast.AsyncFunctionDef, namer: _Namer) -> str | None:
-    """What every ``return`` of ``forward`` applies last, if they all agree."""
-    endings: set[str | None] = set()
+def _returned_endings(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, statements: list[ast.stmt], namer: _Namer
+) -> dict[int | None, str]:
+    """What every ``return`` of a function applies last, when they all agree: key
+    ``None`` for the value returned, ``i`` for item ``i`` of a returned tuple.
+
+    Only returns of the function's own body are read (one nested in a branch may give the
+    raw scores); a name is followed to its assignment in that body, unless the function
+    also binds it elsewhere. ``statements`` is :func:`_statements` of the body."""
+    top = [s for s in function.body if s.__class__ is ast.Return]
+    if not top or len(top) != sum(1 for s in statements if s.__class__ is ast.Return):
+        return {}
+    if any(s.value is None for s in top):
+        return {}
+    simple = {id(s) for s in function.body if _assigns_one_name(s)}
+    rebound = {node.id for s in statements if id(s) not in simple for node in _stored_names(s)}
     assigned: dict[str, ast.expr] = {}
-    for statement in forward.body:
-        if (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-        ):
-            assigned[statement.targets[0].id] = statement.value
+    shapes: list[tuple[str | None, ...] | str | None] = []
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and id(statement) in simple:
+            name = statement.targets[0].id  # type: ignore[attr-defined]
+            if name not in rebound:
+                assigned[name] = statement.value
         elif isinstance(statement, ast.Return) and statement.value is not None:
-            value = statement.value
-            if isinstance(value, ast.Name) and value.id in assigned:
-                value = assigned[value.id]
-            endings.add(_ending_of_value(value, namer))
-    returns = [n for n in _statements(forward.body) if isinstance(n, ast.Return)]
-    if len(endings) != 1 or len(returns) != sum(
-        1 for s in forward.body if isinstance(s, ast.Return)
-    ):
-        return None
-    return endings.pop()
+            value = _followed(statement.value, assigned, namer)
+            if isinstance(value, (ast.Tuple, ast.List)):
+                shapes.append(
+                    tuple(
+                        _ending_of_value(_followed(e, assigned, namer), namer) for e in value.elts
+                    )
+                )
+            else:
+                shapes.append(_ending_of_value(value, namer))
+    first = shapes[0]
+    if isinstance(first, tuple):
+        if not all(isinstance(s, tuple) and len(s) == len(first) for s in shapes):
+            return {}
+        found: dict[int | None, str] = {}
+        for item in range(len(first)):
+            kinds = {s[item] for s in shapes}  # type: ignore[index]
+            ending = kinds.pop() if len(kinds) == 1 else None
+            if ending is not None:
+                found[item] = ending
+        return found
+    if first is None or any(s != first for s in shapes):
+        return {}
+    return {None: first}
+
+
+def _assigns_one_name(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    )
+
+
+def _stored_names(statement: ast.stmt) -> list[ast.Name]:
+    """The names a statement binds itself (its targets, not those of nested blocks)."""
+    if isinstance(statement, ast.Assign):
+        targets: list[ast.expr] = list(statement.targets)
+    elif isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [statement.target]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in statement.items if i.optional_vars is not None]
+    else:
+        return []
+    return [node for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]
+
+
+def _followed(value: ast.expr, assigned: dict[str, ast.expr], namer: _Namer) -> ast.expr:
+    """``value`` followed to what gives its meaning: a name to its assignment, a
+    shape-keeping method (``x.sigmoid().squeeze(-1)``) to the tensor it is called on."""
+    for _ in range(4):
+        if isinstance(value, ast.Name) and value.id in assigned:
+            value = assigned[value.id]
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in torchapi.MEANING_KEEPING_METHODS
+            and namer.name(value.func) is None
+        ):
+            value = value.func.value
+        else:
+            break
+    return value
 
 
 def _ending_of_value(value: ast.expr, namer: _Namer) -> str | None:

@@ -64,6 +64,7 @@ __all__ = [
     "LOSS_FUNCTIONS",
     "LOSS_SPELLINGS",
     "LR_SCHEDULER_PREFIX",
+    "MEANING_KEEPING_METHODS",
     "MODE_FREE_LAYERS",
     "MODE_SENSITIVE_FUNCTIONS",
     "MODE_SENSITIVE_WORDS",
@@ -481,6 +482,32 @@ ACTIVATION_LAYERS = {
     "torch.nn.Sigmoid": "sigmoid",
 }
 ACTIVATION_METHODS = ("softmax", "log_softmax", "sigmoid")
+# Tensor methods that keep what a value means (probabilities stay probabilities). Not
+# `detach`: a loss of detached values trains nothing, it is a metric.
+MEANING_KEEPING_METHODS = frozenset(
+    {
+        "squeeze",
+        "unsqueeze",
+        "view",
+        "reshape",
+        "flatten",
+        "contiguous",
+        "permute",
+        "transpose",
+        "float",
+        "double",
+        "half",
+        "to",
+        "type",
+        "view_as",
+        "reshape_as",
+        "clone",
+        "squeeze_",
+        "unsqueeze_",
+        "cpu",
+        "cuda",
+    }
+)
 RAW_SCORE_FUNCTIONS = frozenset({"torch.nn.functional.linear"})
 RAW_SCORE_LAYERS = frozenset(
     {

@@ -5,8 +5,10 @@ from __future__ import annotations
 import textwrap
 
 from tests.unit.static.helpers import lint_codes, lint_findings
-from torchdoctor.findings import Applicability, Fix
+from torchdoctor.findings import Applicability, Fix, Severity
+from torchdoctor.rules.selection import Selection
 from torchdoctor.static.fixes import apply_fixes
+from torchdoctor.static.runner import lint_sources
 
 CODES = ("TD301", "TD302", "TD303", "TD304", "TD305")
 
@@ -422,3 +424,222 @@ def test_no_fix_when_the_criterion_serves_several_calls() -> None:
         """
     [found] = lint_findings(source, *CODES)
     assert found.code == "TD304" and found.fix is None
+
+
+# --- probabilities returned by the project's own methods and functions -----------------------
+
+_SCORER = """
+    import torch
+    from torch import nn
+
+    class LinkScorer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 1)
+
+        def edge_probabilities(self, pos, neg):
+            pos_score = self.fc(pos)
+            neg_score = self.fc(neg)
+            return pos_score.sigmoid(), neg_score.sigmoid()
+
+        def maybe_probabilities(self, x, raw=False):
+            score = self.fc(x)
+            if raw:
+                return score
+            return torch.sigmoid(score)
+
+        def flagged_probabilities(self, x):
+            score = self.fc(x)
+            return score.sigmoid() if self.training is False else score
+    """
+
+
+def test_a_tuple_of_probabilities_unpacked_from_a_method_is_followed_into_bce() -> None:
+    source = (
+        _SCORER
+        + """
+    def train(pos, neg, ones, zeros):
+        scorer = LinkScorer()
+        criterion = torch.nn.BCELoss()
+        scorer = scorer.train()
+        pos_prob, neg_prob = scorer.edge_probabilities(pos, neg)
+        loss = criterion(pos_prob.squeeze(), ones)
+        loss = loss + criterion(neg_prob.view(-1), zeros)
+        loss.backward()
+    """
+    )
+    found = lint_findings(source, *CODES)
+    assert [(f.code, f.location.line) for f in found] == [("TD304", 30), ("TD304", 31)]
+    assert "`LinkScorer.edge_probabilities` (line 13, item 0 of the tuple" in found[0].message
+    assert "item 1 of the tuple" in found[1].message
+    assert found[0].fix is None  # the activation is in another function
+
+
+def test_an_item_taken_by_index_from_a_method_call_is_followed() -> None:
+    source = (
+        _SCORER
+        + """
+    def train(pos, neg, ones):
+        scorer = LinkScorer()
+        loss = torch.nn.BCEWithLogitsLoss()(scorer.edge_probabilities(pos, neg)[0].flatten(), ones)
+        loss.backward()
+    """
+    )
+    assert lint_codes(source, *CODES) == [("TD303", 27)]
+
+
+def test_a_method_that_may_return_raw_scores_is_not_guessed() -> None:
+    source = (
+        _SCORER
+        + """
+    def train(x, ones):
+        scorer = LinkScorer()
+        criterion = torch.nn.BCELoss()
+        first = criterion(scorer.maybe_probabilities(x), ones)
+        second = criterion(scorer.flagged_probabilities(x), ones)
+        (first + second).backward()
+    """
+    )
+    assert lint_codes(source, *CODES) == []
+
+
+def test_a_method_a_subclass_overrides_is_not_guessed() -> None:
+    source = (
+        _SCORER
+        + """
+    class LogitScorer(LinkScorer):
+        def edge_probabilities(self, pos, neg):
+            return self.fc(pos), self.fc(neg)
+
+    def train(scorer: LinkScorer, pos, neg, ones):
+        pos_prob, _ = scorer.edge_probabilities(pos, neg)
+        torch.nn.BCELoss()(pos_prob, ones).backward()
+    """
+    )
+    assert lint_codes(source, *CODES) == []
+
+
+def test_a_method_probability_under_no_grad_is_information() -> None:
+    source = (
+        _SCORER
+        + """
+    def evaluate(pos, neg, ones):
+        scorer = LinkScorer()
+        with torch.no_grad():
+            pos_prob, _ = scorer.edge_probabilities(pos, neg)
+            return torch.nn.BCELoss()(pos_prob, ones).item()
+    """
+    )
+    [found] = lint_findings(source, *CODES)
+    assert (found.code, found.location.line, found.severity) == ("TD304", 29, Severity.INFO)
+
+
+def test_a_method_called_on_self_and_a_helper_function_are_followed() -> None:
+    source = """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        def predict(model, x):
+            return torch.sigmoid(model(x))
+
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 1)
+
+            def forward(self, x):
+                return self.fc(x)
+
+            def probabilities(self, x):
+                return self(x).sigmoid()
+
+            def training_step(self, batch):
+                x, y = batch
+                return F.binary_cross_entropy(self.probabilities(x), y)
+
+        def step(model, x, y):
+            return F.binary_cross_entropy_with_logits(predict(model, x), y)
+        """
+    assert lint_codes(source, *CODES) == [("TD304", 22), ("TD303", 25)]
+
+
+_PROJECT_NET = """
+import torch
+from torch import nn
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 1)
+        self.out = nn.Sigmoid()
+
+    def forward(self, x):
+        return self.out(self.fc(x))
+
+    def edge_probabilities(self, pos, neg):
+        pos_score = self.fc(pos)
+        return pos_score.sigmoid().squeeze(-1), self.out(self.fc(neg))
+
+    def flagged(self, x):
+        score = self.fc(x)
+        return score.sigmoid() if self.training is False else score
+
+class Base(nn.Module):
+    def probabilities(self, x):
+        return torch.sigmoid(x)
+
+class Raw(Base):
+    def probabilities(self, x):
+        return x
+"""
+
+
+def _project(train: str) -> list[tuple[str, int, Severity]]:
+    sources = [
+        ("proj/models/net.py", textwrap.dedent(_PROJECT_NET)),
+        ("proj/train.py", textwrap.dedent(train)),
+    ]
+    found = lint_sources(sources, Selection.from_options(CODES))
+    return sorted(
+        (f.code, f.location.line or 0, f.severity)
+        for f in found
+        if f.location.path and f.location.path.endswith("train.py")
+    )
+
+
+def test_methods_and_forward_of_a_model_class_of_another_file_are_followed() -> None:
+    assert _project("""
+import torch
+from models.net import Scorer
+
+def main(pos, neg, ones, zeros):
+    scorer = Scorer()
+    criterion = torch.nn.BCELoss()
+    pos_prob, neg_prob = scorer.edge_probabilities(pos, neg)
+    loss = criterion(pos_prob, ones) + criterion(scorer(pos), ones)
+    loss = loss + criterion(neg_prob.view(-1), zeros)
+    loss.backward()
+    with torch.no_grad():
+        criterion(scorer.edge_probabilities(pos, neg)[1], zeros)
+""") == [
+        ("TD304", 9, Severity.WARNING),
+        ("TD304", 9, Severity.WARNING),
+        ("TD304", 10, Severity.WARNING),
+        ("TD304", 13, Severity.INFO),
+    ]
+
+
+def test_methods_of_another_file_that_may_return_scores_or_are_overridden_are_quiet() -> None:
+    assert (
+        _project("""
+import torch
+from models.net import Base, Scorer
+
+def main(model: Base, x, ones):
+    criterion = torch.nn.BCELoss()
+    loss = criterion(Scorer().flagged(x), ones) + criterion(model.probabilities(x), ones)
+    loss.backward()
+""")
+        == []
+    )

@@ -7,15 +7,14 @@ loss written against the parameter ``model``, a criterion handed in as ``loss_fn
 rule follows such parameters back to the calls of the file that pass them
 (:data:`~torchdoctor.static.analysis.events.MAX_CALL_DEPTH` callers up)
 and asks :func:`~torchdoctor.static.analysis.loss_inputs.origin_of` about the argument there:
-a model class whose ``forward`` ends in ``sigmoid``/``softmax`` (a function, a method, or an
-``nn.Sigmoid()``/``nn.Softmax()`` last layer) feeding ``BCEWithLogitsLoss``/
-``CrossEntropyLoss``, or raw scores feeding ``NLLLoss``.
+a model class (of this file or another linted one) whose ``forward`` ends in
+``sigmoid``/``softmax`` (a function, a method, or an ``nn.Sigmoid()``/``nn.Softmax()`` last
+layer) feeding ``BCEWithLogitsLoss``/``CrossEntropyLoss``, or raw scores feeding ``NLLLoss``.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterator
 
 from torchdoctor.findings import Depth
@@ -24,7 +23,7 @@ from torchdoctor.static.analysis.callers import passed_values
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, argument, origin_of
 from torchdoctor.static.analysis.losses import loss_calls
-from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, ModuleScope
 from torchdoctor.static.torchapi import LOSS_CLASSES, LOSS_SPELLINGS, LossKind
@@ -74,7 +73,7 @@ class ActivationThroughParameters(LintRule):
         self._reported: set[tuple[int, str]] = set()
         for call in loss_calls(self.ctx):
             if call.input is not None and origin_of(self.ctx, call.input, call.scope) is None:
-                self._judge(call.kind, call.call, call.input, call.scope, direct=True)
+                self._judge(call.kind, call.call, call.input, call.scope)
         for function in module.functions:
             for item in function.items:
                 if isinstance(item.node, ast.Call):
@@ -97,7 +96,7 @@ class ActivationThroughParameters(LintRule):
         self, kind: LossKind, loss: ast.Call, value: ast.expr, scope: Scope, direct: bool = False
     ) -> None:
         origins = list(self._origins(value, scope, loss, 0))
-        here = _origin(self.ctx, value, scope) if direct else None
+        here = origin_of(self.ctx, value, scope) if direct else None
         if here is not None:
             origins.append((here, loss))
         for origin, site in origins:
@@ -123,7 +122,7 @@ class ActivationThroughParameters(LintRule):
             value = source[0]
         if isinstance(value, ast.Name):
             for passed, caller, call in passed_values(ctx, value, scope):
-                origin = _origin(ctx, passed, caller)
+                origin = origin_of(ctx, passed, caller)
                 if origin is not None:
                     yield origin, call
                 else:
@@ -131,7 +130,7 @@ class ActivationThroughParameters(LintRule):
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             for passed, caller, _call in passed_values(ctx, value.func, scope):
                 stand_in = ast.copy_location(ast.Call(passed, value.args, value.keywords), value)
-                origin = _origin(ctx, stand_in, caller)
+                origin = origin_of(ctx, stand_in, caller)
                 if origin is not None:
                     yield origin, site
 
@@ -160,40 +159,3 @@ class ActivationThroughParameters(LintRule):
                 "loss_line": loss.lineno,
             },
         )
-
-
-_ENDINGS = {
-    "sigmoid": Activation.SIGMOID,
-    "softmax": Activation.SOFTMAX,
-    "log_softmax": Activation.LOG_SOFTMAX,
-}
-
-
-def _origin(ctx: FileContext, value: ast.expr, scope: Scope) -> Origin | None:
-    """:func:`origin_of`, or, for the output of a model class defined in another linted
-    file, what the project index says its ``forward`` ends in."""
-    found = origin_of(ctx, value, scope)
-    if found is not None:
-        return found
-    for _ in range(3):
-        if not isinstance(value, ast.Name):
-            break
-        source = bound_value(ctx, value, scope)
-        if source is None:
-            return None
-        value, scope = source
-    if not isinstance(value, ast.Call) or not isinstance(value.func, (ast.Name, ast.Attribute)):
-        return None
-    type_name = ctx.instance_type(value.func, scope)
-    if type_name is None or type_name.startswith(("<local>.", "torch.")):
-        return None  # this file's classes and torch's layers are origin_of's
-    # "models.net.Net" may be indexed as "net.Net": fall back to the bare name, which the
-    # index resolves only when a single class of the project has it.
-    info = ctx.project_class_named(type_name) or ctx.project_class_named(
-        type_name.rpartition(".")[2]
-    )
-    activation = None if info is None else _ENDINGS.get(info.forward_ends_in or "")
-    if info is None or activation is None:
-        return None
-    where = f"of the `forward` of `{info.name}` ({os.path.basename(info.path)}:{info.line})"
-    return Origin(activation, value, None, where)
