@@ -202,6 +202,8 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD309", "loss-arguments-out-of-domain", E, (RUN,),
        "A loss receives targets or weights outside its domain (BCE targets outside [0, 1], "
        "negative class weights or pos_weight)"),
+    _r("TD310", "labels-shifted-twice", E, (LINT,),
+       "Causal-LM labels built already shifted are shifted again by the model"),
     # 4xx: data
     _r("TD401", "non-finite-inputs", E, (CHECK,),
        "The batch contains NaN or Inf"),

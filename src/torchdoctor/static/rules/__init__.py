@@ -153,6 +153,7 @@ from torchdoctor.static.rules import (
     float64,  # noqa: F401
     gradient_order,  # noqa: F401
     graph_retention,  # noqa: F401
+    label_shift,  # noqa: F401
     leaf_losses,  # noqa: F401
     loop_order,  # noqa: F401
     loss,  # noqa: F401

@@ -1,0 +1,150 @@
+"""Causal language-model labels: TD310 labels-shifted-twice.
+
+A causal LM that is given ``labels`` shifts them itself: Hugging Face's ``*ForCausalLM``
+and ``*LMHeadModel`` classes, and any model whose ``forward`` slices ``labels[..., 1:]``
+against ``logits[..., :-1]``. Labels built already shifted (``labels = input_ids[:, 1:]``,
+``labels[:, :-1] = input_ids[:, 1:]``, ``{"labels": ids[1:]}``) are then shifted a second
+time, and the model learns to predict the token after next; the loss still falls, so
+nothing looks wrong. The rule needs the three in one file: labels named ``labels`` built
+as a shifted copy of the tokens, a model of the file that shifts, and a call handing
+``labels`` over (``labels=...`` or ``**batch``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchdoctor.findings import Depth
+from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
+from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import ModuleScope
+
+_LABELS = "labels"
+_TOKEN_WORDS = frozenset({"input", "ids", "tokens", "token", "seq", "sequence", "text"})
+_SHIFTING_CLASS_ENDINGS = ("ForCausalLM", "LMHeadModel")
+
+
+@detector("TD310", depth=Depth.LINT)
+class LabelsShiftedTwice(LintRule):
+    """``labels`` built as ``input_ids[:, 1:]`` for a model that shifts labels itself."""
+
+    requires = ("labels",)
+    needs_structure = True
+
+    def leave_module(self, module: ModuleScope) -> None:
+        tree = self.ctx.tree
+        if not _hands_labels_over(tree):
+            return
+        shifter = self._shifting_model(tree)
+        if shifter is None:
+            return
+        for node, tokens in _shifted_label_builds(tree):
+            self._report(node, tokens, shifter)
+
+    def _shifting_model(self, tree: ast.Module) -> str | None:
+        """The name of a model of the file that shifts its labels: a Hugging Face causal
+        LM class it uses, or a class whose ``forward`` slices ``labels[..., 1:]``."""
+        ctx = self.ctx
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                forward = next(
+                    (
+                        f
+                        for f in node.body
+                        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                        and f.name == "forward"
+                    ),
+                    None,
+                )
+                if forward is not None and any(
+                    _shifted_slice(n) and _named(n.value, _LABELS)
+                    for n in ast.walk(forward)
+                    if isinstance(n, ast.Subscript)
+                ):
+                    return node.name
+            elif isinstance(node, ast.Attribute | ast.Name) and (
+                node.attr if isinstance(node, ast.Attribute) else node.id
+            ).endswith(_SHIFTING_CLASS_ENDINGS):
+                qualified = ctx.qualified_name(node, None) or ""
+                if qualified.startswith("transformers."):
+                    return qualified.rpartition(".")[2]
+        return None
+
+    def _report(self, node: ast.AST, tokens: str, shifter: str) -> None:
+        line = getattr(node, "lineno", 0)
+        self.report(
+            node,
+            f"`{self.ctx.segment(node)}` at line {line} builds `labels` already shifted by one "
+            f"(from `{tokens}`), but `{shifter}` shifts the labels it is given itself: "
+            "position t is trained to predict token t+2, so the model learns to skip a "
+            "token while the loss still falls",
+            fix_hint=f"Pass the unshifted tokens as labels (`labels = {tokens}.clone()`, "
+            "with -100 at padding); the model shifts them.",
+            evidence={"model": shifter},
+        )
+
+
+def _hands_labels_over(tree: ast.Module) -> bool:
+    """A call of the file passes ``labels=`` or unpacks a mapping (``model(**batch)``)."""
+    return any(
+        isinstance(node, ast.Call) and any(k.arg == _LABELS or k.arg is None for k in node.keywords)
+        for node in ast.walk(tree)
+    )
+
+
+def _shifted_label_builds(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """``labels = ids[:, 1:]``, ``labels[:, :-1] = ids[:, 1:]``, ``{"labels": ids[1:]}``."""
+    found: list[tuple[ast.AST, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if _names_labels(target) and _shifted_tokens(value):
+                found.append((node, _text(value)))
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(key, ast.Constant)
+                    and key.value == _LABELS
+                    and _shifted_tokens(value)
+                ):
+                    found.append((value, _text(value)))
+    return found
+
+
+def _names_labels(target: ast.expr) -> bool:
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == _LABELS
+
+
+def _shifted_tokens(value: ast.expr) -> bool:
+    """A slice ``[..., 1:]`` (or ``[1:]``) of a name of tokens (``input_ids``, ``tokens``)."""
+    return (
+        isinstance(value, ast.Subscript)
+        and _shifted_slice(value)
+        and isinstance(value.value, ast.Name)
+        and bool(set(torchapi.name_tokens(value.value.id)) & _TOKEN_WORDS)
+    )
+
+
+def _shifted_slice(node: ast.Subscript) -> bool:
+    """The last index is ``1:``."""
+    index = node.slice
+    last = index.elts[-1] if isinstance(index, ast.Tuple) and index.elts else index
+    return (
+        isinstance(last, ast.Slice)
+        and isinstance(last.lower, ast.Constant)
+        and last.lower.value == 1
+        and last.upper is None
+        and last.step is None
+    )
+
+
+def _named(expr: ast.expr, name: str) -> bool:
+    return isinstance(expr, ast.Name) and expr.id == name
+
+
+def _text(value: ast.expr) -> str:
+    inner = value.value if isinstance(value, ast.Subscript) else value
+    return ast.unparse(inner)
