@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from torchdoctor._kernel import raised_by_signal_handler
+
 __all__ = ["Patches", "after_call", "before_call", "remove_dead"]
 
 # Every patch in place, oldest first: (its Patches, owner, name, original, ours). A patch
@@ -117,6 +119,8 @@ def after_call(
                 try:
                     callback(result, *args, **kwargs)
                 except Exception as error:  # noqa: BLE001 - never break the user's call
+                    if raised_by_signal_handler(error):
+                        raise  # the run's own signal handler: the exception is theirs
                     patches.active = False
                     on_error(error)
             return result
@@ -137,6 +141,8 @@ def before_call(
                 try:
                     callback(*args, **kwargs)
                 except Exception as error:  # noqa: BLE001 - never break the user's call
+                    if raised_by_signal_handler(error):
+                        raise  # the run's own signal handler: the exception is theirs
                     patches.active = False
                     on_error(error)
             return original(*args, **kwargs)

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from torchdoctor._kernel import raised_by_signal_handler
+
 __all__ = ["Readback"]
 
 Callback = Callable[[list[float]], None]
@@ -67,4 +69,6 @@ class Readback:
         try:
             callback(values)
         except Exception as error:  # noqa: BLE001 - a detector's bug must not stop the run
+            if raised_by_signal_handler(error):
+                raise  # the run's own signal handler (a DataLoader worker died): theirs
             self._on_error(callback, error)

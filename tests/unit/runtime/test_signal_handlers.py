@@ -87,3 +87,47 @@ def test_an_exception_raised_in_an_installed_handler_is_recognised() -> None:
         assert raised_by_signal_handler(error)
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def _interrupted(fired: list[int]):
+    """A callback of ours that the signal interrupts."""
+
+    def callback(*args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        while not fired:
+            pass
+
+    return callback
+
+
+def test_a_deferred_read_back_interrupted_by_the_users_handler_lets_it_through() -> None:
+    from torchdoctor.runtime.readback import Readback
+
+    fired: list[int] = []
+    ours: list[BaseException] = []
+    previous = signal.signal(signal.SIGUSR1, _handler(fired))
+    try:
+        readback = Readback(torch, lambda callback, error: ours.append(error))
+        with pytest.raises(RuntimeError, match="killed by signal"):
+            readback.submit(torch.ones(2), _interrupted(fired))
+            readback.flush()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert fired == [signal.SIGUSR1] and ours == []
+
+
+def test_a_patched_call_interrupted_by_the_users_handler_lets_it_through() -> None:
+    from torchdoctor.runtime.patches import Patches, after_call, before_call
+
+    for maker in (after_call, before_call):
+        fired: list[int] = []
+        ours: list[BaseException] = []
+        patches = Patches()
+        wrapped = maker(patches, _interrupted(fired), ours.append)(lambda x: x + 1)
+        previous = signal.signal(signal.SIGUSR1, _handler(fired))
+        try:
+            with pytest.raises(RuntimeError, match="killed by signal"):
+                wrapped(1)
+        finally:
+            signal.signal(signal.SIGUSR1, previous)
+        assert fired == [signal.SIGUSR1] and ours == [] and patches.live()
