@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from torchdoctor._kernel import raised_by_signal_handler
 from torchdoctor._usercode import is_torchdoctor_file
 from torchdoctor.runtime.patches import Patches
 
@@ -92,6 +93,8 @@ class CopyOrigins:
                 try:
                     origins._made(module, made, sys._getframe(1))
                 except Exception as error:  # noqa: BLE001 - never break the user's copy
+                    if raised_by_signal_handler(error):
+                        raise
                     patches.active = False
                     origins._on_error(error)
             return made

@@ -30,6 +30,7 @@ import weakref
 from collections import Counter
 from typing import Any
 
+from torchdoctor._kernel import raised_by_signal_handler
 from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
@@ -94,7 +95,9 @@ class ClippingTakesEffect(RuntimeDetector):
             if callback is not None:
                 try:
                     callback(parameters, max_norm)
-                except Exception:  # noqa: BLE001 - never into the user's clip call
+                except Exception as error:  # noqa: BLE001 - never into the user's clip call
+                    if raised_by_signal_handler(error):
+                        raise
                     self._unpatch()
             return original(parameters, max_norm, *args, **kwargs)
 

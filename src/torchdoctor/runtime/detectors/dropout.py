@@ -25,6 +25,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from torchdoctor._kernel import raised_by_signal_handler
 from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
@@ -88,6 +89,8 @@ class FunctionalDropoutInEval(RuntimeDetector):
         try:
             self._judge(name, args, kwargs, sys._getframe(2))  # here, the wrapper, the caller
         except Exception as error:  # noqa: BLE001 - never break the user's call
+            if raised_by_signal_handler(error):
+                raise
             self._patches.active = False
             self._error = error
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchdoctor._kernel import raised_by_signal_handler
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
@@ -92,6 +93,8 @@ class OutputLayerFrozenAtInit(RuntimeDetector):
                     self._producers.clear()
                 self._producers.setdefault(id(node), (node.name(), module))
         except Exception as error:  # noqa: BLE001 - never break the user's forward
+            if raised_by_signal_handler(error):
+                raise
             self._error = error
             self._close()
 

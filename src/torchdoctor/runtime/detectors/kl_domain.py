@@ -22,6 +22,7 @@ import importlib
 import weakref
 from typing import Any
 
+from torchdoctor._kernel import raised_by_signal_handler
 from torchdoctor.findings import Depth, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
@@ -63,7 +64,9 @@ class KlDivergenceDomain(RuntimeDetector):
                 if callback is not None:
                     try:
                         callback(input, target, args, kwargs)
-                    except Exception:  # noqa: BLE001 - never into the user's loss call
+                    except Exception as error:  # noqa: BLE001 - never into the user's loss call
+                        if raised_by_signal_handler(error):
+                            raise
                         self._patches.remove()
                 return original(input, target, *args, **kwargs)
 

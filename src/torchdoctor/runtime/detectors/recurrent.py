@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from torchdoctor._kernel import raised_by_signal_handler
 from torchdoctor.findings import Depth, Location, Report
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
@@ -107,7 +108,9 @@ class SequenceFirstFedBatchFirst(RuntimeDetector):
             return
         try:
             self._record(layer, args[0])
-        except Exception:  # noqa: BLE001 - never break the user's forward
+        except Exception as error:  # noqa: BLE001 - never break the user's forward
+            if raised_by_signal_handler(error):
+                raise
             self._stop()
 
     def _record(self, layer: _Layer, data: Any) -> None:
