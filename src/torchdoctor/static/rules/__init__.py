@@ -55,7 +55,10 @@ Hooks (define only the ones you need; the dispatch table is built once per proce
 * ``visit_call(node)`` with ``call_names``: calls whose callee's last name is listed; use
   it instead of ``visit_Call`` whenever you can (it is much cheaper on big files).
 * ``leave_loop(loop)``, ``leave_function(function)``, ``leave_class(cls)``,
-  ``leave_module(module)``: deferred checks when the scope has been fully seen. See
+  ``leave_module(module)``: deferred checks. The first three run once the whole file is
+  recorded (in the order the scopes end, with ``self.ctx.function`` and ``frames`` as they
+  were there), so a loop's check can read a method or helper defined further down; a
+  ``visit_*`` handler sees only what the walk has reached. See
   :mod:`torchdoctor.static.structure` for :class:`Loop` (``items`` in source order, with
   their ``frames``; ``is_direct``, ``is_unconditional``), :class:`FunctionScope`,
   :class:`ModuleScope` (every function, class and loop of the file).
