@@ -33,40 +33,45 @@ class LabelsShiftedTwice(LintRule):
     needs_structure = True
 
     def leave_module(self, module: ModuleScope) -> None:
+        if "1:]" not in self.ctx.source:
+            return  # no slice from the second element on: nothing is shifted (most files)
         tree = self.ctx.tree
-        if not _hands_labels_over(tree):
+        builds = _shifted_label_builds(tree)
+        if not builds or not _hands_labels_over(tree):
             return
-        shifter = self._shifting_model(tree)
+        shifter = self._shifting_model(module)
         if shifter is None:
             return
-        for node, tokens in _shifted_label_builds(tree):
+        for node, tokens in builds:
             self._report(node, tokens, shifter)
 
-    def _shifting_model(self, tree: ast.Module) -> str | None:
-        """The name of a model of the file that shifts its labels: a Hugging Face causal
-        LM class it uses, or a class whose ``forward`` slices ``labels[..., 1:]``."""
+    def _shifting_model(self, module: ModuleScope) -> str | None:
+        """The name of a model of the file that shifts its labels: a class whose
+        ``forward`` slices ``labels[..., 1:]``, or a Hugging Face causal LM class it uses."""
         ctx = self.ctx
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                forward = next(
-                    (
-                        f
-                        for f in node.body
-                        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-                        and f.name == "forward"
-                    ),
-                    None,
-                )
-                if forward is not None and any(
-                    _shifted_slice(n) and _named(n.value, _LABELS)
-                    for n in ast.walk(forward)
-                    if isinstance(n, ast.Subscript)
-                ):
-                    return node.name
-            elif isinstance(node, ast.Attribute | ast.Name) and (
-                node.attr if isinstance(node, ast.Attribute) else node.id
+        for scope in module.classes:
+            node = scope.node
+            forward = next(
+                (
+                    f
+                    for f in node.body
+                    if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and f.name == "forward"
+                ),
+                None,
+            )
+            if forward is not None and any(
+                _shifted_slice(n) and _named(n.value, _LABELS)
+                for n in ast.walk(forward)
+                if isinstance(n, ast.Subscript)
+            ):
+                return node.name
+        if not any(ending in ctx.source for ending in _SHIFTING_CLASS_ENDINGS):
+            return None
+        for used in ast.walk(ctx.tree):
+            if isinstance(used, ast.Attribute | ast.Name) and (
+                used.attr if isinstance(used, ast.Attribute) else used.id
             ).endswith(_SHIFTING_CLASS_ENDINGS):
-                qualified = ctx.qualified_name(node, None) or ""
+                qualified = ctx.qualified_name(used, None) or ""
                 if qualified.startswith("transformers."):
                     return qualified.rpartition(".")[2]
         return None

@@ -210,11 +210,11 @@ class SchedulerStepFromStartHandler(LintRule):
 
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
+        handlers = self._handlers(module)  # first: most files register no handler
+        if not handlers:
+            return
         bodies = sequences(ctx)
         if not any(a.kind is Kind.STEP for body in bodies for a in body.actions):
-            return
-        handlers = self._handlers(module)
-        if not handlers:
             return
         for body in bodies:
             if body.loop is not None or body.scope is None or id(body.scope) not in handlers:
