@@ -16,7 +16,14 @@ from torchdoctor.static.analysis.calls import method_call, receiver
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import ModuleScope
 
-__all__ = ["covers", "is_optimizer", "model_path", "optimized_models", "optimizer_roots"]
+__all__ = [
+    "covers",
+    "is_optimizer",
+    "model_path",
+    "optimized_models",
+    "optimizer_params",
+    "optimizer_roots",
+]
 
 
 def is_optimizer(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
@@ -32,14 +39,7 @@ def optimizer_roots(ctx: FileContext, value: ast.expr, scope: Scope) -> list[str
         return []
     if not is_optimizer(ctx, value, scope):
         return []
-    params = (
-        value.args[0]
-        if value.args
-        else next((k.value for k in value.keywords if k.arg == "params"), None)
-    )
-    if isinstance(params, ast.Name):
-        found = ctx.lookup(params, scope)
-        params = found[0].value if found is not None else None
+    params = optimizer_params(ctx, value, scope)
     if params is None:
         return []
     return [
@@ -47,6 +47,20 @@ def optimizer_roots(ctx: FileContext, value: ast.expr, scope: Scope) -> list[str
         for node in ast.walk(params)
         if method_call(node, "parameters", "named_parameters")
     ]
+
+
+def optimizer_params(ctx: FileContext, call: ast.Call, scope: Scope) -> ast.expr | None:
+    """The expression an optimizer call is given as its parameters (the first argument or
+    ``params=``), through a name bound to it in reach; ``None`` when it cannot be seen."""
+    params = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "params"), None)
+    )
+    if isinstance(params, ast.Name):
+        found = ctx.lookup(params, scope)
+        params = found[0].value if found is not None else None
+    return params
 
 
 def optimized_models(ctx: FileContext, module: ModuleScope) -> frozenset[str] | None:

@@ -16,7 +16,13 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import method_call, receiver
-from torchdoctor.static.analysis.optimized import covers, is_optimizer, model_path, optimized_models
+from torchdoctor.static.analysis.optimized import (
+    covers,
+    is_optimizer,
+    model_path,
+    optimized_models,
+    optimizer_params,
+)
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
@@ -96,14 +102,7 @@ def _whole_modules(ctx: FileContext, call: ast.Call, scope: Scope) -> list[str]:
     """The modules whose every parameter the optimizer is given, in order: each
     ``m.parameters()`` outside a comprehension or ``filter(...)`` (a group of one module's
     biases beside a group of its weights splits it, it does not repeat it)."""
-    params = (
-        call.args[0]
-        if call.args
-        else next((k.value for k in call.keywords if k.arg == "params"), None)
-    )
-    if isinstance(params, ast.Name):
-        found = ctx.lookup(params, scope)
-        params = found[0].value if found is not None else None
+    params = optimizer_params(ctx, call, scope)
     if params is None:
         return []
     out: list[str] = []

@@ -16,6 +16,7 @@ import ast
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.dataloader import loads
 from torchdoctor.static.analysis.loops import enclosing_loops
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
@@ -110,10 +111,9 @@ class SamplerNeverUsed(LintRule):
 
 def _read_in_functions(tree: ast.Module, name: str) -> bool:
     return any(
-        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        loads(statement, name)
         for statement in tree.body
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        for node in ast.walk(statement)
     )
 
 
