@@ -284,6 +284,31 @@ def test_a_parameter_used_as_a_module_is_flagged_with_medium_confidence() -> Non
     assert found.confidence is Confidence.MEDIUM
 
 
+def test_a_module_cloned_through_an_in_memory_buffer_is_quiet() -> None:
+    """Saving into ``io.BytesIO`` and loading straight back is a deep copy, not a file."""
+    source = """
+    import io
+    from io import BytesIO
+    import torch
+    from torch import nn
+
+    def clone(module: nn.Module) -> nn.Module:
+        with io.BytesIO() as buffer:
+            torch.save(module, buffer)
+            buffer.seek(0)
+            return torch.load(buffer, weights_only=False)
+
+    def snapshot(module: nn.Module) -> bytes:
+        buffer = BytesIO()
+        torch.save(module, f=buffer)
+        return buffer.getvalue()
+
+    def export(module: nn.Module, path: str) -> None:
+        torch.save(module, path)
+    """
+    assert td903(source) == [("TD903", 19)]
+
+
 def test_state_dicts_tensors_and_unknown_objects_are_quiet() -> None:
     source = """
     import torch

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.unit.static.helpers import lint_codes, lint_findings
-from torchdoctor.findings import Applicability
+from torchdoctor.findings import Applicability, Severity
 
 # --- TD804 ------------------------------------------------------------------------------
 
@@ -240,6 +240,39 @@ def test_data_parallel_and_self_attributes_are_recognised() -> None:
             torch.save(self.model.state_dict(), "model.pt")
     """
     assert td805(source) == [("TD805", 7)]
+
+
+def test_a_wrap_only_on_several_devices_is_information_naming_the_test() -> None:
+    """`module.` appears only on multi-device runs: a format that depends on the count."""
+    source = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    class Trainer:
+        def __init__(self, model, world_size, rank):
+            if world_size > 1:
+                model = DDP(model, device_ids=[rank])
+            self.model = model
+
+        def save(self):
+            torch.save({"model": self.model.state_dict()}, "last.pt")
+
+    def run(net, args):
+        if torch.cuda.device_count() > 1:
+            net = torch.nn.DataParallel(net)
+        torch.save(net.state_dict(), "net.pt")
+
+    def always(net, args):
+        if args.cuda:
+            net = torch.nn.DataParallel(net)
+        torch.save(net.state_dict(), "net.pt")
+    """
+    found = {f.location.line: f for f in lint_findings(source, "TD805")}
+    assert sorted(found) == [12, 17, 22]
+    assert found[12].severity is Severity.INFO and found[17].severity is Severity.INFO
+    assert "when `world_size > 1` (line 7)" in found[12].message
+    # A wrap on any CUDA run is the normal case, not a multi-device one: still a warning.
+    assert found[22].severity is Severity.WARNING
 
 
 def test_the_wrapped_module_state_dict_is_quiet() -> None:

@@ -249,3 +249,40 @@ def test_lab_shape_flagged_as_marked_and_its_fix_quiet(shape: str) -> None:
     buggy = _LAB / f"buggy_{shape}.py"
     assert warnings(buggy) == labkit.expected_marks(buggy, Depth.LINT)
     assert not lint(_LAB / f"fixed_{shape}.py", config=LintConfig(), jobs=1).by_code("TD102")
+
+
+# float64 made under a switch named for it: the user's choice, whatever the spelling.
+OPTION_TRAINER = """
+import argparse
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--fp64", action="store_true")
+parser.add_argument("--dtype", default="float32")
+args = parser.parse_args()
+
+def train(model, loader, double_precision=False):
+    optimizer = torch.optim.Adam(model.parameters())
+    for inputs, targets in loader:
+        if double_precision:
+            inputs = inputs.double()
+        if args.dtype == "float64":
+            targets = targets.to(torch.float64)
+        inputs = inputs.to(torch.float64 if args.fp64 else torch.float32)
+        if inputs.dtype != torch.float64:
+            inputs = inputs.double()
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(inputs), targets).backward()
+        optimizer.step()
+"""
+
+
+def test_float64_chosen_by_an_option_is_information_naming_the_option() -> None:
+    found = {f.location.line: f for f in lint_findings(OPTION_TRAINER, "TD102")}
+    chosen = sorted(line for line, f in found.items() if f.severity is Severity.INFO)
+    assert chosen == [15, 17]
+    assert "the option `double_precision` (line 14)" in found[15].message
+    assert 'the option `args.dtype == "float64"` (line 16)' in found[17].message
+    # A test of the tensor's own dtype is no option: that conversion is still a warning.
+    assert found[20].severity is Severity.WARNING

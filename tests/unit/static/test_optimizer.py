@@ -409,6 +409,27 @@ def test_layers_outside_the_optimized_part_or_of_a_rebuilt_model_stay_quiet() ->
     assert lint_codes(source, "TD610") == []
 
 
+def test_wrapping_the_model_for_data_parallelism_keeps_its_parameters() -> None:
+    """DDP/DataParallel share the wrapped module's parameters; wrapping a new layer does not."""
+    source = """
+        import torch
+        from torch import nn
+        from torch.nn.parallel import DistributedDataParallel
+
+        class Trainer:
+            def __init__(self, model, rank):
+                self.model = model
+                self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+                self.model = DistributedDataParallel(self.model, device_ids=[rank])
+                self.model = nn.DataParallel(module=self.model)
+
+        def attach(model):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.head = nn.DataParallel(nn.Linear(8, 2))
+        """
+    assert lint_codes(source, "TD610") == [("TD610", 15)]
+
+
 # --- TD611 deprecated-cuda-amp ---------------------------------------------------------------
 
 

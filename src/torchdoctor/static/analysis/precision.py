@@ -14,7 +14,9 @@ opposite when it asks for more than float32 can give:
 * a **numerical gradient check** (``gradcheck``), whose finite differences need float64.
 
 The evidence is looked for in the whole file: a program that states such a need anywhere
-made its float64 on purpose.
+made its float64 on purpose. One more kind of evidence is local to a use: float64 made
+under a **precision option** (``if double_precision:``, ``if args.dtype == "float64":``,
+``torch.float64 if opt.fp64 else torch.float32``) is what the user asked for.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from typing import cast
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext
-from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.structure import FrameKind, Item, ModuleScope
 
-__all__ = ["FLOAT32_RESOLUTION", "PrecisionNeed", "precision_need"]
+__all__ = ["FLOAT32_RESOLUTION", "PrecisionNeed", "precision_need", "precision_option"]
 
 FLOAT32_RESOLUTION = 2.0**-23
 """float32's relative spacing at 1.0 (its machine epsilon, about 1.19e-7)."""
@@ -58,6 +60,54 @@ def precision_need(ctx: FileContext, module: ModuleScope) -> PrecisionNeed | Non
     found = _tolerance(ctx) or _solver(ctx, module)
     ctx.memo[memo_key] = found
     return found
+
+
+def precision_option(item: Item, hit: ast.AST) -> ast.expr | None:
+    """The test of an ``if`` (or of a conditional expression around ``hit``) that chooses
+    float64 by name, if the float64 at ``hit`` is made under one."""
+    for frame in reversed(item.frames):
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            test = cast("ast.If", frame.node).test
+            if _names_float64(test):
+                return test
+    for node in ast.walk(item.node):
+        if (
+            isinstance(node, ast.IfExp)
+            and _names_float64(node.test)
+            and any(inner is hit for inner in ast.walk(node))
+        ):
+            return node.test
+    return None
+
+
+# Words that name float64 in an option's name or value, compared lower-case.
+_FLOAT64_WORDS = ("double", "float64", "fp64", "f64")
+
+
+def _names_float64(test: ast.expr) -> bool:
+    """``test`` reads an option named for float64 (``args.double``, ``use_fp64``) or
+    compares a setting with a float64 value (``dtype == "float64"``, ``precision == 64``)."""
+    for node in ast.walk(test):
+        word = None
+        if isinstance(node, ast.Name):
+            word = node.id
+        elif isinstance(node, ast.Attribute) and not _dtype_constant(node):
+            word = node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            word = node.value
+        if word is not None and any(w in word.lower() for w in _FLOAT64_WORDS):
+            return True
+        if isinstance(node, ast.Compare) and any(
+            isinstance(c, ast.Constant) and c.value in (64, "64")
+            for c in (node.left, *node.comparators)
+        ):
+            return True
+    return False
+
+
+def _dtype_constant(node: ast.Attribute) -> bool:
+    """``torch.float64``, ``np.double``: a tensor's dtype tested, not an option."""
+    return isinstance(node.value, ast.Name) and node.value.id in ("torch", "np", "numpy")
 
 
 def is_tolerance_name(name: str) -> bool:

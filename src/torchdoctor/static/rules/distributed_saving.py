@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from typing import cast
 
-from torchdoctor.findings import Applicability, Depth, Finding, Fix
+from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.entries import item_assignments
@@ -306,7 +307,42 @@ class DdpPrefixedStateDict(LintRule):
                 receiver = state_call.func.value  # type: ignore[attr-defined]
                 wrapper = WRAPPER_NAMES.get(ctx.instance_type(receiver, scope) or "")
                 if wrapper is not None:
-                    self._report(state_call, receiver, wrapper, save)
+                    several = self._multi_device_only(receiver, scope)
+                    self._report(state_call, receiver, wrapper, save, several)
+
+    def _multi_device_only(self, receiver: ast.expr, scope: Scope) -> ast.expr | None:
+        """The device-count test (``if world_size > 1:``) every wrap of ``receiver``'s name
+        sits under (in its function for a local name, in the file for an attribute), if
+        all of them do: the prefix then appears only on runs with several devices."""
+        ctx = self.ctx
+        local = isinstance(receiver, ast.Name)
+        assigns = [
+            (body, item, item.node)
+            for body, items in ctx.module.bodies()
+            if not local or body is scope
+            for item in items
+            if isinstance(item.node, ast.Assign)
+        ]
+        # The receiver's name, and the names it is assigned from (`self.model = model`).
+        names = {ctx.segment(receiver)}
+        names |= {
+            node.value.id
+            for _, _, node in assigns
+            if isinstance(node.value, ast.Name)
+            and any(ctx.segment(t) in names for t in node.targets)
+        }
+        tests: list[ast.expr] = []
+        for body, item, node in assigns:
+            if (
+                isinstance(node.value, ast.Call)
+                and any(ctx.segment(t) in names for t in node.targets)
+                and ctx.instance_type(node.value, body) in WRAPPER_NAMES
+            ):
+                test = _device_count_test(item.frames)
+                if test is None:
+                    return None
+                tests.append(test)
+        return tests[0] if tests else None
 
     def _loads_into_a_wrapper(self, scope: Scope) -> bool:
         """The same function loads a state_dict back into a DDP model: a consistent round
@@ -325,7 +361,12 @@ class DdpPrefixedStateDict(LintRule):
         return False
 
     def _report(
-        self, state_call: ast.Call, receiver: ast.expr, wrapper: str, save: ast.Call
+        self,
+        state_call: ast.Call,
+        receiver: ast.expr,
+        wrapper: str,
+        save: ast.Call,
+        multi_device: ast.expr | None,
     ) -> None:
         ctx = self.ctx
         text = ctx.segment(receiver)
@@ -334,15 +375,66 @@ class DdpPrefixedStateDict(LintRule):
             (ctx.replace(receiver, f"{text}.module"),),
             Applicability.UNSAFE,
         )
+        when = ""
+        if multi_device is not None:
+            # Wrapped only when several devices are used: the checkpoint's format then
+            # depends on the device count, which a maintainer may well accept.
+            when = (
+                f" when `{ctx.segment(multi_device)}` (line {multi_device.lineno}), the only "
+                "case where the model is wrapped"
+            )
         self.report(
             state_call,
             f"`{text}.state_dict()` at line {state_call.lineno} is the state of the "
             f"{wrapper} wrapper, so every key of the checkpoint saved at line {save.lineno} "
-            "starts with `module.`: a plain model loads it only after the prefix is "
+            f"starts with `module.`{when}: a plain model loads it only after the prefix is "
             "stripped, and `load_state_dict(..., strict=False)` silently loads nothing",
             fix_hint=f"Save the wrapped model's own state: `{text}.module.state_dict()`.",
             fix=fix,
+            severity=Severity.INFO if multi_device is not None else None,
         )
+
+
+# Names of a device or process count: `ngpu`, `n_gpus`, `world_size`, `num_devices`.
+_COUNT_WORDS = ("gpu", "world_size", "device", "nproc", "num_proc")
+
+
+def _device_count_test(frames: tuple[Frame, ...]) -> ast.expr | None:
+    """The innermost ``if`` test around a statement that asks for several devices."""
+    for frame in reversed(frames):
+        if frame.kind is FrameKind.IF_BODY:
+            test = cast("ast.If", frame.node).test
+            if counts_several_devices(test):
+                return test
+    return None
+
+
+def counts_several_devices(test: ast.expr) -> bool:
+    """``test`` asks for more than one device: ``ngpu > 1``, ``world_size >= 2``,
+    ``torch.cuda.device_count() > 1``, ``len(args.gpus) > 1``."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)):
+        left, right = right, left
+        op = ast.Gt() if isinstance(op, ast.Lt) else ast.GtE()
+    several = (isinstance(op, ast.Gt) and _is_int(right, 1)) or (
+        isinstance(op, ast.GtE) and _is_int(right, 2)
+    )
+    return several and _names_a_count(left)
+
+
+def _is_int(node: ast.expr, value: int) -> bool:
+    return isinstance(node, ast.Constant) and node.value == value and type(node.value) is int
+
+
+def _names_a_count(node: ast.expr) -> bool:
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "len" and node.args:
+            return _names_a_count(node.args[0])
+        node = node.func
+    word = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+    return any(w in word.lower() for w in _COUNT_WORDS)
 
 
 def _state_dict_calls(

@@ -34,7 +34,11 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.destinations import Destination, Reach, destination
 from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.analysis.paths import is_test_path
-from torchdoctor.static.analysis.precision import PrecisionNeed, precision_need
+from torchdoctor.static.analysis.precision import (
+    PrecisionNeed,
+    precision_need,
+    precision_option,
+)
 from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
@@ -64,6 +68,7 @@ class Float64InTraining(LintRule):
 
     def leave_module(self, module: ModuleScope) -> None:
         ctx = self.ctx
+        self._options: dict[int, ast.expr] = {}  # float64 calls made under a precision option
         # float64 in tests is numerics on purpose (gradcheck, reference values): quiet,
         # not just lowered to info. The path inside the project tells test code; folders
         # above the project say nothing about it.
@@ -105,7 +110,10 @@ class Float64InTraining(LintRule):
                 and reach[1] is not _MODEL
             ):
                 continue
-            if need is not None:
+            option = self._options.get(id(call))
+            if option is not None:
+                self._report_chosen(call, hit, option)
+            elif need is not None:
                 self._report_needed(call, hit, reach, need)
             elif reach[0] is not Destination.TRAINING:
                 self._report_unproved(call, hit, reach)
@@ -138,6 +146,9 @@ class Float64InTraining(LintRule):
             hit = self._float64(node, scope)
             if hit is None or grad_disabled_by(self.ctx, item.frames) is not None:
                 continue
+            option = precision_option(item, hit)
+            if option is not None:
+                self._options[id(node)] = option
             func = node.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Compare):
                 continue  # (pred == y).double(): an accuracy, never an input
@@ -319,6 +330,18 @@ class Float64InTraining(LintRule):
             fix_hint="Keep float64 where the precision is needed; build the parts that do "
             "not need it (layers, data that never reach the solver) in float32.",
             evidence={"reaches": reach[0].name.lower(), "precision": need.kind},
+            severity=Severity.INFO,
+        )
+
+    def _report_chosen(self, call: ast.Call, hit: ast.AST, option: ast.expr) -> None:
+        line = getattr(hit, "lineno", call.lineno)
+        self.report(
+            hit,
+            f"`{self._text(call, hit)}` at line {line} is float64 chosen by the option "
+            f"`{self.ctx.segment(option)}` (line {option.lineno}): what the user asked for, "
+            "at twice the memory of float32 and many times slower on most GPUs",
+            fix_hint="Keep the option off unless the numerics need float64.",
+            evidence={"option": self.ctx.segment(option)},
             severity=Severity.INFO,
         )
 

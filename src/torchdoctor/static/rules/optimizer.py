@@ -207,6 +207,15 @@ class SchedulerBeforeOptimizer(LintRule):
         )
 
 
+def wrapped_module(value: ast.expr) -> ast.expr | None:
+    """The module a ``DistributedDataParallel(...)``/``DataParallel(...)`` call wraps."""
+    if not isinstance(value, ast.Call):
+        return None
+    if value.args:
+        return value.args[0]
+    return next((k.value for k in value.keywords if k.arg == "module"), None)
+
+
 def _innermost_loop(item: Item) -> ast.AST | None:
     """The node of the innermost loop around ``item`` in its own function, if any."""
     loops = [f.node for f in local_frames(item.frames) if f.kind is FrameKind.LOOP]
@@ -304,6 +313,13 @@ class LayerReplacedAfterOptimizer(LintRule):
             return "nn.Parameter"
         if not ctx.is_family(type_name, torchapi.MODULE):
             return None
+        if type_name in torchapi.WRAPPER_NAMES:
+            # DDP and DataParallel hold the wrapped module's own parameters: wrapping an
+            # existing model adds none, wrapping a module built right there does.
+            inner = wrapped_module(value)
+            if not isinstance(inner, ast.Call):
+                return None
+            return self._new_parameters(inner, scope, depth + 1)
         if (
             type_name == "torch.nn.Sequential"
             and isinstance(value, ast.Call)

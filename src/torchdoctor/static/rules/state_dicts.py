@@ -54,6 +54,8 @@ class WholeModuleSaved(LintRule):
         ctx = self.ctx
         if not ctx.is_call_to(node, "torch.save"):
             return
+        if _in_memory(ctx, node):
+            return  # a copy made through a buffer (a deep clone), not a file
         saved = node.args[0] if node.args else getattr(keyword(node, "obj"), "value", None)
         candidates = [saved] if not isinstance(saved, ast.Dict) else list(saved.values)
         for candidate in candidates:
@@ -106,6 +108,17 @@ class WholeModuleSaved(LintRule):
             fix_hint="Save the model's `state_dict()` and load it into a model built in "
             "code; for a file this project wrote itself, `weights_only=False` also works.",
         )
+
+
+def _in_memory(ctx: FileContext, save: ast.Call) -> bool:
+    """Whether ``torch.save`` writes into an ``io.BytesIO`` buffer rather than a file."""
+    destination = save.args[1] if len(save.args) > 1 else getattr(keyword(save, "f"), "value", None)
+    if destination is None:
+        return False
+    return ctx.instance_type(destination, ctx.function) in _BUFFERS
+
+
+_BUFFERS = frozenset({"io.BytesIO", "_io.BytesIO"})
 
 
 def _module_confidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confidence | None:
