@@ -177,7 +177,7 @@ _TABLE: tuple[Rule, ...] = (
        "Layers kept in a plain list/dict/tuple attribute of an nn.Module are never "
        "registered"),
     _r("TD224", "tensor-result-discarded", E, (LINT,),
-       "A tensor's .to()/.cuda()/.detach()/.float() result is thrown away"),
+       "A tensor's .to()/.detach()/.float() or torch.clamp(...) result is thrown away"),
     _r("TD225", "grad-mode-call-without-with", E, (LINT,),
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
     _r("TD226", "output-layer-frozen-at-init", E, (CHECK, RUN),

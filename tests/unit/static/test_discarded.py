@@ -188,3 +188,47 @@ def train(loader: DataLoader, device):
         )
         == []
     )
+
+
+def test_a_pure_torch_function_called_as_a_statement_is_flagged() -> None:
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        class Loss(torch.nn.Module):
+            def forward(self, x, labels):
+                torch.clamp(self.w, 1e-6)  # expect: TD224
+                F.normalize(x)  # expect: TD224
+                torch.sigmoid(self.logits[0])  # expect: TD224
+                return F.cross_entropy(x * self.w, labels)
+        """
+    assert_marked(source, "TD224")
+    (found, *_) = lint_findings(source, "TD224")
+    assert "`self.w` itself is unchanged (`clamp` is not in place)" in found.message
+    assert "self.w.clamp_(...)" in found.fix_hint
+
+
+def test_pure_functions_kept_or_called_for_errors_side_effects_or_timing_are_quiet() -> None:
+    source = """
+        import pytest
+        import torch
+        import torch.nn.functional as F
+
+        def step(x, w, a, b):
+            w = torch.clamp(w, 0)
+            F.relu(x, inplace=True)
+            torch.add(a, b, out=x)
+            torch.mm(a, b)  # a warm-up call in a benchmark
+            torch.nn.init.normal_(w)
+            F.dropout(x)
+            torch.clamp(x.sum(), 0)
+            with pytest.raises(RuntimeError):
+                torch.reshape(x, (7, 3))
+            try:
+                torch.squeeze(x)
+            except RuntimeError:
+                pass
+        """
+    assert lint_codes(source, "TD224") == []
+    # Tests call operators for their errors on purpose.
+    assert lint_codes("import torch\ntorch.clamp(w, 0)\n", "TD224", path="tests/test_ops.py") == []

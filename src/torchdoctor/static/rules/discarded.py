@@ -9,15 +9,19 @@ TD225 grad-mode-call-without-with: ``torch.no_grad()`` as a bare statement.
 from __future__ import annotations
 
 import ast
+import os
+from typing import cast
 
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.dataloader import iterated, loader_of
+from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.structure import FrameKind
 
 __all__ = ["is_tensor"]
 
@@ -143,13 +147,83 @@ def _unpacked(target: ast.expr, name: str) -> bool:
     return False
 
 
+# torch functions with no effect but their result (no RNG, no ``out=``/``inplace=True``
+# use), often written as if they changed their first argument: `torch.clamp(w, 0)`.
+# Heavy kernels (matmul, conv) are left out: benchmarks call them bare to time them.
+_PURE_FUNCTIONS = frozenset(
+    [
+        *(
+            f"torch.{name}"
+            for name in (
+                "clamp",
+                "clip",
+                "clamp_min",
+                "clamp_max",
+                "sigmoid",
+                "tanh",
+                "relu",
+                "abs",
+                "exp",
+                "log",
+                "sqrt",
+                "neg",
+                "round",
+                "floor",
+                "ceil",
+                "squeeze",
+                "unsqueeze",
+                "flatten",
+                "reshape",
+                "transpose",
+                "permute",
+                "softmax",
+                "log_softmax",
+                "detach",
+                "clone",
+                "add",
+                "sub",
+                "mul",
+                "div",
+                "masked_fill",
+                "nan_to_num",
+                "flip",
+                "roll",
+            )
+        ),
+        *(
+            f"torch.nn.functional.{name}"
+            for name in (
+                "relu",
+                "leaky_relu",
+                "elu",
+                "gelu",
+                "silu",
+                "sigmoid",
+                "tanh",
+                "softmax",
+                "log_softmax",
+                "normalize",
+                "pad",
+                "interpolate",
+                "one_hot",
+            )
+        ),
+    ]
+)
+# Blocks that call a function for the exception or warning it raises, not its result.
+_EXPECTING = ("raises", "Raises", "warns", "Warns")
+
+
 @detector("TD224", depth=Depth.LINT)
 class TensorResultDiscarded(LintRule):
     """``x.to(device)`` as a statement, with ``x`` a tensor: the copy is dropped."""
 
     def visit_Expr(self, node: ast.Expr) -> None:
         call = node.value
-        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        if not isinstance(call, ast.Call):
+            return
+        if not isinstance(call.func, ast.Attribute) or self.ctx.qualified_name(call.func):
+            self._check_function(node, call)
             return
         method = call.func.attr
         if method not in _NOT_IN_PLACE:
@@ -179,6 +253,44 @@ class TensorResultDiscarded(LintRule):
             fix_hint=f"Assign the result: `{name} = {text}`.",
             fix=fix,
         )
+
+    def _check_function(self, node: ast.Expr, call: ast.Call) -> None:
+        """``torch.clamp(w, 0)`` as a statement: a pure function whose result is dropped."""
+        ctx = self.ctx
+        qualified = ctx.qualified_name(call.func)
+        if qualified not in _PURE_FUNCTIONS or not call.args:
+            return
+        target = call.args[0]
+        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+            return
+        if any(k.arg in ("out", "inplace") for k in call.keywords) or self._expecting():
+            return
+        if is_test_path(ctx.project_path or os.path.basename(ctx.path)):
+            return  # tests call operators for their errors and side effects on purpose
+        name, text = ctx.segment(target), ctx.segment(call)
+        short = qualified.rpartition(".")[2]
+        self.report(
+            node,
+            f"`{text}` at line {node.lineno} returns a new tensor and the result is thrown "
+            f"away: `{name}` itself is unchanged (`{short}` is not in place)",
+            fix_hint=f"Assign the result (`{name} = {text}`), or change the tensor in place "
+            f"(for a parameter, under `torch.no_grad()`: `{name}.{short}_(...)`).",
+        )
+
+    def _expecting(self) -> bool:
+        """The statement sits in a ``try`` or a ``with pytest.raises(...)`` block."""
+        for frame in self.ctx.frames:
+            if frame.kind is FrameKind.TRY:
+                return True
+            if frame.kind is FrameKind.WITH:
+                items = cast("ast.With", frame.node).items
+                if any(
+                    isinstance(i.context_expr, ast.Call)
+                    and any(w in last_name(i.context_expr.func) for w in _EXPECTING)
+                    for i in items
+                ):
+                    return True
+        return False
 
 
 @detector("TD225", depth=Depth.LINT)
