@@ -204,6 +204,8 @@ _TABLE: tuple[Rule, ...] = (
        "negative class weights or pos_weight)"),
     _r("TD310", "labels-shifted-twice", E, (LINT,),
        "Causal-LM labels built already shifted are shifted again by the model"),
+    _r("TD311", "loss-average-mismatch", W, (LINT,),
+       "Mean-reduced batch losses averaged over examples (or summed ones over batches)"),
     # 4xx: data
     _r("TD401", "non-finite-inputs", E, (CHECK,),
        "The batch contains NaN or Inf"),

@@ -301,6 +301,36 @@ def test_training_loaders_that_shuffle_some_other_way_stay_quiet() -> None:
     assert lint_codes(source, "TD407") == []
 
 
+def test_a_sampler_that_is_none_on_one_path_leaves_that_path_unshuffled() -> None:
+    """`sampler=DistributedSampler(ds) if distributed else None` with `shuffle=False`:
+    single-process training never shuffles; the finding names the path."""
+    source = """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def build(train_set, num_gpus):
+            train_sampler = DistributedSampler(train_set) if num_gpus > 1 else None
+            train_loader = DataLoader(train_set, shuffle=False, sampler=train_sampler)
+            return train_loader
+
+        def make_loader(dataset, train, distributed):
+            sampler = DistributedSampler(dataset) if distributed else None
+            return DataLoader(dataset, shuffle=False, sampler=sampler if train else None)
+
+        def quiet(dataset, train, distributed):
+            sampler = DistributedSampler(dataset) if distributed else None
+            a = DataLoader(dataset, shuffle=(sampler is None), sampler=sampler)
+            b = DataLoader(
+                dataset, shuffle=False,
+                sampler=DistributedSampler(dataset) if distributed else RandomSampler(dataset),
+            )
+            val_loader = DataLoader(dataset, sampler=sampler if not train else None)
+        """
+    found = {f.location.line: f.message for f in lint_findings(source, "TD407")}
+    assert sorted(found) == [6, 11]
+    assert "no sampler when `num_gpus > 1` is false" in found[6]
+    assert "no sampler when `train` is true and `distributed` is false" in found[11]
+
+
 def test_shuffle_that_may_arrive_through_a_kwargs_dict_stays_quiet() -> None:
     # The options dict is built elsewhere (updated with shuffle=True, or a sampler).
     source = """

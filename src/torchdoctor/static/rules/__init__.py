@@ -160,6 +160,7 @@ from torchdoctor.static.rules import (
     leaf_losses,  # noqa: F401
     loop_order,  # noqa: F401
     loss,  # noqa: F401
+    loss_averaging,  # noqa: F401
     memory,  # noqa: F401
     model_outputs,  # noqa: F401
     modes,  # noqa: F401

@@ -10,6 +10,7 @@ Both start from a ``DataLoader(...)`` call of the file
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Fix, Severity
 from torchdoctor.rules.detectors import detector
@@ -107,7 +108,11 @@ class TrainLoaderNotShuffled(LintRule):
                 ):
                     continue  # DataLoader(ds, **kwargs): shuffle or a sampler may be in it
                 arguments = loader_arguments(call)
-                if any(not is_false(arguments.get(k)) for k in ("sampler", "batch_sampler")):
+                if not is_false(arguments.get("batch_sampler")):
+                    continue
+                sampler = arguments.get("sampler")
+                without = None if is_false(sampler) else self._none_when(sampler, scope)
+                if not is_false(sampler) and without is None:
                     continue
                 shuffle = arguments.get("shuffle")
                 if shuffle is not None and not is_false(shuffle):
@@ -117,7 +122,31 @@ class TrainLoaderNotShuffled(LintRule):
                 if confidence is not None and not self._shuffled_by_hand(
                     call, arguments.get("dataset"), target, scope
                 ):
-                    self._report(call, arguments, target, confidence, scope)
+                    self._report(call, arguments, target, confidence, scope, without)
+
+    def _none_when(self, sampler: ast.expr | None, scope: Scope) -> str | None:
+        """``sampler=DistributedSampler(ds) if distributed else None`` (directly, through
+        a name, nested): the conditions under which a training loader gets no sampler,
+        as words. A path that needs a training flag off (``if train else None``) is an
+        evaluation loader's, and does not count."""
+        for path in self._none_paths(sampler, scope, ()):
+            if not any(not holds and _names_training(test) for test, holds in path):
+                return " and ".join(
+                    f"`{self.ctx.segment(test)}` is {'true' if holds else 'false'}"
+                    for test, holds in path
+                )
+        return None
+
+    def _none_paths(
+        self, value: ast.expr | None, scope: Scope, path: tuple[tuple[ast.expr, bool], ...]
+    ) -> Iterator[tuple[tuple[ast.expr, bool], ...]]:
+        if isinstance(value, ast.Name) and len(path) < 3:
+            value = self._assigned(value, scope)
+        if isinstance(value, ast.IfExp) and len(path) < 3:
+            yield from self._none_paths(value.body, scope, (*path, (value.test, True)))
+            yield from self._none_paths(value.orelse, scope, (*path, (value.test, False)))
+        elif path and value is not None and is_false(value):
+            yield path
 
     def _training(
         self, call: ast.Call, arguments: dict[str, ast.expr], target: ast.expr | None, scope: Scope
@@ -130,6 +159,8 @@ class TrainLoaderNotShuffled(LintRule):
             return None
         if "train" in words or "training" in words:
             return Confidence.HIGH
+        if any(_names_training(n) for n in _flag_tests(arguments.get("sampler"))):
+            return Confidence.MEDIUM  # sampler=... if train else None: a training loader
         for loop in self._feeding_loops(call, target, scope):
             if any(
                 e.kind is EventKind.BACKWARD for e in loop_events(self.ctx, loop, forwards=False)
@@ -212,6 +243,7 @@ class TrainLoaderNotShuffled(LintRule):
         target: ast.expr | None,
         confidence: Confidence,
         scope: Scope,
+        without: str | None = None,
     ) -> None:
         ctx = self.ctx
         name = ctx.segment(target) if target is not None else "DataLoader(...)"
@@ -227,7 +259,9 @@ class TrainLoaderNotShuffled(LintRule):
         )
         self.report(
             call,
-            f"`{name}` at line {call.lineno} feeds training but has {said} and no sampler: "
+            f"`{name}` at line {call.lineno} feeds training but has {said} and "
+            + (f"no sampler when {without}" if without else "no sampler")
+            + ": "
             "every epoch visits the examples in the same order"
             + (
                 ", and the dataset is stored sorted (by class or key), so every batch holds "
@@ -290,6 +324,18 @@ def _discards_labels(loop: ast.AST) -> bool:
         and isinstance(target.elts[1], ast.Name)
         and target.elts[1].id == "_"
     )
+
+
+def _names_training(test: ast.expr) -> bool:
+    """A flag that says the loader is for training: ``train``, ``is_training``."""
+    return isinstance(test, (ast.Name, ast.Attribute)) and bool(
+        {"train", "training"} & set(_words(test))
+    )
+
+
+def _flag_tests(value: ast.expr | None) -> list[ast.expr]:
+    """The tests of conditional expressions in ``value`` (``x if train else None``)."""
+    return [n.test for n in ast.walk(value) if isinstance(n, ast.IfExp)] if value else []
 
 
 def _words(expr: ast.expr | None) -> list[str]:
