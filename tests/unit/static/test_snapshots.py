@@ -139,3 +139,226 @@ def test_snapshots_outside_training_or_taken_every_pass_are_quiet() -> None:
             torch.save(first, "opt.pt")
         """
     assert_marked(source, "TD912")
+
+
+def test_fresh_models_per_pass_are_quiet() -> None:
+    # a search trains a new model on each pass: later steps never touch the kept one
+    source = """
+        import torch
+        from torch import nn
+
+        def train(model, loader, lr):
+            optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+            for x, y in loader:
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
+
+        class Keeper:
+            def update(self, score, model):
+                if score > self.best:
+                    self.best = score
+                    self.state = model.state_dict()
+
+        def search(loader, rates, keeper: Keeper):
+            best, best_state = 0.0, None
+            for lr in rates:
+                model = nn.Linear(2, 1)
+                train(model, loader, lr)
+                score = evaluate(model)
+                keeper.update(score, model)
+                if score > best:
+                    best, best_state = score, None
+                    best_state = model.state_dict()
+            torch.save(best_state, "best.pt")
+            torch.save(keeper.state, "kept.pt")
+        """
+    assert_marked(source, "TD912")
+
+
+HELPER = """
+import copy
+import torch
+from torch import nn
+
+class EarlyStopping:
+    def __init__(self, patience):
+        self.patience, self.best, self.counter = patience, float("inf"), 0
+
+    def save(self):
+        torch.save(self.best_state, "best.pt")
+
+    def __call__(self, val_loss, model):
+        if val_loss < self.best:
+            self.best = val_loss
+{snapshot}
+            self.counter = 0
+        else:
+            self.counter += 1
+
+def fit(model: nn.Module, loader, val, epochs):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    stopper = EarlyStopping(3)
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        stopper(validate(model, val), model)
+{stop}
+    print(stopper.best)
+{after}
+"""
+
+
+def early_stopping(
+    snapshot: str,
+    stop: str = "        if stopper.counter > 3:\n            break",
+    after: str = "    model.load_state_dict(stopper.best_state)",
+) -> str:
+    return HELPER.format(snapshot=snapshot, stop=stop, after=after)
+
+
+def test_an_early_stopping_helper_that_keeps_a_reference_is_flagged() -> None:
+    (found,) = lint_findings(
+        early_stopping("            self.best_state = model.state_dict()"), "TD912"
+    )
+    assert found.location.line == 16
+    assert found.evidence == {"read_line": 33, "loop_line": 24, "call_line": 29}
+    assert (
+        "`stopper.best_state` read at line 33 (after the loop at line 24, which takes the "
+        "snapshot through `stopper(validate(model, val), model)` at line 29)" in found.message
+    )
+    assert "copy.deepcopy(model.state_dict())" in found.fix_hint
+    assert_marked(
+        early_stopping(
+            "            self.best_state = {k: v for k, v in model.state_dict().items()}"
+            "  # expect: TD912"
+        ),
+        "TD912",
+    )
+
+
+def test_an_early_stopping_helper_that_copies_or_ends_training_is_quiet() -> None:
+    reference = "            self.best_state = model.state_dict()"
+    assert_marked(early_stopping(reference + "  # expect: TD912"), "TD912")
+    for snapshot in (
+        "            self.best_state = copy.deepcopy(model.state_dict())",
+        "            self.best_state = {k: v.clone() for k, v in model.state_dict().items()}",
+        "            self.best_state = {k: v.cpu() for k, v in model.state_dict().items()}",
+        "            self.best_state = model.state_dict()\n            return True",
+    ):
+        assert_marked(early_stopping(snapshot), "TD912")
+    # read only by `save()`: quiet when the helper calls it right after the snapshot
+    saved = reference + "\n            self.save()"
+    assert_marked(early_stopping(saved, after="    pass"), "TD912")
+    assert_marked(early_stopping(reference + "  # expect: TD912", after="    pass"), "TD912")
+    # the loop is left right after the helper keeps its snapshot
+    assert_marked(early_stopping(reference, "        break"), "TD912")
+    # never called from a loop that trains: the caller only evaluates
+    called_once = early_stopping(reference).replace(
+        "            optimizer.step()\n", "            pass\n"
+    )
+    assert_marked(called_once.replace(".backward()", ".item()"), "TD912")
+
+
+def test_a_trainer_method_called_by_the_training_loop_is_flagged() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Trainer:
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    for x, y in self.loader:
+                        self.optimizer.zero_grad()
+                        nn.functional.mse_loss(self.model(x), y).backward()
+                        self.optimizer.step()
+                    self.validate()
+                self.model.load_state_dict(self.best_weights)
+
+            def validate(self):
+                score = evaluate(self.model)
+                if score > self.best:
+                    self.best = score
+                    self.best_weights = self.model.state_dict()  # expect: TD912
+                return score
+
+        class Checkpointer:
+            def keep(self, model: nn.Module, store):
+                store["best"] = model.state_dict()  # expect: TD912
+
+            def save_best(self):
+                torch.save(self.kept, "best.pt")
+
+            def fit(self, model: nn.Module, loader, optimizer, epochs):
+                store = {}
+                for epoch in range(epochs):
+                    for x in loader:
+                        optimizer.zero_grad()
+                        model(x).sum().backward()
+                        optimizer.step()
+                    if evaluate(model) > 0.9:
+                        self.keep(model, store)
+                torch.save(store, "best.pt")
+        """
+    (found, _) = lint_findings(source, "TD912")
+    assert "`self.best_weights` read at line 13 (after the loop at line 7, which" in found.message
+    assert_marked(source, "TD912")
+
+
+def test_a_kept_snapshot_read_by_another_method_is_flagged() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        class Trainer:
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    self.train_epoch()
+                    self.remember()
+
+            def train_epoch(self):
+                for x, y in self.loader:
+                    self.optimizer.zero_grad()
+                    self.model(x).sum().backward()
+                    self.optimizer.step()
+
+            def remember(self):
+                if self.improved():
+                    self.best_weights = self.model.state_dict()  # expect: TD912
+
+            def save_best(self):
+                torch.save(self.best_weights, "best.pt")
+        """
+    (found,) = lint_findings(source, "TD912")
+    assert (
+        "read at line 22 (in `save_best()`; the loop at line 7 takes the snapshot through "
+        "`self.remember()` at line 9 and trains on)" in found.message
+    )
+    assert_marked(source, "TD912")
+    # written on every call, and the call not guarded: the last snapshot is the final
+    # state anyway
+    every_pass = source.replace("                if self.improved():\n    ", "")
+    assert_marked(every_pass.replace("  # expect: TD912", ""), "TD912")
+    # a guarded call takes it only now and then
+    guarded = every_pass.replace(
+        "                    self.remember()",
+        "                    if self.improved():\n                        self.remember()",
+    )
+    assert_marked(guarded, "TD912")
+
+
+def test_a_helper_returning_the_live_state_is_followed() -> None:
+    td912(
+        "            best_state = snapshot(model)  # expect: TD912",
+        "    model.load_state_dict(best_state)\n\n"
+        "def snapshot(model):\n"
+        "    return model.state_dict()",
+    )
+    td912(
+        "            best_state = snapshot(model)",
+        "    model.load_state_dict(best_state)\n\n"
+        "def snapshot(model):\n"
+        "    return copy.deepcopy(model.state_dict())",
+    )

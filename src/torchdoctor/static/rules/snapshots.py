@@ -8,6 +8,14 @@ condition (``if accuracy > best: best_state = model.state_dict()``) in a loop th
 and read outside that condition: after the loop, or in the loop's later passes. A snapshot
 followed by leaving the loop (``break``, ``return``) is never trained past, and a copy
 (``copy.deepcopy``, a comprehension of clones) is not a reference.
+
+The snapshot is as often taken by a helper the loop calls on every pass (an
+early-stopping object's ``__call__``, a trainer's ``validate()``) and kept on an
+attribute (``self.best_state = model.state_dict()``) or in a container the caller passed:
+it is judged there when the file shows the helper called from inside a loop that trains
+(and that loop not left right after the call), the snapshot taken only now and then (under
+a condition in the helper, or a call made under one), and the attribute read back outside
+that condition: by the class's other methods, or through the object by the caller.
 """
 
 from __future__ import annotations
@@ -18,13 +26,22 @@ from collections.abc import Iterator
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.loops import enclosing_loops, local_frames, trains
-from torchdoctor.static.context import Scope
+from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.loops import (
+    enclosing_loops,
+    guard_between,
+    local_frames,
+    loop_bound_names,
+    trains,
+)
+from torchdoctor.static.analysis.training_calls import TrainingCall, training_call_sites
+from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind, Item, Loop, ModuleScope
+from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
 
 _SHALLOW_COPIES = frozenset({"dict", "OrderedDict", "copy"})
 _EXITS = (ast.Break, ast.Return, ast.Raise)
+_HELPER_DEPTH = 2  # helpers returning a helper's state_dict(), followed this deep
 
 
 @detector("TD912", depth=Depth.LINT)
@@ -43,34 +60,96 @@ class StateDictSnapshotAliased(LintRule):
                 node = item.node
                 if not isinstance(node, ast.Assign) or len(node.targets) != 1:
                     continue
-                model = _live_state_of(node.value)
+                model = _live_state_of(ctx, node.value, scope)
                 if model is None:
                     continue
                 found = ctx.family_of(model, scope)
                 if found is None or found[0] != torchapi.MODULE:
                     continue
-                self._check(item, node, model, scope, found[1])
+                loop = next(
+                    (lp for lp in enclosing_loops(ctx, item.frames) if trains(ctx, lp)), None
+                )
+                if loop is not None:
+                    self._check(item, node, model, scope, found[1], loop)
+                elif isinstance(scope, FunctionScope):
+                    self._check_helper(item, node, model, scope, found[1])
 
     def _check(
-        self, item: Item, assign: ast.Assign, model: ast.expr, scope: Scope, confidence: Confidence
+        self,
+        item: Item,
+        assign: ast.Assign,
+        model: ast.expr,
+        scope: Scope,
+        confidence: Confidence,
+        loop: Loop,
     ) -> None:
-        ctx = self.ctx
         condition = _innermost_condition(item)
-        if condition is None or _leaves_after(condition, assign):
-            return
-        loop = next((lp for lp in enclosing_loops(ctx, item.frames) if trains(ctx, lp)), None)
-        if loop is None:
+        if condition is None or _leaves_after(condition, assign) or _fresh_per_pass(model, loop):
             return
         target = assign.targets[0]
         read = _read_outside(_search_root(target, scope, loop), target, condition, loop)
         if read is None:
             return
-        text, model_text = ctx.segment(target), ctx.segment(model)
         where = (
             f"after the loop at line {loop.line}"
             if read.lineno > (loop.node.end_lineno or 0)
             else f"on later passes of the loop at line {loop.line}"
         )
+        self._report(assign, model, read, where, confidence, {"loop_line": loop.line})
+
+    def _check_helper(
+        self,
+        item: Item,
+        assign: ast.Assign,
+        model: ast.expr,
+        function: FunctionScope,
+        confidence: Confidence,
+    ) -> None:
+        """A snapshot a helper keeps where it outlives the call (an attribute, a
+        container the caller passed), the helper called from a loop that trains."""
+        target = assign.targets[0]
+        holder = target.value if isinstance(target, ast.Subscript) else target
+        root = _kept_root(holder, function)
+        if root is None or (holder is root and not isinstance(target, ast.Subscript)):
+            return
+        condition = _innermost_condition(item)
+        if condition is not None and _stops_after(condition, assign):
+            return
+        for site in training_call_sites(self.ctx, function):
+            if _left_after(site) or (condition is None and not _guarded_in_loop(site)):
+                continue
+            passed = (
+                _caller_side(model, function, site.call) if isinstance(model, ast.Name) else None
+            )
+            if isinstance(passed, ast.Name) and _fresh_per_pass(passed, site.loop):
+                continue
+            found = _read_back(self.ctx, holder, root, function, assign, condition, site)
+            if found is None:
+                continue
+            read, place = found
+            line, call = site.loop.line, site.call
+            through = f"`{self.ctx.segment(call)}` at line {call.lineno}"
+            taken = f"the loop at line {line}, which takes the snapshot through {through}"
+            where = {"after": f"after {taken}", "within": f"on later passes of {taken}"}.get(
+                place,
+                f"in `{place}()`; the loop at line {line} takes the snapshot through "
+                f"{through} and trains on",
+            )
+            evidence = {"loop_line": line, "call_line": call.lineno}
+            self._report(assign, model, read, where, confidence, evidence)
+            return
+
+    def _report(
+        self,
+        assign: ast.Assign,
+        model: ast.expr,
+        read: ast.expr,
+        where: str,
+        confidence: Confidence,
+        evidence: dict[str, int],
+    ) -> None:
+        ctx = self.ctx
+        text, model_text = ctx.segment(assign.targets[0]), ctx.segment(model)
         self.report(
             assign,
             f"`{text} = {ctx.segment(assign.value)}` at line {assign.lineno} keeps references "
@@ -80,24 +159,247 @@ class StateDictSnapshotAliased(LintRule):
             fix_hint=f"Copy the tensors: `{text} = copy.deepcopy({model_text}.state_dict())` "
             f"(or `{{k: v.detach().clone() for k, v in {model_text}.state_dict().items()}}`).",
             confidence=confidence,
-            evidence={"read_line": read.lineno, "loop_line": loop.line},
+            evidence={"read_line": read.lineno, **evidence},
         )
 
 
-def _live_state_of(value: ast.expr) -> ast.expr | None:
+def _live_state_of(
+    ctx: FileContext, value: ast.expr, scope: Scope, depth: int = 0
+) -> ast.expr | None:
     """The module whose ``state_dict()`` ``value`` is, directly or through a shallow copy
-    (``dict(...)``, ``OrderedDict(...)``, ``.copy()``, ``copy.copy(...)``), which copies
-    the dict but shares the tensors."""
+    (``dict(...)``, ``OrderedDict(...)``, ``.copy()``, ``copy.copy(...)``, a comprehension
+    of the same tensors), which copies the dict but shares the tensors; or through a
+    helper of the file that returns its parameter's ``state_dict()``."""
+    if isinstance(value, ast.DictComp):
+        return _shared_comprehension(value)
     if isinstance(value, ast.Call):
         func = value.func
         if isinstance(func, ast.Attribute) and func.attr == "state_dict":
             return func.value
         if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
-            return _live_state_of(func.value)
+            return _live_state_of(ctx, func.value, scope, depth)
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if name in _SHALLOW_COPIES and len(value.args) == 1:
-            return _live_state_of(value.args[0])
+            return _live_state_of(ctx, value.args[0], scope, depth)
+        return _returned_state(ctx, value, scope, depth) if depth < _HELPER_DEPTH else None
     return None
+
+
+def _shared_comprehension(value: ast.DictComp) -> ast.expr | None:
+    """``{k: v for k, v in model.state_dict().items()}`` (or ``v.detach()``, ``v.data``):
+    a new dict of the same tensors."""
+    if len(value.generators) != 1 or value.generators[0].ifs:
+        return None
+    generator = value.generators[0]
+    pair, source = generator.target, generator.iter
+    if not (
+        isinstance(pair, ast.Tuple)
+        and len(pair.elts) == 2
+        and isinstance(pair.elts[1], ast.Name)
+        and isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Attribute)
+        and source.func.attr == "items"
+        and not source.args
+    ):
+        return None
+    tensor = value.value
+    if isinstance(tensor, ast.Call) and isinstance(tensor.func, ast.Attribute):
+        tensor = tensor.func.value if tensor.func.attr == "detach" and not tensor.args else tensor
+    elif isinstance(tensor, ast.Attribute) and tensor.attr == "data":
+        tensor = tensor.value
+    if not (isinstance(tensor, ast.Name) and tensor.id == pair.elts[1].id):
+        return None
+    inner = source.func.value
+    if (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Attribute)
+        and inner.func.attr == "state_dict"
+    ):
+        return inner.func.value
+    return None
+
+
+def _returned_state(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -> ast.expr | None:
+    """The argument whose ``state_dict()`` a helper of the file returns: every ``return``
+    of the helper gives its parameter's live state (``return model.state_dict()``)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name not in _state_returners(ctx):
+        return None
+    helper = called_function(ctx, call, scope)
+    if helper is None:
+        return None
+    names: set[str] = set()
+    for item in helper.items:
+        node = item.node
+        if not isinstance(node, ast.Return):
+            continue
+        model = None if node.value is None else _live_state_of(ctx, node.value, helper, depth + 1)
+        if not isinstance(model, ast.Name):
+            return None
+        names.add(model.id)
+    if len(names) != 1:
+        return None
+    param = names.pop()
+    return helper.argument_for(call, param) if param in _parameters(helper) else None
+
+
+def _state_returners(ctx: FileContext) -> frozenset[str]:
+    """Names of the file's functions with a ``return`` that mentions ``state_dict``: the
+    only helpers worth resolving a call to (once per file)."""
+    key = ("snapshots", "state-returners")
+    found = ctx.memo.get(key)
+    if not isinstance(found, frozenset):
+        names = {
+            function.name
+            for function in ctx.module.functions
+            for item in function.items
+            if isinstance(item.node, ast.Return)
+            and item.node.value is not None
+            and any(
+                isinstance(n, ast.Attribute) and n.attr == "state_dict"
+                for n in ast.walk(item.node.value)
+            )
+        }
+        found = ctx.memo[key] = frozenset(names)
+    return found
+
+
+def _parameters(function: FunctionScope) -> set[str]:
+    args = function.node.args
+    return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+
+
+def _kept_root(holder: ast.expr, function: FunctionScope) -> ast.Name | None:
+    """The name at the base of ``holder`` (``self`` of ``self.best``, ``store`` of
+    ``store["best"]``) when it outlives a call: the instance or a parameter."""
+    root = holder
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return None
+    if root.id == function.self_name or root.id in _parameters(function):
+        return root
+    return None
+
+
+def _stops_after(condition: ast.If, assign: ast.Assign) -> bool:
+    """The helper's branch raises, or returns something the caller may stop on, after
+    the snapshot."""
+    branch = condition.body if assign in condition.body else condition.orelse
+    for statement in branch:
+        if statement.lineno <= assign.lineno:
+            continue
+        if isinstance(statement, ast.Raise):
+            return True
+        if isinstance(statement, ast.Return) and not (
+            statement.value is None
+            or (isinstance(statement.value, ast.Constant) and not statement.value.value)
+        ):
+            return True
+    return False
+
+
+def _fresh_per_pass(model: ast.expr, loop: Loop) -> bool:
+    """The model is a name the loop binds anew (``model = Net()`` on every pass of a
+    search): the steps of later passes train another model, not the one snapshotted."""
+    return isinstance(model, ast.Name) and model.id in loop_bound_names(loop)
+
+
+def _left_after(site: TrainingCall) -> bool:
+    """The loop is left right after the call (``es(model); break``)."""
+    block = site.item.frames[-1]
+    return any(
+        isinstance(item.node, _EXITS) and item.frames[-1] is block and item.line > site.call.lineno
+        for item in site.loop.items
+    )
+
+
+def _guarded_in_loop(site: TrainingCall) -> bool:
+    """The call is made under an ``if`` inside the loop (only now and then)."""
+    return guard_between(site.item.frames, site.loop.frame, lambda _node, _body: True) is not None
+
+
+def _read_back(
+    ctx: FileContext,
+    holder: ast.expr,
+    root: ast.Name,
+    function: FunctionScope,
+    assign: ast.Assign,
+    condition: ast.If | None,
+    site: TrainingCall,
+) -> tuple[ast.expr, str] | None:
+    """Where a helper's kept snapshot is used again, and where that is: ``"after"``
+    (the caller's loop), ``"within"`` (its later passes) or the name of the method."""
+    loop = site.loop
+    loop_end = loop.node.end_lineno or loop.line
+    stand_in = _caller_side(root, function, site.call)
+    if stand_in is not None:
+        caller = site.scope.node if site.scope is not None else ctx.tree
+        for used in _used_values(caller):
+            if used.lineno >= loop.line and _same_through(used, holder, stand_in):
+                return used, "after" if used.lineno > loop_end else "within"
+    if root.id != function.self_name or function.owner is None:
+        return None
+    if condition is not None:
+        skip = (condition.lineno, condition.end_lineno or condition.lineno)
+    else:  # the call is guarded: what runs after the snapshot in the same call is at once
+        skip = (assign.lineno, function.node.end_lineno or assign.lineno)
+    at_once = _called_at_once(function, root, skip, assign)
+    for method in function.owner.methods.values():
+        if method.name in at_once:
+            continue
+        for used in _used_values(method.node):
+            if skip[0] <= used.lineno <= skip[1] or not _same(used, holder):
+                continue
+            if method is site.scope:
+                if used.lineno < loop.line:
+                    continue
+                return used, "after" if used.lineno > loop_end else "within"
+            return used, method.name
+    return None
+
+
+def _called_at_once(
+    function: FunctionScope, root: ast.Name, span: tuple[int, int], assign: ast.Assign
+) -> set[str]:
+    """Methods the helper calls on itself right after the snapshot (``self.save()``): what
+    they read of it, they read before any later step."""
+    return {
+        node.func.attr
+        for node in ast.walk(function.node)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == root.id
+        and assign.lineno < node.lineno <= span[1]
+    }
+
+
+def _caller_side(root: ast.Name, function: FunctionScope, call: ast.Call) -> ast.expr | None:
+    """What ``root`` is in the caller: the object a method is called on, or the argument
+    passed for a parameter."""
+    if root.id == function.self_name:
+        func = call.func
+        if function.name == "__call__" and not (
+            isinstance(func, ast.Attribute) and func.attr == "__call__"
+        ):
+            return func
+        return func.value if isinstance(func, ast.Attribute) else None
+    return function.argument_for(call, root.id)
+
+
+def _same_through(expr: ast.expr, holder: ast.expr, stand_in: ast.expr) -> bool:
+    """``expr`` is ``holder`` with its root name replaced by ``stand_in``."""
+    if isinstance(holder, ast.Name):
+        return ast.dump(expr) == ast.dump(stand_in)
+    if isinstance(holder, ast.Attribute):
+        return (
+            isinstance(expr, ast.Attribute)
+            and expr.attr == holder.attr
+            and _same_through(expr.value, holder.value, stand_in)
+        )
+    return False
 
 
 def _innermost_condition(item: Item) -> ast.If | None:
