@@ -12,14 +12,15 @@ A rule (``static/rules/<topic>.py``) imports from here, from :mod:`torchdoctor.s
   helpers, with parameters mapped to arguments; :mod:`.mode_sensitivity`: whether a model
   behaves differently in eval mode.
 * :mod:`.loops`: step loops, periodic guards, names bound in a loop.
-* :mod:`.callers`: the function a call runs, and what callers pass for a parameter.
+* :mod:`.callers`: the function a call runs, and what callers pass for a parameter;
+  :mod:`.training_calls`: where a function is called from inside a loop that trains.
 * :mod:`.calls`: reading a call's parts (keywords, receiver, last name) and edits that add
   arguments.
 * :mod:`.losses` (the loss calls of a file), :mod:`.loss_inputs` (what produced a loss
   input), :mod:`.loss_trail` (where a loss value travels).
 * :mod:`.destinations` and :mod:`.sinks`: where a value goes (training or a summary);
   :mod:`.precision`: whether a file needs float64's precision (a tolerance float32 cannot
-  meet, a sensitive solver, a gradient check).
+  meet, a sensitive solver, a gradient check) or a use of it is chosen by an option.
 * :mod:`.dataloader`: ``DataLoader`` calls and their arguments; :mod:`.exhaustion`: a
   loader rebuilt only once the last iterator ran out; :mod:`.entries`:
   ``d[key] = value`` writes; :mod:`.ranks`: rank-zero tests.
