@@ -309,6 +309,8 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD624", "model-copy-trained-by-optimizer", W, (RUN,),
        "An optimizer trains a copy meant to follow the model (a target/EMA network in its "
        "param_groups)"),
+    _r("TD625", "scheduler-rebuilt-in-loop", W, (LINT,),
+       "An LR scheduler is built anew on every pass of the training loop: the schedule restarts"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),

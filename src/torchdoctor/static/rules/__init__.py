@@ -174,6 +174,7 @@ from torchdoctor.static.rules import (
     reproducibility,  # noqa: F401
     resume,  # noqa: F401
     samplers,  # noqa: F401
+    scheduler_rebuilt,  # noqa: F401
     schedules,  # noqa: F401
     sharded_clipping,  # noqa: F401
     snapshots,  # noqa: F401
