@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LAB
-from tests.unit.static.helpers import lint_codes, lint_findings
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from tests.unit.static.test_loss import applied
 from torchdoctor.findings import Applicability, Severity
 from torchdoctor.rules.selection import Selection
@@ -428,6 +428,49 @@ def test_wrapping_the_model_for_data_parallelism_keeps_its_parameters() -> None:
             model.head = nn.DataParallel(nn.Linear(8, 2))
         """
     assert lint_codes(source, "TD610") == [("TD610", 15)]
+
+
+def test_layers_replaced_by_a_helper_after_a_helper_built_optimizer_are_flagged() -> None:
+    """A method (timm's reset_classifier) or a function that swaps the model's layers,
+    called after an optimizer a helper built from model.parameters()."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def reset_classifier(self, classes):
+                self.head = nn.Linear(32, classes)
+
+            def drop_head(self):
+                self.head = nn.Identity()
+
+        def prune(model, keep):
+            def shrink(a, b):
+                return nn.Linear(8, keep), nn.Linear(keep, 2)
+            model.fc1, model.fc2 = shrink(model.fc1, model.fc2)
+
+        def make_optimizer(model):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            return optimizer
+
+        def main():
+            model = Net()
+            optimizer = make_optimizer(model)
+            model.reset_classifier(3)  # expect: TD610
+            prune(model, keep=4)  # expect: TD610
+            model.drop_head()
+            other = Net()
+            other.reset_classifier(5)
+
+        def rebuilt():
+            model = Net()
+            optimizer = make_optimizer(model)
+            model.reset_classifier(3)
+            optimizer = make_optimizer(model)
+        """
+    assert_marked(source, "TD610")
+    messages = [f.message for f in lint_findings(source, "TD610")]
+    assert "`model.head` gets a new `Linear` in `reset_classifier()` at line 24" in messages[0]
 
 
 # --- TD611 deprecated-cuda-amp ---------------------------------------------------------------

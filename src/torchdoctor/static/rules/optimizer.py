@@ -14,6 +14,10 @@ from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import method_call
+from torchdoctor.static.analysis.helper_effects import (
+    helper_optimizer_roots,
+    helper_replacements,
+)
 from torchdoctor.static.analysis.loops import enclosing_loops, local_frames, loop_bound_names
 from torchdoctor.static.analysis.optimized import covers, model_path, optimizer_roots
 from torchdoctor.static.branches import exclusive
@@ -251,6 +255,8 @@ class LayerReplacedAfterOptimizer(LintRule):
             node = item.node
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 roots = optimizer_roots(ctx, node.value, scope)
+                if not roots and isinstance(node.value, ast.Call):
+                    roots = helper_optimizer_roots(ctx, node.value, scope)
                 if roots:
                     optimizers.append((item, roots))
         if not optimizers:
@@ -288,6 +294,11 @@ class LayerReplacedAfterOptimizer(LintRule):
                         self._replacement(
                             item, model_path(ctx, target), node.value, scope, replacements
                         )
+            elif isinstance(node, ast.Call):
+                for path, what, helper in helper_replacements(
+                    ctx, node, scope, self._new_parameters
+                ):
+                    replacements.append((item, path, f"{what}` in `{helper.name}()"))
         for replacement in replacements:
             self._judge(replacement, optimizers, rebinds, regroups)
 
