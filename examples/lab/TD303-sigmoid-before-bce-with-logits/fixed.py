@@ -59,9 +59,8 @@ def train_epoch(model: nn.Module, loader: DataLoader, optimizer: torch.optim.Opt
         optimizer.step()
 
 
-def run_step(
-    model: nn.Module, loss_fn: nn.Module, features: torch.Tensor, tags: torch.Tensor
-) -> torch.Tensor:
+def run_step(model: nn.Module, loss_fn: nn.Module, features: torch.Tensor,
+             tags: torch.Tensor) -> torch.Tensor:
     return loss_fn(model(features), tags)
 
 
