@@ -140,6 +140,158 @@ def test_set_epoch_called_once_before_the_loop_is_not_enough() -> None:
     ) == [("TD801", 6)]
 
 
+TRAINER = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+class Trainer:
+    def __init__(self, dataset, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+{build}
+    def _run_epoch(self, epoch):
+        for x, y in self.train_loader:
+            self.optimizer.zero_grad()
+            self.model(x).sum().backward()
+            self.optimizer.step()
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+{epoch_body}
+            self._run_epoch(epoch)
+"""
+ON_SELF = """\
+        sampler = DistributedSampler(dataset)
+        self.train_loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+"""
+
+
+def trainer(build: str = ON_SELF, epoch_body: str = "            pass") -> list[tuple[str, int]]:
+    return lint_codes(TRAINER.format(build=build, epoch_body=epoch_body), "TD801", "TD001")
+
+
+def test_a_trainer_loader_iterated_by_a_method_the_epoch_loop_calls_is_flagged() -> None:
+    assert trainer() == [("TD801", 8)]
+    (found,) = lint_findings(TRAINER.format(build=ON_SELF, epoch_body="            pass"), "TD801")
+    assert "epoch loop at line 18" in found.message and found.confidence is Confidence.HIGH
+    assert "`self.train_loader.sampler.set_epoch(epoch)`" in found.fix_hint
+    assert found.fix is None  # the epoch loop is in another method than the sampler
+
+
+def test_a_sampler_kept_on_self_is_followed_into_a_helper_of_a_helper() -> None:
+    source = """
+    from torch.utils.data import DataLoader, DistributedSampler
+    class Trainer:
+        def setup(self, dataset):
+            self.sampler = DistributedSampler(dataset, shuffle=True)
+            self.loader = DataLoader(dataset, sampler=self.sampler)
+        def _steps(self):
+            for x in self.loader:
+                self.opt.zero_grad()
+                self.model(x).backward()
+                self.opt.step()
+        def _epoch(self):
+            self._steps()
+        def train(self, epochs):
+            for epoch in range(epochs):
+                self._epoch()
+    """
+    (found,) = lint_findings(source, "TD801")
+    assert found.location.line == 5 and "`self.sampler.set_epoch(epoch)`" in found.fix_hint
+
+
+def test_set_epoch_through_the_stored_loader_or_a_method_is_quiet() -> None:
+    assert trainer(epoch_body="            self.train_loader.sampler.set_epoch(epoch)") == []
+    source = TRAINER.format(build=ON_SELF, epoch_body="            self._begin(epoch)")
+    source += """
+    def _begin(self, epoch):
+        self.train_loader.sampler.set_epoch(epoch)
+"""
+    assert lint_codes(source, "TD801", "TD001") == []
+
+
+def test_an_epoch_loop_that_hands_the_trainer_to_unseen_callbacks_is_quiet() -> None:
+    body = (
+        "            for callback in self.callbacks:\n"
+        "                callback.on_epoch_start(self, epoch)"
+    )
+    assert trainer(epoch_body=body) == []
+
+
+def test_a_loader_only_evaluated_by_the_called_method_is_quiet() -> None:
+    source = """
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+    class Trainer:
+        def __init__(self, dataset, val_set):
+            self.train_loader = DataLoader(dataset, batch_size=32)
+            self.val_loader = DataLoader(val_set, sampler=DistributedSampler(val_set))
+        def _train(self):
+            for x in self.train_loader:
+                self.optimizer.zero_grad()
+                self.model(x).backward()
+                self.optimizer.step()
+        @torch.no_grad()
+        def _validate(self):
+            total = 0.0
+            for x in self.val_loader:
+                total += self.model(x).sum()
+            return total
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self._train()
+                self._validate()
+    """
+    assert lint_codes(source, "TD801", "TD001") == []
+
+
+def test_a_same_named_attribute_of_another_class_is_not_the_sampler_loader() -> None:
+    source = """
+    from torch.utils.data import DataLoader, DistributedSampler
+    class Data:
+        def __init__(self, dataset):
+            self.loader = DataLoader(dataset, sampler=DistributedSampler(dataset))
+    class Trainer:
+        def __init__(self, loader):
+            self.loader = loader
+        def _run_epoch(self):
+            for x in self.loader:
+                self.opt.zero_grad()
+                self.model(x).backward()
+                self.opt.step()
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self._run_epoch()
+    """
+    assert lint_codes(source, "TD801", "TD001") == []
+
+
+MODULE_LOADER = """
+from torch.utils.data import DataLoader, DistributedSampler
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, sampler=sampler)
+
+def train_one_epoch():
+{helper}
+    for x in loader:
+        optimizer.zero_grad()
+        model(x).backward()
+        optimizer.step()
+
+def main():
+    for epoch in range(3):
+        train_one_epoch()
+"""
+
+
+def test_a_module_loader_iterated_by_a_global_helper_is_flagged() -> None:
+    assert lint_codes(MODULE_LOADER.format(helper="    pass"), "TD801", "TD001") == [("TD801", 3)]
+
+
+def test_a_helper_that_iterates_its_own_loader_of_the_same_name_is_quiet() -> None:
+    source = MODULE_LOADER.format(helper="    loader = make_loader()")
+    assert lint_codes(source, "TD801", "TD001") == []
+
+
 # --- TD802 ------------------------------------------------------------------------------
 
 

@@ -4,9 +4,11 @@ criteria passed in)."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
-from tests.unit.static.helpers import assert_marked, lint_codes
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.rules.selection import Selection
+from torchdoctor.static import LintConfig, lint
 from torchdoctor.static.runner import lint_sources
 
 HEADER = """
@@ -250,3 +252,155 @@ def main(loader):
     # A dotted name picks its file by folder, even without __init__.py (a namespace
     # package): `models.net` is proj/models/net.py, whose Tagger ends in a sigmoid.
     assert _project(train.format(module="models.net"), extra=(other,)) == [("TD303", 11)]
+
+
+# --- a sigmoid head a model factory adds under a config switch -------------------------
+
+CONFIGURED = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CONFIG = {{"model": {{"width": 8, "output": "{output}"}}, "loss": "{loss}"}}
+LOSSES = {{"bce_logits": F.binary_cross_entropy_with_logits, "bce": F.binary_cross_entropy}}
+
+def build_scorer(cfg):
+    layers = [nn.Linear(4, cfg["width"]), nn.ReLU()]
+    for _ in range(2):
+        layers += [nn.Linear(cfg["width"], cfg["width"]), nn.ReLU()]
+    layers.append(nn.Linear(cfg["width"], 1))
+    if cfg.get("output") == "probability":
+        layers.append(nn.Sigmoid())
+{after}
+    return nn.Sequential(*layers)
+
+def build(cfg):
+    model = build_scorer(cfg["model"])
+    return model, LOSSES[cfg["loss"]]
+
+def main(loader):
+{setup}
+    model, loss_fn = build(CONFIG)
+    for x, y in loader:
+        loss = loss_fn(model(x).squeeze(-1), y)
+        loss.backward()
+"""
+
+
+def configured(
+    output: str = "probability", loss: str = "bce_logits", after: str = "", setup: str = ""
+) -> list[tuple[str, int]]:
+    source = CONFIGURED.format(
+        output=output, loss=loss, after=after or "    pass", setup=setup or "    pass"
+    )
+    return lint_codes(source, "TD303", "TD001")
+
+
+def test_a_factory_sigmoid_chosen_by_the_config_into_the_configured_logits_loss() -> None:
+    assert configured() == [("TD303", 27)]
+
+
+def test_the_message_names_the_factory_its_layer_and_the_switch() -> None:
+    source = CONFIGURED.format(
+        output="probability", loss="bce_logits", after="    pass", setup="    pass"
+    )
+    (found,) = lint_findings(source, "TD303")
+    assert "`build_scorer` ends in `nn.Sigmoid()` (train.py:15)" in found.message
+    assert "output" in found.message and "probability" in found.message
+
+
+def test_a_config_that_asks_for_logits_is_quiet() -> None:
+    assert configured(output="logits") == []
+
+
+def test_a_config_that_picks_a_plain_bce_is_not_td303() -> None:
+    assert configured(loss="bce") == []
+
+
+def test_a_config_the_program_changes_is_quiet() -> None:
+    assert configured(setup='    CONFIG["model"]["output"] = OUTPUT') == []
+    assert configured(setup="    CONFIG.update(load_overrides())") == []
+
+
+def test_a_layer_list_changed_after_the_switch_is_quiet() -> None:
+    assert configured(after="    layers = layers[:-1]") == []
+    assert configured(after="    add_head(layers)") == []
+    assert configured(after="    if CALIBRATED:\n        layers.append(nn.Identity())") == []
+    # a key the complete config literal lacks reads as None: that switch stays off
+    assert configured(
+        after="    if cfg.get('calibrated'):\n        layers.append(nn.Identity())"
+    ) == [("TD303", 28)]
+
+
+def test_a_switch_on_a_value_the_file_cannot_read_is_quiet() -> None:
+    source = """
+    import argparse
+    import torch.nn.functional as F
+    from torch import nn
+    def build_scorer(cfg):
+        layers = [nn.Linear(4, 1)]
+        if cfg.output == "probability":
+            layers.append(nn.Sigmoid())
+        return nn.Sequential(*layers)
+    def main(loader, args):
+        model = build_scorer(args)
+        for x, y in loader:
+            F.binary_cross_entropy_with_logits(model(x), y).backward()
+    """
+    assert lint_codes(source, "TD303", "TD001") == []
+
+
+def test_a_factory_that_always_ends_in_sigmoid_into_bce_with_logits() -> None:
+    source = """
+    from torch import nn
+    def make_model(width=8):
+        layers = [nn.Linear(4, width), nn.ReLU(), nn.Linear(width, 1)]
+        layers.append(nn.Sigmoid())
+        return nn.Sequential(*layers)
+    def main(loader):
+        model = make_model().to("cpu")
+        criterion = nn.BCEWithLogitsLoss()
+        for x, y in loader:
+            out = model(x)
+            criterion(out, y).backward()  # expect: TD303
+    """
+    assert_marked(source, "TD303")
+
+
+FACTORY_MODULE = """
+import torch.nn as nn
+
+def build_scorer(cfg):
+    layers = [nn.Linear(cfg["in"], 1)]
+    if cfg.get("head") == "sigmoid":
+        layers.append(nn.Sigmoid())
+    return nn.Sequential(*layers)
+"""
+
+SCRIPT = """
+import torch.nn.functional as F
+from scorers import build_scorer
+
+CONFIG = {{"in": 4, "head": "{head}"}}
+
+def main(loader):
+    model = build_scorer(CONFIG)
+    for x, y in loader:
+        F.binary_cross_entropy_with_logits(model(x), y).backward()
+"""
+
+
+def _lint_files(tmp_path: Path, head: str, target: str) -> list[tuple[str, int]]:
+    (tmp_path / "scorers.py").write_text(FACTORY_MODULE)
+    (tmp_path / "train.py").write_text(SCRIPT.format(head=head))
+    report = lint(tmp_path / target if target else tmp_path, config=LintConfig(), jobs=1)
+    return [(f.code, f.location.line or 0) for f in report.findings if f.code in ("TD303", "TD001")]
+
+
+def test_a_factory_of_another_module_is_read_for_the_whole_project(tmp_path: Path) -> None:
+    assert _lint_files(tmp_path, "sigmoid", "") == [("TD303", 10)]
+
+
+def test_a_factory_beside_a_script_linted_alone_is_read(tmp_path: Path) -> None:
+    assert _lint_files(tmp_path, "sigmoid", "train.py") == [("TD303", 10)]
+    assert _lint_files(tmp_path, "none", "train.py") == []

@@ -15,6 +15,7 @@ from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.held_loaders import mentions, reaches_through_calls
 from torchdoctor.static.analysis.loops import steps_every_iteration, trains
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
@@ -104,27 +105,30 @@ class SamplerEpochNeverSet(LintRule):
 
     def _epoch_loop(self, sampler: _Sampler, names: list[str]) -> Loop | None:
         """A loop that trains without being the step loop itself (an epoch loop) and uses
-        the sampler or its loader, in the sampler's function (or class, for ``self.x``)."""
+        the sampler or its loader: itself, in the sampler's function (or class, for
+        ``self.x``), or through the methods and helpers it calls
+        (:func:`~torchdoctor.static.analysis.held_loaders.reaches_through_calls`)."""
         ctx = self.ctx
         if not names:
             return None
         own = ctx.function_of(sampler.frames)
         owner = own.owner if own is not None else None
+        followed = None
         for loop in ctx.module.all_loops:
+            if steps_every_iteration(ctx, loop):
+                continue
             near = loop.function is own or (
                 owner is not None
                 and loop.function is not None
                 and loop.function.owner is owner
                 and any(n.startswith("self.") for n in names)
             )
-            if (
-                near
-                and not steps_every_iteration(ctx, loop)
-                and trains(ctx, loop)
-                and _mentions(loop.node, names)
-            ):
+            if near and mentions(loop.node, names) and trains(ctx, loop):
                 return loop
-        return None
+            # reaching the loader's training loop through calls is training too
+            if followed is None and reaches_through_calls(ctx, loop, own, names):
+                followed = loop
+        return followed
 
     def _escapes(self, sampler: _Sampler, names: list[str]) -> bool:
         """The sampler (or its loader) is returned by a function that the file calls: a
@@ -167,6 +171,11 @@ class SamplerEpochNeverSet(LintRule):
             if self._targets.get(id(sampler.call)) is not None
             else (f"{names[0]}.sampler" if names else "loader.sampler")
         )
+        if epoch_loop.function is not self.ctx.function_of(sampler.frames):
+            # the epoch loop is in another method: name what it can reach, ``self.x``
+            held = [n for n in names if n.startswith("self.")]
+            if held and not name.startswith("self."):
+                name = held[0] if held[0] == names[0] else f"{held[0]}.sampler"
         self.report(
             sampler.call,
             f"The DistributedSampler built at line {sampler.call.lineno} shuffles, but "
@@ -195,23 +204,6 @@ class SamplerEpochNeverSet(LintRule):
             (edit,),
             Applicability.UNSAFE,
         )
-
-
-def _mentions(node: ast.AST, names: list[str]) -> bool:
-    """Whether the code under ``node`` refers to one of the variables ``names``."""
-    plain = {n for n in names if "." not in n}
-    dotted = {n for n in names if "." in n}
-    last_parts = {n.rpartition(".")[2] for n in dotted}
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and child.id in plain:
-            return True
-        if (
-            isinstance(child, ast.Attribute)
-            and child.attr in last_parts
-            and ast.unparse(child) in dotted
-        ):
-            return True
-    return False
 
 
 def _shuffle_off(call: ast.Call) -> bool:
