@@ -10,23 +10,16 @@ and asks :func:`~torchdoctor.static.analysis.loss_inputs.origin_of` about the ar
 a model class (of this file or another linted one) whose ``forward`` ends in
 ``sigmoid``/``softmax`` (a function, a method, or an ``nn.Sigmoid()``/``nn.Softmax()`` last
 layer) feeding ``BCEWithLogitsLoss``/``CrossEntropyLoss``, or raw scores feeding ``NLLLoss``.
-
-:class:`ConfiguredSigmoidHead` (TD303) reads model factories: an ``nn.Sequential`` whose
-last layer, ``nn.Sigmoid()``, the factory adds for the config values the file passes it,
-feeding a with-logits loss the same config picks
-(:mod:`~torchdoctor.static.analysis.config_heads`).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterator
 
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import passed_values
-from torchdoctor.static.analysis.config_heads import Head, configured_head, picked_loss
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, argument, origin_of
 from torchdoctor.static.analysis.losses import loss_calls
@@ -165,62 +158,4 @@ class ActivationThroughParameters(LintRule):
                 "activation": origin.activation.value,
                 "loss_line": loss.lineno,
             },
-        )
-
-
-@detector("TD303", depth=Depth.LINT)
-class ConfiguredSigmoidHead(LintRule):
-    """A model whose factory ends it in ``nn.Sigmoid()``, for the values this file passes
-    it (a config switch, or none), feeding a with-logits BCE loss (picked from the same
-    config, or written out)."""
-
-    requires = ("BCEWithLogitsLoss", "binary_cross_entropy_with_logits")
-    needs_structure = True
-
-    def leave_module(self, module: ModuleScope) -> None:
-        ctx = self.ctx
-        known = {id(call.call): call for call in loss_calls(ctx)}
-        for scope, items in module.bodies():
-            for item in items:
-                node = item.node
-                if not isinstance(node, ast.Call) or not node.args:
-                    continue
-                loss = known.get(id(node))
-                kind: LossKind | None
-                if loss is not None:
-                    kind, value = loss.kind, loss.input
-                elif isinstance(node.func, ast.Name) and len(node.args) >= 2:
-                    kind, value = picked_loss(ctx, node.func, scope), argument(node, 0, "input")
-                else:
-                    continue
-                if kind is not LossKind.BCE_WITH_LOGITS or value is None:
-                    continue
-                if origin_of(ctx, value, scope) is not None:
-                    continue  # the loss rules judge what they can see
-                head = configured_head(ctx, value, scope)
-                if head is not None:
-                    self._report(node, value, head)
-
-    def _report(self, loss: ast.Call, value: ast.expr, head: Head) -> None:
-        ctx = self.ctx
-        given = ctx.segment(value)
-        given = given if len(given) <= 40 and "\n" not in given else "the model's output"
-        where = f"{os.path.basename(head.path)}:{head.layer.lineno}"
-        why = (
-            f"under `{head.switch}`, which holds for the values this file passes"
-            if head.switch
-            else "unconditionally"
-        )
-        self.report(
-            loss,
-            f"`{ctx.segment(loss.func)}(...)` at line {loss.lineno} is "
-            f"binary_cross_entropy_with_logits and receives `{given}`, the output of a model "
-            f"that `{head.factory}` ends in `{ast.unparse(head.layer)}` ({where}) {why}: "
-            "probabilities into a loss that applies sigmoid itself, so every input is "
-            "squashed into (0.5, 0.73) and gradients vanish",
-            code="TD303",
-            fix_hint="Build the model without the final sigmoid for training (ask the "
-            "factory for logits) and apply sigmoid only for predictions; or keep the "
-            "sigmoid and use `binary_cross_entropy`.",
-            evidence={"factory": head.factory, "layer_line": head.layer.lineno},
         )
