@@ -646,6 +646,23 @@ def restore(model, sd, log):
     assert td904_findings(body) == []
 
 
+def test_strict_false_after_comparing_the_keys_by_hand_is_quiet() -> None:
+    body = """
+def restore(model, path):
+    ckpt = torch.load(path, map_location="cpu")
+    for key in ckpt.keys():
+        if key not in model.state_dict().keys():
+            print(f"unexpected {key}")
+    model.load_state_dict(ckpt, strict=False)
+
+def restore_sets(model, other, ckpt):
+    print(set(ckpt) - set(model.state_dict()))
+    model.load_state_dict(ckpt, strict=False)
+    other.load_state_dict(ckpt, strict=False)
+"""
+    assert td904_findings(body) == [("TD904", 15, "warning")]
+
+
 def test_a_filter_on_another_models_keys_or_a_log_of_something_else_is_flagged() -> None:
     body = """
 def restore(model, teacher, ckpt, log):

@@ -275,6 +275,24 @@ def test_a_wrap_only_on_several_devices_is_information_naming_the_test() -> None
     assert found[22].severity is Severity.WARNING
 
 
+def test_a_module_level_wrap_under_a_device_count_is_information_in_functions() -> None:
+    source = """
+    import torch
+
+    model = build()
+    if torch.cuda.device_count() > 1:
+        model = torch.nn.DataParallel(model)
+
+    def save_checkpoint():
+        torch.save({"model": model.state_dict()}, "ckpt.pt")
+
+    def save_given(model):
+        torch.save(model.state_dict(), "given.pt")
+    """
+    found = lint_findings(source, "TD805")
+    assert [(f.location.line, f.severity) for f in found] == [(9, Severity.INFO)]
+
+
 def test_the_wrapped_module_state_dict_is_quiet() -> None:
     source = """
     import torch
@@ -354,6 +372,32 @@ def test_a_flag_set_from_a_local_function_returning_a_rank_check_is_quiet() -> N
 def test_an_early_continue_on_a_negated_rank_flag_guards_the_save() -> None:
     guard = "if not writer:\n            continue\n        if True:"
     assert td804_flag("writer = args.rank == 0", guard) == []
+
+
+def test_a_flag_set_from_a_rank_check_in_another_function_guards_the_save() -> None:
+    source = """
+    import torch
+    import torch.distributed as dist
+    from training.distributed import is_master
+
+    def main():
+        args = parse_args()
+        dist.init_process_group("nccl")
+        args.save_logs = args.logs and args.logs.lower() != "none" and is_master(args)
+        train(args, build())
+
+    def train(args, model):
+        for epoch in range(3):
+            fit(model)
+            if args.save_logs:
+                torch.save(model.state_dict(), "last.pt")
+            if args.other:
+                torch.save(model.state_dict(), "other.pt")
+
+    if __name__ == "__main__":
+        main()
+    """
+    assert [line for _, line in lint_codes(source, "TD804")] == [18]
 
 
 def test_a_flag_that_is_no_rank_check_still_draws_the_finding() -> None:

@@ -12,7 +12,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
-from torchdoctor.static.analysis.loops import guard_between
+from torchdoctor.static.analysis.loops import guard_between, names_bound_in
 from torchdoctor.static.analysis.ranks import (
     is_rank_nonzero,
     is_rank_zero,
@@ -22,7 +22,7 @@ from torchdoctor.static.analysis.ranks import (
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item
 from torchdoctor.static.torchapi import (
     MULTI_PROCESS_CALLS,
     MULTI_PROCESS_CLASS_NAMES,
@@ -217,17 +217,23 @@ class _RankTests:
 
 def _assigned_attribute(ctx: FileContext, scope: Scope, target: ast.Attribute) -> ast.expr | None:
     """The value of the one ``args.flag = value`` in the scope (an attribute of a parameter
-    or a module-level object), when there is exactly one."""
-    items = scope.items if scope is not None else ctx.module.items
+    or a module-level object), when there is exactly one; else of the one in the whole
+    file (``main()`` sets ``args.save_logs`` and hands ``args`` to the function that saves)."""
     wanted = ast.dump(target.value), target.attr
-    values = [
-        item.node.value
-        for item in items
-        if isinstance(item.node, ast.Assign)
-        for assigned in item.node.targets
-        if isinstance(assigned, ast.Attribute)
-        and (ast.dump(assigned.value), assigned.attr) == wanted
-    ]
+
+    def values_in(items: list[Item]) -> list[ast.expr]:
+        return [
+            item.node.value
+            for item in items
+            if isinstance(item.node, ast.Assign)
+            for assigned in item.node.targets
+            if isinstance(assigned, ast.Attribute)
+            and (ast.dump(assigned.value), assigned.attr) == wanted
+        ]
+
+    values = values_in(scope.items if scope is not None else ctx.module.items)
+    if not values:
+        values = [v for _, items in ctx.module.bodies() for v in values_in(items)]
     return values[0] if len(values) == 1 else None
 
 
@@ -316,6 +322,13 @@ class DdpPrefixedStateDict(LintRule):
         all of them do: the prefix then appears only on runs with several devices."""
         ctx = self.ctx
         local = isinstance(receiver, ast.Name)
+        if (
+            isinstance(receiver, ast.Name)
+            and scope is not None
+            and receiver.id not in names_bound_in(scope.node)
+            and receiver.id not in _parameters(scope.node)
+        ):
+            scope = None  # a global the function only reads: wrapped at module level
         assigns = [
             (body, item, item.node)
             for body, items in ctx.module.bodies()
@@ -397,6 +410,14 @@ class DdpPrefixedStateDict(LintRule):
 
 # Names of a device or process count: `ngpu`, `n_gpus`, `world_size`, `num_devices`.
 _COUNT_WORDS = ("gpu", "world_size", "device", "nproc", "num_proc")
+
+
+def _parameters(function: ast.AST) -> set[str]:
+    arguments = getattr(function, "args", None)
+    if not isinstance(arguments, ast.arguments):
+        return set()
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return {a.arg for a in every}
 
 
 def _device_count_test(frames: tuple[Frame, ...]) -> ast.expr | None:

@@ -196,6 +196,7 @@ class StrictFalseResultIgnored(LintRule):
             if loaded is not None and (
                 _matches_the_model(ctx, loaded, text, scope)
                 or _logged_next(ctx, statement, loaded, scope)
+                or _keys_compared(ctx, loaded, text, scope)
             ):
                 continue
             # A script that never trains, or a loader that strips the `module.` prefix
@@ -276,6 +277,44 @@ def _matches_the_model(ctx: FileContext, loaded: ast.expr, model: str, scope: Sc
 
 
 _REPORTERS = frozenset({"print", "info", "warning", "warn", "debug", "log", "write", "error"})
+
+
+def _keys_compared(ctx: FileContext, loaded: ast.expr, model: str, scope: Scope) -> bool:
+    """The function checks the checkpoint's keys against the model's itself (``key not in
+    model.state_dict()``, or a set difference of the two): the mismatch is seen."""
+    if not isinstance(loaded, ast.Name):
+        return False
+    own = f"{model}.state_dict()"
+    names = {loaded.id, own}
+    where = scope.node if scope is not None else ctx.tree
+    for node in ast.walk(where):
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and _keys_of(ctx, node.comparators[0]) == own
+        ):
+            return True
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Sub)
+            and {_keys_of(ctx, node.left), _keys_of(ctx, node.right)} == names
+        ):
+            return True
+    return False
+
+
+def _keys_of(ctx: FileContext, expr: ast.expr) -> str:
+    """``ckpt`` for ``ckpt``, ``ckpt.keys()``, ``set(ckpt)`` or ``set(ckpt.keys())``."""
+    if isinstance(expr, ast.Call) and getattr(expr.func, "id", None) == "set" and expr.args:
+        expr = expr.args[0]
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "keys"
+        and not expr.args
+    ):
+        expr = expr.func.value
+    return "".join(ctx.segment(expr).split())
 
 
 def _logged_next(ctx: FileContext, statement: ast.stmt, loaded: ast.expr, scope: Scope) -> bool:
