@@ -311,6 +311,8 @@ _TABLE: tuple[Rule, ...] = (
        "param_groups)"),
     _r("TD625", "scheduler-rebuilt-in-loop", W, (LINT,),
        "An LR scheduler is built anew on every pass of the training loop: the schedule restarts"),
+    _r("TD626", "scheduler-stepped-in-evaluation", W, (LINT,),
+       "A function that steps the LR scheduler is also called for validation or test"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),

@@ -153,6 +153,7 @@ from torchdoctor.static.rules import (
     discarded,  # noqa: F401
     distributed,  # noqa: F401
     distributed_saving,  # noqa: F401
+    eval_schedules,  # noqa: F401
     float64,  # noqa: F401
     gradient_order,  # noqa: F401
     graph_retention,  # noqa: F401
