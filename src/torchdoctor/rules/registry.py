@@ -391,6 +391,8 @@ _TABLE: tuple[Rule, ...] = (
     _r("TD912", "state-dict-snapshot-aliased", E, (LINT, RUN),
        "A state_dict() kept as the best weights shares the live tensors, so later steps "
        "change it"),
+    _r("TD913", "argparse-type-bool", W, (LINT,),
+       "A command-line flag declared with type=bool: any text, \"False\" included, is true"),
 )
 # fmt: on
 

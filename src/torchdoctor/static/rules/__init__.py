@@ -143,6 +143,7 @@ from torchdoctor.static import source as _source  # noqa: F401
 from torchdoctor.static.rules import (
     accumulation,  # noqa: F401
     amp,  # noqa: F401
+    argparse_flags,  # noqa: F401
     autograd,  # noqa: F401
     batches,  # noqa: F401
     checkpoint,  # noqa: F401
