@@ -799,3 +799,24 @@ def test_td201_a_closure_that_never_clears_gradients(
     mark = "  # expect: TD201" if flagged else ""
     source = CLOSURE_STEP.format(optimizer=optimizer, clear=clear, outside=outside, mark=mark)
     assert_marked(source, "TD201")
+
+
+def test_td205_flags_a_component_of_the_backpropagated_loss_kept_in_a_total() -> None:
+    """Truncated BPTT: `loss` is added into `chunk`, which is backpropagated, and into a
+    report total that lives for the whole epoch."""
+    source = """
+        def train(model, optimizer, steps, criterion):
+            total = 0
+            chunk = 0
+            for step in range(steps):
+                loss = criterion(model(step))
+                chunk += loss
+                total += loss / steps  # expect: TD205
+                if step % 5 == 4:
+                    optimizer.zero_grad()
+                    chunk.backward()
+                    optimizer.step()
+                    chunk = 0
+            return total
+        """
+    assert_marked(source, "TD205")

@@ -37,6 +37,7 @@ class GraphRetainedAcrossSteps(LintRule):
         }
         if not losses:
             return
+        losses |= _components(loop, losses)
         assigned = _assigned_names(loop)
         for item in loop.items:
             if not loop.is_direct(item) or grad_disabled_by(ctx, item.frames) is not None:
@@ -130,6 +131,24 @@ def _assigned_names(loop: Loop) -> set[str]:
                 if isinstance(sub, ast.Name):
                     names.add(sub.id)
     return names
+
+
+def _components(loop: Loop, losses: set[str]) -> set[str]:
+    """Losses added into a loss that is backpropagated (``loss_trunc += loss`` before
+    ``loss_trunc.backward()``): each carries the same graph."""
+    found: set[str] = set()
+    for item in loop.items:
+        node = item.node
+        if (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.target, ast.Name)
+            and node.target.id in losses
+            and isinstance(node.value, ast.Name)
+            and node.value.id not in losses
+        ):
+            found.add(node.value.id)
+    return found
 
 
 def _accumulation(node: ast.AST, losses: set[str]) -> tuple[ast.expr, ast.Name] | None:
