@@ -25,7 +25,7 @@ def main() -> None:
             hidden = cell(inputs[step], hidden)
             loss = nn.functional.mse_loss(head(hidden), targets[step])
             chunk_loss += loss
-            epoch_loss += loss / inputs.shape[0]  # expect: TD205
+            epoch_loss += loss / inputs.shape[0]  # expect[lint]: TD205
             if step % K == K - 1:
                 optimizer.zero_grad()
                 chunk_loss.backward()
