@@ -182,6 +182,8 @@ _TABLE: tuple[Rule, ...] = (
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
     _r("TD226", "output-layer-frozen-at-init", E, (CHECK, RUN),
        "The layer that computes the loss's input is frozen at its random initialisation"),
+    _r("TD227", "inplace-reads-own-view", E, (LINT,),
+       "An in-place update reads a view of the tensor it writes (x -= x[:, :1])"),
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK, RUN),
        "Probabilities (softmax output) are fed to a loss that applies log_softmax itself"),

@@ -142,6 +142,7 @@ from torchdoctor.static import source as _source  # noqa: F401
 # Topic modules, imported by name (nothing is discovered by scanning). One line each.
 from torchdoctor.static.rules import (
     accumulation,  # noqa: F401
+    aliased_inplace,  # noqa: F401
     amp,  # noqa: F401
     argparse_flags,  # noqa: F401
     autograd,  # noqa: F401
