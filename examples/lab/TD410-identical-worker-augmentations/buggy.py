@@ -123,7 +123,7 @@ def seed_everything(worker_id: int) -> None:
 def make():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(LENGTH, 64), nn.ReLU(), nn.Linear(64, CLASSES))
-    loader = DataLoader(
+    loader = DataLoader(  # expect[lint]: TD410
         JitteredSignals(), batch_size=32, shuffle=True, num_workers=2, persistent_workers=True
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)

@@ -227,7 +227,7 @@ _TABLE: tuple[Rule, ...] = (
        "non_blocking=True copies from a DataLoader without pin_memory=True"),
     _r("TD409", "input-pipeline-bound", W, (CHECK, RUN),
        "Training waits on the input pipeline for a large share of its time"),
-    _r("TD410", "identical-worker-augmentations", E, (CHECK, RUN),
+    _r("TD410", "identical-worker-augmentations", E, (LINT, CHECK, RUN),
        "DataLoader workers draw identical random augmentations"),
     _r("TD411", "pin-memory-off-with-cuda", INFO, (CHECK,),
        "Training on CUDA from a DataLoader without pin_memory=True"),

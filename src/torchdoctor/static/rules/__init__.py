@@ -185,4 +185,5 @@ from torchdoctor.static.rules import (
     state_dicts,  # noqa: F401
     target_dtype,  # noqa: F401
     target_networks,  # noqa: F401
+    worker_rng,  # noqa: F401
 )
