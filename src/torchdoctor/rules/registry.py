@@ -180,7 +180,7 @@ _TABLE: tuple[Rule, ...] = (
        "A tensor's .to()/.detach()/.float() or torch.clamp(...) result is thrown away"),
     _r("TD225", "grad-mode-call-without-with", E, (LINT,),
        "torch.no_grad()/enable_grad()/inference_mode() called as a statement does nothing"),
-    _r("TD226", "output-layer-frozen-at-init", E, (CHECK, RUN),
+    _r("TD226", "output-layer-frozen-at-init", E, (LINT, CHECK, RUN),
        "The layer that computes the loss's input is frozen at its random initialisation"),
     _r("TD227", "inplace-reads-own-view", E, (LINT,),
        "An in-place update reads a view of the tensor it writes (x -= x[:, :1])"),

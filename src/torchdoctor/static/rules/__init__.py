@@ -157,6 +157,7 @@ from torchdoctor.static.rules import (
     distributed_saving,  # noqa: F401
     eval_schedules,  # noqa: F401
     float64,  # noqa: F401
+    frozen_new_layer,  # noqa: F401
     gradient_order,  # noqa: F401
     graph_retention,  # noqa: F401
     label_shift,  # noqa: F401
