@@ -271,10 +271,16 @@ class TrainLoaderNotShuffled(LintRule):
                 "source)"
             ),
             severity=None if ordered else Severity.INFO,
-            fix_hint="Pass `shuffle=True` to the training DataLoader (keep validation and test "
-            "loaders unshuffled), or a sampler such as `DistributedSampler`.",
+            fix_hint=(
+                "Shuffle when there is no sampler: `shuffle=(sampler is None)` (a sampler and "
+                "`shuffle=True` together are refused by DataLoader)."
+                if without
+                else "Pass `shuffle=True` to the training DataLoader (keep validation and "
+                "test loaders unshuffled), or a sampler such as `DistributedSampler`."
+            ),
             confidence=confidence,
-            fix=Fix("Shuffle the training loader", (edit,), Applicability.UNSAFE),
+            # With a sampler on the other path, `shuffle=True` would raise there: no edit.
+            fix=None if without else Fix("Shuffle the training loader", (edit,), Applicability.UNSAFE),
         )
 
     def _labels_unused(self, call: ast.Call, target: ast.expr | None, scope: Scope) -> bool:
