@@ -280,7 +280,9 @@ class TrainLoaderNotShuffled(LintRule):
             ),
             confidence=confidence,
             # With a sampler on the other path, `shuffle=True` would raise there: no edit.
-            fix=None if without else Fix("Shuffle the training loader", (edit,), Applicability.UNSAFE),
+            fix=None
+            if without
+            else Fix("Shuffle the training loader", (edit,), Applicability.UNSAFE),
         )
 
     def _labels_unused(self, call: ast.Call, target: ast.expr | None, scope: Scope) -> bool:
