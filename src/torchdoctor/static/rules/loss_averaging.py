@@ -26,6 +26,7 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.dataloader import loader_arguments, loader_of
+from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FrameKind, Item, ModuleScope
@@ -110,7 +111,7 @@ class LossAverageMismatch(LintRule):
             for item in items:
                 node = item.node
                 if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
-                    self._record(item, node, items, scope, accumulations, counters)
+                    self._record(item, node, scope, accumulations, counters)
             if not accumulations:
                 continue
             seen: set[int] = set()  # a division inside a call is in two items
@@ -129,7 +130,6 @@ class LossAverageMismatch(LintRule):
         self,
         item: Item,
         node: ast.AugAssign,
-        items: list[Item],
         scope: Scope,
         accumulations: dict[str, Accumulation],
         counters: dict[str, tuple[ast.AST, Divisor]],
@@ -142,7 +142,7 @@ class LossAverageMismatch(LintRule):
         if counted is not None:
             counters[target] = (loop, counted)
             return
-        loss = self._loss_value(node.value, item, items, loop, scope)
+        loss = self._loss_value(node.value, item, loop, scope)
         if loss is None:
             return
         reduction = self._reduction(loss, scope)
@@ -150,23 +150,24 @@ class LossAverageMismatch(LintRule):
             accumulations[target] = Accumulation(item, loss, reduction, loop)
 
     def _loss_value(
-        self, value: ast.expr, item: Item, items: list[Item], loop: ast.AST, scope: Scope
+        self, value: ast.expr, item: Item, loop: ast.AST, scope: Scope
     ) -> ast.Call | None:
         """The loss call an accumulated value is, unchanged in size (else ``None``)."""
         value = _unwrapped(value)
         if isinstance(value, ast.Name):
-            bound = None
-            for earlier in items:
-                node = earlier.node
-                if earlier.line >= item.line:
-                    break
-                if (
-                    isinstance(node, ast.Assign)
-                    and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets)
-                    and any(f.node is loop for f in earlier.frames)
-                ):
-                    bound = _unwrapped(node.value)
-            value = bound if bound is not None else value
+            # The name's binding (the one lookup finds, not a scan of the items, which
+            # would make long generated functions quadratic), when made in the loop.
+            found = self.ctx.lookup(value, scope)
+            bound = found[0].value if found is not None else None
+            first, last = getattr(loop, "lineno", 0), getattr(loop, "end_lineno", 0) or 0
+            if (
+                found is not None
+                and found[0].kind is BindingKind.ASSIGN
+                and bound is not None
+                and first <= bound.lineno <= last
+                and bound.lineno < item.line
+            ):
+                value = _unwrapped(bound)
         return value if isinstance(value, ast.Call) else None
 
     def _reduction(self, call: ast.Call, scope: Scope) -> Reduction | None:
