@@ -136,6 +136,12 @@ class FunctionScope:
         args = self.node.args.posonlyargs + self.node.args.args
         return args[0].arg if args else None
 
+    @property
+    def parameter_names(self) -> set[str]:
+        """Every named parameter (positional-only, positional, keyword-only)."""
+        args = self.node.args
+        return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+
     def positional_names(self, call: ast.Call) -> list[str]:
         """The parameters ``call``'s positional arguments fill, in order (without the
         instance parameter when the call is ``obj.method(...)``, or a constructor)."""

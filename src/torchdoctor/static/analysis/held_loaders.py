@@ -58,9 +58,7 @@ def reaches_through_calls(
         wanted = [n for n in names if "." not in n]
 
         def accept(function: FunctionScope) -> bool:
-            args = function.node.args
-            parameters = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-            bound = names_bound_in(function.node) | parameters
+            bound = names_bound_in(function.node) | function.parameter_names
             return function.owner is None and function.parent is None and not bound & set(wanted)
 
         instance = None

@@ -107,9 +107,7 @@ def _in_caller(ctx: FileContext, helper: FunctionScope, call: ast.Call, path: st
     if head == helper.self_name and isinstance(call.func, ast.Attribute):
         passed: ast.expr | None = call.func.value
     else:
-        parameters = helper.node.args
-        names = {a.arg for a in [*parameters.posonlyargs, *parameters.args, *parameters.kwonlyargs]}
-        passed = helper.argument_for(call, head) if head in names else None
+        passed = helper.argument_for(call, head) if head in helper.parameter_names else None
     if not isinstance(passed, (ast.Name, ast.Attribute)):
         return None
     return model_path(ctx, passed) + dot + rest

@@ -52,6 +52,12 @@ def local_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
     return frames
 
 
+def innermost_loop(item: Item) -> ast.AST | None:
+    """The node of the innermost loop around ``item`` in its own function, if any."""
+    loops = [f.node for f in local_frames(item.frames) if f.kind is FrameKind.LOOP]
+    return loops[-1] if loops else None
+
+
 def loop_of(ctx: FileContext, frame: Frame) -> Loop | None:
     """The :class:`Loop` of a loop frame (once the file has been walked)."""
     table = ctx.memo.get(("loops", "by-node"))

@@ -326,7 +326,7 @@ class DdpPrefixedStateDict(LintRule):
             isinstance(receiver, ast.Name)
             and scope is not None
             and receiver.id not in names_bound_in(scope.node)
-            and receiver.id not in _parameters(scope.node)
+            and receiver.id not in scope.parameter_names
         ):
             scope = None  # a global the function only reads: wrapped at module level
         assigns = [
@@ -410,14 +410,6 @@ class DdpPrefixedStateDict(LintRule):
 
 # Names of a device or process count: `ngpu`, `n_gpus`, `world_size`, `num_devices`.
 _COUNT_WORDS = ("gpu", "world_size", "device", "nproc", "num_proc")
-
-
-def _parameters(function: ast.AST) -> set[str]:
-    arguments = getattr(function, "args", None)
-    if not isinstance(arguments, ast.arguments):
-        return set()
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    return {a.arg for a in every}
 
 
 def _device_count_test(frames: tuple[Frame, ...]) -> ast.expr | None:

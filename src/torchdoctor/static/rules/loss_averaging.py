@@ -26,10 +26,11 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.dataloader import loader_arguments, loader_of
+from torchdoctor.static.analysis.loops import innermost_loop
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind, Item, ModuleScope
+from torchdoctor.static.structure import Item, ModuleScope
 from torchdoctor.static.values import constructor_of
 
 _LOSS_NAMES = (
@@ -134,7 +135,7 @@ class LossAverageMismatch(LintRule):
         accumulations: dict[str, Accumulation],
         counters: dict[str, tuple[ast.AST, Divisor]],
     ) -> None:
-        loop = _innermost_loop(item)
+        loop = innermost_loop(item)
         target = ast.unparse(node.target)
         if loop is None:
             return
@@ -266,15 +267,6 @@ class LossAverageMismatch(LintRule):
             return False
         size = arguments.get("batch_size")
         return size is None or (isinstance(size, ast.Constant) and size.value == 1)
-
-
-def _innermost_loop(item: Item) -> ast.AST | None:
-    for frame in reversed(item.frames):
-        if frame.kind is FrameKind.LOOP:
-            return frame.node
-        if frame.kind in (FrameKind.FUNCTION, FrameKind.CLASS):
-            return None
-    return None
 
 
 def _unwrapped(value: ast.expr) -> ast.expr:

@@ -18,7 +18,12 @@ from torchdoctor.static.analysis.helper_effects import (
     helper_optimizer_roots,
     helper_replacements,
 )
-from torchdoctor.static.analysis.loops import enclosing_loops, local_frames, loop_bound_names
+from torchdoctor.static.analysis.loops import (
+    enclosing_loops,
+    innermost_loop,
+    local_frames,
+    loop_bound_names,
+)
 from torchdoctor.static.analysis.optimized import covers, model_path, optimizer_roots
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import Scope
@@ -137,7 +142,7 @@ class SchedulerBeforeOptimizer(LintRule):
         own) share their innermost loop. The schedule then runs one update ahead, a
         shift of one step in many; stepped once per epoch around an epoch of updates, it
         runs a whole epoch ahead."""
-        if _innermost_loop(schedule) is not _innermost_loop(step):
+        if innermost_loop(schedule) is not innermost_loop(step):
             return False
         call = step.node
         ctx = self.ctx
@@ -149,7 +154,7 @@ class SchedulerBeforeOptimizer(LintRule):
         if helper is None:
             return True  # the optimizer's own step
         return all(
-            _innermost_loop(e.item) is None
+            innermost_loop(e.item) is None
             for e in function_events(ctx, helper, forwards=False)
             if e.kind is EventKind.OPTIMIZER_STEP
         )
@@ -218,12 +223,6 @@ def wrapped_module(value: ast.expr) -> ast.expr | None:
     if value.args:
         return value.args[0]
     return next((k.value for k in value.keywords if k.arg == "module"), None)
-
-
-def _innermost_loop(item: Item) -> ast.AST | None:
-    """The node of the innermost loop around ``item`` in its own function, if any."""
-    loops = [f.node for f in local_frames(item.frames) if f.kind is FrameKind.LOOP]
-    return loops[-1] if loops else None
 
 
 def _unconditional(item: Item) -> bool:

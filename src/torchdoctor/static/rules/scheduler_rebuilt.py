@@ -152,9 +152,7 @@ def _stepped_in_inner_loop(names: set[str], items: list[Item], outer: ast.AST) -
 def _is_parameter(expr: ast.expr, function: FunctionScope) -> bool:
     if not isinstance(expr, ast.Name):
         return False
-    arguments = function.node.args
-    names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    return expr.id in names and not any(
+    return expr.id in function.parameter_names and not any(
         isinstance(n, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)
         for n in ast.walk(function.node)

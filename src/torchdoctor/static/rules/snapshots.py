@@ -241,7 +241,7 @@ def _returned_state(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) 
     if len(names) != 1:
         return None
     param = names.pop()
-    return helper.argument_for(call, param) if param in _parameters(helper) else None
+    return helper.argument_for(call, param) if param in helper.parameter_names else None
 
 
 def _state_returners(ctx: FileContext) -> frozenset[str]:
@@ -265,11 +265,6 @@ def _state_returners(ctx: FileContext) -> frozenset[str]:
     return found
 
 
-def _parameters(function: FunctionScope) -> set[str]:
-    args = function.node.args
-    return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-
-
 def _kept_root(holder: ast.expr, function: FunctionScope) -> ast.Name | None:
     """The name at the base of ``holder`` (``self`` of ``self.best``, ``store`` of
     ``store["best"]``) when it outlives a call: the instance or a parameter."""
@@ -278,7 +273,7 @@ def _kept_root(holder: ast.expr, function: FunctionScope) -> ast.Name | None:
         root = root.value
     if not isinstance(root, ast.Name):
         return None
-    if root.id == function.self_name or root.id in _parameters(function):
+    if root.id == function.self_name or root.id in function.parameter_names:
         return root
     return None
 
