@@ -56,6 +56,7 @@ ROUNDS = {
     8: ("repos_round8.csv", "test_set_round8.csv"),
     9: ("repos_round9.csv", "test_set_round9.csv"),
     10: ("repos_round10.csv", "test_set_round10.csv"),
+    11: ("repos_round11.csv", "test_set_round11.csv"),
 }
 
 
