@@ -125,6 +125,13 @@ class ClassInfo:
         it builds something from outside the project that cannot be judged)."""
         return self._project._sensitive(self._facts, 0)
 
+    @property
+    def wrong_in_train_mode(self) -> bool | None:
+        """As :attr:`has_dropout_or_batchnorm`, for the layers whose training-mode output
+        is wrong to evaluate with (dropout, batch statistics): an instance norm that
+        tracks running statistics changes in eval() but is exact in training mode."""
+        return self._project._sensitive(self._facts, 0, evaluating=True)
+
     def keeps_detached(self, method: str, position: int) -> bool:
         """Whether ``method`` (of this class) reads its argument at ``position``
         (``self`` not counted) only through ``.data``/``.item()``/``.detach()``."""
@@ -347,49 +354,61 @@ class ProjectIndex:
                 return True
         return False
 
-    def _sensitive(self, facts: ClassFacts, depth: int) -> bool | None:
+    def _sensitive(self, facts: ClassFacts, depth: int, evaluating: bool = False) -> bool | None:
+        """Whether the class has a mode-dependent layer (``evaluating``: one whose
+        training-mode output is wrong to evaluate with)."""
+
         def compute() -> bool | None:
             if facts.reads_training:
                 return True
             unknown = False
             for base in self._base_facts(facts):
                 answer = (
-                    _name_sensitive(base)
+                    _name_sensitive(base, evaluating)
                     if isinstance(base, str)
-                    else (self._sensitive(base, depth + 1) if depth < _MAX_DEPTH else None)
+                    else (
+                        self._sensitive(base, depth + 1, evaluating)
+                        if depth < _MAX_DEPTH
+                        else None
+                    )
                 )
                 if answer:
                     return True
                 unknown = unknown or answer is None
             for called in facts.constructs:
-                answer = self._call_sensitive(called, facts.path, depth)
+                answer = self._call_sensitive(called, facts.path, depth, evaluating)
                 if answer:
                     return True
                 unknown = unknown or answer is None
             return None if unknown else False
 
-        return self._cached("sensitive", facts, compute)  # type: ignore[return-value]
+        kind = "sensitive-evaluating" if evaluating else "sensitive"
+        return self._cached(kind, facts, compute)  # type: ignore[return-value]
 
-    def _call_sensitive(self, called: str, near: str, depth: int) -> bool | None:
+    def _call_sensitive(self, called: str, near: str, depth: int, evaluating: bool) -> bool | None:
         found = self._class_facts(called, near)
         if found is not None:
-            return self._sensitive(found, depth + 1) if depth < _MAX_DEPTH else None
+            return self._sensitive(found, depth + 1, evaluating) if depth < _MAX_DEPTH else None
         module, _, name = called.rpartition(".")
         owner = self._module(module, near) if module else None
         helper = None if owner is None else owner.functions.get(name)
         if helper is not None:  # a helper of the project: what it builds decides
-            return self._function_sensitive(helper, depth)
-        return _name_sensitive(called)
+            return self._function_sensitive(helper, depth, evaluating)
+        return _name_sensitive(called, evaluating)
 
-    def _function_sensitive(self, helper: FunctionFacts, depth: int) -> bool | None:
-        key = ("function-sensitive", f"{helper.path}:{helper.qualname}")
+    def _function_sensitive(
+        self, helper: FunctionFacts, depth: int, evaluating: bool
+    ) -> bool | None:
+        key = (f"function-sensitive-{evaluating}", f"{helper.path}:{helper.qualname}")
         if key in self._memo:
             return self._memo[key]  # type: ignore[return-value]
         self._memo[key] = False  # cycle guard
         unknown = False
         for called in helper.calls:
             answer = (
-                self._call_sensitive(called, helper.path, depth + 1) if depth < _MAX_DEPTH else None
+                self._call_sensitive(called, helper.path, depth + 1, evaluating)
+                if depth < _MAX_DEPTH
+                else None
             )
             if answer:
                 self._memo[key] = True
@@ -475,9 +494,12 @@ class ProjectIndex:
         return table
 
 
-def _name_sensitive(qualified: str) -> bool | None:
+def _name_sensitive(qualified: str, evaluating: bool = False) -> bool | None:
     """Whether a class or function from outside the project is mode-sensitive: ``True``
-    / ``False`` for torch's own, ``None`` (unknown) for anything else."""
+    / ``False`` for torch's own, ``None`` (unknown) for anything else. ``evaluating``:
+    only what is wrong to evaluate with in training mode counts."""
+    if qualified.endswith(torchapi.TRAIN_MODE_EXACT):
+        return not evaluating
     if qualified in torchapi.MODE_SENSITIVE_FUNCTIONS:
         return True
     if qualified.endswith(torchapi.NO_DROPOUT) or qualified in torchapi.MODE_FREE_LAYERS:

@@ -400,8 +400,12 @@ def _calls(expr: ast.AST | None, namer: _Namer, out: set[str], depth: int = 0) -
                     training = True
             return training
         if called is not None:
-            quiet = torchapi.without_dropout(called, call)  # nn.LSTM(...) without dropout
-            out.add(called + torchapi.NO_DROPOUT if quiet else called)
+            if torchapi.without_dropout(called, call):  # nn.LSTM(...) without dropout
+                out.add(called + torchapi.NO_DROPOUT)
+            elif torchapi.train_mode_exact(called, call):  # tracked InstanceNorm
+                out.add(called + torchapi.TRAIN_MODE_EXACT)
+            else:
+                out.add(called)
         for argument in call.args:
             training = _calls(argument, namer, out, depth + 1) or training
         for keyword in call.keywords:

@@ -74,6 +74,7 @@ __all__ = [
     "MULTI_PROCESS_CLASS_NAMES",
     "NARROWER_THAN_FLOAT64",
     "NO_DROPOUT",
+    "TRAIN_MODE_EXACT",
     "OPTIMIZER",
     "PARAMETER",
     "PARAMETER_FREE_LAYERS",
@@ -95,6 +96,8 @@ __all__ = [
     "holds_no_parameters",
     "in_family",
     "name_tokens",
+    "tracks_running_stats",
+    "train_mode_exact",
     "without_dropout",
 ]
 
@@ -717,6 +720,16 @@ _OPTIONAL_DROPOUT = {
 MODE_FREE_LAYERS = frozenset({"torch.nn.RNNCell", "torch.nn.LSTMCell", "torch.nn.GRUCell"})
 # Appended to such a layer's name where facts record what a class builds.
 NO_DROPOUT = "#no-dropout"
+# Instance norms and the position of `track_running_stats`: without it they normalise each
+# sample by its own statistics in both modes; with it, eval() switches them to running
+# averages, while training mode keeps the per-sample statistics the model was trained with.
+_INSTANCE_NORMS = {
+    **{f"torch.nn.InstanceNorm{d}d": 4 for d in (1, 2, 3)},
+    **{f"torch.nn.LazyInstanceNorm{d}d": 3 for d in (1, 2, 3)},
+}
+# Appended to an instance norm tracking running statistics: eval() changes it, but running
+# it in training mode (evaluating without eval()) computes nothing wrong.
+TRAIN_MODE_EXACT = "#train-mode-exact"
 
 
 def activation_of(qualified: str) -> str | None:
@@ -769,6 +782,8 @@ def without_dropout(qualified: str, call: ast.Call) -> bool:
         return True
     if qualified in _MODE_ARGUMENT:
         return _mode_given(qualified, call)
+    if qualified in _INSTANCE_NORMS:
+        return tracks_running_stats(qualified, call) is False
     position = _OPTIONAL_DROPOUT.get(qualified)
     if position is None:
         return False
@@ -784,6 +799,31 @@ def without_dropout(qualified: str, call: ast.Call) -> bool:
         and isinstance(value.value, (int, float))
         and value.value == 0
     )
+
+
+def tracks_running_stats(qualified: str, call: ast.Call) -> bool | None:
+    """For an instance norm ``call``: whether it keeps running statistics (``False``: its
+    default, or a literal ``False``; ``None``: given by a variable, ``*args``/``**kwargs``,
+    or ``qualified`` is no instance norm)."""
+    position = _INSTANCE_NORMS.get(qualified)
+    if position is None or any(k.arg is None for k in call.keywords):
+        return None
+    value = next((k.value for k in call.keywords if k.arg == "track_running_stats"), None)
+    if value is None:
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        value = call.args[position] if len(call.args) > position else None
+    if value is None:
+        return False
+    if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+        return value.value
+    return None
+
+
+def train_mode_exact(qualified: str, call: ast.Call) -> bool:
+    """Whether ``call`` builds a layer that eval() changes but whose training-mode output
+    is still the right one to evaluate with: an instance norm (per-sample statistics)."""
+    return qualified in _INSTANCE_NORMS and tracks_running_stats(qualified, call) is not False
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

@@ -293,6 +293,34 @@ def test_td207_flags_assignment_through_data() -> None:
     )
 
 
+_REFILLED_INPUT = """
+def train(text_encoder, generator, discriminator, loader, noise, opt):
+    for captions, images in loader:
+        embedding = text_encoder(captions).detach()
+        {refill}
+        fake = generator(noise, embedding)
+        {late}
+        loss = discriminator(fake).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_td207_quiet_for_an_input_refilled_before_the_forward_that_reads_it() -> None:
+    """GAN noise redrawn through ``.data`` after the text encoder's forward but before
+    the generator's, which reads it: no pending graph saw the old values."""
+    source = _REFILLED_INPUT.format(refill="noise.data.normal_(0, 1)", late="")
+    assert_marked(source, "TD207")
+
+
+def test_td207_flags_the_same_input_changed_after_the_forward_read_it() -> None:
+    source = _REFILLED_INPUT.format(
+        refill="", late="noise.data.normal_(0, 1)  # expect: TD207"
+    )
+    assert_marked(source, "TD207")
+
+
 def test_td207_quiet_for_another_models_parameters() -> None:
     """Casting a teacher's (or an EMA copy's) parameters through ``.data`` between the
     student's forward and backward touches nothing in the student's graph."""
@@ -446,6 +474,34 @@ def test_td206_is_information_where_no_hook_is_attached(call: str) -> None:
     )
     assert found.severity is Severity.INFO
     assert "attaches no hook" in found.message
+
+
+@pytest.mark.parametrize(
+    "mention",
+    [
+        "# the offsets refine the quantization step",
+        '"""Pruning and weight_norm are future work; accelerate later."""',
+        "self._stequantization = None",
+        "prune_ratio = 0.5",
+    ],
+)
+def test_td206_words_in_comments_or_longer_names_attach_no_hook(mention: str) -> None:
+    """Only code attaches a hook: a comment or docstring about quantization or pruning,
+    or an identifier that merely contains such a word, does not make it a warning."""
+    (found,) = lint_findings(
+        f"""
+    from torch import nn
+    class Coder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            {mention}
+            self.offsets = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+        def step(self, x):
+            return self.offsets.forward(x)
+    """,
+        "TD206",
+    )
+    assert found.severity is Severity.INFO
 
 
 @pytest.mark.parametrize(

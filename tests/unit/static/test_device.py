@@ -489,6 +489,37 @@ def test_shape_constructors_written_by_their_holder_before_any_read_are_only_inf
     assert "read before it is written" in found[0].message
 
 
+def test_a_shape_constructor_rebound_before_any_read_is_only_info() -> None:
+    """A dead store (the name rebound to a helper's result on the next line) never reads
+    the memory; one read first, or rebound only in a branch, stays a warning."""
+    source = """
+        import torch
+
+        def table(pmf, lengths, helper):
+            cdf = torch.Tensor(len(lengths), 8)
+            cdf = helper(pmf, lengths)
+            return cdf
+
+        def scaled(pmf, lengths, helper):
+            cdf = torch.Tensor(len(lengths), 8)
+            total = cdf.sum()
+            cdf = helper(pmf, lengths)
+            return cdf, total
+
+        def maybe(pmf, lengths, helper, flag):
+            cdf = torch.Tensor(len(lengths), 8)
+            if flag:
+                cdf = helper(pmf, lengths)
+            return cdf
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (5, Severity.INFO),
+        (10, Severity.WARNING),
+        (16, Severity.WARNING),
+    ]
+
+
 def test_the_shape_of_an_array_or_space_is_data_to_a_legacy_constructor() -> None:
     """``torch.Tensor(space.shape)``: a gym space's or NumPy array's shape is a tuple,
     which the constructor copies as data (``torch.Tensor((3,))`` is ``tensor([3.])``);

@@ -319,6 +319,37 @@ def test_a_round_trip_between_ddp_models_is_quiet() -> None:
     assert td805(source) == []
 
 
+_SCRIPT_WITH_RESUME = """
+import torch
+from torch import nn
+model = nn.Linear(4, 2)
+{before}
+model = torch.nn.DataParallel(model).cuda()
+{after}
+def valid(epoch):
+    checkpoint = {{"epoch": epoch, "state_dict": model.state_dict()}}
+    torch.save(checkpoint, "last.pth")
+"""
+
+
+def test_a_script_whose_resume_loads_into_the_same_wrapper_is_information() -> None:
+    """The script's own resume (module level, another function) loads the checkpoint back
+    into the wrapped model: the round trip holds, so the prefix is information."""
+    load = 'model.load_state_dict(torch.load("last.pth")["state_dict"])'
+    source = _SCRIPT_WITH_RESUME.format(before="", after=load)
+    (found,) = lint_findings(source, "TD805")
+    assert found.severity is Severity.INFO
+    assert "loads its checkpoints back into a wrapped model" in found.message
+
+
+def test_a_script_that_loads_before_wrapping_is_still_a_warning() -> None:
+    """Loaded into the plain model before the wrap: the prefixed keys break that load."""
+    load = 'model.load_state_dict(torch.load("last.pth")["state_dict"])'
+    source = _SCRIPT_WITH_RESUME.format(before=load, after="")
+    (found,) = lint_findings(source, "TD805")
+    assert found.severity is Severity.WARNING
+
+
 def test_files_without_ddp_are_quiet() -> None:
     source = """
     import torch

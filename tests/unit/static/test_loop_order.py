@@ -820,3 +820,73 @@ def test_td205_flags_a_component_of_the_backpropagated_loss_kept_in_a_total() ->
             return total
         """
     assert_marked(source, "TD205")
+
+
+def test_td205_quiet_for_a_sum_over_losses_already_computed() -> None:
+    """The loop runs over a list of losses made before it: summing them keeps no graph
+    the list does not hold already, and the sum is what the helper is for."""
+    source = """
+        def compute_aux_loss(aux_list, backward=False):
+            aux_loss_sum = 0
+            for aux_loss in aux_list:
+                aux_loss_sum += aux_loss
+                if backward:
+                    aux_loss.backward()
+            return aux_loss_sum
+        """
+    assert_marked(source, "TD205")
+
+
+_PER_STEP_DISCRIMINATORS = """
+    def train(nets_d, optimizers_d, data_loader, steps, loss_fn):
+        data_iter = iter(data_loader)
+        {outer_reset}
+        for step in range(steps):
+            images = {draw}
+            {inner_reset}
+            for i in range(len(nets_d)):
+                nets_d[i].zero_grad()
+                err_d = loss_fn(nets_d[i], images[i])
+                err_d.backward()
+                optimizers_d[i].step()
+                err_d_total += err_d  {mark}
+            print(step, float(err_d_total))
+    """
+
+
+@pytest.mark.parametrize("draw", ["next(data_iter)", "data_iter.next()"])
+def test_td205_quiet_for_a_sum_over_one_steps_discriminators(draw: str) -> None:
+    """Reset at every batch the outer loop draws: one step's graphs at most, however many
+    discriminators the inner loop runs over."""
+    source = _PER_STEP_DISCRIMINATORS.format(
+        outer_reset="", draw=draw, inner_reset="err_d_total = 0", mark=""
+    )
+    assert_marked(source, "TD205")
+
+
+def test_td205_flags_the_same_sum_when_it_is_never_reset() -> None:
+    source = _PER_STEP_DISCRIMINATORS.format(
+        outer_reset="err_d_total = 0",
+        draw="next(data_iter)",
+        inner_reset="pass",
+        mark="# expect: TD205",
+    )
+    assert_marked(source, "TD205")
+
+
+def test_td205_flags_an_epoch_total_reset_per_epoch_over_the_batches() -> None:
+    """An epoch loop that resets the total but draws no batch itself: the inner loop is
+    the step loop, and every batch's graph stays until the epoch ends."""
+    source = """
+        def train(model, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                total = 0
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss  # expect: TD205
+                print(epoch, float(total))
+        """
+    assert_marked(source, "TD205")

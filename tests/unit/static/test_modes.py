@@ -131,6 +131,47 @@ def test_td501_quiet_for_a_sequential_without_dropout_or_batchnorm() -> None:
     )
 
 
+_IMAGE_TRANSLATOR = """
+import torch
+from torch import nn
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), {norm}, nn.ReLU(), nn.Conv2d(8, 3, 3))
+    def forward(self, x):
+        return self.body(x)
+class Solver:
+    def __init__(self):
+        self.G = Generator()
+    def sample(self, fixed):
+        with torch.no_grad():
+            for x in fixed:
+                self.G(x)  {mark}
+"""
+
+
+@pytest.mark.parametrize(
+    "norm",
+    [
+        "nn.InstanceNorm2d(8, affine=True, track_running_stats=True)",
+        "nn.InstanceNorm2d(8, 1e-5, 0.1, True, True)",
+        "nn.InstanceNorm2d(8, affine=True)",
+        "nn.LazyInstanceNorm2d(track_running_stats=True)",
+    ],
+)
+def test_td501_quiet_for_instance_norm_which_training_mode_computes_exactly(norm: str) -> None:
+    """An instance norm normalises each sample by its own statistics in training mode,
+    as it did in training: sampling without eval() computes nothing wrong (eval() would
+    even switch a tracking one to running averages)."""
+    assert_marked(_IMAGE_TRANSLATOR.format(norm=norm, mark=""), "TD501")
+
+
+@pytest.mark.parametrize("norm", ["nn.BatchNorm2d(8)", "nn.Dropout2d(0.5)"])
+def test_td501_flags_the_same_sampler_with_batch_statistics_or_dropout(norm: str) -> None:
+    source = _IMAGE_TRANSLATOR.format(norm=norm, mark="# expect: TD501")
+    assert_marked(source, "TD501")
+
+
 def test_td501_quiet_on_a_loss_and_a_generator_under_no_grad() -> None:
     assert_marked(
         """
@@ -387,6 +428,42 @@ def test_td502_flags_eval_never_undone_in_the_epoch_loop() -> None:
     """,
         "TD502",
     )
+
+
+_TRAINED_IN_EVAL = """
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), {norm}, nn.ReLU())
+    def forward(self, x):
+        return self.body(x)
+def fit(loader, epochs):
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for epoch in range(epochs):
+        for x in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        model.eval()  {mark}
+        with torch.no_grad():
+            print(model(x))
+"""
+
+
+def test_td502_flags_training_in_eval_with_a_tracking_instance_norm() -> None:
+    """eval() switches a tracking instance norm to its running averages: training in
+    eval mode then normalises differently from what the model was built for."""
+    norm = "nn.InstanceNorm2d(8, track_running_stats=True)"
+    assert_marked(_TRAINED_IN_EVAL.format(norm=norm, mark="# expect: TD502"), "TD502")
+
+
+def test_td502_quiet_when_the_only_norm_is_a_plain_instance_norm() -> None:
+    """Without running statistics an instance norm is the same in both modes."""
+    assert_marked(_TRAINED_IN_EVAL.format(norm="nn.InstanceNorm2d(8)", mark=""), "TD502")
 
 
 def test_td502_flags_direct_eval_and_offers_an_unsafe_fix() -> None:

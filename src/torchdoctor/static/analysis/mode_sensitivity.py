@@ -3,7 +3,10 @@
 Only a model whose class is defined in the linted file can be proven insensitive: if its
 class (and the classes of this file it builds) creates no dropout, normalisation with
 running statistics, or layer with built-in dropout, ``eval()`` changes nothing and the
-mode rules stay quiet. Anything else is assumed sensitive.
+mode rules stay quiet. Anything else is assumed sensitive. An instance norm is
+mode-free unless it tracks running statistics, and even then it computes the right
+thing in training mode: evaluating without ``eval()`` (TD501) is wrong only for dropout
+and batch statistics.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ def is_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) ->
 
 
 def proven_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) -> bool:
-    """``True`` only when the code shows that ``model`` has dropout, batch/instance norm
-    (or a layer with them built in, or branches on ``self.training``): a class of the
+    """``True`` only when the code shows that ``model`` has dropout or batch norm (or a
+    layer with them built in, or branches on ``self.training``; not an instance norm,
+    whose training-mode output is the per-sample one evaluation wants): a class of the
     project whose layers say so (through the project index), such a torch layer, or a
     ``Sequential`` holding one; followed through assignments, ``.to()`` chains, the
     values local functions return and, for a parameter, what this file's callers pass.
@@ -125,8 +129,8 @@ def _call_value_sensitive(ctx: FileContext, call: ast.Call, scope: Scope, depth:
         return False
     info = ctx.project.module_class(type_name, near=ctx.path)
     if info is not None:
-        return bool(info.has_dropout_or_batchnorm) and not _layers_held_outside(ctx, info)
-    if torchapi.without_dropout(type_name, call):
+        return bool(info.wrong_in_train_mode) and not _layers_held_outside(ctx, info)
+    if torchapi.without_dropout(type_name, call) or torchapi.train_mode_exact(type_name, call):
         return False
     last = type_name.rpartition(".")[2]
     return (

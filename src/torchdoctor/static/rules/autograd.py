@@ -114,7 +114,7 @@ class ForwardCalledDirectly(LintRule):
         hooked = self._hooked(receiver)
         if hooked:
             note = ""
-        elif _HOOKS.search(self.ctx.source) is None:
+        elif _HOOKS.search(_code_words(self.ctx.tree)) is None:
             note = "; this file attaches no hook, so today it computes the same"
         else:
             note = (
@@ -135,7 +135,7 @@ class ForwardCalledDirectly(LintRule):
     def _hooked(self, receiver: ast.expr) -> bool:
         """Whether the file attaches a hook that runs on ``receiver`` itself."""
         if self._hooks is None:
-            self._hooks = _hooked_modules(self.ctx.tree, self.ctx.source)
+            self._hooks = _hooked_modules(self.ctx.tree, _code_words(self.ctx.tree))
         everywhere, names = self._hooks
         return everywhere or _last_name(receiver) in names
 
@@ -163,15 +163,15 @@ class ForwardCalledDirectly(LintRule):
 # and wrappers that work through them (weight and spectral norm, pruning, quantization
 # observers, sharded parameters gathered before each forward).
 _HOOKS = re.compile(
-    r"register_\w*hook|spectral_norm|weight_norm|\bprune\b|quantization|fully_shard"
-    r"|FullyShardedDataParallel|deepspeed|accelerate"
+    r"register_\w*hook|spectral_norm|weight_norm|\bprune\b|\bquantization\b|\bfully_shard\b"
+    r"|FullyShardedDataParallel|\bdeepspeed\b|\baccelerate\b"
 )
 
 # Wrappers and hooks that reach every module, the root included: global module hooks,
 # sharding that gathers parameters before each forward, engines that hook every layer.
 _HOOKS_EVERY_MODULE = re.compile(
-    r"register_module_forward\w*hook|quantization|fully_shard|FullyShardedDataParallel"
-    r"|deepspeed|accelerate"
+    r"register_module_forward\w*hook|\bquantization\b|\bfully_shard\b"
+    r"|FullyShardedDataParallel|\bdeepspeed\b|\baccelerate\b"
 )
 # Calls that hook the module they are given (their first argument).
 _HOOKING_FUNCTIONS = frozenset({"spectral_norm", "weight_norm"})
@@ -188,6 +188,23 @@ def _last_name(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Subscript):
         return _last_name(expr.value)
     return None
+
+
+def _code_words(tree: ast.Module) -> str:
+    """The identifiers the code uses (names, attributes, imported modules), one a line:
+    what the hook patterns are matched against, so that a comment or docstring about
+    "quantization" or "pruning" attaches no hook."""
+    words: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            words.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            words.add(node.attr)
+        elif isinstance(node, ast.alias):
+            words.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            words.add(node.module)
+    return "\n".join(sorted(words))
 
 
 def _hooked_modules(tree: ast.Module, source: str) -> tuple[bool, frozenset[str]]:
@@ -317,23 +334,29 @@ class ParameterDataMutated(LintRule):
                 backward_targets.add(event.target.id)
         forward_line = 0
         called: set[str] = set()  # the models run forward since the last backward
+        read: set[str] = set()  # the names read since the forward pass began
         for index, item in enumerate(items):
             kind = kinds[index]
             if kind is EventKind.BACKWARD:
                 forward_line = 0
                 called = set()
+                read = set()
             elif kind is EventKind.FORWARD or _assigns(item.node, backward_targets):
                 forward_line = forward_line or item.line
                 target = targets[index]
                 if kind is EventKind.FORWARD and target is not None:
                     called.add(ctx.segment(target))
+                read |= _names_read(item.node)
             elif forward_line:
                 mutated = _data_mutation(item.node)
                 if mutated is None or grad_disabled_by(ctx, item.frames) is not None:
+                    read |= _names_read(item.node)
                     continue
                 owner = self._owner(mutated, scope)
                 if owner is not None and called and owner not in called:
                     continue  # another model's parameters: not in this graph
+                if owner is None and _root(mutated) not in read:
+                    continue  # `noise.data.normal_()` before the forward that reads it
                 backward = next(
                     (
                         items[i]
@@ -403,6 +426,18 @@ def _saves_its_output(call: ast.Call) -> bool:
 
 
 _PARAMETER_SOURCES = frozenset({"parameters", "named_parameters", "buffers", "state_dict"})
+
+
+def _names_read(node: ast.AST) -> set[str]:
+    """The names a statement or call reads."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _root(expr: ast.expr) -> str | None:
+    """``noise`` for ``noise``, ``self`` for ``self.noise[0]``."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _assigns(node: ast.AST, names: set[str]) -> bool:

@@ -111,7 +111,9 @@ class LegacyConstructor(LintRule):
         if held is None or not isinstance(target, (ast.Name, ast.Attribute)):
             return
         name = target.id if isinstance(target, ast.Name) else None
-        if not self._read_before_written(statement, self.ctx.segment(target), name):
+        if name is not None and _rebound_unread(_following(self.ctx, statement), name):
+            self._unproven.add(id(held))  # a dead store: the memory is never read
+        elif not self._read_before_written(statement, self.ctx.segment(target), name):
             self._unproven.add(id(held))
 
     def _read_before_written(self, statement: ast.stmt, target: str, name: str | None) -> bool:
@@ -455,6 +457,25 @@ def _replaces_data(ctx: FileContext, node: ast.Assign, target: str) -> bool:
             and written.slice.upper is None
             and ctx.segment(written.value) == target
         ):
+            return True
+    return False
+
+
+def _rebound_unread(following: list[ast.stmt], name: str) -> bool:
+    """Whether the straight-line statements after an assignment to ``name`` rebind it
+    before anything reads it (``x = torch.Tensor(n)`` then ``x = fill(...)``)."""
+    for statement in following:
+        if not isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
+            return False  # a branch, loop or return: not followed
+        if any(
+            isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Store)
+            for node in ast.walk(statement)
+        ):
+            return False
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) and statement.value else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             return True
     return False
 

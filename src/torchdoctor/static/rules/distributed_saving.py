@@ -314,7 +314,15 @@ class DdpPrefixedStateDict(LintRule):
                 wrapper = WRAPPER_NAMES.get(ctx.instance_type(receiver, scope) or "")
                 if wrapper is not None:
                     several = self._multi_device_only(receiver, scope)
-                    self._report(state_call, receiver, wrapper, save, several)
+                    reloaded = self._file_loads_into_a_wrapper()
+                    self._report(state_call, receiver, wrapper, save, several, reloaded)
+
+    def _file_loads_into_a_wrapper(self) -> bool:
+        """Another function of the file, or its module level, loads a state_dict into a
+        wrapped model (the script's own resume): its checkpoints round-trip between
+        wrappers, so the prefix breaks only a load this project does not make."""
+        bodies = self.ctx.module.bodies()
+        return any(self._loads_into_a_wrapper(body) for body, _ in bodies)
 
     def _multi_device_only(self, receiver: ast.expr, scope: Scope) -> ast.expr | None:
         """The device-count test (``if world_size > 1:``) every wrap of ``receiver``'s name
@@ -380,6 +388,7 @@ class DdpPrefixedStateDict(LintRule):
         wrapper: str,
         save: ast.Call,
         multi_device: ast.expr | None,
+        reloaded: bool = False,
     ) -> None:
         ctx = self.ctx
         text = ctx.segment(receiver)
@@ -401,10 +410,11 @@ class DdpPrefixedStateDict(LintRule):
             f"`{text}.state_dict()` at line {state_call.lineno} is the state of the "
             f"{wrapper} wrapper, so every key of the checkpoint saved at line {save.lineno} "
             f"starts with `module.`{when}: a plain model loads it only after the prefix is "
-            "stripped, and `load_state_dict(..., strict=False)` silently loads nothing",
+            "stripped, and `load_state_dict(..., strict=False)` silently loads nothing"
+            + ("; this file loads its checkpoints back into a wrapped model" if reloaded else ""),
             fix_hint=f"Save the wrapped model's own state: `{text}.module.state_dict()`.",
             fix=fix,
-            severity=Severity.INFO if multi_device is not None else None,
+            severity=Severity.INFO if multi_device is not None or reloaded else None,
         )
 
 

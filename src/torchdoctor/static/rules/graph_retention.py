@@ -48,6 +48,10 @@ class GraphRetainedAcrossSteps(LintRule):
             holder, loss = found
             if _root_name(holder) in assigned:
                 continue  # reset inside the loop: it lives for one iteration only
+            if loss.id in _target_names(loop):
+                continue  # `for aux in losses: total += aux`: the list holds them already
+            if _reset_per_batch(loop, _root_name(holder)):
+                continue  # summed over one step's models or stages, reset every batch
             if self._kept_detached(item.node, holder, loop):
                 continue  # a meter of the project whose add() reads `.data`/`.item()`
             self._report(loop, item, holder, loss)
@@ -217,6 +221,43 @@ def _carried_loss(expr: ast.expr, losses: set[str]) -> ast.Name | None:
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.List, ast.Tuple, ast.Starred)):
             stack.extend(ast.iter_child_nodes(node))
     return None
+
+
+def _target_names(loop: Loop) -> set[str]:
+    """Names the ``for`` statement itself binds (none for ``while``)."""
+    node = loop.node
+    if not isinstance(node, (ast.For, ast.AsyncFor)):
+        return set()
+    return {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+
+
+def _reset_per_batch(loop: Loop, holder: str | None) -> bool:
+    """Whether an enclosing loop rebinds ``holder`` and draws a batch itself
+    (``next(it)``, ``it.next()``): the inner loop then runs within one training step
+    (over the discriminators, the stages of a model), and the holder keeps one step's
+    graphs at most, whatever the inner loop's length."""
+    outer = loop.parent
+    while outer is not None and holder is not None:
+        if holder in _assigned_names(outer) and _draws_batch(outer):
+            return True
+        outer = outer.parent
+    return False
+
+
+def _draws_batch(loop: Loop) -> bool:
+    """A ``next(...)`` (or ``.next()``/``.__next__()``) call directly in the loop."""
+    for item in loop.items:
+        if not loop.is_direct(item):
+            continue
+        for node in ast.walk(item.node):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "next":
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in ("next", "__next__"):
+                return True
+    return False
 
 
 def _root_name(expr: ast.expr) -> str | None:
