@@ -350,6 +350,29 @@ def test_a_script_that_loads_before_wrapping_is_still_a_warning() -> None:
     assert found.severity is Severity.WARNING
 
 
+def test_a_state_dict_taken_only_where_the_model_has_no_module_is_quiet() -> None:
+    """``if hasattr(model, "module"): model.module.state_dict() else: model.state_dict()``:
+    the plain call runs only on an unwrapped model."""
+    source = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = DDP(Net())
+    def save_checkpoint(path, model):
+        if hasattr(model, "module"):
+            state = model.module.state_dict()
+        else:
+            state = model.state_dict()
+        torch.save({"state_dict": state}, path)
+    def save_plain(path, model):
+        if not hasattr(model, "module"):
+            torch.save(model.state_dict(), path)
+    save_checkpoint("a.pt", model)
+    save_plain("b.pt", model)
+    torch.save(model.state_dict(), "c.pt")
+    """
+    assert td805(source) == [("TD805", 16)]
+
+
 def test_files_without_ddp_are_quiet() -> None:
     source = """
     import torch

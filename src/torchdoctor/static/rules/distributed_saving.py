@@ -312,6 +312,10 @@ class DdpPrefixedStateDict(LintRule):
             for state_call in _state_dict_calls(ctx, saved, scope):
                 receiver = state_call.func.value  # type: ignore[attr-defined]
                 wrapper = WRAPPER_NAMES.get(ctx.instance_type(receiver, scope) or "")
+                if wrapper is not None and _in_unwrapped_branch(
+                    scope.node if scope is not None else ctx.tree, state_call, ctx.segment(receiver)
+                ):
+                    continue  # `if hasattr(model, "module"): ... else: model.state_dict()`
                 if wrapper is not None:
                     several = self._multi_device_only(receiver, scope)
                     reloaded = self._file_loads_into_a_wrapper()
@@ -458,6 +462,31 @@ def _names_a_count(node: ast.expr) -> bool:
         node = node.func
     word = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
     return any(w in word.lower() for w in _COUNT_WORDS)
+
+
+def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
+    """Whether ``call`` runs only where ``receiver`` has no ``.module``: in the ``else``
+    of ``if hasattr(receiver, "module"):`` or the body of ``if not hasattr(...)``."""
+    for node in ast.walk(root):
+        if not isinstance(node, ast.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if not (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "hasattr"
+            and len(test.args) == 2
+            and isinstance(test.args[1], ast.Constant)
+            and test.args[1].value == "module"
+            and ast.unparse(test.args[0]) == receiver
+        ):
+            continue
+        branch = node.body if negated else node.orelse
+        if any(call is sub for statement in branch for sub in ast.walk(statement)):
+            return True
+    return False
 
 
 def _state_dict_calls(
