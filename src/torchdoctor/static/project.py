@@ -367,9 +367,7 @@ class ProjectIndex:
                     _name_sensitive(base, evaluating)
                     if isinstance(base, str)
                     else (
-                        self._sensitive(base, depth + 1, evaluating)
-                        if depth < _MAX_DEPTH
-                        else None
+                        self._sensitive(base, depth + 1, evaluating) if depth < _MAX_DEPTH else None
                     )
                 )
                 if answer:

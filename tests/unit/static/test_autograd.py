@@ -315,9 +315,7 @@ def test_td207_quiet_for_an_input_refilled_before_the_forward_that_reads_it() ->
 
 
 def test_td207_flags_the_same_input_changed_after_the_forward_read_it() -> None:
-    source = _REFILLED_INPUT.format(
-        refill="", late="noise.data.normal_(0, 1)  # expect: TD207"
-    )
+    source = _REFILLED_INPUT.format(refill="", late="noise.data.normal_(0, 1)  # expect: TD207")
     assert_marked(source, "TD207")
 
 

@@ -472,8 +472,14 @@ def _rebound_unread(following: list[ast.stmt], name: str) -> bool:
             for node in ast.walk(statement)
         ):
             return False
-        targets = statement.targets if isinstance(statement, ast.Assign) else (
-            [statement.target] if isinstance(statement, ast.AnnAssign) and statement.value else []
+        targets = (
+            statement.targets
+            if isinstance(statement, ast.Assign)
+            else (
+                [statement.target]
+                if isinstance(statement, ast.AnnAssign) and statement.value
+                else []
+            )
         )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             return True
