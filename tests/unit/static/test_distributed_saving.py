@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Severity
+from torchdoctor.static import LintConfig, lint
 
 # --- TD804 ------------------------------------------------------------------------------
 
@@ -460,3 +465,51 @@ def test_a_flag_that_is_no_rank_check_still_draws_the_finding() -> None:
         ("TD804", 13)
     ]
     assert td804_flag("writer = should_write(args)", "if writer:", helper) == [("TD804", 14)]
+
+
+_DDP_TRAINER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(net, path):
+    model = DDP(net)
+    torch.save({"state_dict": model.state_dict()}, path)
+"""
+
+
+@pytest.mark.parametrize(
+    "loader",
+    [
+        'state = {k.replace("module.", ""): v for k, v in ckpt["state_dict"].items()}',
+        'state = {k[7:]: v for k, v in ckpt["state_dict"].items() if k.startswith("module")}',
+        'consume_prefix_in_state_dict_if_present(ckpt["state_dict"], "module.")',
+    ],
+)
+def test_a_project_that_strips_the_prefix_where_it_loads_makes_it_information(
+    tmp_path: Path, loader: str
+) -> None:
+    """Another file of the project strips (or tests) the ``module.`` prefix: its loads
+    cope, so the prefixed save is information naming where."""
+    (tmp_path / "train.py").write_text(_DDP_TRAINER, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    [found] = report.by_code("TD805")
+    assert found.severity is Severity.WARNING
+    (tmp_path / "evaluate.py").write_text(
+        "import torch\n# strip the 'module.' prefix first\n"
+        f"def load(path):\n    ckpt = torch.load(path)\n    {loader}\n",
+        encoding="utf-8",
+    )
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    [found] = report.by_code("TD805")
+    assert found.severity is Severity.INFO
+    assert "evaluate.py:5" in found.message
+
+
+def test_a_comment_about_the_prefix_is_no_handling(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        _DDP_TRAINER + "# keys start with 'module.': strip them with k[7:] when loading\n",
+        encoding="utf-8",
+    )
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    [found] = report.by_code("TD805")
+    assert found.severity is Severity.WARNING

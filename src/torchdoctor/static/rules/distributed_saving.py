@@ -13,6 +13,7 @@ from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
 from torchdoctor.static.analysis.loops import guard_between, names_bound_in
+from torchdoctor.static.analysis.prefix_handling import project_prefix_handling
 from torchdoctor.static.analysis.ranks import (
     is_rank_nonzero,
     is_rank_zero,
@@ -319,7 +320,8 @@ class DdpPrefixedStateDict(LintRule):
                 if wrapper is not None:
                     several = self._multi_device_only(receiver, scope)
                     reloaded = self._file_loads_into_a_wrapper()
-                    self._report(state_call, receiver, wrapper, save, several, reloaded)
+                    handled = None if reloaded else project_prefix_handling(ctx)
+                    self._report(state_call, receiver, wrapper, save, several, reloaded, handled)
 
     def _file_loads_into_a_wrapper(self) -> bool:
         """Another function of the file, or its module level, loads a state_dict into a
@@ -393,6 +395,7 @@ class DdpPrefixedStateDict(LintRule):
         save: ast.Call,
         multi_device: ast.expr | None,
         reloaded: bool = False,
+        handled: tuple[str, int] | None = None,
     ) -> None:
         ctx = self.ctx
         text = ctx.segment(receiver)
@@ -415,10 +418,19 @@ class DdpPrefixedStateDict(LintRule):
             f"{wrapper} wrapper, so every key of the checkpoint saved at line {save.lineno} "
             f"starts with `module.`{when}: a plain model loads it only after the prefix is "
             "stripped, and `load_state_dict(..., strict=False)` silently loads nothing"
-            + ("; this file loads its checkpoints back into a wrapped model" if reloaded else ""),
+            + ("; this file loads its checkpoints back into a wrapped model" if reloaded else "")
+            + (
+                f"; the project handles the prefix where it loads ({handled[0]}:{handled[1]})"
+                if handled is not None
+                else ""
+            ),
             fix_hint=f"Save the wrapped model's own state: `{text}.module.state_dict()`.",
             fix=fix,
-            severity=Severity.INFO if multi_device is not None or reloaded else None,
+            severity=(
+                Severity.INFO
+                if multi_device is not None or reloaded or handled is not None
+                else None
+            ),
         )
 
 
