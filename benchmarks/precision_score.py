@@ -57,6 +57,7 @@ ROUNDS = {
     9: ("repos_round9.csv", "test_set_round9.csv"),
     10: ("repos_round10.csv", "test_set_round10.csv"),
     11: ("repos_round11.csv", "test_set_round11.csv"),
+    12: ("repos_round12.csv", "test_set_round12.csv"),
 }
 
 
