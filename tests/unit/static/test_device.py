@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from tests.unit.static.test_loss import applied
 from torchdoctor.findings import Applicability, Confidence, Severity
@@ -29,6 +31,37 @@ def test_float64_data_in_a_training_file_is_flagged() -> None:
         """
     source = textwrap.dedent(source) + TRAINS
     assert lint_codes(source, "TD102") == [("TD102", 4), ("TD102", 5), ("TD102", 6)]
+
+
+def test_float64_cast_to_match_a_model_made_float64_elsewhere_is_information() -> None:
+    """A float64 input handed straight to a module this file never converts (a float32
+    module would reject it), or a cast for a matrix product: it matches a model made
+    float64 in another file. An elementwise float64 weight on the loss stays a warning."""
+    source = """
+        import torch
+
+        def meta_step(model, loss_fn, optimiser, shape, labels):
+            logits = model(torch.zeros(shape).to("cpu", dtype=torch.double))
+            loss = loss_fn(logits, labels)
+            loss.backward()
+            optimiser.step()
+
+        def predictions(attention, y_onehot):
+            return torch.mm(attention, y_onehot.double())
+
+        def weighted(model, x, per_sample, optimiser):
+            weights = torch.ones(x.size(0), dtype=torch.float64)
+            loss = (weights * per_sample(model(x))).mean()
+            loss.backward()
+            optimiser.step()
+        """
+    found = lint_findings(textwrap.dedent(source), "TD102")
+    assert [(f.location.line, f.severity.value) for f in found] == [
+        (5, "info"),
+        (11, "info"),
+        (14, "warning"),
+    ]
+    assert "made so elsewhere" in found[0].message
 
 
 def test_a_double_model_with_data_made_float64_on_purpose_is_one_note() -> None:
@@ -733,3 +766,58 @@ def test_a_loop_over_other_parameters_does_not_initialise_this_one() -> None:
         (8, Severity.INFO),
         (9, Severity.WARNING),
     ]
+
+
+_LEGACY_PARAMETERS = """
+import torch
+from torch import nn
+
+class Memory(nn.Module):
+    def __init__(self, heads, dim):
+        super().__init__()
+        self.r_emb = nn.Parameter(torch.Tensor(heads, dim))
+
+    def forward(self, x):
+        return x + self.r_emb.sum()
+"""
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [
+        "init_weight(m.r_emb)",
+        "nn.init.normal_(m.r_emb, 0.0, 0.02)",
+        "m.r_emb.data.normal_(0.0, 0.02)",
+    ],
+)
+def test_a_parameter_filled_by_name_from_another_file_is_only_info(tmp_path, fill) -> None:
+    """``model.apply(weights_init)`` in the training script fills ``m.r_emb`` of every
+    submodule that has one: the memory is written before the first forward."""
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "model.py").write_text(_LEGACY_PARAMETERS, encoding="utf-8")
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD105")
+    assert found.severity is Severity.WARNING
+    (tmp_path / "train.py").write_text(
+        "from torch import nn\nfrom model import Memory\n"
+        "def init_weight(w):\n    nn.init.normal_(w, 0.0, 0.02)\n"
+        "def weights_init(m):\n    if hasattr(m, 'r_emb'):\n"
+        f"        {fill}\n"
+        "model = Memory(4, 8)\nmodel.apply(weights_init)\n",
+        encoding="utf-8",
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD105")
+    assert found.severity is Severity.INFO
+
+
+def test_another_attribute_filled_or_a_comment_does_not_initialise(tmp_path) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "model.py").write_text(_LEGACY_PARAMETERS, encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        "from torch import nn\n# init_weight(m.r_emb) is not needed\n"
+        "def weights_init(m):\n    nn.init.normal_(m.r_emb_scale)\n",
+        encoding="utf-8",
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD105")
+    assert found.severity is Severity.WARNING

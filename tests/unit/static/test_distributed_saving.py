@@ -483,6 +483,7 @@ def train(net, path):
         'state = {k.replace("module.", ""): v for k, v in ckpt["state_dict"].items()}',
         'state = {k[7:]: v for k, v in ckpt["state_dict"].items() if k.startswith("module")}',
         'consume_prefix_in_state_dict_if_present(ckpt["state_dict"], "module.")',
+        'start = 1 if list(ckpt["state_dict"])[0].startswith("module") else 0',
     ],
 )
 def test_a_project_that_strips_the_prefix_where_it_loads_makes_it_information(

@@ -143,7 +143,7 @@ def test_a_well_conditioned_linear_algebra_call_leaves_the_warning() -> None:
 
     def main(model, x, optimizer):
         for step in range(10):
-            loss = model(x.double()).sum() + torch.linalg.norm(x)
+            loss = (model(x) * x.double()).sum() + torch.linalg.norm(x)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -890,3 +890,39 @@ def test_td205_flags_an_epoch_total_reset_per_epoch_over_the_batches() -> None:
                 print(epoch, float(total))
         """
     assert_marked(source, "TD205")
+
+
+def test_td205_quiet_for_task_losses_stacked_and_backpropagated_after_the_loop() -> None:
+    """Second-order MAML: one meta-step keeps its tasks' losses, with their graphs, and
+    backpropagates their mean after the loop; the graphs are the algorithm."""
+    source = """
+        import torch
+        def meta_step(model, tasks, optimiser, loss_fn, inner):
+            task_losses = []
+            for x_train, x_val in tasks:
+                fast = inner(model, x_train)
+                loss = loss_fn(model.functional_forward(x_val, fast))
+                loss.backward(retain_graph=True)
+                task_losses.append(loss)
+            optimiser.zero_grad()
+            meta_loss = torch.stack(task_losses).mean()
+            meta_loss.backward()
+            optimiser.step()
+            return meta_loss
+        """
+    assert_marked(source, "TD205")
+
+
+def test_td205_flags_a_history_only_printed_after_the_loop() -> None:
+    source = """
+        def train(model, loader, optimiser, loss_fn):
+            history = []
+            for x, y in loader:
+                optimiser.zero_grad()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                optimiser.step()
+                history.append(loss)  # expect: TD205
+            print(sum(history) / len(history))
+        """
+    assert_marked(source, "TD205")

@@ -301,3 +301,33 @@ def test_a_read_back_of_the_counter_is_a_resume() -> None:
         "def resume(path):\n    return torch.load(path)\n", read
     )
     assert [code for code, _ in lint_codes(source, "TD905")] == ["TD905"]
+
+
+_FULL_STATE = (
+    '{"model": model.state_dict(), "optimizer": optimizer.state_dict(), '
+    '"scheduler": scheduler.state_dict()}'
+)
+
+
+def test_a_file_name_formatted_from_the_loops_counter_keeps_the_count() -> None:
+    """``"{}.pth".format(step)``, ``f"{epoch}.pt"``: the count lives in the file name, which
+    the resume reads back (``--restore_step``); only the state left out is reported."""
+    for path in (
+        '"ckpt/{}.pth.tar".format(epoch)',
+        'f"ckpt/{epoch:06d}.pt"',
+        "str(epoch).zfill(6) + '.pt'",
+    ):
+        assert td905(f"        torch.save({_FULL_STATE}, {path})") == [], path
+    save = (
+        '        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()},'
+        ' f"ckpt/{epoch}.pt")'
+    )
+    (found,) = lint_findings(TRAIN.format(save=save), "TD905")
+    assert found.evidence["missing"] == ["scheduler"]
+
+
+def test_a_fixed_or_unrelated_file_name_does_not_keep_the_count() -> None:
+    for path in ('"last.pt"', 'f"{run_name}.pt"'):
+        save = f"        torch.save({_FULL_STATE}, {path})"
+        (found,) = lint_findings(TRAIN.format(save=save), "TD905")
+        assert found.evidence["missing"] == ["counter"]

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import re
 
+from torchdoctor.static.analysis.related_files import first_in_related_files
 from torchdoctor.static.context import FileContext
-from torchdoctor.static.files import read_source
 
 __all__ = ["project_prefix_handling"]
 
 _HANDLING = re.compile(
     rb"""['"]module\.['"]|consume_prefix_in_state_dict_if_present|\[\s*7\s*:\s*\]"""
+    rb"""|startswith\(\s*['"]module"""
 )
 
 
@@ -28,24 +29,12 @@ def project_prefix_handling(ctx: FileContext) -> tuple[str, int] | None:
     own = _first_handling(ctx.source.encode("utf-8", "replace"))
     if own is not None:
         return ctx.path, own
-    project = ctx.project
-    folder = os.path.dirname(os.path.abspath(ctx.path))
-    return project.remember(
-        f"module-prefix-handling:{folder}", lambda: _in_other_files(project.paths(), folder)
-    )
+    return first_in_related_files(ctx, "module-prefix-handling", _handling_in)
 
 
-def _in_other_files(paths: list[str], folder: str) -> tuple[str, int] | None:
-    for path in sorted(paths):
-        if not _related(os.path.dirname(path), folder):
-            continue
-        data = read_source(path)
-        if not isinstance(data, bytes) or b"module" not in data:
-            continue
-        line = _first_handling(data)
-        if line is not None:
-            return os.path.relpath(path), line
-    return None
+def _handling_in(path: str, data: bytes) -> tuple[str, int] | None:
+    line = _first_handling(data)
+    return None if line is None else (os.path.relpath(path), line)
 
 
 def _first_handling(data: bytes) -> int | None:
@@ -58,8 +47,3 @@ def _first_handling(data: bytes) -> int | None:
         if b"module" in code and _HANDLING.search(code):
             return number
     return None
-
-
-def _related(one: str, other: str) -> bool:
-    """One folder is the other or lies inside it."""
-    return one == other or one.startswith(other + os.sep) or other.startswith(one + os.sep)

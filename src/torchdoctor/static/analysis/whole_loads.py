@@ -14,8 +14,8 @@ import ast
 import os
 from typing import cast
 
+from torchdoctor.static.analysis.related_files import first_in_related_files
 from torchdoctor.static.context import FileContext
-from torchdoctor.static.files import read_source
 
 # Methods only a module has (a tensor has .to(), .cuda(), .float() too).
 _MODULE_ONLY = frozenset(
@@ -41,33 +41,18 @@ def project_whole_module_load(ctx: FileContext) -> tuple[str, int] | None:
     own = file_whole_module_loads(ctx)
     if own:
         return ctx.path, own[0].lineno
-    project = ctx.project
-    folder = os.path.dirname(os.path.abspath(ctx.path))
-    return project.remember(
-        f"whole-module-load:{folder}", lambda: _in_other_files(project.paths(), folder)
-    )
+    return first_in_related_files(ctx, "whole-module-load", _whole_load_in)
 
 
-def _in_other_files(paths: list[str], folder: str) -> tuple[str, int] | None:
-    for path in sorted(paths):
-        if not _related(os.path.dirname(path), folder):
-            continue
-        data = read_source(path)
-        if not isinstance(data, bytes) or b"torch.load" not in data:
-            continue
-        try:
-            tree = ast.parse(data, path)
-        except (SyntaxError, ValueError):
-            continue
-        found = whole_module_loads(tree)
-        if found:
-            return os.path.relpath(path), found[0].lineno
-    return None
-
-
-def _related(one: str, other: str) -> bool:
-    """One folder is the other or lies inside it."""
-    return one == other or one.startswith(other + os.sep) or other.startswith(one + os.sep)
+def _whole_load_in(path: str, data: bytes) -> tuple[str, int] | None:
+    if b"torch.load" not in data:
+        return None
+    try:
+        tree = ast.parse(data, path)
+    except (SyntaxError, ValueError):
+        return None
+    found = whole_module_loads(tree)
+    return (os.path.relpath(path), found[0].lineno) if found else None
 
 
 def file_whole_module_loads(ctx: FileContext) -> list[ast.Call]:

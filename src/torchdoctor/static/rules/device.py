@@ -9,12 +9,14 @@ from __future__ import annotations
 import ast
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import TypeGuard
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import insert_keywords, last_name, torch_alias
 from torchdoctor.static.analysis.loops import loop_bound_names
+from torchdoctor.static.analysis.name_initialisers import initialised_by_name
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -115,6 +117,8 @@ class LegacyConstructor(LintRule):
             self._unproven.add(id(held))  # a dead store: the memory is never read
         elif not self._read_before_written(statement, self.ctx.segment(target), name):
             self._unproven.add(id(held))
+        elif _is_self_attribute(target) and initialised_by_name(self.ctx, target.attr):
+            self._unproven.add(id(held))  # `model.apply(init)` filling `m.<attr>` elsewhere
 
     def _read_before_written(self, statement: ast.stmt, target: str, name: str | None) -> bool:
         """Whether nothing in the scope that holds ``target`` may write it (a method of
@@ -459,6 +463,14 @@ def _replaces_data(ctx: FileContext, node: ast.Assign, target: str) -> bool:
         ):
             return True
     return False
+
+
+def _is_self_attribute(target: ast.expr) -> TypeGuard[ast.Attribute]:
+    return (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
 
 
 def _rebound_unread(following: list[ast.stmt], name: str) -> bool:

@@ -119,6 +119,12 @@ class Float64InTraining(LintRule):
                 self._report_unproved(call, hit, reach)
             elif id(reach[1]) in losses:
                 self._report_loss_only(call, hit, cast("ast.Call", reach[1]))
+            elif (
+                not converted
+                and self._feeds_a_module(reach, scope)
+                and _passed_to(call, cast("ast.Call", reach[1]))
+            ) or _matmul_operand(call, scope.node if scope is not None else ctx.tree):
+                self._report_matched(call, hit)
             else:
                 self._report(call, hit, reach, deliberate and reach[1] is _MODEL)
 
@@ -380,6 +386,23 @@ class Float64InTraining(LintRule):
             severity=Severity.INFO,
         )
 
+    def _report_matched(self, call: ast.Call, hit: ast.AST) -> None:
+        """Float64 handed straight to a module this file does not convert, or cast for a
+        matrix product: a float32 module or operand would reject it, so it matches a
+        model made float64 elsewhere; the choice is made there, not here."""
+        text = self._text(call, hit)
+        line = getattr(hit, "lineno", call.lineno)
+        self.report(
+            hit,
+            f"`{text}` at line {line} casts to float64 to match what it is used with (a "
+            "module's input or a matrix product, which reject mixed dtypes): the model it "
+            "feeds is float64 already, made so elsewhere, where float64's cost is decided",
+            fix_hint="If float64 is not needed, convert the model to float32 where it is "
+            "made `.double()` and drop this cast with it.",
+            evidence={"reaches": "matched"},
+            severity=Severity.INFO,
+        )
+
     def _report(self, call: ast.Call, hit: ast.AST, reach: Reach, deliberate: bool = False) -> None:
         ctx = self.ctx
         text = self._text(call, hit)
@@ -412,3 +435,27 @@ class Float64InTraining(LintRule):
             "`.float()`.",
             evidence={"reaches": reach[0].name.lower()},
         )
+
+
+def _passed_to(value: ast.Call, sink: ast.Call) -> bool:
+    """Whether ``value`` is (inside) an argument of ``sink``: handed to it directly."""
+    arguments = [*sink.args, *(k.value for k in sink.keywords)]
+    return any(value is node for argument in arguments for node in ast.walk(argument))
+
+
+_MATMULS = frozenset({"mm", "matmul", "bmm"})
+
+
+def _matmul_operand(value: ast.Call, root: ast.AST) -> bool:
+    """Whether ``value`` is an operand of ``torch.mm``/``matmul``/``bmm`` or ``@``, which
+    need both operands of one dtype: the cast matches the other operand."""
+    for node in ast.walk(root):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            if value is node.left or value is node.right:
+                return True
+        elif isinstance(node, ast.Call) and any(value is a for a in node.args):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _MATMULS:
+                return True
+    return False

@@ -11,6 +11,7 @@ import ast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.analysis.loops import step_events
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, Loop
@@ -52,9 +53,33 @@ class GraphRetainedAcrossSteps(LintRule):
                 continue  # `for aux in losses: total += aux`: the list holds them already
             if _reset_per_batch(loop, _root_name(holder)):
                 continue  # summed over one step's models or stages, reset every batch
+            if self._backpropagated_after(loop, _root_name(holder)):
+                continue  # MAML's task losses, stacked and backpropagated after the loop
             if self._kept_detached(item.node, holder, loop):
                 continue  # a meter of the project whose add() reads `.data`/`.item()`
             self._report(loop, item, holder, loss)
+
+    def _backpropagated_after(self, loop: Loop, holder: str | None) -> bool:
+        """Whether a ``backward()`` after the loop, in its function, runs on a value made
+        from the holder (``torch.stack(losses).mean().backward()``): the graphs are kept
+        because the step needs them, and they go when it is done."""
+        function = loop.function
+        end = getattr(loop.node, "end_lineno", None)
+        if holder is None or function is None or end is None:
+            return False
+        ctx = self.ctx
+        for event in step_events(ctx, function.items, function):
+            if event.kind is not EventKind.BACKWARD or event.line <= end:
+                continue
+            target = event.target
+            values: list[ast.AST] = [target] if target is not None else []
+            if isinstance(target, ast.Name):
+                found = ctx.lookup(target, function)
+                if found is not None and found[0].value is not None:
+                    values.append(found[0].value)
+            if any(isinstance(n, ast.Name) and n.id == holder for v in values for n in ast.walk(v)):
+                return True
+        return False
 
     def _kept_detached(self, node: ast.AST, holder: ast.expr, loop: Loop) -> bool:
         """``meter.add(loss)`` where ``meter`` is an instance of a project class whose

@@ -111,6 +111,8 @@ class IncompleteResumeCheckpoint(LintRule):
                 if any(trains(ctx, loop) for loop in enclosing_loops(ctx, frames))
                 else expected - {COUNTER}
             )
+            if _counter_in_path(ctx, call, frames):
+                roles = roles | {COUNTER}  # `f"{step}.pt"`: the file name keeps the count
             missing = [
                 role
                 for role in (OPTIMIZER, SCHEDULER, COUNTER)
@@ -350,3 +352,33 @@ def _role(ctx: FileContext, key: str | None, value: ast.expr, scope: Scope) -> s
         if words & hints:
             return role
     return None
+
+
+def _counter_in_path(ctx: FileContext, call: ast.Call, frames: tuple[Frame, ...]) -> bool:
+    """Whether the file name ``torch.save`` writes is formatted from a counter of the loop
+    around it (``"{}.pth".format(step)``, ``f"{epoch}.pt"``, ``str(i).zfill(6)``): a name
+    the loop binds, as its target or inside it. A resume that reads the count back from
+    the name (``--restore_step``, the file's stem) has it."""
+    path = call.args[1] if len(call.args) > 1 else None
+    path = path or next((k.value for k in call.keywords if k.arg == "f"), None)
+    if path is None or isinstance(path, ast.Constant):
+        return False
+    used = {n.id for n in ast.walk(path) if isinstance(n, ast.Name)}
+    for loop in enclosing_loops(ctx, frames):
+        node = loop.node
+        bound: set[str] = set()
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        for item in loop.items:
+            statement = item.node
+            targets = (
+                statement.targets
+                if isinstance(statement, ast.Assign)
+                else [statement.target]
+                if isinstance(statement, (ast.AugAssign, ast.AnnAssign))
+                else []
+            )
+            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if used & bound:
+            return True
+    return False

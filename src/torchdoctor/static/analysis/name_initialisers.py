@@ -1,0 +1,42 @@
+"""Whether the program initialises a module attribute by name from the outside.
+
+Training scripts often fill parameters created with uninitialised memory
+(``self.r_emb = nn.Parameter(torch.Tensor(...))``) from a function applied to every
+submodule: ``model.apply(weights_init)`` with ``if hasattr(m, "r_emb"): init_weight(m.r_emb)``
+or ``m.r_emb.data.normal_(0, 0.02)``. The class never writes the attribute itself, but
+the program does before any forward. Searched as text in the file and the files along its
+folder line (see :mod:`related_files`), once per attribute name.
+"""
+
+from __future__ import annotations
+
+import re
+
+from torchdoctor.static.analysis.related_files import first_in_related_files
+from torchdoctor.static.context import FileContext
+
+__all__ = ["initialised_by_name"]
+
+_FILLS = rb"normal_|uniform_|zero_|zeros_|fill_|copy_|constant_|xavier_\w+|kaiming_\w+|orthogonal_"
+
+
+def initialised_by_name(ctx: FileContext, attribute: str) -> bool:
+    """Whether some code along the file's folder line fills ``<obj>.<attribute>`` of
+    another object: an init function given it (``init_weight(m.attr)``,
+    ``nn.init.normal_(m.attr)``) or a fill method on it (``m.attr.data.uniform_()``).
+    ``self.<attribute>`` inside the class is the class's own business, not counted."""
+    name = re.escape(attribute.encode())
+    pattern = re.compile(
+        rb"(?<!self)\." + name + rb"(?:\.data)?\.(?:" + _FILLS + rb")\("
+        rb"|(?:init\w*|" + _FILLS + rb")\s*\([^()\n]*?(?<!self)\." + name + rb"\b"
+    )
+
+    def search(path: str, data: bytes) -> bool | None:
+        if attribute.encode() not in data:
+            return None
+        for line in data.splitlines():
+            if pattern.search(line.split(b"#", 1)[0]):
+                return True
+        return None
+
+    return bool(first_in_related_files(ctx, f"initialised-by-name:{attribute}", search))

@@ -1,0 +1,53 @@
+"""The project's files that belong to the same program as the file being linted.
+
+A repository of separate examples is not one program: a file's program is its folder and
+the folders above and below it (its *folder line*). Rules that ask whether another part
+of the program does something (loads a pickled model back, strips the ``module.``
+prefix, initialises a parameter) read those files' text, once per question and folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.files import read_source
+
+__all__ = ["first_in_related_files", "related_sources"]
+
+T = TypeVar("T")
+
+
+def related_sources(paths: list[str], folder: str) -> Iterator[tuple[str, bytes]]:
+    """``(path, text)`` of each file along ``folder``'s line, in path order."""
+    for path in sorted(paths):
+        if not _related(os.path.dirname(path), folder):
+            continue
+        data = read_source(path)
+        if isinstance(data, bytes):
+            yield path, data
+
+
+def first_in_related_files(
+    ctx: FileContext, question: str, answer: Callable[[str, bytes], T | None]
+) -> T | None:
+    """The first non-``None`` ``answer(path, text)`` over the files along the linted
+    file's folder line, remembered per ``question`` and folder for the whole project."""
+    project = ctx.project
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+
+    def search() -> T | None:
+        for path, data in related_sources(project.paths(), folder):
+            found = answer(path, data)
+            if found is not None:
+                return found
+        return None
+
+    return project.remember(f"{question}:{folder}", search)
+
+
+def _related(one: str, other: str) -> bool:
+    """One folder is the other or lies inside it."""
+    return one == other or one.startswith(other + os.sep) or other.startswith(one + os.sep)
