@@ -58,6 +58,7 @@ ROUNDS = {
     10: ("repos_round10.csv", "test_set_round10.csv"),
     11: ("repos_round11.csv", "test_set_round11.csv"),
     12: ("repos_round12.csv", "test_set_round12.csv"),
+    13: ("repos_round13.csv", "test_set_round13.csv"),
 }
 
 
