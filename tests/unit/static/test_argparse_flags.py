@@ -31,3 +31,45 @@ def test_a_bool_that_is_not_the_builtin_or_not_argparse_stays_quiet() -> None:
         """
     assert lint_codes(source, "TD913") == []
     assert lint_codes("x = dict(type=bool, default=True)\n", "TD913") == []
+
+
+_SCRIPT = """
+import argparse
+import utils
+parser = argparse.ArgumentParser()
+parser.add_argument("--distributed", type=bool, default=True)
+parser.add_argument("--use_gpu", type=bool, default=True)
+args = parser.parse_args()
+args.use_gpu = True if utils.cuda() and args.use_gpu else False
+utils.init_distributed_mode(args)
+"""
+
+
+def test_a_flag_the_program_overwrites_is_information(tmp_path) -> None:
+    """``utils.init_distributed_mode(args)`` sets ``args.distributed`` from the
+    environment: the flag's value changes nothing. Refining a flag from its own value
+    (``args.use_gpu = cuda and args.use_gpu``) keeps it, and a sibling script's
+    assignment belongs to another program."""
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "train.py").write_text(_SCRIPT, encoding="utf-8")
+    (tmp_path / "other.py").write_text(
+        "import argparse\nargs = argparse.Namespace()\nargs.distributed = False\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "utils.py").write_text(
+        "def cuda():\n    return False\n"
+        "def init_distributed_mode(args):\n    args.distributed = False\n",
+        encoding="utf-8",
+    )
+
+    def severities() -> dict[int, Severity]:
+        report = lint(tmp_path, config=LintConfig(), jobs=1)
+        return {f.location.line: f.severity for f in report.by_code("TD913")}
+
+    assert severities() == {5: Severity.INFO, 6: Severity.WARNING}
+    (tmp_path / "utils.py").write_text(
+        "def cuda():\n    return False\ndef init_distributed_mode(args):\n    pass\n",
+        encoding="utf-8",
+    )
+    assert severities() == {5: Severity.WARNING, 6: Severity.WARNING}

@@ -821,3 +821,38 @@ def test_another_attribute_filled_or_a_comment_does_not_initialise(tmp_path) -> 
     )
     [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD105")
     assert found.severity is Severity.WARNING
+
+
+def test_parameters_of_a_dict_or_list_filled_by_a_loop_over_it_are_only_info() -> None:
+    """OGB's R-GCN: a ParameterDict of ``Parameter(torch.Tensor(...))`` built by a dict
+    comprehension, filled by ``reset_parameters()`` looping over ``self.embs.values()``;
+    the same with a ParameterList. One the class never fills stays a warning."""
+    source = """
+        import torch
+        from torch.nn import Module, Parameter, ParameterDict, ParameterList
+
+        class RGCN(Module):
+            def __init__(self, sizes, dim):
+                super().__init__()
+                self.embs = ParameterDict(
+                    {key: Parameter(torch.Tensor(n, dim)) for key, n in sizes.items()}
+                )
+                self.bases = ParameterList([Parameter(torch.Tensor(dim, dim)) for _ in sizes])
+                self.loose = ParameterList([Parameter(torch.Tensor(dim, 2)) for _ in sizes])
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                for emb in self.embs.values():
+                    torch.nn.init.xavier_uniform_(emb)
+                for base in self.bases:
+                    torch.nn.init.orthogonal_(base)
+
+            def forward(self, x):
+                return x + sum(e.sum() for e in self.embs.values()) + self.loose[0].sum()
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (9, Severity.INFO),
+        (11, Severity.INFO),
+        (12, Severity.WARNING),
+    ]

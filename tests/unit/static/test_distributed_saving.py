@@ -77,9 +77,17 @@ def test_rank_zero_guards_are_recognised() -> None:
         "not dist.is_initialized() or dist.get_rank() == 0",
         "rank == 0 and epoch % 5 == 0",
         "is_master",
+        "is_root",
+        "backend.is_root_worker()",
     ):
         save = f"        if {guard}:\n            torch.save(model.state_dict(), 'last.pt')"
         assert td804(save) == [], guard
+
+
+def test_a_root_that_names_a_path_is_no_rank_check() -> None:
+    for guard in ("data_root", "root", "args.root"):
+        save = f"        if {guard}:\n            torch.save(model.state_dict(), 'last.pt')"
+        assert td804(save) != [], guard
 
 
 def test_a_variable_bound_to_the_rank_is_a_rank() -> None:

@@ -172,6 +172,45 @@ def test_td501_flags_the_same_sampler_with_batch_statistics_or_dropout(norm: str
     assert_marked(source, "TD501")
 
 
+_DECORATED_SAMPLER = """
+import torch
+from torch import nn
+
+def eval_decorator(fn):
+    def inner(model, *args, **kwargs):
+        was_training = model.training
+        {switch}
+        out = fn(model, *args, **kwargs)
+        model.train(was_training)
+        return out
+    return inner
+
+class TextModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+
+    @torch.no_grad()
+    @eval_decorator
+    def generate(self, tokens, steps):
+        for _ in range(steps):
+            tokens = self.transformer(tokens)  {mark}
+        return tokens
+"""
+
+
+def test_td501_quiet_where_a_decorator_of_the_file_puts_the_model_in_eval_mode() -> None:
+    """DALL-E's ``@eval_decorator`` calls ``model.eval()`` on the method's object before
+    the sampling loop runs, and restores the mode after."""
+    source = _DECORATED_SAMPLER.format(switch="model.eval()", mark="")
+    assert_marked(source, "TD501")
+
+
+def test_td501_flags_a_decorator_that_does_not_switch_the_mode() -> None:
+    source = _DECORATED_SAMPLER.format(switch="pass", mark="# expect: TD501")
+    assert_marked(source, "TD501")
+
+
 def test_td501_quiet_on_a_loss_and_a_generator_under_no_grad() -> None:
     assert_marked(
         """

@@ -149,3 +149,35 @@ def first_parameters(model: nn.Module):
         )
         == []
     )
+
+
+def test_users_in_exclusive_branches_of_an_optimizer_factory_are_quiet() -> None:
+    """``if name == "sgd": SGD(params) elif name == "momentum": SGD(params)``: one branch
+    runs, so the generator is drained once. A use after the branches still counts."""
+    assert_marked(
+        HEADER
+        + """
+def create_optimizer(model, name, clip):
+    parameters = model.parameters()
+    if name == "sgd":
+        optimizer = torch.optim.SGD(parameters, lr=0.1, nesterov=True, momentum=0.9)
+    elif name == "momentum":
+        optimizer = torch.optim.SGD(parameters, lr=0.1, momentum=0.9)
+    else:
+        if name == "adam":
+            optimizer = torch.optim.Adam(parameters)
+        else:
+            optimizer = torch.optim.AdamW(parameters)
+    return optimizer
+
+def create_and_clip(model, name):
+    parameters = model.parameters()
+    if name == "sgd":
+        optimizer = torch.optim.SGD(parameters, lr=0.1)
+    else:
+        optimizer = torch.optim.Adam(parameters)
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)  # expect: TD617
+    return optimizer
+""",
+        "TD617",
+    )

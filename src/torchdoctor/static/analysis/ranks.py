@@ -135,6 +135,8 @@ def _names_main_process(expr: ast.expr) -> bool:
         bool(words & _MAIN_WORDS)
         or ("main" in words and len(words) > 1)
         or ("zero" in words and bool(words & {"rank", "global"}))
+        # `is_root`, `is_root_worker()` (DALL-E's backends); not `data_root`, a path
+        or ("root" in words and bool(words & {"is", "worker", "rank", "process"}))
     )
 
 

@@ -11,10 +11,15 @@ misleads (information).
 from __future__ import annotations
 
 import ast
+import os
+import re
+from collections.abc import Callable
 
 from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.calls import keyword
+from torchdoctor.static.context import FileContext
+from torchdoctor.static.files import read_source
 from torchdoctor.static.rules.base import LintRule
 
 
@@ -53,6 +58,14 @@ class ArgparseTypeBool(LintRule):
             if on
             else f"`{flag} False` turns it on"
         )
+        dest = _destination(node, flag)
+        overwritten = _assigned_in_program(self.ctx, dest)
+        if overwritten is not None:
+            path, line = overwritten
+            effect += (
+                f"; but the program sets `.{dest}` itself ({path}:{line}) without reading "
+                "it, so the flag's value is overwritten and changes nothing"
+            )
         self.report(
             given.value,
             f"`{flag}` is declared with `type=bool` at line {node.lineno}: argparse passes "
@@ -61,5 +74,63 @@ class ArgparseTypeBool(LintRule):
             fix_hint='Use `action="store_true"` (or `action=argparse.BooleanOptionalAction` '
             "for `--flag`/`--no-flag`), or a converter that reads the text "
             '(`type=lambda s: s.lower() in ("1", "true", "yes")`).',
-            severity=None if on else Severity.INFO,
+            severity=None if on and overwritten is None else Severity.INFO,
         )
+
+
+def _assigned_in_program(ctx: FileContext, dest: str) -> tuple[str, int] | None:
+    """Where the script, or a module of the project it imports, assigns ``.<dest>``
+    without reading it (see :func:`_assignment_finder`); ``None`` if nowhere. Sibling
+    scripts are other programs: their assignments do not count."""
+    find = _assignment_finder(dest)
+    own = find(ctx.path, ctx.source.encode("utf-8", "replace"))
+    if own is not None:
+        return own
+    imported = set()
+    for qualified in ctx.imports.values():
+        parts = qualified.split(".")
+        imported.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    project = ctx.project
+    for path in sorted(project.paths()):
+        facts = project.facts_for(path)
+        if facts is None or facts.name not in imported or path == os.path.abspath(ctx.path):
+            continue
+        data = read_source(path)
+        found = find(path, data) if isinstance(data, bytes) else None
+        if found is not None:
+            return found
+    return None
+
+
+def _destination(call: ast.Call, flag: str) -> str:
+    """The attribute argparse stores the option in: ``dest=``, else the long flag's name
+    with dashes made underscores."""
+    dest = keyword(call, "dest")
+    if (
+        dest is not None
+        and isinstance(dest.value, ast.Constant)
+        and isinstance(dest.value.value, str)
+    ):
+        return dest.value.value
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _assignment_finder(dest: str) -> Callable[[str, bytes], tuple[str, int] | None]:
+    """A search for ``<obj>.<dest> = value`` whose value does not read ``.<dest>``: the
+    program setting the option itself (``args.distributed = True`` in a helper that reads
+    the environment), not refining it (``args.use_gpu = args.use_gpu and cuda``)."""
+    name = re.escape(dest.encode())
+    assigned = re.compile(rb"\.\s*" + name + rb"\s*=(?!=)(.*)")
+    read = re.compile(rb"\b" + name + rb"\b")
+
+    def find(path: str, data: bytes) -> tuple[str, int] | None:
+        if dest.encode() not in data:
+            return None
+        for number, line in enumerate(data.splitlines(), 1):
+            code = line.split(b"#", 1)[0]
+            match = assigned.search(code)
+            if match is not None and not read.search(match.group(1)):
+                return os.path.relpath(path), number
+        return None
+
+    return find

@@ -286,6 +286,8 @@ class LegacyConstructor(LintRule):
 _BUILTIN_READERS = frozenset({"print", "len", "isinstance", "id", "repr", "str", "float", "int"})
 # Wrappers that keep the same uninitialised memory (or a copy of it) in what they return.
 _KEEPERS = frozenset({"Parameter", "Variable"})
+# Containers that hold parameters under the module's attribute, filled as a whole.
+_CONTAINERS = frozenset({"ParameterDict", "ParameterList"})
 _COPIERS = frozenset(
     {"cuda", "to", "float", "double", "half", "long", "int", "type", "contiguous", "pin_memory"}
 )
@@ -326,9 +328,24 @@ def _held_call(value: ast.expr) -> ast.Call | None:
             value = value.args[0]
         elif isinstance(func, ast.Attribute) and func.attr in _COPIERS:
             value = func.value
+        elif last_name(func) in _CONTAINERS and value.args:
+            value = _element(value.args[0])  # ParameterDict({k: Parameter(...) for k in ...})
         else:
             return None
     return None
+
+
+def _element(container: ast.expr) -> ast.expr:
+    """The one element expression of a comprehension or a one-element display."""
+    if isinstance(container, ast.DictComp):
+        return container.value
+    if isinstance(container, (ast.ListComp, ast.GeneratorExp)):
+        return container.elt
+    if isinstance(container, ast.Dict) and len(container.values) == 1:
+        return container.values[0]
+    if isinstance(container, ast.List) and len(container.elts) == 1:
+        return container.elts[0]
+    return container
 
 
 def _base_of(expr: ast.expr) -> ast.expr:
@@ -397,6 +414,8 @@ def _may_write_node(ctx: FileContext, node: ast.AST, target: str) -> bool:
 
 # self.<method>() loops that yield each parameter of the module (the loop variable is one).
 _PARAMETER_LOOPS = frozenset({"parameters", "named_parameters"})
+# Views of a ParameterDict/ParameterList that yield its elements.
+_CONTAINER_VIEWS = frozenset({"values", "items", "parameters"})
 
 
 def _loop_writes(ctx: FileContext, loop: ast.For, target: str) -> bool:
@@ -426,6 +445,14 @@ def _iterates_over(ctx: FileContext, loop: ast.For, target: str) -> bool:
         and iterable.func.value.id == "self"
     ):
         return target.startswith("self.")
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Attribute)
+        and iterable.func.attr in _CONTAINER_VIEWS
+    ):
+        iterable = iterable.func.value  # `self.embs.values()`: each element of the dict
+    if ctx.segment(iterable) == target:
+        return True  # `for emb in self.embs:` over a ParameterList (or the dict's values)
     if isinstance(iterable, ast.Name):
         function = ctx.function
         scope: ast.AST = ctx.tree

@@ -93,6 +93,9 @@ class EvalInTrainMode(LintRule):
                 return kind, f"line {action.origin.line}"
         if scope is None:
             return None, "the module"
+        decorator = _eval_decorator(ctx.tree, scope)
+        if decorator is not None and _owned_by(model, scope):
+            return "eval", f"the `@{decorator}` decorator"
         callers = ctx.callers(scope)
         if not callers:
             return "no callers", f"`{scope.name}()`"
@@ -309,3 +312,41 @@ def _trains(actions: list[Action], index: int) -> bool:
 def _first_target(action: Action) -> ast.expr | None:
     node = action.node
     return node.func if isinstance(node, ast.Call) else None
+
+
+def _owned_by(model: str, scope: FunctionScope) -> bool:
+    """``model`` is the method's own object or one of its submodules (``self``,
+    ``self.transformer``): a mode set on ``self`` reaches it."""
+    owner = scope.self_name
+    return owner is not None and (model == owner or model.startswith(owner + "."))
+
+
+def _eval_decorator(tree: ast.Module, scope: FunctionScope) -> str | None:
+    """The name of a decorator of ``scope`` defined in this file whose wrapper calls
+    ``.eval()`` on its first argument, the decorated method's object (``@eval_decorator``
+    around a sampling method, restoring the mode after): ``None`` if there is none."""
+    node = scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    local = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for decorator in node.decorator_list:
+        name = decorator.id if isinstance(decorator, ast.Name) else None
+        outer = local.get(name or "")
+        if outer is None:
+            continue
+        for wrapper in ast.walk(outer):
+            if wrapper is outer or not isinstance(wrapper, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if not wrapper.args.args:
+                continue
+            first = wrapper.args.args[0].arg
+            if any(
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "eval"
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == first
+                for call in ast.walk(wrapper)
+            ):
+                return name
+    return None

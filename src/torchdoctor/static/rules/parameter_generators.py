@@ -38,6 +38,8 @@ _CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Starred, ast.Dict)
 class _Use:
     call: ast.AST
     repeated: bool  # inside a loop the assignment is not in: drains on every iteration
+    frames: tuple[Frame, ...] = ()  # where it runs: two uses in exclusive branches never
+    # both run (an optimizer factory's `if name == "sgd": ... elif name == "momentum":`)
 
 
 @detector("TD617", depth=Depth.LINT)
@@ -108,11 +110,14 @@ class ParameterGeneratorExhausted(LintRule):
         return False
 
     def _judge(self, item: Item, name: str, uses: list[_Use]) -> None:
-        if not uses or (len(uses) < 2 and not uses[0].repeated):
+        if not uses:
+            return
+        first = uses[0]
+        later = next((u for u in uses[1:] if not _exclusive(first.frames, u.frames)), None)
+        if later is None and not first.repeated:
             return
         ctx = self.ctx
-        first = uses[0]
-        second = uses[1] if len(uses) > 1 and not first.repeated else first
+        second = later if later is not None and not first.repeated else first
         node = item.node
         assert isinstance(node, ast.Assign)
         made = ctx.segment(node.value)
@@ -154,6 +159,18 @@ def _loops(frames: tuple[Frame, ...]) -> set[int]:
     return {id(f.node) for f in frames if f.kind is FrameKind.LOOP}
 
 
+def _exclusive(one: tuple[Frame, ...], other: tuple[Frame, ...]) -> bool:
+    """Whether two places sit in different branches of one ``if`` (its body and its
+    ``else``/``elif``): at most one of them runs."""
+    branches = {id(f.node): f.kind for f in one if f.kind in _BRANCHES}
+    return any(
+        f.kind in _BRANCHES and branches.get(id(f.node), f.kind) is not f.kind for f in other
+    )
+
+
+_BRANCHES = frozenset({FrameKind.IF_BODY, FrameKind.IF_ELSE})
+
+
 def _holds(argument: ast.expr, matches: object) -> bool:
     """Whether an argument is the value, directly or inside a literal container."""
     if matches(argument):  # type: ignore[operator]
@@ -181,7 +198,7 @@ def _consumers(items: list[Item], assigned: Item, matches: object) -> list[_Use]
             if name in _HARMLESS:
                 continue
             if any(_holds(a, matches) for a in [*node.args, *(k.value for k in node.keywords)]):
-                uses.append(_Use(node, bool(_loops(item.frames) - outer)))
+                uses.append(_Use(node, bool(_loops(item.frames) - outer), item.frames))
     return uses
 
 
