@@ -59,6 +59,7 @@ ROUNDS = {
     11: ("repos_round11.csv", "test_set_round11.csv"),
     12: ("repos_round12.csv", "test_set_round12.csv"),
     13: ("repos_round13.csv", "test_set_round13.csv"),
+    14: ("repos_round14.csv", "test_set_round14.csv"),
 }
 
 
