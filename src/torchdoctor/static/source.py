@@ -10,11 +10,12 @@ from __future__ import annotations
 import ast
 import codecs
 import io
+import re
 import tokenize
 import warnings
 from dataclasses import dataclass
 
-from torchdoctor.findings import Depth, Finding, Location
+from torchdoctor.findings import Depth, Finding, Location, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.rules.registry import finding
 from torchdoctor.static.source_text import split_lines
@@ -129,15 +130,25 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
     what = error.msg or "invalid syntax"
     if snippet is not None and snippet.startswith(("<<<<<<<", "=======", ">>>>>>>")):
         what = "an unresolved merge-conflict marker"
+    # `#!/usr/bin/env python2`: a Python 2 program kept on purpose (a data-preparation
+    # helper its recipe runs with python2), not Python 3 code that fails: information.
+    python2 = bool(lines) and _PYTHON2_SHEBANG.match(lines[0]) is not None
     return finding(
         UNPARSABLE,
-        f"{path}:{line} is not valid Python: {what}; no other rule could check this file",
+        f"{path}:{line} is not valid Python: {what}; no other rule could check this file"
+        + (
+            "; its shebang asks for Python 2, so it is run as a Python 2 program" if python2 else ""
+        ),
         Location(path=path, line=line, column=min(column, len(snippet or "")), snippet=snippet),
         Depth.LINT,
         fix_hint="Fix the syntax error (run `python -m py_compile` on the file to see it as "
         "Python does).",
         evidence={"error": type(error).__name__, "detail": what},
+        severity=Severity.INFO if python2 else None,
     )
+
+
+_PYTHON2_SHEBANG = re.compile(r"#!.*\bpython2(\.\d+)?\s*$")
 
 
 def _unparsable(path: str, line: int, column: int, what: str, hint: str) -> Finding:

@@ -279,6 +279,8 @@ def _forward(ctx: FileContext, item: Item, call: ast.Call, scope: Scope) -> Even
     func = call.func
     if not isinstance(func, (ast.Name, ast.Attribute, ast.Subscript)):
         return None
+    if isinstance(func, ast.Name) and _constructs(ctx, func):
+        return None  # `PreActResNet18()`: builds a model, runs none
     found = ctx.family_of(func, scope)
     if found is not None and found[0] == torchapi.MODULE:
         return Event(EventKind.FORWARD, item, func, found[1])
@@ -320,6 +322,21 @@ def _is_grad(expr: ast.expr) -> bool:
     if isinstance(expr, ast.Attribute) and expr.attr == "data":
         expr = expr.value
     return isinstance(expr, ast.Attribute) and expr.attr == "grad"
+
+
+def _constructs(ctx: FileContext, func: ast.Name) -> bool:
+    """Whether calling the name builds a model rather than running one: a class of this
+    file, or an imported class (``from models import PreActResNet18``) or model factory
+    (``torchvision.models``, ``timm``)."""
+    if ctx.local_class(func.id) is not None:
+        return True
+    imported = ctx.imports.get(func.id)
+    if imported is None:
+        return False
+    last = imported.rpartition(".")[2]
+    return (last[:1].isupper() and not last.isupper()) or imported.startswith(
+        ("torchvision.models.", "timm.")
+    )
 
 
 def _looks_like_class(ctx: FileContext, expr: ast.expr) -> bool:

@@ -319,6 +319,40 @@ def test_td207_flags_the_same_input_changed_after_the_forward_read_it() -> None:
     assert_marked(source, "TD207")
 
 
+_FRESH_PERTURBATION = """
+import torch
+import torch.nn.functional as F
+{imports}
+
+def main(loader, epsilon, alpha):
+    model = {build}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        delta = torch.zeros_like(x)
+        delta.uniform_(-epsilon, epsilon)
+        delta.data = torch.max(torch.min(delta, 1 - x), -x)
+        delta.requires_grad = True
+        loss = F.cross_entropy(model(x + delta), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "build"),
+    [
+        ("from preact_resnet import PreActResNet18", "PreActResNet18().cuda()"),
+        ("from torchvision.models import resnet18", "resnet18(num_classes=10)"),
+        ("class Net(torch.nn.Linear):\n    pass", "Net(4, 2)"),
+    ],
+)
+def test_td207_building_a_model_is_no_forward_pass(imports: str, build: str) -> None:
+    """fast_adversarial's FGSM: the perturbation is clamped through ``.data`` before the
+    forward that reads it; the model's construction before the loop is not a forward."""
+    assert_marked(_FRESH_PERTURBATION.format(imports=imports, build=build), "TD207")
+
+
 def test_td207_quiet_for_another_models_parameters() -> None:
     """Casting a teacher's (or an EMA copy's) parameters through ``.data`` between the
     student's forward and backward touches nothing in the student's graph."""

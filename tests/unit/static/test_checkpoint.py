@@ -46,6 +46,28 @@ def restore(model, path):
     assert td901(source) == [("TD901", 5)]
 
 
+def test_a_load_on_rank_zero_only_is_no_pile_up_on_cuda_0() -> None:
+    """Horovod's resume: rank 0 alone loads and broadcasts, so the DDP claim (every rank
+    onto cuda:0) does not hold; the load is information, as in a single process. The
+    same load outside the rank test stays a warning."""
+    source = """
+import torch
+import horovod.torch as hvd
+hvd.init()
+torch.cuda.set_device(hvd.local_rank())
+model = Net().cuda()
+def restore(path):
+    if hvd.rank() == 0:
+        checkpoint = torch.load(path)
+        model.load_state_dict(checkpoint["model"])
+    other = torch.load(path)
+    model.load_state_dict(other["model"])
+"""
+    found = {f.location.line: f for f in lint_findings(source, "TD901")}
+    assert found[9].severity is Severity.INFO and "every rank" not in found[9].message
+    assert found[11].severity is Severity.WARNING and "every rank" in found[11].message
+
+
 def test_a_load_only_a_grad_scaler_takes_needs_no_map_location() -> None:
     """A GradScaler's state is plain numbers (scale, growth tracker): no tensor to map.
     A checkpoint that also restores a model still counts."""

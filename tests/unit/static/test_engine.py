@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static import engine, lint_source
 from torchdoctor.static.context import FileContext
@@ -164,6 +164,25 @@ def test_unparsable_input_becomes_td002_with_a_place(
     assert found.location.path == "bad.py" and found.location.line == line
     assert words in found.message
     assert found.fix_hint
+
+
+@pytest.mark.parametrize(
+    ("shebang", "severity"),
+    [
+        ("#!/usr/bin/env python2\n", Severity.INFO),
+        ("#!/usr/bin/python2.7\n", Severity.INFO),
+        ("#!/usr/bin/env python3\n", Severity.ERROR),
+        ("# python2 was here\n", Severity.ERROR),
+    ],
+)
+def test_a_file_whose_shebang_asks_for_python2_is_information(
+    shebang: str, severity: Severity
+) -> None:
+    """ESPnet's text2token.py: a helper its recipe runs with python2, kept on purpose;
+    Python 3 code that does not parse stays an error."""
+    (found,) = lint_source(shebang + "print 'hello'\n", "helper.py")
+    assert found.code == "TD002" and found.severity is severity
+    assert ("Python 2 program" in found.message) is (severity is Severity.INFO)
 
 
 @pytest.mark.parametrize(

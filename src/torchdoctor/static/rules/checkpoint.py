@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import cast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
+from torchdoctor.static.analysis.ranks import is_rank_zero, resolver
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
 _GPU_WORDS = ("cuda", "nccl")
 _MULTI_PROCESS_WORDS = (
@@ -205,6 +207,7 @@ class LoadWithoutMapLocation(LintRule):
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
         self._loads: list[tuple[ast.Call, FunctionScope | None]] = []
+        self._frames: dict[int, tuple[Frame, ...]] = {}  # each load's enclosing blocks
         # Arguments of load_state_dict(...) calls -> the receivers that take them.
         self._restored: dict[int, list[tuple[ast.expr, FunctionScope | None]]] = {}
         self._names: dict[int, str] = {}
@@ -232,6 +235,7 @@ class LoadWithoutMapLocation(LintRule):
             or reads_back_own_save(ctx, node, ctx.function)
         ):
             self._loads.append((node, ctx.function))
+            self._frames[id(node)] = ctx.frames
 
     def leave_module(self, module: object) -> None:
         saves, shapes = _cpu_saves(self.ctx) if self._loads else ({}, {})
@@ -243,7 +247,7 @@ class LoadWithoutMapLocation(LintRule):
             if shape is not None and shapes.get(shape, False):
                 continue  # the same file name, built the same way, written from the CPU
             if self._holds_a_checkpoint(call, scope):
-                self._report(call, self._mapped_on_the_other_branch(call, scope))
+                self._report(call, self._mapped_on_the_other_branch(call, scope), scope)
 
     def _mapped_on_the_other_branch(self, call: ast.Call, scope: FunctionScope | None) -> int:
         """The line of a ``torch.load(..., map_location=...)`` on the other side of an
@@ -308,7 +312,17 @@ class LoadWithoutMapLocation(LintRule):
                 found.append((node.func.value, scope))
         return found
 
-    def _report(self, node: ast.Call, mapped_elsewhere: int) -> None:
+    def _rank_zero_only(self, node: ast.Call, scope: FunctionScope | None) -> bool:
+        """The load runs under a rank-zero test (``if hvd.rank() == 0:``): one process
+        loads, on its own device, and broadcasts; no rank piles onto cuda:0."""
+        resolve = resolver(self.ctx, scope)
+        return any(
+            frame.kind is FrameKind.IF_BODY
+            and is_rank_zero(cast("ast.If", frame.node).test, resolve)
+            for frame in self._frames.get(id(node), ())
+        )
+
+    def _report(self, node: ast.Call, mapped_elsewhere: int, scope: FunctionScope | None) -> None:
         ctx = self.ctx
         edit = append_argument(ctx, node, 'map_location="cpu"')
         fix = (
@@ -319,6 +333,7 @@ class LoadWithoutMapLocation(LintRule):
         # Several processes on one machine make the silent failure (every rank's copy on
         # cuda:0) a warning; otherwise the load can only fail loudly on another machine.
         ranks = any(word in ctx.source for word in _MULTI_PROCESS_WORDS)
+        ranks = ranks and not self._rank_zero_only(node, scope)
         chosen = (
             f" (the other branch, line {mapped_elsewhere}, passes one: this default looks "
             "chosen, so check it holds on every machine this branch runs on)"
