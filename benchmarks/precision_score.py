@@ -60,6 +60,7 @@ ROUNDS = {
     12: ("repos_round12.csv", "test_set_round12.csv"),
     13: ("repos_round13.csv", "test_set_round13.csv"),
     14: ("repos_round14.csv", "test_set_round14.csv"),
+    15: ("repos_round15.csv", "test_set_round15.csv"),
 }
 
 
