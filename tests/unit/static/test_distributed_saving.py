@@ -386,6 +386,26 @@ def test_a_state_dict_taken_only_where_the_model_has_no_module_is_quiet() -> Non
     assert td805(source) == [("TD805", 16)]
 
 
+def test_a_state_dict_in_the_else_of_an_isinstance_wrapper_test_is_quiet() -> None:
+    """YOLOv4's trainer: ``if isinstance(model, nn.DataParallel): ... else:
+    torch.save(model.state_dict(), path)`` saves a plain model's keys."""
+    source = """
+    import torch
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = nn.DataParallel(Net())
+    def save(path, model):
+        if isinstance(model, (nn.DataParallel, DDP)):
+            torch.save(model.module.state_dict(), path)
+        else:
+            torch.save(model.state_dict(), path)
+        if isinstance(model, Net):
+            torch.save(model.state_dict(), path)
+    save("a.pt", model)
+    """
+    assert td805(source) == [("TD805", 12)]
+
+
 def test_files_without_ddp_are_quiet() -> None:
     source = """
     import torch

@@ -331,3 +331,22 @@ def test_a_fixed_or_unrelated_file_name_does_not_keep_the_count() -> None:
         save = f"        torch.save({_FULL_STATE}, {path})"
         (found,) = lint_findings(TRAIN.format(save=save), "TD905")
         assert found.evidence["missing"] == ["counter"]
+
+
+def test_a_model_loaded_by_a_project_helper_is_no_resume() -> None:
+    """YOLOv5's classifier: ``model = attempt_load(weights)`` reads a model to fine-tune,
+    not a run's state, and nothing else reads a checkpoint back: its saves are exports."""
+    save = '        torch.save({"model": model.state_dict(), "epoch": epoch}, "last.pt")'
+    source = (
+        TRAIN.format(save=save)
+        .replace(
+            "def resume(path):\n    return torch.load(path)\n",
+            "def build(weights):\n    model = attempt_load(weights)\n    return model\n",
+        )
+        .replace("import torch\n", "import torch\nfrom models import attempt_load\n", 1)
+    )
+    assert lint_codes(source, "TD905", "TD001") == []
+    state = source.replace("model = attempt_load", "state = attempt_load").replace(
+        "return model", "return state"
+    )
+    assert lint_codes(state, "TD905", "TD001") != []

@@ -86,7 +86,7 @@ def _assigned_in_program(ctx: FileContext, dest: str) -> tuple[str, int] | None:
     own = find(ctx.path, ctx.source.encode("utf-8", "replace"))
     if own is not None:
         return own
-    imported = set()
+    imported: set[str] = set()
     for qualified in ctx.imports.values():
         parts = qualified.split(".")
         imported.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))

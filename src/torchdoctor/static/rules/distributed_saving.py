@@ -10,6 +10,7 @@ from typing import cast
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
 from torchdoctor.static.analysis.loops import guard_between, names_bound_in
@@ -477,28 +478,47 @@ def _names_a_count(node: ast.expr) -> bool:
 
 
 def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
-    """Whether ``call`` runs only where ``receiver`` has no ``.module``: in the ``else``
-    of ``if hasattr(receiver, "module"):`` or the body of ``if not hasattr(...)``."""
+    """Whether ``call`` runs only where ``receiver`` is not wrapped: in the ``else`` of
+    ``if hasattr(receiver, "module"):`` or ``if isinstance(receiver, DataParallel):``,
+    or the body of the same tests negated."""
     for node in ast.walk(root):
         if not isinstance(node, ast.If):
             continue
         test, negated = node.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, True
-        if not (
-            isinstance(test, ast.Call)
-            and isinstance(test.func, ast.Name)
-            and test.func.id == "hasattr"
-            and len(test.args) == 2
-            and isinstance(test.args[1], ast.Constant)
-            and test.args[1].value == "module"
-            and ast.unparse(test.args[0]) == receiver
-        ):
+        if not _tests_wrapping(test, receiver):
             continue
         branch = node.body if negated else node.orelse
         if any(call is sub for statement in branch for sub in ast.walk(statement)):
             return True
     return False
+
+
+def _tests_wrapping(test: ast.expr, receiver: str) -> bool:
+    """``hasattr(receiver, "module")`` or ``isinstance(receiver, <a DDP or DataParallel
+    class>)`` (by name: ``nn.DataParallel``, ``DDP``, a tuple of them)."""
+    if not (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and len(test.args) == 2
+        and ast.unparse(test.args[0]) == receiver
+    ):
+        return False
+    second = test.args[1]
+    if test.func.id == "hasattr":
+        return isinstance(second, ast.Constant) and second.value == "module"
+    if test.func.id != "isinstance":
+        return False
+    classes = second.elts if isinstance(second, ast.Tuple) else [second]
+    return bool(classes) and all(
+        (last_name(c) or "") in _WRAPPER_CLASS_NAMES for c in classes if isinstance(c, ast.expr)
+    )
+
+
+_WRAPPER_CLASS_NAMES = frozenset(
+    {"DataParallel", "DistributedDataParallel", "DDP", "DP", "NativeDDP", "ApexDDP"}
+)
 
 
 def _state_dict_calls(

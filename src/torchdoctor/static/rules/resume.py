@@ -200,11 +200,27 @@ def _reads_weights_only(ctx: FileContext) -> bool:
             if last == "load_state_dict" or "load" not in torchapi.name_tokens(last):
                 continue
             if not ctx.is_call_to(node, "torch.load", scope=scope):
+                if _loads_a_model(ctx, node, scope):
+                    loads += 1
+                    continue  # `model = attempt_load(weights)`: a model, not a run's state
                 return False  # a helper of the project's: what it restores is not seen
             loads += 1
             if not _weights_of(ctx, node, scope):
                 return False
     return loads > 0
+
+
+def _loads_a_model(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -> bool:
+    """``model = attempt_load(path)``, ``net = load_pretrained(...)``: the helper's result
+    is bound to a name that says model, so what it reads back is a model to train or
+    evaluate, not the optimizer and counters a resume needs."""
+    body = scope.node if scope is not None else ctx.tree
+    for node in ast.walk(body):
+        if isinstance(node, ast.Assign) and node.value is load and len(node.targets) == 1:
+            target = node.targets[0]
+            name = last_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+            return bool(name) and torchapi.hinted_family(name) == torchapi.MODULE
+    return False
 
 
 def _weights_of(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -> bool:
