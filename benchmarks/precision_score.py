@@ -61,6 +61,7 @@ ROUNDS = {
     13: ("repos_round13.csv", "test_set_round13.csv"),
     14: ("repos_round14.csv", "test_set_round14.csv"),
     15: ("repos_round15.csv", "test_set_round15.csv"),
+    16: ("repos_round16.csv", "test_set_round16.csv"),
 }
 
 
