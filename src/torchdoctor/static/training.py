@@ -226,6 +226,8 @@ def _backward(
         return None
     if ctx.is_call_to(call, "torch.autograd.backward", scope=scope):
         return Event(EventKind.BACKWARD, item, call.args[0] if call.args else None)
+    if (ctx.qualified_name(call.func, scope) or "").startswith("torch.ops."):
+        return None  # torch.ops.wkv6.backward(...): a custom kernel's op, not a loss's
     if _looks_like_class(ctx, receiver):
         return None  # SomeFunction.backward(ctx, grad): an autograd.Function, not a loss
     if call.args and not isinstance(receiver, ast.Call):

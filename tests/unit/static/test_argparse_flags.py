@@ -73,3 +73,22 @@ def test_a_flag_the_program_overwrites_is_information(tmp_path) -> None:
         encoding="utf-8",
     )
     assert severities() == {5: Severity.WARNING, 6: Severity.WARNING}
+
+
+def test_an_objects_own_attribute_of_the_same_name_is_not_the_option(tmp_path) -> None:
+    """EasyOCR: ``--detector`` is parsed by the CLI, and the imported Reader class sets
+    ``self.detector = ...``, its own attribute: the option is not overwritten."""
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "train.py").write_text(_SCRIPT, encoding="utf-8")
+    (tmp_path / "utils.py").write_text(
+        "def cuda():\n    return False\n"
+        "class Reader:\n    def __init__(self):\n        self.distributed = False\n"
+        "def init_distributed_mode(args):\n    pass\n",
+        encoding="utf-8",
+    )
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    assert {f.location.line: f.severity for f in report.by_code("TD913")} == {
+        5: Severity.WARNING,
+        6: Severity.WARNING,
+    }

@@ -27,6 +27,25 @@ def test_td202_flags_backward_in_a_no_grad_block() -> None:
     )
 
 
+def test_td202_quiet_for_a_custom_kernels_backward_op() -> None:
+    """RWKV's autograd.Function: ``torch.ops.wkv6.backward(...)`` is the CUDA kernel's
+    backward op, called under ``no_grad`` inside ``backward`` on purpose."""
+    assert_marked(
+        """
+    import torch
+    class WKV(torch.autograd.Function):
+        @staticmethod
+        def backward(ctx, gy):
+            with torch.no_grad():
+                r, k = ctx.saved_tensors
+                gr, gk = torch.empty_like(r), torch.empty_like(k)
+                torch.ops.wkv6.backward(r, k, gy, gr, gk)
+                return gr, gk
+    """,
+        "TD202",
+    )
+
+
 def test_td202_flags_a_decorated_train_step_with_aliases() -> None:
     assert_marked(
         """

@@ -659,6 +659,29 @@ def refresh(model, stats):
     assert td904_findings(body) == []
 
 
+def test_strict_false_between_a_model_and_its_deepcopy_is_quiet() -> None:
+    """Motion diffusion's averaged model: ``self.model_avg = copy.deepcopy(self.model)``,
+    later refreshed with ``load_state_dict(self.model.state_dict(), strict=False)``: the
+    keys are the same by construction. Another model's state stays reported."""
+    body = """
+import copy
+class Loop:
+    def __init__(self, model, other):
+        self.model = model
+        self.other = other
+        self.model_avg = copy.deepcopy(self.model)
+    def refresh(self):
+        self.model_avg.load_state_dict(self.model.state_dict(), strict=False)
+        self.model_avg.load_state_dict(self.other.state_dict(), strict=False)
+"""
+    other = (
+        (TRAINS + body)
+        .splitlines()
+        .index("        self.model_avg.load_state_dict(self.other.state_dict(), strict=False)")
+    )
+    assert [line for _, line, _ in td904_findings(body)] == [other + 1]
+
+
 def test_strict_false_whose_dict_is_reported_on_the_next_line_is_quiet() -> None:
     body = """
 def restore(model, sd, log):

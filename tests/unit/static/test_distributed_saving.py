@@ -542,3 +542,38 @@ def test_a_comment_about_the_prefix_is_no_handling(tmp_path: Path) -> None:
     report = lint(tmp_path, config=LintConfig(), jobs=1)
     [found] = report.by_code("TD805")
     assert found.severity is Severity.WARNING
+
+
+def test_prefix_handling_in_an_imported_package_beside_the_training_folder(
+    tmp_path: Path,
+) -> None:
+    """Uformer: ``train/train_denoise.py`` imports ``utils``, a package beside it whose
+    ``model_utils.load_checkpoint`` strips ``k[7:]``; a sibling package nobody imports
+    does not count."""
+    (tmp_path / "train").mkdir()
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "train" / "train_denoise.py").write_text(
+        "import utils\n" + _DDP_TRAINER, encoding="utf-8"
+    )
+    (tmp_path / "utils" / "__init__.py").write_text(
+        "from .model_utils import *\n", encoding="utf-8"
+    )
+    (tmp_path / "other" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "other" / "strip.py").write_text(
+        "def load(sd):\n    return {k[7:]: v for k, v in sd.items() if 'module.' in k}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "utils" / "model_utils.py").write_text(
+        "def nothing():\n    pass\n", encoding="utf-8"
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
+    assert found.severity is Severity.WARNING
+    (tmp_path / "utils" / "model_utils.py").write_text(
+        "def load_checkpoint(model, sd):\n"
+        "    model.load_state_dict({k[7:] if 'module.' in k else k: v for k, v in sd.items()})\n",
+        encoding="utf-8",
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
+    assert found.severity is Severity.INFO
+    assert "model_utils.py:2" in found.message

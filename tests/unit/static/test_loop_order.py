@@ -926,3 +926,21 @@ def test_td205_flags_a_history_only_printed_after_the_loop() -> None:
             print(sum(history) / len(history))
         """
     assert_marked(source, "TD205")
+
+
+@pytest.mark.parametrize("convert", ["utils.to_scalar(loss)", "to_np(loss)", "to_numpy(loss)"])
+def test_td205_quiet_for_a_helper_that_converts_the_loss_to_a_number(convert: str) -> None:
+    """RAdam's language model: ``full_epoch_loss += utils.to_scalar(loss)``, a helper
+    returning ``loss.data.tolist()[0]``, a float with no graph."""
+    source = f"""
+        def train(model, loader, optimizer, utils, to_np, to_numpy):
+            total = 0
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = model(x, y)
+                loss.backward()
+                optimizer.step()
+                total += {convert}
+            return total
+        """
+    assert_marked(source, "TD205")

@@ -211,6 +211,80 @@ def test_td501_flags_a_decorator_that_does_not_switch_the_mode() -> None:
     assert_marked(source, "TD501")
 
 
+_EVALUATOR = """
+import torch
+from torch import nn
+
+class Recogniser(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.2), nn.Linear(8, 4))
+    def forward(self, x):
+        return self.body(x)
+
+class Evaluator:
+    def __init__(self, path):
+        model = Recogniser()
+        model.load_state_dict(torch.load(path))
+        {switch}
+        self.model = model
+
+    def features(self, loader):
+        with torch.no_grad():
+            for batch in loader:
+                self.model(batch)  {mark}
+{extra}
+"""
+
+
+def test_td501_quiet_for_a_model_its_evaluator_puts_in_eval_mode_when_built() -> None:
+    """The motion-diffusion evaluator: ``__init__`` loads the recogniser, calls
+    ``model.eval()`` and keeps it as ``self.model``; nothing trains it."""
+    source = _EVALUATOR.format(switch="model.eval()", mark="", extra="")
+    assert_marked(source, "TD501")
+
+
+@pytest.mark.parametrize(
+    ("switch", "extra"),
+    [
+        ("pass", ""),
+        ("model.eval()", "    def finetune(self):\n        self.model.train()\n"),
+    ],
+)
+def test_td501_flags_the_evaluator_when_eval_is_missing_or_undone(switch: str, extra: str) -> None:
+    source = _EVALUATOR.format(switch=switch, mark="# expect: TD501", extra=extra)
+    assert_marked(source, "TD501")
+
+
+_FACTORY = """
+import torch
+from torch import nn
+
+def initialize_model(path):
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.2), nn.Linear(8, 4))
+    model.load_state_dict(torch.load(path))
+    {switch}
+    return model
+
+def compute_features(model, loader):
+    with torch.no_grad():
+        for batch in loader:
+            model(batch)  {mark}
+
+def evaluate(path, loader):
+    act_rec_model = initialize_model(path)
+    return compute_features(act_rec_model, loader)
+"""
+
+
+def test_td501_quiet_for_a_model_a_local_factory_returns_in_eval_mode() -> None:
+    assert_marked(_FACTORY.format(switch="model.eval()", mark=""), "TD501")
+
+
+def test_td501_flags_the_factory_model_without_eval() -> None:
+    assert_marked(_FACTORY.format(switch="pass", mark="# expect: TD501"), "TD501")
+
+
 def test_td501_quiet_on_a_loss_and_a_generator_under_no_grad() -> None:
     assert_marked(
         """

@@ -350,3 +350,17 @@ def test_a_model_loaded_by_a_project_helper_is_no_resume() -> None:
         "return model", "return state"
     )
     assert lint_codes(state, "TD905", "TD001") != []
+
+
+def test_a_scheduler_stepped_with_the_epoch_is_positioned_by_it() -> None:
+    """Fast AutoAugment: ``scheduler.step(epoch - 1 + step / total)`` sets the schedule's
+    position from the epoch, which the checkpoint keeps; a plateau scheduler stepped with
+    a metric still needs its state."""
+    save = (
+        '        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),'
+        ' "epoch": epoch}, "last.pt")'
+    )
+    positioned = TRAIN.replace("scheduler.step()", "scheduler.step(epoch - 1 + 0.5)")
+    assert lint_codes(positioned.format(save=save), "TD905", "TD001") == []
+    metric = TRAIN.replace("scheduler.step()", "scheduler.step(val_loss)")
+    assert lint_codes(metric.format(save=save), "TD905", "TD001") != []

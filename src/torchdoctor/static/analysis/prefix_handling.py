@@ -4,7 +4,8 @@ A checkpoint saved from a wrapper's ``state_dict()`` has every key prefixed; whe
 breaks a load depends on the loaders. A project whose code strips the prefix
 (``k.replace("module.", "")``, ``k[7:]`` on a key, ``consume_prefix_in_state_dict_if_present``)
 or tests for it (``k.startswith("module.")``) knows about it: its own loads cope.
-Searched in the file and the project's files along the same folder line, as text, once.
+Searched as text in the file, the project's files along the same folder line, and the
+project modules the file imports (a ``utils`` package beside the training folder).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import os
 import re
 
-from torchdoctor.static.analysis.related_files import first_in_related_files
+from torchdoctor.static.analysis.related_files import (
+    first_in_imported_files,
+    first_in_related_files,
+)
 from torchdoctor.static.context import FileContext
 
 __all__ = ["project_prefix_handling"]
@@ -29,7 +33,9 @@ def project_prefix_handling(ctx: FileContext) -> tuple[str, int] | None:
     own = _first_handling(ctx.source.encode("utf-8", "replace"))
     if own is not None:
         return ctx.path, own
-    return first_in_related_files(ctx, "module-prefix-handling", _handling_in)
+    return first_in_related_files(
+        ctx, "module-prefix-handling", _handling_in
+    ) or first_in_imported_files(ctx, _handling_in)
 
 
 def _handling_in(path: str, data: bytes) -> tuple[str, int] | None:

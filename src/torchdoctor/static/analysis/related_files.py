@@ -15,7 +15,7 @@ from typing import TypeVar
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.files import read_source
 
-__all__ = ["first_in_related_files", "related_sources"]
+__all__ = ["first_in_imported_files", "first_in_related_files", "related_sources"]
 
 T = TypeVar("T")
 
@@ -46,6 +46,31 @@ def first_in_related_files(
         return None
 
     return project.remember(f"{question}:{folder}", search)
+
+
+def first_in_imported_files(ctx: FileContext, answer: Callable[[str, bytes], T | None]) -> T | None:
+    """The first non-``None`` ``answer(path, text)`` over the project's modules the linted
+    file imports (``import utils``, ``from utils.model_utils import load_checkpoint``), a
+    package's modules with it, wherever they sit: a sibling folder is another program
+    unless it is imported."""
+    imported: set[str] = set()
+    for qualified in ctx.imports.values():
+        parts = qualified.split(".")
+        imported.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    project = ctx.project
+    own = os.path.abspath(ctx.path)
+    for path in sorted(project.paths()):
+        facts = project.facts_for(path)
+        if facts is None or path == own:
+            continue
+        name = facts.name
+        if name not in imported and not any(name.startswith(m + ".") for m in imported):
+            continue  # a package imported whole brings its modules (`import utils`)
+        data = read_source(path)
+        found = answer(path, data) if isinstance(data, bytes) else None
+        if found is not None:
+            return found
+    return None
 
 
 def _related(one: str, other: str) -> bool:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.calls import keyword
+from torchdoctor.static.analysis.related_files import first_in_imported_files
 from torchdoctor.static.context import FileContext
-from torchdoctor.static.files import read_source
 from torchdoctor.static.rules.base import LintRule
 
 
@@ -84,22 +84,7 @@ def _assigned_in_program(ctx: FileContext, dest: str) -> tuple[str, int] | None:
     scripts are other programs: their assignments do not count."""
     find = _assignment_finder(dest)
     own = find(ctx.path, ctx.source.encode("utf-8", "replace"))
-    if own is not None:
-        return own
-    imported: set[str] = set()
-    for qualified in ctx.imports.values():
-        parts = qualified.split(".")
-        imported.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    project = ctx.project
-    for path in sorted(project.paths()):
-        facts = project.facts_for(path)
-        if facts is None or facts.name not in imported or path == os.path.abspath(ctx.path):
-            continue
-        data = read_source(path)
-        found = find(path, data) if isinstance(data, bytes) else None
-        if found is not None:
-            return found
-    return None
+    return own if own is not None else first_in_imported_files(ctx, find)
 
 
 def _destination(call: ast.Call, flag: str) -> str:
@@ -120,7 +105,9 @@ def _assignment_finder(dest: str) -> Callable[[str, bytes], tuple[str, int] | No
     program setting the option itself (``args.distributed = True`` in a helper that reads
     the environment), not refining it (``args.use_gpu = args.use_gpu and cuda``)."""
     name = re.escape(dest.encode())
-    assigned = re.compile(rb"\.\s*" + name + rb"\s*=(?!=)(.*)")
+    # `args.distributed = True`: a plain name's attribute, not `self.detector = ...` (an
+    # object's own attribute that merely shares the option's name)
+    assigned = re.compile(rb"(?<![\w.])(?!self\b)[A-Za-z_]\w*\s*\.\s*" + name + rb"\s*=(?!=)(.*)")
     read = re.compile(rb"\b" + name + rb"\b")
 
     def find(path: str, data: bytes) -> tuple[str, int] | None:

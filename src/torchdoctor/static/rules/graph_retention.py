@@ -216,6 +216,9 @@ def _accumulation(node: ast.AST, losses: set[str]) -> tuple[ast.expr, ast.Name] 
 
 
 _DETACHING = frozenset({"item", "detach", "tolist", "numpy", "data", "detach_", "cpu_item"})
+# Helpers that turn a tensor into a Python or NumPy value by their name (RAdam's
+# `utils.to_scalar(loss)`, `to_np(x)`): what they return holds no graph.
+_CONVERTERS = frozenset({"to_scalar", "to_numpy", "to_np", "tonumpy", "tensor2numpy", "to_float"})
 
 
 def _carried_loss(expr: ast.expr, losses: set[str]) -> ast.Name | None:
@@ -230,6 +233,10 @@ def _carried_loss(expr: ast.expr, losses: set[str]) -> ast.Name | None:
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in _DETACHING:
+                continue
+            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in (
+                _CONVERTERS
+            ):
                 continue
             if isinstance(func, ast.Name) and func.id in (
                 "float",

@@ -24,8 +24,10 @@ from torchdoctor.static.analysis.mode_actions import (
 )
 from torchdoctor.static.analysis.mode_sensitivity import is_mode_sensitive, proven_mode_sensitive
 from torchdoctor.static.analysis.optimized import covers, optimized_models
+from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.names import returns_of
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, loop_events
@@ -91,6 +93,9 @@ class EvalInTrainMode(LintRule):
                     return "set", f"line {action.origin.line}"
                 kind = {EventKind.EVAL: "eval", EventKind.TRAIN: "train"}.get(action.kind, "set")
                 return kind, f"line {action.origin.line}"
+        built = _built_in_eval(ctx, scope, model)
+        if built is not None:
+            return "eval", built
         if scope is None:
             return None, "the module"
         decorator = _eval_decorator(ctx.tree, scope)
@@ -350,3 +355,71 @@ def _eval_decorator(tree: ast.Module, scope: FunctionScope) -> str | None:
             ):
                 return name
     return None
+
+
+def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) -> str | None:
+    """Where ``model`` was put in eval mode as it was built, if it was: a local name bound
+    to the result of a function of this file that calls ``.eval()`` on what it returns
+    (``act_rec_model = initialize_model(...)``), or ``self.<x>`` that the class's
+    ``__init__`` puts in eval mode and no method of the class puts back in training."""
+    if model.startswith("self.") and scope is not None and scope.owner is not None:
+        cls = scope.owner.node
+        attribute = model[len("self.") :]
+        init = next(
+            (
+                f
+                for f in cls.body
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
+            ),
+            None,
+        )
+        if init is None or _calls_mode(cls, {model}, "train"):
+            return None
+        sources = {model} | {
+            ast.unparse(n.value)
+            for n in ast.walk(init)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Name)
+            and any(ast.unparse(t) == model for t in n.targets)
+        }
+        if _calls_mode(init, sources, "eval"):
+            return f"`{attribute}` put in eval mode by `__init__`"
+        return None
+    if "." in model:
+        return None
+    body = scope.node if scope is not None else ctx.tree
+    values = [
+        n.value
+        for n in ast.walk(body)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id == model
+    ]
+    if len(values) != 1 or not isinstance(values[0], ast.Call):
+        return None  # bound once, to a call: what that call returns is the model
+    value = values[0]
+    factory = ctx.resolve_local_call(value, scope)
+    if factory is None:
+        return None
+    returned = {r.value.id for r in returns_of(factory.node) if isinstance(r.value, ast.Name)}
+    if returned and _calls_mode(factory.node, returned, "eval"):
+        return f"`{factory.name}()`, which returns it in eval mode"
+    return None
+
+
+def _calls_mode(root: ast.AST, names: set[str], method: str) -> bool:
+    """Whether ``root`` calls ``<name>.<method>()`` (``eval``/``train``) on one of
+    ``names`` (``model``, ``self.model``); ``train(False)`` counts as ``eval``."""
+    for node in ast.walk(root):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if ast.unparse(node.func.value) not in names:
+            continue
+        attr = node.func.attr
+        off = bool(node.args) and isinstance(node.args[0], ast.Constant) and not node.args[0].value
+        if method == "eval" and (attr == "eval" or (attr == "train" and off)):
+            return True
+        if method == "train" and attr == "train" and not off:
+            return True
+    return False

@@ -158,6 +158,8 @@ def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
             positioned = positioned or any(
                 k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords
             )
+            # `scheduler.step(epoch - 1 + step / total)`: the epoch given sets the position
+            positioned = positioned or (last == "step" and _names_epoch(node.args[:1]))
         elif isinstance(node, (ast.Name, ast.Attribute)):
             text = node.id if isinstance(node, ast.Name) else node.attr
             reads_back = reads_back or "resum" in text.lower()
@@ -169,6 +171,16 @@ def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
         if reads_back and positioned:
             break
     return reads_back, positioned
+
+
+def _names_epoch(arguments: list[ast.expr]) -> bool:
+    """An argument that reads an epoch counter (``epoch``, ``args.epoch``, ``ep + i/n``)."""
+    return any(
+        "epoch" in torchapi.name_tokens(n.id if isinstance(n, ast.Name) else n.attr)
+        for argument in arguments
+        for n in ast.walk(argument)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
 
 
 def _reads_weights_only(ctx: FileContext) -> bool:

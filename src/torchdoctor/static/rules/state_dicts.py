@@ -236,7 +236,30 @@ def _own_state(ctx: FileContext, expr: ast.expr, model: str, scope: Scope) -> bo
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
         if expr.func.attr == "keys":
             return _own_state(ctx, expr.func.value, model, scope)
-        return expr.func.attr == "state_dict" and ctx.segment(expr.func.value) == model
+        if expr.func.attr != "state_dict":
+            return False
+        source = ctx.segment(expr.func.value)
+        return source == model or _copy_of(ctx, model, source, scope)
+    return False
+
+
+def _copy_of(ctx: FileContext, one: str, other: str, scope: Scope) -> bool:
+    """Whether one model is bound to ``copy.deepcopy`` of the other (an EMA or averaged
+    copy, ``self.model_avg = copy.deepcopy(self.model)``), in either direction: the two
+    have the same keys by construction."""
+    for node in ast.walk(ctx.tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        value = node.value
+        if not (
+            isinstance(value, ast.Call)
+            and last_name(value.func) == "deepcopy"
+            and len(value.args) == 1
+        ):
+            continue
+        target, copied = ctx.segment(node.targets[0]), ctx.segment(value.args[0])
+        if {target, copied} == {one, other}:
+            return True
     return False
 
 
