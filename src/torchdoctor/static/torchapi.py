@@ -787,13 +787,9 @@ def without_dropout(qualified: str, call: ast.Call) -> bool:
     position = _OPTIONAL_DROPOUT.get(qualified)
     if position is None:
         return False
-    if any(k.arg is None for k in call.keywords):
+    known, value = _argument(call, "dropout", position)
+    if not known:
         return False
-    value = next((k.value for k in call.keywords if k.arg == "dropout"), None)
-    if value is None:
-        if any(isinstance(a, ast.Starred) for a in call.args):
-            return False
-        value = call.args[position] if len(call.args) > position else None
     return value is None or (
         isinstance(value, ast.Constant)
         and isinstance(value.value, (int, float))
@@ -806,18 +802,30 @@ def tracks_running_stats(qualified: str, call: ast.Call) -> bool | None:
     default, or a literal ``False``; ``None``: given by a variable, ``*args``/``**kwargs``,
     or ``qualified`` is no instance norm)."""
     position = _INSTANCE_NORMS.get(qualified)
-    if position is None or any(k.arg is None for k in call.keywords):
+    if position is None:
         return None
-    value = next((k.value for k in call.keywords if k.arg == "track_running_stats"), None)
-    if value is None:
-        if any(isinstance(a, ast.Starred) for a in call.args):
-            return None
-        value = call.args[position] if len(call.args) > position else None
+    known, value = _argument(call, "track_running_stats", position)
+    if not known:
+        return None
     if value is None:
         return False
     if isinstance(value, ast.Constant) and isinstance(value.value, bool):
         return value.value
     return None
+
+
+def _argument(call: ast.Call, name: str, position: int) -> tuple[bool, ast.expr | None]:
+    """``(known, value)`` of the argument ``name`` at ``position`` of ``call``: by keyword,
+    else positionally; ``value`` is ``None`` when it is not given. Not known where
+    ``*args`` or ``**kwargs`` may hold it."""
+    if any(k.arg is None for k in call.keywords):
+        return False, None
+    value = next((k.value for k in call.keywords if k.arg == name), None)
+    if value is not None:
+        return True, value
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return False, None
+    return True, call.args[position] if len(call.args) > position else None
 
 
 def train_mode_exact(qualified: str, call: ast.Call) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from torchdoctor.static.analysis.calls import assigned_names
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope
@@ -72,16 +73,6 @@ def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, objec
             out[name] = value.value
     if out:  # a parameter the helper rebinds is no longer what the call passed
         for item in callee.items:
-            node = item.node
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
-                else []
-            )
-            for target in targets:
-                for bound in ast.walk(target):
-                    if isinstance(bound, ast.Name):
-                        out.pop(bound.id, None)
+            for bound in assigned_names(item.node):
+                out.pop(bound, None)
     return out

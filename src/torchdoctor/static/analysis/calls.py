@@ -2,7 +2,8 @@
 
 ``f(x, key=value)``: :func:`keyword` finds a keyword argument, :func:`method_call` and
 :func:`receiver` read ``opt.step()`` as a method and the object it is called on,
-:func:`last_name` the name a callee ends in;
+:func:`last_name` the name a callee ends in, :func:`root_name` the one a chain starts
+from, :func:`assigned_names` the names an assignment binds;
 :func:`insert_keywords` adds arguments at the end of a call, and :func:`torch_alias` spells
 ``torch`` the way the file imports it, so that a fix's new text runs in that file.
 """
@@ -15,7 +16,16 @@ from typing import TypeGuard
 from torchdoctor.findings import Edit
 from torchdoctor.static.context import FileContext
 
-__all__ = ["insert_keywords", "keyword", "last_name", "method_call", "receiver", "torch_alias"]
+__all__ = [
+    "assigned_names",
+    "insert_keywords",
+    "keyword",
+    "last_name",
+    "method_call",
+    "receiver",
+    "root_name",
+    "torch_alias",
+]
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
@@ -29,6 +39,26 @@ def last_name(expr: ast.AST) -> str:
     if isinstance(expr, ast.Attribute):
         return expr.attr
     return getattr(expr, "id", "")
+
+
+def root_name(expr: ast.expr) -> str | None:
+    """The name an attribute or subscript chain starts from: ``noise`` for ``noise``,
+    ``self`` for ``self.noise[0]``; ``None`` when it starts elsewhere (a call)."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def assigned_names(statement: ast.AST) -> set[str]:
+    """The names an ``=``, ``+=`` or annotated assignment binds (``a, b = ...`` gives
+    both); none for any other statement."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+        targets = [statement.target]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def method_call(call: ast.AST, *names: str) -> TypeGuard[ast.Call]:

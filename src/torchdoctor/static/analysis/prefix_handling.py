@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import cast
 
 from torchdoctor.static.analysis.related_files import (
     first_in_imported_files,
@@ -30,12 +31,16 @@ _HANDLING = re.compile(
 def project_prefix_handling(ctx: FileContext) -> tuple[str, int] | None:
     """``(path, line)`` of code that strips or tests the ``module.`` prefix, in this file
     or in another file in its folder, a folder above or below it."""
-    own = _first_handling(ctx.source.encode("utf-8", "replace"))
-    if own is not None:
-        return ctx.path, own
-    return first_in_related_files(
-        ctx, "module-prefix-handling", _handling_in
-    ) or first_in_imported_files(ctx, _handling_in)
+    key = ("TD805", "prefix-handling")
+    if key not in ctx.memo:  # once per file, however many saves it reports
+        own = _first_handling(ctx.source.encode("utf-8", "replace"))
+        ctx.memo[key] = (
+            (ctx.path, own)
+            if own is not None
+            else first_in_related_files(ctx, "module-prefix-handling", _handling_in)
+            or first_in_imported_files(ctx, _handling_in)
+        )
+    return cast("tuple[str, int] | None", ctx.memo[key])
 
 
 def _handling_in(path: str, data: bytes) -> tuple[str, int] | None:

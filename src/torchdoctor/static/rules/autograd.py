@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import cast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import root_name
 from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.context import FileContext
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
@@ -114,7 +117,7 @@ class ForwardCalledDirectly(LintRule):
         hooked = self._hooked(receiver)
         if hooked:
             note = ""
-        elif _HOOKS.search(_code_words(self.ctx.tree)) is None:
+        elif _HOOKS.search(_code_words(self.ctx)) is None:
             note = "; this file attaches no hook, so today it computes the same"
         else:
             note = (
@@ -135,7 +138,7 @@ class ForwardCalledDirectly(LintRule):
     def _hooked(self, receiver: ast.expr) -> bool:
         """Whether the file attaches a hook that runs on ``receiver`` itself."""
         if self._hooks is None:
-            self._hooks = _hooked_modules(self.ctx.tree, _code_words(self.ctx.tree))
+            self._hooks = _hooked_modules(self.ctx.tree, _code_words(self.ctx))
         everywhere, names = self._hooks
         return everywhere or _last_name(receiver) in names
 
@@ -190,32 +193,36 @@ def _last_name(expr: ast.expr) -> str | None:
     return None
 
 
-def _code_words(tree: ast.Module) -> str:
+def _code_words(ctx: FileContext) -> str:
     """The identifiers the code uses (names, attributes, imported modules), one a line:
     what the hook patterns are matched against, so that a comment or docstring about
-    "quantization" or "pruning" attaches no hook."""
-    words: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            words.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            words.add(node.attr)
-        elif isinstance(node, ast.alias):
-            words.add(node.name)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            words.add(node.module)
-    return "\n".join(sorted(words))
+    "quantization" or "pruning" attaches no hook. Read once per file."""
+    key = ("TD206", "code-words")
+    cached = ctx.memo.get(key)
+    if cached is None:
+        words: set[str] = set()
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Name):
+                words.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                words.add(node.attr)
+            elif isinstance(node, ast.alias):
+                words.add(node.name)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                words.add(node.module)
+        cached = ctx.memo[key] = "\n".join(sorted(words))
+    return cast("str", cached)
 
 
-def _hooked_modules(tree: ast.Module, source: str) -> tuple[bool, frozenset[str]]:
+def _hooked_modules(tree: ast.Module, words: str) -> tuple[bool, frozenset[str]]:
     """Whether the file attaches hooks to every module, and the last names of the modules
     it hooks: the receiver of ``register_*hook``, the module given to weight or spectral
     norm or to pruning; for a loop variable, the module whose ``modules()`` it walks (the
     module itself comes first). A loop over ``children()``, a list of layers or anything
     else names no module here: its hooks are on layers the module's forward still calls."""
-    if _HOOKS.search(source) is None:
+    if _HOOKS.search(words) is None:
         return False, frozenset()
-    if _HOOKS_EVERY_MODULE.search(source) is not None:
+    if _HOOKS_EVERY_MODULE.search(words) is not None:
         return True, frozenset()
     loops: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
@@ -355,7 +362,7 @@ class ParameterDataMutated(LintRule):
                 owner = self._owner(mutated, scope)
                 if owner is not None and called and owner not in called:
                     continue  # another model's parameters: not in this graph
-                if owner is None and _root(mutated) not in read:
+                if owner is None and root_name(mutated) not in read:
                     continue  # `noise.data.normal_()` before the forward that reads it
                 backward = next(
                     (
@@ -431,13 +438,6 @@ _PARAMETER_SOURCES = frozenset({"parameters", "named_parameters", "buffers", "st
 def _names_read(node: ast.AST) -> set[str]:
     """The names a statement or call reads."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _root(expr: ast.expr) -> str | None:
-    """``noise`` for ``noise``, ``self`` for ``self.noise[0]``."""
-    while isinstance(expr, (ast.Attribute, ast.Subscript)):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _assigns(node: ast.AST, names: set[str]) -> bool:

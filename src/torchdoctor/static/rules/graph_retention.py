@@ -11,6 +11,7 @@ import ast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.analysis.calls import root_name
 from torchdoctor.static.analysis.loops import step_events
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
@@ -47,13 +48,13 @@ class GraphRetainedAcrossSteps(LintRule):
             if found is None:
                 continue
             holder, loss = found
-            if _root_name(holder) in assigned:
+            if root_name(holder) in assigned:
                 continue  # reset inside the loop: it lives for one iteration only
             if loss.id in _target_names(loop):
                 continue  # `for aux in losses: total += aux`: the list holds them already
-            if _reset_per_batch(loop, _root_name(holder)):
+            if _reset_per_batch(loop, root_name(holder)):
                 continue  # summed over one step's models or stages, reset every batch
-            if self._backpropagated_after(loop, _root_name(holder)):
+            if self._backpropagated_after(loop, root_name(holder)):
                 continue  # MAML's task losses, stacked and backpropagated after the loop
             if self._kept_detached(item.node, holder, loop):
                 continue  # a meter of the project whose add() reads `.data`/`.item()`
@@ -290,9 +291,3 @@ def _draws_batch(loop: Loop) -> bool:
             if isinstance(func, ast.Attribute) and func.attr in ("next", "__next__"):
                 return True
     return False
-
-
-def _root_name(expr: ast.expr) -> str | None:
-    while isinstance(expr, (ast.Attribute, ast.Subscript)):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None

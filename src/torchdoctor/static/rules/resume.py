@@ -19,7 +19,7 @@ from collections.abc import Callable
 from torchdoctor.findings import Depth, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.calls import assigned_names, last_name
 from torchdoctor.static.analysis.entries import item_assignments, key_text
 from torchdoctor.static.analysis.loops import enclosing_loops, step_events, trains
 from torchdoctor.static.bindings import BindingKind
@@ -398,15 +398,7 @@ def _counter_in_path(ctx: FileContext, call: ast.Call, frames: tuple[Frame, ...]
         if isinstance(node, (ast.For, ast.AsyncFor)):
             bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
         for item in loop.items:
-            statement = item.node
-            targets = (
-                statement.targets
-                if isinstance(statement, ast.Assign)
-                else [statement.target]
-                if isinstance(statement, (ast.AugAssign, ast.AnnAssign))
-                else []
-            )
-            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            bound |= assigned_names(item.node)
         if used & bound:
             return True
     return False
