@@ -2,7 +2,8 @@
 
 :func:`exclusive` says that two places sit on opposite sides of one test (the usual ``if
 use_amp: ... else: ...`` split); :func:`conditional` that an assignment may not have run
-where its name is used (it sits in a branch or loop body that does not also hold the use).
+where its name is used (it sits in a branch or loop body that does not also hold the use, or
+in the other arm of an ``if`` than the use).
 """
 
 from __future__ import annotations
@@ -63,8 +64,33 @@ def conditional(ctx: FileContext, statement: ast.AST, use: ast.expr, scope: Scop
                 return False
             if isinstance(child, _BRANCHES) and not _spans(child, use):
                 return True
+            if isinstance(child, ast.If) and _opposite_arms(child, statement, use):
+                return True  # `if training: y = y.float()` / `else: loss(x, y)`
             stack.append(child)
     return False
+
+
+def _opposite_arms(test: ast.If, statement: ast.stmt, use: ast.AST) -> bool:
+    """Whether ``statement`` and ``use`` sit in different arms of one ``if``."""
+
+    def arm(place: ast.AST) -> int | None:
+        for index, body in enumerate((test.body, test.orelse)):
+            if body and _spans_block(body, place):
+                return index
+        return None
+
+    mine, theirs = arm(statement), arm(use)
+    return mine is not None and theirs is not None and mine != theirs
+
+
+def _spans_block(body: list[ast.stmt], place: ast.AST) -> bool:
+    start = (getattr(place, "lineno", 0), getattr(place, "col_offset", 0))
+    first, last = body[0], body[-1]
+    return (
+        (first.lineno, first.col_offset)
+        <= start
+        <= (last.end_lineno or 0, last.end_col_offset or 0)
+    )
 
 
 def _spans(outer: ast.stmt, inner: ast.AST) -> bool:

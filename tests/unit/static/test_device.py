@@ -245,6 +245,47 @@ def test_soft_labels_stay_quiet() -> None:
     assert lint_codes(source, "TD104") == []
 
 
+def test_a_cast_in_the_other_arm_of_an_if_does_not_reach_the_loss() -> None:
+    # ResNeSt's smoothed loss: float targets for the hand-written NLL in training, the
+    # original class indices for cross_entropy in the else arm.
+    source = """
+        import torch
+
+        class SmoothedLoss(torch.nn.Module):
+            def forward(self, x, target):
+                if self.training:
+                    target = target.float()
+                    return -(torch.log_softmax(x, -1) * target).sum(-1).mean()
+                else:
+                    return torch.nn.functional.cross_entropy(x, target)
+
+        def evaluate(model, loader, train):
+            for x, y in loader:
+                if train:
+                    y = y.float()
+                elif y.dim() > 1:
+                    y = y.argmax(1)
+                else:
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+        """
+    assert lint_codes(source, "TD104") == []
+
+
+def test_a_cast_before_an_if_still_reaches_both_arms() -> None:
+    source = """
+        import torch.nn.functional as F
+
+        def train(model, loader, aux):
+            for x, y in loader:
+                y = y.float()
+                if aux:
+                    loss = F.cross_entropy(model(x), y)
+                else:
+                    loss = F.nll_loss(model(x), y)
+        """
+    assert [f.location.line for f in lint_findings(source, "TD104")] == [6]
+
+
 def test_casts_of_the_prediction_or_in_a_branch_stay_quiet() -> None:
     source = """
         import torch.nn.functional as F
