@@ -92,9 +92,10 @@ def attribute_bindings(cls: ast.ClassDef) -> dict[str, list[tuple[Binding, ast.A
 
 
 def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Every statement of a body, nested blocks included, nested scopes excluded (their
-    ``def``/``class`` statement itself is included). Except handlers and match cases
-    are not statements and are not entered."""
+    """Every statement of a body, nested blocks included (the bodies of ``except``
+    handlers and ``match`` cases too: a name bound in a fallback still reaches the code
+    after it), nested scopes excluded (their ``def``/``class`` statement itself is
+    included)."""
     out: list[ast.stmt] = []
     stack = list(reversed(body))
     fields_of = _BLOCK_FIELDS
@@ -105,8 +106,12 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
         fields = fields_of.get(cls)
         if fields is None:
             fields = _block_fields(cls)
-        for name in fields:
-            stack.extend(reversed(getattr(statement, name)))
+        for name in reversed(fields):
+            if name in ("handlers", "cases"):
+                for clause in reversed(getattr(statement, name)):
+                    stack.extend(reversed(clause.body))
+            else:
+                stack.extend(reversed(getattr(statement, name)))
     return out
 
 
@@ -120,7 +125,9 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
 
 def _block_fields(cls: type) -> tuple[str, ...]:
     fields = getattr(cls, "_fields", ())
-    found = _BLOCK_FIELDS[cls] = tuple(f for f in ("body", "orelse", "finalbody") if f in fields)
+    found = _BLOCK_FIELDS[cls] = tuple(
+        f for f in ("body", "handlers", "cases", "orelse", "finalbody") if f in fields
+    )
     return found
 
 

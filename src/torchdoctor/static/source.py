@@ -133,18 +133,20 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
     # `#!/usr/bin/env python2`: a Python 2 program kept on purpose (a data-preparation
     # helper its recipe runs with python2), not Python 3 code that fails: information.
     python2 = bool(lines) and _PYTHON2_SHEBANG.match(lines[0]) is not None
+    # A file that never mentions torch (a parser's grammar fixtures, a Python 2 helper
+    # script): nothing PyTorch-specific is lost, and any Python linter reports it.
+    torchless = "torch" not in text
     return finding(
         UNPARSABLE,
         f"{path}:{line} is not valid Python: {what}; no other rule could check this file"
-        + (
-            "; its shebang asks for Python 2, so it is run as a Python 2 program" if python2 else ""
-        ),
+        + ("; its shebang asks for Python 2, so it is run as a Python 2 program" if python2 else "")
+        + ("; it does not use torch" if torchless and not python2 else ""),
         Location(path=path, line=line, column=min(column, len(snippet or "")), snippet=snippet),
         Depth.LINT,
         fix_hint="Fix the syntax error (run `python -m py_compile` on the file to see it as "
         "Python does).",
         evidence={"error": type(error).__name__, "detail": what},
-        severity=Severity.INFO if python2 else None,
+        severity=Severity.INFO if python2 or torchless else None,
     )
 
 

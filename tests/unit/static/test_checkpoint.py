@@ -682,6 +682,27 @@ class Loop:
     assert [line for _, line, _ in td904_findings(body)] == [other + 1]
 
 
+def test_strict_false_copying_another_unwrapped_model_is_information() -> None:
+    """iBOT: the teacher starts from the student's weights, ``student.module.state_dict()``,
+    and lacks the student-only parameters: the skipped keys are the two architectures'
+    difference. A DDP wrapper's own state (every key prefixed) stays a warning."""
+    body = """
+from torch.nn.parallel import DistributedDataParallel as DDP
+def start(teacher, student, net):
+    student = DDP(student)
+    teacher.load_state_dict(student.module.state_dict(), strict=False)
+    teacher.load_state_dict(student.state_dict(), strict=False)
+"""
+    found = td904_findings(body)
+    lines = (TRAINS + body).splitlines()
+    copy = lines.index("    teacher.load_state_dict(student.module.state_dict(), strict=False)") + 1
+    wrapped = lines.index("    teacher.load_state_dict(student.state_dict(), strict=False)") + 1
+    assert [(line, severity) for _, line, severity in found] == [
+        (copy, "info"),
+        (wrapped, "warning"),
+    ]
+
+
 def test_strict_false_whose_dict_is_reported_on_the_next_line_is_quiet() -> None:
     body = """
 def restore(model, sd, log):

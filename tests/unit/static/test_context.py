@@ -82,6 +82,35 @@ def test_binding_is_the_latest_before_the_use() -> None:
     assert ctx.family_of(step.func.value, function) == (torch_optimizer(), Confidence.HIGH)
 
 
+def test_names_bound_in_except_handlers_and_match_cases_are_bindings() -> None:
+    """iBOT's fallback: ``try: bank = torch.load(...) except: ... bank = bank.cpu()``;
+    the assignment in the handler is what reaches the save after it."""
+    ctx = context("""
+    import torch
+    def main(path, command):
+        try:
+            bank = torch.load(path)
+        except FileNotFoundError:
+            bank = torch.zeros(3)
+            bank = bank.cpu()
+        match command:
+            case "sgd":
+                opt = torch.optim.SGD([bank], lr=0.1)
+        torch.save(bank, path)
+        opt.step()
+    """)
+    function = ctx.module.functions[0]
+    save, step = sorted(
+        (n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call) and n.lineno >= 12),
+        key=lambda c: c.lineno,
+    )[:2]
+    saved = save.args[0]
+    assert isinstance(saved, ast.Name)
+    binding = ctx.binding(saved, function)
+    assert binding is not None and ast.unparse(binding.value) == "bank.cpu()"
+    assert ctx.instance_type(step.func.value, function) == "torch.optim.SGD"
+
+
 def torch_optimizer() -> str:
     return torchapi.OPTIMIZER
 

@@ -406,6 +406,26 @@ def test_a_state_dict_in_the_else_of_an_isinstance_wrapper_test_is_quiet() -> No
     assert td805(source) == [("TD805", 12)]
 
 
+def test_a_state_dict_in_the_else_of_a_conditional_expression_is_quiet() -> None:
+    """YOLOP: ``model.module.state_dict() if is_parallel(model) else model.state_dict()``,
+    with the project's own wrapper test; a helper that unwraps is no test."""
+    source = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = DDP(Net())
+    def is_parallel(model):
+        return type(model) in (torch.nn.DataParallel, DDP)
+    def save(path, model):
+        state = model.module.state_dict() if is_parallel(model) else model.state_dict()
+        torch.save(state, path)
+        plain = model.state_dict() if not hasattr(model, "module") else model.module.state_dict()
+        torch.save(plain, path)
+        torch.save(model.state_dict() if de_parallel(model) else None, path)
+    save("a.pt", model)
+    """
+    assert td805(source) == [("TD805", 12)]
+
+
 def test_files_without_ddp_are_quiet() -> None:
     source = """
     import torch

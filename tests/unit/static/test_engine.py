@@ -180,9 +180,29 @@ def test_a_file_whose_shebang_asks_for_python2_is_information(
 ) -> None:
     """ESPnet's text2token.py: a helper its recipe runs with python2, kept on purpose;
     Python 3 code that does not parse stays an error."""
-    (found,) = lint_source(shebang + "print 'hello'\n", "helper.py")
+    (found,) = lint_source(shebang + "import torch\nprint 'hello'\n", "helper.py")
     assert found.code == "TD002" and found.severity is severity
     assert ("Python 2 program" in found.message) is (severity is Severity.INFO)
+
+
+@pytest.mark.parametrize(
+    ("source", "severity"),
+    [
+        ("print 'hello'\n", Severity.INFO),
+        ("exec 'x = 1'\nx = 0777\n", Severity.INFO),
+        ("import torch\nprint 'hello'\n", Severity.ERROR),
+        ("from torchvision import models\nprint models\n", Severity.ERROR),
+    ],
+)
+def test_an_unparsable_file_that_does_not_use_torch_is_information(
+    source: str, severity: Severity
+) -> None:
+    """LLaMA-Adapter vendors tree-sitter-python, whose grammar fixtures are Python 2 and
+    broken syntax on purpose: no PyTorch code is lost there. A file that uses torch and
+    does not parse stays an error."""
+    (found,) = lint_source(source, "fixture.py")
+    assert found.code == "TD002" and found.severity is severity
+    assert ("does not use torch" in found.message) is (severity is Severity.INFO)
 
 
 @pytest.mark.parametrize(

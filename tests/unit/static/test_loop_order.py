@@ -892,6 +892,110 @@ def test_td205_flags_an_epoch_total_reset_per_epoch_over_the_batches() -> None:
     assert_marked(source, "TD205")
 
 
+_PER_BATCH_REPEATS = """
+    def train(model_d, heads, optimizers, loader, repeats, loss_fn, epochs):
+        for epoch in range(epochs):
+            for {outer_target} in {outer_iter}:
+                total = 0.0
+                losses = []
+                for {inner_target} in {inner_iter}:
+                    optimizer.zero_grad()
+                    loss = loss_fn({call})
+                    loss.backward()
+                    optimizer.step()
+                    total += loss  {mark}
+                    losses.append(loss)  {mark}
+                print(float(total), [float(l) for l in losses])
+    """
+
+
+@pytest.mark.parametrize(
+    ("outer_target", "outer_iter", "inner_target", "inner_iter", "call"),
+    [
+        # MelGAN: the discriminator trained `repeats` times on the batch of the loader loop
+        ("(mel, audio)", "loader", "_", "range(repeats)", "model_d(audio)"),
+        # iBOT's linear heads: one loss per head, on the features of the loader's batch
+        (
+            "it, (inp, target)",
+            "enumerate(loader)",
+            "head, optimizer",
+            "zip(heads, optimizers)",
+            "head(inp), target",
+        ),
+    ],
+)
+def test_td205_quiet_for_a_total_reset_per_batch_over_one_batchs_repeats_or_heads(
+    outer_target: str, outer_iter: str, inner_target: str, inner_iter: str, call: str
+) -> None:
+    source = _PER_BATCH_REPEATS.format(
+        outer_target=outer_target,
+        outer_iter=outer_iter,
+        inner_target=inner_target,
+        inner_iter=inner_iter,
+        call=call,
+        mark="",
+    )
+    assert_marked(source, "TD205")
+
+
+@pytest.mark.parametrize(
+    ("outer_target", "outer_iter", "inner_target", "inner_iter", "call"),
+    [
+        # an epoch total reset per chunk of a dataset: the inner loop draws the batches
+        ("chunk", "chunks", "x, y", "chunk", "model_d(x), y"),
+        # an outer count, not batches: the total lives for the whole epoch
+        ("epoch_part", "range(3)", "_", "range(repeats)", "model_d(loader)"),
+    ],
+)
+def test_td205_still_flags_a_total_over_the_batches_an_inner_loop_draws(
+    outer_target: str, outer_iter: str, inner_target: str, inner_iter: str, call: str
+) -> None:
+    source = _PER_BATCH_REPEATS.format(
+        outer_target=outer_target,
+        outer_iter=outer_iter,
+        inner_target=inner_target,
+        inner_iter=inner_iter,
+        call=call,
+        mark="# expect: TD205",
+    )
+    assert_marked(source, "TD205")
+
+
+@pytest.mark.parametrize(
+    "rebind",
+    ["loss = loss.detach().cpu().numpy()", "loss = loss.item()", "loss = float(loss)"],
+)
+def test_td205_quiet_when_the_loss_is_rebound_to_a_number_before_the_sum(rebind: str) -> None:
+    source = f"""
+        def train(model, loader, optimizer, criterion):
+            loss_accum = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                {rebind}
+                loss_accum += loss
+            return loss_accum
+        """
+    assert_marked(source, "TD205")
+
+
+def test_td205_still_flags_a_sum_before_the_loss_is_rebound() -> None:
+    source = """
+        def train(model, loader, optimizer, criterion):
+            loss_accum = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                loss_accum += loss  # expect: TD205
+                loss = loss.item()
+            return loss_accum
+        """
+    assert_marked(source, "TD205")
+
+
 def test_td205_quiet_for_task_losses_stacked_and_backpropagated_after_the_loop() -> None:
     """Second-order MAML: one meta-step keeps its tasks' losses, with their graphs, and
     backpropagates their mean after the loop; the graphs are the algorithm."""

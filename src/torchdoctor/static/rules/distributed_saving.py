@@ -30,6 +30,7 @@ from torchdoctor.static.torchapi import (
     MULTI_PROCESS_CLASS_NAMES,
     MULTI_PROCESS_CLASSES,
     WRAPPER_NAMES,
+    name_tokens,
 )
 
 
@@ -479,10 +480,11 @@ def _names_a_count(node: ast.expr) -> bool:
 
 def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
     """Whether ``call`` runs only where ``receiver`` is not wrapped: in the ``else`` of
-    ``if hasattr(receiver, "module"):`` or ``if isinstance(receiver, DataParallel):``,
-    or the body of the same tests negated."""
+    ``if hasattr(receiver, "module"):``, ``if isinstance(receiver, DataParallel):`` or
+    ``if is_parallel(receiver):`` (a statement or a conditional expression), or the body
+    of the same tests negated."""
     for node in ast.walk(root):
-        if not isinstance(node, ast.If):
+        if not isinstance(node, (ast.If, ast.IfExp)):
             continue
         test, negated = node.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
@@ -490,14 +492,25 @@ def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
         if not _tests_wrapping(test, receiver):
             continue
         branch = node.body if negated else node.orelse
-        if any(call is sub for statement in branch for sub in ast.walk(statement)):
+        places = branch if isinstance(branch, list) else [branch]
+        if any(call is sub for place in places for sub in ast.walk(place)):
             return True
     return False
 
 
 def _tests_wrapping(test: ast.expr, receiver: str) -> bool:
-    """``hasattr(receiver, "module")`` or ``isinstance(receiver, <a DDP or DataParallel
-    class>)`` (by name: ``nn.DataParallel``, ``DDP``, a tuple of them)."""
+    """``hasattr(receiver, "module")``, ``isinstance(receiver, <a DDP or DataParallel
+    class>)`` (by name: ``nn.DataParallel``, ``DDP``, a tuple of them), or a helper named
+    for the question asked of ``receiver`` alone (``is_parallel(model)``,
+    ``utils.is_ddp(model)``)."""
+    if (
+        isinstance(test, ast.Call)
+        and len(test.args) == 1
+        and not test.keywords
+        and ast.unparse(test.args[0]) == receiver
+    ):
+        words = set(name_tokens(last_name(test.func) or ""))
+        return bool(words & _WRAPPER_WORDS) and not words & {"not", "un", "de"}
     if not (
         isinstance(test, ast.Call)
         and isinstance(test.func, ast.Name)
@@ -515,6 +528,9 @@ def _tests_wrapping(test: ast.expr, receiver: str) -> bool:
         (last_name(c) or "") in _WRAPPER_CLASS_NAMES for c in classes if isinstance(c, ast.expr)
     )
 
+
+# Words of a helper that asks whether a model is wrapped (`is_parallel`, `is_ddp`).
+_WRAPPER_WORDS = frozenset({"parallel", "ddp", "dp", "wrapped", "distributed"})
 
 _WRAPPER_CLASS_NAMES = frozenset(
     {"DataParallel", "DistributedDataParallel", "DDP", "DP", "NativeDDP", "ApexDDP"}

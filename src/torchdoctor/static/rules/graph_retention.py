@@ -58,6 +58,8 @@ class GraphRetainedAcrossSteps(LintRule):
                 continue  # MAML's task losses, stacked and backpropagated after the loop
             if self._kept_detached(item.node, holder, loop):
                 continue  # a meter of the project whose add() reads `.data`/`.item()`
+            if _rebound_detached(loop, item, loss.id):
+                continue  # `loss = loss.item()` after backward(): a number is added
             self._report(loop, item, holder, loss)
 
     def _backpropagated_after(self, loop: Loop, holder: str | None) -> bool:
@@ -266,14 +268,106 @@ def _target_names(loop: Loop) -> set[str]:
 
 def _reset_per_batch(loop: Loop, holder: str | None) -> bool:
     """Whether an enclosing loop rebinds ``holder`` and draws a batch itself
-    (``next(it)``, ``it.next()``): the inner loop then runs within one training step
-    (over the discriminators, the stages of a model), and the holder keeps one step's
-    graphs at most, whatever the inner loop's length."""
+    (``next(it)``, ``it.next()``, or a ``for`` over the batches while ``loop`` draws
+    none): the inner loop then runs within one training step (over the discriminators,
+    the linear heads, repeats of one batch), and the holder keeps one step's graphs at
+    most, whatever the inner loop's length."""
     outer = loop.parent
     while outer is not None and holder is not None:
-        if holder in _assigned_names(outer) and _draws_batch(outer):
+        if holder in _assigned_names(outer) and (
+            _draws_batch(outer) or (_iterates_batches(outer) and not _feeds_its_targets(loop))
+        ):
             return True
         outer = outer.parent
+    return False
+
+
+def _iterates_batches(loop: Loop) -> bool:
+    """A ``for`` over something other than a count (``range(...)``, also inside
+    ``enumerate``/``tqdm``) whose targets the loop reads: the batches of a loader."""
+    node = loop.node
+    if not isinstance(node, (ast.For, ast.AsyncFor)):
+        return False
+    if any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range"
+        for n in ast.walk(node.iter)
+    ):
+        return False
+    targets = _target_names(loop)
+    return any(
+        isinstance(n, ast.Name) and n.id in targets and isinstance(n.ctx, ast.Load)
+        for statement in node.body
+        for n in ast.walk(statement)
+    )
+
+
+def _feeds_its_targets(loop: Loop) -> bool:
+    """Whether the loop draws data of its own: a ``next()`` call, or a target it binds
+    passed to a call (``model(x)``, ``x.cuda()``); a loop over models and optimizers
+    (``for head, opt in zip(heads, opts)``) only calls them."""
+    if _draws_batch(loop):
+        return True
+    targets = _target_names(loop)
+    if not targets:
+        return False
+    node = loop.node
+    for statement in getattr(node, "body", []):
+        for call in ast.walk(statement):
+            if not isinstance(call, ast.Call):
+                continue
+            for argument in [*call.args, *(k.value for k in call.keywords)]:
+                if _data_names(argument) & targets:
+                    return True
+    return False
+
+
+def _data_names(expr: ast.expr) -> set[str]:
+    """Names read in ``expr`` other than as a callee (``head`` in ``head(inp)``)."""
+    callees = {
+        id(n.func)
+        for n in ast.walk(expr)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in callees}
+
+
+def _rebound_detached(loop: Loop, item: Item, name: str) -> bool:
+    """Whether the last assignment of ``name`` before ``item`` in the loop's own body
+    makes it a detached value (``loss = loss.detach().cpu().numpy()``, ``float(loss)``)."""
+    latest: ast.expr | None = None
+    for other in loop.items:
+        node = other.node
+        if other.line >= item.line or not loop.is_direct(other):
+            continue
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name
+        ):
+            latest = node.value
+    return latest is not None and _detached(latest)
+
+
+def _detached(value: ast.expr) -> bool:
+    """A value made by a detaching call at its outermost link: ``x.item()``,
+    ``x.detach().cpu()``, ``x.cpu().numpy()``, ``float(x)``, ``to_np(x)``."""
+    node: ast.expr = value
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _DETACHING or name in _CONVERTERS or name in ("float", "int"):
+                return True
+            if not isinstance(func, ast.Attribute):
+                return False
+            node = func.value
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _DETACHING:
+                return True
+            node = node.value
+        else:
+            node = node.value
     return False
 
 

@@ -203,7 +203,8 @@ class StrictFalseResultIgnored(LintRule):
             # itself: the skipped keys are known or harmless; a maintainer leaves it. (Test
             # code is lowered for every rule at once: static.severity_in_tests.)
             minor = "backward" not in ctx.source or (
-                loaded is not None and _strips_a_prefix(ctx, loaded, scope)
+                loaded is not None
+                and (_strips_a_prefix(ctx, loaded, scope) or _live_copy(ctx, loaded, scope))
             )
             self._report(call, text, minor)
 
@@ -241,6 +242,31 @@ def _own_state(ctx: FileContext, expr: ast.expr, model: str, scope: Scope) -> bo
         source = ctx.segment(expr.func.value)
         return source == model or _copy_of(ctx, model, source, scope)
     return False
+
+
+def _live_copy(ctx: FileContext, loaded: ast.expr, scope: Scope) -> bool:
+    """``teacher.load_state_dict(student.module.state_dict(), strict=False)``: weights
+    copied from another live, unwrapped model, whose keys the program itself defines; the
+    keys it skips are the architectural difference between the two (a student-only head),
+    not a file whose names drifted. A wrapper's own ``state_dict()`` is no such copy: its
+    ``module.`` prefix matches nothing."""
+    value = _bound(ctx, loaded, scope)
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "state_dict"
+        and not value.args
+    ):
+        return False
+    source = value.func.value
+    if isinstance(source, ast.Attribute) and source.attr == "module":
+        return True
+    kind = ctx.instance_type(source, scope)
+    return (
+        kind is not None
+        and kind not in torchapi.WRAPPER_NAMES
+        and ctx.is_in_family(source, torchapi.MODULE, scope)
+    )
 
 
 def _copy_of(ctx: FileContext, one: str, other: str, scope: Scope) -> bool:
