@@ -70,6 +70,52 @@ def test_td201_flags_a_method_loop_with_self_attribute_optimizer() -> None:
     assert_marked(src, "TD201")
 
 
+_TIMED_STEPS = """
+    import time
+    import torch
+
+    def bench(layer, optimizer, hidden, target, steps, loader):
+        start = time.time()
+        {loop}
+            out = layer({inputs})
+            loss = ((out - target) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+        print("step time", (time.time() - start) / steps)
+        print("peak", torch.cuda.max_memory_allocated())
+    """
+
+
+@pytest.mark.parametrize("loop", ["for _ in range(steps):", "for i in range(1000):"])
+def test_td201_is_information_in_a_loop_repeating_one_step_to_time_it(loop: str) -> None:
+    """Pyraformer's and torchgpipe's benchmarks: the same step on the same tensors, with a
+    clock or memory counter read after the loop; the weights it trains are never used."""
+    [found] = lint_findings(_TIMED_STEPS.format(loop=loop, inputs="hidden"), "TD201")
+    assert found.severity.value == "info"
+    assert "measures time or memory" in found.message
+
+
+@pytest.mark.parametrize(
+    ("loop", "inputs"),
+    [
+        ("for i in range(steps):", "hidden[i]"),  # the counter picks the data
+        ("for x in loader:", "x"),  # a training loop, timed
+        ("for _ in range(steps):", "next(iter(loader))"),  # draws its batch
+    ],
+)
+def test_td201_stays_an_error_in_a_timed_loop_over_data(loop: str, inputs: str) -> None:
+    [found] = lint_findings(_TIMED_STEPS.format(loop=loop, inputs=inputs), "TD201")
+    assert found.severity.value == "error"
+
+
+def test_td201_stays_an_error_in_a_repeated_step_nothing_measures() -> None:
+    source = _TIMED_STEPS.format(loop="for _ in range(steps):", inputs="hidden")
+    source = source.replace('print("step time", (time.time() - start) / steps)', "pass")
+    source = source.replace('print("peak", torch.cuda.max_memory_allocated())', "pass")
+    [found] = lint_findings(source, "TD201")
+    assert found.severity.value == "error"
+
+
 def test_td201_quiet_with_zero_grad_in_loop() -> None:
     src = """
     import torch

@@ -13,6 +13,7 @@ from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.calls import root_name
 from torchdoctor.static.analysis.loops import step_events
+from torchdoctor.static.analysis.repeats import draws_batch
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, Loop
@@ -275,7 +276,7 @@ def _reset_per_batch(loop: Loop, holder: str | None) -> bool:
     outer = loop.parent
     while outer is not None and holder is not None:
         if holder in _assigned_names(outer) and (
-            _draws_batch(outer) or (_iterates_batches(outer) and not _feeds_its_targets(loop))
+            draws_batch(outer) or (_iterates_batches(outer) and not _feeds_its_targets(loop))
         ):
             return True
         outer = outer.parent
@@ -305,7 +306,7 @@ def _feeds_its_targets(loop: Loop) -> bool:
     """Whether the loop draws data of its own: a ``next()`` call, or a target it binds
     passed to a call (``model(x)``, ``x.cuda()``); a loop over models and optimizers
     (``for head, opt in zip(heads, opts)``) only calls them."""
-    if _draws_batch(loop):
+    if draws_batch(loop):
         return True
     targets = _target_names(loop)
     if not targets:
@@ -368,20 +369,4 @@ def _detached(value: ast.expr) -> bool:
             node = node.value
         else:
             node = node.value
-    return False
-
-
-def _draws_batch(loop: Loop) -> bool:
-    """A ``next(...)`` (or ``.next()``/``.__next__()``) call directly in the loop."""
-    for item in loop.items:
-        if not loop.is_direct(item):
-            continue
-        for node in ast.walk(item.node):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Name) and func.id == "next":
-                return True
-            if isinstance(func, ast.Attribute) and func.attr in ("next", "__next__"):
-                return True
     return False

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.findings import Applicability, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.loops import step_functions
+from torchdoctor.static.analysis.repeats import measures_a_repeated_step
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
@@ -70,11 +71,21 @@ class GradsNeverCleared(LintRule):
             return
         step = steps[0]
         name = receiver_text(ctx, step.target)
+        # A benchmark repeating one step on the same tensors to time it: true, but the
+        # weights it trains are never used.
+        measured = measures_a_repeated_step(ctx, loop)
         self.report(
             step.node,
             f"`{ctx.segment(step.node)}` at line {step.line} runs with no `zero_grad()` in "
             f"the loop that starts at line {loop.line}: backward() adds into `.grad`, so "
-            "every step applies the sum of all gradients so far",
+            "every step applies the sum of all gradients so far"
+            + (
+                "; the loop repeats one step on the same inputs while the function measures "
+                "time or memory, so nothing it reports depends on the updates"
+                if measured
+                else ""
+            ),
+            severity=Severity.INFO if measured else None,
             fix_hint=f"Call `{name}.zero_grad()` at the top of the loop body (or right after "
             "the step).",
             confidence=step.confidence,
