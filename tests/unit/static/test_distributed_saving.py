@@ -355,6 +355,22 @@ def test_a_script_whose_resume_loads_into_the_same_wrapper_is_information() -> N
     assert "loads its checkpoints back into a wrapped model" in found.message
 
 
+@pytest.mark.parametrize(
+    ("load", "severity"),
+    [
+        ('utils.copy_state_dict(model, torch.load("last.pth")["state_dict"])', Severity.INFO),
+        ('load_checkpoint(model, "last.pth")', Severity.INFO),
+        ('log_model(model, "last.pth")', Severity.WARNING),
+    ],
+)
+def test_a_project_loader_handed_the_wrapper_is_a_round_trip(load: str, severity: Severity) -> None:
+    """TLlib's re-identification resumes through ``utils.copy_state_dict(model, ...)``
+    with ``model`` the DataParallel wrapper: the checkpoints round-trip."""
+    source = _SCRIPT_WITH_RESUME.format(before="", after=load)
+    (found,) = lint_findings(source, "TD805")
+    assert found.severity is severity
+
+
 def test_a_script_that_loads_before_wrapping_is_still_a_warning() -> None:
     """Loaded into the plain model before the wrap: the prefixed keys break that load."""
     load = 'model.load_state_dict(torch.load("last.pth")["state_dict"])'

@@ -599,6 +599,54 @@ def test_td502_flags_direct_eval_and_offers_an_unsafe_fix() -> None:
     assert found.fix.edits[0].replacement.startswith("model.train()")
 
 
+def test_td502_quiet_for_an_eval_scoped_to_one_training_forward() -> None:
+    """ADVENT: the discriminator is put in eval mode for the generator's adversarial step
+    and back in train mode for its own step, in every iteration."""
+    assert_marked(
+        """
+    import torch
+    from torch import nn
+    def train(model, loader, opt, criterion):
+        disc = nn.Sequential(nn.Conv2d(19, 64, 4), nn.BatchNorm2d(64), nn.Conv2d(64, 1, 4))
+        opt_d = torch.optim.Adam(disc.parameters())
+        model.train()
+        for x_s, y_s, x_t in loader:
+            opt.zero_grad()
+            opt_d.zero_grad()
+            disc.eval()
+            criterion(model(x_s), y_s).backward()
+            pred_t = model(x_t)
+            loss_t = disc(pred_t).mean()
+            loss_t.backward()
+            disc.train()
+            loss_d = disc(pred_t.detach()).mean()
+            loss_d.backward()
+            opt.step()
+            opt_d.step()
+    """,
+        "TD502",
+    )
+
+
+def test_td502_still_flags_an_eval_undone_only_before_the_next_eval() -> None:
+    """``train()`` after the forward, but another ``eval()`` before it: the training
+    forward of the next pass still runs in eval mode."""
+    assert_marked(
+        """
+    import torch
+    def fit(model, loader, opt):
+        for x, y in loader:
+            model.eval()  # expect: TD502
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            with torch.no_grad():
+                model(x)
+    """,
+        "TD502",
+    )
+
+
 def test_td502_maps_arguments_into_helpers() -> None:
     assert_marked(
         """

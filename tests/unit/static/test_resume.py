@@ -141,6 +141,35 @@ def test_plain_sgd_has_no_state_to_lose() -> None:
     assert lint_codes(with_momentum, "TD905", "TD001") == [("TD905", 10)]
 
 
+def test_an_optimizer_rebuilt_every_epoch_has_no_state_to_resume() -> None:
+    """TLlib's clustering re-identification: each epoch re-clusters, resizes the head and
+    builds a new Adam, so no optimizer state outlives an epoch. Built once, it is
+    missed."""
+    source = """
+    import torch
+    def train(model, loader, cluster):
+        for epoch in range(40):
+            head = cluster(model)
+            optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
+            for x in loader:
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
+            torch.save({"model": model.state_dict(), "epoch": epoch}, "last.pt")
+    def resume(model):
+        model.load_state_dict(torch.load("last.pt")["model"])
+    """
+    assert lint_codes(source, "TD905", "TD001") == []
+    built_once = source.replace(
+        "        for epoch in range(40):\n            head = cluster(model)\n"
+        "            optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)\n",
+        "        optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)\n"
+        "        for epoch in range(40):\n            head = cluster(model)\n",
+    )
+    assert built_once != source
+    assert lint_codes(built_once, "TD905", "TD001") == [("TD905", 11)]
+
+
 # --- no resume to be incomplete, or a scheduler positioned from the saved epoch ----------
 
 SCRIPT = """

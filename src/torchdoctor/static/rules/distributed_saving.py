@@ -380,11 +380,19 @@ class DdpPrefixedStateDict(LintRule):
         items = scope.items if scope is not None else ctx.module.items
         for item in items:
             call = item.node
+            if not isinstance(call, ast.Call):
+                continue
             if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
+                isinstance(call.func, ast.Attribute)
                 and call.func.attr == "load_state_dict"
                 and ctx.instance_type(call.func.value, scope) in WRAPPER_NAMES
+            ):
+                return True
+            # A project loader handed the wrapped model: `copy_state_dict(model, ckpt)`,
+            # `load_checkpoint(model, path)`.
+            words = set(name_tokens(last_name(call.func) or ""))
+            if (words & {"load", "restore"} or {"copy", "state"} <= words) and any(
+                ctx.instance_type(argument, scope) in WRAPPER_NAMES for argument in call.args
             ):
                 return True
         return False

@@ -182,6 +182,8 @@ class TrainInEvalMode(LintRule):
                     after = mode[1] > index  # eval() after the forward: the next iteration
                     if not after and _frozen_backbone(ctx.tree):
                         return  # a linear probe: eval() on purpose, only a head trains
+                    if not after and _trained_again(actions, index, action.target):
+                        continue  # eval() scoped to this forward: a frozen discriminator
                     if not self._trained(action.target):
                         return  # a teacher no optimizer takes: eval mode is what it needs
                     if is_mode_sensitive(ctx, _first_target(action), loop.function):
@@ -310,6 +312,20 @@ def _trains(actions: list[Action], index: int) -> bool:
         if action.kind is EventKind.BACKWARD:
             return True
         if action.kind in MODE:
+            return False
+    return False
+
+
+def _trained_again(actions: list[Action], index: int, model: str) -> bool:
+    """Whether ``model.train()`` follows the forward at ``index`` in the same pass, before
+    any other ``eval()`` of it: the eval mode was set for that forward alone (ADVENT
+    freezes its discriminator's statistics while the generator trains against it)."""
+    for action in actions[index + 1 :]:
+        if action.target != model:
+            continue
+        if action.kind is EventKind.TRAIN:
+            return True
+        if action.kind is EventKind.EVAL:
             return False
     return False
 

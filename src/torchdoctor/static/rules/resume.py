@@ -25,7 +25,7 @@ from torchdoctor.static.analysis.loops import enclosing_loops, step_events, trai
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Frame, FunctionScope
+from torchdoctor.static.structure import Frame, FunctionScope, Loop
 from torchdoctor.static.training import EventKind
 
 MODEL, OPTIMIZER, SCHEDULER, COUNTER = "model", "optimizer", "scheduler", "counter"
@@ -106,11 +106,12 @@ class IncompleteResumeCheckpoint(LintRule):
         if EventKind.SCHEDULER_STEP in kinds and not positioned:
             expected.add(SCHEDULER)
         for call, frames, roles in dicts:
-            wanted = (
-                expected
-                if any(trains(ctx, loop) for loop in enclosing_loops(ctx, frames))
-                else expected - {COUNTER}
-            )
+            loops = enclosing_loops(ctx, frames)
+            wanted = expected if any(trains(ctx, loop) for loop in loops) else expected - {COUNTER}
+            if any(_builds_an_optimizer(ctx, loop) for loop in loops):
+                # Rebuilt every pass (a head resized by each epoch's clustering): the
+                # optimizer's state never outlives the pass, so there is none to resume.
+                wanted = wanted - {OPTIMIZER}
             if _counter_in_path(ctx, call, frames):
                 roles = roles | {COUNTER}  # `f"{step}.pt"`: the file name keeps the count
             missing = [
@@ -305,6 +306,17 @@ def _optimizer_has_state(ctx: FileContext) -> bool:
     return not optimizers or not all(
         ctx.is_call_to(call, "torch.optim.SGD", scope=scope) and _without_momentum(call)
         for call, scope in optimizers
+    )
+
+
+def _builds_an_optimizer(ctx: FileContext, loop: Loop) -> bool:
+    """Whether the loop assigns a newly built optimizer (``optimizer = Adam(...)``)."""
+    return any(
+        isinstance(item.node, ast.Assign)
+        and isinstance(item.node.value, ast.Call)
+        and (name := ctx.instance_type(item.node.value, loop.function)) is not None
+        and ctx.is_family(name, torchapi.OPTIMIZER)
+        for item in loop.items
     )
 
 
