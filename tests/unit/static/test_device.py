@@ -809,6 +809,48 @@ def test_a_loop_over_other_parameters_does_not_initialise_this_one() -> None:
     ]
 
 
+def test_parameters_of_a_submodule_its_owner_fills_through_self_parameters_are_info() -> None:
+    """SR-GNN: the GNN cell declares ``Parameter(torch.Tensor(...))`` and its owner, which
+    builds it, runs ``uniform_`` over all of ``self.parameters()``; a class nobody fills
+    that way stays a warning."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Cell(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = nn.Parameter(torch.Tensor(n, n))
+
+            def forward(self, x):
+                return x @ self.w
+
+        class Loose(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = nn.Parameter(torch.Tensor(n, n))
+
+            def forward(self, x):
+                return x @ self.w
+
+        class Model(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self._define()
+                for weight in self.parameters():
+                    weight.data.uniform_(-0.1, 0.1)
+                self.loose = Loose(n)
+
+            def _define(self):
+                self.cell = Cell(4)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (16, Severity.WARNING),
+    ]
+
+
 _LEGACY_PARAMETERS = """
 import torch
 from torch import nn

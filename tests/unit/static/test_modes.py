@@ -199,6 +199,34 @@ class TextModel(nn.Module):
 """
 
 
+_TIMED_FORWARDS = """
+    import time
+    import torch
+    from torch import nn
+    def speed(inputs, loader):
+        net = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Dropout(0.1))
+        start = time.time()
+        with torch.no_grad():
+            {loop}
+                out = net({inputs})
+        print(time.time() - start)
+    """
+
+
+def test_td501_is_information_in_a_loop_timing_one_forward() -> None:
+    """DeepGCNs' architecture self-test: 1000 forwards of one random input under no_grad,
+    timed; no metric comes out of it."""
+    source = _TIMED_FORWARDS.format(loop="for i in range(1000):", inputs="inputs")
+    [found] = lint_findings(source, "TD501")
+    assert found.severity.value == "info" and "measures time or memory" in found.message
+
+
+def test_td501_stays_an_error_in_a_timed_evaluation_over_data() -> None:
+    source = _TIMED_FORWARDS.format(loop="for x in loader:", inputs="x")
+    [found] = lint_findings(source, "TD501")
+    assert found.severity.value == "error"
+
+
 def test_td501_quiet_where_a_decorator_of_the_file_puts_the_model_in_eval_mode() -> None:
     """DALL-E's ``@eval_decorator`` calls ``model.eval()`` on the method's object before
     the sampling loop runs, and restores the mode after."""

@@ -130,6 +130,8 @@ class LegacyConstructor(LintRule):
             if function is None or function.owner is None:
                 return True
             scope: ast.AST = function.owner.node
+            if _an_owner_fills_all_parameters(ctx, function.owner.node.name):
+                return False
         elif name is not None:
             scope = function.node if function is not None else ctx.tree
         else:
@@ -416,6 +418,73 @@ def _may_write_node(ctx: FileContext, node: ast.AST, target: str) -> bool:
 _PARAMETER_LOOPS = frozenset({"parameters", "named_parameters"})
 # Views of a ParameterDict/ParameterList that yield its elements.
 _CONTAINER_VIEWS = frozenset({"values", "items", "parameters"})
+
+
+def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
+    """Whether a class of the file builds a ``class_name`` and after that writes every one
+    of its own parameters (``for w in self.parameters(): w.data.uniform_(-std, std)``):
+    that loop reaches the built module's parameters too (SR-GNN's GNN cell, built in a
+    ``_define_params()`` that ``__init__`` calls before the loop)."""
+    for owner in ast.walk(ctx.tree):
+        if not isinstance(owner, ast.ClassDef) or owner.name == class_name:
+            continue
+        methods = {
+            m.name: m for m in owner.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        builders = {name for name, m in methods.items() if _builds(m, class_name)}
+        for method in methods.values():
+            for loop in ast.walk(method):
+                if _fills_own_parameters(ctx, loop) and _built_before(
+                    method, loop, class_name, builders
+                ):
+                    return True
+    return False
+
+
+def _builds(node: ast.AST, class_name: str) -> bool:
+    return any(
+        isinstance(call, ast.Call) and last_name(call.func) == class_name for call in ast.walk(node)
+    )
+
+
+def _built_before(function: ast.AST, loop: ast.AST, class_name: str, builders: set[str]) -> bool:
+    """A call building ``class_name``, or of a ``self.<method>()`` that does, before
+    ``loop`` in ``function``."""
+    line = getattr(loop, "lineno", 0)
+    for call in ast.walk(function):
+        if not isinstance(call, ast.Call) or call.lineno >= line:
+            continue
+        if last_name(call.func) == class_name:
+            return True
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr in builders
+        ):
+            return True
+    return False
+
+
+def _fills_own_parameters(ctx: FileContext, loop: ast.AST) -> bool:
+    """``for w in self.parameters(): <writes w>``."""
+    if not (
+        isinstance(loop, ast.For)
+        and isinstance(loop.iter, ast.Call)
+        and isinstance(loop.iter.func, ast.Attribute)
+        and loop.iter.func.attr in _PARAMETER_LOOPS
+        and isinstance(loop.iter.func.value, ast.Name)
+        and loop.iter.func.value.id == "self"
+    ):
+        return False
+    variables = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return any(
+        _may_write_node(ctx, node, variable)
+        for node in ast.walk(loop)
+        if node is not loop
+        for variable in variables
+    )
 
 
 def _loop_writes(ctx: FileContext, loop: ast.For, target: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.mode_actions import (
     MODE,
@@ -24,6 +24,7 @@ from torchdoctor.static.analysis.mode_actions import (
 )
 from torchdoctor.static.analysis.mode_sensitivity import is_mode_sensitive, proven_mode_sensitive
 from torchdoctor.static.analysis.optimized import covers, optimized_models
+from torchdoctor.static.analysis.repeats import measures_a_repeated_step
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
@@ -73,7 +74,7 @@ class EvalInTrainMode(LintRule):
         state, where = self._mode_before(loop.function, loop.line, model, 0)
         if state in ("eval", "set"):
             return
-        self._report(loop, forward.node, model, state, where)
+        self._report(loop, forward.node, model, state, where, measures_a_repeated_step(ctx, loop))
 
     def _mode_before(
         self, scope: FunctionScope | None, line: int, model: str, depth: int
@@ -115,7 +116,15 @@ class EvalInTrainMode(LintRule):
         train = [where for state, where in states if state == "train"]
         return ("train", train[0]) if train else (None, f"`{scope.name}()` and its callers")
 
-    def _report(self, loop: Loop, call: ast.AST, model: str, state: str | None, where: str) -> None:
+    def _report(
+        self,
+        loop: Loop,
+        call: ast.AST,
+        model: str,
+        state: str | None,
+        where: str,
+        measured: bool = False,
+    ) -> None:
         ctx = self.ctx
         if state == "train":
             why = f"`{model}` was put in training mode at {where}"
@@ -128,11 +137,18 @@ class EvalInTrainMode(LintRule):
             f"`{ctx.segment(call)}` at line {call.lineno} evaluates under "  # type: ignore[attr-defined]
             f"no_grad in the loop at line {loop.line}, but {why}: dropout stays on and "
             "BatchNorm normalises with batch statistics (and updates its running stats), "
-            "so metrics are noisy and worse than the model's real quality",
+            "so metrics are noisy and worse than the model's real quality"
+            + (
+                "; the loop repeats one forward on the same inputs while the function "
+                "measures time or memory, so no metric comes out of it"
+                if measured
+                else ""
+            ),
             fix_hint=f"Call `{model}.eval()` before the evaluation loop, and "
             f"`{model}.train()` before training resumes.",
             confidence=Confidence.MEDIUM if state == "no callers" else Confidence.HIGH,
             evidence={"loop_line": loop.line},
+            severity=Severity.INFO if measured else None,
         )
 
 
