@@ -45,6 +45,14 @@ from torchdoctor.runtime.stop import StopTraining
 __all__ = ["Monitor", "MonitorOptions", "StopTraining", "active_monitor"]
 
 
+# How long the GIL is let go before a run's DDP models are released (see Monitor._release).
+_SETTLE_S = 0.05
+
+
+def _is_ddp(module: Any) -> bool:
+    return type(module).__name__ == "DistributedDataParallel"
+
+
 @dataclass(frozen=True, slots=True)
 class MonitorOptions:
     """How to watch a run.
@@ -329,7 +337,15 @@ class Monitor:
         they hold (models, optimizers, tensors) would otherwise wait for Python's cycle
         collector, which may run at a bad time: in a forked DataLoader worker, where
         destroying a DDP model's process group hangs.
+
+        Where the run built DDP models, the GIL is first let go for a moment: a gloo
+        worker thread destroying its last finished work needs the GIL (the work keeps
+        Python state of the backward that launched it), while dropping our reference
+        may destroy the process group, whose destructor joins that thread holding the
+        GIL. On a loaded machine the worker can still be at it when the run ends.
         """
+        if any(_is_ddp(model.module) for model in self.registry.models):
+            time.sleep(_SETTLE_S)
         self.registry.clear()
         self.optimizer_sites.clear()
         self._given_models.clear()

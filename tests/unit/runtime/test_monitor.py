@@ -272,3 +272,35 @@ def test_the_users_model_is_freed_when_the_watch_ends_without_waiting_for_gc() -
     x = torch.ones(2, requires_grad=True)
     kept_wrapper([(x * 3).sum()])  # the stale wrapper still calls straight through
     assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_a_run_with_a_ddp_model_lets_go_of_the_gil_before_releasing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gloo worker may still be destroying the last allreduce's work, which needs the
+    GIL, when the run ends; releasing the DDP model can destroy its process group, whose
+    destructor joins that worker while holding the GIL. The monitor lets the GIL go
+    first, and only for runs that built DDP models."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    slept: list[float] = []
+    monkeypatch.setattr(monitor_module.time, "sleep", slept.append)
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchdoctor.watch():
+        for _ in range(3):
+            step(model, optimizer)
+    assert slept == []
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        ddp = DistributedDataParallel(mlp())
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        with torchdoctor.watch():
+            for _ in range(3):
+                step(ddp, optimizer)
+        del ddp, optimizer
+    finally:
+        dist.destroy_process_group()
+    assert slept == [monitor_module._SETTLE_S]
