@@ -17,6 +17,7 @@ from typing import Any
 
 from torchdoctor.findings import Confidence
 from torchdoctor.static import torchapi
+from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope, Item, Loop
 
@@ -228,7 +229,7 @@ def _backward(
         return Event(EventKind.BACKWARD, item, call.args[0] if call.args else None)
     if (ctx.qualified_name(call.func, scope) or "").startswith("torch.ops."):
         return None  # torch.ops.wkv6.backward(...): a custom kernel's op, not a loss's
-    if _looks_like_class(ctx, receiver):
+    if _looks_like_class(ctx, receiver, scope):
         return None  # SomeFunction.backward(ctx, grad): an autograd.Function, not a loss
     if call.args and not isinstance(receiver, ast.Call):
         # accelerator.backward(loss), fabric.backward(loss), self.manual_backward(loss)
@@ -341,7 +342,7 @@ def _constructs(ctx: FileContext, func: ast.Name) -> bool:
     )
 
 
-def _looks_like_class(ctx: FileContext, expr: ast.expr) -> bool:
+def _looks_like_class(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
     name = (
         expr.id
         if isinstance(expr, ast.Name)
@@ -349,6 +350,16 @@ def _looks_like_class(ctx: FileContext, expr: ast.expr) -> bool:
     )
     if isinstance(expr, ast.Name) and ctx.local_class(expr.id) is not None:
         return True
+    if isinstance(expr, ast.Name):
+        # `V_loss = criterion(...)` then `V_loss.backward()`: capitalised, but a value the
+        # code computed, not a class.
+        binding = ctx.binding(expr, scope)
+        if (
+            binding is not None
+            and binding.kind in (BindingKind.ASSIGN, BindingKind.UNPACKED)
+            and isinstance(binding.value, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript))
+        ):
+            return False
     return name[:1].isupper() and not name.isupper()
 
 

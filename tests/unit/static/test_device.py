@@ -443,6 +443,29 @@ def test_shape_constructor_filled_right_away_is_only_info() -> None:
     assert "only the spelling is legacy" in found[0].message
 
 
+def test_a_parameter_filled_in_the_same_expression_is_only_info() -> None:
+    """Mammoth's mixture weights: ``nn.Parameter(torch.Tensor(1, k, 1)).fill_(1 / k)``."""
+    source = """
+        import torch
+
+        class Mixture(torch.nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.pi = torch.nn.Parameter(torch.Tensor(1, k, 1), requires_grad=False).fill_(
+                    1.0 / k
+                )
+                self.mu = torch.nn.Parameter(torch.Tensor(1, k, 1))
+
+            def forward(self, x):
+                return x * self.pi + self.mu
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (7, Severity.INFO),
+        (10, Severity.WARNING),
+    ]
+
+
 def test_shape_constructor_initialised_by_the_next_statements_is_only_info() -> None:
     source = """
         import torch

@@ -116,6 +116,43 @@ def test_td201_stays_an_error_in_a_repeated_step_nothing_measures() -> None:
     assert found.severity.value == "error"
 
 
+def test_capitalised_loss_names_are_losses_not_autograd_functions() -> None:
+    """SAC's ``V_loss.backward()``: a capitalised name bound to a computed value is a
+    loss; each optimizer's own zero_grad/backward/step comes before the next one's, so
+    no step runs before its backward (TD204), and a loop without zero_grad is seen
+    (TD201). ``MyFunction.backward(ctx, grad)`` on a class stays no backward."""
+    source = """
+        import torch
+        from torch import nn
+        class Scale(torch.autograd.Function):
+            pass
+        def update(value_net, policy_net, batches, crit):
+            value_opt = torch.optim.Adam(value_net.parameters())
+            policy_opt = torch.optim.Adam(policy_net.parameters())
+            for s, target in batches:
+                V_loss = crit(value_net(s), target).mean()
+                value_opt.zero_grad()
+                V_loss.backward(retain_graph=True)
+                value_opt.step()
+                pi_loss = policy_net(s).mean()
+                policy_opt.zero_grad()
+                pi_loss.backward()
+                policy_opt.step()
+                Scale.backward(None, s)
+        """
+    assert_marked(source, "TD204")
+    no_clearing = """
+        import torch
+        def fit(value_net, batches, crit):
+            opt = torch.optim.Adam(value_net.parameters())
+            for s, target in batches:
+                Q_loss = crit(value_net(s), target)
+                Q_loss.backward()
+                opt.step()  # expect: TD201
+        """
+    assert_marked(no_clearing, "TD201")
+
+
 def test_td201_quiet_with_zero_grad_in_loop() -> None:
     src = """
     import torch

@@ -213,6 +213,31 @@ _TIMED_FORWARDS = """
     """
 
 
+def test_td501_quiet_for_a_module_put_in_eval_mode_by_its_construction_chain() -> None:
+    """Comprehensive-Transformer-TTS: ``Loss = TTSLoss(cfg).to(device).eval()``; a module
+    built without ``.eval()`` in its chain is still flagged."""
+    source = """
+    import torch
+    from torch import nn
+    class TTSLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.1)
+        def forward(self, x):
+            return self.drop(x).mean()
+    def evaluate(loader, device):
+        Loss = TTSLoss().to(device).eval()
+        other = TTSLoss().to(device)
+        for x in loader:
+            with torch.no_grad():
+                a = Loss(x)
+        for x in loader:
+            with torch.no_grad():
+                b = other(x)  # expect: TD501
+    """
+    assert_marked(source, "TD501")
+
+
 def test_td501_is_information_in_a_loop_timing_one_forward() -> None:
     """DeepGCNs' architecture self-test: 1000 forwards of one random input under no_grad,
     timed; no metric comes out of it."""

@@ -278,12 +278,65 @@ def fit(q_net: nn.Module, batches, gamma=0.9):
             return loss
         opt.step(closure)
 """,
+    # Round 22's SAC: the target value enters a name that the loss reads detached.
+    "derived value detached where the loss reads it": """
+def fit(v_net: nn.Module, q_net: nn.Module, loader, gamma=0.99):
+    target_v = copy.deepcopy(v_net)
+    opt = torch.optim.Adam(q_net.parameters())
+    for s, a, r, s2 in loader:
+        target_value = target_v(s2)
+        next_q = r + gamma * target_value
+        q_loss = F.mse_loss(q_net(s, a), next_q.detach())
+        opt.zero_grad()
+        q_loss.backward()
+        opt.step()
+""",
+    # Round 22's TD3: the target actor's action feeds the target critics, whose minimum
+    # is detached inside a larger expression.
+    "target action through target critics": """
+class Agent:
+    def __init__(self, actor, critic):
+        self.actor, self.critic = actor, critic
+        self.actor_target = copy.deepcopy(actor)
+        self.critic_target = copy.deepcopy(critic)
+        self.opt = torch.optim.Adam(critic.parameters())
+
+    def train(self, s, a, r, s2, done, noise, gamma=0.99):
+        next_action = self.actor_target(s2) + noise
+        next_action = next_action.clamp(-1, 1)
+        target_q1 = self.critic_target(s2, next_action)
+        target_q = r + ((1 - done) * gamma * target_q1).detach()
+        loss = F.mse_loss(self.critic(s, a), target_q)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+""",
 }
 
 
 def test_a_target_detached_inside_a_larger_expression_is_quiet() -> None:
     for shape, body in DETACHED_LATER.items():
         assert lint_codes(HEADER + body, "TD222") == [], shape
+
+
+def test_a_target_derived_through_names_into_the_loss_is_still_flagged() -> None:
+    assert_marked(
+        HEADER
+        + """
+def fit(v_net: nn.Module, q_net: nn.Module, loader, gamma=0.99):
+    target_v = copy.deepcopy(v_net)
+    opt = torch.optim.Adam(q_net.parameters())
+    for s, a, r, s2 in loader:
+        target_value = target_v(s2)  # expect: TD222
+        next_q = r + gamma * target_value
+        scaled = next_q * 0.5
+        q_loss = F.mse_loss(q_net(s, a), scaled)
+        opt.zero_grad()
+        q_loss.backward()
+        opt.step()
+""",
+        "TD222",
+    )
 
 
 def test_a_target_detached_only_in_part_is_still_flagged() -> None:

@@ -191,6 +191,9 @@ class LegacyConstructor(LintRule):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in _FILLS:
             self._filled.add(id(func.value))  # visited before the call it fills
+            held = _held_call(func.value)  # nn.Parameter(torch.Tensor(n)).fill_(1 / n)
+            if held is not None:
+                self._filled.add(id(held))
             return
         qualified = ctx.qualified_name(func)
         if qualified is None:

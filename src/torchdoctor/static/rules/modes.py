@@ -391,7 +391,8 @@ def _eval_decorator(tree: ast.Module, scope: FunctionScope) -> str | None:
 
 def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) -> str | None:
     """Where ``model`` was put in eval mode as it was built, if it was: a local name bound
-    to the result of a function of this file that calls ``.eval()`` on what it returns
+    once to a chain ending in ``.eval()`` (``loss = Loss(cfg).to(device).eval()``) or to
+    the result of a function of this file that calls ``.eval()`` on what it returns
     (``act_rec_model = initialize_model(...)``), or ``self.<x>`` that the class's
     ``__init__`` puts in eval mode and no method of the class puts back in training."""
     if model.startswith("self.") and scope is not None and scope.owner is not None:
@@ -431,6 +432,8 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     if len(values) != 1 or not isinstance(values[0], ast.Call):
         return None  # bound once, to a call: what that call returns is the model
     value = values[0]
+    if _chain_calls_eval(value):
+        return f"`{ast.unparse(value)[:60]}` (line {value.lineno})"
     factory = ctx.resolve_local_call(value, scope)
     if factory is None:
         return None
@@ -438,6 +441,17 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     if returned and _calls_mode(factory.node, returned, "eval"):
         return f"`{factory.name}()`, which returns it in eval mode"
     return None
+
+
+def _chain_calls_eval(value: ast.Call) -> bool:
+    """``Loss(cfg).to(device).eval()``, ``Net().eval().to(device)``: a method chain with an
+    argument-less ``.eval()`` link."""
+    node: ast.expr = value
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "eval" and not node.args and not node.keywords:
+            return True
+        node = node.func.value
+    return False
 
 
 def _calls_mode(root: ast.AST, names: set[str], method: str) -> bool:

@@ -292,43 +292,39 @@ class TargetNetworkNotDetached(LintRule):
         return bool(optimizer.args) or any(k.arg == "params" for k in optimizer.keywords)
 
     def _live(self, body: Body, item: Item, last_backward: int) -> bool:
-        """Called with autograd on, before a backward(), its result never detached."""
+        """Called with autograd on, before a backward(), and its result reaches a use
+        with its graph: followed through the names computed from it, a value read only
+        inside a ``.detach()`` (``(r + g * target_q).detach()``, ``next_q.detach()`` in
+        the loss) carries no graph on."""
         ctx = self.ctx
         if grad_disabled_by(ctx, item.frames) is not None:
             return False
         if body.loop is None and item.line > last_backward:
             return False
         call = item.node
-        result = None
         holder = -1
-        detached_within = False
         for index, other in enumerate(body.items):
             node = other.node
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("detach", "detach_")
+                and _holds(node.func.value, call)
             ):
-                receiver = node.func.value
-                if _holds(receiver, call):
-                    return False  # target_net(s).detach(), (r + g * target_net(s)).detach()
-                if result is not None and isinstance(receiver, ast.Name) and receiver.id == result:
-                    return False
-                detached_within = detached_within or (
-                    result is not None and _reads(receiver, result)
-                )
+                return False  # target_net(s).detach(), (r + g * target_net(s)).detach()
             if (
-                isinstance(node, ast.Assign)
+                holder < 0
+                and isinstance(node, ast.Assign)
                 and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name)
                 and _holds(node.value, call)
             ):
-                result, holder = node.targets[0].id, index
-        return not (
-            detached_within
-            and result is not None
-            and _read_only_detached(body.items[holder + 1 :], result)
-        )
+                holder = index
+        if holder < 0:
+            return True  # used where it is made (an argument, a return): with its graph
+        statement = body.items[holder].node
+        assert isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name)
+        return _reaches_with_graph(body.items[holder + 1 :], statement.targets[0].id)
 
     def _report(self, call: ast.Call, target: _Target) -> None:
         ctx = self.ctx
@@ -386,27 +382,38 @@ def _reads(expr: ast.AST, name: str) -> bool:
     )
 
 
-def _read_only_detached(items: tuple[Item, ...], name: str) -> bool:
-    """Whether every statement (or call standing alone) of ``items`` reads ``name`` only
-    inside a ``.detach()``'s receiver until ``name`` is bound again: TD3's
-    ``target_q = reward + (not_done * gamma * target_q).detach()`` on the next line."""
+def _reaches_with_graph(items: tuple[Item, ...], name: str) -> bool:
+    """Whether ``name``, or a name computed from it with its graph, is read with its
+    graph by anything but such an assignment: a loss, a ``backward()``, a call. A name
+    rebound to a value read only inside ``.detach()`` carries no graph (SAC's
+    ``next_q = r + g * target_v`` used as ``next_q.detach()``; TD3's
+    ``target_q = reward + (not_done * gamma * target_q).detach()``)."""
     inside = {
         id(node)
         for item in items
         if isinstance(item.node, ast.stmt)
         for node in ast.walk(item.node)
     }
+    carried = {name}
     for item in items:
         statement = item.node
         if not isinstance(statement, ast.stmt) and id(statement) in inside:
             continue
-        if _reads_with_graph(statement, name):
-            return False
-        if isinstance(statement, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in statement.targets
-        ):
+        reads = any(_reads_with_graph(statement, held) for held in carried)
+        if isinstance(statement, (ast.Assign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                value_reads = any(_reads_with_graph(statement.value, held) for held in carried)
+                if value_reads:
+                    carried.add(targets[0].id)
+                elif isinstance(statement, ast.Assign):
+                    carried.discard(targets[0].id)
+                if not carried:
+                    return False
+                continue
+        if reads:
             return True
-    return True
+    return False
 
 
 def _reads_with_graph(node: ast.AST, name: str) -> bool:
