@@ -168,6 +168,21 @@ def test_an_optimizer_rebuilt_every_epoch_has_no_state_to_resume() -> None:
     )
     assert built_once != source
     assert lint_codes(built_once, "TD905", "TD001") == [("TD905", 11)]
+    per_stage = """
+    import torch
+    def train(model, loader, stages):
+        for stage in stages:
+            optimizer = torch.optim.Adam(model.parameters(), lr=stage.lr)
+            for epoch in range(stage.epochs):
+                for x in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+                torch.save({"model": model.state_dict(), "epoch": epoch}, "last.pt")
+    def resume(model):
+        model.load_state_dict(torch.load("last.pt")["model"])
+    """
+    assert lint_codes(per_stage, "TD905", "TD001") == [("TD905", 11)]
 
 
 # --- no resume to be incomplete, or a scheduler positioned from the saved epoch ----------

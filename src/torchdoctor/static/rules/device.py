@@ -481,13 +481,7 @@ def _fills_own_parameters(ctx: FileContext, loop: ast.AST) -> bool:
         and loop.iter.func.value.id == "self"
     ):
         return False
-    variables = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    return any(
-        _may_write_node(ctx, node, variable)
-        for node in ast.walk(loop)
-        if node is not loop
-        for variable in variables
-    )
+    return _writes_its_variable(ctx, loop)
 
 
 def _loop_writes(ctx: FileContext, loop: ast.For, target: str) -> bool:
@@ -495,8 +489,11 @@ def _loop_writes(ctx: FileContext, loop: ast.For, target: str) -> bool:
     one in the loop's function, or ``self.parameters()``): the loop variable is
     ``target`` in one pass, so what may write the variable (or a row of it) may write
     ``target``."""
-    if not _iterates_over(ctx, loop, target):
-        return False
+    return _iterates_over(ctx, loop, target) and _writes_its_variable(ctx, loop)
+
+
+def _writes_its_variable(ctx: FileContext, loop: ast.For) -> bool:
+    """Whether the loop's body may write what its variable holds (or a row of it)."""
     variables = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     return any(
         _may_write_node(ctx, node, variable)

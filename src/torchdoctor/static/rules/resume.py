@@ -108,9 +108,11 @@ class IncompleteResumeCheckpoint(LintRule):
         for call, frames, roles in dicts:
             loops = enclosing_loops(ctx, frames)
             wanted = expected if any(trains(ctx, loop) for loop in loops) else expected - {COUNTER}
-            if any(_builds_an_optimizer(ctx, loop) for loop in loops):
-                # Rebuilt every pass (a head resized by each epoch's clustering): the
-                # optimizer's state never outlives the pass, so there is none to resume.
+            if loops and _builds_an_optimizer(ctx, loops[0]):
+                # Rebuilt every pass of the loop that saves (a head resized by each
+                # epoch's clustering): no optimizer state outlives a pass, so none is lost.
+                # A loop of stages around the saving loop does not count: within a stage
+                # the state lives on from epoch to epoch.
                 wanted = wanted - {OPTIMIZER}
             if _counter_in_path(ctx, call, frames):
                 roles = roles | {COUNTER}  # `f"{step}.pt"`: the file name keeps the count
