@@ -374,14 +374,6 @@ def _holds(expr: ast.AST, node: ast.AST) -> bool:
     return any(inner is node for inner in ast.walk(expr))
 
 
-def _reads(expr: ast.AST, name: str) -> bool:
-    """Whether ``expr`` reads the local ``name``."""
-    return any(
-        isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, ast.Load)
-        for inner in ast.walk(expr)
-    )
-
-
 def _reaches_with_graph(items: tuple[Item, ...], name: str) -> bool:
     """Whether ``name``, or a name computed from it with its graph, is read with its
     graph by anything but such an assignment: a loss, a ``backward()``, a call. A name
