@@ -68,6 +68,7 @@ ROUNDS = {
     20: ("repos_round20.csv", "test_set_round20.csv"),
     21: ("repos_round21.csv", "test_set_round21.csv"),
     22: ("repos_round22.csv", "test_set_round22.csv"),
+    23: ("repos_round23.csv", "test_set_round23.csv"),
 }
 
 
