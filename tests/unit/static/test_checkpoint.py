@@ -91,6 +91,40 @@ def resume(model, grad_scaler, path):
     assert td901(source) == [("TD901", 13)]
 
 
+def test_a_load_of_generator_states_needs_no_map_location() -> None:
+    """A trainer's resume restores the random generators' states from their own file:
+    generator states are CPU byte tensors and plain data whatever the device, and only
+    the setters take them. A checkpoint that also restores a model still counts, and so
+    does a state file saved from a tensor the program may keep on the GPU."""
+    source = (
+        GPU
+        + """
+import random
+import numpy as np
+def load_rng_state(folder):
+    checkpoint_rng_state = torch.load(folder + "/rng_state.pth")
+    random.setstate(checkpoint_rng_state["python"])
+    np.random.set_state(checkpoint_rng_state["numpy"])
+    torch.random.set_rng_state(checkpoint_rng_state["cpu"])
+    torch.cuda.random.set_rng_state_all(checkpoint_rng_state["cuda"])
+def resume(model, folder):
+    checkpoint = torch.load(folder + "/all.pt")
+    torch.set_rng_state(checkpoint["rng"])
+    model.load_state_dict(checkpoint["model"])
+def save_rng_state(folder):
+    torch.save({"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all()},
+               folder + "/generators.pth")
+def save_noise(folder, noise):
+    torch.save({"noise": noise}, folder + "/noise.pth")
+def reload(folder):
+    generators = torch.load(folder + "/generators.pth")
+    noise_checkpoint = torch.load(folder + "/noise.pth")
+    return generators, noise_checkpoint
+"""
+    )
+    assert td901(source) == [("TD901", 13), ("TD901", 23)]
+
+
 def test_a_checkpoint_read_back_after_saving_it_to_the_same_path_is_quiet() -> None:
     """The same function wrote the file a moment ago, on this machine: through
     ``torch.save`` or any saving call given that path (a framework's ``save``, a trainer's
@@ -700,6 +734,30 @@ def start(teacher, student, net):
     assert [(line, severity) for _, line, severity in found] == [
         (copy, "info"),
         (wrapped, "warning"),
+    ]
+
+
+def test_strict_false_copying_a_library_model_built_by_a_call_is_information() -> None:
+    """A latent-consistency distillation: the student UNet, built from the teacher's
+    config plus a projection, takes the live teacher's weights; the teacher comes from a
+    library class lint cannot see, built by a call. A whole model unpickled by a load has
+    keys that may have drifted, and stays a warning."""
+    body = """
+from diffusers import UNet2DConditionModel
+def start(args):
+    teacher = UNet2DConditionModel.from_pretrained(args.teacher, subfolder="unet")
+    unet = UNet2DConditionModel.from_config(teacher.config, time_cond_proj_dim=256)
+    unet.load_state_dict(teacher.state_dict(), strict=False)
+    pickled = torch.load(args.whole_model, weights_only=False)
+    unet.load_state_dict(pickled.state_dict(), strict=False)
+"""
+    found = td904_findings(body)
+    lines = (TRAINS + body).splitlines()
+    copy = lines.index("    unet.load_state_dict(teacher.state_dict(), strict=False)") + 1
+    loaded = lines.index("    unet.load_state_dict(pickled.state_dict(), strict=False)") + 1
+    assert [(line, severity) for _, line, severity in found] == [
+        (copy, "info"),
+        (loaded, "warning"),
     ]
 
 

@@ -874,6 +874,42 @@ def test_parameters_of_a_submodule_its_owner_fills_through_self_parameters_are_i
     ]
 
 
+def test_an_owner_filling_self_parameters_in_a_method_called_after_building_is_info() -> None:
+    """RecBole's SR-GNN: ``__init__`` builds the cell and then calls
+    ``self._reset_parameters()``, whose loop fills every parameter of ``self``; a cell
+    built only after that call is not reached by it and stays a warning."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Cell(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = nn.Parameter(torch.Tensor(n, n))
+
+        class Late(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = nn.Parameter(torch.Tensor(n, n))
+
+        class Model(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.cell = Cell(n)
+                self._reset_parameters()
+                self.late = Late(n)
+
+            def _reset_parameters(self):
+                for weight in self.parameters():
+                    weight.data.uniform_(-0.1, 0.1)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (13, Severity.WARNING),
+    ]
+
+
 _LEGACY_PARAMETERS = """
 import torch
 from torch import nn

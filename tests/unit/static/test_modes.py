@@ -803,6 +803,38 @@ def test_td502_quiet_for_a_frozen_teacher_put_in_eval_each_step() -> None:
     )
 
 
+_LATENT_FIT = """
+import torch
+from torch import nn
+
+def reconstruct(decoder, samples, steps):
+    latent = torch.ones(1, 8).normal_(0, 0.01).cuda()
+    latent.requires_grad = True
+    optimizer = torch.optim.Adam({params}, lr=5e-3)
+    for step in range(steps):
+        decoder.eval(){mark}
+        optimizer.zero_grad()
+        inputs = torch.cat([latent.expand(len(samples), -1), samples], 1)
+        loss = (decoder(inputs) - 1).abs().mean()
+        loss.backward()
+        optimizer.step()
+    return latent
+
+decoder = nn.Sequential(nn.Linear(11, 16), nn.Dropout(0.2), nn.Linear(16, 1))
+"""
+
+
+def test_td502_quiet_when_the_optimizer_trains_only_a_tensor_of_its_own() -> None:
+    """DeepSDF's test-time reconstruction: the optimizer holds only the latent code, made
+    by a torch factory; the decoder is frozen and belongs in eval mode. Given the
+    decoder's parameters too, the same loop trains the decoder in eval mode."""
+    assert_marked(_LATENT_FIT.format(params="[latent]", mark=""), "TD502")
+    assert_marked(
+        _LATENT_FIT.format(params="[latent, *decoder.parameters()]", mark="  # expect: TD502"),
+        "TD502",
+    )
+
+
 def test_td501_quiet_for_deliberate_train_mode_batchnorm_recalibration() -> None:
     assert_marked(
         """

@@ -408,3 +408,84 @@ def test_a_scheduler_stepped_with_the_epoch_is_positioned_by_it() -> None:
     assert lint_codes(positioned.format(save=save), "TD905", "TD001") == []
     metric = TRAIN.replace("scheduler.step()", "scheduler.step(val_loss)")
     assert lint_codes(metric.format(save=save), "TD905", "TD001") != []
+
+
+def test_an_optimizer_saved_to_its_own_file_is_kept() -> None:
+    """DeepSDF: ``save_model`` writes the weights and epoch, ``save_optimizer`` the
+    optimizer's state beside them; the run's state is all on disk. Without the second
+    save the same checkpoint is still flagged."""
+    helpers = """
+import torch
+from torch import nn
+
+def save_model(path, decoder, epoch):
+    torch.save({"epoch": epoch, "model_state_dict": decoder.state_dict()}, path)
+
+def save_optimizer(path, optimizer, epoch):
+    torch.save({"epoch": epoch, "optimizer_state_dict": optimizer.state_dict()}, path)
+
+def save_scheduler(path, scheduler):
+    torch.save(scheduler.state_dict(), path)
+
+def main():
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+    for epoch in range(10):
+        for x in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        scheduler.step()
+        save_model("model.pth", model, epoch)
+{more}
+
+def resume(path):
+    return torch.load(path)
+"""
+    both = (
+        '        save_optimizer("optimizer.pth", optimizer, epoch)\n'
+        '        save_scheduler("scheduler.pth", scheduler)'
+    )
+    assert lint_codes(helpers.replace("{more}", both), "TD905") == []
+    (found,) = lint_findings(helpers.replace("{more}", ""), "TD905")
+    assert found.location.line == 6
+
+
+def test_a_trainer_that_steps_no_optimizer_needs_none_in_its_checkpoint() -> None:
+    """RecBole: a decision-tree trainer's checkpoint holds no optimizer, while the torch
+    trainer beside it in the same file does; a subclass of the torch trainer that saves
+    without the optimizer is still flagged."""
+    source = """
+import torch
+
+class Trainer:
+    def fit(self, loader):
+        for epoch in range(10):
+            for x in loader:
+                self.optimizer.zero_grad()
+                self.model(x).sum().backward()
+                self.optimizer.step()
+            self.save(epoch)
+
+    def save(self, epoch):
+        torch.save({"model": self.model.state_dict(), "epoch": epoch,
+                    "optimizer": self.optimizer.state_dict()}, "a.pt")
+
+    def resume(self, path):
+        self.model.load_state_dict(torch.load(path)["model"])
+
+class FineTuner(Trainer):
+    def save(self, epoch):
+        torch.save({"model": self.model.state_dict(), "epoch": epoch}, "b.pt")
+
+class TreeTrainer:
+    def fit(self, data):
+        for epoch in range(10):
+            self.booster = self.library.train(data)
+            self.save(epoch)
+
+    def save(self, epoch):
+        torch.save({"model": self.booster_file, "epoch": epoch}, "tree.pt")
+"""
+    assert [line for _, line in lint_codes(source, "TD905")] == [22]

@@ -77,11 +77,89 @@ def optimized_models(ctx: FileContext, module: ModuleScope) -> frozenset[str] | 
             if not is_optimizer(ctx, node, scope):
                 continue
             roots = optimizer_roots(ctx, node, scope)
+            if not roots and _free_tensors(ctx, optimizer_params(ctx, node, scope), scope):
+                built = True  # `Adam([latent])`: it trains a tensor of its own, no model
+                continue
             if not roots:
                 return None
             built = True
             found.update(roots)
     return frozenset(found) if built else None
+
+
+# torch functions that make a new tensor, owned by no module.
+_FACTORIES = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "eye",
+        "full",
+        "full_like",
+        "normal",
+        "ones",
+        "ones_like",
+        "rand",
+        "rand_like",
+        "randn",
+        "randn_like",
+        "tensor",
+        "zeros",
+        "zeros_like",
+    }
+)
+
+
+def _free_tensors(ctx: FileContext, params: ast.expr | None, scope: Scope) -> bool:
+    """``[latent]`` or ``[{"params": [codes]}]`` where each name is only ever bound to a
+    tensor made by a torch factory (``torch.ones(1, n).normal_().cuda()``, or an
+    ``nn.Parameter`` of one): the optimizer trains those tensors (a latent code optimised
+    at test time, an adversarial perturbation), not any model's parameters."""
+    if isinstance(params, ast.Dict):
+        params = next(
+            (v for k, v in zip(params.keys, params.values, strict=True) if _says(k, "params")),
+            None,
+        )
+    if not isinstance(params, (ast.List, ast.Tuple)) or not params.elts:
+        return False
+    names: list[str] = []
+    for element in params.elts:
+        if isinstance(element, ast.Dict):
+            if not _free_tensors(ctx, element, scope):
+                return False
+        elif isinstance(element, ast.Name):
+            names.append(element.id)
+        else:
+            return False
+    body: ast.AST = scope.node if scope is not None else ctx.tree
+    for name in names:
+        values = [
+            node.value
+            for node in ast.walk(body)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ]
+        if not values or not all(_made_by_a_factory(ctx, v, scope) for v in values):
+            return False
+    return True
+
+
+def _says(key: ast.expr | None, text: str) -> bool:
+    return isinstance(key, ast.Constant) and key.value == text
+
+
+def _made_by_a_factory(ctx: FileContext, value: ast.expr, scope: Scope) -> bool:
+    """A torch factory call, through methods called on its result and ``nn.Parameter``."""
+    while isinstance(value, ast.Call):
+        qualified = ctx.qualified_name(value.func, scope) or ""
+        if qualified == "torch.nn.Parameter" and value.args:
+            value = value.args[0]
+            continue
+        if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _FACTORIES:
+            return True
+        if not isinstance(value.func, ast.Attribute):
+            return False
+        value = value.func.value  # `.normal_(...)`, `.cuda()`, `.requires_grad_()`
+    return False
 
 
 def covers(trained: str, model: str) -> bool:

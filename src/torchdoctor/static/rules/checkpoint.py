@@ -157,13 +157,22 @@ def _cpu_saves(ctx: FileContext) -> tuple[dict[str, bool], dict[PathShape, bool]
     return found, shapes
 
 
+# Setters of random-number-generator states, and the getters whose states they take: a
+# generator's state is a CPU byte tensor (CUDA generators' too) or plain data.
+_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
+_RNG_GETTERS = frozenset({"get_rng_state", "get_rng_state_all", "getstate", "get_state"})
+
+
 def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool:
     """Everything in ``value`` is on the CPU: moved there (``.cpu()``, ``.to("cpu")``, a
-    comprehension of them), plain data (numbers, text), or containers of those."""
+    comprehension of them), a generator's state, plain data (numbers, text), or containers
+    of those."""
     if isinstance(value, ast.Constant | ast.JoinedStr):
         return True
     if isinstance(value, ast.Call):
         func = value.func
+        if last_name(func) in _RNG_GETTERS:
+            return True
         if isinstance(func, ast.Attribute) and (
             func.attr == "cpu" or (func.attr == "to" and any(_says_cpu(a) for a in value.args))
         ):
@@ -276,10 +285,43 @@ class LoadWithoutMapLocation(LintRule):
         restoring = self._restoring(call, scope)
         if restoring and all(self._is_scaler(receiver, where) for receiver, where in restoring):
             return False
+        if self._restores_rng_states(call, scope):
+            return False
         if restoring or _names_a_checkpoint(call.args[0]):
             return True
         name = self._names.get(id(call))
         return name is not None and bool(_CHECKPOINT_WORDS & set(torchapi.name_tokens(name)))
+
+    def _restores_rng_states(self, call: ast.Call, scope: FunctionScope | None) -> bool:
+        """The loaded value only feeds random-number-generator setters
+        (``torch.set_rng_state(state["cpu"])``, ``random.setstate(state["python"])``):
+        generator states are CPU byte tensors and plain data, whatever device the run
+        used, so no tensor of the file can land on a GPU."""
+        name = self._names.get(id(call))
+        if name is None:
+            return False
+        body: ast.AST = scope.node if scope is not None else self.ctx.tree
+        parents = {
+            id(child): node for node in ast.walk(body) for child in ast.iter_child_nodes(node)
+        }
+        uses = 0
+        for node in ast.walk(body):
+            if not (
+                isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+            ):
+                continue
+            uses += 1
+            use: ast.AST = node
+            parent = parents.get(id(use))
+            if isinstance(parent, ast.Subscript) and parent.value is use:
+                use, parent = parent, parents.get(id(parent))
+            if not (
+                isinstance(parent, ast.Call)
+                and use in parent.args
+                and last_name(parent.func) in _RNG_SETTERS
+            ):
+                return False
+        return uses > 0
 
     def _is_scaler(self, receiver: ast.expr, scope: FunctionScope | None) -> bool:
         """A GradScaler by its class, or by its name (``self.scaler`` built by a helper

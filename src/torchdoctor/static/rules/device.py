@@ -427,7 +427,8 @@ def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
     """Whether a class of the file builds a ``class_name`` and after that writes every one
     of its own parameters (``for w in self.parameters(): w.data.uniform_(-std, std)``):
     that loop reaches the built module's parameters too (SR-GNN's GNN cell, built in a
-    ``_define_params()`` that ``__init__`` calls before the loop)."""
+    ``_define_params()`` that ``__init__`` calls before the loop, or in ``__init__``
+    before it calls the method that holds the loop)."""
     for owner in ast.walk(ctx.tree):
         if not isinstance(owner, ast.ClassDef) or owner.name == class_name:
             continue
@@ -437,11 +438,31 @@ def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
         builders = {name for name, m in methods.items() if _builds(m, class_name)}
         for method in methods.values():
             for loop in ast.walk(method):
-                if _fills_own_parameters(ctx, loop) and _built_before(
-                    method, loop, class_name, builders
+                if not _fills_own_parameters(ctx, loop):
+                    continue
+                if _built_before(method, loop, class_name, builders):
+                    return True
+                # `__init__` builds the cell, then calls `self._reset_parameters()`,
+                # the method holding the loop (RecBole's SR-GNN)
+                if any(
+                    _built_before(caller, call, class_name, builders)
+                    for caller in methods.values()
+                    for call in ast.walk(caller)
+                    if isinstance(call, ast.Call) and _calls_own_method(call, method.name)
                 ):
                     return True
     return False
+
+
+def _calls_own_method(call: ast.Call, name: str) -> bool:
+    """``self.<name>(...)``."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == name
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    )
 
 
 def _builds(node: ast.AST, class_name: str) -> bool:
@@ -459,13 +480,7 @@ def _built_before(function: ast.AST, loop: ast.AST, class_name: str, builders: s
             continue
         if last_name(call.func) == class_name:
             return True
-        func = call.func
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "self"
-            and func.attr in builders
-        ):
+        if any(_calls_own_method(call, builder) for builder in builders):
             return True
     return False
 

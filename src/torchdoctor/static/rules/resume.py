@@ -9,6 +9,9 @@ the saved epoch (``scheduler.last_epoch = start_epoch - 1``, built with
 I-JEPA's ``for _ in range(start_epoch * ipe): scheduler.step()``) needs no state of its own
 in the checkpoint. A ``DataLoader`` or a download is not a load: only a call whose name has
 the word ``load`` (``torch.load``, ``load_checkpoint``, ``load_state_dict``) reads one back.
+A state another save of the file records (``save_optimizer`` beside ``save_model``) is
+kept, in its own file; and a class that steps no optimizer, beside unrelated classes that
+do, has none to save.
 """
 
 from __future__ import annotations
@@ -80,12 +83,16 @@ class IncompleteResumeCheckpoint(LintRule):
             return  # no torch.save: the file's steps need no reading
         ctx = self.ctx
         dicts = []  # the saves of a model with some training state: resume checkpoints
+        kept: list[tuple[FunctionScope | None, set[str | None]]] = []  # what each save holds
         for call, frames in self._saves:
             scope = ctx.function_of(frames)
             entries = _entries(ctx, call.args[0], scope)
             if entries is None:
+                # `torch.save(optimizer.state_dict(), "opt.pt")`: a state in its own file
+                kept.append((scope, {_role(ctx, None, call.args[0], scope)}))
                 continue
             roles = {_role(ctx, key, value, scope) for key, value in _flattened(entries)}
+            kept.append((scope, roles))
             if MODEL in roles and roles & {OPTIMIZER, SCHEDULER, COUNTER}:
                 dicts.append((call, frames, roles))
         if not dicts:
@@ -94,12 +101,15 @@ class IncompleteResumeCheckpoint(LintRule):
         if not reads_back or _reads_weights_only(ctx):
             return  # nothing here resumes: the checkpoints are exports or logs
         positioned = positioned or self._replays_schedules()
-        kinds = {event.kind for event in step_events(ctx, ctx.module.items, None)}
-        kinds.update(
-            event.kind
-            for function in ctx.module.functions
-            for event in step_events(ctx, function.items, function)
-        )
+        # Each class's step kinds (None: module-level code and plain functions).
+        stepped: dict[ast.ClassDef | None, set[EventKind]] = {
+            None: {event.kind for event in step_events(ctx, ctx.module.items, None)}
+        }
+        for function in ctx.module.functions:
+            stepped.setdefault(_class_of(function), set()).update(
+                event.kind for event in step_events(ctx, function.items, function)
+            )
+        kinds = set().union(*stepped.values())
         expected = {COUNTER}
         if EventKind.OPTIMIZER_STEP in kinds and _optimizer_has_state(ctx):
             expected.add(OPTIMIZER)
@@ -108,6 +118,8 @@ class IncompleteResumeCheckpoint(LintRule):
         for call, frames, roles in dicts:
             loops = enclosing_loops(ctx, frames)
             wanted = expected if any(trains(ctx, loop) for loop in loops) else expected - {COUNTER}
+            wanted = wanted - _stepped_only_elsewhere(ctx, frames, stepped)
+            wanted = wanted - _kept_elsewhere(ctx, ctx.function_of(frames), kept)
             if loops and _builds_an_optimizer(ctx, loops[0]):
                 # Rebuilt every pass of the loop that saves (a head resized by each
                 # epoch's clustering): no optimizer state outlives a pass, so none is lost.
@@ -146,6 +158,94 @@ class IncompleteResumeCheckpoint(LintRule):
             "next to the model's `state_dict()`, and restore them when resuming.",
             evidence={"missing": missing},
         )
+
+
+def _kept_elsewhere(
+    ctx: FileContext,
+    function: FunctionScope | None,
+    kept: list[tuple[FunctionScope | None, set[str | None]]],
+) -> set[str]:
+    """The optimizer or scheduler state another save of the file records, in a file of its
+    own: the model and its optimizer saved side by side by two helpers (DeepSDF's
+    ``save_model`` and ``save_optimizer``), or a best-model export beside a full
+    checkpoint. The other save's function must be called in the file; one in another
+    method of the same name is an override, which runs instead of this one."""
+    name = function.name if function is not None else None
+    called: set[str] | None = None
+    found: set[str] = set()
+    for where, roles in kept:
+        roles_kept = {role for role in (OPTIMIZER, SCHEDULER) if role in roles} - found
+        if not roles_kept:
+            continue
+        if where is not None and where is not function:
+            if where.name == name:
+                continue
+            if called is None:
+                called = {
+                    last_name(node.func)
+                    for node in ast.walk(ctx.tree)
+                    if isinstance(node, ast.Call)
+                }
+            if where.name not in called:
+                continue
+        found |= roles_kept
+    return found
+
+
+def _class_of(function: FunctionScope) -> ast.ClassDef | None:
+    """The class a function is a method of, or is nested in a method of."""
+    scope: FunctionScope | None = function
+    while scope is not None and scope.owner is None:
+        scope = scope.parent
+    return scope.owner.node if scope is not None and scope.owner is not None else None
+
+
+def _stepped_only_elsewhere(
+    ctx: FileContext,
+    frames: tuple[Frame, ...],
+    stepped: dict[ast.ClassDef | None, set[EventKind]],
+) -> set[str]:
+    """The roles a save in a method need not hold because its class never steps them: the
+    optimizer (or scheduler) steps of the file are all in methods of unrelated classes (a
+    decision-tree trainer beside the torch trainers of the same file). Related classes,
+    bases and subclasses defined in the file, share their steps."""
+    function = ctx.function_of(frames)
+    owner = _class_of(function) if function is not None else None
+    if owner is None:
+        return set()
+    related = _related_classes(ctx.tree, owner)
+    mine = set().union(*(stepped.get(c, set()) for c in related))
+    others = set().union(*(kinds for c, kinds in stepped.items() if c not in related))
+    unneeded = set()
+    for kind, role in (
+        (EventKind.OPTIMIZER_STEP, OPTIMIZER),
+        (EventKind.SCHEDULER_STEP, SCHEDULER),
+    ):
+        if kind in others and kind not in mine:
+            unneeded.add(role)
+    return unneeded
+
+
+def _related_classes(tree: ast.AST, start: ast.ClassDef) -> list[ast.ClassDef]:
+    """``start`` with its bases and subclasses among the file's classes, transitively."""
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    by_name = {c.name: c for c in classes}
+    bases = {c.name: {last_name(b) for b in c.bases} for c in classes}
+    related = {start.name}
+    grown = True
+    while grown:
+        grown = False
+        for c in classes:
+            if c.name in related:
+                new = {b for b in bases[c.name] if b in by_name} - related
+            elif bases[c.name] & related:
+                new = {c.name}
+            else:
+                continue
+            if new:
+                related |= new
+                grown = True
+    return [start, *(by_name[name] for name in related if by_name[name] is not start)]
 
 
 def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:

@@ -262,10 +262,18 @@ def _live_copy(ctx: FileContext, loaded: ast.expr, scope: Scope) -> bool:
     if isinstance(source, ast.Attribute) and source.attr == "module":
         return True
     kind = ctx.instance_type(source, scope)
+    if kind in torchapi.WRAPPER_NAMES:
+        return False
+    if kind is not None and ctx.is_in_family(source, torchapi.MODULE, scope):
+        return True
+    # A model of a library lint cannot see (`teacher = UNet.from_pretrained(...)`): built
+    # by a call, not unpickled by a load, so its keys are its class's.
+    built = _bound(ctx, source, scope)
     return (
-        kind is not None
-        and kind not in torchapi.WRAPPER_NAMES
-        and ctx.is_in_family(source, torchapi.MODULE, scope)
+        built is not source
+        and isinstance(built, ast.Call)
+        and "load" not in torchapi.name_tokens(last_name(built.func))
+        and last_name(built.func) not in torchapi.WRAPPER_NAMES.values()
     )
 
 
