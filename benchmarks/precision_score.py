@@ -69,6 +69,7 @@ ROUNDS = {
     21: ("repos_round21.csv", "test_set_round21.csv"),
     22: ("repos_round22.csv", "test_set_round22.csv"),
     23: ("repos_round23.csv", "test_set_round23.csv"),
+    24: ("repos_round24.csv", "test_set_round24.csv"),
 }
 
 
