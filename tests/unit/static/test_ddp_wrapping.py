@@ -70,6 +70,25 @@ def main(dataset, kwargs, rank):
     )
 
 
+def test_a_loader_with_automatic_batching_off_reads_a_pipeline_that_shards_itself() -> None:
+    """WeNet: ``DataLoader(dataset, batch_size=None)`` over a dataset a project helper
+    builds; the dataset yields whole batches and splits the data by rank and worker
+    itself, where no sampler could. A batch size given, the same loader is flagged."""
+    assert_marked(
+        HEADER
+        + """
+def main(rank, args):
+    dist.init_process_group("nccl")
+    dataset = init_dataset(args.train_data, partition=True)
+    ddp_model = DDP(nn.Linear(2, 2).to(rank), device_ids=[rank])
+    loader = DataLoader(dataset, batch_size=None, num_workers=4)
+    train_loader = DataLoader(dataset, batch_size=16)  # expect: TD806
+"""
+        + LOOP,
+        "TD806",
+    )
+
+
 def test_loaders_without_ddp_are_quiet() -> None:
     assert (
         lint_codes(

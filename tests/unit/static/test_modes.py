@@ -835,6 +835,86 @@ def test_td502_quiet_when_the_optimizer_trains_only_a_tensor_of_its_own() -> Non
     )
 
 
+def test_td502_follows_a_constant_argument_through_two_calls() -> None:
+    """VQ-Diffusion's solver: the epoch loop calls ``validate_epoch()``, which calls
+    ``step(batch, phase="val")``; the training branch of ``step`` never runs there, and
+    ``train_epoch()`` puts the model back in training mode first. With the phase
+    forgotten in the validation call, ``step`` trains in eval mode."""
+    solver = """
+import torch
+
+class Solver:
+    def step(self, batch, phase="train"):
+        if phase == "train":
+            output = self.model(batch)
+        else:
+            with torch.no_grad():
+                output = self.model(batch)
+        if phase == "train":
+            self.optimizer.zero_grad()
+            output.backward()
+            self.optimizer.step()
+        return output
+
+    def train_epoch(self):
+        self.model.train()
+        for batch in self.loader:
+            self.step(batch, phase="train")
+
+    def validate_epoch(self):
+        self.model.eval()
+        for batch in self.val_loader:
+            self.step(batch, phase="val")
+
+    def fit(self):
+        for epoch in range(10):
+            self.train_epoch()
+            self.validate_epoch()
+"""
+    assert_marked(solver, "TD502")
+    forgotten = solver.replace(
+        '            self.step(batch, phase="val")', "            self.step(batch)"
+    )
+    assert [code for code, _ in lint_codes(forgotten, "TD502")] == ["TD502"]
+
+
+def test_td502_quiet_for_a_loop_that_takes_gradients_only_for_its_inputs() -> None:
+    """GraphEBM's sampler: Langevin dynamics backpropagates the energy of generated
+    inputs to move the inputs; no optimizer steps anywhere in the function, and the
+    energy network is meant to be in eval mode. The training method of the same class,
+    which steps an optimizer after the same eval(), is still flagged."""
+    assert_marked(
+        """
+import torch
+from torch import nn
+
+class EBM:
+    def __init__(self):
+        self.energy = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.Linear(16, 1))
+        self.optimizer = torch.optim.Adam(self.energy.parameters())
+
+    def sample(self, loader, steps):
+        for batch in loader:
+            x = batch.clone().requires_grad_(True)
+            self.energy.eval()
+            for _ in range(steps):
+                energy = self.energy(x)
+                energy.sum().backward()
+                x.data.add_(x.grad.data, alpha=-0.1)
+                x.grad.zero_()
+            yield x.detach()
+
+    def fit(self, loader):
+        for batch in loader:
+            self.energy.eval()  # expect: TD502
+            self.optimizer.zero_grad()
+            self.energy(batch).mean().backward()
+            self.optimizer.step()
+""",
+        "TD502",
+    )
+
+
 def test_td501_quiet_for_deliberate_train_mode_batchnorm_recalibration() -> None:
     assert_marked(
         """

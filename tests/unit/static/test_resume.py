@@ -489,3 +489,21 @@ class TreeTrainer:
         torch.save({"model": self.booster_file, "epoch": epoch}, "tree.pt")
 """
     assert [line for _, line in lint_codes(source, "TD905")] == [22]
+
+
+def test_one_entry_may_hold_the_optimizer_and_the_scheduler() -> None:
+    """VQ-Diffusion keeps every optimizer and scheduler under one
+    ``"optimizer_and_scheduler"`` entry, filled in a loop."""
+    save = (
+        '        state = {"model": model.state_dict(), "last_epoch": epoch}\n'
+        "        both = {}\n"
+        "        for name in ('g', 'd'):\n"
+        '            both[name] = {"optimizer": optimizer.state_dict(),\n'
+        '                          "scheduler": scheduler.state_dict()}\n'
+        '        state["optimizer_and_scheduler"] = both\n'
+        '        torch.save(state, "last.pth")'
+    )
+    assert td905(save) == []
+    assert [code for code, _ in td905(save.replace("optimizer_and_scheduler", "extra"))] == [
+        "TD905"
+    ]

@@ -33,6 +33,7 @@ class Action:
 
     ``origin`` is the item of the analysed scope it comes from (the call of a helper when
     the action happens inside it); ``node`` is where it really happens, inside ``frames``.
+    ``steps`` marks the backward that is an optimizer step (``kind`` is ``BACKWARD``).
     """
 
     kind: EventKind
@@ -41,6 +42,7 @@ class Action:
     node: ast.AST
     grad: bool
     frames: tuple[Frame, ...] = ()
+    steps: bool = False
 
 
 def expand(
@@ -52,15 +54,17 @@ def expand(
     depth: int = 0,
     grad_off: bool = False,
     stack: tuple[int, ...] = (),
+    call: ast.AST | None = None,
 ) -> list[Action]:
     """The actions of ``items`` in order, following calls to functions of this file.
 
-    Inside a helper, a branch that a constant argument of the call (or a parameter's
-    default) rules out is skipped: ``run_epoch(loader, validate=True)`` never reaches the
-    helper's ``if not validate:`` backward."""
+    Inside a helper, a branch that a constant argument of the call that entered it (or a
+    parameter's default) rules out is skipped: ``run_epoch(loader, validate=True)`` never
+    reaches the helper's ``if not validate:`` backward, however deep that call is."""
     actions: list[Action] = []
     constants: dict[str, object] | None = None  # read only where a branch asks
-    call = origin.node if origin is not None else None
+    if call is None and origin is not None:
+        call = origin.node
     for item in items:
         if isinstance(call, ast.Call) and scope is not None and _in_branch(item, scope):
             if constants is None:
@@ -73,7 +77,10 @@ def expand(
         kind = MODE_VIEW.get(event.kind) if event is not None else None
         if event is not None and kind is not None:
             target = mapped(ctx.segment(event.target) if event.target is not None else "", mapping)
-            actions.append(Action(kind, target, source, item.node, not item_grad_off, item.frames))
+            steps = event.kind is EventKind.OPTIMIZER_STEP
+            actions.append(
+                Action(kind, target, source, item.node, not item_grad_off, item.frames, steps)
+            )
             continue
         if not isinstance(item.node, ast.Call):
             continue
@@ -89,6 +96,7 @@ def expand(
             depth + 1,
             item_grad_off,
             (*stack, id(callee)),
+            item.node,
         )
     return actions
 

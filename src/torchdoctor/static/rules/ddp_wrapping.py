@@ -420,6 +420,11 @@ class LoaderWithoutDistributedSampler(LintRule):
         )
         if dataset is None:
             return True
+        batch_size = next((k.value for k in call.keywords if k.arg == "batch_size"), None)
+        if isinstance(batch_size, ast.Constant) and batch_size.value is None:
+            # Automatic batching off: the dataset yields whole batches, an iterable
+            # pipeline that no sampler drives (WeNet's, WebDataset's), sharded inside it.
+            return True
         texts = [ctx.segment(dataset)]
         if isinstance(dataset, ast.Name):
             found = ctx.lookup(dataset, scope)

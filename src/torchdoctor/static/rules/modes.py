@@ -177,6 +177,8 @@ class TrainInEvalMode(LintRule):
             a.kind is EventKind.EVAL for a in actions
         ):
             return
+        if not any(a.steps for a in actions) and not self._steps_in(loop.function):
+            return  # backward() for the inputs' gradients (Langevin sampling, an attack)
         modes: dict[str, tuple[EventKind, int]] = {}
         for second_pass in (False, True):
             for index, action in enumerate(actions):
@@ -208,6 +210,12 @@ class TrainInEvalMode(LintRule):
                         # precedes; one between them would still win.
                         self._report(loop, actions[mode[1]], action, after)
                     return
+
+    def _steps_in(self, function: FunctionScope | None) -> bool:
+        """Whether the function holding a loop (or the module, for a top-level loop)
+        steps an optimizer anywhere, following its calls into the file."""
+        items = function.items if function is not None else self.ctx.module.items
+        return any(a.steps for a in expand(self.ctx, items, function))
 
     def _trained(self, model: str) -> bool:
         """Whether ``model`` may be trained: an optimizer of the file takes its parameters,

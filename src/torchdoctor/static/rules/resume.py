@@ -91,7 +91,10 @@ class IncompleteResumeCheckpoint(LintRule):
                 # `torch.save(optimizer.state_dict(), "opt.pt")`: a state in its own file
                 kept.append((scope, {_role(ctx, None, call.args[0], scope)}))
                 continue
-            roles = {_role(ctx, key, value, scope) for key, value in _flattened(entries)}
+            roles: set[str | None] = set()
+            for key, value in _flattened(entries):
+                roles.add(_role(ctx, key, value, scope))
+                roles |= _states_named(key)  # `"optimizer_and_scheduler": {...}`
             kept.append((scope, roles))
             if MODEL in roles and roles & {OPTIMIZER, SCHEDULER, COUNTER}:
                 dicts.append((call, frames, roles))
@@ -494,6 +497,13 @@ def _role(ctx: FileContext, key: str | None, value: ast.expr, scope: Scope) -> s
         if words & hints:
             return role
     return None
+
+
+def _states_named(key: str | None) -> set[str | None]:
+    """The optimizer and scheduler roles a key's words name: one entry may hold both
+    (VQ-Diffusion's ``"optimizer_and_scheduler"``)."""
+    words = set(torchapi.name_tokens(key or ""))
+    return {role for hints, role in _KEY_ROLES if role in (OPTIMIZER, SCHEDULER) and words & hints}
 
 
 def _counter_in_path(ctx: FileContext, call: ast.Call, frames: tuple[Frame, ...]) -> bool:
