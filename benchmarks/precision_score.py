@@ -70,6 +70,7 @@ ROUNDS = {
     22: ("repos_round22.csv", "test_set_round22.csv"),
     23: ("repos_round23.csv", "test_set_round23.csv"),
     24: ("repos_round24.csv", "test_set_round24.csv"),
+    25: ("repos_round25.csv", "test_set_round25.csv"),
 }
 
 
