@@ -312,6 +312,38 @@ def test_td207_flags_assignment_through_data() -> None:
     )
 
 
+def test_td207_quiet_when_the_backward_is_in_an_exclusive_branch() -> None:
+    """GradNorm: one branch backpropagates inside a helper, steps, and then renormalises
+    the task weights through ``.data``; the plain backward is in the ``else`` branch and
+    never follows it in the same pass. A backward after the ``if`` still does."""
+    assert_marked(
+        """
+    def train(model, loader, opt, weights, method):
+        for x, ys in loader:
+            losses = [(model(x)[:, i] - ys[:, i]).pow(2).mean() for i in range(2)]
+            if method == "gradnorm":
+                opt.zero_grad()
+                gradnorm(losses, weights)
+                opt.step()
+                total = sum([w.item() for w in weights])
+                for w in weights:
+                    w.data = w.data * 2 / total
+            else:
+                opt.zero_grad()
+                sum(losses).backward()
+                opt.step()
+
+    def tune(model, x, weights, method):
+        out = model(x)
+        if method == "rescale":
+            for w in model.parameters():
+                w.data = w.data * 0.5  # expect: TD207
+        out.sum().backward()
+    """,
+        "TD207",
+    )
+
+
 _REFILLED_INPUT = """
 def train(text_encoder, generator, discriminator, loader, noise, opt):
     for captions, images in loader:

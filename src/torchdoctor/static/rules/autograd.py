@@ -14,6 +14,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import root_name
 from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
@@ -364,11 +365,13 @@ class ParameterDataMutated(LintRule):
                     continue  # another model's parameters: not in this graph
                 if owner is None and root_name(mutated) not in read:
                     continue  # `noise.data.normal_()` before the forward that reads it
+                # The backward that may follow in the same pass: one on the other side of
+                # an `if` (GradNorm's renormalisation vs. a plain step) never does.
                 backward = next(
                     (
                         items[i]
                         for i in range(index + 1, len(items))
-                        if kinds[i] is EventKind.BACKWARD
+                        if kinds[i] is EventKind.BACKWARD and not exclusive(ctx, item, items[i])
                     ),
                     None,
                 )
