@@ -71,6 +71,7 @@ ROUNDS = {
     23: ("repos_round23.csv", "test_set_round23.csv"),
     24: ("repos_round24.csv", "test_set_round24.csv"),
     25: ("repos_round25.csv", "test_set_round25.csv"),
+    26: ("repos_round26.csv", "test_set_round26.csv"),
 }
 
 
