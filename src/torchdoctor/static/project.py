@@ -302,7 +302,9 @@ class ProjectIndex:
                 if isinstance(base, str):
                     if base.startswith(_MODULE_BASES):
                         return True
-                    unknown = unknown or not base.startswith(("torch.", "builtins", "object"))
+                    # `class Trainer(object)`: the bare name reads "?object"
+                    known = base in ("object", "?object") or base.startswith(("torch.", "builtins"))
+                    unknown = unknown or not known
                 elif depth < _MAX_DEPTH:
                     answer = self._is_module(base, depth + 1)
                     if answer:

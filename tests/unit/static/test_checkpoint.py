@@ -3,6 +3,8 @@ whole-module-saved, TD904 strict-false-result-ignored."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Confidence, Severity
 
@@ -825,3 +827,54 @@ def test_strict_false_whose_skipped_keys_are_printed_logged_or_asserted_is_quiet
     assert not model.load_state_dict(state, strict=False).unexpected_keys
     """
     assert td904(source) == []
+
+
+def test_strict_false_on_a_trainer_with_its_own_load_state_dict_is_quiet(tmp_path) -> None:
+    """VAR: ``trainer.load_state_dict(state, strict=False)`` calls a plain class's own
+    method (``class VARTrainer(object)``), which loads each part and prints the keys it
+    skipped; it is not torch's. The same call on a module of the project is flagged."""
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "trainer.py").write_text(
+        """
+import torch
+from torch import nn
+
+class Trainer(object):
+    def __init__(self, model):
+        self.model = model
+
+    def load_state_dict(self, state, strict=True):
+        result = self.model.load_state_dict(state["model"], strict=strict)
+        print("missing", result.missing_keys, "unexpected", result.unexpected_keys)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+""",
+        encoding="utf-8",
+    )
+    (tmp_path / "train.py").write_text(
+        """
+import torch
+from trainer import Net, Trainer
+
+def main(path, loader):
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    net = Net()
+    trainer = Trainer(net)
+    trainer.load_state_dict(state, strict=False)
+    net.load_state_dict(state["model"], strict=False)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for x in loader:
+        opt.zero_grad()
+        net.fc(x).sum().backward()
+        opt.step()
+""",
+        encoding="utf-8",
+    )
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD904")
+    assert [(Path(f.location.path or "").name, f.location.line) for f in found] == [
+        ("train.py", 10)
+    ]
