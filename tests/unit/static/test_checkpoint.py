@@ -122,9 +122,14 @@ def reload(folder):
     generators = torch.load(folder + "/generators.pth")
     noise_checkpoint = torch.load(folder + "/noise.pth")
     return generators, noise_checkpoint
+def save_env(folder, env):
+    torch.save({"obs": env.get_state()}, folder + "/env.pth")
+def reload_env(folder):
+    env_checkpoint = torch.load(folder + "/env.pth")
+    return env_checkpoint
 """
     )
-    assert td901(source) == [("TD901", 13), ("TD901", 23)]
+    assert td901(source) == [("TD901", 13), ("TD901", 23), ("TD901", 28)]
 
 
 def test_a_checkpoint_read_back_after_saving_it_to_the_same_path_is_quiet() -> None:

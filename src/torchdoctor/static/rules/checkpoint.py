@@ -163,6 +163,17 @@ _RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set
 _RNG_GETTERS = frozenset({"get_rng_state", "get_rng_state_all", "getstate", "get_state"})
 
 
+def _rng_call(func: ast.expr, names: frozenset[str]) -> bool:
+    """A generator's getter or setter; the generic ``get_state``/``set_state`` count only
+    on a ``random`` receiver (``np.random.get_state()``, not ``env.get_state()``)."""
+    name = last_name(func)
+    if name not in names:
+        return False
+    if name in ("get_state", "set_state"):
+        return isinstance(func, ast.Attribute) and last_name(func.value) == "random"
+    return True
+
+
 def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool:
     """Everything in ``value`` is on the CPU: moved there (``.cpu()``, ``.to("cpu")``, a
     comprehension of them), a generator's state, plain data (numbers, text), or containers
@@ -171,7 +182,7 @@ def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool
         return True
     if isinstance(value, ast.Call):
         func = value.func
-        if last_name(func) in _RNG_GETTERS:
+        if _rng_call(func, _RNG_GETTERS):
             return True
         if isinstance(func, ast.Attribute) and (
             func.attr == "cpu" or (func.attr == "to" and any(_says_cpu(a) for a in value.args))
@@ -318,7 +329,7 @@ class LoadWithoutMapLocation(LintRule):
             if not (
                 isinstance(parent, ast.Call)
                 and use in parent.args
-                and last_name(parent.func) in _RNG_SETTERS
+                and _rng_call(parent.func, _RNG_SETTERS)
             ):
                 return False
         return uses > 0
