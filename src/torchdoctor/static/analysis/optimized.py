@@ -13,6 +13,7 @@ import ast
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import method_call, receiver
+from torchdoctor.static.analysis.entries import key_text
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import ModuleScope
 
@@ -116,7 +117,7 @@ def _free_tensors(ctx: FileContext, params: ast.expr | None, scope: Scope) -> bo
     at test time, an adversarial perturbation), not any model's parameters."""
     if isinstance(params, ast.Dict):
         params = next(
-            (v for k, v in zip(params.keys, params.values, strict=True) if _says(k, "params")),
+            (v for k, v in zip(params.keys, params.values, strict=True) if key_text(k) == "params"),
             None,
         )
     if not isinstance(params, (ast.List, ast.Tuple)) or not params.elts:
@@ -141,10 +142,6 @@ def _free_tensors(ctx: FileContext, params: ast.expr | None, scope: Scope) -> bo
         if not values or not all(_made_by_a_factory(ctx, v, scope) for v in values):
             return False
     return True
-
-
-def _says(key: ast.expr | None, text: str) -> bool:
-    return isinstance(key, ast.Constant) and key.value == text
 
 
 def _made_by_a_factory(ctx: FileContext, value: ast.expr, scope: Scope) -> bool:

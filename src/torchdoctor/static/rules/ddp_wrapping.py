@@ -16,6 +16,7 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import passed_values
+from torchdoctor.static.analysis.calls import keyword
 from torchdoctor.static.analysis.dataloader import assigned_name, iterated, loader_calls, loader_of
 from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
 from torchdoctor.static.context import FileContext, Scope
@@ -420,8 +421,8 @@ class LoaderWithoutDistributedSampler(LintRule):
         )
         if dataset is None:
             return True
-        batch_size = next((k.value for k in call.keywords if k.arg == "batch_size"), None)
-        if isinstance(batch_size, ast.Constant) and batch_size.value is None:
+        batch_size = keyword(call, "batch_size")
+        if batch_size is not None and _is_none(batch_size.value):
             # Automatic batching off: the dataset yields whole batches, an iterable
             # pipeline that no sampler drives (WeNet's, WebDataset's), sharded inside it.
             return True
@@ -449,3 +450,7 @@ class LoaderWithoutDistributedSampler(LintRule):
             fix_hint="Pass `sampler=DistributedSampler(dataset)` (and call "
             "`sampler.set_epoch(epoch)` every epoch), without `shuffle=True`.",
         )
+
+
+def _is_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None

@@ -118,11 +118,12 @@ class IncompleteResumeCheckpoint(LintRule):
             expected.add(OPTIMIZER)
         if EventKind.SCHEDULER_STEP in kinds and not positioned:
             expected.add(SCHEDULER)
+        called = {last_name(n.func) for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)}
         for call, frames, roles in dicts:
             loops = enclosing_loops(ctx, frames)
             wanted = expected if any(trains(ctx, loop) for loop in loops) else expected - {COUNTER}
             wanted = wanted - _stepped_only_elsewhere(ctx, frames, stepped)
-            wanted = wanted - _kept_elsewhere(ctx, ctx.function_of(frames), kept)
+            wanted = wanted - _kept_elsewhere(ctx.function_of(frames), kept, called)
             if loops and _builds_an_optimizer(ctx, loops[0]):
                 # Rebuilt every pass of the loop that saves (a head resized by each
                 # epoch's clustering): no optimizer state outlives a pass, so none is lost.
@@ -164,33 +165,28 @@ class IncompleteResumeCheckpoint(LintRule):
 
 
 def _kept_elsewhere(
-    ctx: FileContext,
     function: FunctionScope | None,
     kept: list[tuple[FunctionScope | None, set[str | None]]],
+    called: set[str],
 ) -> set[str]:
     """The optimizer or scheduler state another save of the file records, in a file of its
     own: the model and its optimizer saved side by side by two helpers (DeepSDF's
     ``save_model`` and ``save_optimizer``), or a best-model export beside a full
-    checkpoint. The other save's function must be called in the file; one in another
-    method of the same name is an override, which runs instead of this one."""
+    checkpoint. The other save's function must be among the names ``called`` in the file;
+    one in another method of the same name is an override, which runs instead of this
+    one."""
     name = function.name if function is not None else None
-    called: set[str] | None = None
     found: set[str] = set()
     for where, roles in kept:
         roles_kept = {role for role in (OPTIMIZER, SCHEDULER) if role in roles} - found
         if not roles_kept:
             continue
-        if where is not None and where is not function:
-            if where.name == name:
-                continue
-            if called is None:
-                called = {
-                    last_name(node.func)
-                    for node in ast.walk(ctx.tree)
-                    if isinstance(node, ast.Call)
-                }
-            if where.name not in called:
-                continue
+        if (
+            where is not None
+            and where is not function
+            and (where.name == name or where.name not in called)
+        ):
+            continue  # an override, or a helper nothing calls
         found |= roles_kept
     return found
 
