@@ -215,6 +215,9 @@ class ModuleFacts:
     imports: dict[str, str]
     classes: dict[str, ClassFacts]
     functions: dict[str, FunctionFacts]
+    # A package's __init__.py that sets TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD: every module of
+    # the package imports it first, so their torch.load calls unpickle without restriction.
+    forces_full_unpickling: bool = False
 
     def complete(self) -> None:
         """Read every class and function body now, so that the facts hold no part of
@@ -226,6 +229,7 @@ class ModuleFacts:
 
 
 _PACKAGE_CACHE: dict[str, bool] = {}
+FORCE_FULL_UNPICKLING = "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
 
 
 def module_name(path: str) -> str:
@@ -272,6 +276,13 @@ def summarise(path: str, tree: ast.Module, name: str | None = None) -> ModuleFac
     local = {c.name for c in classes} | {f.name for f in functions}
     namer = _Namer(imports, local, module)
     facts = ModuleFacts(module, path, imports, {}, {})
+    if is_package:
+        facts.forces_full_unpickling = any(
+            isinstance(node, ast.Constant) and node.value == FORCE_FULL_UNPICKLING
+            for statement in tree.body
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            for node in ast.walk(statement)
+        )
     for cls in classes:
         facts.classes[cls.name] = _class_facts(cls, namer, path)
     for function in functions:

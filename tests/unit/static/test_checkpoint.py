@@ -265,13 +265,16 @@ def test_the_default_is_information_that_depends_on_the_torch_version() -> None:
     assert found.fix is not None and found.fix.edits[0].replacement == ", weights_only=True"
 
 
-def test_the_default_turned_off_by_the_environment_is_an_error() -> None:
+def test_the_default_turned_off_by_the_environment_is_information_naming_it() -> None:
+    """Set in the source, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD is a decision like a written
+    ``weights_only=False``: the risk is stated as information."""
     source = (
         'import os, torch\nos.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"\n'
         "ckpt = torch.load(path)\n"
     )
     (found,) = lint_findings(source, "TD902")
-    assert found.severity is Severity.ERROR
+    assert found.severity is Severity.INFO
+    assert "this file turns off on purpose" in found.message
 
 
 def test_weights_only_true_or_decided_at_run_time_is_quiet() -> None:
@@ -489,6 +492,31 @@ def test_a_load_in_a_separate_example_folder_does_not_make_a_save_information(tm
     report = lint(tmp_path, config=LintConfig(), jobs=1)
     [save] = [f for f in report.by_code("TD903") if f.location.path.endswith("train.py")]
     assert save.severity is Severity.INFO
+
+
+def test_a_package_that_turns_weights_only_off_makes_its_whole_module_loads_work(
+    tmp_path,
+) -> None:
+    """A package's ``__init__.py`` runs before any of its modules: when it sets
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD, loads of whole modules in the package work (no
+    TD903) and TD902 names the package. A script beside the package is not covered."""
+    from torchdoctor.static import LintConfig, lint
+
+    reader = "import torch\n" + READ_BACK["a loaded model put in eval mode"].format(weights="")
+    package = tmp_path / "potentials"
+    (package / "cli").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        'import os\nos.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"\n', encoding="utf-8"
+    )
+    (package / "cli" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "cli" / "evaluate.py").write_text(reader, encoding="utf-8")
+    (tmp_path / "evaluate.py").write_text(reader, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(), jobs=1)
+    inside = str(Path("potentials", "cli", "evaluate.py"))
+    td903 = [f.location.path.endswith(inside) for f in report.by_code("TD903")]
+    assert td903 == [False]  # only the script outside the package
+    [td902] = [f for f in report.by_code("TD902") if f.location.path.endswith(inside)]
+    assert "package `potentials`" in td902.message and td902.severity is Severity.INFO
 
 
 def test_a_load_allowed_by_safe_globals_works_and_is_quiet() -> None:

@@ -617,6 +617,50 @@ def test_a_shape_constructor_rebound_before_any_read_is_only_info() -> None:
     ]
 
 
+def test_memory_handed_to_a_module_that_resets_it_is_only_info() -> None:
+    """``conv.weight = nn.Parameter(w)`` then ``conv.reset_parameters()`` (here under the
+    flag set where the memory was made): the memory moved to a holder that is filled. A
+    holder never filled, or the local read elsewhere too, stays a warning."""
+    source = """
+        import torch
+        import torch.nn as nn
+
+        def patch_first_conv(conv, in_channels):
+            weight = conv.weight.detach()
+            reset = False
+            if in_channels == 1:
+                weight = weight.sum(1, keepdim=True)
+            else:
+                reset = True
+                weight = torch.Tensor(conv.out_channels, in_channels, *conv.kernel_size)
+            conv.weight = nn.Parameter(weight)
+            if reset:
+                conv.reset_parameters()
+
+        def never_filled(conv, in_channels):
+            weight = torch.Tensor(conv.out_channels, in_channels, *conv.kernel_size)
+            conv.weight = nn.Parameter(weight)
+
+        def read_as_well(conv, in_channels):
+            weight = torch.Tensor(conv.out_channels, in_channels, *conv.kernel_size)
+            conv.weight = nn.Parameter(weight)
+            conv.reset_parameters()
+            return weight.norm()
+
+        def another_module_reset(conv, other, in_channels):
+            weight = torch.Tensor(conv.out_channels, in_channels, *conv.kernel_size)
+            conv.weight = nn.Parameter(weight)
+            other.reset_parameters()
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (12, Severity.INFO),
+        (18, Severity.WARNING),
+        (22, Severity.WARNING),
+        (28, Severity.WARNING),
+    ]
+
+
 def test_the_shape_of_an_array_or_space_is_data_to_a_legacy_constructor() -> None:
     """``torch.Tensor(space.shape)``: a gym space's or NumPy array's shape is a tuple,
     which the constructor copies as data (``torch.Tensor((3,))`` is ``tensor([3.])``);

@@ -134,6 +134,48 @@ class Net(nn.Module):
     assert found[0].fix.edits[0].replacement == "nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])"
 
 
+def test_frozen_modules_hidden_in_a_plain_list_are_information() -> None:
+    """A fixed filter or perceptual network frozen by the class and kept in a list is
+    hidden from training and checkpoints on purpose; an unfrozen one, or one frozen only
+    in another container, stays an error."""
+    found = lint_findings(
+        HEADER
+        + """
+class LowPass(nn.Module):
+    def __init__(self, channels, taps):
+        super().__init__()
+        self.register_buffer("taps", taps)
+        self.conv = [nn.Conv1d(channels, channels, 5, groups=channels, bias=False)]
+        self.conv[0].weight = nn.Parameter(self.taps.expand(channels, -1, -1))
+        self.conv[0].requires_grad_(False)
+
+class Perceptual(nn.Module):
+    def __init__(self, nets):
+        super().__init__()
+        self.features = [nn.Linear(4, 4), nn.Linear(4, 4)]
+        for net in self.features:
+            net.requires_grad_(False)
+
+class Trained(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = [nn.Linear(4, 4)]
+        self.frozen = nn.ModuleList([nn.Linear(4, 4)])
+        self.frozen[0].requires_grad_(False)
+        self.unfrozen = [nn.Linear(4, 4)]
+        self.unfrozen[0].requires_grad_(True)
+""",
+        "TD223",
+    )
+    assert [(f.message.split("`")[1], f.severity.value) for f in found] == [
+        ("self.conv", "info"),
+        ("self.features", "info"),
+        ("self.heads", "error"),
+        ("self.unfrozen", "error"),
+    ]
+    assert "requires_grad_(False)" in found[0].message
+
+
 def test_registered_or_parameter_free_containers_are_quiet() -> None:
     assert (
         lint_codes(

@@ -16,6 +16,7 @@ from typing import cast
 
 from torchdoctor.static.analysis.related_files import first_in_related_files
 from torchdoctor.static.context import FileContext
+from torchdoctor.static.project_facts import FORCE_FULL_UNPICKLING
 
 # Methods only a module has (a tensor has .to(), .cuda(), .float() too).
 _MODULE_ONLY = frozenset(
@@ -153,3 +154,21 @@ def _is_torch_load(call: ast.Call) -> bool:
         and isinstance(func.value, ast.Name)
         and func.value.id == "torch"
     )
+
+
+def full_unpickling_forced(ctx: FileContext) -> str | None:
+    """Where ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set before this file's loads run:
+    ``"this file"``, or the ``__init__.py`` of a package holding the file (importing any
+    module of a package runs its ``__init__`` first). ``None`` when neither sets it."""
+    if FORCE_FULL_UNPICKLING in ctx.source:
+        return "this file"
+    project = ctx.project
+    directory = os.path.dirname(os.path.abspath(ctx.path))
+    for _ in range(16):
+        facts = project.facts_for(os.path.join(directory, "__init__.py"))
+        if facts is None:
+            return None  # not a package (or not linted with this one)
+        if facts.forces_full_unpickling:
+            return f"package `{facts.name}` (its `__init__.py`)"
+        directory = os.path.dirname(directory)
+    return None

@@ -15,6 +15,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.ranks import is_rank_zero, resolver
+from torchdoctor.static.analysis.whole_loads import full_unpickling_forced
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -488,12 +489,14 @@ class UnsafeCheckpointLoad(LintRule):
                 Severity.ERROR,
                 Confidence.HIGH,
             )
-        elif "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD" in ctx.source:
+        elif (forced := full_unpickling_forced(ctx)) is not None:
+            # Set in the source, the variable is a decision like `weights_only=False`
+            # written out: information stating the risk, not an error about a mistake.
             self._unsafe_default(
                 node,
-                "relies on the `weights_only` default, which this "
-                "file turns off with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
-                Severity.ERROR,
+                f"relies on the `weights_only` default, which {forced} turns off on "
+                "purpose with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD for the whole process",
+                Severity.INFO,
                 Confidence.HIGH,
             )
         else:

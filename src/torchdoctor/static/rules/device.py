@@ -117,6 +117,8 @@ class LegacyConstructor(LintRule):
             self._unproven.add(id(held))  # a dead store: the memory is never read
         elif not self._read_before_written(statement, self.ctx.segment(target), name):
             self._unproven.add(id(held))
+        elif name is not None and _handed_to_written_holders(self.ctx, statement, name):
+            self._unproven.add(id(held))  # `m.weight = Parameter(w)` then `m.reset_parameters()`
         elif _is_self_attribute(target) and initialised_by_name(self.ctx, target.attr):
             self._unproven.add(id(held))  # `model.apply(init)` filling `m.<attr>` elsewhere
 
@@ -338,6 +340,75 @@ def _held_call(value: ast.expr) -> ast.Call | None:
         else:
             return None
     return None
+
+
+def _held_name(value: ast.expr) -> str | None:
+    """The local name whose memory ``value`` is (``nn.Parameter(w)``, ``w.cuda()``, ``w``)."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if last_name(func) in _KEEPERS and value.args:
+            value = value.args[0]
+        elif isinstance(func, ast.Attribute) and func.attr in _COPIERS:
+            value = func.value
+        else:
+            return None
+    return value.id if isinstance(value, ast.Name) else None
+
+
+def _handed_to_written_holders(ctx: FileContext, statement: ast.stmt, name: str) -> bool:
+    """Whether every read of the local ``name`` after ``statement`` hands its memory to
+    another holder (``module.weight = nn.Parameter(name)``) that something later in the
+    function may write: ``module.reset_parameters()``, an ``nn.init`` function, a fill.
+    The memory moved; it is judged where it went."""
+    function = ctx.function
+    if function is None:
+        return False
+    holders: list[tuple[ast.Assign, str]] = []
+    handed: set[int] = set()
+    reads = 0
+    # Outside a loop, a read above the allocation reads an earlier value of the name.
+    looped = any(isinstance(frame.node, (ast.For, ast.While)) for frame in ctx.frames)
+    after = 0 if looped else (statement.end_lineno or statement.lineno)
+    for node in ast.walk(function.node):
+        if (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and isinstance(node.ctx, ast.Load)
+            and node.lineno > after
+        ):
+            reads += 1
+        elif (
+            isinstance(node, ast.Assign)
+            and node is not statement
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and _held_name(node.value) == name
+        ):
+            holders.append((node, ctx.segment(node.targets[0])))
+            handed.update(
+                id(n) for n in ast.walk(node.value) if isinstance(n, ast.Name) and n.id == name
+            )
+    if not holders or reads != len(handed):
+        return False
+    return all(
+        any(
+            getattr(node, "lineno", 0) > assign.lineno
+            and (_may_write_node(ctx, node, holder) or _resets_owner_of(ctx, node, holder))
+            for node in ast.walk(function.node)
+        )
+        for assign, holder in holders
+    )
+
+
+def _resets_owner_of(ctx: FileContext, node: ast.AST, holder: str) -> bool:
+    """``module.reset_parameters()`` for the holder ``module.weight``: torch's layers
+    re-initialise every parameter they hold there."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "reset_parameters"
+        and holder.startswith(ctx.segment(node.func.value) + ".")
+    )
 
 
 def _element(container: ast.expr) -> ast.expr:

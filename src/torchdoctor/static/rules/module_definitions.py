@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
+from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name
@@ -240,12 +240,25 @@ class LayersInPlainContainer(LintRule):
         container = "ModuleDict" if kind == "dict" else "ModuleList"
         first = ctx.segment(layers[0][1])
         first = first if len(first) <= 40 and "\n" not in first else "the layers"
-        self.report(
-            node,
+        message = (
             f"`self.{target.attr}` of `{cls.name}` (line {node.lineno}) is a plain {kind} "
             f"holding modules such as `{first}`: PyTorch does not register them, so their "
             "parameters are missing from `parameters()` (never trained), from "
-            "`state_dict()` (never saved) and from `.to(device)`",
+            "`state_dict()` (never saved) and from `.to(device)`"
+        )
+        frozen = _frozen_in_class(cls, target.attr)
+        if frozen:
+            # A frozen module kept out of parameters() and state_dict() is a known way to
+            # hide a fixed filter or a perceptual network: only `.to()` is still missed.
+            message += (
+                "; the class freezes them (`requires_grad_(False)`), so hiding them from "
+                "training and checkpoints looks intended: only `.to(device)` and `.half()` "
+                "pass them by"
+            )
+        self.report(
+            node,
+            message,
+            severity=Severity.INFO if frozen else None,
             fix_hint=f"Wrap it: `self.{target.attr} = nn.{container}(...)`.",
             fix=self._fix(value, container),
         )
@@ -394,6 +407,49 @@ def _registered_on_use(cls: ClassScope, attr: str) -> bool:
     return all(
         id(use) in stored or (id(use) in returned and _called_into_attribute(cls, function.name))
         for function, use in uses
+    )
+
+
+def _frozen_in_class(cls: ClassScope, attr: str) -> bool:
+    """Whether a method freezes what ``self.<attr>`` holds:
+    ``self.<attr>[0].requires_grad_(False)``, or the same call on the variable of a loop
+    over the container."""
+    for method in cls.methods.values():
+        self_name = method.self_name
+        looped: set[str] = set()
+        for node in ast.walk(method.node):
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                iterated = node.iter
+                if isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Attribute):
+                    iterated = iterated.func.value  # self.layers.values()
+                if _rooted_at(iterated, attr, self_name):
+                    looped.add(node.target.id)
+        for node in ast.walk(method.node):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "requires_grad_"
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value is False
+            ):
+                receiver = node.func.value
+                if _rooted_at(receiver, attr, self_name) or (
+                    isinstance(receiver, ast.Name) and receiver.id in looped
+                ):
+                    return True
+    return False
+
+
+def _rooted_at(expr: ast.expr, attr: str, self_name: str | None) -> bool:
+    """``self.<attr>`` or an item of it (``self.<attr>[0]``)."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return (
+        isinstance(expr, ast.Attribute)
+        and expr.attr == attr
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == self_name
     )
 
 

@@ -16,6 +16,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.whole_loads import (
     file_whole_module_loads,
+    full_unpickling_forced,
     project_whole_module_load,
 )
 from torchdoctor.static.context import FileContext, Scope
@@ -46,6 +47,8 @@ class WholeModuleSaved(LintRule):
         source = self.ctx.source
         if "torch.load" not in source or "safe_globals" in source:
             return  # no load; or the file allows its classes, and the load works
+        if full_unpickling_forced(self.ctx) is not None:
+            return  # weights_only is off for the whole process: the loads work
         for call in file_whole_module_loads(self.ctx):
             if keyword(call, "weights_only") is None and keyword(call, "pickle_module") is None:
                 self._report_load(call)
