@@ -93,6 +93,25 @@ def resume(model, grad_scaler, path):
     assert td901(source) == [("TD901", 13)]
 
 
+def test_a_load_only_a_learning_rate_scheduler_takes_needs_no_map_location() -> None:
+    """A scheduler's state is plain numbers (last epoch, base and last rates), whether the
+    scheduler is known by its class or by its name; the optimizer's state beside it holds
+    tensors and still counts."""
+    source = (
+        GPU
+        + """
+from torch.optim.lr_scheduler import LinearLR, SequentialLR
+def resume(optimizer, folder, warmup):
+    scheduler = SequentialLR(optimizer, [LinearLR(optimizer)], milestones=[warmup])
+    scheduler.load_state_dict(torch.load(folder + "/scheduler.pt"))
+    optimizer.load_state_dict(torch.load(folder + "/optimizer.pt"))
+def resume_by_name(trainer, folder):
+    trainer.lr_scheduler.load_state_dict(torch.load(folder + "/scheduler.pt"))
+"""
+    )
+    assert td901(source) == [("TD901", 8)]
+
+
 def test_a_load_of_generator_states_needs_no_map_location() -> None:
     """A trainer's resume restores the random generators' states from their own file:
     generator states are CPU byte tensors and plain data whatever the device, and only

@@ -570,6 +570,34 @@ def test_a_project_that_strips_the_prefix_where_it_loads_makes_it_information(
     assert "evaluate.py:5" in found.message
 
 
+def test_a_seven_character_slice_of_state_dict_keys_is_prefix_handling(tmp_path: Path) -> None:
+    """``new_state_dict[k[7:]] = v`` a line or two below a state dict strips ``module.``
+    even where no line names it (a fallback after a failed load); a ``[7:]`` slice of
+    anything else is no handling."""
+    (tmp_path / "train.py").write_text(_DDP_TRAINER, encoding="utf-8")
+    (tmp_path / "fid.py").write_text(
+        "import torch\nname = 'weights/ema.pt'[7:]\n", encoding="utf-8"
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
+    assert found.severity is Severity.WARNING
+    (tmp_path / "fid.py").write_text(
+        "import torch\n"
+        "def load(net, path):\n"
+        "    state_dict = torch.load(path)['ema']\n"
+        "    try:\n"
+        "        net.load_state_dict(state_dict)\n"
+        "    except RuntimeError:\n"
+        "        stripped = {}\n"
+        "        for k, v in state_dict.items():\n"
+        "            stripped[k[7:]] = v\n"
+        "        net.load_state_dict(stripped)\n",
+        encoding="utf-8",
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
+    assert found.severity is Severity.INFO
+    assert "fid.py:9" in found.message
+
+
 def test_a_comment_about_the_prefix_is_no_handling(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(
         _DDP_TRAINER + "# keys start with 'module.': strip them with k[7:] when loading\n",

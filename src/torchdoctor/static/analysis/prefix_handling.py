@@ -48,13 +48,22 @@ def _handling_in(path: str, data: bytes) -> tuple[str, int] | None:
     return None if line is None else (os.path.relpath(path), line)
 
 
+_SEVEN = re.compile(rb"\[\s*7\s*:\s*\]")
+
+
 def _first_handling(data: bytes) -> int | None:
     """The first line (1-based) that handles the prefix: it names ``module`` and strips or
-    tests it; comments are skipped."""
-    if b"module" not in data:
+    tests it, or slices ``[7:]`` (the length of ``module.``) off a key within a few lines
+    of a state dict; comments are skipped."""
+    if b"module" not in data and _SEVEN.search(data) is None:
         return None
-    for number, line in enumerate(data.splitlines(), 1):
-        code = line.split(b"#", 1)[0]
+    lines = [line.split(b"#", 1)[0] for line in data.splitlines()]
+    for number, code in enumerate(lines, 1):
         if b"module" in code and _HANDLING.search(code):
+            return number
+        if _SEVEN.search(code) and any(
+            b"state_dict" in near or b"module" in near
+            for near in lines[max(0, number - 4) : number]
+        ):
             return number
     return None

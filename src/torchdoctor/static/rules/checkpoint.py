@@ -292,10 +292,10 @@ class LoadWithoutMapLocation(LintRule):
     def _holds_a_checkpoint(self, call: ast.Call, scope: FunctionScope | None) -> bool:
         """The load restores a model (its result goes to ``load_state_dict``), or its
         variable or path reads like a checkpoint (``ckpt``, ``"model.pt"``). Not when
-        only a ``GradScaler`` takes it: a scaler's state is plain numbers, with no tensor
-        whose device could be wrong."""
+        only a ``GradScaler`` or a learning-rate scheduler takes it: their state is plain
+        numbers, with no tensor whose device could be wrong."""
         restoring = self._restoring(call, scope)
-        if restoring and all(self._is_scaler(receiver, where) for receiver, where in restoring):
+        if restoring and all(self._holds_numbers(receiver, where) for receiver, where in restoring):
             return False
         if self._restores_rng_states(call, scope):
             return False
@@ -335,13 +335,14 @@ class LoadWithoutMapLocation(LintRule):
                 return False
         return uses > 0
 
-    def _is_scaler(self, receiver: ast.expr, scope: FunctionScope | None) -> bool:
-        """A GradScaler by its class, or by its name (``self.scaler`` built by a helper
-        whose return the file does not show)."""
-        if self.ctx.is_in_family(receiver, torchapi.GRAD_SCALER, scope):
+    def _holds_numbers(self, receiver: ast.expr, scope: FunctionScope | None) -> bool:
+        """A GradScaler or a learning-rate scheduler by its class, or by its name
+        (``self.scaler`` built by a helper whose return the file does not show)."""
+        families = (torchapi.GRAD_SCALER, torchapi.SCHEDULER)
+        if any(self.ctx.is_in_family(receiver, family, scope) for family in families):
             return True
         name = last_name(receiver)
-        return bool(name) and torchapi.hinted_family(name) == torchapi.GRAD_SCALER
+        return bool(name) and torchapi.hinted_family(name) in families
 
     def _restoring(
         self, call: ast.Call, scope: FunctionScope | None
