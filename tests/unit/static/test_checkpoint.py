@@ -538,6 +538,34 @@ def test_a_package_that_turns_weights_only_off_makes_its_whole_module_loads_work
     assert "package `potentials`" in td902.message and td902.severity is Severity.INFO
 
 
+def test_a_whole_module_save_read_back_by_a_loader_typed_to_return_a_module_is_info(
+    tmp_path,
+) -> None:
+    """The project's loader returns the loaded object from a function annotated
+    ``-> nn.Module``: whole-module files are its format, so the save is information."""
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "task.py").write_text(SAVES_WHOLE, encoding="utf-8")
+    loader = tmp_path / "compat.py"
+    loader.write_text(
+        "import torch\nfrom torch import nn\n"
+        "def load_model(path, device='cpu'):\n"
+        "    return torch.load(path, map_location=device, weights_only=False)\n",
+        encoding="utf-8",
+    )
+    [save] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD903")
+    assert save.severity is Severity.WARNING
+    loader.write_text(
+        "import torch\nfrom torch import nn\n"
+        "def load_model(path, device='cpu') -> nn.Module:\n"
+        "    model = torch.load(path, map_location=device, weights_only=False)\n"
+        "    return model\n",
+        encoding="utf-8",
+    )
+    [save] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD903")
+    assert save.severity is Severity.INFO and "compat.py:4" in save.message
+
+
 def test_a_load_allowed_by_safe_globals_works_and_is_quiet() -> None:
     source = """
     import torch
@@ -685,6 +713,30 @@ def load(args, step):
 """
     )
     assert td901(source) == []
+
+
+def test_a_cache_of_mapped_datasets_the_script_wrote_is_quiet() -> None:
+    """A fine-tuning script caches its tokenized datasets (``.map(fn)`` results: rows,
+    not device tensors) with torch.save and loads the cache on the next run; a cache
+    saved from a tensor of unknown device still needs a map_location."""
+    source = (
+        GPU
+        + """
+def datasets(args, data, tokenize, encode):
+    cache = "cache/{}.bin".format(args.data_path)
+    if args.use_cache:
+        cached = torch.load("cache/{}.bin".format(args.data_path))
+        return cached["train"], cached["val"]
+    train = data["train"].shuffle().map(tokenize)
+    val = {args.data_path: data["test"].map(tokenize)}
+    torch.save({"train": train, "val": val}, cache)
+    torch.save(encode(train), "cache/{}.embeddings.bin".format(args.data_path))
+    return train, val
+def embeddings(args):
+    return torch.load("cache/{}.embeddings.bin".format(args.data_path))
+"""
+    )
+    assert td901(source) == [("TD901", 15)]
 
 
 def test_a_load_built_from_other_parts_or_saved_from_the_gpu_is_flagged() -> None:

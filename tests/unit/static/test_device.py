@@ -586,6 +586,38 @@ def test_shape_constructors_written_by_their_holder_before_any_read_are_only_inf
     assert "read before it is written" in found[0].message
 
 
+def test_a_buffer_the_class_replaces_before_reading_is_only_info() -> None:
+    """A non-persistent buffer registered with raw memory and replaced by a fresh tensor
+    in another method (``self.embedding = ...`` in ``forward`` and ``train``) is written
+    before it is read; one the class only reads stays a warning."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Embedding(nn.Module):
+            def __init__(self, n, d):
+                super().__init__()
+                self.table = nn.Parameter(torch.randn(n, d))
+                self.register_buffer("cache", torch.Tensor(n, d), persistent=False)
+                self.register_buffer("stale", torch.Tensor(n, d), persistent=False)
+
+            def train(self, mode=True):
+                super().train(mode)
+                if not mode:
+                    self.cache = self.table * 2
+
+            def forward(self, ids):
+                if self.training:
+                    self.cache = self.table * 2
+                return self.cache[ids] + self.stale[ids]
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (9, Severity.INFO),
+        (10, Severity.WARNING),
+    ]
+
+
 def test_a_shape_constructor_rebound_before_any_read_is_only_info() -> None:
     """A dead store (the name rebound to a helper's result on the next line) never reads
     the memory; one read first, or rebound only in a branch, stays a warning."""

@@ -64,10 +64,11 @@ def file_whole_module_loads(ctx: FileContext) -> list[ast.Call]:
     if cached is None:
         found: dict[int, ast.Call] = {}
         if "torch.load" in ctx.source:
-            for _, items in ctx.module.bodies():
+            for scope, items in ctx.module.bodies():
                 nodes = [item.node for item in items]
                 if any(isinstance(n, ast.Call) and _is_torch_load(n) for n in nodes):
-                    found.update((id(call), call) for call in _module_uses(nodes))
+                    typed = scope is not None and _returns_a_module(scope.node)
+                    found.update((id(call), call) for call in _module_uses(nodes, typed))
         cached = ctx.memo[key] = sorted(found.values(), key=_position)
     return cast("list[ast.Call]", cached)
 
@@ -77,7 +78,7 @@ def whole_module_loads(tree: ast.AST) -> list[ast.Call]:
     followed within its own function (or the module's top level)."""
     found: dict[int, ast.Call] = {}
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, _SCOPES))]:
-        for call in _in_scope(scope):
+        for call in _in_scope(scope, _returns_a_module(scope)):
             found[id(call)] = call
     return sorted(found.values(), key=_position)
 
@@ -90,7 +91,17 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _NESTED = (*_SCOPES, ast.ClassDef)
 
 
-def _in_scope(scope: ast.AST) -> list[ast.Call]:
+def _returns_a_module(function: ast.AST) -> bool:
+    """A function annotated to return a module (``-> nn.Module``): what it returns is
+    used as one by its callers."""
+    returns = getattr(function, "returns", None)
+    if isinstance(returns, ast.Constant) and isinstance(returns.value, str):
+        return returns.value.rpartition(".")[2] == "Module"
+    name = returns.attr if isinstance(returns, ast.Attribute) else getattr(returns, "id", None)
+    return name == "Module"
+
+
+def _in_scope(scope: ast.AST, returns_a_module: bool = False) -> list[ast.Call]:
     nodes = []
     stack = list(ast.iter_child_nodes(scope))
     while stack:
@@ -99,14 +110,17 @@ def _in_scope(scope: ast.AST) -> list[ast.Call]:
             continue  # its own scope
         nodes.append(node)
         stack.extend(ast.iter_child_nodes(node))
-    return _module_uses(nodes)
+    return _module_uses(nodes, returns_a_module)
 
 
-def _module_uses(nodes: list[ast.AST]) -> list[ast.Call]:
-    """The loads, among the nodes of one scope, whose result is used as a module."""
+def _module_uses(nodes: list[ast.AST], returns_a_module: bool = False) -> list[ast.Call]:
+    """The loads, among the nodes of one scope, whose result is used as a module (or
+    returned by a function annotated to return one)."""
     bound: list[tuple[str, ast.expr]] = []
     receivers: list[ast.expr] = []
     for node in nodes:
+        if returns_a_module and isinstance(node, ast.Return) and node.value is not None:
+            receivers.append(node.value)
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1

@@ -175,15 +175,23 @@ def _rng_call(func: ast.expr, names: frozenset[str]) -> bool:
     return True
 
 
+# Dataset methods that take a function and return a dataset (Hugging Face datasets,
+# torchdata pipes): tensors have no such methods.
+_DATASET_STEPS = frozenset({"map", "filter"})
+
+
 def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool:
     """Everything in ``value`` is on the CPU: moved there (``.cpu()``, ``.to("cpu")``, a
-    comprehension of them), a generator's state, plain data (numbers, text), or containers
-    of those."""
+    comprehension of them), a generator's state, plain data (numbers, text), a dataset
+    mapped or filtered by a function (``ds.map(tokenize)``: rows, not tensors of a
+    device), or containers of those."""
     if isinstance(value, ast.Constant | ast.JoinedStr):
         return True
     if isinstance(value, ast.Call):
         func = value.func
         if _rng_call(func, _RNG_GETTERS):
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in _DATASET_STEPS and value.args:
             return True
         if isinstance(func, ast.Attribute) and (
             func.attr == "cpu" or (func.attr == "to" and any(_says_cpu(a) for a in value.args))

@@ -147,7 +147,9 @@ class LegacyConstructor(LintRule):
                     read = True
                 elif node.id == name and isinstance(node.ctx, ast.Del) and function is None:
                     read = False  # a module-level name deleted: allocated only to be dropped
-            elif _may_write_node(ctx, node, target):
+            elif _may_write_node(ctx, node, target) or (
+                name is None and _rebinds(ctx, node, target)
+            ):
                 return False
         return read
 
@@ -645,6 +647,14 @@ def _replaces_data(ctx: FileContext, node: ast.Assign, target: str) -> bool:
         ):
             return True
     return False
+
+
+def _rebinds(ctx: FileContext, node: ast.AST, target: str) -> bool:
+    """``self.embedding = ...`` in another method: the attribute (a buffer registered with
+    the memory) is replaced by a new tensor, as a fill would write it."""
+    return isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Attribute) and ctx.segment(t) == target for t in node.targets
+    )
 
 
 def _is_self_attribute(target: ast.expr) -> TypeGuard[ast.Attribute]:

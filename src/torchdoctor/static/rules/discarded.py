@@ -210,6 +210,8 @@ _PURE_FUNCTIONS = frozenset(
         ),
     ]
 )
+# Their last names: a method call named otherwise (most statements) is neither kind.
+_PURE_LAST_NAMES = frozenset(name.rpartition(".")[2] for name in _PURE_FUNCTIONS)
 # Blocks that call a function for the exception or warning it raises, not its result.
 _EXPECTING = ("raises", "Raises", "warns", "Warns")
 
@@ -222,6 +224,13 @@ class TensorResultDiscarded(LintRule):
         call = node.value
         if not isinstance(call, ast.Call):
             return
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr not in _NOT_IN_PLACE
+            and func.attr not in _PURE_LAST_NAMES
+        ):
+            return  # `logger.info(...)`: the attribute is the qualified name's last part
         if not isinstance(call.func, ast.Attribute) or self.ctx.qualified_name(call.func):
             self._check_function(node, call)
             return

@@ -13,10 +13,12 @@ as a shifted copy of the tokens, a model of the file that shifts, and a call han
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from torchdoctor.findings import Depth
+from torchdoctor.findings import Depth, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
 
@@ -32,17 +34,43 @@ class LabelsShiftedTwice(LintRule):
     requires = ("labels",)
     needs_structure = True
 
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        # Without a slice from the second element on nothing is shifted (most files).
+        self._slices = "1:]" in ctx.source
+        self._builds: list[tuple[ast.AST, str]] = []
+        self._handed_over = False
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        """``labels = ids[:, 1:]``, ``labels[:, :-1] = ids[:, 1:]``."""
+        if (
+            self._slices
+            and len(node.targets) == 1
+            and _names_labels(node.targets[0])
+            and _shifted_tokens(node.value)
+        ):
+            self._builds.append((node, _text(node.value)))
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        """``{"labels": ids[1:]}``."""
+        if not self._slices:
+            return
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value == _LABELS and _shifted_tokens(value):
+                self._builds.append((value, _text(value)))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        """A call that passes ``labels=`` or unpacks a mapping (``model(**batch)``)."""
+        if self._slices and not self._handed_over:
+            self._handed_over = any(k.arg == _LABELS or k.arg is None for k in node.keywords)
+
     def leave_module(self, module: ModuleScope) -> None:
-        if "1:]" not in self.ctx.source:
-            return  # no slice from the second element on: nothing is shifted (most files)
-        tree = self.ctx.tree
-        builds = _shifted_label_builds(tree)
-        if not builds or not _hands_labels_over(tree):
+        if not self._builds or not self._handed_over:
             return
         shifter = self._shifting_model(module)
         if shifter is None:
             return
-        for node, tokens in builds:
+        for node, tokens in sorted(self._builds, key=lambda b: getattr(b[0], "lineno", 0)):
             self._report(node, tokens, shifter)
 
     def _shifting_model(self, module: ModuleScope) -> str | None:
@@ -88,33 +116,6 @@ class LabelsShiftedTwice(LintRule):
             "with -100 at padding); the model shifts them.",
             evidence={"model": shifter},
         )
-
-
-def _hands_labels_over(tree: ast.Module) -> bool:
-    """A call of the file passes ``labels=`` or unpacks a mapping (``model(**batch)``)."""
-    return any(
-        isinstance(node, ast.Call) and any(k.arg == _LABELS or k.arg is None for k in node.keywords)
-        for node in ast.walk(tree)
-    )
-
-
-def _shifted_label_builds(tree: ast.Module) -> list[tuple[ast.AST, str]]:
-    """``labels = ids[:, 1:]``, ``labels[:, :-1] = ids[:, 1:]``, ``{"labels": ids[1:]}``."""
-    found: list[tuple[ast.AST, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-            if _names_labels(target) and _shifted_tokens(value):
-                found.append((node, _text(value)))
-        elif isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values, strict=True):
-                if (
-                    isinstance(key, ast.Constant)
-                    and key.value == _LABELS
-                    and _shifted_tokens(value)
-                ):
-                    found.append((value, _text(value)))
-    return found
 
 
 def _names_labels(target: ast.expr) -> bool:

@@ -32,20 +32,21 @@ class RnnOutputReadBatchFirst(LintRule):
 
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
-        self._seen: set[int] = set()  # an inner function's nodes are walked twice
+        # `out[:, -1]` reads in functions, judged once the file is walked (the binding of
+        # `out` may come from anywhere in its function).
+        self._reads: list[tuple[ast.Subscript, ast.Name, FunctionScope]] = []
 
-    def leave_function(self, function: FunctionScope) -> None:
-        for node in ast.walk(function.node):
-            if (
-                id(node) not in self._seen
-                and isinstance(node, ast.Subscript)
-                and isinstance(node.value, ast.Name)
-                and _last_step_of_batch_first(node)
-            ):
-                self._seen.add(id(node))
-                layer = self._sequence_first_layer(node.value, function)
-                if layer is not None:
-                    self._report(node, layer)
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        function = self.ctx.function
+        value = node.value
+        if function is not None and isinstance(value, ast.Name) and _last_step_of_batch_first(node):
+            self._reads.append((node, value, function))
+
+    def leave_module(self, module: object) -> None:
+        for node, output, function in self._reads:
+            layer = self._sequence_first_layer(output, function)
+            if layer is not None:
+                self._report(node, layer)
 
     def _sequence_first_layer(self, output: ast.Name, scope: Scope) -> ast.Call | None:
         """The ``nn.LSTM(...)`` call (without ``batch_first=True``) whose output the name
