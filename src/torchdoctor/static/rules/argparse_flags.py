@@ -27,9 +27,10 @@ from torchdoctor.static.rules.base import LintRule
 class ArgparseTypeBool(LintRule):
     """``add_argument(..., type=bool)``: any text given on the command line is true."""
 
-    requires = ("bool",)
+    requires = ("add_argument",)
+    call_names = frozenset({"add_argument"})
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def visit_call(self, node: ast.Call) -> None:
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "add_argument"):
             return

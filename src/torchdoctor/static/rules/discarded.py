@@ -231,6 +231,12 @@ class TensorResultDiscarded(LintRule):
             and func.attr not in _PURE_LAST_NAMES
         ):
             return  # `logger.info(...)`: the attribute is the qualified name's last part
+        if (
+            isinstance(func, ast.Name)
+            and func.id not in _PURE_LAST_NAMES
+            and func.id not in self.ctx.imports
+        ):
+            return  # `print(...)`, a local helper: no name of torch's
         if not isinstance(call.func, ast.Attribute) or self.ctx.qualified_name(call.func):
             self._check_function(node, call)
             return

@@ -168,6 +168,11 @@ class TargetNetworkNotDetached(LintRule):
 
     def _target_networks(self, module: ModuleScope) -> None:
         ctx = self.ctx
+        source = ctx.source
+        if "AveragedModel" not in source:
+            lowered = source.lower()
+            if all(word not in lowered for word in _TARGET_WORDS):
+                return  # no name can say "target" and nothing averages a model
         targets = {
             id(t.node): t
             for t in self._targets(module)
