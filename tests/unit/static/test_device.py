@@ -420,11 +420,21 @@ def test_a_shape_constructor_filled_element_by_element_in_a_loop_is_only_info() 
             head = torch.LongTensor(8)
             head[0] = 1
             return ids, head
+
+        def read_edges(path, count):
+            edges = torch.LongTensor(2, count)
+            with open(path) as f:
+                for index, line in enumerate(f):
+                    source, target = line.split()
+                    edges[0][index] = int(source)
+                    edges[1][index] = int(target)
+            return edges
         """
     found = lint_findings(source, "TD105")
     assert [(f.location.line, f.severity) for f in found] == [
         (5, Severity.INFO),
         (11, Severity.WARNING),
+        (16, Severity.INFO),
     ]
 
 

@@ -1021,6 +1021,31 @@ def test_td205_quiet_for_a_total_reset_per_batch_over_one_batchs_repeats_or_head
     assert_marked(source, "TD205")
 
 
+def test_td205_quiet_for_sampled_subnets_of_one_batch_seeded_by_their_index() -> None:
+    """Once-for-All's progressive shrinking: per batch of the loader, a few subnets are
+    sampled (the inner index only builds their seed), each loss backpropagated and kept
+    in a list rebuilt for every batch. Passing the index to the model would be data."""
+    source = """
+        import random
+
+        def train(net, loader, optimizer, criterion, subnets):
+            for i, (images, labels) in enumerate(loader):
+                net.zero_grad()
+                losses = []
+                for k in range(subnets):
+                    random.seed(int("%d%.3d" % (i, k)))
+                    net.sample_active_subnet()
+                    loss = criterion(net(images), labels)
+                    losses.append(loss)  {mark}
+                    loss.backward()
+                optimizer.step()
+                print(sum(float(l) for l in losses))
+        """
+    assert_marked(source.format(mark=""), "TD205")
+    fed = source.replace("net(images)", "net(images[k])").format(mark="# expect: TD205")
+    assert_marked(fed, "TD205")
+
+
 @pytest.mark.parametrize(
     ("outer_target", "outer_iter", "inner_target", "inner_iter", "call"),
     [

@@ -338,6 +338,43 @@ def test_td501_flags_the_factory_model_without_eval() -> None:
     assert_marked(_FACTORY.format(switch="pass", mark="# expect: TD501"), "TD501")
 
 
+_SCRIPT_FACTORY = """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.2), nn.Linear(8, 4))
+
+    def forward(self, x):
+        return self.body(x)
+
+def load_model(path):
+    model = Net()
+    model.load_state_dict(torch.load(path))
+    model = model.to("cpu")
+    return {returned}
+
+model = load_model("weights.pt")
+
+def main(batches):
+    with torch.no_grad():
+        for batch in batches:
+            model(batch)  {mark}
+
+main([])
+"""
+
+
+def test_td501_quiet_for_a_module_level_model_a_factory_returns_with_eval() -> None:
+    """Wav2Lip's inference scripts: ``model = load_model(path)`` at module level, where
+    ``load_model`` ends with ``return model.eval()``; ``main()`` reads the global. The
+    factory's own local ``model`` assignments are another name."""
+    assert_marked(_SCRIPT_FACTORY.format(returned="model.eval()", mark=""), "TD501")
+    assert_marked(_SCRIPT_FACTORY.format(returned="model", mark="# expect: TD501"), "TD501")
+
+
 def test_td501_quiet_on_a_loss_and_a_generator_under_no_grad() -> None:
     assert_marked(
         """

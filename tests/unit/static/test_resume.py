@@ -334,6 +334,31 @@ def test_a_checkpoint_read_back_only_for_its_weights_is_no_resume() -> None:
         assert lint_codes(source, "TD905", "TD001") == [], read
 
 
+def test_an_initialising_load_that_only_prints_the_saved_step_is_no_resume() -> None:
+    """AnimateDiff's shape: the path name is reused for the loaded dict, the dict is
+    asked what it holds (``"step" in ckpt``), its step is only printed, the weights are
+    either under a key or the whole file, and the settings come from ``OmegaConf.load``:
+    nothing restores the run. Restoring the step (a resume) is flagged."""
+    read = (
+        "from omegaconf import OmegaConf\n"
+        "def finetune(net, ckpt_path, config):\n"
+        "    settings = OmegaConf.load(config)\n"
+        '    if ckpt_path != "":\n'
+        '        print(f"from checkpoint: {ckpt_path}")\n'
+        "        ckpt_path = torch.load(ckpt_path)\n"
+        '        if "epoch" in ckpt_path: print(f"epoch: {ckpt_path[\'epoch\']}")\n'
+        '        state = ckpt_path["model"] if "model" in ckpt_path else ckpt_path\n'
+        "        net.load_state_dict(state, strict=False)\n"
+        "    return settings\n"
+    )
+    source = TRAIN.format(save=SAVE).replace(
+        "def resume(path):\n    return torch.load(path)\n", read
+    )
+    assert lint_codes(source, "TD905", "TD001") == []
+    restored = source.replace("    return settings\n", '    return settings, ckpt_path["epoch"]\n')
+    assert [code for code, _ in lint_codes(restored, "TD905")] == ["TD905"]
+
+
 def test_a_read_back_of_the_counter_is_a_resume() -> None:
     read = (
         "def restore(net, path):\n"

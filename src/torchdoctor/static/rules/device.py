@@ -762,11 +762,19 @@ def _fills_by_index(ctx: FileContext, statement: ast.stmt, target: str) -> bool:
             continue
         for node in ast.walk(loop):
             if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Subscript) and ctx.segment(t.value) == target
+                isinstance(t, ast.Subscript) and ctx.segment(_indexed(t)) == target
                 for t in node.targets
             ):
                 return True
     return False
+
+
+def _indexed(target: ast.Subscript) -> ast.expr:
+    """The tensor an element assignment writes: ``x`` of ``x[i]`` and of ``x[0][i]``."""
+    value = target.value
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    return value
 
 
 def _calls_in(node: ast.AST) -> Iterator[ast.Call]:

@@ -316,20 +316,28 @@ def _feeds_its_targets(loop: Loop) -> bool:
         for call in ast.walk(statement):
             if not isinstance(call, ast.Call):
                 continue
+            if isinstance(call.func, ast.Name) and call.func.id in _FORMATTING:
+                continue  # `int("%d%.3d" % (step, k))`: the index only names a seed or label
             for argument in [*call.args, *(k.value for k in call.keywords)]:
                 if _data_names(argument) & targets:
                     return True
     return False
 
 
+# Builtins that turn a value into a number or text: an index passed to them is no data.
+_FORMATTING = frozenset({"int", "str", "float", "format", "repr", "print", "len", "round"})
+
+
 def _data_names(expr: ast.expr) -> set[str]:
-    """Names read in ``expr`` other than as a callee (``head`` in ``head(inp)``)."""
-    callees = {
-        id(n.func)
-        for n in ast.walk(expr)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-    }
-    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in callees}
+    """Names read in ``expr`` other than as a callee (``head`` in ``head(inp)``) or inside
+    a conversion to a number or text (``int("%d" % k)``, a seed or a label)."""
+    skipped = set()
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            skipped.add(id(n.func))
+            if n.func.id in _FORMATTING:
+                skipped.update(id(inner) for inner in ast.walk(n))
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and id(n) not in skipped}
 
 
 def _rebound_detached(loop: Loop, item: Item, name: str) -> bool:

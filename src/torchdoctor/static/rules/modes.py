@@ -431,7 +431,7 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     body = scope.node if scope is not None else ctx.tree
     values = [
         n.value
-        for n in ast.walk(body)
+        for n in (ast.walk(body) if scope is not None else _module_level(ctx.tree))
         if isinstance(n, ast.Assign)
         and len(n.targets) == 1
         and isinstance(n.targets[0], ast.Name)
@@ -445,10 +445,28 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     factory = ctx.resolve_local_call(value, scope)
     if factory is None:
         return None
-    returned = {r.value.id for r in returns_of(factory.node) if isinstance(r.value, ast.Name)}
-    if returned and _calls_mode(factory.node, returned, "eval"):
+    returns = returns_of(factory.node)
+    returned = {r.value.id for r in returns if isinstance(r.value, ast.Name)}
+    chained = [r.value for r in returns if isinstance(r.value, ast.Call)]
+    if (returned and _calls_mode(factory.node, returned, "eval")) or (
+        chained and len(chained) == len(returns) and all(map(_chain_calls_eval, chained))
+    ):
         return f"`{factory.name}()`, which returns it in eval mode"
     return None
+
+
+def _module_level(tree: ast.Module) -> list[ast.AST]:
+    """The nodes of the module's own code: not those of the functions and classes it
+    defines, whose names are their own."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _chain_calls_eval(value: ast.Call) -> bool:

@@ -314,6 +314,9 @@ def _reads_weights_only(ctx: FileContext) -> bool:
             if last == "load_state_dict" or "load" not in torchapi.name_tokens(last):
                 continue
             if not ctx.is_call_to(node, "torch.load", scope=scope):
+                qualified = ctx.qualified_name(func, scope) or ""
+                if qualified.partition(".")[0] in _CONFIG_READERS:
+                    continue  # `OmegaConf.load(args.config)`: settings, not a run's state
                 if _loads_a_model(ctx, node, scope):
                     loads += 1
                     continue  # `model = attempt_load(weights)`: a model, not a run's state
@@ -322,6 +325,10 @@ def _reads_weights_only(ctx: FileContext) -> bool:
             if not _weights_of(ctx, node, scope):
                 return False
     return loads > 0
+
+
+# Libraries whose ``load`` reads settings or plain data, never a checkpoint's state.
+_CONFIG_READERS = frozenset({"json", "yaml", "omegaconf", "toml", "tomllib", "tomli"})
 
 
 def _loads_a_model(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -> bool:
@@ -352,15 +359,65 @@ def _weights_of(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -
     ):
         return False
     name = parent.targets[0].id
+    after = (parent.end_lineno or parent.lineno, parent.end_col_offset or 0)
     for node in ast.walk(body):
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            if (node.lineno, node.col_offset) < after:
+                continue  # an earlier value of the name (the path the load read)
             use = parents.get(id(node))
             if isinstance(use, ast.Subscript) and use.value is node:
-                if not _model_key(use.slice):
+                if not _model_key(use.slice) and not _only_shown(use, parents):
                     return False
+            elif _membership_test(use, node) or _weights_or_whole(use, node, name):
+                continue  # `"step" in ckpt`; `ckpt["state_dict"] if ... else ckpt`
             elif not (isinstance(use, ast.Call) and last_name(use.func) == "load_state_dict"):
                 return False
     return True
+
+
+def _membership_test(use: ast.AST | None, name: ast.Name) -> bool:
+    """``"global_step" in ckpt``: asks what the file holds, restores nothing."""
+    return (
+        isinstance(use, ast.Compare)
+        and len(use.ops) == 1
+        and isinstance(use.ops[0], (ast.In, ast.NotIn))
+        and use.comparators[0] is name
+    )
+
+
+def _weights_or_whole(use: ast.AST | None, name: ast.Name, held: str) -> bool:
+    """``ckpt["state_dict"] if "state_dict" in ckpt else ckpt``: the weights, saved either
+    inside a dict or as the whole file."""
+    if not isinstance(use, ast.IfExp) or name not in (use.body, use.orelse):
+        return False
+    other = use.orelse if use.body is name else use.body
+    return (
+        isinstance(other, ast.Subscript)
+        and isinstance(other.value, ast.Name)
+        and other.value.id == held
+        and _model_key(other.slice)
+    )
+
+
+# Calls that only show a value: printing and logging.
+_SHOWING = frozenset({"print", "info", "debug", "warning", "log", "write", "set_description"})
+
+
+def _only_shown(use: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """``print(f"step {ckpt['global_step']}")``: an entry read only to be printed or
+    logged (through an f-string or ``format``) is not restored."""
+    node: ast.AST | None = parents.get(id(use))
+    while node is not None:
+        if isinstance(node, ast.Call):
+            name = last_name(node.func)
+            if name in _SHOWING or name.endswith("print"):
+                return True
+            if name != "format":
+                return False
+        elif not isinstance(node, (ast.JoinedStr, ast.FormattedValue)):
+            return False
+        node = parents.get(id(node))
+    return False
 
 
 def _model_key(key: ast.expr) -> bool:
