@@ -339,6 +339,18 @@ class ProjectIndex:
         if called.startswith(_PLAIN_ROOTS):
             return True
         found = self._class_facts(called, near)
+        if found is None and depth < _MAX_DEPTH:
+            # A function of the project (``self.window = create_window(11, 1)``): what
+            # every one of its returns builds, when each is a known constructor.
+            function = self.function(called, near)
+            return bool(
+                function is not None
+                and function.returns
+                and all(
+                    not r.startswith("<") and self._builds_no_parameters(r, near, depth + 1)
+                    for r in function.returns
+                )
+            )
         return bool(
             found is not None
             and self._is_module(found, depth + 1)

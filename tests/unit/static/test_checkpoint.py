@@ -822,6 +822,30 @@ class Loop:
     assert [line for _, line, _ in td904_findings(body)] == [other + 1]
 
 
+def test_strict_false_into_the_module_of_an_ema_wrapper_of_the_model_is_quiet() -> None:
+    """MambaVision: a dict filtered to the model's own keys, loaded into the model and
+    into ``model_ema.module`` of ``ModelEmaV2(model)``, which holds a copy of the same
+    model. The same dict into an unrelated model stays reported."""
+    body = """
+from collections import OrderedDict
+from timm.utils import ModelEmaV2
+def init(model, other, path):
+    model_ema = ModelEmaV2(model, decay=0.999)
+    weights = torch.load(path)["state_dict"]
+    current = model.state_dict()
+    kept = OrderedDict()
+    for k in current.keys():
+        if k in weights and weights[k].size() == current[k].size():
+            kept[k] = weights[k]
+    model.load_state_dict(kept, strict=False)
+    model_ema.module.load_state_dict(kept, strict=False)
+    other.load_state_dict(kept, strict=False)
+"""
+    lines = (TRAINS + body).splitlines()
+    other = lines.index("    other.load_state_dict(kept, strict=False)") + 1
+    assert [line for _, line, _ in td904_findings(body)] == [other]
+
+
 def test_strict_false_copying_another_unwrapped_model_is_information() -> None:
     """iBOT: the teacher starts from the student's weights, ``student.module.state_dict()``,
     and lacks the student-only parameters: the skipped keys are the two architectures'

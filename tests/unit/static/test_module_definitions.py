@@ -176,6 +176,44 @@ class Trained(nn.Module):
     assert "requires_grad_(False)" in found[0].message
 
 
+def test_a_dict_of_losses_whose_tensors_come_from_a_project_function_is_quiet() -> None:
+    """BiRefNet's pixel losses: an SSIM loss keeps a window built by a function of the
+    file that returns a tensor, so the dict holds no parameters; a function returning a
+    layer makes it hold one."""
+    source = (
+        HEADER
+        + """
+def make_window(size):
+    window = torch.full((size, size), 1.0 / size**2)
+    return window
+
+def make_layer(size):
+    return nn.Conv2d(1, 1, size)
+
+class SSIMLoss(nn.Module):
+    def __init__(self, size=11):
+        super().__init__()
+        self.window = make_window(size)
+
+class LearnedLoss(nn.Module):
+    def __init__(self, size=11):
+        super().__init__()
+        self.filter = make_layer(size)
+
+class PixLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.criterions = {{}}
+        self.criterions["ssim"] = SSIMLoss()
+        self.criterions["bce"] = nn.BCELoss(){extra}
+"""
+    )
+    assert_marked(source.format(extra=""), "TD223")
+    learned = source.format(extra='\n        self.criterions["learned"] = LearnedLoss()')
+    learned = learned.replace("self.criterions = {}", "self.criterions = {}  # expect: TD223")
+    assert_marked(learned, "TD223")
+
+
 def test_registered_or_parameter_free_containers_are_quiet() -> None:
     assert (
         lint_codes(
@@ -432,6 +470,34 @@ class Net(nn.Module):
 """,
         "TD506",
     )
+
+
+def test_functional_dropout_whose_rate_every_caller_sets_from_the_mode_is_quiet() -> None:
+    """OLMo: ``_attention(..., dropout_p)`` runs ``F.dropout(w, p=dropout_p)``, and the
+    base class's caller passes ``dropout_p=0.0 if not self.training else p``: rate 0 in
+    eval mode. A caller passing a fixed rate keeps the finding."""
+    source = (
+        HEADER
+        + """
+class Block(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, w):
+        return self._attention(w, dropout_p=0.0 if not self.training else self.p)
+
+    def _attention(self, w, dropout_p=0.0):
+        return F.dropout(w.softmax(-1), p=dropout_p){mark}
+
+class LlamaBlock(Block):
+    def _attention(self, w, dropout_p=0.0):
+        return nn.functional.dropout(w.softmax(-1), p=dropout_p){mark}
+"""
+    )
+    assert_marked(source.format(mark=""), "TD506")
+    fixed_rate = source.replace("0.0 if not self.training else self.p", "self.p")
+    assert_marked(fixed_rate.format(mark="  # expect: TD506"), "TD506")
 
 
 def test_dropout_fix_adds_training_flag() -> None:

@@ -198,6 +198,44 @@ def test_scaler_passed_as_a_parameter_is_recognised_by_name() -> None:
     assert "scaler.unscale_(optimizer)\n    norm = clip_grad_norm_" in applied(source, found.fix)
 
 
+@pytest.mark.parametrize(
+    ("test", "plain_step_branch"),
+    [
+        ("self.scaler is None", "body"),
+        ("not self.scaler", "body"),
+        ("self.scaler is not None", "else"),
+        ("self.scaler", "else"),
+    ],
+)
+def test_a_plain_step_in_the_branch_without_a_scaler_is_quiet(
+    test: str, plain_step_branch: str
+) -> None:
+    """AudioCraft's solvers: the loss is scaled when there is a scaler, and the plain
+    ``optimizer.step()`` sits in the branch taken only without one."""
+    plain, scaled = "self.optimizer.step()", "self.scaler.step(self.optimizer)"
+    first, second = (plain, scaled) if plain_step_branch == "body" else (scaled, plain)
+    source = f"""
+        import torch
+
+        class Solver:
+            def __init__(self, model, use_amp):
+                self.model = model
+                self.optimizer = torch.optim.Adam(model.parameters())
+                self.scaler = torch.amp.GradScaler() if use_amp else None
+
+            def step(self, loss):
+                if self.scaler is not None:
+                    loss = self.scaler.scale(loss)
+                loss.backward()
+                if {test}:
+                    {first}
+                else:
+                    {second}
+                self.optimizer.step()  # expect: TD609
+        """
+    assert_marked(source, "TD609")
+
+
 def test_unscale_before_clip_stays_quiet() -> None:
     source = amp_step("""
 scaler.scale(loss).backward()

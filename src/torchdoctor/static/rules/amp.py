@@ -12,6 +12,7 @@ entry points that ``torch.amp`` replaced.
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from torchdoctor.findings import Applicability, Depth, Edit, Fix
 from torchdoctor.rules.detectors import detector
@@ -21,7 +22,7 @@ from torchdoctor.static.analysis.events import helper_to_follow
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
+from torchdoctor.static.structure import FrameKind, FunctionScope, Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 from torchdoctor.static.values import constructor_of
 
@@ -123,6 +124,7 @@ class ScaledGradientsMisused(LintRule):
                 and not node.args
                 and not node.keywords
                 and ctx.is_in_family(receiver(node), torchapi.OPTIMIZER, scope)
+                and not _where_no_scaler(ctx, item, latest[1])
             ):
                 self._step(node, latest, unscales)
 
@@ -198,6 +200,38 @@ class ScaledGradientsMisused(LintRule):
                 Applicability.UNSAFE,
             ),
         )
+
+
+def _where_no_scaler(ctx: FileContext, item: Item, scaler: ast.expr) -> bool:
+    """The step sits in a branch taken only without the scaler: the body of
+    ``if scaler is None:`` / ``if not scaler:``, or the ``else`` of
+    ``if scaler is not None:`` / ``if scaler:`` (a scaled backward never reaches it)."""
+    text = ctx.segment(scaler)
+    for frame in item.frames:
+        if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            continue
+        test = cast("ast.If", frame.node).test
+        absent: bool | None = None  # whether the test holds when the scaler is absent
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+            and ctx.segment(test.left) == text
+        ):
+            absent = isinstance(test.ops[0], ast.Is)
+        elif (
+            isinstance(test, ast.UnaryOp)
+            and isinstance(test.op, ast.Not)
+            and ctx.segment(test.operand) == text
+        ):
+            absent = True
+        elif ctx.segment(test) == text:
+            absent = False
+        if absent is not None and absent == (frame.kind is FrameKind.IF_BODY):
+            return True
+    return False
 
 
 def _first_effect(

@@ -535,7 +535,7 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             if isinstance(f.node, ast.If)
         ):
             return
-        if not is_module_class(ctx, method.owner):
+        if not is_module_class(ctx, method.owner) or _rate_follows_mode(ctx, method, node):
             return
         flag = f"training={method.self_name}.training"
         text = ctx.segment(node.func)
@@ -549,3 +549,29 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             "module's mode).",
             fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),), Applicability.UNSAFE),
         )
+
+
+def _rate_follows_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
+    """The rate is a parameter of the method that every ``self.<method>(...)`` call of
+    the file (in the class, or in a base class of the file that calls the override) sets
+    from the mode (``dropout_p=0.0 if not self.training else p``): in eval mode the
+    dropout runs at rate 0, which changes nothing."""
+    rate = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "p"), "value", None)
+    if not isinstance(rate, ast.Name) or method.owner is None:
+        return False
+    if rate.id not in {a.arg for a in method.node.args.args + method.node.args.kwonlyargs}:
+        return False
+    passed = []
+    for other in ctx.module.functions:
+        for node in ast.walk(other.node):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == method.name
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == other.self_name
+            ):
+                passed.append(method.argument_for(node, rate.id))
+    return bool(passed) and all(
+        value is not None and "training" in ctx.segment(value) for value in passed
+    )

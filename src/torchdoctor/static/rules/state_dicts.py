@@ -289,22 +289,27 @@ def _live_copy(ctx: FileContext, loaded: ast.expr, scope: Scope) -> bool:
 
 def _copy_of(ctx: FileContext, one: str, other: str, scope: Scope) -> bool:
     """Whether one model is bound to ``copy.deepcopy`` of the other (an EMA or averaged
-    copy, ``self.model_avg = copy.deepcopy(self.model)``), in either direction: the two
-    have the same keys by construction."""
+    copy, ``self.model_avg = copy.deepcopy(self.model)``), or is the ``.module`` of an
+    averaging wrapper built from it (``model_ema = ModelEmaV2(model)``, then
+    ``model_ema.module``), in either direction: the two have the same keys by
+    construction."""
     for node in ast.walk(ctx.tree):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         value = node.value
-        if not (
-            isinstance(value, ast.Call)
-            and last_name(value.func) == "deepcopy"
-            and len(value.args) == 1
-        ):
+        if not isinstance(value, ast.Call) or not value.args:
             continue
+        called = last_name(value.func)
         target, copied = ctx.segment(node.targets[0]), ctx.segment(value.args[0])
-        if {target, copied} == {one, other}:
+        if called == "deepcopy" and len(value.args) == 1 and {target, copied} == {one, other}:
+            return True
+        if called in _AVERAGING_WRAPPERS and {f"{target}.module", copied} == {one, other}:
             return True
     return False
+
+
+# Wrappers that keep an averaged copy of the model they are given in ``.module``.
+_AVERAGING_WRAPPERS = frozenset({"ModelEma", "ModelEmaV2", "ModelEmaV3", "AveragedModel"})
 
 
 def _matches_the_model(ctx: FileContext, loaded: ast.expr, model: str, scope: Scope) -> bool:
