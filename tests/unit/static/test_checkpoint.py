@@ -272,9 +272,24 @@ def test_explicit_weights_only_false_is_information_with_an_unsafe_fix() -> None
 
 
 def test_a_custom_pickle_module_is_an_error() -> None:
-    source = "import torch, dill\nckpt = torch.load(path, pickle_module=dill)\n"
+    """``pickle_module=pickle`` (passed for an encoding, say) silently turns weights_only
+    off: an error, with no automatic fix (weights_only=True refuses a pickle module)."""
+    source = "import torch, pickle\nckpt = torch.load(path, pickle_module=pickle)\n"
     (found,) = lint_findings(source, "TD902")
     assert found.severity is Severity.ERROR and "pickle_module" in found.message
+    assert found.fix is None
+
+
+def test_dill_or_cloudpickle_as_the_pickle_module_is_a_decision_stated_as_info() -> None:
+    """dill and cloudpickle exist to unpickle whole objects (a workspace, a config with
+    lambdas): full unpickling is the point, written in the code like weights_only=False."""
+    for module in ("dill", "cloudpickle"):
+        source = (
+            f"import torch, {module}\nckpt = torch.load(open(p, 'rb'), pickle_module={module})\n"
+        )
+        (found,) = lint_findings(source, "TD902")
+        assert found.severity is Severity.INFO and f"pickle_module={module}" in found.message
+        assert found.fix is None
 
 
 def test_the_default_is_information_that_depends_on_the_torch_version() -> None:
@@ -564,6 +579,29 @@ def test_a_whole_module_save_read_back_by_a_loader_typed_to_return_a_module_is_i
     )
     [save] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD903")
     assert save.severity is Severity.INFO and "compat.py:4" in save.message
+
+
+def test_a_loaded_dict_rebuilt_into_a_new_model_under_the_same_name_is_no_module_load() -> None:
+    """ColBERT's reader: ``model = torch.load(p)`` is a dict whose entry names the
+    architecture, ``model = Reader.from_pretrained(model["arguments"]["model"])`` builds
+    the module, and only that is put in eval mode. Wrapping the loaded object
+    (``DataParallel(model)``) or taking an entry of it keeps the load a module load."""
+    rebuilt = """
+import torch
+def load(path, Reader):
+    model = torch.load(path, map_location="cpu")
+    model = Reader.from_pretrained(model["arguments"]["model"])
+    model = model.to("cpu")
+    model.eval()
+    return model
+"""
+    assert lint_codes(rebuilt, "TD903") == []
+    for kept in (
+        "torch.nn.DataParallel(model)",
+        '(model.get("ema") or model["model"]).float()',
+    ):
+        source = rebuilt.replace('Reader.from_pretrained(model["arguments"]["model"])', kept)
+        assert lint_codes(source, "TD903") == [("TD903", 4)], kept
 
 
 def test_a_load_allowed_by_safe_globals_works_and_is_quiet() -> None:

@@ -141,7 +141,54 @@ def _module_uses(nodes: list[ast.AST], returns_a_module: bool = False) -> list[a
             call = _loaded_call(value, loaded)
             if call is not None and name not in loaded:
                 loaded[name] = call
-    return [call for r in receivers if (call := _loaded_call(r, loaded)) is not None]
+    return [
+        call
+        for r in receivers
+        if (call := _loaded_call(r, loaded)) is not None and not _consumed_before(r, bound, loaded)
+    ]
+
+
+def _consumed_before(
+    receiver: ast.expr, bound: list[tuple[str, ast.expr]], loaded: dict[str, ast.Call]
+) -> bool:
+    """Whether the loaded name was rebuilt from its own value into something that is not
+    the load before the receiver reads it (``model = torch.load(p)`` read as a dict, then
+    ``model = Reader.from_pretrained(model["arguments"]["model"])`` and ``model.eval()``).
+    A binding that does not read the name may be the other branch of an ``if``, and does
+    not count."""
+    root = receiver
+    while isinstance(root, (ast.Subscript, ast.Call, ast.Attribute)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    if not isinstance(root, ast.Name) or root.id not in loaded:
+        return False
+    load = loaded[root.id]
+    position = (receiver.lineno, receiver.col_offset)
+    for name, value in bound:
+        if (
+            name == root.id
+            and (load.lineno, load.col_offset) < (value.lineno, value.col_offset) < position
+            and _loaded_call(value, loaded) is None
+            and _passed_into_a_call(value, name)
+        ):
+            return True
+    return False
+
+
+def _passed_into_a_call(value: ast.expr, name: str) -> bool:
+    """``Reader.from_pretrained(model["arguments"]["model"])``: an entry of the loaded
+    object is handed to another call, to build something new from it (not
+    ``DataParallel(model)`` or ``fuse(model)``, which wrap the object itself, nor
+    ``model.module`` or ``ckpt.get("ema") or ckpt["model"]``, which are the object)."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            for argument in [*node.args, *(k.value for k in node.keywords)]:
+                for inner in ast.walk(argument):
+                    entry = inner
+                    while isinstance(entry, ast.Subscript):
+                        entry = entry.value
+                    if entry is not inner and isinstance(entry, ast.Name) and entry.id == name:
+                        return True
+    return False
 
 
 def _loaded_call(expr: ast.expr, loaded: dict[str, ast.Call]) -> ast.Call | None:

@@ -445,6 +445,10 @@ _CHECKPOINT_WORDS = frozenset(
 _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".tar", ".pkl")
 
 
+# Picklers made to serialise what plain pickle cannot (lambdas, closures, whole objects).
+_RICH_PICKLERS = frozenset({"dill", "cloudpickle"})
+
+
 def _names_a_checkpoint(path: ast.expr) -> bool:
     """A path like ``"model.pt"``, ``args.resume`` or ``checkpoint_path``."""
     for node in ast.walk(path):
@@ -490,7 +494,21 @@ class UnsafeCheckpointLoad(LintRule):
             if isinstance(value, ast.Constant) and value.value is False:
                 self._explicit(node, value)
             return
-        if keyword(node, "pickle_module") is not None or len(node.args) > 2:
+        module = keyword(node, "pickle_module")
+        given = (
+            module.value if module is not None else (node.args[2] if len(node.args) > 2 else None)
+        )
+        if given is not None and last_name(given) in _RICH_PICKLERS:
+            # dill/cloudpickle exist to unpickle objects plain pickle cannot: full
+            # unpickling is the point, a decision like `weights_only=False` written out.
+            self._unsafe_default(
+                node,
+                f"passes `pickle_module={self.ctx.segment(given)}` to unpickle whole objects "
+                "on purpose, which turns `weights_only` off on every torch version",
+                Severity.INFO,
+                Confidence.HIGH,
+            )
+        elif given is not None:
             self._unsafe_default(
                 node,
                 "passes a `pickle_module`, which makes "
@@ -541,7 +559,8 @@ class UnsafeCheckpointLoad(LintRule):
         self, call: ast.Call, why: str, severity: Severity, confidence: Confidence
     ) -> None:
         edit = append_argument(self.ctx, call, "weights_only=True")
-        unsafe_always = severity is Severity.ERROR
+        # With a pickle module, weights_only=True is refused: the only fix is to drop it.
+        unsafe_always = keyword(call, "pickle_module") is not None or len(call.args) > 2
         fix = (
             Fix("Pass `weights_only=True` explicitly", (edit,), Applicability.UNSAFE)
             if edit and not unsafe_always
