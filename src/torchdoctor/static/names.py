@@ -433,6 +433,20 @@ def returns_of(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Ret
     return found
 
 
+def own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """Every node of a scope's own code (a module's or a function's body), without those
+    of the functions, lambdas and classes it defines, whose names are their own."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _position_of(binding: Binding) -> tuple[int, int]:
     return binding.position
 

@@ -16,6 +16,7 @@ from typing import cast
 
 from torchdoctor.static.analysis.related_files import first_in_related_files
 from torchdoctor.static.context import FileContext
+from torchdoctor.static.names import own_nodes
 from torchdoctor.static.project_facts import FORCE_FULL_UNPICKLING
 
 # Methods only a module has (a tensor has .to(), .cuda(), .float() too).
@@ -88,7 +89,6 @@ def _position(call: ast.Call) -> tuple[int, int]:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_NESTED = (*_SCOPES, ast.ClassDef)
 
 
 def _returns_a_module(function: ast.AST) -> bool:
@@ -102,15 +102,7 @@ def _returns_a_module(function: ast.AST) -> bool:
 
 
 def _in_scope(scope: ast.AST, returns_a_module: bool = False) -> list[ast.Call]:
-    nodes = []
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _NESTED):
-            continue  # its own scope
-        nodes.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return _module_uses(nodes, returns_a_module)
+    return _module_uses(own_nodes(scope), returns_a_module)
 
 
 def _module_uses(nodes: list[ast.AST], returns_a_module: bool = False) -> list[ast.Call]:

@@ -449,6 +449,14 @@ _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".tar", ".pkl")
 _RICH_PICKLERS = frozenset({"dill", "cloudpickle"})
 
 
+def _pickle_module(load: ast.Call) -> ast.expr | None:
+    """The ``pickle_module`` a ``torch.load`` passes, by keyword or third positional."""
+    given = keyword(load, "pickle_module")
+    if given is not None:
+        return given.value
+    return load.args[2] if len(load.args) > 2 else None
+
+
 def _names_a_checkpoint(path: ast.expr) -> bool:
     """A path like ``"model.pt"``, ``args.resume`` or ``checkpoint_path``."""
     for node in ast.walk(path):
@@ -494,10 +502,7 @@ class UnsafeCheckpointLoad(LintRule):
             if isinstance(value, ast.Constant) and value.value is False:
                 self._explicit(node, value)
             return
-        module = keyword(node, "pickle_module")
-        given = (
-            module.value if module is not None else (node.args[2] if len(node.args) > 2 else None)
-        )
+        given = _pickle_module(node)
         if given is not None and last_name(given) in _RICH_PICKLERS:
             # dill/cloudpickle exist to unpickle objects plain pickle cannot: full
             # unpickling is the point, a decision like `weights_only=False` written out.
@@ -560,7 +565,7 @@ class UnsafeCheckpointLoad(LintRule):
     ) -> None:
         edit = append_argument(self.ctx, call, "weights_only=True")
         # With a pickle module, weights_only=True is refused: the only fix is to drop it.
-        unsafe_always = keyword(call, "pickle_module") is not None or len(call.args) > 2
+        unsafe_always = _pickle_module(call) is not None
         fix = (
             Fix("Pass `weights_only=True` explicitly", (edit,), Applicability.UNSAFE)
             if edit and not unsafe_always

@@ -28,7 +28,7 @@ from torchdoctor.static.analysis.repeats import measures_a_repeated_step
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
-from torchdoctor.static.names import returns_of
+from torchdoctor.static.names import own_nodes, returns_of
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, loop_events
@@ -431,7 +431,7 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     body = scope.node if scope is not None else ctx.tree
     values = [
         n.value
-        for n in (ast.walk(body) if scope is not None else _module_level(ctx.tree))
+        for n in (ast.walk(body) if scope is not None else own_nodes(ctx.tree))
         if isinstance(n, ast.Assign)
         and len(n.targets) == 1
         and isinstance(n.targets[0], ast.Name)
@@ -453,20 +453,6 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     ):
         return f"`{factory.name}()`, which returns it in eval mode"
     return None
-
-
-def _module_level(tree: ast.Module) -> list[ast.AST]:
-    """The nodes of the module's own code: not those of the functions and classes it
-    defines, whose names are their own."""
-    found: list[ast.AST] = []
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return found
 
 
 def _chain_calls_eval(value: ast.Call) -> bool:
