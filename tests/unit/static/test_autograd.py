@@ -690,3 +690,47 @@ def test_td206_a_hook_on_the_model_itself_is_a_warning(attach: str) -> None:
         "TD206",
     )
     assert found.severity is Severity.WARNING
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "import deepspeed\nengine, _, _, _ = deepspeed.initialize(model=model, config=config)",
+        "from torch.ao import quantization\nquantization.prepare(model.head, inplace=True)",
+    ],
+)
+def test_td206_an_engine_named_in_the_file_is_no_proof_of_a_hook(engine: str) -> None:
+    """Round 34 (MeZO): a trainer that may hand the model to DeepSpeed later calls
+    ``model.forward`` first to read a layer's hook. The engine's name shows no hook on the
+    module called here: information, saying so."""
+    (found,) = lint_findings(
+        f"""
+    from torch import nn
+    def features(model: nn.Module, x, config):
+        store = {{}}
+        model.head.register_forward_hook(lambda m, i, o: store.update(x=i[0]))
+        model.forward(x)
+{textwrap.indent(engine, "        ")}
+        return store["x"]
+    """,
+        "TD206",
+    )
+    assert found.severity is Severity.INFO
+    assert "nothing here shows `model` is one of them" in found.message
+
+
+def test_td206_fully_shard_on_the_model_is_a_warning() -> None:
+    """FSDP2 unshards a module's parameters in a pre-hook on that module: calling its
+    ``forward`` directly skips the unshard."""
+    (found,) = lint_findings(
+        """
+    from torch import nn
+    from torch.distributed.fsdp import fully_shard
+    def train(model: nn.Module, x, optimizer):
+        fully_shard(model)
+        model.forward(x).sum().backward()
+        optimizer.step()
+    """,
+        "TD206",
+    )
+    assert found.severity is Severity.WARNING

@@ -1084,3 +1084,26 @@ def test_parameters_of_a_dict_or_list_filled_by_a_loop_over_it_are_only_info() -
         (11, Severity.INFO),
         (12, Severity.WARNING),
     ]
+
+
+def test_td105_a_helper_passing_its_callers_arguments_on_is_information() -> None:
+    # Round 34 (rlkit): `def FloatTensor(*args)` forwards whatever its callers give, data
+    # or a shape. A vararg named for a shape (`*size`) still reads as one.
+    found = lint_findings(
+        """
+        import torch
+
+        def float_tensor(*args, **kwargs):
+            return torch.FloatTensor(*args, **kwargs)
+
+        def uninitialised(*size):
+            return torch.FloatTensor(*size)
+        """,
+        "TD105",
+    )
+    assert [(f.location.line, f.severity) for f in found] == [
+        (5, Severity.INFO),
+        (8, Severity.WARNING),
+    ]
+    assert "is a legacy constructor" in found[0].message
+    assert "reads its arguments as a shape" in found[1].message

@@ -643,3 +643,57 @@ def main(model: Base, x, ones):
 """)
         == []
     )
+
+
+def test_one_model_output_fed_to_one_loss_at_several_lines_is_one_finding() -> None:
+    # A GAN trains its discriminator on real and fake images and its generator against
+    # it: three calls of one loss on one forward's sigmoid, and one fix.
+    [found] = lint_findings(
+        """
+        import torch
+        from torch import nn
+
+        class Discriminator(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid())
+
+            def forward(self, x):
+                return self.model(x)
+
+        def train(generator, loader, opt_g, opt_d):
+            discriminator = Discriminator()
+            adversarial_loss = torch.nn.BCELoss()
+            for real, ones, zeros in loader:
+                fake = generator(real)
+                g_loss = adversarial_loss(discriminator(fake), ones)
+                g_loss.backward()
+                opt_g.step()
+                real_loss = adversarial_loss(discriminator(real), ones)
+                fake_loss = adversarial_loss(discriminator(fake.detach()), zeros)
+                (real_loss + fake_loss).backward()
+                opt_d.step()
+        """,
+        "TD304",
+    )
+    assert found.location.line == 18
+    assert "as it does at lines 21, 22" in found.message
+    assert found.evidence["other_lines"] == [21, 22]
+
+
+def test_an_activation_written_into_each_call_is_reported_at_each() -> None:
+    # Each call applies the sigmoid itself: each is its own edit, and each keeps its fix.
+    found = lint_findings(
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def step(real_logits, fake_logits, ones, zeros):
+            real_loss = F.binary_cross_entropy(torch.sigmoid(real_logits), ones)
+            fake_loss = F.binary_cross_entropy(torch.sigmoid(fake_logits), zeros)
+            return real_loss + fake_loss
+        """,
+        "TD304",
+    )
+    assert [f.location.line for f in found] == [6, 7]
+    assert all(f.fix is not None for f in found)

@@ -74,3 +74,22 @@ def test_samplers_that_are_used_stay_quiet() -> None:
             return lambda: DataLoader(dataset, sampler=sampler)
         """
     assert_marked(source, "TD416")
+
+
+def test_one_unused_name_bound_in_both_branches_is_one_finding() -> None:
+    # The weighted and the plain sampler are chosen, then the loader is given a fresh one:
+    # one mistake, so one finding at the first binding that names the other.
+    source = """
+        from torch.utils.data import DataLoader, RandomSampler, WeightedRandomSampler
+
+        def loaders(dataset, weights, skew, workers):
+            if skew:
+                base_sampler = WeightedRandomSampler(weights, len(weights))  # expect: TD416
+            else:
+                base_sampler = RandomSampler(dataset)
+            return DataLoader(dataset, sampler=RandomSampler(dataset), num_workers=workers)
+        """
+    assert_marked(source, "TD416")
+    (found,) = lint_findings(source, "TD416")
+    assert "(nor the one bound to `base_sampler` at line 8)" in found.message
+    assert found.evidence == {"other_lines": [8]}

@@ -827,11 +827,27 @@ def _zero_sized(call: ast.Call) -> bool:
     )
 
 
+def _forwards_varargs(ctx: FileContext, arg: ast.expr) -> bool:
+    """``torch.FloatTensor(*args)`` inside ``def helper(*args)``: the helper's callers pass
+    a shape or data, and nothing here tells which (``*size`` or ``*shape`` says: a shape)."""
+    function = ctx.function
+    if function is None or not isinstance(arg, ast.Starred) or not isinstance(arg.value, ast.Name):
+        return False
+    vararg = function.node.args.vararg
+    return (
+        vararg is not None
+        and vararg.arg == arg.value.id
+        and not any(word in vararg.arg.lower() for word in ("size", "shape", "dim"))
+    )
+
+
 def _argument_kind(ctx: FileContext, call: ast.Call) -> str:
     """Whether a legacy call's arguments are a shape, data, nothing, or cannot be told."""
     args = call.args
     if not args:
         return _EMPTY if not any(k.arg is None for k in call.keywords) else _UNKNOWN
+    if len(args) == 1 and _forwards_varargs(ctx, args[0]):
+        return _UNKNOWN  # a wrapper passing its callers' arguments on: they decide
     if len(args) > 1 or isinstance(args[0], ast.Starred):
         return _SHAPE
     arg = args[0]

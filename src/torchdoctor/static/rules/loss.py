@@ -93,6 +93,11 @@ class ActivationIntoLoss(LintRule):
         for call in calls:
             if call.constructor is not None:
                 sites[id(call.constructor)] = sites.get(id(call.constructor), 0) + 1
+        # One finding per cause: a model whose forward ends in the activation, fed to one
+        # loss at several lines (a GAN's real and fake terms), is one fix, reported at its
+        # first call with the others named. An activation written into a call is its own.
+        shared: dict[tuple[object, ...], list[tuple[LossCall, Origin, tuple[str, str, str]]]]
+        shared = {}
         for call in calls:
             if call.input is None:
                 continue
@@ -102,8 +107,20 @@ class ActivationIntoLoss(LintRule):
             problem = _PROBLEMS.get((call.kind, origin.activation))
             if problem is None:
                 continue
+            if origin.node is not call.input:
+                loss = (
+                    id(call.constructor) if call.constructor else self.ctx.segment(call.call.func)
+                )
+                quiet = self._without_gradients(call, problem[0])
+                key = (problem[0], loss, id(origin.node), origin.where, quiet)
+                shared.setdefault(key, []).append((call, origin, problem))
+                continue
             single = call.constructor is None or sites.get(id(call.constructor)) == 1
             self._report(call, origin, problem, single)
+        for group in shared.values():
+            call, origin, problem = group[0]
+            others = sorted({c.call.lineno for c, _, _ in group[1:]} - {call.call.lineno})
+            self._report(call, origin, problem, single_site=False, others=others)
 
     def _without_gradients(self, call: LossCall, code: str) -> bool:
         """TD304's harm is to gradients: a loss computed with autograd off (an evaluation
@@ -111,7 +128,12 @@ class ActivationIntoLoss(LintRule):
         return code == "TD304" and grad_disabled_by(self.ctx, call.frames) is not None
 
     def _report(
-        self, call: LossCall, origin: Origin, problem: tuple[str, str, str], single_site: bool
+        self,
+        call: LossCall,
+        origin: Origin,
+        problem: tuple[str, str, str],
+        single_site: bool,
+        others: list[int] | None = None,
     ) -> None:
         ctx = self.ctx
         code, why, hint = problem
@@ -125,9 +147,13 @@ class ActivationIntoLoss(LintRule):
             if origin.node is call.input
             else f"the {what} output {origin.where}"
         )
+        also = ""
+        if others:
+            lines = ", ".join(str(line) for line in others)
+            also = f", as it does at line{'s' * (len(others) > 1)} {lines}"
         message = (
             f"`{loss}(...)` at line {call.call.lineno} ({call.kind.value}) receives "
-            f"`{given}`, {source}: {why}"
+            f"`{given}`, {source}{also}: {why}"
         )
         quiet = self._without_gradients(call, code)
         if quiet:
@@ -142,6 +168,7 @@ class ActivationIntoLoss(LintRule):
                 "loss": call.kind.value,
                 "activation": what,
                 "activation_line": getattr(origin.node, "lineno", None),
+                "other_lines": others or [],
             },
             fix=self._fix(call, origin, code, single_site),
         )

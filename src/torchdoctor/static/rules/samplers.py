@@ -36,6 +36,9 @@ class SamplerNeverUsed(LintRule):
         scopes: list[tuple[Scope, list[Item]]] = [(None, module.items)]
         scopes += [(function, function.items) for function in module.functions]
         for scope, items in scopes:
+            # Samplers bound to one name in one function (the branches of an `if`) and
+            # never read are one cause: reported once, at the first.
+            unused: dict[str, list[tuple[ast.Assign, Confidence]]] = {}
             for item in items:
                 node = item.node
                 if (
@@ -44,9 +47,12 @@ class SamplerNeverUsed(LintRule):
                     and isinstance(node.targets[0], ast.Name)
                     and isinstance(node.value, ast.Call)
                 ):
+                    name = node.targets[0].id
                     confidence = self._sampler(node.value, scope)
-                    if confidence is not None:
-                        self._check(item, node, node.targets[0].id, scope, confidence)
+                    if confidence is not None and self._unused(item, node, name, scope):
+                        unused.setdefault(name, []).append((node, confidence))
+            for name, found in unused.items():
+                self._report(name, found, scope)
 
     def _sampler(self, call: ast.Call, scope: Scope) -> Confidence | None:
         """Whether ``call`` builds a sampler: a class of torch's sampler family (or a
@@ -71,9 +77,8 @@ class SamplerNeverUsed(LintRule):
             return ctx.local_class(type_name[len("<local>.") :]) is not None
         return ctx.project is not None and ctx.project.module_class(type_name, ctx.path) is not None
 
-    def _check(
-        self, item: Item, assign: ast.Assign, name: str, scope: Scope, confidence: Confidence
-    ) -> None:
+    def _unused(self, item: Item, assign: ast.Assign, name: str, scope: Scope) -> bool:
+        """Nothing reads ``name`` after ``assign`` (or in a later pass of a loop around it)."""
         ctx = self.ctx
         root = scope.node if scope is not None else ctx.tree
         loops = enclosing_loops(ctx, item.frames)
@@ -85,9 +90,14 @@ class SamplerNeverUsed(LintRule):
                 and isinstance(node.ctx, ast.Load)
                 and (node.lineno > assign.lineno or any(a <= node.lineno <= b for a, b in spans))
             ):
-                return
-        if scope is None and _read_in_functions(ctx.tree, name):
-            return  # a module-level sampler read by the functions of the file
+                return False
+        # A module-level sampler read by the functions of the file is used.
+        return scope is not None or not _read_in_functions(ctx.tree, name)
+
+    def _report(self, name: str, found: list[tuple[ast.Assign, Confidence]], scope: Scope) -> None:
+        ctx = self.ctx
+        assign, confidence = found[0]
+        root = scope.node if scope is not None else ctx.tree
         earlier = _loader_given(root, name, assign.lineno)
         if earlier is not None:
             why = (
@@ -97,15 +107,27 @@ class SamplerNeverUsed(LintRule):
             )
         else:
             why = "no DataLoader receives it"
+        others = [other.lineno for other, _ in found[1:]]
+        evidence: dict[str, object] = {}
+        if earlier is not None:
+            evidence["loader_line"] = earlier.lineno
+        if others:
+            evidence["other_lines"] = others
+        also = ""
+        if others:
+            lines = ", ".join(str(line) for line in others)
+            also = f" (nor the one bound to `{name}` at line{'s' * (len(others) > 1)} {lines})"
         self.report(
             assign,
             f"`{name} = {ctx.segment(assign.value)}` at line {assign.lineno} builds a sampler "
-            f"that nothing uses afterwards: {why}, and the data is drawn in the order the "
-            "sampler was meant to change",
+            f"that nothing uses afterwards{also}: {why}, and the data is drawn in the order "
+            "the sampler was meant to change",
             fix_hint=f"Build the sampler before the DataLoader and pass it "
             f"(`DataLoader(..., sampler={name})`), or rebuild the loader after choosing it.",
-            confidence=confidence,
-            evidence={"loader_line": earlier.lineno} if earlier is not None else None,
+            confidence=Confidence.HIGH
+            if any(c is Confidence.HIGH for _, c in found)
+            else confidence,
+            evidence=evidence or None,
         )
 
 
