@@ -190,6 +190,40 @@ def train(loader: DataLoader, device):
     )
 
 
+def test_batches_of_a_loader_with_its_own_collate_fn_are_not_shown_to_be_tensors() -> None:
+    # Round 35 (GCC): the collate function batches DGL graphs, whose `.to()` was in place
+    # in the DGL the project used. A loader built with the default collation still
+    # yields tensors, also when it reaches the loop through a caller.
+    assert_marked(
+        HEADER
+        + """
+import dgl
+
+def collate(samples):
+    graph_q, graph_k = zip(*samples)
+    return dgl.batch(graph_q), dgl.batch(graph_k)
+
+def embed(loader, device):
+    for graph_q, graph_k in loader:
+        graph_q.to(device)
+        graph_k.to(device)
+
+def train(loader, device):
+    for x, y in loader:
+        x.to(device)  # expect: TD224
+
+def main(dataset, device):
+    embed(DataLoader(dataset, batch_size=8, collate_fn=collate), device)
+    train(DataLoader(dataset, batch_size=8), device)
+    for x, y in DataLoader(dataset, collate_fn=collate):
+        x.to(device)
+    for x, y in DataLoader(dataset, collate_fn=None):
+        x.to(device)  # expect: TD224
+""",
+        "TD224",
+    )
+
+
 def test_a_pure_torch_function_called_as_a_statement_is_flagged() -> None:
     source = """
         import torch

@@ -176,6 +176,42 @@ def test_a_figure_handed_to_a_call_that_closes_it_is_quiet() -> None:
     assert td701(source) == []
 
 
+# Round 35 (pytorch-forecasting): a plotting method loops over the model's targets, makes
+# its figure only while no axis was given, and returns every figure to its caller.
+@pytest.mark.parametrize(
+    "loop",
+    [
+        # made on the first pass only: the guard tests a name the same call binds
+        """
+    for target in targets:
+        if ax is None:
+            fig, ax = plt.subplots()
+        ax.plot(target)
+        fig.savefig(f"{target}.png")""",
+        # collected in a list the function returns: the caller owns the figures
+        """
+    figs = []
+    for target in targets:
+        fig, ax = plt.subplots()
+        ax.plot(target)
+        figs.append(fig)
+    return figs""",
+    ],
+)
+def test_a_figure_made_once_or_returned_to_the_caller_is_quiet(loop: str) -> None:
+    source = f"""
+import matplotlib.pyplot as plt
+
+def train_and_plot(model, optimizer, targets, ax=None):
+    loss = model(targets).sum()
+    loss.backward()
+    optimizer.step(){loop}
+"""
+    assert td701(source) == []
+    kept = source.replace("if ax is None:", "if targets:").replace("return figs", "return None")
+    assert td701(kept) != []
+
+
 def test_add_figure_told_not_to_close_still_leaks() -> None:
     source = """
     import matplotlib.pyplot as plt

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Callable
 from typing import cast
 
-from torchdoctor.findings import Applicability, Depth, Fix
+from torchdoctor.findings import Applicability, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import passed_values
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.dataloader import iterated, loader_of
 from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind
+from torchdoctor.static.structure import FrameKind, ModuleScope
 
 __all__ = ["is_tensor"]
 
@@ -124,15 +126,32 @@ def _loop_batch(ctx: FileContext, expr: ast.Name, scope: Scope, *, whole: bool) 
     if not (_unpacked(target, expr.id) or (whole and plain)):
         return False
     scope = found[1]
-    if loader_of(ctx, loop.iter, scope) is not None:
-        return True
+    loader = loader_of(ctx, loop.iter, scope)
+    if loader is not None:
+        return not _collates_itself(loader)
     source = iterated(ctx, loop.iter, scope)
+    if isinstance(source, ast.Name) and any(
+        (built := loader_of(ctx, value, caller)) is not None and _collates_itself(built)
+        for value, caller, _ in passed_values(ctx, source, scope)
+    ):
+        return False
     if isinstance(source, ast.Call):
         function = ctx.resolve_local_call(source, scope)
         returns = function.node.returns if function is not None else None
         name = None if returns is None else ctx.qualified_name(returns)
         return name is not None and torchapi.in_family(name, torchapi.DATALOADER)
     return ctx.is_in_family(source, torchapi.DATALOADER, scope)
+
+
+def _collates_itself(loader: ast.Call) -> bool:
+    """``DataLoader(..., collate_fn=batcher())``: its batches are whatever the function
+    builds (a batched graph, a dict of lists), not shown to be tensors."""
+    return any(
+        keyword.arg == "collate_fn"
+        and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is None)
+        and last_name(keyword.value) != "default_collate"
+        for keyword in loader.keywords
+    )
 
 
 def _unpacked(target: ast.expr, name: str) -> bool:
@@ -220,6 +239,10 @@ _EXPECTING = ("raises", "Raises", "warns", "Warns")
 class TensorResultDiscarded(LintRule):
     """``x.to(device)`` as a statement, with ``x`` a tensor: the copy is dropped."""
 
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        self._candidates: list[tuple[ast.Expr, ast.Call, ast.Name | ast.Attribute, Scope]] = []
+
     def visit_Expr(self, node: ast.Expr) -> None:
         call = node.value
         if not isinstance(call, ast.Call):
@@ -249,8 +272,17 @@ class TensorResultDiscarded(LintRule):
         ctx = self.ctx
         if ctx.qualified_name(call.func) is not None or ctx.is_in_family(receiver, torchapi.MODULE):
             return
-        if not is_tensor(ctx, receiver, ctx.function):
-            return
+        # Decided once the file is walked: a loader passed in from a caller is followed there.
+        self._candidates.append((node, call, receiver, ctx.function))
+
+    def leave_module(self, module: ModuleScope) -> None:
+        for node, call, receiver, scope in self._candidates:
+            if is_tensor(self.ctx, receiver, scope):
+                self._report(node, call, receiver)
+
+    def _report(self, node: ast.Expr, call: ast.Call, receiver: ast.Name | ast.Attribute) -> None:
+        ctx = self.ctx
+        method = cast("ast.Attribute", call.func).attr
         name = ctx.segment(receiver)
         text = ctx.segment(call)
         fix = None

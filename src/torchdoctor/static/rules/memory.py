@@ -58,11 +58,13 @@ class FiguresNeverClosed(LintRule):
         self._closes: list[tuple[Frame, ...]] = []
         self._shows: list[FunctionScope | None] = []
         self._figure_names: dict[int, str] = {}
+        self._bound: dict[int, set[str]] = {}
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value, target = node.value, node.targets[0]
         if not isinstance(value, ast.Call) or len(node.targets) != 1:
             return
+        self._bound[id(value)] = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
         if isinstance(target, (ast.Tuple, ast.List)) and target.elts:
             target = target.elts[0]  # fig, ax = plt.subplots()
         if isinstance(target, ast.Name):
@@ -87,8 +89,11 @@ class FiguresNeverClosed(LintRule):
                 continue
             if self.ctx.function_of(frames) in self._shows:
                 continue  # figures meant to stay open until plt.show()
+            if _made_once(frames, outermost, self._bound.get(id(call), set())):
+                continue  # `if ax is None: fig, ax = plt.subplots()`: the first pass only
             name = self._figure_names.get(id(call))
-            if name is not None and _handed_off(outermost, name):
+            function = self.ctx.function_of(frames)
+            if name is not None and _handed_off(outermost, name, function):
                 continue
             during = self._runs_during_training(outermost, self.ctx.function_of(frames), 0)
             self._report(call, outermost, name, during, _few_passes(self.ctx, loops))
@@ -190,8 +195,47 @@ def _reuses_a_numbered_figure(call: ast.Call) -> bool:
     return isinstance(num, ast.Constant) and isinstance(num.value, (int, str))
 
 
-def _handed_off(loop: Loop, name: str) -> bool:
-    """Whether the loop passes the figure to a call that may close it."""
+def _made_once(frames: tuple[Frame, ...], loop: Loop, bound: set[str]) -> bool:
+    """The figure is made under ``if ax is None:`` (or ``if not fig:``) inside the loop,
+    testing a name the same assignment binds: only the first pass makes one."""
+    inside = False
+    for frame in frames:
+        if frame is loop.frame:
+            inside = True
+        elif inside and frame.kind is FrameKind.IF_BODY and isinstance(frame.node, ast.If):
+            test = frame.node.test
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                tested = test.operand
+            elif (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.Is)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None
+            ):
+                tested = test.left
+            else:
+                continue
+            if isinstance(tested, ast.Name) and tested.id in bound:
+                return True
+    return False
+
+
+def _returned(function: FunctionScope | None, name: str) -> bool:
+    """The function returns the list ``name`` (or a value built from it) to its caller."""
+    if function is None:
+        return False
+    return any(
+        isinstance(node, ast.Return)
+        and node.value is not None
+        and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
+        for node in ast.walk(function.node)
+    )
+
+
+def _handed_off(loop: Loop, name: str, function: FunctionScope | None) -> bool:
+    """Whether the loop passes the figure to a call that may close it, or collects it in
+    a list the function returns (the caller owns the figures then)."""
     for item in loop.items:
         call = item.node
         if not isinstance(call, ast.Call):
@@ -201,6 +245,13 @@ def _handed_off(loop: Loop, name: str) -> bool:
             continue
         func = call.func
         last = last_name(func)
+        if (
+            last in ("append", "extend")
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and _returned(function, func.value.id)
+        ):
+            return True
         keeps = last in _KEEPERS or any(
             k.arg == "close" and isinstance(k.value, ast.Constant) and k.value.value is False
             for k in call.keywords
