@@ -209,26 +209,34 @@ class StrictFalseResultIgnored(LintRule):
                 or _keys_compared(ctx, loaded, text, scope)
             ):
                 continue
-            # A script that never trains, or a loader that strips the `module.` prefix
-            # itself: the skipped keys are known or harmless; a maintainer leaves it. (Test
-            # code is lowered for every rule at once: static.severity_in_tests.)
-            minor = "backward" not in ctx.source or (
-                loaded is not None
-                and (_strips_a_prefix(ctx, loaded, scope) or _live_copy(ctx, loaded, scope))
-            )
-            self._report(call, text, minor)
+            # Which keys a file holds shows only when it is loaded (`run` checks every
+            # loose load); a partial load is most often on purpose (a backbone without its
+            # head, adapters absent from a base checkpoint). Proven here only for a
+            # wrapper's own state_dict(), whose `module.` prefix matches nothing.
+            wrapper = _wrapper_state(ctx, loaded, scope) if loaded is not None else None
+            self._report(call, text, wrapper)
 
-    def _report(self, call: ast.Call, text: str, minor: bool) -> None:
+    def _report(self, call: ast.Call, text: str, wrapper: str | None) -> None:
+        if wrapper is not None:
+            why = (
+                f"; here it is given the `{wrapper}` wrapper's own state_dict, whose keys all "
+                "start with `module.`, so nothing is loaded"
+            )
+        else:
+            why = (
+                "; which keys the checkpoint holds shows only at run time (`torchdoctor run` "
+                "checks every loose load), and a partial load is often on purpose"
+            )
         self.report(
             call,
             f"`{text}.load_state_dict(..., strict=False)` at line {call.lineno} throws away "
             "its result, the list of keys it skipped: a checkpoint whose names do not match "
             "(renamed layers, a `module.` prefix) loads nothing at all without a word, and "
-            "the model silently keeps its random initialisation",
+            "the model silently keeps its random initialisation" + why,
             fix_hint=f"Keep the result and check it: `result = {text}.load_state_dict(..., "
             "strict=False)`, then fail when `result.missing_keys` or "
             "`result.unexpected_keys` hold keys you did not expect.",
-            severity=Severity.INFO if minor else None,
+            severity=None if wrapper is not None else Severity.INFO,
         )
 
 
@@ -254,12 +262,9 @@ def _own_state(ctx: FileContext, expr: ast.expr, model: str, scope: Scope) -> bo
     return False
 
 
-def _live_copy(ctx: FileContext, loaded: ast.expr, scope: Scope) -> bool:
-    """``teacher.load_state_dict(student.module.state_dict(), strict=False)``: weights
-    copied from another live, unwrapped model, whose keys the program itself defines; the
-    keys it skips are the architectural difference between the two (a student-only head),
-    not a file whose names drifted. A wrapper's own ``state_dict()`` is no such copy: its
-    ``module.`` prefix matches nothing."""
+def _wrapper_state(ctx: FileContext, loaded: ast.expr, scope: Scope) -> str | None:
+    """The wrapper class (``DistributedDataParallel``) when ``loaded`` is a DDP or
+    DataParallel wrapper's own ``state_dict()``: every key carries ``module.``."""
     value = _bound(ctx, loaded, scope)
     if not (
         isinstance(value, ast.Call)
@@ -267,24 +272,9 @@ def _live_copy(ctx: FileContext, loaded: ast.expr, scope: Scope) -> bool:
         and value.func.attr == "state_dict"
         and not value.args
     ):
-        return False
-    source = value.func.value
-    if isinstance(source, ast.Attribute) and source.attr == "module":
-        return True
-    kind = ctx.instance_type(source, scope)
-    if kind in torchapi.WRAPPER_NAMES:
-        return False
-    if kind is not None and ctx.is_in_family(source, torchapi.MODULE, scope):
-        return True
-    # A model of a library lint cannot see (`teacher = UNet.from_pretrained(...)`): built
-    # by a call, not unpickled by a load, so its keys are its class's.
-    built = _bound(ctx, source, scope)
-    return (
-        built is not source
-        and isinstance(built, ast.Call)
-        and "load" not in torchapi.name_tokens(last_name(built.func))
-        and last_name(built.func) not in torchapi.WRAPPER_NAMES.values()
-    )
+        return None
+    kind = ctx.instance_type(value.func.value, scope)
+    return torchapi.WRAPPER_NAMES.get(kind) if kind is not None else None
 
 
 def _copy_of(ctx: FileContext, one: str, other: str, scope: Scope) -> bool:
@@ -404,16 +394,3 @@ def _logged_next(ctx: FileContext, statement: ast.stmt, loaded: ast.expr, scope:
                 for n in ast.walk(argument)
             )
     return False
-
-
-def _strips_a_prefix(ctx: FileContext, loaded: ast.expr, scope: Scope) -> bool:
-    """A dict whose keys this code rewrote (``k.replace("module.", "")``, ``k[7:]``)."""
-    value = _bound(ctx, loaded, scope)
-    if not isinstance(value, ast.DictComp):
-        return False
-    key = value.key
-    return isinstance(key, ast.Subscript) or (
-        isinstance(key, ast.Call)
-        and isinstance(key.func, ast.Attribute)
-        and key.func.attr in ("replace", "removeprefix", "lstrip", "split", "sub")
-    )
