@@ -23,7 +23,7 @@ from torchdoctor.findings import Confidence, Depth, Finding, Fix, Location, Seve
 from torchdoctor.static.blocks import SCOPE_HOOKS
 from torchdoctor.static.context import FileContext
 
-__all__ = ["SCOPE_HOOKS", "LintRule"]
+__all__ = ["SCOPE_HOOKS", "LintRule", "line_numbers"]
 
 
 class LintRule:
@@ -83,3 +83,8 @@ class LintRule:
             fix=fix,
             severity=severity,
         )
+
+
+def line_numbers(lines: list[int]) -> str:
+    """``line 5`` or ``lines 5, 9``: the other places a finding names in its message."""
+    return f"line{'s' * (len(lines) > 1)} {', '.join(str(line) for line in lines)}"

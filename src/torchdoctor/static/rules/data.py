@@ -24,7 +24,7 @@ from torchdoctor.static.analysis.dataloader import (
 from torchdoctor.static.analysis.exhaustion import rebuilt_when_exhausted
 from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.context import Scope
-from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.base import LintRule, line_numbers
 from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
 
 # --- TD405 -------------------------------------------------------------------------------
@@ -110,9 +110,7 @@ class WorkersWithoutMainGuard(LintRule):
         )
         more = ""
         if others:
-            plural = "s" if len(others) > 1 else ""
-            lines = ", ".join(str(line) for line in others)
-            more = f" (so do the loader{plural} at line{plural} {lines})"
+            more = f" (so do the loader{'s' * (len(others) > 1)} at {line_numbers(others)})"
         self.report(
             call,
             f"`DataLoader(..., num_workers={spelled})` at line {call.lineno} starts worker "

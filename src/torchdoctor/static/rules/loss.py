@@ -15,7 +15,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, origin_of
 from torchdoctor.static.analysis.losses import LossCall, loss_calls
 from torchdoctor.static.grad_mode import grad_disabled_by
-from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.base import LintRule, line_numbers
 from torchdoctor.static.structure import ModuleScope
 from torchdoctor.static.torchapi import LossKind
 
@@ -147,10 +147,7 @@ class ActivationIntoLoss(LintRule):
             if origin.node is call.input
             else f"the {what} output {origin.where}"
         )
-        also = ""
-        if others:
-            lines = ", ".join(str(line) for line in others)
-            also = f", as it does at line{'s' * (len(others) > 1)} {lines}"
+        also = f", as it does at {line_numbers(others)}" if others else ""
         message = (
             f"`{loss}(...)` at line {call.call.lineno} ({call.kind.value}) receives "
             f"`{given}`, {source}{also}: {why}"

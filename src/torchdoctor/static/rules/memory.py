@@ -87,15 +87,15 @@ class FiguresNeverClosed(LintRule):
             outermost = loops[-1]
             if any(outermost.frame in closed for closed in self._closes):
                 continue
-            if self.ctx.function_of(frames) in self._shows:
+            function = self.ctx.function_of(frames)
+            if function in self._shows:
                 continue  # figures meant to stay open until plt.show()
             if _made_once(frames, outermost, self._bound.get(id(call), set())):
                 continue  # `if ax is None: fig, ax = plt.subplots()`: the first pass only
             name = self._figure_names.get(id(call))
-            function = self.ctx.function_of(frames)
             if name is not None and _handed_off(outermost, name, function):
                 continue
-            during = self._runs_during_training(outermost, self.ctx.function_of(frames), 0)
+            during = self._runs_during_training(outermost, function, 0)
             self._report(call, outermost, name, during, _few_passes(self.ctx, loops))
 
     def _runs_during_training(

@@ -19,7 +19,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.dataloader import loads
 from torchdoctor.static.analysis.loops import enclosing_loops
 from torchdoctor.static.context import Scope
-from torchdoctor.static.rules.base import LintRule
+from torchdoctor.static.rules.base import LintRule, line_numbers
 from torchdoctor.static.structure import Item, ModuleScope
 
 _LOADER_ARGUMENTS = ("sampler", "batch_sampler")
@@ -111,12 +111,10 @@ class SamplerNeverUsed(LintRule):
         evidence: dict[str, object] = {}
         if earlier is not None:
             evidence["loader_line"] = earlier.lineno
-        if others:
-            evidence["other_lines"] = others
         also = ""
         if others:
-            lines = ", ".join(str(line) for line in others)
-            also = f" (nor the one bound to `{name}` at line{'s' * (len(others) > 1)} {lines})"
+            evidence["other_lines"] = others
+            also = f" (nor the one bound to `{name}` at {line_numbers(others)})"
         self.report(
             assign,
             f"`{name} = {ctx.segment(assign.value)}` at line {assign.lineno} builds a sampler "
