@@ -132,6 +132,13 @@ class ClassInfo:
         tracks running statistics changes in eval() but is exact in training mode."""
         return self._project._sensitive(self._facts, 0, evaluating=True)
 
+    @property
+    def evaluates_itself(self) -> bool:
+        """Whether a new instance is in eval mode: the class's own ``__init__`` calls
+        ``self.eval()`` after building its layers, and no method of it calls
+        ``self.train()``."""
+        return self._facts.evaluates_itself
+
     def keeps_detached(self, method: str, position: int) -> bool:
         """Whether ``method`` (of this class) reads its argument at ``position``
         (``self`` not counted) only through ``.data``/``.item()``/``.detach()``."""

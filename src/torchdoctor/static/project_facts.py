@@ -162,6 +162,10 @@ class ClassFacts(_Definition[ast.ClassDef, "_ClassBody"]):
     def detached_arguments(self) -> dict[str, frozenset[int]]:
         return self.body.detached_arguments
 
+    @property
+    def evaluates_itself(self) -> bool:
+        return self.body.evaluates_itself
+
 
 @dataclass(slots=True)
 class _ClassBody:
@@ -175,6 +179,7 @@ class _ClassBody:
     sequential_last: dict[str, str] = field(default_factory=dict)
     init_calls: frozenset[str] = frozenset()
     detached_arguments: dict[str, frozenset[int]] = field(default_factory=dict)
+    evaluates_itself: bool = False
 
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -512,7 +517,57 @@ def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
     if init is not None:
         _init_attributes(init, namer, facts)
         facts.init_calls = _init_calls(init, namer)
+        facts.evaluates_itself = _init_evaluates(init) and not any(
+            _trains_itself(method) for name, method in methods.items() if name != "__init__"
+        )
     return facts
+
+
+def _own_mode_call(node: ast.AST, self_name: str) -> str | None:
+    """``"eval"`` for ``self.eval()``/``self.train(False)``, ``"train"`` for
+    ``self.train()``/``self.train(True)``, else ``None``."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == self_name
+        and node.func.attr in ("eval", "train")
+    ):
+        return None
+    if node.func.attr == "eval":
+        return "eval"
+    given = node.args[0] if node.args else next((k.value for k in node.keywords), None)
+    off = isinstance(given, ast.Constant) and not given.value
+    return "eval" if off else "train"
+
+
+def _init_evaluates(init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``__init__`` ends its building with ``self.eval()`` (a frozen model: a pretrained
+    autoencoder, a perceptual network): a statement of its own body, with no attribute
+    of ``self`` assigned after it (a layer built later starts in training mode)."""
+    self_name = init.args.args[0].arg if init.args.args else "self"
+    evaluated = False
+    for statement in init.body:
+        mode = (
+            _own_mode_call(statement.value, self_name) if isinstance(statement, ast.Expr) else None
+        )
+        if mode is not None:
+            evaluated = mode == "eval"
+        elif any(
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self_name
+            for node in ast.walk(statement)
+        ):
+            evaluated = False
+    return evaluated
+
+
+def _trains_itself(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the method calls ``self.train()``."""
+    self_name = method.args.args[0].arg if method.args.args else "self"
+    return any(_own_mode_call(node, self_name) == "train" for node in ast.walk(method))
 
 
 # Calls whose result cannot be a module: builtins and methods of plain values.

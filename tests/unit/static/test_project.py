@@ -227,6 +227,63 @@ def test_a_model_class_of_another_file_without_dropout_keeps_td501_quiet(tmp_pat
     assert lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings == []
 
 
+_FROZEN_AUTOENCODER = """
+import torch
+import torch.nn as nn
+class FrozenAutoencoder(nn.Module):
+    def __init__(self, path):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))
+        self.load_state_dict(torch.load(path))
+        self.eval()
+        self.requires_grad_(False)
+        {late}
+    def forward(self, x):
+        return self.encoder(x)
+def get_model(path):
+    return FrozenAutoencoder(path)
+"""
+
+_EXTRACT = """
+import torch
+import libs.autoencoder
+def main(batches):
+    autoencoder = libs.autoencoder.get_model("ae.pth")
+    with torch.no_grad():
+        for x in batches:
+            autoencoder(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("late", "flagged"),
+    [
+        ("", []),
+        ("self.head = nn.Dropout(0.5)", [("extract.py", 8)]),
+    ],
+)
+def test_td501_quiet_for_a_model_whose_constructor_of_another_file_calls_eval(
+    tmp_path: Path, late: str, flagged: list[tuple[str, int]]
+) -> None:
+    """U-ViT's feature extraction: a factory of another file builds a class whose
+    ``__init__`` ends in ``self.eval()``; a layer built after the ``eval()`` starts in
+    training mode, so that model is still flagged."""
+    (tmp_path / "libs").mkdir()
+    _write(
+        tmp_path,
+        {
+            "extract.py": _EXTRACT,
+            "libs/__init__.py": "",
+            "libs/autoencoder.py": _FROZEN_AUTOENCODER.format(late=late),
+        },
+    )
+    found = [
+        (Path(f.location.path).name, f.location.line)
+        for f in lint(tmp_path, config=LintConfig(), select=["TD501"], jobs=1).findings
+    ]
+    assert found == flagged
+
+
 def test_td501_quiet_when_eval_ran_first_and_the_loop_calls_a_loss(tmp_path: Path) -> None:
     # The shape of a language-model evaluation: eval() at the top, a criterion in the loop.
     _write(

@@ -13,6 +13,7 @@ import ast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.mode_actions import (
     MODE,
     Action,
@@ -104,6 +105,9 @@ class EvalInTrainMode(LintRule):
             return "eval", f"the `@{decorator}` decorator"
         callers = ctx.callers(scope)
         if not callers:
+            if _owned_by(model, scope) and _method_of_a_module(ctx, scope):
+                # generate(), beam_search() of the model itself: its users set its mode
+                return "set", ""
             return "no callers", f"`{scope.name}()`"
         if depth >= _MAX_DEPTH:
             return "set", ""
@@ -366,6 +370,18 @@ def _owned_by(model: str, scope: FunctionScope) -> bool:
     return owner is not None and (model == owner or model.startswith(owner + "."))
 
 
+def _method_of_a_module(ctx: FileContext, scope: FunctionScope) -> bool:
+    """Whether ``scope`` is a method of an ``nn.Module`` subclass (of this file's classes
+    or, through its bases, the project's)."""
+    owner = scope.owner
+    if owner is None:
+        return False
+    if ctx.is_family(f"<local>.{owner.name}", torchapi.MODULE):
+        return True
+    info = ctx.project.module_class(f"<local>.{owner.name}", near=ctx.path)
+    return bool(info is not None and info.is_module)
+
+
 def _eval_decorator(tree: ast.Module, scope: FunctionScope) -> str | None:
     """The name of a decorator of ``scope`` defined in this file whose wrapper calls
     ``.eval()`` on its first argument, the decorated method's object (``@eval_decorator``
@@ -425,6 +441,15 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
         }
         if _calls_mode(init, sources, "eval"):
             return f"`{attribute}` put in eval mode by `__init__`"
+        built = [
+            n.value
+            for n in ast.walk(init)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and any(ast.unparse(t) == model for t in n.targets)
+        ]
+        if len(built) == 1:
+            return _evaluating_class(ctx, built[0], scope.owner.methods.get("__init__"))
         return None
     if "." in model:
         return None
@@ -442,6 +467,9 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     value = values[0]
     if _chain_calls_eval(value):
         return f"`{ast.unparse(value)[:60]}` (line {value.lineno})"
+    evaluated = _evaluating_class(ctx, value, scope)
+    if evaluated is not None:
+        return evaluated
     factory = ctx.resolve_local_call(value, scope)
     if factory is None:
         return None
@@ -453,6 +481,17 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     ):
         return f"`{factory.name}()`, which returns it in eval mode"
     return None
+
+
+def _evaluating_class(ctx: FileContext, value: ast.Call, scope: FunctionScope | None) -> str | None:
+    """Where a model built by ``value`` is put in eval mode, when it is an instance of a
+    project class whose constructor calls ``self.eval()`` (a frozen pretrained network,
+    built directly or by a factory of another file)."""
+    type_name = ctx.instance_type(value, scope)
+    info = None if type_name is None else ctx.project.module_class(type_name, near=ctx.path)
+    if info is None or not info.evaluates_itself:
+        return None
+    return f"`{info.name}`, whose constructor calls `self.eval()`"
 
 
 def _chain_calls_eval(value: ast.Call) -> bool:

@@ -44,8 +44,15 @@ class DuplicateParametersInOptimizer(LintRule):
                     continue
                 if not is_optimizer(ctx, call, scope):
                     continue
-                roots = _whole_modules(ctx, call, scope)
-                repeated = next((r for i, r in enumerate(roots) if r in roots[:i]), None)
+                repeated = next(
+                    (
+                        r
+                        for roots in _whole_modules(ctx, call, scope)
+                        for i, r in enumerate(roots)
+                        if r in roots[:i]
+                    ),
+                    None,
+                )
                 if repeated is not None:
                     self._report(call, repeated, scope, module)
 
@@ -96,27 +103,31 @@ class DuplicateParametersInOptimizer(LintRule):
 
 
 _FILTERING = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda)
+# Bounds the alternatives followed through nested conditional expressions.
+_MAX_ALTERNATIVES = 16
 
 
-def _whole_modules(ctx: FileContext, call: ast.Call, scope: Scope) -> list[str]:
-    """The modules whose every parameter the optimizer is given, in order: each
-    ``m.parameters()`` outside a comprehension or ``filter(...)`` (a group of one module's
-    biases beside a group of its weights splits it, it does not repeat it)."""
+def _whole_modules(ctx: FileContext, call: ast.Call, scope: Scope) -> list[list[str]]:
+    """Each list of modules whose every parameter the optimizer may be given, in order:
+    each ``m.parameters()`` outside a comprehension or ``filter(...)`` (a group of one
+    module's biases beside a group of its weights splits it, it does not repeat it). The
+    branches of a conditional expression are alternatives, one list each
+    (``chain(unet.parameters(), te.parameters()) if both else unet.parameters()``)."""
     params = optimizer_params(ctx, call, scope)
-    if params is None:
-        return []
-    out: list[str] = []
-    pending: list[ast.AST] = [params]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, _FILTERING) or (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "filter"
-        ):
-            continue
-        if method_call(node, "parameters"):
-            out.append(model_path(ctx, receiver(node)))
-            continue
-        pending.extend(reversed(list(ast.iter_child_nodes(node))))
+    return [] if params is None else _alternatives(ctx, params)
+
+
+def _alternatives(ctx: FileContext, node: ast.AST) -> list[list[str]]:
+    if isinstance(node, _FILTERING) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "filter"
+    ):
+        return [[]]
+    if method_call(node, "parameters"):
+        return [[model_path(ctx, receiver(node))]]
+    if isinstance(node, ast.IfExp):
+        return (_alternatives(ctx, node.body) + _alternatives(ctx, node.orelse))[:_MAX_ALTERNATIVES]
+    out: list[list[str]] = [[]]
+    for child in ast.iter_child_nodes(node):
+        tails = _alternatives(ctx, child)
+        out = [head + tail for head in out for tail in tails][:_MAX_ALTERNATIVES]
     return out
