@@ -704,11 +704,15 @@ def _following(ctx: FileContext, statement: ast.stmt) -> list[ast.stmt]:
 
 def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int) -> bool:
     """Whether ``statement`` writes every element of ``target`` in place: an ``nn.init``
-    function or a fill method on it, a method of the class that does so, or a loop that
-    assigns its elements one by one (``ids[i] = ...``)."""
+    function or a fill method on it, a method of the class that does so, a loop that
+    assigns its elements one by one (``ids[i] = ...``), or ``module.reset_parameters()``
+    for ``target`` ``module.weight`` (a layer's own reset; ``self.reset_parameters()`` is
+    a method of the class, read as one)."""
     if _fills_by_index(ctx, statement, target):
         return True
     for node in _calls_in(statement):
+        if not target.startswith("self.") and _resets_owner_of(ctx, node, target):
+            return True
         func = node.func
         qualified = ctx.qualified_name(func)
         if (
