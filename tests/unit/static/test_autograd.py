@@ -734,3 +734,27 @@ def test_td206_fully_shard_on_the_model_is_a_warning() -> None:
         "TD206",
     )
     assert found.severity is Severity.WARNING
+
+
+def test_td207_an_accumulator_set_to_zero_starts_no_forward_pass() -> None:
+    """DomainBed's TRM: ``loss_swap = 0.0`` opens ``update()``, classifiers' weights are
+    copied through ``.data`` next, and only then run forward; the number assigned to a
+    name backpropagated later is no forward pass the copy could follow."""
+    assert_marked(
+        """
+    import copy
+    import torch.nn.functional as F
+    class TRM:
+        def update(self, minibatches):
+            loss_swap = 0.0
+            for classifier in self.clist:
+                classifier.weight.data = copy.deepcopy(self.classifier.weight.data)
+            loss_erm = 0.0
+            for j, (x, y) in enumerate(minibatches):
+                loss_erm += F.cross_entropy(self.clist[j](self.featurizer(x)), y)
+            loss_erm.backward()
+            loss_swap = F.cross_entropy(self.classifier(self.featurizer(x)), y)
+            loss_swap.backward()
+    """,
+        "TD207",
+    )

@@ -1107,3 +1107,52 @@ def test_td105_a_helper_passing_its_callers_arguments_on_is_information() -> Non
     ]
     assert "is a legacy constructor" in found[0].message
     assert "reads its arguments as a shape" in found[1].message
+
+
+def test_td105_an_optional_parameter_filled_by_the_loop_after_it_is_information() -> None:
+    """rtdl's tokenizers: ``self.bias = nn.Parameter(Tensor(n, d)) if bias else None``,
+    then a loop over ``[self.weight, self.bias]`` initialises each that exists."""
+    source = """
+        import torch
+        from torch import Tensor, nn
+
+        class Tokenizer(nn.Module):
+            def __init__(self, n, d, bias, init):
+                super().__init__()
+                self.weight = nn.Parameter(Tensor(n, d))
+                self.bias = nn.Parameter(Tensor(n, d)) if bias else None
+                for parameter in [self.weight, self.bias]:
+                    if parameter is not None:
+                        init.apply(parameter, d)
+
+            def forward(self, x):
+                return x * self.weight
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (9, Severity.INFO),
+    ]
+
+
+def test_td105_a_weight_built_in_one_branch_and_filled_is_information() -> None:
+    """AllenNLP's Embedding: other branches wrap other values as ``self.weight``; the
+    branch that allocates a FloatTensor fills it with ``xavier_uniform_`` at once."""
+    source = """
+        import torch
+
+        class Embedding(torch.nn.Module):
+            def __init__(self, n, d, weight=None, pretrained=None):
+                super().__init__()
+                if pretrained is not None:
+                    weight = torch.load(pretrained)
+                    self.weight = torch.nn.Parameter(weight)
+                elif weight is not None:
+                    self.weight = torch.nn.Parameter(weight)
+                else:
+                    weight = torch.FloatTensor(n, d)
+                    self.weight = torch.nn.Parameter(weight)
+                    torch.nn.init.xavier_uniform_(self.weight)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [(13, Severity.INFO)]

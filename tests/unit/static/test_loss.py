@@ -697,3 +697,21 @@ def test_an_activation_written_into_each_call_is_reported_at_each() -> None:
     )
     assert [f.location.line for f in found] == [6, 7]
     assert all(f.fix is not None for f in found)
+
+
+def test_td305_reads_a_layer_attribute_by_what_it_holds_not_by_its_name() -> None:
+    """TencentPretrain's targets: ``self.softmax = nn.LogSoftmax(dim=-1)`` into
+    ``NLLLoss`` is right; the same attribute holding ``nn.Softmax`` is the bug."""
+    source = """
+    import torch.nn as nn
+    class Target(nn.Module):
+        def __init__(self, hidden, vocab):
+            super().__init__()
+            self.output_layer = nn.Linear(hidden, vocab)
+            self.softmax = nn.{layer}(dim=-1)
+            self.criterion = nn.NLLLoss()
+        def forward(self, memory, tgt):
+            return self.criterion(self.softmax(self.output_layer(memory)), tgt)
+    """
+    assert lint_codes(source.format(layer="LogSoftmax"), "TD305") == []
+    assert lint_codes(source.format(layer="Softmax"), "TD305") == [("TD305", 10)]

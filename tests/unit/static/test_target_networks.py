@@ -181,6 +181,27 @@ def test_a_detached_or_no_grad_target_or_a_consistency_loss_is_quiet() -> None:
     )
 
 
+def test_a_mixup_of_the_networks_own_outputs_is_no_bootstrapped_target() -> None:
+    """DomainBed's SelfReg: the target mixes two shuffles of the network's own outputs
+    (``lam * out_2 + (1 - lam) * out_3``), a consistency term both sides of which train
+    on purpose; a TD target adds a reward to the network's values."""
+    assert_marked(
+        """
+    import torch
+    import torch.nn as nn
+    def update(net: nn.Module, x, lam, optimizer):
+        output = net(x)
+        output_2 = output[torch.randperm(len(x))]
+        output_3 = output[torch.randperm(len(x))]
+        output_3 = lam * output_2 + (1 - lam) * output_3
+        loss = nn.MSELoss()(output, output_3)
+        loss.backward()
+        optimizer.step()
+    """,
+        "TD222",
+    )
+
+
 def test_an_input_optimised_through_an_ema_or_frozen_network_is_quiet() -> None:
     """GAN inversion, adversarial examples, feature visualisation: the optimizer holds a
     latent or an image, no network's parameters, so the gradient must cross the network."""

@@ -162,7 +162,7 @@ def _call_origin(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -> 
         return None
     if isinstance(func, ast.Attribute):
         activation = _ACTIVATION_METHODS.get(func.attr)
-        if activation is not None:
+        if activation is not None and not _on_self(func.value, scope):
             return Origin(activation, call, func.value, where)
         if func.attr == "log" and not call.args:
             return _log_of(ctx, func.value, call, scope, depth)
@@ -172,6 +172,13 @@ def _call_origin(ctx: FileContext, call: ast.Call, scope: Scope, depth: int) -> 
                 None if inner is None else Origin(inner.activation, inner.node, None, inner.where)
             )
     return _returned_by_call(ctx, call, scope, depth, None)
+
+
+def _on_self(receiver: ast.expr, scope: Scope) -> bool:
+    """``self.softmax(x)``: a layer of the module (``self.softmax = nn.LogSoftmax()`` is
+    one), not the tensor method ``x.softmax(dim)``; what it is comes from its binding."""
+    owner = scope.self_name if isinstance(scope, FunctionScope) else None
+    return isinstance(receiver, ast.Name) and owner is not None and receiver.id == owner
 
 
 def _log_of(

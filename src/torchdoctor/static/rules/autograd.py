@@ -452,7 +452,10 @@ def _names_read(node: ast.AST) -> set[str]:
 
 
 def _assigns(node: ast.AST, names: set[str]) -> bool:
-    if isinstance(node, ast.Assign):
+    """Whether ``node`` computes one of the backpropagated ``names``; an accumulator set
+    to a number (``loss_swap = 0.0`` before the losses are summed into it) starts no
+    forward pass."""
+    if isinstance(node, ast.Assign) and not isinstance(node.value, ast.Constant):
         return any(isinstance(t, ast.Name) and t.id in names for t in node.targets)
     return False
 

@@ -325,7 +325,11 @@ _WRITERS = _FILLS | {"index_copy_", "index_fill_", "scatter_", "masked_scatter_"
 
 def _held_call(value: ast.expr) -> ast.Call | None:
     """The legacy-looking call whose memory ``value`` is (``nn.Parameter(torch.Tensor(n))``,
-    ``torch.LongTensor(2).cuda()``), or ``None`` when ``value`` computes something else."""
+    ``torch.LongTensor(2).cuda()``, also the built branch of ``... if bias else None``), or
+    ``None`` when ``value`` computes something else."""
+    if isinstance(value, ast.IfExp):
+        branches = [b for b in (value.body, value.orelse) if not _is_none(b)]
+        value = branches[0] if len(branches) == 1 else value
     while value.__class__ is ast.Call:
         assert isinstance(value, ast.Call)
         func = value.func
@@ -342,6 +346,10 @@ def _held_call(value: ast.expr) -> ast.Call | None:
         else:
             return None
     return None
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _held_name(value: ast.expr) -> str | None:
@@ -382,6 +390,7 @@ def _handed_to_written_holders(ctx: FileContext, statement: ast.stmt, name: str)
         elif (
             isinstance(node, ast.Assign)
             and node is not statement
+            and node.lineno > after  # a holder of an earlier value (another branch)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Attribute)
             and _held_name(node.value) == name

@@ -95,6 +95,8 @@ class TargetNetworkNotDetached(LintRule):
                 and isinstance(bootstrapped.op, (ast.Add, ast.Sub))
             ):
                 continue
+            if all(self._network_calls(term, where, 0) for term in _terms(bootstrapped)):
+                continue  # no reward beside the network's values: a mixup, a consistency
             for source in self._network_calls(bootstrapped, where, 0):
                 if ctx.segment(source.func) in trained and self._with_grad(source, where):
                     self._report_bootstrap(source, call, ctx.segment(target))
@@ -349,6 +351,13 @@ class TargetNetworkNotDetached(LintRule):
 _REGRESSION_FUNCTIONS = frozenset({"mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss"})
 _REGRESSION_CLASSES = frozenset({"MSELoss", "SmoothL1Loss", "HuberLoss", "L1Loss"})
 _REGRESSION_NAMES = _REGRESSION_FUNCTIONS | _REGRESSION_CLASSES
+
+
+def _terms(expr: ast.expr) -> list[ast.expr]:
+    """The terms of a sum or difference (``r + gamma * q_next - alpha * log_p``)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
+        return _terms(expr.left) + _terms(expr.right)
+    return [expr]
 
 
 def _bound(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.expr:
