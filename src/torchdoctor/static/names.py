@@ -27,7 +27,7 @@ from torchdoctor.static.structure import (
     ModuleScope,
 )
 
-__all__ = ["CURRENT", "NameResolver", "Scope", "ScopeArg", "returns_of"]
+__all__ = ["CURRENT", "NameResolver", "Scope", "ScopeArg", "is_none", "returns_of"]
 
 Scope = FunctionScope | None  # None: module level
 
@@ -231,7 +231,7 @@ class NameResolver(SourceText):
         if not found:
             return None
         for binding, method_node in found:
-            if binding.value is not None and not _is_none(binding.value):
+            if binding.value is not None and not is_none(binding.value):
                 return binding, self.scopes.get(method_node)
         binding, method_node = found[0]
         return binding, self.scopes.get(method_node)
@@ -460,5 +460,6 @@ def _encloses(binding: Binding, position: tuple[int, int]) -> bool:
     return binding.position <= position < end
 
 
-def _is_none(expr: ast.expr) -> bool:
+def is_none(expr: ast.expr) -> bool:
+    """Whether ``expr`` is the literal ``None``."""
     return isinstance(expr, ast.Constant) and expr.value is None

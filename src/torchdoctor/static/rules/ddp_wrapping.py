@@ -21,6 +21,7 @@ from torchdoctor.static.analysis.dataloader import assigned_name, iterated, load
 from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
+from torchdoctor.static.names import is_none
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FrameKind, Item, ModuleScope
 from torchdoctor.static.values import bound_value, constructor_of
@@ -422,7 +423,7 @@ class LoaderWithoutDistributedSampler(LintRule):
         if dataset is None:
             return True
         batch_size = keyword(call, "batch_size")
-        if batch_size is not None and _is_none(batch_size.value):
+        if batch_size is not None and is_none(batch_size.value):
             # Automatic batching off: the dataset yields whole batches, an iterable
             # pipeline that no sampler drives (WeNet's, WebDataset's), sharded inside it.
             return True
@@ -450,7 +451,3 @@ class LoaderWithoutDistributedSampler(LintRule):
             fix_hint="Pass `sampler=DistributedSampler(dataset)` (and call "
             "`sampler.set_epoch(epoch)` every epoch), without `shuffle=True`.",
         )
-
-
-def _is_none(value: ast.expr) -> bool:
-    return isinstance(value, ast.Constant) and value.value is None

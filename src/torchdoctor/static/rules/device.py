@@ -19,6 +19,7 @@ from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.analysis.name_initialisers import initialised_by_name
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.names import is_none
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Loop
 from torchdoctor.static.training import EventKind, loop_events
@@ -328,7 +329,7 @@ def _held_call(value: ast.expr) -> ast.Call | None:
     ``torch.LongTensor(2).cuda()``, also the built branch of ``... if bias else None``), or
     ``None`` when ``value`` computes something else."""
     if isinstance(value, ast.IfExp):
-        branches = [b for b in (value.body, value.orelse) if not _is_none(b)]
+        branches = [b for b in (value.body, value.orelse) if not is_none(b)]
         value = branches[0] if len(branches) == 1 else value
     while value.__class__ is ast.Call:
         assert isinstance(value, ast.Call)
@@ -346,10 +347,6 @@ def _held_call(value: ast.expr) -> ast.Call | None:
         else:
             return None
     return None
-
-
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _held_name(value: ast.expr) -> str | None:
