@@ -146,7 +146,7 @@ FSDP_SHARDING_STRATEGIES = frozenset(
 )
 
 # torch.nn layers that hold no parameters whatever their arguments (activations, dropout,
-# pooling, padding, resampling, reshaping): a plain list of them loses nothing, and one
+# pooling, padding, resampling, reshaping, losses): a plain list of them loses nothing, and one
 # replaced after the optimizer was built leaves no parameter behind. Each was checked on
 # torch 2.x: ``list(layer.parameters()) == []``. Layers with optional parameters
 # (``affine=``, ``elementwise_affine=``) and ``nn.PReLU`` are not here.
@@ -243,6 +243,30 @@ PARAMETER_FREE_LAYERS = frozenset(
         "CrossMapLRN2d",
         "CosineSimilarity",
         "PairwiseDistance",
+        # losses (class weights are buffers or plain attributes, not parameters); not
+        # `TripletMarginWithDistanceLoss`, whose distance function may be a module, nor
+        # `AdaptiveLogSoftmaxWithLoss` and `LinearCrossEntropyLoss`, which hold layers
+        "L1Loss",
+        "MSELoss",
+        "HuberLoss",
+        "SmoothL1Loss",
+        "CrossEntropyLoss",
+        "NLLLoss",
+        "NLLLoss2d",
+        "PoissonNLLLoss",
+        "GaussianNLLLoss",
+        "KLDivLoss",
+        "BCELoss",
+        "BCEWithLogitsLoss",
+        "CTCLoss",
+        "MarginRankingLoss",
+        "HingeEmbeddingLoss",
+        "CosineEmbeddingLoss",
+        "SoftMarginLoss",
+        "MultiLabelMarginLoss",
+        "MultiLabelSoftMarginLoss",
+        "MultiMarginLoss",
+        "TripletMarginLoss",
     )
 )
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+import warnings
 
 import pytest
 
@@ -329,3 +330,43 @@ def test_columns_are_characters_on_non_ascii_lines() -> None:
     ctx = context('label = "é"; x = f(1)\n')
     loc = ctx.location(last_call(ctx))
     assert loc.column == 17 and loc.snippet == 'label = "é"; x = f(1)'
+
+
+def test_every_parameter_free_layer_holds_no_parameters_on_the_installed_torch() -> None:
+    """TD610 and the project index trust this list: a layer in it that held parameters
+    would hide a real replacement. Each class is built with the arguments it needs."""
+    nn = pytest.importorskip("torch.nn")
+    needs = {
+        "Unflatten": (1, (2, 2)),
+        "Fold": (4, 2),
+        "Unfold": (2,),
+        "PixelShuffle": (2,),
+        "PixelUnshuffle": (2,),
+        "ChannelShuffle": (2,),
+        "Threshold": (0.1, 0.0),
+        "LocalResponseNorm": (2,),
+        "CrossMapLRN2d": (3,),
+        "FractionalMaxPool2d": (2,),
+        "FractionalMaxPool3d": (2,),
+        "LPPool1d": (2, 2),
+        "LPPool2d": (2, 2),
+        "LPPool3d": (2, 2),
+    }
+    checked = 0
+    for qualified in sorted(torchapi.PARAMETER_FREE_LAYERS):
+        name = qualified.rpartition(".")[2]
+        if not hasattr(nn, name):
+            continue  # newer than the installed torch
+        cls = getattr(nn, name)
+        if name.startswith(("MaxPool", "AvgPool", "MaxUnpool")) or name.startswith("Adaptive"):
+            args: tuple[object, ...] = (2,)
+        elif "Pad" in name:
+            args = (1, 0.0) if name.startswith("ConstantPad") else (1,)
+        else:
+            args = needs.get(name, ())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # NLLLoss2d is deprecated
+            layer = cls(*args, output_size=2) if "Fractional" in name else cls(*args)
+        assert list(layer.parameters()) == [], qualified
+        checked += 1
+    assert checked >= 100

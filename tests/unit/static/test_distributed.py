@@ -244,6 +244,57 @@ def test_a_loader_only_evaluated_by_the_called_method_is_quiet() -> None:
     assert lint_codes(source, "TD801", "TD001") == []
 
 
+# Round 39's DeepSpeed-Chat: train and evaluation samplers built side by side; the epoch
+# loop hands the evaluation loader to a nested evaluation() that takes no step.
+EVAL_AND_TRAIN = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+def main(train_set, eval_set, model, optimizer, epochs):
+    train_sampler = DistributedSampler(train_set)
+    eval_sampler = DistributedSampler(eval_set)
+    train_loader = DataLoader(train_set, sampler=train_sampler)
+    eval_loader = DataLoader(eval_set, sampler=eval_sampler)
+
+    def evaluation(model, loader):
+        model.eval()
+        total = 0.0
+        for step, batch in enumerate(loader):
+            with torch.no_grad():
+                total += model(batch).sum()
+        return total / (step + 1)
+
+    for epoch in range(epochs):
+        model.train()
+        for batch in train_loader:
+            optimizer.zero_grad()
+            model(batch).sum().backward()
+            optimizer.step()
+        print(len(eval_loader), evaluation(model, eval_loader))
+"""
+
+
+def test_a_sampler_whose_loader_the_epoch_loop_only_evaluates_is_quiet() -> None:
+    # Only the training sampler (line 6) is reported; the evaluation one (line 7) is not.
+    assert lint_codes(EVAL_AND_TRAIN, "TD801", "TD001") == [("TD801", 6)]
+    # Handed to a function lint cannot read, the loader may be trained on.
+    unseen = EVAL_AND_TRAIN.replace("evaluation(model, eval_loader))", "score(eval_loader))")
+    assert lint_codes(unseen, "TD801", "TD001") == [("TD801", 6), ("TD801", 7)]
+    # An evaluation loop in the epoch loop itself is no training either.
+    inline = EVAL_AND_TRAIN.replace(
+        "        print(len(eval_loader), evaluation(model, eval_loader))",
+        "        with torch.no_grad():\n            for batch in eval_loader:\n"
+        "                model(batch)",
+    )
+    assert lint_codes(inline, "TD801", "TD001") == [("TD801", 6)]
+    # A loader that the epoch loop also trains on keeps its finding.
+    both = inline.replace(
+        "                model(batch)",
+        "                model(batch).sum().backward()\n                optimizer.step()",
+    )
+    assert lint_codes(both, "TD801", "TD001") == [("TD801", 6), ("TD801", 7)]
+
+
 def test_a_same_named_attribute_of_another_class_is_not_the_sampler_loader() -> None:
     source = """
     from torch.utils.data import DataLoader, DistributedSampler

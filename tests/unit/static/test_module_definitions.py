@@ -56,6 +56,20 @@ model.requires_grad = False
     assert found[0].fix.edits[0].replacement == "model.requires_grad_(False)"
 
 
+def test_the_message_says_what_each_flag_fails_to_do() -> None:
+    # Round 39's VQGAN: a perceptual network the optimizer never holds; what the unset
+    # flag costs is the gradients backward still computes, and setting True unfreezes
+    # nothing (no optimizer "still updates" a frozen parameter).
+    freeze, unfreeze = lint_findings(
+        HEADER + "\nmodel = nn.Linear(2, 2)\nmodel.requires_grad = False\n"
+        "model.requires_grad = True\n",
+        "TD221",
+    )
+    assert "backward still computes their gradients" in freeze.message
+    assert "still get no gradient and are never trained" in unfreeze.message
+    assert "still updates" not in unfreeze.message
+
+
 def test_requires_grad_on_parameters_and_tensors_is_quiet() -> None:
     assert (
         lint_codes(

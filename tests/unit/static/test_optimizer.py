@@ -424,8 +424,13 @@ def test_parameter_free_or_unknown_replacements_stay_quiet() -> None:
             model.act = nn.Sequential(nn.ReLU(), nn.Dropout(0.1))
             model.head = make_head()
             model.fc.weight.data = torch.zeros(3, 3)
+            model.criterion = nn.CrossEntropyLoss(weight=torch.ones(3))
+            model.mse = nn.MSELoss()
         """
     assert lint_codes(source, "TD610") == []
+    # A loss that holds layers is still a new set of parameters.
+    source = source.replace("nn.MSELoss()", "nn.AdaptiveLogSoftmaxWithLoss(8, 100, [10])")
+    assert lint_codes(source, "TD610") == [("TD610", 13)]
 
 
 def test_layers_outside_the_optimized_part_or_of_a_rebuilt_model_stay_quiet() -> None:

@@ -253,6 +253,28 @@ def test_a_data_loader_or_a_download_is_not_a_resume() -> None:
     assert lint_codes(source + "\ndef resume(path):\n    return torch.load(path)\n", "TD905")
 
 
+# Round 39's eeg-gcnn: per-epoch checkpoints with the optimizer, and no resume; its only
+# loads read feature arrays, through joblib and a helper of the file that wraps it.
+DATA_READERS = """
+import numpy as np
+from joblib import dump, load
+
+def _load_memory_mapped_array(name):
+    dump(load(name), name)
+    return load(name, mmap_mode="r")
+
+def read_features():
+    return _load_memory_mapped_array("x"), np.load("y.npy")
+"""
+
+
+def test_loads_of_data_arrays_are_not_a_resume() -> None:
+    assert lint_codes(script("") + DATA_READERS, "TD905") == []
+    # A helper of the file that reads a checkpoint is still a resume.
+    helper = DATA_READERS.replace('load(name, mmap_mode="r")', "torch.load(name)")
+    assert lint_codes(script("") + helper, "TD905")
+
+
 REPLAYED = {
     "loop after the load": RESUME + "    for _ in range(start_epoch * len(loader)):\n"
     "        scheduler.step()\n",

@@ -139,6 +139,41 @@ def attach(trainer, opt):
     )
 
 
+# Round 39's DGL DCRNN: ExponentialLR(0.99) stepped every batch while the learning rate
+# stays above a floor; the comparison with the current rate shows the per-batch decay is
+# the design.
+FLOORED = (
+    HEADER
+    + """
+def get_learning_rate(optimizer):
+    return optimizer.param_groups[0]["lr"]
+
+def train(model, loader, args):
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    decay = lr_scheduler.ExponentialLR(opt, gamma=0.99)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            if {guard}:
+                decay.step()
+"""
+)
+
+
+def test_a_step_guarded_by_a_floor_on_the_current_rate_is_quiet() -> None:
+    for guard in (
+        "get_learning_rate(opt) > args.minimum_lr",
+        'opt.param_groups[0]["lr"] > 1e-6',
+        "decay.get_last_lr()[0] >= args.min_lr",
+    ):
+        assert lint_codes(FLOORED.format(guard=guard), "TD615") == [], guard
+    # A flag named after the rate, or a comparison of something else, is no floor.
+    for guard in ("args.lr_decay", "epoch > args.lr_warmup"):
+        assert lint_codes(FLOORED.format(guard=guard), "TD615") == [("TD615", 19)], guard
+
+
 def test_epoch_loops_and_unknown_schedulers_are_quiet() -> None:
     assert (
         lint_codes(

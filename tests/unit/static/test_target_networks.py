@@ -332,6 +332,25 @@ class Agent:
         loss.backward()
         self.opt.step()
 """,
+    # Round 39's QMIX: a recurrent target agent returns (values, hidden); a helper builds
+    # the TD(lambda) targets from them, detached where they enter the loss.
+    "tuple result through a helper, detached at the loss": """
+class Trainer:
+    def __init__(self, agent: nn.Module, mixer: nn.Module):
+        self.agent, self.mixer = agent, mixer
+        self.target_agent = copy.deepcopy(agent)
+        self.optimizer = torch.optim.Adam(agent.parameters())
+
+    def update(self, s, s2, a, r, hidden):
+        qtot = self.mixer(self.agent(s, a, hidden)[0], s)
+        target_outs, _ = self.target_agent(s2, a, hidden)
+        target_max = target_outs.max(dim=-1, keepdim=True)[0]
+        targets = self._td_lambda(r, target_max)
+        loss = F.mse_loss(qtot, targets.detach())
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+""",
 }
 
 
@@ -354,6 +373,25 @@ def fit(v_net: nn.Module, q_net: nn.Module, loader, gamma=0.99):
         q_loss = F.mse_loss(q_net(s, a), scaled)
         opt.zero_grad()
         q_loss.backward()
+        opt.step()
+""",
+        "TD222",
+    )
+
+
+def test_a_target_unpacked_from_a_tuple_into_the_loss_is_still_flagged() -> None:
+    assert_marked(
+        HEADER
+        + """
+def fit(agent: nn.Module, loader, gamma=0.99):
+    target_agent = copy.deepcopy(agent)
+    opt = torch.optim.Adam(agent.parameters())
+    for s, r, s2, hidden in loader:
+        target_q, hidden = target_agent(s2, hidden)  # expect: TD222
+        q, _ = agent(s, hidden)
+        loss = F.mse_loss(q, r + gamma * target_q)
+        opt.zero_grad()
+        loss.backward()
         opt.step()
 """,
         "TD222",

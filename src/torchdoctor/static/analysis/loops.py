@@ -26,6 +26,7 @@ from torchdoctor.static.values import bound_value
 __all__ = [
     "at_most_passes",
     "enclosing_loops",
+    "function_trains",
     "guard_between",
     "is_periodic_guard",
     "items_of",
@@ -211,7 +212,7 @@ def trains(ctx: FileContext, loop: Loop) -> bool:
     """Whether a training step runs anywhere inside the loop (nested loops, helpers)."""
     if steps_every_iteration(ctx, loop) or any(trains(ctx, child) for child in loop.children):
         return True
-    return any(_function_trains(ctx, called) for called in _direct_local_calls(ctx, loop))
+    return any(function_trains(ctx, called) for called in _direct_local_calls(ctx, loop))
 
 
 def step_functions(ctx: FileContext) -> set[FunctionScope]:
@@ -233,7 +234,9 @@ def _steps_per_call(ctx: FileContext, function: FunctionScope) -> bool:
     return False
 
 
-def _function_trains(ctx: FileContext, function: FunctionScope) -> bool:
+def function_trains(ctx: FileContext, function: FunctionScope) -> bool:
+    """Whether calling ``function`` runs a training step: it steps once per call, or one
+    of its loops trains (through the helpers it calls too)."""
     if function in step_functions(ctx):
         return True
     return any(trains(ctx, loop) for loop in function.loops)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.held_loaders import mentions, reaches_through_calls
-from torchdoctor.static.analysis.loops import steps_every_iteration, trains
+from torchdoctor.static.analysis.loops import function_trains, steps_every_iteration, trains
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -79,7 +80,7 @@ class SamplerEpochNeverSet(LintRule):
             if epoch_loop is None and not self._set_epoch and self._escapes(sampler, names):
                 epoch_loop = self._any_epoch_loop()
                 confidence = Confidence.MEDIUM
-            if epoch_loop is not None:
+            if epoch_loop is not None and not _evaluated_only(self.ctx, epoch_loop, names):
                 self._report(sampler, epoch_loop, names, confidence)
 
     def _epoch_is_set(self, sampler: _Sampler) -> bool:
@@ -204,6 +205,54 @@ class SamplerEpochNeverSet(LintRule):
             (edit,),
             Applicability.UNSAFE,
         )
+
+
+# Builtins that read a loader without drawing its batches for training.
+_NEUTRAL_READERS = frozenset({"len", "enumerate", "iter", "print", "isinstance"})
+
+
+def _evaluated_only(ctx: FileContext, loop: Loop, names: list[str]) -> bool:
+    """Whether the epoch loop uses the sampler's loader only to evaluate: every use is a
+    loop over it that takes no training step, or an argument of a function of the file
+    that trains nothing (DeepSpeed-Chat's ``evaluation(model, eval_dataloader)``). The
+    order of evaluation batches changes no result, so a sampler that never sees
+    ``set_epoch`` there is harmless. Any other use (an unknown call, a rebinding) may
+    train, and keeps the finding."""
+    loops = {id(other.node): other for other in ctx.module.all_loops}
+    handled: set[int] = set()
+    uses = 0
+    for node in ast.walk(loop.node):
+        if id(node) in handled:
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor)) and node is not loop.node:
+            if not mentions(node.iter, names):
+                continue
+            inner = loops.get(id(node))
+            if inner is None or trains(ctx, inner):
+                return False
+            handled.update(id(n) for n in ast.walk(node.iter))
+            uses += 1
+        elif isinstance(node, ast.Call):
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            if not any(mentions(argument, names) for argument in arguments):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id in _NEUTRAL_READERS:
+                # `len(loader)`: the bare name is read no further; a call among the
+                # arguments (`print(evaluate(loader))`) is judged on its own
+                handled.update(id(a) for a in arguments if isinstance(a, (ast.Name, ast.Attribute)))
+                continue
+            called = called_function(ctx, node, loop.function)
+            if called is None or function_trains(ctx, called):
+                return False
+            handled.update(id(n) for n in ast.walk(node))
+            uses += 1
+        elif (
+            isinstance(node, (ast.Name, ast.Attribute))
+            and isinstance(node.ctx, ast.Load)
+            and mentions(node, names)
+        ):
+            return False  # a use read no further: it may reach training
+    return uses > 0
 
 
 def _shuffle_off(call: ast.Call) -> bool:

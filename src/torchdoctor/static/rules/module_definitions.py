@@ -167,15 +167,18 @@ class RequiresGradSetOnModule(LintRule):
             return
         name = ctx.segment(target.value)
         flag = ctx.segment(node.value)
-        effect = {"False": "nothing is frozen", "True": "nothing is unfrozen"}.get(
-            flag
-        ) or "no parameter's flag changes"
+        effect = {
+            "False": "nothing is frozen: backward still computes their gradients, and an "
+            "optimizer holding them still updates them",
+            "True": "nothing is unfrozen: the frozen ones still get no gradient and are "
+            "never trained",
+        }.get(flag) or "no parameter's flag changes"
         replacement = f"{name}.requires_grad_({flag})"
         self.report(
             node,
             f"`{name}` is a module: `{name}.requires_grad = {flag}` at line {node.lineno} "
             f"only sets a new attribute on it; every parameter keeps its own flag, so "
-            f"{effect} and the optimizer still updates them",
+            f"{effect}",
             fix_hint=f"Call `{replacement}`, which sets the flag of every parameter.",
             confidence=confidence,
             fix=Fix(

@@ -8,7 +8,9 @@ the saved epoch (``scheduler.last_epoch = start_epoch - 1``, built with
 ``last_epoch=start_epoch - 1``, or replayed by a loop that only steps schedules, as
 I-JEPA's ``for _ in range(start_epoch * ipe): scheduler.step()``) needs no state of its own
 in the checkpoint. A ``DataLoader`` or a download is not a load: only a call whose name has
-the word ``load`` (``torch.load``, ``load_checkpoint``, ``load_state_dict``) reads one back.
+the word ``load`` (``torch.load``, ``load_checkpoint``, ``load_state_dict``) reads one back,
+and not a data reader's (``np.load``, ``joblib.load``) nor a helper of the file whose own
+body reads none.
 A state another save of the file records (``save_optimizer`` beside ``save_model``) is
 kept, in its own file; and a class that steps no optimizer, beside unrelated classes that
 do, has none to save.
@@ -100,7 +102,7 @@ class IncompleteResumeCheckpoint(LintRule):
                 dicts.append((call, frames, roles))
         if not dicts:
             return  # the whole-file reads below are paid only where a finding may follow
-        reads_back, positioned = _resume_facts(ctx.tree)
+        reads_back, positioned = _resume_facts(ctx)
         if not reads_back or _reads_weights_only(ctx):
             return  # nothing here resumes: the checkpoints are exports or logs
         positioned = positioned or self._replays_schedules()
@@ -247,16 +249,21 @@ def _related_classes(tree: ast.AST, start: ast.ClassDef) -> list[ast.ClassDef]:
     return [start, *(by_name[name] for name in related if by_name[name] is not start)]
 
 
-def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
-    """Whether the file reads a checkpoint back (a ``load`` call, or a name or attribute
-    saying ``resume``), and whether it sets a scheduler's position from a counter
-    (``x.last_epoch = ...``, or ``last_epoch=`` other than -1 when building one)."""
-    reads_back = positioned = False
-    for node in ast.walk(tree):
+def _resume_facts(ctx: FileContext) -> tuple[bool, bool]:
+    """Whether the file reads a checkpoint back (a ``load`` call that may read one, or a
+    name or attribute saying ``resume``), and whether it sets a scheduler's position from
+    a counter (``x.last_epoch = ...``, or ``last_epoch=`` other than -1 when building one)."""
+    reads_back = any(
+        _may_read_a_checkpoint(ctx, item.node, scope)
+        for scope, items in ctx.module.bodies()
+        for item in items
+        if isinstance(item.node, ast.Call)
+    )
+    positioned = False
+    for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Call):
             func = node.func
             last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            reads_back = reads_back or "load" in torchapi.name_tokens(last)
             positioned = positioned or any(
                 k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords
             )
@@ -273,6 +280,30 @@ def _resume_facts(tree: ast.AST) -> tuple[bool, bool]:
         if reads_back and positioned:
             break
     return reads_back, positioned
+
+
+def _may_read_a_checkpoint(
+    ctx: FileContext, call: ast.Call, scope: FunctionScope | None, depth: int = 0
+) -> bool:
+    """Whether a call may read a checkpoint back: its name says ``load``, it is no data
+    or settings reader (``np.load``, ``joblib.load``, ``json.load``), and, when it is a
+    function of this file, its own body has such a call (eeg-gcnn's
+    ``_load_memory_mapped_array`` only reloads feature arrays with joblib)."""
+    func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if "load" not in torchapi.name_tokens(last):
+        return False
+    qualified = ctx.qualified_name(func, scope) or ""
+    if qualified.partition(".")[0] in _DATA_READERS:
+        return False
+    local = ctx.resolve_local_call(call, scope)
+    if local is None or depth >= 3:
+        return True
+    return any(
+        _may_read_a_checkpoint(ctx, inner, local, depth + 1)
+        for inner in ast.walk(local.node)
+        if isinstance(inner, ast.Call)
+    )
 
 
 def _names_epoch(arguments: list[ast.expr]) -> bool:
@@ -329,6 +360,11 @@ def _reads_weights_only(ctx: FileContext) -> bool:
 
 # Libraries whose ``load`` reads settings or plain data, never a checkpoint's state.
 _CONFIG_READERS = frozenset({"json", "yaml", "omegaconf", "toml", "tomllib", "tomli"})
+# ... and those whose ``load`` reads arrays, tables or media: a run's data, never its state.
+_DATA_READERS = _CONFIG_READERS | frozenset(
+    {"numpy", "joblib", "pandas", "h5py", "scipy", "PIL", "cv2", "imageio", "librosa"}
+    | {"soundfile", "torchaudio", "datasets"}
+)
 
 
 def _loads_a_model(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -> bool:

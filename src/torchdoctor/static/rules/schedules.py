@@ -64,7 +64,9 @@ class EpochSchedulerSteppedPerBatch(LintRule):
         if loop is not None:
             if (
                 guard_between(
-                    action.site.frames, loop.frame, lambda node, _body: is_periodic_guard(node.test)
+                    action.site.frames,
+                    loop.frame,
+                    lambda node, _body: is_periodic_guard(node.test) or _floors_the_rate(node.test),
                 )
                 is not None
             ):
@@ -149,6 +151,34 @@ class EpochSchedulerSteppedPerBatch(LintRule):
             "per-step schedule such as `OneCycleLR` and size it in batches).",
             evidence={"schedule": schedule},
         )
+
+
+def _floors_the_rate(test: ast.expr) -> bool:
+    """A guard that compares the optimizer's current learning rate with a bound
+    (``if get_learning_rate(optimizer) > args.minimum_lr:``,
+    ``if optimizer.param_groups[0]["lr"] > 1e-6:``): the author steps the schedule every
+    batch on purpose and stops it at a floor, so the decay per batch is the design."""
+    for node in ast.walk(test):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in (node.left, *node.comparators):
+            if _reads_current_rate(operand):
+                return True
+    return False
+
+
+def _reads_current_rate(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Subscript):
+        key = expr.slice
+        if isinstance(key, ast.Constant) and key.value == "lr":
+            return True  # param_groups[0]["lr"]
+        return _reads_current_rate(expr.value)  # scheduler.get_last_lr()[0]
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        tokens = torchapi.name_tokens(name)
+        return "lr" in tokens or {"learning", "rate"} <= set(tokens)
+    return False
 
 
 def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:

@@ -323,15 +323,15 @@ class TargetNetworkNotDetached(LintRule):
                 holder < 0
                 and isinstance(node, ast.Assign)
                 and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
+                and _names(node.targets[0])
                 and _holds(node.value, call)
             ):
                 holder = index
         if holder < 0:
             return True  # used where it is made (an argument, a return): with its graph
         statement = body.items[holder].node
-        assert isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name)
-        return _reaches_with_graph(body.items[holder + 1 :], statement.targets[0].id)
+        assert isinstance(statement, ast.Assign)
+        return _reaches_with_graph(body.items[holder + 1 :], _names(statement.targets[0]))
 
     def _report(self, call: ast.Call, target: _Target) -> None:
         ctx = self.ctx
@@ -388,19 +388,32 @@ def _holds(expr: ast.AST, node: ast.AST) -> bool:
     return any(inner is node for inner in ast.walk(expr))
 
 
-def _reaches_with_graph(items: tuple[Item, ...], name: str) -> bool:
-    """Whether ``name``, or a name computed from it with its graph, is read with its
+def _names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: ``q`` or each name of ``q, hidden = ...``
+    (every one may hold part of the value); none for an attribute or a subscript."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        parts = [e.value if isinstance(e, ast.Starred) else e for e in target.elts]
+        if all(isinstance(part, ast.Name) for part in parts):
+            return [part.id for part in parts if isinstance(part, ast.Name)]
+    return []
+
+
+def _reaches_with_graph(items: tuple[Item, ...], names: list[str]) -> bool:
+    """Whether ``names``, or a name computed from them with their graph, is read with its
     graph by anything but such an assignment: a loss, a ``backward()``, a call. A name
     rebound to a value read only inside ``.detach()`` carries no graph (SAC's
     ``next_q = r + g * target_v`` used as ``next_q.detach()``; TD3's
-    ``target_q = reward + (not_done * gamma * target_q).detach()``)."""
+    ``target_q = reward + (not_done * gamma * target_q).detach()``; QMIX's targets built
+    by a helper from the target network's values, detached where they enter the loss)."""
     inside = {
         id(node)
         for item in items
         if isinstance(item.node, ast.stmt)
         for node in ast.walk(item.node)
     }
-    carried = {name}
+    carried = set(names)
     for item in items:
         statement = item.node
         if not isinstance(statement, ast.stmt) and id(statement) in inside:
@@ -408,12 +421,13 @@ def _reaches_with_graph(items: tuple[Item, ...], name: str) -> bool:
         reads = any(_reads_with_graph(statement, held) for held in carried)
         if isinstance(statement, (ast.Assign, ast.AugAssign)):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+            bound = _names(targets[0]) if len(targets) == 1 else []
+            if bound:
                 value_reads = any(_reads_with_graph(statement.value, held) for held in carried)
                 if value_reads:
-                    carried.add(targets[0].id)
+                    carried.update(bound)
                 elif isinstance(statement, ast.Assign):
-                    carried.discard(targets[0].id)
+                    carried.difference_update(bound)
                 if not carried:
                     return False
                 continue
