@@ -442,6 +442,34 @@ def test_a_state_dict_in_the_else_of_a_conditional_expression_is_quiet() -> None
     assert td805(source) == [("TD805", 12)]
 
 
+def test_a_branch_whose_other_side_unwraps_the_same_model_is_quiet() -> None:
+    """Round 39's MONAI tutorials: the test that picks the branch is the script's own flag
+    (``if ddp_bool:``, ``world_size > 1``, ``args.distributed``), and the other branch
+    reaches through ``model.module``: the flagged call is the plain model's."""
+    source = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    def train(args, model, world_size):
+        ddp_bool = args.gpus > 1
+        if ddp_bool:
+            model = DDP(model)
+        if ddp_bool:
+            torch.save(model.module.state_dict(), "a.pt")
+        else:
+            torch.save(model.state_dict(), "a.pt")
+        state = model.module.state_dict() if world_size > 1 else model.state_dict()
+        torch.save({"state_dict": state}, "b.pt")
+        plain = model.state_dict() if not args.distributed else model.module.state_dict()
+        torch.save(plain, "c.pt")
+        if ddp_bool:
+            torch.save(ema.module.state_dict(), "d.pt")
+        else:
+            torch.save(model.state_dict(), "d.pt")
+    """
+    # The last save's other branch unwraps another model: no evidence about this one.
+    assert td805(source) == [("TD805", 19)]
+
+
 def test_files_without_ddp_are_quiet() -> None:
     source = """
     import torch

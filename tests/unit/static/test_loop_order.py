@@ -454,6 +454,29 @@ def test_td204_quiet_when_backward_happens_in_a_helper() -> None:
     assert_marked(src, "TD204")
 
 
+def test_td204_quiet_when_a_gradient_call_fills_the_cleared_optimizer() -> None:
+    # Round 40's DARTS search: the architect computes the architecture gradients in
+    # another file between alpha_optim's clearing and its step.
+    src = """
+    import torch
+    def train(model, architect, loader, w_optim, alpha_optim):
+        for (x, y), (vx, vy) in loader:
+            alpha_optim.zero_grad()
+            architect.unrolled_backward(x, y, vx, vy, w_optim)
+            alpha_optim.step()
+            w_optim.zero_grad()
+            model.loss(x, y).backward()
+            w_optim.step()
+    """
+    assert_marked(src, "TD204")
+    # Another optimizer's clearing, or a data move, fills no gradient.
+    for between in ("w_optim.zero_grad()", "x = x.to('cuda')"):
+        flagged = src.replace(
+            "architect.unrolled_backward(x, y, vx, vy, w_optim)", between
+        ).replace("alpha_optim.step()", "alpha_optim.step()  # expect: TD204")
+        assert_marked(flagged, "TD204")
+
+
 # --- TD205 graph-retained-across-steps --------------------------------------------------
 
 

@@ -356,6 +356,41 @@ def test_a_checkpoint_read_back_only_for_its_weights_is_no_resume() -> None:
         assert lint_codes(source, "TD905", "TD001") == [], read
 
 
+def test_values_beside_the_weights_and_presence_checks_are_no_resume() -> None:
+    """Round 40's MONAI tutorials: a ControlNet initialised from a diffusion checkpoint
+    that also reads its ``scale_factor``; a federated learner that checks ``if
+    model_data:`` before taking the weights; image and config loaders beside them."""
+    reads = [
+        "def init(net, path):\n"
+        "    ckpt = torch.load(path)\n"
+        '    net.load_state_dict(ckpt["unet_state_dict"])\n'
+        '    return ckpt["scale_factor"]\n',
+        "def best(path):\n"
+        "    model_data = torch.load(path)\n"
+        "    if model_data:\n"
+        '        return model_data["model_weights"]\n'
+        "    if model_data is None:\n"
+        "        return None\n",
+        "from monai.transforms import LoadImaged\n"
+        "def init(net, path, args):\n"
+        "    config = load_config(args.config)\n"
+        '    reader = LoadImaged(keys=["image"])\n'
+        '    net.load_state_dict(torch.load(path)["model"])\n',
+    ]
+    for read in reads:
+        source = TRAIN.format(save=SAVE).replace(
+            "def resume(path):\n    return torch.load(path)\n", read
+        )
+        assert lint_codes(source, "TD905", "TD001") == [], read
+    # Reading the optimizer, the epoch or the AMP scaler back is a resume.
+    for key in ("optimizer", "epoch", "scaler"):
+        source = TRAIN.format(save=SAVE).replace(
+            "def resume(path):\n    return torch.load(path)\n",
+            reads[0].replace('"scale_factor"', f'"{key}"'),
+        )
+        assert lint_codes(source, "TD905", "TD001"), key
+
+
 def test_an_initialising_load_that_only_prints_the_saved_step_is_no_resume() -> None:
     """AnimateDiff's shape: the path name is reused for the loaded dict, the dict is
     asked what it holds (``"step" in ckpt``), its step is only printed, the weights are

@@ -490,10 +490,15 @@ def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
     """Whether ``call`` runs only where ``receiver`` is not wrapped: in the ``else`` of
     ``if hasattr(receiver, "module"):``, ``if isinstance(receiver, DataParallel):`` or
     ``if is_parallel(receiver):`` (a statement or a conditional expression), or the body
-    of the same tests negated."""
+    of the same tests negated; or in the branch of any test whose other branch reaches
+    through ``receiver.module`` (``if ddp_bool: save(model.module.state_dict()) else:
+    save(model.state_dict())``, ``m.module.state_dict() if world_size > 1 else
+    m.state_dict()``): the author splits wrapped from plain there, whatever the test."""
     for node in ast.walk(root):
         if not isinstance(node, (ast.If, ast.IfExp)):
             continue
+        if _other_branch_unwraps(node, call, receiver):
+            return True
         test, negated = node.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, negated = test.operand, True
@@ -504,6 +509,24 @@ def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
         if any(call is sub for place in places for sub in ast.walk(place)):
             return True
     return False
+
+
+def _other_branch_unwraps(node: ast.If | ast.IfExp, call: ast.Call, receiver: str) -> bool:
+    """Whether ``call`` lies in one branch of ``node`` and the other reads
+    ``receiver.module``."""
+    branches = [node.body, node.orelse]
+    places = [branch if isinstance(branch, list) else [branch] for branch in branches]
+    holds = [any(call is sub for place in group for sub in ast.walk(place)) for group in places]
+    if holds.count(True) != 1:
+        return False
+    other = places[holds.index(False)]
+    return any(
+        isinstance(sub, ast.Attribute)
+        and sub.attr == "module"
+        and ast.unparse(sub.value) == receiver
+        for place in other
+        for sub in ast.walk(place)
+    )
 
 
 def _tests_wrapping(test: ast.expr, receiver: str) -> bool:

@@ -13,6 +13,7 @@ import ast
 from torchdoctor.findings import Applicability, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import step_functions
 from torchdoctor.static.analysis.repeats import measures_a_repeated_step
 from torchdoctor.static.context import FileContext
@@ -28,6 +29,8 @@ from torchdoctor.static.training import (
 )
 
 _JUMPS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+# Words of a call that computes gradients (`unrolled_backward`, `compute_grads`).
+_GRADIENT_WORDS = frozenset({"backward", "grad", "grads", "gradient", "gradients"})
 _CLEARING_WORDS = ("zero_grad", "clear_grad", "reset_grad", "zero_gradients")
 
 
@@ -361,7 +364,7 @@ class StepBeforeBackward(LintRule):
             backward = next(
                 (e for e in events[position + 1 :] if e.kind is EventKind.BACKWARD), None
             )
-            if backward is None:
+            if backward is None or self._filled_by_a_call(loop, events, position):
                 continue
             self.report(
                 step.node,
@@ -375,6 +378,42 @@ class StepBeforeBackward(LintRule):
                 evidence={"backward_line": backward.line},
             )
             return
+
+    def _filled_by_a_call(self, loop: Loop, events: list[Event], position: int) -> bool:
+        """``alpha_optim.zero_grad(); architect.unrolled_backward(...); alpha_optim.step()``
+        (DARTS): the step's own optimizer is cleared earlier in the iteration and a call
+        named for gradients (``backward``, ``grad``) runs between the two, in code lint
+        does not read. A step right after its clearing would do nothing: that call is
+        what fills the gradients this step applies."""
+        ctx = self.ctx
+        step = events[position]
+        stepped = ctx.segment(step.target) if step.target is not None else None
+        cleared = next(
+            (
+                e
+                for e in reversed(events[:position])
+                if e.kind is EventKind.ZERO_GRAD
+                and e.target is not None
+                and ctx.segment(e.target) == stepped
+            ),
+            None,
+        )
+        if cleared is None:
+            return False
+        return any(
+            isinstance(item.node, ast.Call)
+            and cleared.line < item.line < step.line
+            and _names_gradients(last_name(item.node.func) or "")
+            for item in loop.items
+            if item.node is not cleared.node
+        )
+
+
+def _names_gradients(name: str) -> bool:
+    """A call named for computing gradients (``unrolled_backward``, ``compute_grads``),
+    not for clearing them (``zero_grad`` of another optimizer)."""
+    words = set(torchapi.name_tokens(name))
+    return bool(words & _GRADIENT_WORDS) and not words & {"zero", "clear", "reset"}
 
 
 def _refills(event: Event) -> bool:

@@ -293,8 +293,7 @@ def _may_read_a_checkpoint(
     last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if "load" not in torchapi.name_tokens(last):
         return False
-    qualified = ctx.qualified_name(func, scope) or ""
-    if qualified.partition(".")[0] in _DATA_READERS:
+    if _reads_data(ctx, call, scope):
         return False
     local = ctx.resolve_local_call(call, scope)
     if local is None or depth >= 3:
@@ -345,9 +344,10 @@ def _reads_weights_only(ctx: FileContext) -> bool:
             if last == "load_state_dict" or "load" not in torchapi.name_tokens(last):
                 continue
             if not ctx.is_call_to(node, "torch.load", scope=scope):
-                qualified = ctx.qualified_name(func, scope) or ""
-                if qualified.partition(".")[0] in _CONFIG_READERS:
-                    continue  # `OmegaConf.load(args.config)`: settings, not a run's state
+                if _reads_data(ctx, node, scope):
+                    continue  # `OmegaConf.load(args.config)`, `LoadImaged(...)`: not a state
+                if ctx.resolve_local_call(node, scope) is not None:
+                    continue  # a function of the file: its own loads are judged in its body
                 if _loads_a_model(ctx, node, scope):
                     loads += 1
                     continue  # `model = attempt_load(weights)`: a model, not a run's state
@@ -358,13 +358,30 @@ def _reads_weights_only(ctx: FileContext) -> bool:
     return loads > 0
 
 
-# Libraries whose ``load`` reads settings or plain data, never a checkpoint's state.
-_CONFIG_READERS = frozenset({"json", "yaml", "omegaconf", "toml", "tomllib", "tomli"})
-# ... and those whose ``load`` reads arrays, tables or media: a run's data, never its state.
-_DATA_READERS = _CONFIG_READERS | frozenset(
-    {"numpy", "joblib", "pandas", "h5py", "scipy", "PIL", "cv2", "imageio", "librosa"}
-    | {"soundfile", "torchaudio", "datasets"}
+# Libraries (or their data modules) whose ``load`` reads settings, arrays, tables or
+# media: a run's configuration or data, never its training state.
+_DATA_READERS = frozenset(
+    {"json", "yaml", "omegaconf", "toml", "tomllib", "tomli", "numpy", "joblib", "pandas"}
+    | {"h5py", "scipy", "PIL", "cv2", "imageio", "librosa", "soundfile", "torchaudio"}
+    | {"datasets", "monai.transforms", "monai.data", "torchvision.io"}
 )
+# Words of a loader's name that say it reads settings or data (`load_config`,
+# `load_dataset`, `LoadImaged`), not a checkpoint.
+_DATA_WORDS = frozenset(
+    {"config", "cfg", "conf", "settings", "json", "yaml", "data", "dataset", "datasets"}
+    | {"image", "images", "img", "audio", "wav", "text", "vocab", "tokenizer", "csv"}
+    | {"labels", "annotations", "features"}
+)
+
+
+def _reads_data(ctx: FileContext, call: ast.Call, scope: FunctionScope | None) -> bool:
+    """A ``load`` call that reads configuration or data: a data library's (``np.load``,
+    ``OmegaConf.load``, MONAI's ``LoadImaged``), or one named for what it reads
+    (``load_config``, ``load_dataset``)."""
+    qualified = ctx.qualified_name(call.func, scope) or ""
+    if any(qualified == r or qualified.startswith(r + ".") for r in _DATA_READERS):
+        return True
+    return not _DATA_WORDS.isdisjoint(torchapi.name_tokens(last_name(call.func) or ""))
 
 
 def _loads_a_model(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -> bool:
@@ -402,13 +419,52 @@ def _weights_of(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -
                 continue  # an earlier value of the name (the path the load read)
             use = parents.get(id(node))
             if isinstance(use, ast.Subscript) and use.value is node:
-                if not _model_key(use.slice) and not _only_shown(use, parents):
+                if _restores_state(use.slice) and not _only_shown(use, parents):
                     return False
-            elif _membership_test(use, node) or _weights_or_whole(use, node, name):
-                continue  # `"step" in ckpt`; `ckpt["state_dict"] if ... else ckpt`
+            elif (
+                _membership_test(use, node)
+                or _weights_or_whole(use, node, name)
+                or _presence_test(use, node)
+            ):
+                continue  # `"step" in ckpt`; `ckpt["state_dict"] if ... else ckpt`; `if ckpt:`
             elif not (isinstance(use, ast.Call) and last_name(use.func) == "load_state_dict"):
                 return False
     return True
+
+
+def _restores_state(key: ast.expr) -> bool:
+    """Whether reading ``ckpt[key]`` may restore training state: a key naming the
+    optimizer, the scheduler, a counter or the AMP scaler, or one lint cannot read. The
+    weights, and values such as a UNet's ``"scale_factor"`` or a ``"best_acc"``, are
+    not a resume's."""
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return True
+    if _model_key(key):
+        return False
+    words = set(torchapi.name_tokens(key.value))
+    return bool(words & _SCALER_WORDS) or any(
+        words & hints for hints, role in _KEY_ROLES if role != MODEL
+    )
+
+
+_SCALER_WORDS = frozenset({"scaler", "amp"})
+
+
+def _presence_test(use: ast.AST | None, name: ast.Name) -> bool:
+    """``if model_data:``, ``if ckpt is None:``, ``assert ckpt``: whether the load gave
+    anything, not what it restores."""
+    if isinstance(use, (ast.If, ast.While, ast.IfExp, ast.Assert)) and use.test is name:
+        return True
+    if isinstance(use, ast.UnaryOp) and isinstance(use.op, ast.Not):
+        return True
+    return (
+        isinstance(use, ast.Compare)
+        and len(use.ops) == 1
+        and isinstance(use.ops[0], (ast.Is, ast.IsNot))
+        and use.left is name
+        and isinstance(use.comparators[0], ast.Constant)
+        and use.comparators[0].value is None
+    )
 
 
 def _membership_test(use: ast.AST | None, name: ast.Name) -> bool:
