@@ -24,6 +24,17 @@ def test_type_bool_is_a_warning_with_a_true_default_and_information_otherwise() 
     assert "`--eval False` leaves it on" in found[4].message
 
 
+def test_an_option_with_a_short_name_is_named_by_its_long_one() -> None:
+    # Round 41's Coqui TTS: `"-t", "--trim_just_beginning_and_end"`.
+    source = """
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument("-t", "--trim", type=bool, default=True)
+        """
+    (found,) = lint_findings(source, "TD913")
+    assert "`--trim` is declared" in found.message and "`--trim False`" in found.message
+
+
 def test_a_bool_that_is_not_the_builtin_or_not_argparse_stays_quiet() -> None:
     source = """
         from flags import bool

@@ -510,6 +510,30 @@ def test_shape_constructor_initialised_by_the_next_statements_is_only_info() -> 
     ]
 
 
+def test_a_name_rebound_to_its_own_filled_copy_is_only_info() -> None:
+    """Round 41's Tacotron 2 (fairseq unit2speech): ``lat = torch.FloatTensor(b, d)``
+    then ``lat = lat.to(device).zero_().type(...)``. A rebinding through a method that
+    writes no value everywhere leaves the memory as it was."""
+    source = """
+        import torch
+
+        def latents(inputs, dim):
+            lat = torch.FloatTensor(len(inputs), dim)
+            lat = lat.to(inputs.device).zero_().type(inputs.type())
+            return lat
+
+        def other(inputs, dim):
+            lat = torch.FloatTensor(len(inputs), dim)
+            lat = lat.to(inputs.device).abs_()
+            return lat
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (5, Severity.INFO),
+        (10, Severity.WARNING),
+    ]
+
+
 def test_shape_constructor_initialised_elsewhere_or_only_read_stays_a_warning() -> None:
     source = """
         import torch

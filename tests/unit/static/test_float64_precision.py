@@ -173,6 +173,38 @@ def test_a_gradient_check_in_the_file_makes_float64_information() -> None:
     assert found[0].evidence["precision"] == "gradcheck"
 
 
+@pytest.mark.parametrize(
+    "imported",
+    [
+        "from pyro.contrib.timeseries import IndependentMaternGP as GP",
+        "from gpytorch.models import ExactGP as GP",
+    ],
+)
+def test_a_gaussian_process_model_makes_float64_information(imported: str) -> None:
+    """Round 41's Pyro example: a Matern GP and its data made float64, trained with Adam;
+    a GP's likelihood factors its kernel matrix at every step. A model of another library
+    leaves the warning."""
+    source = f"""
+    import torch
+    {imported}
+
+    def main(data, steps):
+        data = data.double()
+        gp = GP(nu=1.5, obs_dim=3).double()
+        adam = torch.optim.Adam(gp.parameters(), lr=0.01)
+        for step in range(steps):
+            adam.zero_grad()
+            loss = -gp.log_prob(data).sum()
+            loss.backward()
+            adam.step()
+    """
+    found = lint_findings(source, "TD102")
+    assert found and {f.severity for f in found} == {Severity.INFO}
+    assert found[0].evidence["precision"] == "solver"
+    other = source.replace(imported, "from mylib.models import Matern as GP")
+    assert Severity.WARNING in {f.severity for f in lint_findings(other, "TD102")}
+
+
 # --- float64 the file does not show reaching training ----------------------------------
 
 

@@ -486,6 +486,24 @@ def test_td501_still_flags_the_method_of_a_plain_class_holding_the_model() -> No
     assert_marked(source.replace("super().__init__()", "pass"), "TD501")
 
 
+def test_td501_quiet_in_a_model_whose_base_lint_cannot_resolve() -> None:
+    """Round 41's XTTS: the model subclasses a trainer package's model class, which lint
+    cannot read; overriding ``eval()`` with ``super().eval()`` (or calling
+    ``self.parameters()``) shows it is a module, whose users set its mode. A trainer that
+    keeps its own ``state_dict()`` for checkpoints is no module, and stays flagged."""
+    header = "from trainer import TrainerModel\n"
+    module = _SAMPLER_METHOD.format(owner="Xtts(TrainerModel)", mark="")
+    overrides = module + "\n    def eval(self):\n        return super().eval()\n"
+    assert_marked(header + overrides, "TD501")
+    counts = (
+        module + "\n    def size(self):\n        return sum(p.numel() for p in self.parameters())\n"
+    )
+    assert_marked(header + counts, "TD501")
+    trainer = _SAMPLER_METHOD.format(owner="Trainer(Base)", mark="# expect: TD501")
+    trainer += "\n    def save(self, path):\n        torch.save(self.state_dict(), path)\n"
+    assert_marked(trainer.replace("super().__init__()", "pass"), "TD501")
+
+
 def test_td501_quiet_with_eval_in_the_same_function() -> None:
     assert_marked(
         """

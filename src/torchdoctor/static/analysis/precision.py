@@ -11,7 +11,9 @@ opposite when it asks for more than float32 can give:
 * a **numerically sensitive solver**: a factorisation, inverse, determinant or eigen
   problem of ``torch.linalg`` (or its older ``torch.`` spellings), where float32's seven
   digits break down on ill-conditioned matrices;
-* a **numerical gradient check** (``gradcheck``), whose finite differences need float64.
+* a **numerical gradient check** (``gradcheck``), whose finite differences need float64;
+* a **Gaussian-process model** (GPyTorch, BoTorch, Pyro's ``contrib.gp`` and
+  ``contrib.timeseries``), whose likelihood factors a kernel matrix at every step.
 
 The evidence is looked for in the whole file: a program that states such a need anywhere
 made its float64 on purpose. One more kind of evidence is local to a use: float64 made
@@ -206,4 +208,16 @@ def _solver(ctx: FileContext, module: ModuleScope) -> PrecisionNeed | None:
                     f"it runs `{qualified}` (line {node.lineno}), a solver whose results "
                     "float32's seven digits spoil on ill-conditioned matrices",
                 )
+            if qualified and qualified.startswith(_GAUSSIAN_PROCESSES):
+                return PrecisionNeed(
+                    node,
+                    "solver",
+                    f"it builds `{qualified}` (line {node.lineno}), a Gaussian-process "
+                    "model whose Cholesky solves of kernel matrices need float64",
+                )
     return None
+
+
+# Gaussian-process libraries: their models factor kernel matrices (Cholesky) on every
+# evaluation of the likelihood, and document float64 as the dtype to train them in.
+_GAUSSIAN_PROCESSES = ("gpytorch.", "pyro.contrib.gp.", "pyro.contrib.timeseries.", "botorch.")

@@ -39,14 +39,12 @@ class ArgparseTypeBool(LintRule):
             return
         if given.value.id != "bool" or "bool" in self.ctx.imports:
             return
-        flag = next(
-            (
-                a.value
-                for a in node.args
-                if isinstance(a, ast.Constant) and isinstance(a.value, str)
-            ),
-            "the option",
-        )
+        names = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        # `"-t", "--trim_just_beginning_and_end"`: the long name says what the option is,
+        # and argparse derives the attribute it sets from it
+        flag = next((n for n in names if n.startswith("--")), names[0] if names else "the option")
         default = keyword(node, "default")
         on = (
             default is not None

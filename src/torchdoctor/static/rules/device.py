@@ -714,7 +714,7 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
     assigns its elements one by one (``ids[i] = ...``), or ``module.reset_parameters()``
     for ``target`` ``module.weight`` (a layer's own reset; ``self.reset_parameters()`` is
     a method of the class, read as one)."""
-    if _fills_by_index(ctx, statement, target):
+    if _fills_by_index(ctx, statement, target) or _rebound_filled(ctx, statement, target):
         return True
     for node in _calls_in(statement):
         if not target.startswith("self.") and _resets_owner_of(ctx, node, target):
@@ -748,6 +748,27 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             ):
                 return True
     return False
+
+
+def _rebound_filled(ctx: FileContext, statement: ast.stmt, target: str) -> bool:
+    """``lat = lat.to(device).zero_().type(dtype)`` (Tacotron 2): the name is rebound to
+    its own copy filled in the chain, so its old memory is never read."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and ctx.segment(statement.targets[0]) == target
+    ):
+        return False
+    value: ast.expr = statement.value
+    filled = False
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        method = value.func.attr
+        if method in _FILLS:
+            filled = True
+        elif method not in _COPIERS:
+            return False
+        value = value.func.value
+    return filled and ctx.segment(value) == target
 
 
 # Nodes that never hold a call: names, constants, contexts and operators (most of a tree).

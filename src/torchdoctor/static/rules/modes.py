@@ -379,7 +379,40 @@ def _method_of_a_module(ctx: FileContext, scope: FunctionScope) -> bool:
     if ctx.is_family(f"<local>.{owner.name}", torchapi.MODULE):
         return True
     info = ctx.project.module_class(f"<local>.{owner.name}", near=ctx.path)
-    return bool(info is not None and info.is_module)
+    return bool(info is not None and info.is_module) or _acts_as_a_module(owner.node)
+
+
+# What only an nn.Module does to itself: XTTS's `def eval(self): ... super().eval()`
+# shows a module whose base lint cannot resolve (a trainer package's model class).
+# Not `state_dict()` or `load_state_dict()`: trainers define their own for checkpoints.
+_MODULE_SELF_CALLS = frozenset(
+    {"parameters", "named_parameters", "modules", "named_modules", "children"}
+    | {"register_buffer", "register_parameter"}
+)
+
+
+def _acts_as_a_module(cls: ast.ClassDef) -> bool:
+    """Whether a class of unresolved bases behaves as an ``nn.Module``: it calls
+    ``super().eval()``/``super().train()`` or, on ``self``, a method only a module has
+    (``self.parameters()``, ``self.register_buffer(...)``)."""
+    for node in ast.walk(cls):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        receiver, method = node.func.value, node.func.attr
+        if (
+            method in ("eval", "train")
+            and isinstance(receiver, ast.Call)
+            and isinstance(receiver.func, ast.Name)
+            and receiver.func.id == "super"
+        ):
+            return True
+        if (
+            method in _MODULE_SELF_CALLS
+            and isinstance(receiver, ast.Name)
+            and receiver.id == "self"
+        ):
+            return True
+    return False
 
 
 def _eval_decorator(tree: ast.Module, scope: FunctionScope) -> str | None:
