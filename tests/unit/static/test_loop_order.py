@@ -470,7 +470,11 @@ def test_td204_quiet_when_a_gradient_call_fills_the_cleared_optimizer() -> None:
     """
     assert_marked(src, "TD204")
     # Another optimizer's clearing, or a data move, fills no gradient.
-    for between in ("w_optim.zero_grad()", "x = x.to('cuda')"):
+    for between in (
+        "w_optim.zero_grad()",
+        "x = x.to('cuda')",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
+    ):
         flagged = src.replace(
             "architect.unrolled_backward(x, y, vx, vy, w_optim)", between
         ).replace("alpha_optim.step()", "alpha_optim.step()  # expect: TD204")

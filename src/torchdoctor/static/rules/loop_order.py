@@ -31,6 +31,7 @@ from torchdoctor.static.training import (
 _JUMPS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
 # Words of a call that computes gradients (`unrolled_backward`, `compute_grads`).
 _GRADIENT_WORDS = frozenset({"backward", "grad", "grads", "gradient", "gradients"})
+_NOT_COMPUTING = frozenset({"zero", "clear", "reset", "clip", "requires", "enabled", "no"})
 _CLEARING_WORDS = ("zero_grad", "clear_grad", "reset_grad", "zero_gradients")
 
 
@@ -411,9 +412,10 @@ class StepBeforeBackward(LintRule):
 
 def _names_gradients(name: str) -> bool:
     """A call named for computing gradients (``unrolled_backward``, ``compute_grads``),
-    not for clearing them (``zero_grad`` of another optimizer)."""
+    not for clearing, clipping or switching them (``zero_grad`` of another optimizer,
+    ``clip_grad_norm_``, ``requires_grad_``, ``set_grad_enabled``)."""
     words = set(torchapi.name_tokens(name))
-    return bool(words & _GRADIENT_WORDS) and not words & {"zero", "clear", "reset"}
+    return bool(words & _GRADIENT_WORDS) and not words & _NOT_COMPUTING
 
 
 def _refills(event: Event) -> bool:
