@@ -510,6 +510,32 @@ def test_shape_constructor_initialised_by_the_next_statements_is_only_info() -> 
     ]
 
 
+def test_a_constructor_handed_straight_to_an_init_function_is_only_info() -> None:
+    """Round 43's attention-transfer: ``kaiming_normal_(torch.Tensor(no, ni, k, k))``
+    fills the memory where it is made; a function of another module is no initialiser."""
+    source = """
+        import torch
+        from torch import nn
+        from torch.nn.init import kaiming_normal_
+        from mylib import kaiming_normal_ as other_init
+
+        def conv_params(ni, no, k=1):
+            return kaiming_normal_(torch.Tensor(no, ni, k, k))
+
+        def linear_params(ni, no):
+            return {"weight": nn.init.xavier_uniform_(torch.Tensor(no, ni))}
+
+        def other(ni, no):
+            return other_init(torch.Tensor(no, ni))
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (11, Severity.INFO),
+        (14, Severity.WARNING),
+    ]
+
+
 def test_a_name_rebound_to_its_own_filled_copy_is_only_info() -> None:
     """Round 41's Tacotron 2 (fairseq unit2speech): ``lat = torch.FloatTensor(b, d)``
     then ``lat = lat.to(device).zero_().type(...)``. A rebinding through a method that

@@ -40,6 +40,12 @@ _LEGACY = {
     "BoolTensor": "bool",
 }
 _SHAPE, _DATA, _EMPTY, _UNKNOWN = "shape", "data", "empty", "unknown"
+# The in-place initialisers of `torch.nn.init`: each writes every element of its argument.
+_INIT_FUNCTIONS = frozenset(
+    {"uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_"}
+    | {"xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"}
+    | {"orthogonal_", "sparse_"}
+)
 # In-place initialisers: `torch.FloatTensor(n).normal_()` never exposes uninitialised memory.
 _FILLS = frozenset(
     {
@@ -63,7 +69,7 @@ class LegacyConstructor(LintRule):
     """``torch.Tensor(2, 3)``, ``torch.FloatTensor(...)``, ``torch.cuda.LongTensor(...)``."""
 
     requires = ("Tensor(",)
-    call_names = frozenset(_LEGACY) | _FILLS
+    call_names = frozenset(_LEGACY) | _FILLS | _INIT_FUNCTIONS
 
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
@@ -191,9 +197,24 @@ class LegacyConstructor(LintRule):
             return name in self.call_names or name in self.ctx.imports
         return False
 
+    def _fills_its_argument(self, call: ast.Call) -> bool:
+        """``nn.init.kaiming_normal_(x)``: a ``torch.nn.init`` function, which writes every
+        element of its first argument in place."""
+        name = last_name(call.func)
+        if name not in _INIT_FUNCTIONS or not call.args:
+            return False
+        qualified = self.ctx.qualified_name(call.func) or ""
+        return qualified.startswith("torch.nn.init.")
+
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
         func = node.func
+        if self._fills_its_argument(node):
+            # `kaiming_normal_(torch.Tensor(no, ni, k, k))`: filled where it is made
+            held = _held_call(node.args[0])
+            if held is not None:
+                self._filled.add(id(held))
+            return
         if isinstance(func, ast.Attribute) and func.attr in _FILLS:
             self._filled.add(id(func.value))  # visited before the call it fills
             held = _held_call(func.value)  # nn.Parameter(torch.Tensor(n)).fill_(1 / n)
