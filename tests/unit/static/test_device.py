@@ -536,6 +536,40 @@ def test_a_constructor_handed_straight_to_an_init_function_is_only_info() -> Non
     ]
 
 
+def test_a_parameter_initialised_through_a_conditional_expression_is_only_info() -> None:
+    """Round 44's pytorch-GAT: the projection is a legacy-built parameter in one layer
+    type and a Linear in the other, and ``init_params()`` (defined after ``__init__``)
+    runs ``nn.init.xavier_uniform_(self.proj if fused else self.linear.weight)``. Round
+    41's latent-depth logits, handed to a sampling helper in a conditional expression,
+    stay uninitialised."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def __init__(self, heads, n, m, fused):
+                super().__init__()
+                if fused:
+                    self.proj = nn.Parameter(torch.Tensor(heads, n, m))
+                else:
+                    self.linear = nn.Linear(n, heads * m, bias=False)
+                self.other = nn.Parameter(torch.Tensor(heads, m))
+                self.init_params(fused)
+
+            def init_params(self, fused):
+                nn.init.xavier_uniform_(self.proj if fused else self.linear.weight)
+                self.sample(self.other.detach() if fused else self.other)
+
+            def sample(self, logits):
+                return torch.sigmoid(logits)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (9, Severity.INFO),
+        (12, Severity.WARNING),
+    ]
+
+
 def test_a_name_rebound_to_its_own_filled_copy_is_only_info() -> None:
     """Round 41's Tacotron 2 (fairseq unit2speech): ``lat = torch.FloatTensor(b, d)``
     then ``lat = lat.to(device).zero_().type(...)``. A rebinding through a method that

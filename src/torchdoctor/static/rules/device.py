@@ -500,7 +500,13 @@ def _may_write(ctx: FileContext, call: ast.Call, target: str) -> bool:
         return True
     arguments = [*call.args, *(k.value for k in call.keywords)]
     if not any(ctx.segment(_base_of(a)) == target for a in arguments):
-        return False
+        # `xavier_uniform_(self.w if fused else self.proj.weight)`: an initialiser
+        # writes whichever branch it is given (a helper's use of one is not read here)
+        return (
+            bool(call.args)
+            and (ctx.qualified_name(func) or "").startswith("torch.nn.init.")
+            and any(ctx.segment(b) == target for b in _branches(call.args[0]))
+        )
     return not _reads_only(ctx, call)
 
 
@@ -747,9 +753,12 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             and qualified.startswith("torch.nn.init.")
             and qualified.endswith("_")
             and node.args
-            and ctx.segment(node.args[0]).removesuffix(".data") == target
+            and any(
+                ctx.segment(value).removesuffix(".data") == target
+                for value in _branches(node.args[0])
+            )
         ):
-            return True
+            return True  # also `xavier_uniform_(self.w if fused else self.proj.weight)`
         if (
             isinstance(func, ast.Attribute)
             and func.attr in _FILLS
@@ -769,6 +778,14 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             ):
                 return True
     return False
+
+
+def _branches(value: ast.expr) -> list[ast.expr]:
+    """The values a conditional expression may give (``a if c else b``: ``a`` and ``b``),
+    or ``value`` itself."""
+    if isinstance(value, ast.IfExp):
+        return _branches(value.body) + _branches(value.orelse)
+    return [value]
 
 
 def _rebound_filled(ctx: FileContext, statement: ast.stmt, target: str) -> bool:
