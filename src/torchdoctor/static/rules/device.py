@@ -200,11 +200,11 @@ class LegacyConstructor(LintRule):
     def _fills_its_argument(self, call: ast.Call) -> bool:
         """``nn.init.kaiming_normal_(x)``: a ``torch.nn.init`` function, which writes every
         element of its first argument in place."""
-        name = last_name(call.func)
-        if name not in _INIT_FUNCTIONS or not call.args:
-            return False
-        qualified = self.ctx.qualified_name(call.func) or ""
-        return qualified.startswith("torch.nn.init.")
+        return (
+            last_name(call.func) in _INIT_FUNCTIONS
+            and bool(call.args)
+            and _initialiser(self.ctx, call)
+        )
 
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
@@ -504,7 +504,7 @@ def _may_write(ctx: FileContext, call: ast.Call, target: str) -> bool:
         # writes whichever branch it is given (a helper's use of one is not read here)
         return (
             bool(call.args)
-            and (ctx.qualified_name(func) or "").startswith("torch.nn.init.")
+            and _initialiser(ctx, call)
             and any(ctx.segment(b) == target for b in _branches(call.args[0]))
         )
     return not _reads_only(ctx, call)
@@ -747,12 +747,9 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
         if not target.startswith("self.") and _resets_owner_of(ctx, node, target):
             return True
         func = node.func
-        qualified = ctx.qualified_name(func)
         if (
-            qualified is not None
-            and qualified.startswith("torch.nn.init.")
-            and qualified.endswith("_")
-            and node.args
+            node.args
+            and _initialiser(ctx, node)
             and any(
                 ctx.segment(value).removesuffix(".data") == target
                 for value in _branches(node.args[0])
@@ -778,6 +775,13 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             ):
                 return True
     return False
+
+
+def _initialiser(ctx: FileContext, call: ast.Call) -> bool:
+    """``nn.init.xavier_uniform_(...)``: an in-place initialiser of ``torch.nn.init``,
+    which writes every element of its first argument."""
+    qualified = ctx.qualified_name(call.func) or ""
+    return qualified.startswith("torch.nn.init.") and qualified.endswith("_")
 
 
 def _branches(value: ast.expr) -> list[ast.expr]:

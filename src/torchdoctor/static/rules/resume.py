@@ -289,9 +289,7 @@ def _may_read_a_checkpoint(
     or settings reader (``np.load``, ``joblib.load``, ``json.load``), and, when it is a
     function of this file, its own body has such a call (eeg-gcnn's
     ``_load_memory_mapped_array`` only reloads feature arrays with joblib)."""
-    func = call.func
-    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    if "load" not in torchapi.name_tokens(last):
+    if "load" not in torchapi.name_tokens(last_name(call.func)):
         return False
     if _reads_data(ctx, call, scope):
         return False

@@ -19,6 +19,7 @@ import ast
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.dataloader import iterated, loader_of
 from torchdoctor.static.analysis.loops import guard_between, is_periodic_guard
 from torchdoctor.static.analysis.step_sequences import Action, Kind, sequences
@@ -174,9 +175,7 @@ def _reads_current_rate(expr: ast.expr) -> bool:
             return True  # param_groups[0]["lr"]
         return _reads_current_rate(expr.value)  # scheduler.get_last_lr()[0]
     if isinstance(expr, ast.Call):
-        func = expr.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        tokens = torchapi.name_tokens(name)
+        tokens = torchapi.name_tokens(last_name(expr.func))
         return "lr" in tokens or {"learning", "rate"} <= set(tokens)
     return False
 
