@@ -241,6 +241,9 @@ _TABLE: tuple[Rule, ...] = (
        "An evaluation pass over a drop_last=True DataLoader leaves examples out"),
     _r("TD416", "sampler-never-used", W, (LINT,),
        "A sampler is built but no DataLoader ever receives it"),
+    _r("TD417", "subset-transform-misapplied", E, (LINT,),
+       "A transform set on one part of a random_split/Subset is ignored, or changes "
+       "every part"),
     # 5xx: train/eval mode
     _r("TD501", "eval-in-train-mode", E, (LINT, RUN),
        "Evaluation runs with dropout/BatchNorm in training mode (no model.eval())"),
@@ -315,6 +318,8 @@ _TABLE: tuple[Rule, ...] = (
        "An LR scheduler is built anew on every pass of the training loop: the schedule restarts"),
     _r("TD626", "scheduler-stepped-in-evaluation", W, (LINT,),
        "A function that steps the LR scheduler is also called for validation or test"),
+    _r("TD627", "grad-scaler-rebuilt-in-loop", W, (LINT,),
+       "A GradScaler is built anew on every training step: its loss scale never backs off"),
     # 7xx: memory and performance
     _r("TD701", "figures-never-closed", W, (LINT,),
        "matplotlib figures are created in a loop and never closed"),

@@ -98,11 +98,16 @@ def parse(data: bytes | str, path: str) -> Parsed | Finding:
             return decoded
         text, encoding = decoded
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning about escapes is not ours to show
-            tree = ast.parse(text, filename=path, type_comments=False)
+        tree = _parse_text(text, path)
     except SyntaxError as error:
-        return _syntax_error(path, text, error)
+        # A notebook exported as a script (Colab, Databricks, nbconvert) keeps its IPython
+        # shell escapes and magics (`!pip install ...`, `%matplotlib inline`): the
+        # notebook runs them, so the file is IPython source, not broken Python. The rules
+        # read the rest; the text (and any fix) keeps the magic lines as written.
+        parsed = _parse_without_magics(text, path, error)
+        if isinstance(parsed, SyntaxError):
+            return _syntax_error(path, text, parsed)
+        tree = parsed
     except (RecursionError, MemoryError):
         return _unparsable(
             path,
@@ -120,6 +125,58 @@ def parse(data: bytes | str, path: str) -> Parsed | Finding:
             "Fix the file so that Python can compile it.",
         )
     return Parsed(text, tree, encoding)
+
+
+def _parse_text(text: str, path: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning about escapes is not ours to show
+        return ast.parse(text, filename=path, type_comments=False)
+
+
+# An IPython line magic or shell escape where a statement starts, optionally assigned
+# (`!nvidia-smi`, `%cd data`, `files = !ls`, `%%time`).
+_MAGIC = re.compile(r"\s*(?:[A-Za-z_][\w.]*\s*=\s*)?[!%]")
+# A cell magic whose body is not Python (`%%bash`, `%%writefile x.py`): the body runs to
+# the next cell marker.
+_FOREIGN_CELL = re.compile(
+    r"\s*%%(?:bash|sh|script|writefile|file|html|javascript|js|latex|markdown|svg|perl|ruby)\b"
+)
+# Cell markers of exported notebooks: jupytext and VS Code (`# %%`), nbconvert
+# (`# In[3]:`), Databricks (`# COMMAND ----------`).
+_CELL_MARKER = re.compile(r"#\s*(?:%%|In\[[\s\d]*\]:?|COMMAND -{3,})")
+# A file has at most a few dozen magics; the bound keeps a pathological one cheap.
+_MAGIC_RETRIES = 200
+
+
+def _parse_without_magics(text: str, path: str, error: SyntaxError) -> ast.Module | SyntaxError:
+    """The tree of ``text`` read as IPython source: each syntax error that falls on a magic
+    (and the lines it continues onto with a backslash, or the body of a cell magic that is
+    not Python) is replaced by ``pass`` at its indentation, keeping every line where it
+    was, and the text is parsed again. The first error that is not on a magic is returned
+    (the file is broken Python either way)."""
+    lines = split_lines(text, keepends=True)
+    for _ in range(_MAGIC_RETRIES):
+        index = (error.lineno or 0) - 1
+        if not 0 <= index < len(lines) or not _MAGIC.match(lines[index]):
+            return error
+        end = index + 1
+        if _FOREIGN_CELL.match(lines[index]):
+            while end < len(lines) and not _CELL_MARKER.match(lines[end]):
+                end += 1
+        else:
+            while end < len(lines) and lines[end - 1].rstrip("\r\n").endswith("\\"):
+                end += 1
+        indent = lines[index][: len(lines[index]) - len(lines[index].lstrip(" \t"))]
+        for number in range(index, end):
+            ending = lines[number][len(lines[number].rstrip("\r\n")) :]
+            lines[number] = (indent + "pass" if number == index else "") + ending
+        try:
+            return _parse_text("".join(lines), path)
+        except SyntaxError as again:
+            error = again
+        except (RecursionError, MemoryError, ValueError):
+            return error
+    return error
 
 
 def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Confidence, Severity
 
@@ -68,6 +70,40 @@ def restore(path):
     found = {f.location.line: f for f in lint_findings(source, "TD901")}
     assert found[9].severity is Severity.INFO and "every rank" not in found[9].message
     assert found[11].severity is Severity.WARNING and "every rank" in found[11].message
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        'os.path.join(cfg.output, f"checkpoint_gpu_{rank}.pt")',
+        'f"{out}/rank{dist.get_rank()}.pth"',
+        '"{}/ckpt_{}.pt".format(out, args.local_rank)',
+        "per_rank_path",
+    ],
+)
+def test_each_rank_reading_the_file_it_wrote_is_no_pile_up_on_cuda_0(path: str) -> None:
+    """InsightFace's arcface_torch resume: every rank saves and loads its own
+    checkpoint_gpu_{rank}.pt, so the tensors go back to the device that rank saved them
+    from. Only a machine without that GPU fails: information, as in a single process. A
+    shared file under DDP stays a warning."""
+    source = f"""
+import os
+import torch
+import torch.distributed as dist
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+torch.cuda.set_device(args.local_rank)
+model = Net().cuda()
+per_rank_path = os.path.join(out, f"state_{{rank}}.pt")
+def resume(out, cfg):
+    checkpoint = torch.load({path})
+    model.load_state_dict(checkpoint["model"])
+    shared = torch.load(os.path.join(out, "checkpoint.pt"))
+    model.load_state_dict(shared["model"])
+"""
+    found = {f.location.line: f for f in lint_findings(source, "TD901")}
+    assert found[11].severity is Severity.INFO and "every rank" not in found[11].message
+    assert found[13].severity is Severity.WARNING and "every rank" in found[13].message
 
 
 def test_a_load_only_a_grad_scaler_takes_needs_no_map_location() -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 
 from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.selection import Selection
-from torchdoctor.static import engine, lint_source
+from torchdoctor.static import LintConfig, engine, fix, lint_source
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FrameKind, Loop
@@ -232,6 +233,46 @@ def test_a_form_feed_does_not_shift_lines(line_end: str) -> None:
     assert [(f.code, f.location.line, f.location.snippet) for f in found] == [
         ("TD224", 4, "x.to('cuda')")
     ]
+
+
+@pytest.mark.parametrize(
+    "magics",
+    [
+        "!pip install -q timm\n",  # Colab
+        "%matplotlib inline\nfiles = !ls data\n",  # an assigned shell escape
+        "if True:\n    !nvidia-smi\n",  # indented, alone in its block
+        "!deepspeed train.py \\\n    --epochs 3 \\\n    --bf16\n",  # Databricks, continued
+        "# %%\n%%bash\necho start\nls -l | wc -l\n# %%\n",  # a cell whose body is shell
+        "%%time\nfor _ in range(3):\n    pass\n",  # a cell magic over Python
+    ],
+)
+def test_a_notebook_exported_with_its_magics_is_linted_as_ipython_source(magics: str) -> None:
+    """Dolly's train_dolly.py (a Databricks notebook export) runs `!deepspeed ...`: the
+    notebook runs its magics, so the file is not broken Python, and the rest is checked
+    with every line where it was."""
+    source = "import torch\n" + magics + "x = torch.zeros(3)\nx.to('cuda')\n"
+    found = lint_source(source, "notebook.py").findings
+    assert [(f.code, f.location.line, f.location.snippet) for f in found] == [
+        ("TD224", source.count("\n"), "x.to('cuda')")
+    ]
+
+
+def test_a_syntax_error_beside_magics_is_still_reported_where_it_is() -> None:
+    source = "import torch\n!pip install timm\nprint 'done'\n%matplotlib inline\n"
+    (found,) = lint_source(source, "notebook.py")
+    assert (found.code, found.location.line) == ("TD002", 3)
+    assert found.severity is Severity.ERROR
+
+
+def test_a_fix_in_a_notebook_export_keeps_its_magic_lines(tmp_path: Path) -> None:
+    path = tmp_path / "notebook.py"
+    source = (
+        "import torch\n!pip install timm\nmodel = torch.nn.Linear(2, 2)\ny = model.forward(x)\n"
+    )
+    path.write_text(source, encoding="utf-8")
+    result = fix(path, unsafe=True, config=LintConfig(), select=["TD206"])
+    assert result.applied == 1
+    assert path.read_text(encoding="utf-8") == source.replace("model.forward(x)", "model(x)")
 
 
 def test_deep_but_valid_nesting_does_not_crash() -> None:

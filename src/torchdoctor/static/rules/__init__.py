@@ -178,12 +178,14 @@ from torchdoctor.static.rules import (
     reproducibility,  # noqa: F401
     resume,  # noqa: F401
     samplers,  # noqa: F401
+    scaler_rebuilt,  # noqa: F401
     scheduler_rebuilt,  # noqa: F401
     schedules,  # noqa: F401
     sharded_clipping,  # noqa: F401
     snapshots,  # noqa: F401
     speed,  # noqa: F401
     state_dicts,  # noqa: F401
+    subsets,  # noqa: F401
     target_dtype,  # noqa: F401
     target_networks,  # noqa: F401
     worker_rng,  # noqa: F401

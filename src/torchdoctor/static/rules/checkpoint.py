@@ -14,7 +14,7 @@ from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
-from torchdoctor.static.analysis.ranks import is_rank_zero, resolver
+from torchdoctor.static.analysis.ranks import is_rank_zero, names_rank, resolver
 from torchdoctor.static.analysis.whole_loads import full_unpickling_forced
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
@@ -385,6 +385,18 @@ class LoadWithoutMapLocation(LintRule):
             for frame in self._frames.get(id(node), ())
         )
 
+    def _per_rank_file(self, path: ast.expr, scope: FunctionScope | None) -> bool:
+        """The path names the process's own rank (``f"checkpoint_gpu_{rank}.pt"``,
+        ``os.path.join(out, f"rank{dist.get_rank()}.pt")``): each rank reads the file it
+        wrote from its own device, so the tensors go back there, not all onto cuda:0."""
+        resolve = resolver(self.ctx, scope)
+        if isinstance(path, ast.Name):
+            path = resolve(path) or path
+        return any(
+            isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and names_rank(node, resolve)
+            for node in ast.walk(path)
+        )
+
     def _report(self, node: ast.Call, mapped_elsewhere: int, scope: FunctionScope | None) -> None:
         ctx = self.ctx
         edit = append_argument(ctx, node, 'map_location="cpu"')
@@ -396,7 +408,11 @@ class LoadWithoutMapLocation(LintRule):
         # Several processes on one machine make the silent failure (every rank's copy on
         # cuda:0) a warning; otherwise the load can only fail loudly on another machine.
         ranks = any(word in ctx.source for word in _MULTI_PROCESS_WORDS)
-        ranks = ranks and not self._rank_zero_only(node, scope)
+        ranks = (
+            ranks
+            and not self._rank_zero_only(node, scope)
+            and not self._per_rank_file(node.args[0], scope)
+        )
         chosen = (
             f" (the other branch, line {mapped_elsewhere}, passes one: this default looks "
             "chosen, so check it holds on every machine this branch runs on)"
