@@ -184,6 +184,9 @@ _TABLE: tuple[Rule, ...] = (
        "The layer that computes the loss's input is frozen at its random initialisation"),
     _r("TD227", "inplace-reads-own-view", E, (LINT,),
        "An in-place update reads a view of the tensor it writes (x -= x[:, :1])"),
+    _r("TD228", "backward-through-stepped-model", E, (LINT,),
+       "A loss computed before another loss's optimizer step is back-propagated after it, "
+       "through weights the step changed in place"),
     # 3xx: loss
     _r("TD301", "softmax-before-cross-entropy", E, (LINT, CHECK, RUN),
        "Probabilities (softmax output) are fed to a loss that applies log_softmax itself"),

@@ -342,7 +342,7 @@ def _constructs(ctx: FileContext, func: ast.Name) -> bool:
     )
 
 
-def _looks_like_class(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
+def _looks_like_class(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int = 0) -> bool:
     name = (
         expr.id
         if isinstance(expr, ast.Name)
@@ -352,14 +352,15 @@ def _looks_like_class(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
         return True
     if isinstance(expr, ast.Name):
         # `V_loss = criterion(...)` then `V_loss.backward()`: capitalised, but a value the
-        # code computed, not a class.
+        # code computed, not a class; so is `G_loss = D_fake_loss` (BEGAN), unless what
+        # it names is itself a class (`Fn = MyFunction`).
         binding = ctx.binding(expr, scope)
-        if (
-            binding is not None
-            and binding.kind in (BindingKind.ASSIGN, BindingKind.UNPACKED)
-            and isinstance(binding.value, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Subscript))
-        ):
-            return False
+        if binding is not None and binding.kind in (BindingKind.ASSIGN, BindingKind.UNPACKED):
+            value = binding.value
+            if isinstance(value, (ast.Name, ast.Attribute)) and depth < 3:
+                return _looks_like_class(ctx, value, scope, depth + 1)
+            if value is not None:
+                return False
     return name[:1].isupper() and not name.isupper()
 
 

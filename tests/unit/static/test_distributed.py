@@ -131,6 +131,40 @@ def test_a_sampler_the_epoch_loop_never_uses_is_quiet() -> None:
     assert lint_codes(source, "TD801", "TD001") == []
 
 
+def test_a_sampler_handed_with_its_loader_to_an_unseen_helper_is_quiet() -> None:
+    """trlX: ``infinite_dataloader(make_loader(..., sampler=s), sampler=s)``, imported
+    from another module, sets the epoch on every pass over the loader. A function of this
+    file given both is read instead: it never calls set_epoch, so the sampler is flagged."""
+    source = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from mylib.utils import infinite_dataloader
+
+def unseen(dataset, model, optimizer):
+    sampler = DistributedSampler(dataset, shuffle=True)
+    batches = infinite_dataloader(DataLoader(dataset, sampler=sampler), sampler=sampler)
+    for epoch in range(10):
+        for step in range(100):
+            x, y = next(batches)
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+
+def run_epoch(loader, sampler, model, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+def main(dataset, model, optimizer):
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, sampler=sampler)
+    for epoch in range(10):
+        run_epoch(loader, sampler, model, optimizer)
+"""
+    assert lint_codes(source, "TD801") == [("TD801", 23)]
+
+
 def test_set_epoch_called_once_before_the_loop_is_not_enough() -> None:
     source = EPOCHS.replace(
         "    for epoch in range(10):", "    sampler.set_epoch(0)\n    for epoch in range(10):"

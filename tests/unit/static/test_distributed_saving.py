@@ -121,6 +121,36 @@ def test_an_else_branch_of_a_nonzero_rank_test_is_guarded() -> None:
     assert td804(save) == []
 
 
+@pytest.mark.parametrize(
+    "test",
+    ["args.distributed", "use_ddp", "dist.is_initialized()", "args.world_size > 1", "is_dist"],
+)
+def test_the_single_process_branch_of_a_distributed_test_is_guarded(test: str) -> None:
+    """MONAI's Swin UNETR pre-training: ``if args.distributed:`` saves on rank 0, and the
+    ``else`` saves plainly, in what is then a single process. The save after the ``if``
+    still runs on every rank."""
+    source = f"""
+import torch
+import torch.distributed as dist
+
+def main(args, model, use_ddp):
+    dist.init_process_group("nccl")
+    is_dist = args.world_size > 1
+    if {test}:
+        if dist.get_rank() == 0:
+            torch.save(model.state_dict(), "final.pth")
+    else:
+        torch.save(model.state_dict(), "final.pth")
+    if not {test}:
+        torch.save(model.state_dict(), "plain.pth")
+    torch.save(model.state_dict(), "shared.pth")
+
+if __name__ == "__main__":
+    main(args, model, True)
+"""
+    assert lint_codes(source, "TD804", "TD001") == [("TD804", 15)]
+
+
 def test_an_early_exit_on_other_ranks_guards_what_follows() -> None:
     source = """
     import torch
@@ -461,13 +491,35 @@ def test_a_branch_whose_other_side_unwraps_the_same_model_is_quiet() -> None:
         torch.save({"state_dict": state}, "b.pt")
         plain = model.state_dict() if not args.distributed else model.module.state_dict()
         torch.save(plain, "c.pt")
-        if ddp_bool:
+        if args.use_ema:
             torch.save(ema.module.state_dict(), "d.pt")
         else:
             torch.save(model.state_dict(), "d.pt")
     """
     # The last save's other branch unwraps another model: no evidence about this one.
     assert td805(source) == [("TD805", 19)]
+
+
+def test_a_save_where_the_program_never_wrapped_the_model_is_quiet() -> None:
+    """The ``else`` of ``if args.distributed:``, when the model is wrapped only under the
+    same kind of test: there it is the plain model. Wrapped unconditionally, the model
+    is the wrapper in both branches."""
+    source = """
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    def train(args, model, other):
+        if args.distributed:
+            model = DistributedDataParallel(model)
+        other = DistributedDataParallel(other)
+        if args.distributed:
+            if dist.get_rank() == 0:
+                torch.save(model.state_dict(), "a.pt")
+        else:
+            torch.save(model.state_dict(), "a.pt")
+            torch.save(other.state_dict(), "b.pt")
+    """
+    assert td805(source) == [("TD805", 11), ("TD805", 14)]
 
 
 def test_files_without_ddp_are_quiet() -> None:

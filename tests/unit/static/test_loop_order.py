@@ -153,6 +153,35 @@ def test_capitalised_loss_names_are_losses_not_autograd_functions() -> None:
     assert_marked(no_clearing, "TD201")
 
 
+def test_a_capitalised_alias_of_a_loss_is_a_loss() -> None:
+    """BEGAN (a GAN collection): ``G_loss = D_fake_loss`` then ``G_loss.backward()``. The
+    alias names a computed loss, not a class, so the generator's own backward sits
+    between its zero_grad and its step (no TD203); an alias of a class stays a class."""
+    source = """
+        import torch
+        class Op(torch.autograd.Function):
+            pass
+        def train(G, D, G_opt, D_opt, loader, k):
+            Fn = Op
+            for x in loader:
+                D_opt.zero_grad()
+                D_real_loss = torch.mean(torch.abs(D(x) - x))
+                fake = G(torch.rand(4, 8))
+                D_fake_loss = torch.mean(torch.abs(D(fake) - fake))
+                D_loss = D_real_loss - k * D_fake_loss
+                D_loss.backward()
+                D_opt.step()
+                G_opt.zero_grad()
+                fake = G(torch.rand(4, 8))
+                D_fake_loss = torch.mean(torch.abs(D(fake) - fake))
+                G_loss = D_fake_loss
+                G_loss.backward()
+                G_opt.step()
+                Fn.backward(None, x)
+        """
+    assert_marked(source, "TD203", "TD201", "TD204")
+
+
 def test_td201_quiet_with_zero_grad_in_loop() -> None:
     src = """
     import torch

@@ -184,6 +184,7 @@ from torchdoctor.static.rules import (
     sharded_clipping,  # noqa: F401
     snapshots,  # noqa: F401
     speed,  # noqa: F401
+    stale_graph,  # noqa: F401
     state_dicts,  # noqa: F401
     subsets,  # noqa: F401
     target_dtype,  # noqa: F401

@@ -75,6 +75,8 @@ class SamplerEpochNeverSet(LintRule):
             if _shuffle_off(sampler.call) or self._epoch_is_set(sampler):
                 continue
             names = self._names_of(sampler.call)
+            if self._handed_with_its_loader(sampler, names):
+                continue
             epoch_loop = self._epoch_loop(sampler, names)
             confidence = Confidence.HIGH
             if epoch_loop is None and not self._set_epoch and self._escapes(sampler, names):
@@ -91,6 +93,43 @@ class SamplerEpochNeverSet(LintRule):
             any(f.kind is FrameKind.LOOP for f in frames) or self.ctx.function_of(frames) is not own
             for frames in self._set_epoch
         )
+
+    def _handed_with_its_loader(self, sampler: _Sampler, names: list[str]) -> bool:
+        """The sampler is passed to a call together with a loader built on it
+        (``infinite_dataloader(make_loader(..., sampler=s), sampler=s)``, trlX): a helper
+        given both iterates the loader and sets the sampler's epoch itself (it has no
+        other use for the sampler). Only for helpers lint cannot read: a function of
+        this file shows whether it calls ``set_epoch``."""
+        ctx = self.ctx
+        if not names:
+            return False
+        sampler_name = names[0]
+        loaders = set(names[1:])
+        own = ctx.function_of(sampler.frames)
+        body = ctx.tree if own is None or sampler_name.startswith("self.") else own.node
+        for node in ast.walk(body):
+            if not isinstance(node, ast.Call):
+                continue
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            if not any(ctx.segment(a) == sampler_name for a in arguments):
+                continue
+            if ctx.resolve_local_call(node, own) is not None:
+                continue  # a function of this file: its set_epoch calls are already seen
+            if any(
+                ctx.segment(a) in loaders
+                or any(
+                    isinstance(inner, ast.Call)
+                    and any(
+                        k.arg in ("sampler", "batch_sampler")
+                        and ctx.segment(k.value) == sampler_name
+                        for k in inner.keywords
+                    )
+                    for inner in ast.walk(a)
+                )
+                for a in arguments
+            ):
+                return True
+        return False
 
     def _names_of(self, call: ast.Call) -> list[str]:
         """The variables holding the sampler, then those holding loaders built on it."""

@@ -107,7 +107,9 @@ class _Callers:
                 frames,
                 None,
                 lambda node, in_body: (
-                    tests.zero(node.test) if in_body else tests.nonzero(node.test)
+                    tests.zero(node.test) or tests.single_process(node.test, in_body)
+                    if in_body
+                    else tests.nonzero(node.test) or tests.single_process(node.test, in_body)
                 ),
             )
             is not None
@@ -206,6 +208,16 @@ class _RankTests:
         inside = _RankTests(self.ctx, function, self.depth + 1)
         return bool(returned) and all(inside.zero(value) for value in returned)
 
+    def single_process(self, test: ast.expr, in_body: bool) -> bool:
+        """The branch runs only when the program is not distributed: the ``else`` of
+        ``if args.distributed:``, ``if world_size > 1:``, ``if dist.is_initialized():``,
+        or the body of the same tests negated (SwinMM saves its final model under a
+        rank-0 check when distributed and plainly in the ``else``)."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        if negated:
+            test = cast("ast.UnaryOp", test).operand
+        return in_body == negated and _says_distributed(test, self.resolve)
+
     def nonzero(self, test: ast.expr) -> bool:
         """``test`` holds only off rank 0."""
         if is_rank_nonzero(test, self.resolve):
@@ -216,6 +228,34 @@ class _RankTests:
             and self.depth < MAX_CALL_DEPTH
             and _RankTests(self.ctx, self.scope, self.depth + 1).zero(test.operand)
         )
+
+
+def _says_distributed(test: ast.expr, resolve: Callable[[ast.expr], ast.expr | None]) -> bool:
+    """``args.distributed``, ``use_ddp``, ``dist.is_initialized()``, ``world_size > 1``
+    (a flag bound to one of those too): true exactly when several processes run."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        return (
+            isinstance(op, (ast.Gt, ast.NotEq))
+            and isinstance(right, ast.Constant)
+            and right.value == 1
+            and "world" in name_tokens(last_name(left) or "")
+        )
+    if isinstance(test, ast.Call):
+        words = set(name_tokens(last_name(test.func) or ""))
+        return "initialized" in words and (last_name(test.func) or "").startswith("is_")
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        words = set(name_tokens(last_name(test) or ""))
+        if words & {"distributed", "ddp"} and not words & {"not", "non", "no"}:
+            return True
+        bound = resolve(test)
+        return bound is not None and bound is not test and _says_distributed_once(bound)
+    return False
+
+
+def _says_distributed_once(value: ast.expr) -> bool:
+    """:func:`_says_distributed` of a flag's value, without following names further."""
+    return _says_distributed(value, lambda expr: None)
 
 
 def _assigned_attribute(ctx: FileContext, scope: Scope, target: ast.Attribute) -> ast.expr | None:
@@ -319,6 +359,8 @@ class DdpPrefixedStateDict(LintRule):
                     scope.node if scope is not None else ctx.tree, state_call, ctx.segment(receiver)
                 ):
                     continue  # `if hasattr(model, "module"): ... else: model.state_dict()`
+                if wrapper is not None and self._saved_where_never_wrapped(receiver, frames, scope):
+                    continue  # `if args.distributed: ... else: torch.save(model.state_dict())`
                 if wrapper is not None:
                     several = self._multi_device_only(receiver, scope)
                     reloaded = self._file_loads_into_a_wrapper()
@@ -332,10 +374,40 @@ class DdpPrefixedStateDict(LintRule):
         bodies = self.ctx.module.bodies()
         return any(self._loads_into_a_wrapper(body) for body, _ in bodies)
 
+    def _saved_where_never_wrapped(
+        self, receiver: ast.expr, frames: tuple[Frame, ...], scope: Scope
+    ) -> bool:
+        """The save runs only in a single process (the ``else`` of ``if
+        args.distributed:``), and every wrap of the model sits under a test that asks for
+        several processes or devices (``if args.distributed: model = DDP(model)``): there
+        the model was never wrapped, so its keys carry no prefix (MONAI's Swin UNETR
+        pre-training saves under rank 0 when distributed and plainly in the ``else``)."""
+        tests = _RankTests(self.ctx, scope)
+        single = guard_between(
+            frames, None, lambda node, in_body: tests.single_process(node.test, in_body)
+        )
+        if single is None:
+            return False
+        return (
+            self._wrap_tests(
+                receiver,
+                scope,
+                lambda test: counts_several_devices(test) or _says_distributed(test, tests.resolve),
+            )
+            is not None
+        )
+
     def _multi_device_only(self, receiver: ast.expr, scope: Scope) -> ast.expr | None:
         """The device-count test (``if world_size > 1:``) every wrap of ``receiver``'s name
         sits under (in its function for a local name, in the file for an attribute), if
         all of them do: the prefix then appears only on runs with several devices."""
+        return self._wrap_tests(receiver, scope, counts_several_devices)
+
+    def _wrap_tests(
+        self, receiver: ast.expr, scope: Scope, accept: Callable[[ast.expr], bool]
+    ) -> ast.expr | None:
+        """The first of the tests that every wrap of ``receiver``'s name sits under, when
+        each wrap sits in the body of an ``if`` whose test ``accept`` takes."""
         ctx = self.ctx
         local = isinstance(receiver, ast.Name)
         if (
@@ -367,7 +439,7 @@ class DdpPrefixedStateDict(LintRule):
                 and any(ctx.segment(t) in names for t in node.targets)
                 and ctx.instance_type(node.value, body) in WRAPPER_NAMES
             ):
-                test = _device_count_test(item.frames)
+                test = _guarding_test(item.frames, accept)
                 if test is None:
                     return None
                 tests.append(test)
@@ -448,12 +520,15 @@ class DdpPrefixedStateDict(LintRule):
 _COUNT_WORDS = ("gpu", "world_size", "device", "nproc", "num_proc")
 
 
-def _device_count_test(frames: tuple[Frame, ...]) -> ast.expr | None:
-    """The innermost ``if`` test around a statement that asks for several devices."""
+def _guarding_test(
+    frames: tuple[Frame, ...], accept: Callable[[ast.expr], bool]
+) -> ast.expr | None:
+    """The innermost ``if`` test around a statement, in whose body it sits, that
+    ``accept`` takes (one that asks for several devices, or processes)."""
     for frame in reversed(frames):
         if frame.kind is FrameKind.IF_BODY:
             test = cast("ast.If", frame.node).test
-            if counts_several_devices(test):
+            if accept(test):
                 return test
     return None
 
