@@ -190,6 +190,10 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
     # `#!/usr/bin/env python2`: a Python 2 program kept on purpose (a data-preparation
     # helper its recipe runs with python2), not Python 3 code that fails: information.
     python2 = bool(lines) and _PYTHON2_SHEBANG.match(lines[0]) is not None
+    # A print or exec statement, `except E, e:`: Python 2 code kept as it was written (an
+    # archived research code base), not Python 3 code that broke.
+    python3 = bool(lines) and _PYTHON3_SHEBANG.match(lines[0]) is not None
+    python2_syntax = not python2 and not python3 and what.startswith(_PYTHON2_ERRORS)
     # A file that never mentions torch (a parser's grammar fixtures, a Python 2 helper
     # script): nothing PyTorch-specific is lost, and any Python linter reports it.
     torchless = "torch" not in text
@@ -197,17 +201,29 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
         UNPARSABLE,
         f"{path}:{line} is not valid Python: {what}; no other rule could check this file"
         + ("; its shebang asks for Python 2, so it is run as a Python 2 program" if python2 else "")
+        + (
+            "; it is written in Python 2, so it runs only as a Python 2 program"
+            if python2_syntax
+            else ""
+        )
         + ("; it does not use torch" if torchless and not python2 else ""),
         Location(path=path, line=line, column=min(column, len(snippet or "")), snippet=snippet),
         Depth.LINT,
         fix_hint="Fix the syntax error (run `python -m py_compile` on the file to see it as "
         "Python does).",
         evidence={"error": type(error).__name__, "detail": what},
-        severity=Severity.INFO if python2 or torchless else None,
+        severity=Severity.INFO if python2 or python2_syntax or torchless else None,
     )
 
 
 _PYTHON2_SHEBANG = re.compile(r"#!.*\bpython2(\.\d+)?\s*$")
+_PYTHON3_SHEBANG = re.compile(r"#!.*\bpython3(\.\d+)?\s*$")
+# What Python 3 says of a Python 2 print/exec statement and of `except E, e:`.
+_PYTHON2_ERRORS = (
+    "Missing parentheses in call to 'print'",
+    "Missing parentheses in call to 'exec'",
+    "multiple exception types must be parenthesized",
+)
 
 
 def _unparsable(path: str, line: int, column: int, what: str, hint: str) -> Finding:

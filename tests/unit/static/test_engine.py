@@ -181,7 +181,9 @@ def test_a_file_whose_shebang_asks_for_python2_is_information(
 ) -> None:
     """ESPnet's text2token.py: a helper its recipe runs with python2, kept on purpose;
     Python 3 code that does not parse stays an error."""
-    (found,) = lint_source(shebang + "import torch\nprint 'hello'\n", "helper.py")
+    (found,) = lint_source(
+        shebang + "import torch\nx = torch.ones(1).cuda(async=True)\n", "helper.py"
+    )
     assert found.code == "TD002" and found.severity is severity
     assert ("Python 2 program" in found.message) is (severity is Severity.INFO)
 
@@ -191,8 +193,8 @@ def test_a_file_whose_shebang_asks_for_python2_is_information(
     [
         ("print 'hello'\n", Severity.INFO),
         ("exec 'x = 1'\nx = 0777\n", Severity.INFO),
-        ("import torch\nprint 'hello'\n", Severity.ERROR),
-        ("from torchvision import models\nprint models\n", Severity.ERROR),
+        ("import torch\nx = torch.zeros(3).cuda(async=True)\n", Severity.ERROR),
+        ("from torchvision import models\nm = models.resnet18(\n", Severity.ERROR),
     ],
 )
 def test_an_unparsable_file_that_does_not_use_torch_is_information(
@@ -204,6 +206,24 @@ def test_an_unparsable_file_that_does_not_use_torch_is_information(
     (found,) = lint_source(source, "fixture.py")
     assert found.code == "TD002" and found.severity is severity
     assert ("does not use torch" in found.message) is (severity is Severity.INFO)
+
+
+@pytest.mark.parametrize(
+    ("source", "severity"),
+    [
+        ("import torch\nprint 'epoch', epoch\n", Severity.INFO),
+        ("import torch\ntry:\n    pass\nexcept IOError, e:\n    pass\n", Severity.INFO),
+        ("#!/usr/bin/env python3\nimport torch\nprint 'epoch'\n", Severity.ERROR),
+        ("import torch\nx = torch.zeros(3).cuda(async=True)\n", Severity.ERROR),
+    ],
+)
+def test_a_file_written_in_python_2_is_information(source: str, severity: Severity) -> None:
+    """WGAN-GP's scripts (PyTorch 0.2, Python 2.7) print with statements: a Python 2
+    program kept as written, not Python 3 code that broke. A Python 3 shebang, or a
+    Python 3 program broken by a newer Python (`async` became a keyword), stays an error."""
+    (found,) = lint_source(source, "train.py")
+    assert found.code == "TD002" and found.severity is severity
+    assert ("written in Python 2" in found.message) is (severity is Severity.INFO)
 
 
 @pytest.mark.parametrize(
@@ -258,7 +278,7 @@ def test_a_notebook_exported_with_its_magics_is_linted_as_ipython_source(magics:
 
 
 def test_a_syntax_error_beside_magics_is_still_reported_where_it_is() -> None:
-    source = "import torch\n!pip install timm\nprint 'done'\n%matplotlib inline\n"
+    source = "import torch\n!pip install timm\ndef f(:\n%matplotlib inline\n"
     (found,) = lint_source(source, "notebook.py")
     assert (found.code, found.location.line) == ("TD002", 3)
     assert found.severity is Severity.ERROR

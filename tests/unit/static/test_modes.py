@@ -923,6 +923,40 @@ def test_td502_quiet_when_the_optimizer_trains_only_a_tensor_of_its_own() -> Non
     )
 
 
+_FEATURE_ATTACK = """
+import numpy as np
+import torch
+from graphs import preprocess
+
+def attack(model, graph, features, labels, steps):
+    injected = features[-10:].cpu().data.numpy()
+    injected = np.arcsin(injected)
+    injected = preprocess(injected)
+    perturbed = preprocess(features)
+    perturbed.requires_grad_(True)
+    optimizer = torch.optim.Adam({params}, lr=0.01)
+    for step in range(steps):
+        model.eval()
+        pred = model(graph, torch.cat([perturbed, torch.sin(injected)]))
+        loss = -torch.nn.functional.cross_entropy(pred, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_td502_quiet_when_the_optimizer_attacks_the_inputs() -> None:
+    """CogDL's TDGIA injection attack: the optimizer holds node features copied out of
+    numpy and a tensor the code makes trainable with ``requires_grad_(True)``, both made
+    by a helper; the model stays in eval mode on purpose. A list that also holds the
+    model's parameters trains the model in eval mode."""
+    assert_marked(_FEATURE_ATTACK.format(params="[injected, perturbed]"), "TD502")
+    flagged = _FEATURE_ATTACK.format(params="[injected, *model.parameters()]").replace(
+        "        model.eval()\n", "        model.eval()  # expect: TD502\n"
+    )
+    assert_marked(flagged, "TD502")
+
+
 def test_td502_follows_a_constant_argument_through_two_calls() -> None:
     """VQ-Diffusion's solver: the epoch loop calls ``validate_epoch()``, which calls
     ``step(batch, phase="val")``; the training branch of ``step`` never runs there, and

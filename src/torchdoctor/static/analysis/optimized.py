@@ -113,8 +113,10 @@ _FACTORIES = frozenset(
 def _free_tensors(ctx: FileContext, params: ast.expr | None, scope: Scope) -> bool:
     """``[latent]`` or ``[{"params": [codes]}]`` where each name is only ever bound to a
     tensor made by a torch factory (``torch.ones(1, n).normal_().cuda()``, or an
-    ``nn.Parameter`` of one): the optimizer trains those tensors (a latent code optimised
-    at test time, an adversarial perturbation), not any model's parameters."""
+    ``nn.Parameter`` of one), or is a tensor the code makes trainable itself
+    (``x.requires_grad_(True)``) or copies out of data (``.numpy()``, ``.detach()``): the
+    optimizer trains those tensors (a latent code optimised at test time, an adversarial
+    perturbation, injected node features), not any model's parameters."""
     if isinstance(params, ast.Dict):
         params = next(
             (v for k, v in zip(params.keys, params.values, strict=True) if key_text(k) == "params"),
@@ -139,9 +141,59 @@ def _free_tensors(ctx: FileContext, params: ast.expr | None, scope: Scope) -> bo
             if isinstance(node, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
         ]
-        if not values or not all(_made_by_a_factory(ctx, v, scope) for v in values):
+        if not values:
             return False
+        if all(_made_by_a_factory(ctx, v, scope) for v in values):
+            continue
+        if _made_trainable(body, name) or any(_from_data(v) for v in values):
+            continue  # a tensor the code itself turned into something to optimise
+        return False
     return True
+
+
+def _made_trainable(body: ast.AST, name: str) -> bool:
+    """``name.requires_grad_()`` / ``requires_grad_(True)`` or ``name.requires_grad =
+    True``: only a plain tensor needs that (a module's parameters already require grad)."""
+    for node in ast.walk(body):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "requires_grad_"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+            and not any(isinstance(a, ast.Constant) and a.value is False for a in node.args)
+        ):
+            return True
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is True
+            and any(
+                isinstance(t, ast.Attribute)
+                and t.attr == "requires_grad"
+                and isinstance(t.value, ast.Name)
+                and t.value.id == name
+                for t in node.targets
+            )
+        ):
+            return True
+    return False
+
+
+def _from_data(value: ast.expr) -> bool:
+    """A value taken out of autograd's reach: through ``.numpy()``, ``.detach()``,
+    ``.data`` or a numpy function (an input copied to be perturbed, never a parameter)."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Attribute) and node.attr in ("numpy", "detach", "data"):
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in ("np", "numpy")
+        ):
+            return True
+    return False
 
 
 def _made_by_a_factory(ctx: FileContext, value: ast.expr, scope: Scope) -> bool:
