@@ -486,6 +486,36 @@ class Net(nn.Module):
     )
 
 
+def test_dropout_switched_by_an_input_the_caller_feeds_is_quiet() -> None:
+    """DeepChem's CNN: ``x, dropout_switch = inputs``, then ``if dropout > 0. and
+    dropout_switch:`` around ``F.dropout``; the model feeds 0 in predict mode. A switch
+    with a default, the rate itself, or a data argument (a mask) decides nothing."""
+    source = """
+import torch.nn.functional as F
+from torch import nn
+
+class CNN(nn.Module):
+    def forward(self, inputs):
+        x, dropout_switch = inputs
+        for layer, dropout in zip(self.layers, self.dropouts):
+            x = layer(x)
+            if dropout > 0. and dropout_switch:
+                x = F.dropout(x, dropout)
+        return x
+
+class Defaults(nn.Module):
+    def forward(self, x, mask, use_dropout=True):
+        if use_dropout:
+            x = F.dropout(x, 0.5)  # expect: TD506
+        if mask is not None:
+            x = F.dropout(x, 0.5)  # expect: TD506
+        if self.p > 0:
+            x = F.dropout(x, self.p)  # expect: TD506
+        return x
+"""
+    assert_marked(source, "TD506")
+
+
 def test_functional_dropout_whose_rate_every_caller_sets_from_the_mode_is_quiet() -> None:
     """OLMo: ``_attention(..., dropout_p)`` runs ``F.dropout(w, p=dropout_p)``, and the
     base class's caller passes ``dropout_p=0.0 if not self.training else p``: rate 0 in

@@ -66,6 +66,39 @@ def test_a_complete_checkpoint_is_quiet() -> None:
     assert td905(save) == []
 
 
+def test_a_counter_read_back_from_an_entry_of_another_name_is_kept() -> None:
+    """PyTorch3D's NeRF: the epoch lives in a pickled stats object saved under "stats",
+    and the resume sets ``start_epoch = stats.epoch`` from it. A key the resume never
+    reads a counter from does not count."""
+    source = """
+import pickle
+import torch
+from torch import nn
+
+def main(resume, path):
+    model = nn.Linear(4, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    stats, start_epoch = Stats(), 0
+    if resume:
+        loaded = torch.load(path, weights_only=True)
+        model.load_state_dict(loaded["model"])
+        optimizer.load_state_dict(loaded["optimizer"])
+        stats = pickle.loads(loaded["stats"])
+        start_epoch = stats.epoch
+    for epoch in range(start_epoch, 100):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        stats.epoch = epoch
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "stats": pickle.dumps(stats)}, path)
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "notes": pickle.dumps(stats)}, "other.pt")
+"""
+    assert lint_codes(source, "TD905") == [("TD905", 24)]
+
+
 def test_parts_kept_in_a_nested_dict_count() -> None:
     """Counters (or states) kept under a sub-dict of the checkpoint are in it."""
     save = (

@@ -183,6 +183,26 @@ def test_compiling_a_different_object_each_iteration_is_quiet() -> None:
     assert td704(source) == []
 
 
+def test_compiling_each_layer_indexed_by_the_loop_variable_is_quiet() -> None:
+    """Kornia's LightGlue compiles each transformer layer's forward once:
+    ``self.transformers[i].masked_forward`` names a different object on every iteration.
+    The same attribute without the index is the same object each time."""
+    source = """
+    import torch
+    class Matcher:
+        def compile(self, n_layers):
+            for i in range(n_layers):
+                self.transformers[i].masked_forward = torch.compile(
+                    self.transformers[i].masked_forward, fullgraph=True
+                )
+            for name in self.blocks:
+                self.blocks[name] = torch.compile(self.blocks[name])
+            for i in range(n_layers):
+                self.head = torch.compile(self.head)
+    """
+    assert td704(source) == [("TD704", 12)]
+
+
 def test_compiling_once_under_a_guard_is_quiet() -> None:
     source = """
     import torch

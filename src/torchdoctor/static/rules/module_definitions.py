@@ -540,6 +540,8 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             return
         if not is_module_class(ctx, method.owner) or _rate_follows_mode(ctx, method, node):
             return
+        if _switched_by_the_caller(ctx, method, node):
+            return
         flag = f"training={method.self_name}.training"
         text = ctx.segment(node.func)
         self.report(
@@ -552,6 +554,49 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             "module's mode).",
             fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),), Applicability.UNSAFE),
         )
+
+
+def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
+    """The dropout sits under an ``if`` that reads a switch the caller hands in with every
+    call: a parameter of the method with no default, or a name unpacked from one
+    (DeepChem's ``x, dropout_switch = inputs``, fed 0 in predict mode). The caller turns
+    it off for evaluation; a parameter with a default, the rate, or a name that only
+    shapes the data (``mask``) decides nothing."""
+    args = method.node.args
+    positional = args.posonlyargs + args.args
+    required = {a.arg for a in positional[: len(positional) - len(args.defaults)]}
+    required |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None}
+    required.discard(method.self_name or "")
+    if not required:
+        return False
+    fed = set(required)
+    for node in ast.walk(method.node):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in required
+        ):
+            fed |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    rate = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "p"), "value", None)
+    rate_names = {n.id for n in ast.walk(rate) if isinstance(n, ast.Name)} if rate else set()
+    tensor = call.args[0] if call.args else None
+    tensor_names = {n.id for n in ast.walk(tensor) if isinstance(n, ast.Name)} if tensor else set()
+    for frame in ctx.frames:
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
+            tested = {n.id for n in ast.walk(frame.node.test) if isinstance(n, ast.Name)}
+            if any(
+                set(torchapi.name_tokens(name)) & _SWITCH_WORDS
+                for name in (tested - rate_names - tensor_names) & fed
+            ):
+                return True
+    return False
+
+
+# Words of a name that switches dropout per call (`dropout_switch`, `mc_dropout`,
+# `is_training`), not of one that only shapes the data (`mask`, `edge_index`).
+_SWITCH_WORDS = frozenset(
+    {"dropout", "drop", "switch", "train", "training", "mode", "mc", "stochastic", "uncertainty"}
+)
 
 
 def _rate_follows_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:

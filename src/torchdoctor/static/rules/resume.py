@@ -121,6 +121,7 @@ class IncompleteResumeCheckpoint(LintRule):
         if EventKind.SCHEDULER_STEP in kinds and not positioned:
             expected.add(SCHEDULER)
         called = {last_name(n.func) for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)}
+        counted_keys: set[str | None] | None = None
         for call, frames, roles in dicts:
             loops = enclosing_loops(ctx, frames)
             wanted = expected if any(trains(ctx, loop) for loop in loops) else expected - {COUNTER}
@@ -134,6 +135,13 @@ class IncompleteResumeCheckpoint(LintRule):
                 wanted = wanted - {OPTIMIZER}
             if _counter_in_path(ctx, call, frames):
                 roles = roles | {COUNTER}  # `f"{step}.pt"`: the file name keeps the count
+            if counted_keys is None:
+                counted_keys = _keys_counters_are_read_from(ctx)
+            if any(
+                key in counted_keys
+                for key, _ in _flattened(_entries(ctx, call.args[0], ctx.function_of(frames)) or [])
+            ):
+                roles = roles | {COUNTER}  # `start_epoch = pickle.loads(ckpt["stats"]).epoch`
             missing = [
                 role
                 for role in (OPTIMIZER, SCHEDULER, COUNTER)
@@ -647,6 +655,50 @@ def _states_named(key: str | None) -> set[str | None]:
     (VQ-Diffusion's ``"optimizer_and_scheduler"``)."""
     words = set(torchapi.name_tokens(key or ""))
     return {role for hints, role in _KEY_ROLES if role in (OPTIMIZER, SCHEDULER) and words & hints}
+
+
+def _keys_counters_are_read_from(ctx: FileContext) -> set[str | None]:
+    """The keys of a loaded checkpoint from which the file reads an epoch or step counter
+    back: ``start_epoch = stats.epoch`` where ``stats = pickle.loads(ckpt["stats"])`` and
+    ``ckpt = torch.load(path)`` (PyTorch3D's NeRF keeps its epoch in a pickled stats
+    object), followed through a few assignments. A save with an entry under such a key
+    keeps the count, whatever the key is called."""
+    keys: set[str | None] = set()
+    for scope, items in ctx.module.bodies():
+        for item in items:
+            node = item.node
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+            if not set(torchapi.name_tokens(name)) & _COUNTER_WORDS:
+                continue
+            keys |= _loaded_keys(ctx, node.value, scope, 0)
+    return keys
+
+
+def _loaded_keys(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> set[str | None]:
+    """The keys ``value`` reads out of a ``torch.load`` result, through the names it uses."""
+    found: set[str | None] = set()
+    for node in ast.walk(value):
+        if isinstance(node, ast.Subscript) and _is_a_load(ctx, node.value, scope):
+            found.add(key_text(node.slice))
+        elif isinstance(node, ast.Name) and depth < 3:
+            binding = ctx.binding(node, scope)
+            if binding is not None and binding.kind is BindingKind.ASSIGN and binding.value:
+                found |= _loaded_keys(ctx, binding.value, scope, depth + 1)
+    return found
+
+
+def _is_a_load(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
+    """``torch.load(...)`` itself, or a name bound to it."""
+    if isinstance(expr, ast.Name):
+        binding = ctx.binding(expr, scope)
+        expr = binding.value if binding is not None and binding.value is not None else expr
+    return isinstance(expr, ast.Call) and ctx.is_call_to(expr, "torch.load", scope=scope)
+
+
+_COUNTER_WORDS = frozenset({"epoch", "step", "iteration", "iter"})
 
 
 def _counter_in_path(ctx: FileContext, call: ast.Call, frames: tuple[Frame, ...]) -> bool:

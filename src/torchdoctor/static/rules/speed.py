@@ -242,12 +242,17 @@ class CompileInLoop(LintRule):
         """Whether each iteration compiles a different object (a loop variable, or one
         built in the loop before the compile)."""
         text = self.ctx.segment(subject)
+        # Names in the subject (`self.layers[i].forward`, `blocks[name]`): indexed by the
+        # loop variable, each iteration compiles a different object.
+        used = {n.id for n in ast.walk(subject) if isinstance(n, ast.Name)}
         loops = [loop]
         while loops:
             current = loops.pop()
             node = current.node
-            if not isinstance(node, ast.While) and text in _target_texts(node.target):
-                return True
+            if not isinstance(node, ast.While):
+                bound = _target_texts(node.target)
+                if text in bound or (used - {text}) & bound:
+                    return True
             loops.extend(current.children)
         for item in loop.items:
             statement = item.node
