@@ -103,3 +103,21 @@ def test_an_objects_own_attribute_of_the_same_name_is_not_the_option(tmp_path) -
         5: Severity.WARNING,
         6: Severity.WARNING,
     }
+
+
+def test_a_flag_with_a_store_false_twin_is_information() -> None:
+    """Stable DreamFusion: ``--recenter`` is ``type=bool, default=True``, and
+    ``--dont_recenter`` stores False into the same ``recenter``: the flag can be turned
+    off from the command line after all. A twin that writes another attribute does not
+    count."""
+    source = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--recenter", type=bool, default=True)
+parser.add_argument("--dont_recenter", dest="recenter", action="store_false")
+parser.add_argument("--normals", type=bool, default=True)
+parser.add_argument("--no-depth", dest="depth", action="store_false")
+"""
+    found = {f.location.line: f for f in lint_findings(source, "TD913")}
+    assert found[4].severity is Severity.INFO and "only `--dont_recenter`" in found[4].message
+    assert found[6].severity is Severity.WARNING

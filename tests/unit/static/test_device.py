@@ -979,6 +979,58 @@ def test_parameters_initialised_through_a_loop_over_them_are_only_info() -> None
     ]
 
 
+def test_a_helper_that_initialises_every_parameter_of_the_module_is_only_info() -> None:
+    """DeepRobust's Q-networks: ``weights_init(self)`` at the end of ``__init__``, a
+    function of the file defined below the class, loops over ``m.named_parameters()`` and
+    hands each to a glorot fill. A helper given the module that only reads its
+    parameters leaves them uninitialised."""
+    source = """
+        import torch
+        from torch import nn
+        from torch.nn.parameter import Parameter
+
+        class QNet(nn.Module):
+            def __init__(self, n, d):
+                super().__init__()
+                self.w = Parameter(torch.Tensor(n, d))
+                self.b = Parameter(torch.Tensor(d))
+                weights_init(self)
+
+            def forward(self, x):
+                return x @ self.w + self.b
+
+        class Probe(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = Parameter(torch.Tensor(n, n))
+                count_parameters(self)
+
+            def forward(self, x):
+                return x @ self.w
+
+        def _param_init(p):
+            p.data.uniform_(-0.1, 0.1)
+
+        def weights_init(m):
+            for name, p in m.named_parameters():
+                if "." not in name:
+                    _param_init(p)
+
+        def count_parameters(m):
+            total = 0
+            for name, p in m.named_parameters():
+                print(name, p)
+                total += p.numel()
+            return total
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (9, Severity.INFO),
+        (10, Severity.INFO),
+        (19, Severity.WARNING),
+    ]
+
+
 def test_a_loop_over_other_parameters_does_not_initialise_this_one() -> None:
     source = """
         import torch

@@ -957,6 +957,61 @@ def test_td502_quiet_when_the_optimizer_attacks_the_inputs() -> None:
     assert_marked(flagged, "TD502")
 
 
+def test_td501_reads_eval_through_an_alias_and_an_evaluating_method() -> None:
+    """DeepRobust: ``model = self.model; model.eval()`` in the caller puts ``self.model``
+    in eval mode before ``sample_final_edges()`` evaluates it; ``test_model.test()`` (the
+    library's ``BaseModel.test`` calls ``self.eval()``) runs before a script's no_grad
+    loop. A method that does not evaluate (``fit``) proves nothing."""
+    source = """
+import torch
+from torch import nn
+from lib import Trainable
+
+class GCN(nn.Module, Trainable):
+    def __init__(self, nfeat, nhid, dropout):
+        super().__init__()
+        self.layer = nn.Linear(nfeat, nhid)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.drop(self.layer(x))
+
+class Attack:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+
+    def attack(self, x):
+        model = self.model
+        model.eval()
+        return self.sample(x)
+
+    def sample(self, x):
+        best = None
+        for i in range(10):
+            with torch.no_grad():
+                out = self.model(x)
+            best = out
+        return best
+
+test_model = GCN(nfeat=4, nhid=8, dropout=0.5)
+test_model.fit(data)
+test_model.test()
+with torch.no_grad():
+    for x in batches:
+        print(test_model(x))
+other = GCN(nfeat=4, nhid=8, dropout=0.5)
+other.fit(data)
+with torch.no_grad():
+    for x in batches:
+        print(other(x))  # expect: TD501
+"""
+    assert_marked(source, "TD501")
+    plain = source.replace("test_model.test()", "test_model.summary()").replace(
+        "print(test_model(x))", "print(test_model(x))  # expect: TD501"
+    )
+    assert_marked(plain, "TD501")
+
+
 def test_td502_follows_a_constant_argument_through_two_calls() -> None:
     """VQ-Diffusion's solver: the epoch loop calls ``validate_epoch()``, which calls
     ``step(batch, phase="val")``; the training branch of ``step`` never runs there, and

@@ -65,3 +65,57 @@ def test_split_groups_and_distinct_modules_are_quiet() -> None:
             return torch.optim.Adam(list(enc.parameters()) + list(dec.parameters()))
         """
     assert_marked(source, "TD603")
+
+
+def test_different_parts_of_one_container_are_distinct_and_a_whole_overlaps_its_part() -> None:
+    """Cream's CDARTS gives ``super_layers[layer_idx]`` (its own learning rate) and
+    ``super_layers[layer_idx + 1:]``: two different parts of one ModuleList. The whole
+    container beside one of its items gives that item's parameters twice."""
+    source = """
+        import torch
+
+        def stages(net, idx, lr):
+            return torch.optim.SGD(
+                [
+                    {"params": net.super_layers[idx].parameters(), "lr": lr},
+                    {"params": net.super_layers[idx + 1 :].parameters()},
+                    {"params": net.blocks[0].parameters()},
+                    {"params": net.blocks[1].parameters()},
+                ],
+                lr=0.1,
+            )
+
+        def overlapping(net):
+            return torch.optim.SGD(  # expect: TD603
+                [{"params": net.layers.parameters()}, {"params": net.layers[0].parameters()}],
+                lr=0.1,
+            )
+
+        def twice(net):
+            return torch.optim.SGD(  # expect: TD603
+                [{"params": net.layers[0].parameters()}, {"params": net.layers[0].parameters()}],
+                lr=0.1,
+            )
+        """
+    assert_marked(source, "TD603")
+    messages = [f.message for f in lint_findings(source, "TD603")]
+    assert all("`net.layers.parameters()`" in m for m in messages)
+
+
+def test_a_module_beside_its_own_submodule_repeats_the_submodule() -> None:
+    """Popular-RL-Algorithms' SDT PPO: ``list(self.parameters()) +
+    list(self.sdt.parameters())`` where ``self.sdt`` is a submodule of ``self``."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Agent(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.sdt = nn.Linear(4, 2)
+                self.optimizer = torch.optim.Adam(  # expect: TD603
+                    list(self.parameters()) + list(self.sdt.parameters()), lr=1e-3
+                )
+        """
+    assert_marked(source, "TD603")

@@ -622,3 +622,40 @@ def test_one_entry_may_hold_the_optimizer_and_the_scheduler() -> None:
     assert [code for code, _ in td905(save.replace("optimizer_and_scheduler", "extra"))] == [
         "TD905"
     ]
+
+
+def test_a_plateau_scheduler_left_out_beside_the_optimizer_is_information() -> None:
+    """Dual-Path RNN's trainer: ``self.scheduler.step(v_loss)`` (a plateau scheduler, given
+    its metric), and a checkpoint with the model, the optimizer and the epoch: the
+    learning rate comes back with the optimizer; only the patience counters restart.
+    Without the optimizer, or with an epoch-stepped schedule, it stays a warning."""
+    source = """
+import torch
+
+class Trainer:
+    def __init__(self, model, optimizer, scheduler, resume):
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        if resume:
+            ckpt = torch.load(resume, map_location="cpu")
+            self.model.load_state_dict(ckpt["model"])
+            self.optimizer.load_state_dict(ckpt["optim"])
+            self.epoch = ckpt["epoch"]
+
+    def run(self, loader, epochs):
+        for epoch in range(epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                loss = self.model(x).sum()
+                loss.backward()
+                self.optimizer.step()
+            self.scheduler.step(loss.item())
+            torch.save({"model": self.model.state_dict(), "optim": self.optimizer.state_dict(),
+                        "epoch": epoch}, "last.pt")
+            torch.save({"model": self.model.state_dict(), "epoch": epoch}, "light.pt")
+"""
+    found = {f.location.line: f for f in lint_findings(source, "TD905")}
+    assert found[21].severity.value == "info" and "patience" in found[21].message
+    assert found[23].severity.value == "warning"
+    stepped = source.replace("self.scheduler.step(loss.item())", "self.scheduler.step()")
+    found = {f.location.line: f for f in lint_findings(stepped, "TD905")}
+    assert found[21].severity.value == "warning"

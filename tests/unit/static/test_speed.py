@@ -185,8 +185,9 @@ def test_compiling_a_different_object_each_iteration_is_quiet() -> None:
 
 def test_compiling_each_layer_indexed_by_the_loop_variable_is_quiet() -> None:
     """Kornia's LightGlue compiles each transformer layer's forward once:
-    ``self.transformers[i].masked_forward`` names a different object on every iteration.
-    The same attribute without the index is the same object each time."""
+    ``self.transformers[i].masked_forward`` names a different object on every iteration,
+    as does ``layer.forward`` after ``layer = self.layers[idx]`` (XTuner). The same
+    attribute without the index is the same object each time."""
     source = """
     import torch
     class Matcher:
@@ -199,6 +200,10 @@ def test_compiling_each_layer_indexed_by_the_loop_variable_is_quiet() -> None:
                 self.blocks[name] = torch.compile(self.blocks[name])
             for i in range(n_layers):
                 self.head = torch.compile(self.head)
+            for idx in range(n_layers):
+                layer = self.layers[idx]
+                layer.forward = torch.compile(layer.forward)
+                self.layers[idx] = layer
     """
     assert td704(source) == [("TD704", 12)]
 

@@ -59,6 +59,12 @@ class ArgparseTypeBool(LintRule):
         )
         dest = _destination(node, flag)
         overwritten = _assigned_in_program(self.ctx, dest)
+        switch = _off_switch(self.ctx, dest, node) if on else None
+        if switch is not None:
+            effect = (
+                f"`{flag} False` leaves it on; only `{switch}` (a `store_false` into the same "
+                f"`.{dest}`) turns it off"
+            )
         if overwritten is not None:
             path, line = overwritten
             effect += (
@@ -73,8 +79,36 @@ class ArgparseTypeBool(LintRule):
             fix_hint='Use `action="store_true"` (or `action=argparse.BooleanOptionalAction` '
             "for `--flag`/`--no-flag`), or a converter that reads the text "
             '(`type=lambda s: s.lower() in ("1", "true", "yes")`).',
-            severity=None if on and overwritten is None else Severity.INFO,
+            severity=None if on and overwritten is None and switch is None else Severity.INFO,
         )
+
+
+def _off_switch(ctx: FileContext, dest: str, option: ast.Call) -> str | None:
+    """Another option of the file that stores False into the same attribute
+    (``parser.add_argument("--dont_recenter", dest="recenter", action="store_false")``,
+    Stable DreamFusion): the flag can be turned off from the command line after all."""
+    for node in ast.walk(ctx.tree):
+        if not (
+            isinstance(node, ast.Call)
+            and node is not option
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            continue
+        action = keyword(node, "action")
+        if not (
+            action is not None
+            and isinstance(action.value, ast.Constant)
+            and action.value.value == "store_false"
+        ):
+            continue
+        names = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        flag = next((n for n in names if n.startswith("--")), names[0] if names else "")
+        if flag and _destination(node, flag) == dest:
+            return flag
+    return None
 
 
 def _assigned_in_program(ctx: FileContext, dest: str) -> tuple[str, int] | None:

@@ -500,6 +500,11 @@ def _may_write(ctx: FileContext, call: ast.Call, target: str) -> bool:
         return True
     arguments = [*call.args, *(k.value for k in call.keywords)]
     if not any(ctx.segment(_base_of(a)) == target for a in arguments):
+        if any(
+            target.startswith(ctx.segment(a) + ".") and _helper_fills_all_parameters(ctx, call, a)
+            for a in arguments
+        ):
+            return True  # `weights_init(self)`, whose loop initialises every parameter
         # `xavier_uniform_(self.w if fused else self.proj.weight)`: an initialiser
         # writes whichever branch it is given (a helper's use of one is not read here)
         return (
@@ -508,6 +513,67 @@ def _may_write(ctx: FileContext, call: ast.Call, target: str) -> bool:
             and any(ctx.segment(b) == target for b in _branches(call.args[0]))
         )
     return not _reads_only(ctx, call)
+
+
+def _helper_fills_all_parameters(ctx: FileContext, call: ast.Call, owner: ast.expr) -> bool:
+    """``call`` is a module-level function of this file that loops over every parameter of
+    the module it is given as ``owner`` and hands each one on (``for name, p in
+    m.named_parameters(): _param_init(p)``, DeepRobust's ``weights_init(self)``): each of
+    the module's own parameters is written there, whatever the helper's name. Found in
+    the tree, so a helper defined below the class counts too."""
+    if not isinstance(call.func, ast.Name) or owner not in call.args:
+        return False
+    helper = next(
+        (
+            node
+            for node in ctx.tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name == call.func.id
+        ),
+        None,
+    )
+    positional = helper.args.posonlyargs + helper.args.args if helper is not None else []
+    index = call.args.index(owner)
+    if helper is None or index >= len(positional):
+        return False
+    parameter = positional[index].arg
+    local = {
+        node.name
+        for node in ctx.tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    for loop in ast.walk(helper):
+        if not (
+            isinstance(loop, ast.For)
+            and isinstance(loop.iter, ast.Call)
+            and isinstance(loop.iter.func, ast.Attribute)
+            and loop.iter.func.attr in _PARAMETER_LOOPS
+            and isinstance(loop.iter.func.value, ast.Name)
+            and loop.iter.func.value.id == parameter
+        ):
+            continue
+        element = loop.target.elts[-1] if isinstance(loop.target, ast.Tuple) else loop.target
+        if not isinstance(element, ast.Name):
+            continue
+        if any(
+            isinstance(node, ast.Call)
+            and any(isinstance(a, ast.Name) and a.id == element.id for a in node.args)
+            and _may_initialise(ctx, node, local)
+            for node in ast.walk(loop)
+        ):
+            return True
+    return False
+
+
+def _may_initialise(ctx: FileContext, call: ast.Call, local: set[str]) -> bool:
+    """A call that may fill the tensor it is given: a function of this file, a
+    ``torch.nn.init`` initialiser, or an in-place method (``..._``); not ``print(p)``."""
+    name = last_name(call.func) or ""
+    return (
+        (isinstance(call.func, ast.Name) and name in local)
+        or _initialiser(ctx, call)
+        or name.endswith("_")
+    )
 
 
 def _may_write_node(ctx: FileContext, node: ast.AST, target: str) -> bool:
@@ -762,6 +828,11 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             and ctx.segment(func.value).removesuffix(".data") == target
         ):
             return True
+        if any(
+            target.startswith(ctx.segment(a) + ".") and _helper_fills_all_parameters(ctx, node, a)
+            for a in node.args
+        ):
+            return True  # `weights_init(self)`: a helper that initialises every parameter
         if (
             depth == 0
             and isinstance(func, ast.Attribute)

@@ -31,7 +31,7 @@ from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.names import own_nodes, returns_of
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope, Loop, ModuleScope
+from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, loop_events
 
 _MAX_DEPTH = 3
@@ -84,17 +84,23 @@ class EvalInTrainMode(LintRule):
         ``"set"`` (a run-time flag), ``"no callers"``, or ``None`` (never set)."""
         ctx = self.ctx
         items = [i for i in (scope.items if scope else ctx.module.items) if i.line < line]
+        names = {model} | _aliases(items, model)
+        evaluated = _evaluating_method_call(ctx, items, names, scope)
         trained_since = False
         for action in reversed(expand(ctx, items, scope)):
+            if evaluated and evaluated > action.origin.line:
+                return "set", f"line {evaluated}"
             if action.kind is EventKind.BACKWARD:
                 trained_since = True
-            elif action.kind in MODE and same_model(action.target, model):
+            elif action.kind in MODE and any(same_model(action.target, n) for n in names):
                 if action.kind is EventKind.TRAIN and not trained_since:
                     # train() right before a no_grad loop, with no training in between,
                     # is deliberate: BatchNorm recalibration, Monte Carlo dropout.
                     return "set", f"line {action.origin.line}"
                 kind = {EventKind.EVAL: "eval", EventKind.TRAIN: "train"}.get(action.kind, "set")
                 return kind, f"line {action.origin.line}"
+        if evaluated:
+            return "set", f"line {evaluated}"
         built = _built_in_eval(ctx, scope, model)
         if built is not None:
             return "eval", built
@@ -274,6 +280,45 @@ class TrainInEvalMode(LintRule):
             return None
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
         return Fix(f"Call `{model}.train()` at the top of the loop", (edit,), Applicability.UNSAFE)
+
+
+def _evaluating_method_call(
+    ctx: FileContext, items: list[Item], names: set[str], scope: FunctionScope | None
+) -> int:
+    """The line of the last ``model.test()`` / ``model.predict(...)`` / ``model.evaluate()``
+    among ``items``: a method of the model's own class, defined in code lint does not read
+    (DeepRobust's ``BaseModel.test()`` calls ``self.eval()``), that evaluates it and so
+    sets its mode; 0 when there is none. A method of this file is read as a helper."""
+    found = 0
+    for item in items:
+        node = item.node
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and ast.unparse(node.func.value) in names
+            and set(torchapi.name_tokens(node.func.attr)) & _EVALUATING_WORDS
+            and ctx.resolve_local_call(node, scope) is None
+        ):
+            found = max(found, item.line)
+    return found
+
+
+# Words of a model method that evaluates the model (and so sets its mode itself).
+_EVALUATING_WORDS = frozenset(
+    {"test", "evaluate", "evaluation", "validate", "validation", "predict", "inference"}
+)
+
+
+def _aliases(items: list[Item], model: str) -> set[str]:
+    """Local names bound to the model (``model = self.model``, DeepRobust's attacks):
+    ``model.eval()`` puts ``self.model`` in eval mode."""
+    return {
+        target.id
+        for item in items
+        if isinstance(item.node, ast.Assign) and ast.unparse(item.node.value) == model
+        for target in item.node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def _frozen_backbone(tree: ast.Module) -> bool:

@@ -19,7 +19,6 @@ from torchdoctor.static.analysis.calls import method_call, receiver
 from torchdoctor.static.analysis.optimized import (
     covers,
     is_optimizer,
-    model_path,
     optimized_models,
     optimizer_params,
 )
@@ -46,10 +45,10 @@ class DuplicateParametersInOptimizer(LintRule):
                     continue
                 repeated = next(
                     (
-                        r
+                        _module_of(r)
                         for roots in _whole_modules(ctx, call, scope)
                         for i, r in enumerate(roots)
-                        if r in roots[:i]
+                        if any(_overlaps(r, earlier) for earlier in roots[:i])
                     ),
                     None,
                 )
@@ -117,13 +116,28 @@ def _whole_modules(ctx: FileContext, call: ast.Call, scope: Scope) -> list[list[
     return [] if params is None else _alternatives(ctx, params)
 
 
+def _overlaps(one: str, other: str) -> bool:
+    """Whether two receivers' parameters overlap: the same module, or one a part of the
+    other (``model`` and ``model.fc``, ``layers`` and ``layers[0]``). Two different
+    indices or slices of one container (``layers[i]``, ``layers[i + 1:]``) do not."""
+    shorter, longer = sorted((one, other), key=len)
+    return longer == shorter or longer.startswith((shorter + ".", shorter + "["))
+
+
+def _module_of(receiver: str) -> str:
+    """The repeated module's name in the message: the receiver without a trailing index."""
+    return receiver.split("[", 1)[0] if receiver.endswith("]") else receiver
+
+
 def _alternatives(ctx: FileContext, node: ast.AST) -> list[list[str]]:
     if isinstance(node, _FILTERING) or (
         isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "filter"
     ):
         return [[]]
     if method_call(node, "parameters"):
-        return [[model_path(ctx, receiver(node))]]
+        # The receiver as written (indices and slices kept): `layers[i]` and `layers[i+1:]`
+        # are different modules, `layers` and `layers[0]` overlap.
+        return [["".join(ctx.segment(receiver(node)).split())]]
     if isinstance(node, ast.IfExp):
         return (_alternatives(ctx, node.body) + _alternatives(ctx, node.orelse))[:_MAX_ALTERNATIVES]
     out: list[list[str]] = [[]]

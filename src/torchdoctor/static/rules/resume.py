@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from torchdoctor.findings import Depth, Finding
+from torchdoctor.findings import Depth, Finding, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import assigned_names, last_name
@@ -31,7 +31,7 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FunctionScope, Loop
-from torchdoctor.static.training import EventKind
+from torchdoctor.static.training import Event, EventKind
 
 MODEL, OPTIMIZER, SCHEDULER, COUNTER = "model", "optimizer", "scheduler", "counter"
 _FAMILY_ROLES = {
@@ -63,6 +63,13 @@ _COST = {
     COUNTER: "the epoch or step counter (the resumed run starts counting at 0 again, so it "
     "trains too long and every schedule keyed on the epoch is off)",
 }
+
+
+_PLATEAU_COST = (
+    "the state of its plateau scheduler (stepped with a metric): the learning rate comes "
+    "back with the optimizer's state, but the best value and the epochs without progress "
+    "restart, so the next reduction comes up to `patience` epochs late"
+)
 
 
 @detector("TD905", depth=Depth.LINT)
@@ -107,13 +114,14 @@ class IncompleteResumeCheckpoint(LintRule):
             return  # nothing here resumes: the checkpoints are exports or logs
         positioned = positioned or self._replays_schedules()
         # Each class's step kinds (None: module-level code and plain functions).
-        stepped: dict[ast.ClassDef | None, set[EventKind]] = {
-            None: {event.kind for event in step_events(ctx, ctx.module.items, None)}
-        }
+        top = list(step_events(ctx, ctx.module.items, None))
+        stepped: dict[ast.ClassDef | None, set[EventKind]] = {None: {e.kind for e in top}}
+        # `scheduler.step(val_loss)` everywhere: only a plateau scheduler takes a metric
+        plateau_only = _steps_with_a_metric(top)
         for function in ctx.module.functions:
-            stepped.setdefault(_class_of(function), set()).update(
-                event.kind for event in step_events(ctx, function.items, function)
-            )
+            events = list(step_events(ctx, function.items, function))
+            stepped.setdefault(_class_of(function), set()).update(e.kind for e in events)
+            plateau_only = plateau_only and _steps_with_a_metric(events)
         kinds = set().union(*stepped.values())
         expected = {COUNTER}
         if EventKind.OPTIMIZER_STEP in kinds and _optimizer_has_state(ctx):
@@ -148,7 +156,7 @@ class IncompleteResumeCheckpoint(LintRule):
                 if role in wanted and role not in roles
             ]
             if missing:
-                self._report(call, missing)
+                self._report(call, missing, plateau_only and OPTIMIZER in roles)
 
     def _replays_schedules(self) -> bool:
         """A loop that only steps schedules (``scheduler.step()``, ``next(momentum)``) and at
@@ -163,15 +171,31 @@ class IncompleteResumeCheckpoint(LintRule):
                 return True  # optimizer.step(closure) with a schedule is a training loop
         return False
 
-    def _report(self, call: ast.Call, missing: list[str]) -> None:
+    def _report(self, call: ast.Call, missing: list[str], plateau: bool = False) -> None:
+        # A plateau scheduler's learning rate lives in the optimizer's state, which the
+        # checkpoint holds: losing the scheduler resets only its patience counters.
+        only_plateau = plateau and missing == [SCHEDULER]
+        costs = [
+            _PLATEAU_COST if only_plateau and role == SCHEDULER else _COST[role] for role in missing
+        ]
         self.report(
             call,
             f"The resume checkpoint saved at line {call.lineno} holds the model but not "
-            + "; nor ".join(_COST[role] for role in missing),
+            + "; nor ".join(costs),
             fix_hint=f"Add {' and '.join(_WHAT[role] for role in missing)} to the checkpoint, "
             "next to the model's `state_dict()`, and restore them when resuming.",
             evidence={"missing": missing},
+            severity=Severity.INFO if only_plateau else None,
         )
+
+
+def _steps_with_a_metric(events: list[Event]) -> bool:
+    """Every scheduler step among ``events`` is given a value (``scheduler.step(loss)``)."""
+    return all(
+        isinstance(e.node, ast.Call) and bool(e.node.args)
+        for e in events
+        if e.kind is EventKind.SCHEDULER_STEP
+    )
 
 
 def _kept_elsewhere(

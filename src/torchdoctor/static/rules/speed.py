@@ -264,8 +264,8 @@ class CompileInLoop(LintRule):
                 targets = (
                     statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                 )
-                if any(text in _target_texts(t) for t in targets):
-                    return True
+                if any(text in _target_texts(t) or used & _target_texts(t) for t in targets):
+                    return True  # `layer = self.blocks[i]`, then `torch.compile(layer.forward)`
         return False
 
     def _report(self, call: ast.Call, loop: Loop, subject: str) -> None:
