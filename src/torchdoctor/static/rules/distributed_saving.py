@@ -379,7 +379,7 @@ class DdpPrefixedStateDict(LintRule):
     ) -> bool:
         """The save runs only in a single process (the ``else`` of ``if
         args.distributed:``), and every wrap of the model sits under a test that asks for
-        several processes or devices (``if args.distributed: model = DDP(model)``): there
+        several processes (``if args.distributed: model = DDP(model)``): there
         the model was never wrapped, so its keys carry no prefix (MONAI's Swin UNETR
         pre-training saves under rank 0 when distributed and plainly in the ``else``)."""
         tests = _RankTests(self.ctx, scope)
@@ -388,12 +388,10 @@ class DdpPrefixedStateDict(LintRule):
         )
         if single is None:
             return False
+        # Only a test of the process count: a wrap under `device_count() > 1` is
+        # DataParallel's, which a single process runs too.
         return (
-            self._wrap_tests(
-                receiver,
-                scope,
-                lambda test: counts_several_devices(test) or _says_distributed(test, tests.resolve),
-            )
+            self._wrap_tests(receiver, scope, lambda test: _says_distributed(test, tests.resolve))
             is not None
         )
 
