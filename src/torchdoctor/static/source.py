@@ -11,6 +11,7 @@ import ast
 import codecs
 import io
 import re
+import sys
 import tokenize
 import warnings
 from dataclasses import dataclass
@@ -194,6 +195,13 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
     # archived research code base), not Python 3 code that broke.
     python3 = bool(lines) and _PYTHON3_SHEBANG.match(lines[0]) is not None
     python2_syntax = not python2 and not python3 and what.startswith(_PYTHON2_ERRORS)
+    # `class Pipeline[T]:`, `type Alias = ...` (PEP 695): valid from Python 3.12, which
+    # the Python running lint may predate; the file is not broken, lint cannot read it.
+    newer = (
+        sys.version_info < (3, 12)
+        and snippet is not None
+        and _TYPE_PARAMETERS.match(snippet) is not None
+    )
     # A file that never mentions torch (a parser's grammar fixtures, a Python 2 helper
     # script): nothing PyTorch-specific is lost, and any Python linter reports it.
     torchless = "torch" not in text
@@ -206,18 +214,29 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
             if python2_syntax
             else ""
         )
+        + (
+            f"; it uses type parameters (PEP 695), Python 3.12 syntax that this Python "
+            f"({sys.version_info.major}.{sys.version_info.minor}) cannot parse: lint it with "
+            "Python 3.12 or newer"
+            if newer
+            else ""
+        )
         + ("; it does not use torch" if torchless and not python2 else ""),
         Location(path=path, line=line, column=min(column, len(snippet or "")), snippet=snippet),
         Depth.LINT,
         fix_hint="Fix the syntax error (run `python -m py_compile` on the file to see it as "
         "Python does).",
         evidence={"error": type(error).__name__, "detail": what},
-        severity=Severity.INFO if python2 or python2_syntax or torchless else None,
+        severity=Severity.INFO if python2 or python2_syntax or newer or torchless else None,
     )
 
 
 _PYTHON2_SHEBANG = re.compile(r"#!.*\bpython2(\.\d+)?\s*$")
 _PYTHON3_SHEBANG = re.compile(r"#!.*\bpython3(\.\d+)?\s*$")
+# A generic class or function, or a type alias statement (PEP 695, Python 3.12).
+_TYPE_PARAMETERS = re.compile(
+    r"\s*(?:(?:async\s+)?def|class)\s+\w+\[|\s*type\s+\w+\s*(?:\[.*\])?\s*="
+)
 # What Python 3 says of a Python 2 print/exec statement and of `except E, e:`.
 _PYTHON2_ERRORS = (
     "Missing parentheses in call to 'print'",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,24 @@ def test_a_file_written_in_python_2_is_information(source: str, severity: Severi
     (found,) = lint_source(source, "train.py")
     assert found.code == "TD002" and found.severity is severity
     assert ("written in Python 2" in found.message) is (severity is Severity.INFO)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="Python 3.12 parses type parameters")
+@pytest.mark.parametrize(
+    "line",
+    [
+        "class Pipeline[TInput, TOutput]:\n    pass\n",
+        "def first[T](items: list[T]) -> T:\n    return items[0]\n",
+        "type Batch = dict[str, torch.Tensor]\n",
+    ],
+)
+def test_python_3_12_type_parameters_are_information_on_an_older_python(line: str) -> None:
+    """LeRobot (requires Python >= 3.12) writes ``class DataProcessorPipeline[TInput,
+    TOutput]``: valid Python that an older interpreter's parser refuses. The file is not
+    broken; lint says it cannot read it, as information."""
+    (found,) = lint_source("import torch\n" + line, "pipeline.py")
+    assert found.code == "TD002" and found.severity is Severity.INFO
+    assert "Python 3.12 syntax" in found.message
 
 
 @pytest.mark.parametrize(

@@ -1012,6 +1012,43 @@ with torch.no_grad():
     assert_marked(plain, "TD501")
 
 
+def test_td502_an_eval_followed_by_break_ends_the_training() -> None:
+    """VoiceCraft's trainer: past the last step it calls ``validate_and_save()`` (which
+    puts the model in eval mode) and breaks out; every other pass starts with
+    ``model.train()``. An eval() with no break after it still leaks into the next pass."""
+    source = """
+import torch
+
+class Trainer:
+    def validate(self):
+        self.model.eval()
+
+    def train(self, loader, total):
+        step = 0
+        while True:
+            for batch in loader:
+                if step > total:
+                    self.validate()
+                    break
+                out = self.model(batch)
+                out.loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+                step += 1
+
+    def train_leaky(self, loader):
+        for epoch in range(3):
+            for batch in loader:
+                out = self.model(batch)
+                out.loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+            if epoch % 2 == 0:
+                self.validate()  # expect: TD502
+"""
+    assert_marked(source, "TD502")
+
+
 def test_td502_follows_a_constant_argument_through_two_calls() -> None:
     """VQ-Diffusion's solver: the epoch loop calls ``validate_epoch()``, which calls
     ``step(batch, phase="val")``; the training branch of ``step`` never runs there, and

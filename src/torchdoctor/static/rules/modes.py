@@ -31,7 +31,7 @@ from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.names import own_nodes, returns_of
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
 from torchdoctor.static.training import EventKind, loop_events
 
 _MAX_DEPTH = 3
@@ -192,7 +192,7 @@ class TrainInEvalMode(LintRule):
         modes: dict[str, tuple[EventKind, int]] = {}
         for second_pass in (False, True):
             for index, action in enumerate(actions):
-                if action.kind in MODE:
+                if action.kind in MODE and not _leaves_the_loop_after(loop, action):
                     modes[action.target] = (action.kind, index)
                 elif (
                     action.kind is EventKind.FORWARD
@@ -280,6 +280,24 @@ class TrainInEvalMode(LintRule):
             return None
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
         return Fix(f"Call `{model}.train()` at the top of the loop", (edit,), Applicability.UNSAFE)
+
+
+def _leaves_the_loop_after(loop: Loop, action: Action) -> bool:
+    """The mode change sits in an ``if`` branch of the loop that ends with ``break``,
+    ``return`` or ``raise`` (VoiceCraft: past the last step, ``validate_and_save()`` and
+    then ``break``): no later statement of the pass, nor any later pass, runs after it."""
+    frames = loop.inner_frames(action.origin)
+    branch = next(
+        (f for f in reversed(frames) if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)), None
+    )
+    if branch is None or not isinstance(branch.node, ast.If):
+        return False
+    body = branch.node.body if branch.kind is FrameKind.IF_BODY else branch.node.orelse
+    return any(
+        isinstance(statement, (ast.Break, ast.Return, ast.Raise))
+        and statement.lineno > action.origin.line
+        for statement in body
+    )
 
 
 def _evaluating_method_call(
