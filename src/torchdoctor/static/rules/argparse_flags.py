@@ -39,12 +39,7 @@ class ArgparseTypeBool(LintRule):
             return
         if given.value.id != "bool" or "bool" in self.ctx.imports:
             return
-        names = [
-            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-        ]
-        # `"-t", "--trim_just_beginning_and_end"`: the long name says what the option is,
-        # and argparse derives the attribute it sets from it
-        flag = next((n for n in names if n.startswith("--")), names[0] if names else "the option")
+        flag = _long_flag(node) or "the option"
         default = keyword(node, "default")
         on = (
             default is not None
@@ -102,13 +97,18 @@ def _off_switch(ctx: FileContext, dest: str, option: ast.Call) -> str | None:
             and action.value.value == "store_false"
         ):
             continue
-        names = [
-            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-        ]
-        flag = next((n for n in names if n.startswith("--")), names[0] if names else "")
+        flag = _long_flag(node)
         if flag and _destination(node, flag) == dest:
             return flag
     return None
+
+
+def _long_flag(call: ast.Call) -> str:
+    """The option's name: its long flag (`"-t", "--trim_just_beginning_and_end"`: the long
+    name says what the option is, and argparse derives the attribute it sets from it),
+    else its first name; empty when it has none written out."""
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return next((n for n in names if n.startswith("--")), names[0] if names else "")
 
 
 def _assigned_in_program(ctx: FileContext, dest: str) -> tuple[str, int] | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from typing import TypeGuard
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
@@ -523,34 +523,19 @@ def _helper_fills_all_parameters(ctx: FileContext, call: ast.Call, owner: ast.ex
     the tree, so a helper defined below the class counts too."""
     if not isinstance(call.func, ast.Name) or owner not in call.args:
         return False
-    helper = next(
-        (
-            node
-            for node in ctx.tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.name == call.func.id
-        ),
-        None,
-    )
+    local = {
+        node.name: node
+        for node in ctx.tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    helper = local.get(call.func.id)
     positional = helper.args.posonlyargs + helper.args.args if helper is not None else []
     index = call.args.index(owner)
     if helper is None or index >= len(positional):
         return False
     parameter = positional[index].arg
-    local = {
-        node.name
-        for node in ctx.tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
     for loop in ast.walk(helper):
-        if not (
-            isinstance(loop, ast.For)
-            and isinstance(loop.iter, ast.Call)
-            and isinstance(loop.iter.func, ast.Attribute)
-            and loop.iter.func.attr in _PARAMETER_LOOPS
-            and isinstance(loop.iter.func.value, ast.Name)
-            and loop.iter.func.value.id == parameter
-        ):
+        if not _loops_over_parameters_of(loop, parameter):
             continue
         element = loop.target.elts[-1] if isinstance(loop.target, ast.Tuple) else loop.target
         if not isinstance(element, ast.Name):
@@ -565,7 +550,7 @@ def _helper_fills_all_parameters(ctx: FileContext, call: ast.Call, owner: ast.ex
     return False
 
 
-def _may_initialise(ctx: FileContext, call: ast.Call, local: set[str]) -> bool:
+def _may_initialise(ctx: FileContext, call: ast.Call, local: Container[str]) -> bool:
     """A call that may fill the tensor it is given: a function of this file, a
     ``torch.nn.init`` initialiser, or an in-place method (``..._``); not ``print(p)``."""
     name = last_name(call.func) or ""
@@ -659,16 +644,19 @@ def _built_before(function: ast.AST, loop: ast.AST, class_name: str, builders: s
 
 def _fills_own_parameters(ctx: FileContext, loop: ast.AST) -> bool:
     """``for w in self.parameters(): <writes w>``."""
-    if not (
+    return _loops_over_parameters_of(loop, "self") and _writes_its_variable(ctx, loop)
+
+
+def _loops_over_parameters_of(loop: ast.AST, owner: str) -> TypeGuard[ast.For]:
+    """``for p in <owner>.parameters():`` (or ``named_parameters()``)."""
+    return (
         isinstance(loop, ast.For)
         and isinstance(loop.iter, ast.Call)
         and isinstance(loop.iter.func, ast.Attribute)
         and loop.iter.func.attr in _PARAMETER_LOOPS
         and isinstance(loop.iter.func.value, ast.Name)
-        and loop.iter.func.value.id == "self"
-    ):
-        return False
-    return _writes_its_variable(ctx, loop)
+        and loop.iter.func.value.id == owner
+    )
 
 
 def _loop_writes(ctx: FileContext, loop: ast.For, target: str) -> bool:

@@ -101,12 +101,13 @@ class IncompleteResumeCheckpoint(LintRule):
                 kept.append((scope, {_role(ctx, None, call.args[0], scope)}))
                 continue
             roles: set[str | None] = set()
-            for key, value in _flattened(entries):
+            flattened = _flattened(entries)
+            for key, value in flattened:
                 roles.add(_role(ctx, key, value, scope))
                 roles |= _states_named(key)  # `"optimizer_and_scheduler": {...}`
             kept.append((scope, roles))
             if MODEL in roles and roles & {OPTIMIZER, SCHEDULER, COUNTER}:
-                dicts.append((call, frames, roles))
+                dicts.append((call, frames, roles, {key for key, _ in flattened}))
         if not dicts:
             return  # the whole-file reads below are paid only where a finding may follow
         reads_back, positioned = _resume_facts(ctx)
@@ -129,8 +130,8 @@ class IncompleteResumeCheckpoint(LintRule):
         if EventKind.SCHEDULER_STEP in kinds and not positioned:
             expected.add(SCHEDULER)
         called = {last_name(n.func) for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)}
-        counted_keys: set[str | None] | None = None
-        for call, frames, roles in dicts:
+        counted_keys = _keys_counters_are_read_from(ctx)
+        for call, frames, roles, keys in dicts:
             loops = enclosing_loops(ctx, frames)
             wanted = expected if any(trains(ctx, loop) for loop in loops) else expected - {COUNTER}
             wanted = wanted - _stepped_only_elsewhere(ctx, frames, stepped)
@@ -143,12 +144,7 @@ class IncompleteResumeCheckpoint(LintRule):
                 wanted = wanted - {OPTIMIZER}
             if _counter_in_path(ctx, call, frames):
                 roles = roles | {COUNTER}  # `f"{step}.pt"`: the file name keeps the count
-            if counted_keys is None:
-                counted_keys = _keys_counters_are_read_from(ctx)
-            if any(
-                key in counted_keys
-                for key, _ in _flattened(_entries(ctx, call.args[0], ctx.function_of(frames)) or [])
-            ):
+            if keys & counted_keys:
                 roles = roles | {COUNTER}  # `start_epoch = pickle.loads(ckpt["stats"]).epoch`
             missing = [
                 role

@@ -22,6 +22,7 @@ import ast
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import assigned_names
 from torchdoctor.static.analysis.optimized import covers, model_path, optimizer_roots
 from torchdoctor.static.context import Scope
 from torchdoctor.static.frameworks import framework_owned
@@ -106,10 +107,7 @@ class BackwardThroughSteppedModel(LintRule):
                 node = item.node
                 if not isinstance(node, ast.Assign):
                     continue
-                targets = {
-                    n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)
-                }
-                hits = (targets & wanted) - seen
+                hits = (assigned_names(node) & wanted) - seen
                 if not hits:
                     continue
                 seen |= hits
@@ -151,12 +149,12 @@ def _backward_of(node: ast.AST) -> str | None:
 
 
 def _last_assignment(items: list[Item], before: int, name: str) -> int | None:
+    """The index of ``name``'s last plain assignment before ``before``; ``None`` when an
+    augmented or annotated one comes last, or none does."""
     for index in range(before - 1, -1, -1):
         node = items[index].node
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
-                return index if isinstance(node, ast.Assign) else None
+        if name in assigned_names(node):
+            return index if isinstance(node, ast.Assign) else None
     return None
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
@@ -181,8 +182,7 @@ def _given_own_dataset(module: ModuleScope, part: _Part, line: int) -> bool:
 
 
 def _made_by(call: ast.Call) -> str:
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else ast.unparse(call.func)
-    return f"{name}(...)"
+    return f"{last_name(call.func)}(...)"
 
 
 def _attribute(node: ast.Assign) -> str:
