@@ -1292,3 +1292,42 @@ def test_td105_a_weight_built_in_one_branch_and_filled_is_information() -> None:
         """
     found = lint_findings(source, "TD105")
     assert [(f.location.line, f.severity) for f in found] == [(13, Severity.INFO)]
+
+
+@pytest.mark.parametrize(
+    "base, initialiser, severity",
+    [
+        # InternImage's DinoTransformer: mmdet's DeformableDetrTransformer.init_weights
+        # draws normal_(self.level_embeds); the subclass calls it through super().
+        ("DeformableDetrTransformer", "super().init_weights()", Severity.INFO),
+        ("DeformableDetrTransformer", "super(Dino, self).reset_parameters()", Severity.INFO),
+        # torch's Module initialises nothing of a subclass's own
+        ("nn.Module", "super().init_weights()", Severity.WARNING),
+        # a base of the same file is read: it fills nothing here
+        ("LocalBase", "super().init_weights()", Severity.WARNING),
+        # no initialiser of the base is called
+        ("DeformableDetrTransformer", "super().forward()", Severity.WARNING),
+    ],
+)
+def test_td105_a_parameter_the_unread_base_initialises_is_information(
+    base: str, initialiser: str, severity: Severity
+) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+        from mmdet.models.utils.transformer import DeformableDetrTransformer
+
+        class LocalBase(nn.Module):
+            def init_weights(self):
+                pass
+
+        class Dino({base}):
+            def init_layers(self):
+                self.level_embeds = nn.Parameter(torch.Tensor(4, 256))
+
+            def init_weights(self):
+                {initialiser}
+                nn.init.normal_(self.query_embed.weight)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [(12, severity)]

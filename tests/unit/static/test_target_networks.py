@@ -450,3 +450,45 @@ def test_td222_follows_a_target_helper(decorator: str, detach: str, flagged: boo
     mark = "  # expect: TD222" if flagged else ""
     source = TD_HELPER.format(decorator=decorator, detach=detach, mark=mark)
     assert_marked(source, "TD222")
+
+
+PER_AGENT_TARGETS = (
+    HEADER
+    + """
+class Critics:
+    def __init__(self, critic: nn.Module, gamma=0.95):
+        self.critic = critic
+        self.target_critic = copy.deepcopy(critic)
+        self.optimizer = torch.optim.Adam(self.critic.parameters())
+        self.gamma = gamma
+
+    def update(self, obs, rewards, next_obs):
+        next_qs = self.target_critic(next_obs){mark}
+        current = self.critic(obs)
+        loss = 0
+        for {loop}:
+            target_q = rewards[i] + self.gamma * nq
+            loss += F.mse_loss(q, target_q{detach})
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+"""
+)
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "i, nq, q in zip(range(3), next_qs, current)",
+        "i, (nq, q) in enumerate(zip(next_qs, current))",
+    ],
+)
+@pytest.mark.parametrize("detach, flagged", [(".detach()", False), ("", True)])
+def test_td222_follows_a_target_drawn_element_by_element(
+    loop: str, detach: str, flagged: bool
+) -> None:
+    # MAAC's attention critic: the target network's per-agent values are drawn by a zip
+    # beside the online critic's; only what the target's elements reach counts.
+    mark = "  # expect: TD222" if flagged else ""
+    source = PER_AGENT_TARGETS.format(loop=loop, detach=detach, mark=mark)
+    assert_marked(source, "TD222")

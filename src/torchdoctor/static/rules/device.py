@@ -141,6 +141,8 @@ class LegacyConstructor(LintRule):
             scope: ast.AST = function.owner.node
             if _an_owner_fills_all_parameters(ctx, function.owner.node.name):
                 return False
+            if _unread_base_initialises(ctx, function.owner.node):
+                return False
         elif name is not None:
             scope = function.node if function is not None else ctx.tree
         else:
@@ -609,6 +611,34 @@ def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
                 ):
                     return True
     return False
+
+
+def _unread_base_initialises(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """The class calls an initialiser of a base lint cannot read
+    (``super().init_weights()``, ``super(Cls, self).reset_parameters()``), a base
+    neither of this file nor torch's: that method may fill any of the class's
+    parameters (mmdet's DeformableDetrTransformer draws ``level_embeds``)."""
+    if not any(_unread_base(ctx, base) for base in cls.bases):
+        return False
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Call)
+            and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super"
+            and node.func.attr != "__init__"
+            and ("init" in node.func.attr or "reset" in node.func.attr)
+        ):
+            return True
+    return False
+
+
+def _unread_base(ctx: FileContext, base: ast.expr) -> bool:
+    if isinstance(base, ast.Name) and (base.id == "object" or ctx.local_class(base.id)):
+        return False
+    qualified = ctx.qualified_name(base)
+    return qualified is None or qualified.partition(".")[0] != "torch"
 
 
 def _calls_own_method(call: ast.Call, name: str) -> bool:

@@ -331,7 +331,12 @@ class TargetNetworkNotDetached(LintRule):
             return True  # used where it is made (an argument, a return): with its graph
         statement = body.items[holder].node
         assert isinstance(statement, ast.Assign)
-        return _reaches_with_graph(body.items[holder + 1 :], _names(statement.targets[0]))
+        root: ast.AST = ctx.tree
+        if body.loop is not None:
+            root = body.loop.node
+        elif body.scope is not None:
+            root = body.scope.node
+        return _reaches_with_graph(body.items[holder + 1 :], _names(statement.targets[0]), root)
 
     def _report(self, call: ast.Call, target: _Target) -> None:
         ctx = self.ctx
@@ -400,13 +405,16 @@ def _names(target: ast.expr) -> list[str]:
     return []
 
 
-def _reaches_with_graph(items: tuple[Item, ...], names: list[str]) -> bool:
+def _reaches_with_graph(items: tuple[Item, ...], names: list[str], root: ast.AST) -> bool:
     """Whether ``names``, or a name computed from them with their graph, is read with its
     graph by anything but such an assignment: a loss, a ``backward()``, a call. A name
     rebound to a value read only inside ``.detach()`` carries no graph (SAC's
     ``next_q = r + g * target_v`` used as ``next_q.detach()``; TD3's
     ``target_q = reward + (not_done * gamma * target_q).detach()``; QMIX's targets built
-    by a helper from the target network's values, detached where they enter the loss)."""
+    by a helper from the target network's values, detached where they enter the loss).
+    A loop of ``root`` drawing from them (``for nq, q in zip(next_qs, qs)``) carries
+    only the loop names its elements bind, followed through the loop's body (MAAC's
+    per-agent targets)."""
     inside = {
         id(node)
         for item in items
@@ -418,22 +426,115 @@ def _reaches_with_graph(items: tuple[Item, ...], names: list[str]) -> bool:
         statement = item.node
         if not isinstance(statement, ast.stmt) and id(statement) in inside:
             continue
-        reads = any(_reads_with_graph(statement, held) for held in carried)
-        if isinstance(statement, (ast.Assign, ast.AugAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            bound = _names(targets[0]) if len(targets) == 1 else []
-            if bound:
-                value_reads = any(_reads_with_graph(statement.value, held) for held in carried)
-                if value_reads:
-                    carried.update(bound)
-                elif isinstance(statement, ast.Assign):
-                    carried.difference_update(bound)
-                if not carried:
-                    return False
-                continue
-        if reads:
+        if _carry_through(statement, carried):
+            if not carried:
+                return False
+            continue
+        if not any(_reads_with_graph(statement, held) for held in carried):
+            continue
+        loop = _loop_drawing_from(root, statement)
+        if loop is None:
+            return True
+        inside.update(id(node) for node in ast.walk(loop.iter))
+        carried.update(_drawn_names(loop, carried))
+        if _block_reads_with_graph(loop.body + loop.orelse, carried):
             return True
     return False
+
+
+def _carry_through(statement: ast.AST, carried: set[str]) -> bool:
+    """For an assignment to plain names: carry them on when the value reads a carried
+    name with its graph, drop them when a plain ``=`` does not; whether it was one."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+    elif isinstance(statement, ast.AugAssign):
+        target = statement.target
+    else:
+        return False
+    bound = _names(target)
+    if not bound:
+        return False
+    if any(_reads_with_graph(statement.value, held) for held in carried):
+        carried.update(bound)
+    elif isinstance(statement, ast.Assign):
+        carried.difference_update(bound)
+    return True
+
+
+def _block_reads_with_graph(statements: list[ast.stmt], carried: set[str]) -> bool:
+    """:func:`_reaches_with_graph` over the statements of a loop's body, nested blocks
+    in order (a loop's body holds no items of the body around it)."""
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if _carry_through(statement, carried):
+            continue
+        if isinstance(statement, (ast.For, ast.AsyncFor)):
+            if any(_reads_with_graph(statement.iter, held) for held in carried):
+                carried.update(_drawn_names(statement, carried))
+            heads: list[ast.AST] = []
+            blocks = [statement.body, statement.orelse]
+        elif isinstance(statement, (ast.If, ast.While)):
+            heads, blocks = [statement.test], [statement.body, statement.orelse]
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            heads, blocks = [w.context_expr for w in statement.items], [statement.body]
+        elif isinstance(statement, ast.Try):
+            heads = []
+            blocks = [statement.body, statement.orelse, statement.finalbody]
+            blocks += [handler.body for handler in statement.handlers]
+        else:
+            heads, blocks = [statement], []
+        if any(_reads_with_graph(head, held) for head in heads for held in carried):
+            return True
+        if any(_block_reads_with_graph(block, carried) for block in blocks):
+            return True
+    return False
+
+
+def _loop_drawing_from(root: ast.AST, node: ast.AST) -> ast.For | ast.AsyncFor | None:
+    """The loop of ``root`` whose iterable holds ``node`` (``zip(next_qs, qs)``)."""
+    for loop in ast.walk(root):
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and _holds(loop.iter, node):
+            return loop
+    return None
+
+
+def _drawn_names(loop: ast.For | ast.AsyncFor, carried: set[str]) -> set[str]:
+    """The loop names bound from carried values: per element of a ``zip`` or
+    ``enumerate`` unpacked in place, else every name of the loop's target."""
+    pairs = _element_pairs(loop.target, loop.iter)
+    if pairs is None:
+        pairs = [(loop.iter, loop.target)]
+    return {
+        node.id
+        for source, element in pairs
+        if any(_reads_with_graph(source, held) for held in carried)
+        for node in ast.walk(element)
+        if isinstance(node, ast.Name)
+    }
+
+
+def _element_pairs(target: ast.expr, source: ast.expr) -> list[tuple[ast.expr, ast.expr]] | None:
+    """``(iterable, target part)`` for ``a, b in zip(xs, ys)`` and ``i, x in
+    enumerate(xs)``, nested (``i, (a, b) in enumerate(zip(xs, ys))``); ``None`` for
+    any other shape."""
+    if not (
+        isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Name)
+        and isinstance(target, (ast.Tuple, ast.List))
+        and not any(isinstance(arg, ast.Starred) for arg in source.args)
+    ):
+        return None
+    if source.func.id == "zip" and len(source.args) == len(target.elts):
+        parts = zip(source.args, target.elts, strict=True)
+    elif source.func.id == "enumerate" and source.args and len(target.elts) == 2:
+        parts = zip(source.args[:1], target.elts[1:], strict=True)
+    else:
+        return None
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for iterable, element in parts:
+        pairs += _element_pairs(element, iterable) or [(iterable, element)]
+    return pairs
 
 
 def _reads_with_graph(node: ast.AST, name: str) -> bool:
