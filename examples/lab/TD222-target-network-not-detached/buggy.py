@@ -1,9 +1,9 @@
 """A tiny Q-learning regressor and a distillation trainer whose targets keep their graph.
 
 The target network is a `deepcopy` of the online network that no optimizer trains, but
-its output goes into the loss with autograd on: backward() runs through it and fills its
-gradients, and the regression target moves with every update. The distillation trainer
-calls its teacher the same way from a method.
+its output goes into the loss with autograd on: backward() runs through it and fills
+gradients nothing uses, a second backward pass on every step for a value meant as a
+constant. The distillation trainer calls its teacher the same way from a method.
 """
 
 import copy

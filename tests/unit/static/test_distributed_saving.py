@@ -309,6 +309,9 @@ def test_a_wrap_only_on_several_devices_is_information_naming_the_test() -> None
         if args.cuda:
             net = torch.nn.DataParallel(net)
         torch.save(net.state_dict(), "net.pt")
+
+    def evaluate(net):
+        net.load_state_dict(torch.load("net.pt"))
     """
     found = {f.location.line: f for f in lint_findings(source, "TD805")}
     assert sorted(found) == [12, 17, 22]
@@ -372,6 +375,9 @@ model = torch.nn.DataParallel(model).cuda()
 def valid(epoch):
     checkpoint = {{"epoch": epoch, "state_dict": model.state_dict()}}
     torch.save(checkpoint, "last.pth")
+def test(path):
+    net = nn.Linear(4, 2)
+    net.load_state_dict(torch.load(path)["state_dict"])
 """
 
 
@@ -626,6 +632,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 def train(net, path):
     model = DDP(net)
     torch.save({"state_dict": model.state_dict()}, path)
+
+def evaluate(net, path):
+    net.load_state_dict(torch.load(path)["state_dict"])
 """
 
 
@@ -729,3 +738,33 @@ def test_prefix_handling_in_an_imported_package_beside_the_training_folder(
     [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
     assert found.severity is Severity.INFO
     assert "model_utils.py:2" in found.message
+
+
+def test_a_save_nothing_in_the_project_loads_back_is_information(tmp_path: Path) -> None:
+    """generative-recommenders' research trainer saves the DDP wrapper's state and no
+    code of the project reads a checkpoint back: the prefix breaks no load lint can see.
+    A loader along the folder line, or in a project module the file imports, makes the
+    claim checkable again: a warning."""
+    trainer = _DDP_TRAINER.split("def evaluate")[0]
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "train.py").write_text("import tools\n" + trainer, encoding="utf-8")
+    (tmp_path / "train" / "data.py").write_text(
+        "import numpy as np\ndef read(path):\n    return np.load(path)\n", encoding="utf-8"
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
+    assert found.severity is Severity.INFO
+    assert "nothing in the project loads a checkpoint back" in found.message
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text(
+        "import torch\ndef restore(net, path):\n    net.load_state_dict(torch.load(path))\n",
+        encoding="utf-8",
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
+    assert found.severity is Severity.WARNING
+    (tmp_path / "tools" / "__init__.py").unlink()
+    (tmp_path / "evaluate.py").write_text(
+        "from safetensors.torch import load_file\nweights = load_file('model.safetensors')\n",
+        encoding="utf-8",
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
+    assert found.severity is Severity.WARNING

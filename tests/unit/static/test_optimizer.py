@@ -377,6 +377,7 @@ def test_head_replaced_after_the_optimizer_is_flagged() -> None:
             for epoch in range(epochs):
                 if epoch == 5:
                     model.extra = nn.Conv2d(3, 8, 3)
+                optimizer.step()
         """
     found = lint_findings(source, "TD610")
     assert [f.location.line for f in found] == [7, 8, 9, 10, 13]
@@ -426,6 +427,7 @@ def test_parameter_free_or_unknown_replacements_stay_quiet() -> None:
             model.fc.weight.data = torch.zeros(3, 3)
             model.criterion = nn.CrossEntropyLoss(weight=torch.ones(3))
             model.mse = nn.MSELoss()
+            return optimizer
         """
     assert lint_codes(source, "TD610") == []
     # A loss that holds layers is still a new set of parameters.
@@ -469,6 +471,7 @@ def test_wrapping_the_model_for_data_parallelism_keeps_its_parameters() -> None:
         def attach(model):
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             model.head = nn.DataParallel(nn.Linear(8, 2))
+            return optimizer
         """
     assert lint_codes(source, "TD610") == [("TD610", 15)]
 
@@ -504,6 +507,7 @@ def test_layers_replaced_by_a_helper_after_a_helper_built_optimizer_are_flagged(
             model.drop_head()
             other = Net()
             other.reset_classifier(5)
+            train(model, optimizer)
 
         def rebuilt():
             model = Net()
@@ -514,6 +518,96 @@ def test_layers_replaced_by_a_helper_after_a_helper_built_optimizer_are_flagged(
     assert_marked(source, "TD610")
     messages = [f.message for f in lint_findings(source, "TD610")]
     assert "`model.head` gets a new `Linear` in `reset_classifier()` at line 24" in messages[0]
+
+
+@pytest.mark.parametrize(
+    "after, flagged",
+    [
+        # PyCIL's APER: the task's training is done with the local optimizer and its
+        # scheduler; the network is rebuilt for the next task, which builds its own.
+        ("return", False),
+        ("self.evaluate()", False),
+        # ... but any later use of it, or of what was made from it, still steps.
+        ("optimizer.step()", True),
+        ("scheduler.step()", True),
+        ("return optimizer", True),
+        ("self.optimizer = optimizer", True),
+        ("self.fit(loader)", False),
+    ],
+)
+def test_a_replacement_after_the_optimizers_last_use_misses_nothing(
+    after: str, flagged: bool
+) -> None:
+    source = f"""
+        import torch
+        from torch import nn, optim
+
+        class Learner:
+            def _run(self, loader, optimizer, scheduler):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    nn.functional.cross_entropy(self.net(x), y).backward()
+                    optimizer.step()
+                scheduler.step()
+
+            def _train(self, loader):
+                optimizer = optim.SGD(self.net.parameters(), lr=0.1)
+                scheduler = optim.lr_scheduler.StepLR(optimizer, 10)
+                self._run(loader, optimizer, scheduler)
+                self.net = nn.Linear(8, 3)
+                {after}
+        """
+    expected = [("TD610", 17)] if flagged else []
+    assert lint_codes(source, "TD610") == expected
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        # the replacement sits in the loop that steps the optimizer: the next pass steps
+        "for epoch in range(3):\n    train(model, optimizer)\n    model.fc = nn.Linear(8, 3)",
+        # a trainer handed the optimizer before the swap runs it after
+        "trainer = Trainer(model, optimizer)\nmodel.fc = nn.Linear(8, 3)\ntrainer.fit()",
+        "engine.attach(optimizer)\nmodel.fc = nn.Linear(8, 3)\nengine.run()",
+        # kept in a container, or by a helper of the file that stores it
+        "keep.append(optimizer)\nmodel.fc = nn.Linear(8, 3)",
+        "remember(optimizer)\nmodel.fc = nn.Linear(8, 3)",
+        # a closure made before the swap may step it later
+        "step = lambda: optimizer.step()\nmodel.fc = nn.Linear(8, 3)\nrun(step)",
+    ],
+)
+def test_an_optimizer_kept_past_the_replacement_is_still_flagged(shape: str) -> None:
+    body = "\n".join("    " + line for line in shape.splitlines())
+    source = (
+        "import torch\nfrom torch import nn\n\nSTORE = {}\n\n"
+        "def remember(opt):\n    STORE['opt'] = opt\n\n"
+        "def main(model, engine, keep):\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n" + body + "\n"
+    )
+    assert [code for code, _ in lint_codes(source, "TD610")] == ["TD610"]
+
+
+def test_a_use_on_the_other_side_of_an_if_does_not_keep_the_optimizer() -> None:
+    """The first task trains and then rebuilds the network; the later tasks' branch
+    builds, and uses, an optimizer of its own."""
+    source = """
+        from torch import nn, optim
+
+        def train_task(net, task, run):
+            if task == 0:
+                optimizer = optim.SGD(net.parameters(), lr=0.1)
+                run(net, optimizer)
+                net.head = nn.Linear(8, 4)
+            else:
+                optimizer = optim.SGD(net.parameters(), lr=0.01)
+                run(net, optimizer)
+            report(net)
+        """
+    assert lint_codes(source, "TD610") == []
+    # a use after the `if`, on both paths, still steps the first optimizer
+    assert lint_codes(source.replace("report(net)", "run(net, optimizer)"), "TD610") == [
+        ("TD610", 8)
+    ]
 
 
 # --- TD611 deprecated-cuda-amp ---------------------------------------------------------------

@@ -5,7 +5,9 @@ breaks a load depends on the loaders. A project whose code strips the prefix
 (``k.replace("module.", "")``, ``k[7:]`` on a key, ``consume_prefix_in_state_dict_if_present``)
 or tests for it (``k.startswith("module.")``) knows about it: its own loads cope.
 Searched as text in the file, the project's files along the same folder line, and the
-project modules the file imports (a ``utils`` package beside the training folder).
+project modules the file imports (a ``utils`` package beside the training folder). The
+same places tell whether the project loads a checkpoint back at all: where nothing does,
+the prefix breaks no load the linter can see.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from torchdoctor.static.analysis.related_files import (
 )
 from torchdoctor.static.context import FileContext
 
-__all__ = ["project_prefix_handling"]
+__all__ = ["project_checkpoint_load", "project_prefix_handling"]
 
 _HANDLING = re.compile(
     rb"""['"]module\.['"]|consume_prefix_in_state_dict_if_present|\[\s*7\s*:\s*\]"""
@@ -41,6 +43,43 @@ def project_prefix_handling(ctx: FileContext) -> tuple[str, int] | None:
             or first_in_imported_files(ctx, _handling_in)
         )
     return cast("tuple[str, int] | None", ctx.memo[key])
+
+
+def project_checkpoint_load(ctx: FileContext) -> tuple[str, int] | None:
+    """``(path, line)`` of a checkpoint load (``torch.load``, ``load_state_dict``, a
+    ``load_checkpoint`` helper, safetensors) in this file, a file along its folder line
+    or a project module it imports."""
+    key = ("TD805", "checkpoint-load")
+    if key not in ctx.memo:
+        own = _first_load(ctx.source.encode("utf-8", "replace"))
+        ctx.memo[key] = (
+            (ctx.path, own)
+            if own is not None
+            else first_in_related_files(ctx, "checkpoint-load", _load_in)
+            or first_in_imported_files(ctx, _load_in)
+        )
+    return cast("tuple[str, int] | None", ctx.memo[key])
+
+
+_LOAD = re.compile(
+    rb"""\b(?:torch|th|T|pt)\.load\s*\(|load_state_dict\s*\(|\bload_(?:checkpoint|model|weights"""
+    rb"""|pretrained|file|ckpt|state)\w*\s*\(|safetensors|\bfrom\s+torch\s+import\s+[^\n]*\bload\b"""
+)
+
+
+def _load_in(path: str, data: bytes) -> tuple[str, int] | None:
+    line = _first_load(data)
+    return None if line is None else (os.path.relpath(path), line)
+
+
+def _first_load(data: bytes) -> int | None:
+    """The first line (1-based) that loads a checkpoint, comments skipped."""
+    if _LOAD.search(data) is None:
+        return None
+    for number, line in enumerate(data.splitlines(), 1):
+        if _LOAD.search(line.split(b"#", 1)[0]):
+            return number
+    return None
 
 
 def _handling_in(path: str, data: bytes) -> tuple[str, int] | None:

@@ -14,7 +14,10 @@ from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
 from torchdoctor.static.analysis.loops import guard_between, names_bound_in
-from torchdoctor.static.analysis.prefix_handling import project_prefix_handling
+from torchdoctor.static.analysis.prefix_handling import (
+    project_checkpoint_load,
+    project_prefix_handling,
+)
 from torchdoctor.static.analysis.ranks import (
     is_rank_nonzero,
     is_rank_zero,
@@ -365,7 +368,10 @@ class DdpPrefixedStateDict(LintRule):
                     several = self._multi_device_only(receiver, scope)
                     reloaded = self._file_loads_into_a_wrapper()
                     handled = None if reloaded else project_prefix_handling(ctx)
-                    self._report(state_call, receiver, wrapper, save, several, reloaded, handled)
+                    unread = not reloaded and handled is None and not project_checkpoint_load(ctx)
+                    self._report(
+                        state_call, receiver, wrapper, save, several, reloaded, handled, unread
+                    )
 
     def _file_loads_into_a_wrapper(self) -> bool:
         """Another function of the file, or its module level, loads a state_dict into a
@@ -476,6 +482,7 @@ class DdpPrefixedStateDict(LintRule):
         multi_device: ast.expr | None,
         reloaded: bool = False,
         handled: tuple[str, int] | None = None,
+        unread: bool = False,
     ) -> None:
         ctx = self.ctx
         text = ctx.segment(receiver)
@@ -503,12 +510,19 @@ class DdpPrefixedStateDict(LintRule):
                 f"; the project handles the prefix where it loads ({handled[0]}:{handled[1]})"
                 if handled is not None
                 else ""
+            )
+            + (
+                "; nothing in the project loads a checkpoint back (no `torch.load` or "
+                "`load_state_dict` in this file, its folder line or the modules it imports), "
+                "so no load of its own breaks"
+                if unread
+                else ""
             ),
             fix_hint=f"Save the wrapped model's own state: `{text}.module.state_dict()`.",
             fix=fix,
             severity=(
                 Severity.INFO
-                if multi_device is not None or reloaded or handled is not None
+                if multi_device is not None or reloaded or handled is not None or unread
                 else None
             ),
         )

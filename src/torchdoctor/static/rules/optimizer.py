@@ -3,7 +3,8 @@
 TD607 compares, in each training loop, the first ``scheduler.step()`` with the first
 optimizer step (its own or a helper's). TD610 reads a function's items in source order: a
 layer with parameters assigned onto a model after an optimizer was built from that model's
-``parameters()`` is never updated, unless a new optimizer or ``add_param_group`` follows.
+``parameters()`` is never updated, unless a new optimizer or ``add_param_group`` follows,
+or the optimizer never steps again (a local one whose last use is behind the replacement).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torchdoctor.static.analysis.loops import (
     loop_bound_names,
 )
 from torchdoctor.static.analysis.optimized import covers, model_path, optimizer_roots
+from torchdoctor.static.analysis.optimizer_use import used_after
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import Scope
 from torchdoctor.static.frameworks import framework_owned
@@ -299,7 +301,7 @@ class LayerReplacedAfterOptimizer(LintRule):
                 ):
                     replacements.append((item, path, f"{what}` in `{helper.name}()"))
         for replacement in replacements:
-            self._judge(replacement, optimizers, rebinds, regroups)
+            self._judge(scope, replacement, optimizers, rebinds, regroups)
 
     def _replacement(
         self,
@@ -341,6 +343,7 @@ class LayerReplacedAfterOptimizer(LintRule):
 
     def _judge(
         self,
+        scope: Scope,
         replacement: tuple[Item, str, str],
         optimizers: list[tuple[Item, list[str]]],
         rebinds: list[tuple[Item, str]],
@@ -365,6 +368,8 @@ class LayerReplacedAfterOptimizer(LintRule):
             r.line > item.line for r in regroups
         ):
             return  # a new optimizer, or add_param_group, takes the new parameters
+        if not used_after(ctx, scope, optimizer, item):
+            return  # the optimizer's last step is behind the replacement: it misses nothing
         self._report(item, path, what, optimizer, root)
 
     def _report(self, item: Item, path: str, what: str, optimizer: Item, root: str) -> None:

@@ -3,9 +3,9 @@
 A second copy of the model (``copy.deepcopy(model)``, ``AveragedModel(model)``, or a module
 named ``target``/``teacher``/``ema``/``momentum``...) that no optimizer trains and whose
 parameters still require grad. Called in a training step outside ``torch.no_grad()`` and
-never detached, its output carries a graph into the loss: ``backward()`` walks and fills
-``.grad`` of the target network (memory and time for nothing) and, in bootstrapped losses
-(DQN, BYOL, distillation), the student chases a target that moves with it.
+never detached, its output carries a graph into the loss: ``backward()`` walks the target
+network and fills its ``.grad`` on every step, memory and time spent on a value that
+bootstrapped losses (DQN, BYOL, distillation) mean as a constant.
 """
 
 from __future__ import annotations
@@ -344,9 +344,9 @@ class TargetNetworkNotDetached(LintRule):
             call,
             f"`{ctx.segment(call)[:60]}` at line {call.lineno} runs `{target.text}` ("
             f"{target.how}, line {target.node.lineno}) with autograd on, and its output is "
-            "never detached: backward() flows into the target network, filling its `.grad` "
-            "and keeping its graph, and the loss chases a target that moves with the "
-            "student",
+            "never detached: backward() runs through the target network too, keeping its "
+            "graph and filling a `.grad` that nothing uses, time and memory spent on every "
+            "step for a value the loss means as a constant",
             fix_hint=f"Compute the target under `with torch.no_grad():` (or call "
             f"`.detach()` on its output), or freeze it once with "
             f"`{target.text}.requires_grad_(False)`.",
