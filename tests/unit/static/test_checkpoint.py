@@ -514,6 +514,42 @@ def load_for_inference(path, device):
 }
 
 
+@pytest.mark.parametrize(
+    ("other_branch", "severity"),
+    [
+        # pytorch-widedeep's trainers: save(save_state_dict=False) pickles the model, the
+        # other branch of the same switch its weights: a format the caller picks
+        ("torch.save(self.model.state_dict(), path)", Severity.INFO),
+        ('torch.save({"model": self.model.state_dict(), "step": 1}, path)', Severity.INFO),
+        # the weights of another model, or no save at all, offer no choice
+        ("torch.save(self.head.state_dict(), path)", Severity.WARNING),
+        ('print("nothing saved")', Severity.WARNING),
+    ],
+)
+def test_a_whole_module_save_beside_a_weights_save_of_a_switch_is_information(
+    other_branch: str, severity: Severity
+) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+        class Trainer:
+            def __init__(self):
+                self.model = nn.Linear(4, 2)
+                self.head = nn.Linear(2, 2)
+
+            def save(self, path, save_state_dict=False):
+                if save_state_dict:
+                    {other_branch}
+                else:
+                    torch.save(self.model, path)
+        """
+    [found] = lint_findings(source, "TD903")
+    assert (found.location.line, found.severity) == (14, severity)
+    if severity is Severity.INFO:
+        assert "the same switch saves `self.model.state_dict()`" in found.message
+
+
 def test_a_whole_module_save_the_project_reads_back_is_information() -> None:
     for shape, reader in READ_BACK.items():
         source = SAVES_WHOLE + reader.replace("{weights}", ", weights_only=False")

@@ -486,6 +486,39 @@ class Net(nn.Module):
     )
 
 
+@pytest.mark.parametrize(
+    ("guard", "flagged"),
+    [
+        # incremental_learning's MCCosineClassifier: the training path returns first,
+        # and the evaluation path samples dropout masks on purpose (MC-dropout)
+        ("if self.training:\n            return self.head(F.dropout(x, 0.2, True))", False),
+        ("if self.training and x.dim() == 2:\n            raise ValueError(x.shape)", False),
+        # an early exit on something else, or a mode test that does not leave, is no
+        # evaluation path written on purpose
+        ("if x is None:\n            return x", True),
+        ("if self.training:\n            x = x * 1.0", True),
+    ],
+)
+def test_dropout_after_an_exit_on_the_mode_is_the_other_modes_path(
+    guard: str, flagged: bool
+) -> None:
+    source = (
+        HEADER
+        + f"""
+class MCHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x):
+        {guard}
+        samples = [self.head(F.dropout(x, 0.2)) for _ in range(10)]
+        return torch.stack(samples).mean(0)
+"""
+    )
+    assert [code for code, _ in lint_codes(source, "TD506")] == (["TD506"] if flagged else [])
+
+
 def test_dropout_switched_by_an_input_the_caller_feeds_is_quiet() -> None:
     """DeepChem's CNN: ``x, dropout_switch = inputs``, then ``if dropout > 0. and
     dropout_switch:`` around ``F.dropout``; the model feeds 0 in predict mode. A switch

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import cast
 
 from torchdoctor.static.analysis.related_files import (
@@ -33,30 +34,35 @@ _HANDLING = re.compile(
 def project_prefix_handling(ctx: FileContext) -> tuple[str, int] | None:
     """``(path, line)`` of code that strips or tests the ``module.`` prefix, in this file
     or in another file in its folder, a folder above or below it."""
-    key = ("TD805", "prefix-handling")
-    if key not in ctx.memo:  # once per file, however many saves it reports
-        own = _first_handling(ctx.source.encode("utf-8", "replace"))
-        ctx.memo[key] = (
-            (ctx.path, own)
-            if own is not None
-            else first_in_related_files(ctx, "module-prefix-handling", _handling_in)
-            or first_in_imported_files(ctx, _handling_in)
-        )
-    return cast("tuple[str, int] | None", ctx.memo[key])
+    return _first_in_project(ctx, "module-prefix-handling", _first_handling)
 
 
 def project_checkpoint_load(ctx: FileContext) -> tuple[str, int] | None:
     """``(path, line)`` of a checkpoint load (``torch.load``, ``load_state_dict``, a
     ``load_checkpoint`` helper, safetensors) in this file, a file along its folder line
     or a project module it imports."""
-    key = ("TD805", "checkpoint-load")
+    return _first_in_project(ctx, "checkpoint-load", _first_load)
+
+
+def _first_in_project(
+    ctx: FileContext, question: str, first_line: Callable[[bytes], int | None]
+) -> tuple[str, int] | None:
+    """The first ``(path, line)`` where ``first_line`` finds something: in the file
+    itself, then along its folder line, then in the project modules it imports; once
+    per file, however many saves ask."""
+    key = ("TD805", question)
     if key not in ctx.memo:
-        own = _first_load(ctx.source.encode("utf-8", "replace"))
+
+        def found_in(path: str, data: bytes) -> tuple[str, int] | None:
+            line = first_line(data)
+            return None if line is None else (os.path.relpath(path), line)
+
+        own = first_line(ctx.source.encode("utf-8", "replace"))
         ctx.memo[key] = (
             (ctx.path, own)
             if own is not None
-            else first_in_related_files(ctx, "checkpoint-load", _load_in)
-            or first_in_imported_files(ctx, _load_in)
+            else first_in_related_files(ctx, question, found_in)
+            or first_in_imported_files(ctx, found_in)
         )
     return cast("tuple[str, int] | None", ctx.memo[key])
 
@@ -67,11 +73,6 @@ _LOAD = re.compile(
 )
 
 
-def _load_in(path: str, data: bytes) -> tuple[str, int] | None:
-    line = _first_load(data)
-    return None if line is None else (os.path.relpath(path), line)
-
-
 def _first_load(data: bytes) -> int | None:
     """The first line (1-based) that loads a checkpoint, comments skipped."""
     if _LOAD.search(data) is None:
@@ -80,11 +81,6 @@ def _first_load(data: bytes) -> int | None:
         if _LOAD.search(line.split(b"#", 1)[0]):
             return number
     return None
-
-
-def _handling_in(path: str, data: bytes) -> tuple[str, int] | None:
-    line = _first_handling(data)
-    return None if line is None else (os.path.relpath(path), line)
 
 
 _SEVEN = re.compile(rb"\[\s*7\s*:\s*\]")

@@ -538,6 +538,8 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             if isinstance(f.node, ast.If)
         ):
             return
+        if _after_an_exit_on_the_mode(ctx, method, node):
+            return  # `if self.training: return ...` first: the rest is the eval path
         if not is_module_class(ctx, method.owner) or _rate_follows_mode(ctx, method, node):
             return
         if _switched_by_the_caller(ctx, method, node):
@@ -554,6 +556,49 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             "module's mode).",
             fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),), Applicability.UNSAFE),
         )
+
+
+def _after_an_exit_on_the_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
+    """An earlier ``if`` of an enclosing block tests the mode (``if self.training:``)
+    and its body always leaves (``return``, ``raise``): the dropout sits on the path the
+    code keeps for the other mode, written that way on purpose (MC-dropout sampling at
+    evaluation, incremental_learning's ``MCCosineClassifier``)."""
+    for block in _blocks(method.node):
+        for index, statement in enumerate(block):
+            if _spans(statement, call) and any(
+                isinstance(earlier, ast.If)
+                and "training" in ctx.segment(earlier.test)
+                and isinstance(earlier.body[-1], (ast.Return, ast.Raise))
+                for earlier in block[:index]
+            ):
+                return True
+    return False
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """Every block of statements under ``node``, not entering nested functions."""
+    found: list[list[ast.stmt]] = []
+    stack: list[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(current, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                found.append(block)
+                stack.extend(
+                    s
+                    for s in block
+                    if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                )
+        for handler in getattr(current, "handlers", []):
+            found.append(handler.body)
+            stack.extend(handler.body)
+    return found
+
+
+def _spans(statement: ast.stmt, node: ast.AST) -> bool:
+    end = statement.end_lineno or statement.lineno
+    return statement.lineno <= getattr(node, "lineno", 0) <= end
 
 
 def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:

