@@ -112,10 +112,10 @@ class WholeModuleSaved(LintRule):
     def _report_load(self, call: ast.Call) -> None:
         self.report(
             call,
-            f"`torch.load(...)` at line {call.lineno} reads back a whole pickled module (its "
-            "result is used as a model) with the `weights_only` default, which is True "
-            "since torch 2.6 and refuses module objects: the load fails with "
-            "`UnpicklingError: Weights only load failed`",
+            f"`torch.load(...)` at line {call.lineno} reads back pickled objects (its result "
+            "is used as a model) with the `weights_only` default, which is True since torch "
+            "2.6 and refuses every class it was not told to allow, modules included: the "
+            "load fails with `UnpicklingError: Weights only load failed`",
             fix_hint="Save the model's `state_dict()` and load it into a model built in "
             "code; for a file this project wrote itself, `weights_only=False` also works.",
         )
