@@ -28,6 +28,7 @@ __all__ = [
     "function_events",
     "is_accumulation_guard",
     "loop_events",
+    "module_itself",
     "receiver_text",
 ]
 
@@ -204,9 +205,9 @@ def _classify_method(
     if method == "zero_grad" or (method in ("zero_", "detach_") and _is_grad(receiver)):
         return Event(EventKind.ZERO_GRAD, item, receiver)
     if method == "eval" and not call.args and not call.keywords:
-        return Event(EventKind.EVAL, item, _unchained(receiver))
+        return Event(EventKind.EVAL, item, module_itself(receiver))
     if method == "train":
-        return _train(item, call, _unchained(receiver))
+        return _train(item, call, module_itself(receiver))
     if method == "forward" and forwards and ctx.is_in_family(receiver, torchapi.MODULE, scope):
         return Event(EventKind.FORWARD, item, receiver)
     if ctx.is_call_to(call, "torch.autograd.backward", scope=scope):
@@ -309,7 +310,7 @@ _RETURNS_SELF = frozenset(
 )
 
 
-def _unchained(expr: ast.expr) -> ast.expr:
+def module_itself(expr: ast.expr) -> ast.expr:
     """``model`` for ``model.to(device).requires_grad_(False)``: the module itself."""
     while (
         isinstance(expr, ast.Call)

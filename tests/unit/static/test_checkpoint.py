@@ -841,6 +841,35 @@ def load(args, step):
     assert td901(source) == []
 
 
+@pytest.mark.parametrize(
+    ("saved", "loaded", "flagged"),
+    [
+        # neural-lam's statistics: save_stats(prefix="parameter") writes
+        # f"{prefix}_mean.pt" from mean.cpu(); the second pass reads parameter_mean.pt
+        ("mean.cpu()", '"parameter_mean.pt"', False),
+        ("mean.cpu()", 'f"{root}/parameter_mean.pt"', False),
+        # written from a tensor of unknown device, or a name the pattern cannot give
+        ("mean", '"parameter_mean.pt"', True),
+        ("mean.cpu()", '"parameter_std.pt"', True),
+    ],
+)
+def test_a_load_of_a_name_a_formatted_cpu_save_gives_is_quiet(
+    saved: str, loaded: str, flagged: bool
+) -> None:
+    source = (
+        GPU
+        + f"""
+import os
+def save_stats(root, mean, prefix):
+    torch.save({saved}, os.path.join(root, f"{{prefix}}_mean.pt"))
+def second_pass(root, model):
+    mean = torch.load(os.path.join(root, {loaded}))
+    return model(mean)
+"""
+    )
+    assert bool(td901(source)) is flagged
+
+
 def test_a_cache_of_mapped_datasets_the_script_wrote_is_quiet() -> None:
     """A fine-tuning script caches its tokenized datasets (``.map(fn)`` results: rows,
     not device tensors) with torch.save and loads the cache on the next run; a cache

@@ -715,3 +715,27 @@ def test_td305_reads_a_layer_attribute_by_what_it_holds_not_by_its_name() -> Non
     """
     assert lint_codes(source.format(layer="LogSoftmax"), "TD305") == []
     assert lint_codes(source.format(layer="Softmax"), "TD305") == [("TD305", 10)]
+
+
+def test_a_sigmoid_bce_its_code_documents_as_unstable_is_information() -> None:
+    """PyKEEN's ``BCEAfterSigmoidLoss``, "the numerically unstable version of explicit
+    Sigmoid + BCE loss", kept beside the stable loss for comparison: the author knows."""
+    template = textwrap.dedent(
+        '''
+        import torch.nn.functional as F
+        from torch import nn
+
+        class BCEAfterSigmoidLoss(nn.Module):
+            """DOC"""
+
+            def forward(self, x, target):
+                return F.binary_cross_entropy(x.sigmoid(), target)
+        '''
+    )
+    documented = template.replace("DOC", "The numerically unstable version of sigmoid + BCE.")
+    [found] = lint_findings(documented, "TD304")
+    assert found.severity is Severity.INFO
+    assert "documents that instability" in found.message
+    plain = template.replace("DOC", "Binary cross entropy after a sigmoid.")
+    [found] = lint_findings(plain, "TD304")
+    assert found.severity is Severity.WARNING

@@ -610,6 +610,39 @@ def test_a_use_on_the_other_side_of_an_if_does_not_keep_the_optimizer() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("rebound", "flagged"),
+    [
+        # LLaMA-MoE's gate trainer: the module moved in place, the same object back
+        ("self.gate = self.gate.to(device)", False),
+        ("self.gate = self.gate.cuda().float()", False),
+        # a new module, or another one, does replace it
+        ("self.gate = nn.Linear(8, 2).to(device)", True),
+        ("self.gate = self.spare.to(device)", True),
+    ],
+)
+def test_a_module_rebound_to_itself_moved_replaces_nothing(rebound: str, flagged: bool) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+        class GateTrainer:
+            def train(self, loader, device):
+                self.gate = nn.Linear(8, 2)
+                self.spare = nn.Linear(8, 2)
+                optimizer = torch.optim.AdamW(self.gate.parameters(), lr=1e-3)
+                for epoch in range(3):
+                    for x, y in loader:
+                        optimizer.zero_grad()
+                        nn.functional.cross_entropy(self.gate(x), y).backward()
+                        optimizer.step()
+                    self.save()
+                    {rebound}
+        """
+    expected = [("TD610", 16)] if flagged else []
+    assert lint_codes(source, "TD610") == expected
+
+
 # --- TD611 deprecated-cuda-amp ---------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ resume checkpoints) in :mod:`.resume`, TD906 (never seeded) in :mod:`.reproducib
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from typing import cast
 
@@ -131,12 +132,41 @@ def _path_shape(ctx: FileContext, path: ast.expr, scope: Scope) -> PathShape | N
     return tuple(parts) if texts else None
 
 
-def _cpu_saves(ctx: FileContext) -> tuple[dict[str, bool], dict[PathShape, bool]]:
+def _name_pattern(ctx: FileContext, path: ast.expr, scope: Scope) -> re.Pattern[str] | None:
+    """The file names a formatted path can give (``f"{prefix}_mean.pt"`` gives any name
+    ending in ``_mean.pt``), from its last f-string: each placeholder matches any text.
+    ``None`` without an f-string, or when it fixes no part of the name with a dot in it."""
+    if isinstance(path, ast.Name):
+        binding = ctx.binding(path, scope)
+        if binding is not None and binding.value is not None:
+            path = binding.value
+    formatted = [node for node in ast.walk(path) if isinstance(node, ast.JoinedStr)]
+    if not formatted:
+        return None
+    pieces: list[str] = []
+    for value in reversed(formatted[-1].values):
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            text = value.value.rpartition("/")[2]
+            pieces.append(re.escape(text))
+            if "/" in value.value:
+                break
+        else:
+            pieces.append(".+")
+    name = "".join(reversed(pieces))
+    fixed = "".join(p for p in pieces if p != ".+")
+    return re.compile(name) if "." in fixed else None
+
+
+def _cpu_saves(
+    ctx: FileContext,
+) -> tuple[dict[str, bool], dict[PathShape, bool], dict[re.Pattern[str], bool]]:
     """The paths this file's ``torch.save`` calls write to, each with whether everything
-    saved there is on the CPU (a path saved to twice must be on the CPU both times); and
-    the same by the shape of each path (:func:`_path_shape`)."""
+    saved there is on the CPU (a path saved to twice must be on the CPU both times); the
+    same by the shape of each path (:func:`_path_shape`); and by the names a formatted
+    path can give (:func:`_name_pattern`)."""
     found: dict[str, bool] = {}
     shapes: dict[PathShape, bool] = {}
+    names: dict[re.Pattern[str], bool] = {}
     scopes: list[FunctionScope | None] = [None, *ctx.module.functions]
     for scope in scopes:
         for item in scope.items if scope is not None else ctx.module.items:
@@ -155,7 +185,18 @@ def _cpu_saves(ctx: FileContext) -> tuple[dict[str, bool], dict[PathShape, bool]
             shape = _path_shape(ctx, target, scope)
             if shape is not None:
                 shapes[shape] = shapes.get(shape, True) and on_cpu
-    return found, shapes
+            pattern = _name_pattern(ctx, target, scope)
+            if pattern is not None:
+                names[pattern] = names.get(pattern, True) and on_cpu
+    return found, shapes, names
+
+
+def _written_from_the_cpu(name: str, names: dict[re.Pattern[str], bool]) -> bool:
+    """Every formatted save whose names include ``name`` (the last text part of a load's
+    path) wrote CPU tensors, and there is at least one."""
+    file_name = name.rpartition("/")[2]
+    matched = [on_cpu for pattern, on_cpu in names.items() if pattern.fullmatch(file_name)]
+    return bool(matched) and all(matched)
 
 
 # Setters of random-number-generator states, and the getters whose states they take: a
@@ -267,7 +308,7 @@ class LoadWithoutMapLocation(LintRule):
             self._frames[id(node)] = ctx.frames
 
     def leave_module(self, module: object) -> None:
-        saves, shapes = _cpu_saves(self.ctx) if self._loads else ({}, {})
+        saves, shapes, names = _cpu_saves(self.ctx) if self._loads else ({}, {}, {})
         for call, scope in self._loads:
             path = _path_text(self.ctx, call.args[0], scope)
             if saves.get(path, False):
@@ -275,6 +316,8 @@ class LoadWithoutMapLocation(LintRule):
             shape = _path_shape(self.ctx, call.args[0], scope)
             if shape is not None and shapes.get(shape, False):
                 continue  # the same file name, built the same way, written from the CPU
+            if shape and _written_from_the_cpu(shape[-1], names):
+                continue  # `parameter_mean.pt`, written as f"{prefix}_mean.pt" from the CPU
             if self._holds_a_checkpoint(call, scope):
                 self._report(call, self._mapped_on_the_other_branch(call, scope), scope)
 

@@ -10,13 +10,16 @@ seen, so a model class may be defined below its use. The loss calls come from
 
 from __future__ import annotations
 
+import ast
+
 from torchdoctor.findings import Applicability, Depth, Edit, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.loss_inputs import Activation, Origin, origin_of
 from torchdoctor.static.analysis.losses import LossCall, loss_calls
+from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule, line_numbers
-from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.structure import FunctionScope, ModuleScope
 from torchdoctor.static.torchapi import LossKind
 
 _LOSS_WORDS = (
@@ -155,6 +158,13 @@ class ActivationIntoLoss(LintRule):
         quiet = self._without_gradients(call, code)
         if quiet:
             message += "; here autograd is off, so only the reported loss value is affected"
+        documented = code == "TD304" and not quiet and _documented_as_unstable(call.scope)
+        if documented:
+            message += (
+                "; the code around it documents that instability, so it is written this way "
+                "on purpose (a reference form kept beside the stable one)"
+            )
+            quiet = True
         self.report(
             call.call,
             message,
@@ -198,3 +208,20 @@ class ActivationIntoLoss(LintRule):
         if call.constructor is not None and text.endswith("BCELoss"):
             return ctx.replace(target, text[: -len("BCELoss")] + "BCEWithLogitsLoss")
         return None
+
+
+def _documented_as_unstable(scope: Scope) -> bool:
+    """The docstring of the function holding the loss, or of its class, calls the form
+    numerically unstable (PyKEEN's ``BCEAfterSigmoidLoss``: "the numerically unstable
+    version of explicit Sigmoid + BCE loss"): the author knows the harm and keeps it."""
+    nodes: list[ast.AST] = []
+    if isinstance(scope, FunctionScope):
+        nodes.append(scope.node)
+        if scope.owner is not None:
+            nodes.append(scope.owner.node)
+    for node in nodes:
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        text = (ast.get_docstring(node) or "").lower()
+        if "unstable" in text or "instability" in text:
+            return True
+    return False

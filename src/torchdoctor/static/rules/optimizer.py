@@ -32,7 +32,13 @@ from torchdoctor.static.context import Scope
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
-from torchdoctor.static.training import Event, EventKind, function_events, loop_events
+from torchdoctor.static.training import (
+    Event,
+    EventKind,
+    function_events,
+    loop_events,
+    module_itself,
+)
 
 # --- TD607 -------------------------------------------------------------------------------
 
@@ -311,6 +317,9 @@ class LayerReplacedAfterOptimizer(LintRule):
         scope: Scope,
         found: list[tuple[Item, str, str]],
     ) -> None:
+        itself = module_itself(value)
+        if itself is not value and model_path(self.ctx, itself) == path:
+            return  # `self.gate = self.gate.to(device)`: the same module, moved in place
         what = self._new_parameters(value, scope)
         if what is not None:
             found.append((item, path, what))
