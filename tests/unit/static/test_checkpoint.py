@@ -1161,3 +1161,19 @@ def main(path, loader):
     assert [(Path(f.location.path or "").name, f.location.line) for f in found] == [
         ("train.py", 10)
     ]
+
+
+def test_a_formatted_save_that_fixes_only_the_extension_names_no_file() -> None:
+    """`f"{name}.pt"` from the CPU could be any .pt file: a load of `model.pt` written
+    elsewhere keeps its finding."""
+    source = (
+        GPU
+        + """
+import os
+def dump(root, feats, name):
+    torch.save(feats.cpu(), os.path.join(root, f"{name}.pt"))
+def resume(root, model):
+    model.load_state_dict(torch.load(os.path.join(root, "model.pt")))
+"""
+    )
+    assert td901(source) == [("TD901", 8)]

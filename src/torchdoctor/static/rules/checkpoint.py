@@ -135,7 +135,7 @@ def _path_shape(ctx: FileContext, path: ast.expr, scope: Scope) -> PathShape | N
 def _name_pattern(ctx: FileContext, path: ast.expr, scope: Scope) -> re.Pattern[str] | None:
     """The file names a formatted path can give (``f"{prefix}_mean.pt"`` gives any name
     ending in ``_mean.pt``), from its last f-string: each placeholder matches any text.
-    ``None`` without an f-string, or when it fixes no part of the name with a dot in it."""
+    ``None`` without an f-string, or when it fixes no more of the name than its extension."""
     if isinstance(path, ast.Name):
         binding = ctx.binding(path, scope)
         if binding is not None and binding.value is not None:
@@ -153,8 +153,10 @@ def _name_pattern(ctx: FileContext, path: ast.expr, scope: Scope) -> re.Pattern[
         else:
             pieces.append(".+")
     name = "".join(reversed(pieces))
-    fixed = "".join(p for p in pieces if p != ".+")
-    return re.compile(name) if "." in fixed else None
+    fixed = "".join(p for p in reversed(pieces) if p != ".+").replace("\\", "")
+    stem, dot, _ = fixed.rpartition(".")
+    # A name fixed beyond its extension (`_mean.pt`, not `{name}.pt`, which any file fits).
+    return re.compile(name) if dot and any(c.isalpha() for c in stem) else None
 
 
 def _cpu_saves(
