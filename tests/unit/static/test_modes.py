@@ -1587,3 +1587,84 @@ def test_td502_a_flag_the_helper_rebinds_decides_nothing() -> None:
         "    for x, y in loader:", "    validate = validate and not loader\n    for x, y in loader:"
     )
     assert_marked(source.format(second=", validate=True", mark="  # expect: TD502"), "TD502")
+
+
+TRAINER_WITH_A_WRAPPER = """
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+class Trainer:
+    def __init__(self, rank):
+        self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+        self.model_ddp = DDP(self.model, device_ids=[rank])
+
+    def validate(self, loader):
+        {mode}
+        with torch.no_grad():
+            for x in loader:
+                print(self.model(x))  {mark}
+        self.model_ddp.train()
+"""
+
+
+@pytest.mark.parametrize(
+    "mode, flagged",
+    [
+        # RobustVideoMatting: eval() on the DDP wrapper sets the wrapped model's mode
+        ("self.model_ddp.eval()", False),
+        ("self.model.eval()", False),
+        # a wrapper of another model, or nothing, leaves this one training
+        ("self.other_ddp.eval()", True),
+        ("pass", True),
+    ],
+)
+def test_td501_eval_on_a_wrapper_of_the_model_counts(mode: str, flagged: bool) -> None:
+    source = TRAINER_WITH_A_WRAPPER.replace("{mode}", mode).replace(
+        "{mark}", "# expect: TD501" if flagged else ""
+    )
+    assert_marked(source, "TD501")
+
+
+@pytest.mark.parametrize(
+    "setup, flagged",
+    [
+        # RobustVideoMatting's speed test: built in eval mode by a method __init__ calls,
+        # then scripted and frozen from itself
+        (
+            "self.model = Net().to(self.device).eval()\n"
+            "        self.model = torch.jit.script(self.model)",
+            False,
+        ),
+        # a new model built after the eval() one is in training mode again
+        ("self.model = Net().eval()\n        self.model = Net()", True),
+        ("self.model = Net()", True),
+    ],
+)
+def test_td501_a_model_built_in_eval_mode_by_a_setup_method(setup: str, flagged: bool) -> None:
+    source = f"""
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.2)
+
+    def forward(self, x):
+        return self.drop(x)
+
+class SpeedTest:
+    def __init__(self):
+        self.device = "cpu"
+        self.init_model()
+
+    def init_model(self):
+        {setup}
+
+    def loop(self, frames):
+        with torch.no_grad():
+            for x in frames:
+                self.model(x)  {"# expect: TD501" if flagged else ""}
+"""
+    assert_marked(source, "TD501")

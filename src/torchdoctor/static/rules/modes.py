@@ -31,7 +31,14 @@ from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.names import own_nodes, returns_of
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.structure import (
+    ClassScope,
+    FrameKind,
+    FunctionScope,
+    Item,
+    Loop,
+    ModuleScope,
+)
 from torchdoctor.static.training import EventKind, loop_events
 
 _MAX_DEPTH = 3
@@ -84,7 +91,7 @@ class EvalInTrainMode(LintRule):
         ``"set"`` (a run-time flag), ``"no callers"``, or ``None`` (never set)."""
         ctx = self.ctx
         items = [i for i in (scope.items if scope else ctx.module.items) if i.line < line]
-        names = {model} | _aliases(items, model)
+        names = {model} | _aliases(items, model) | _wrappers_of(ctx, scope, items, model)
         evaluated = _evaluating_method_call(ctx, items, names, scope)
         trained_since = False
         for action in reversed(expand(ctx, items, scope)):
@@ -339,6 +346,35 @@ def _aliases(items: list[Item], model: str) -> set[str]:
     }
 
 
+# What holds a module as its child, so that its eval()/train() set the module's mode too.
+_HOLDERS = frozenset({*torchapi.WRAPPER_NAMES, "torch.compile"})
+
+
+def _wrappers_of(
+    ctx: FileContext, scope: FunctionScope | None, items: list[Item], model: str
+) -> set[str]:
+    """Names bound to a wrapper of the model (``self.model_ddp =
+    DistributedDataParallel(self.model)``, RobustVideoMatting's trainer; ``net =
+    torch.compile(model)``): the wrapper's ``eval()`` sets the model's mode as well.
+    Attributes anywhere in the class, local names before the loop."""
+    statements: list[ast.AST] = [item.node for item in items]
+    if model.startswith("self.") and scope is not None and scope.owner is not None:
+        statements += list(ast.walk(scope.owner.node))
+    found: set[str] = set()
+    for node in statements:
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        if ctx.qualified_name(node.value.func, scope) not in _HOLDERS:
+            continue
+        wrapped = node.value.args[0] if node.value.args else None
+        wrapped = wrapped or next((k.value for k in node.value.keywords if k.arg == "module"), None)
+        if wrapped is not None and ast.unparse(wrapped) == model:
+            found |= {
+                ast.unparse(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute))
+            }
+    return found
+
+
 def _frozen_backbone(tree: ast.Module) -> bool:
     """The file freezes parameters (``p.requires_grad = False``, ``requires_grad_(False)``)
     or gives an optimizer only a submodule's (``SGD(model.fc.parameters())``): a model
@@ -528,6 +564,9 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
         )
         if init is None or _calls_mode(cls, {model}, "train"):
             return None
+        for setup in _setup_methods(scope.owner, init):
+            if _last_binding_evaluates(setup, model):
+                return f"`{attribute}` put in eval mode by `{setup.name}()`"
         sources = {model} | {
             ast.unparse(n.value)
             for n in ast.walk(init)
@@ -577,6 +616,49 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     ):
         return f"`{factory.name}()`, which returns it in eval mode"
     return None
+
+
+def _setup_methods(
+    owner: ClassScope, init: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """``__init__`` and the methods it calls on ``self`` (``self.init_model()``), which
+    run before any other method can."""
+    found = [init]
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "self"
+            and node.func.attr in owner.methods
+        ):
+            found.append(owner.methods[node.func.attr].node)
+    return found
+
+
+def _last_binding_evaluates(function: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> bool:
+    """In ``function``, ``model`` is last built by a chain with ``.eval()``
+    (``self.model = Net().to(device).eval()``), and every later binding only derives it
+    from itself (``torch.jit.script(self.model)``, ``self.model.half()``)."""
+    bindings = sorted(
+        (
+            node
+            for node in ast.walk(function)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(ast.unparse(t) == model for t in node.targets)
+        ),
+        key=lambda node: node.lineno,
+    )
+    for index, binding in enumerate(bindings):
+        if _chain_calls_eval(binding.value):  # type: ignore[arg-type]
+            later = bindings[index + 1 :]
+            if all(
+                any(ast.unparse(n) == model for n in ast.walk(b.value) if isinstance(n, ast.expr))
+                for b in later
+            ):
+                return True
+    return False
 
 
 def _evaluating_class(ctx: FileContext, value: ast.Call, scope: FunctionScope | None) -> str | None:
