@@ -318,3 +318,40 @@ def test_float64_chosen_by_an_option_is_information_naming_the_option() -> None:
     assert 'the option `args.dtype == "float64"` (line 16)' in found[17].message
     # A test of the tensor's own dtype is no option: that conversion is still a warning.
     assert found[20].severity is Severity.WARNING
+
+
+@pytest.mark.parametrize(
+    ("other_arm", "severity"),
+    [
+        # TALENT: every method trains in float64 unless --use_float casts it to float32
+        ("self.model.float()", Severity.INFO),
+        ("self.model.half()", Severity.INFO),
+        # a float32 cast of something else, or no cast, is no precision switch
+        ("self.head.float()", Severity.WARNING),
+        ("print('float64 it is')", Severity.WARNING),
+    ],
+)
+def test_a_double_on_one_arm_of_a_precision_switch_is_chosen(
+    other_arm: str, severity: Severity
+) -> None:
+    source = f"""
+import torch
+from torch import nn
+
+class Method:
+    def build(self, args):
+        self.model = nn.Linear(8, 2)
+        self.head = nn.Linear(2, 2)
+        if args.use_float:
+            {other_arm}
+        else:
+            self.model.double()
+
+    def fit(self, x, y):
+        optimizer = torch.optim.Adam(self.model.parameters())
+        loss = nn.functional.mse_loss(self.model(x.double()), y.double())
+        loss.backward()
+        optimizer.step()
+"""
+    found = [f for f in lint_findings(source, "TD102") if f.location.line == 12]
+    assert [f.severity for f in found] == [severity]

@@ -1212,3 +1212,36 @@ def test_td205_quiet_for_a_helper_that_converts_the_loss_to_a_number(convert: st
             return total
         """
     assert_marked(source, "TD205")
+
+
+GAN_WITH_ONE_OPTIMIZER = """
+import torch
+from torch import nn
+
+def train(model, data, optimizer):
+    bce = nn.BCELoss()
+    for d in data:
+        model.discriminator.zero_grad()
+        _, real, fake = model(d)
+        dl = bce(real, torch.ones_like(real)) + bce(fake, torch.zeros_like(fake))
+        dl.backward()
+        {clear}
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("clear", "flagged"),
+    [
+        # TranAD: one optimizer over both parts; clearing the generator's gradients
+        # after the discriminator's backward makes the step update the discriminator
+        ("model.generator.zero_grad()", False),
+        # clearing the whole model, or the optimizer, leaves the step nothing
+        ("model.zero_grad()  # expect: TD203", True),
+        ("optimizer.zero_grad()  # expect: TD203", True),
+    ],
+)
+def test_td203_clearing_one_part_of_the_model_the_loop_runs_is_deliberate(
+    clear: str, flagged: bool
+) -> None:
+    assert_marked(GAN_WITH_ONE_OPTIMIZER.format(clear=clear), "TD203")

@@ -519,6 +519,35 @@ class MCHead(nn.Module):
     assert [code for code, _ in lint_codes(source, "TD506")] == (["TD506"] if flagged else [])
 
 
+@pytest.mark.parametrize(
+    ("doc", "flagged"),
+    [
+        # s3prl's Taco2Prenet, after Tacotron 2: dropout on in evaluation, on purpose
+        ("This module always applies dropout even in evaluation.", False),
+        ("Prenet whose dropout stays on at inference, as in Tacotron 2.", False),
+        # a docstring that says nothing of evaluation, or nothing of dropout
+        ("Two linear layers with dropout.", True),
+        ("Always on the GPU, even in evaluation.", True),
+    ],
+)
+def test_dropout_documented_to_stay_on_in_evaluation_is_quiet(doc: str, flagged: bool) -> None:
+    source = (
+        HEADER
+        + f"""
+class Prenet(nn.Module):
+    \"\"\"{doc}\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return F.dropout(self.fc(x), 0.5)
+"""
+    )
+    assert [code for code, _ in lint_codes(source, "TD506")] == (["TD506"] if flagged else [])
+
+
 def test_dropout_switched_by_an_input_the_caller_feeds_is_quiet() -> None:
     """DeepChem's CNN: ``x, dropout_switch = inputs``, then ``if dropout > 0. and
     dropout_switch:`` around ``F.dropout``; the model feeds 0 in predict mode. A switch

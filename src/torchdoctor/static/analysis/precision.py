@@ -69,9 +69,12 @@ def precision_option(item: Item, hit: ast.AST) -> ast.expr | None:
     float64 by name, if the float64 at ``hit`` is made under one."""
     for frame in reversed(item.frames):
         if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
-            test = cast("ast.If", frame.node).test
-            if _names_float64(test):
-                return test
+            choice = cast("ast.If", frame.node)
+            if _names_float64(choice.test):
+                return choice.test
+            other = choice.orelse if frame.kind is FrameKind.IF_BODY else choice.body
+            if _casts_to_another_float(other, hit):
+                return choice.test
     for node in ast.walk(item.node):
         if (
             isinstance(node, ast.IfExp)
@@ -80,6 +83,27 @@ def precision_option(item: Item, hit: ast.AST) -> ast.expr | None:
         ):
             return node.test
     return None
+
+
+# Methods that cast a module or tensor to a float dtype other than float64.
+_OTHER_FLOATS = frozenset({"float", "half", "bfloat16"})
+
+
+def _casts_to_another_float(block: list[ast.stmt], hit: ast.AST) -> bool:
+    """``block`` (the other arm of the ``if`` around ``hit``) casts what ``hit`` casts to
+    float64 to another float type instead (``if args.use_float: model.float() else:
+    model.double()``, TALENT's methods): the ``if`` is a precision switch."""
+    if not (isinstance(hit, ast.Call) and isinstance(hit.func, ast.Attribute)):
+        return False
+    receiver = ast.unparse(hit.func.value)
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _OTHER_FLOATS
+        and ast.unparse(node.func.value) == receiver
+        for statement in block
+        for node in ast.walk(statement)
+    )
 
 
 # Words that name float64 in an option's name or value, compared lower-case.

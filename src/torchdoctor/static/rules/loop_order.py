@@ -313,11 +313,25 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
         target = receiver_text(self.ctx, zero.target, "")
         if target == receiver_text(self.ctx, step.target):
             return True
-        return (
-            len(optimizers) == 1
-            and self.ctx.is_in_family(zero.target, torchapi.MODULE, loop.function)
-            if zero.target is not None
-            else False
+        if zero.target is None or self._a_part_of_a_model_run_here(loop, zero.target):
+            return False
+        return len(optimizers) == 1 and self.ctx.is_in_family(
+            zero.target, torchapi.MODULE, loop.function
+        )
+
+    def _a_part_of_a_model_run_here(self, loop: Loop, target: ast.expr) -> bool:
+        """``model.generator.zero_grad()`` where the loop runs ``model`` itself: one part
+        is cleared and the others keep their gradients for the step (TranAD's GAN with
+        one optimizer: the discriminator's step after clearing the generator's)."""
+        path = "".join(self.ctx.segment(target).split())
+        parent, dot, _ = path.rpartition(".")
+        if not dot or parent == "self":
+            return False
+        return any(
+            e.kind is EventKind.FORWARD
+            and e.target is not None
+            and "".join(self.ctx.segment(e.target).split()) == parent
+            for e in loop_events(self.ctx, loop)
         )
 
     def _report(self, loop: Loop, zero: Event, backward: Event, step: Event) -> None:

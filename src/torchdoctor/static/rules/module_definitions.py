@@ -540,6 +540,8 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             return
         if _after_an_exit_on_the_mode(ctx, method, node):
             return  # `if self.training: return ...` first: the rest is the eval path
+        if _documented_always_on(method):
+            return  # Tacotron 2's prenet: "always applies dropout, even in evaluation"
         if not is_module_class(ctx, method.owner) or _rate_follows_mode(ctx, method, node):
             return
         if _switched_by_the_caller(ctx, method, node):
@@ -556,6 +558,33 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             "module's mode).",
             fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),), Applicability.UNSAFE),
         )
+
+
+# What a docstring says of a dropout kept on in evaluation on purpose.
+_ALWAYS_ON = (
+    "even in eval",
+    "in evaluation",
+    "at inference",
+    "during inference",
+    "at test time",
+    "always appl",
+    "always on",
+    "always use",
+)
+
+
+def _documented_always_on(method: FunctionScope) -> bool:
+    """The method's or its class's docstring says the dropout stays on in evaluation
+    (s3prl's ``Taco2Prenet``: "This module always applies dropout even in evaluation",
+    as Tacotron 2's prenet does): written that way on purpose."""
+    nodes: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = [method.node]
+    if method.owner is not None:
+        nodes.append(method.owner.node)
+    for node in nodes:
+        text = " ".join((ast.get_docstring(node) or "").lower().split())
+        if "dropout" in text and any(phrase in text for phrase in _ALWAYS_ON):
+            return True
+    return False
 
 
 def _after_an_exit_on_the_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
