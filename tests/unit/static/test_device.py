@@ -1331,3 +1331,40 @@ def test_td105_a_parameter_the_unread_base_initialises_is_information(
         """
     found = lint_findings(source, "TD105")
     assert [(f.location.line, f.severity) for f in found] == [(12, severity)]
+
+
+ONE_HOT_DISCRIMINATOR = """
+import torch
+from torch import nn
+
+class Server:
+    def train_discriminator(self):
+        loss_func = nn.CrossEntropyLoss()
+        for x, y in self.feature_dataloader:
+            y = y.type(torch.float32)
+            loss = loss_func(self.discriminator(x), y)
+            loss.backward()
+
+    def test_discriminator(self):
+        correct = 0
+        for x, y in self.feature_dataloader:
+            pred = self.discriminator(x).argmax(dim=1)
+            {reduce}
+            correct += (pred == y).sum().item()
+        return correct
+"""
+
+
+@pytest.mark.parametrize(
+    ("reduce", "flagged"),
+    [
+        # FL-bench's AdCol: the same loader's targets are one-hot rows (argmax in the test)
+        ("y = torch.argmax(y, dim=1)", False),
+        ("y = y.argmax(1)", False),
+        # targets compared as they are: class indices
+        ("pass", True),
+    ],
+)
+def test_td104_targets_the_file_reads_as_one_hot_are_soft(reduce: str, flagged: bool) -> None:
+    found = lint_codes(ONE_HOT_DISCRIMINATOR.format(reduce=reduce), "TD104")
+    assert [code for code, _ in found] == (["TD104"] if flagged else [])

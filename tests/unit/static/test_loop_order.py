@@ -1245,3 +1245,32 @@ def test_td203_clearing_one_part_of_the_model_the_loop_runs_is_deliberate(
     clear: str, flagged: bool
 ) -> None:
     assert_marked(GAN_WITH_ONE_OPTIMIZER.format(clear=clear), "TD203")
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "flagged"),
+    [
+        # FedPAC: the shared optimizer over the whole model; the classifier's gradients
+        # are cleared so the step trains the feature extractor alone
+        ("torch.optim.SGD(model.parameters(), lr=0.1)", False),
+        # an optimizer over the classifier alone: clearing it leaves the step nothing
+        ("torch.optim.SGD(model.classifier.parameters(), lr=0.1)", True),
+    ],
+)
+def test_td203_a_cleared_part_the_step_does_not_rely_on_alone(
+    optimizer: str, flagged: bool
+) -> None:
+    source = f"""
+import torch
+
+def fit(model, loader, criterion):
+    optimizer = {optimizer}
+    for x, y in loader:
+        features = model.get_last_features(x)
+        loss = criterion(model.classifier(features), y)
+        optimizer.zero_grad()
+        loss.backward()
+        model.classifier.zero_grad(){"  # expect: TD203" if flagged else ""}
+        optimizer.step()
+"""
+    assert_marked(source, "TD203")

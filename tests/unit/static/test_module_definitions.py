@@ -548,6 +548,38 @@ class Prenet(nn.Module):
     assert [code for code, _ in lint_codes(source, "TD506")] == (["TD506"] if flagged else [])
 
 
+@pytest.mark.parametrize(
+    ("loop", "flagged"),
+    [
+        # MMSelfSup's CAE: the teacher's parameters, drawn beside the backbone's
+        (
+            "for p_b, param_teacher in zip(self.backbone.parameters(), self.teacher.parameters()):",
+            False,
+        ),
+        ("for i, param_teacher in enumerate(self.teacher.parameters()):", False),
+        ("for name, param_teacher in self.teacher.named_parameters():", False),
+        # modules drawn the same way are modules
+        ("for m_b, param_teacher in zip(self.backbone.children(), self.teacher.children()):", True),
+    ],
+)
+def test_td221_a_loop_name_drawn_from_parameters_is_a_parameter(loop: str, flagged: bool) -> None:
+    source = (
+        HEADER
+        + f"""
+class CAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Linear(4, 4)
+        self.teacher = nn.Linear(4, 4)
+
+    def init_teacher(self):
+        {loop}
+            param_teacher.requires_grad = False
+"""
+    )
+    assert [code for code, _ in lint_codes(source, "TD221")] == (["TD221"] if flagged else [])
+
+
 def test_dropout_switched_by_an_input_the_caller_feeds_is_quiet() -> None:
     """DeepChem's CNN: ``x, dropout_switch = inputs``, then ``if dropout > 0. and
     dropout_switch:`` around ``F.dropout``; the model feeds 0 in predict mode. A switch

@@ -659,3 +659,37 @@ class Trainer:
     stepped = source.replace("self.scheduler.step(loss.item())", "self.scheduler.step()")
     found = {f.location.line: f for f in lint_findings(stepped, "TD905")}
     assert found[21].severity.value == "warning"
+
+
+WARM_START_CALLED_RESUME = """
+import torch
+from torch import nn
+
+def main(args, model, loader):
+    if args.resume:
+        state = torch.load("best.pth", map_location="cpu")["model"]
+        model.load_state_dict(state)
+        print(torch.load("best.pth").keys())
+        {more}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 100)
+    for epoch in range(100):
+        for x, y in loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        scheduler.step()
+        state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch}
+        torch.save(state, "best.pth")
+"""
+
+
+def test_td905_a_resume_that_reads_back_only_the_weights_starts_the_schedule_over() -> None:
+    """PointMLP: the checkpoint keeps the optimizer and the epoch, yet `--resume` reads
+    back only the weights (and prints the keys): the run starts over at epoch 0 with a
+    new optimizer, so a schedule from its first step is what it should have. A resume
+    that restores the epoch does lose the schedule."""
+    quiet = WARM_START_CALLED_RESUME.replace("{more}", "pass")
+    assert lint_codes(quiet, "TD905") == []
+    resumed = WARM_START_CALLED_RESUME.replace("{more}", 'start = torch.load("best.pth")["epoch"]')
+    assert [code for code, _ in lint_codes(resumed, "TD905")] == ["TD905"]

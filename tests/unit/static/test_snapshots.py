@@ -362,3 +362,39 @@ def test_a_helper_returning_the_live_state_is_followed() -> None:
         "def snapshot(model):\n"
         "    return copy.deepcopy(model.state_dict())",
     )
+
+
+BEST_STATE_UNDER_FSDP = """
+import torch
+from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+def train(model, loader, optimizer, evaluate):
+    best, best_state = 0.0, None
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        score = evaluate(model)
+        if score > best:
+            best = score
+            {gather}
+    torch.save(cpu_state, "best.pt")
+"""
+
+
+def test_td912_a_state_dict_gathered_under_fsdp_state_dict_type_is_a_copy() -> None:
+    """pyKT: under ``FSDP.state_dict_type(model, FULL_STATE_DICT, FullStateDictConfig(
+    offload_to_cpu=True))`` state_dict() gathers new CPU tensors; a plain state_dict()
+    still holds the live parameters."""
+    gathered = (
+        "with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, "
+        "FullStateDictConfig(offload_to_cpu=True)):\n"
+        "                cpu_state = model.state_dict()"
+    )
+    assert_marked(BEST_STATE_UNDER_FSDP.format(gather=gathered), "TD912")
+    found = lint_findings(
+        BEST_STATE_UNDER_FSDP.format(gather="cpu_state = model.state_dict()"), "TD912"
+    )
+    assert [f.location.line for f in found] == [16]

@@ -15,6 +15,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import step_functions
+from torchdoctor.static.analysis.optimized import covers, optimizer_roots
 from torchdoctor.static.analysis.repeats import measures_a_repeated_step
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
@@ -255,6 +256,12 @@ class GradsNeverCleared(LintRule):
         )
 
 
+# Methods of a model that run none of its layers.
+_HOUSEKEEPING = frozenset(
+    {"zero_grad", "train", "eval", "parameters", "named_parameters", "state_dict", "to", "cuda"}
+)
+
+
 @detector("TD203", depth=Depth.LINT)
 class ZeroGradBetweenBackwardAndStep(LintRule):
     """``zero_grad()`` after ``backward()`` and before the ``step()`` that needs the grads."""
@@ -313,25 +320,53 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
         target = receiver_text(self.ctx, zero.target, "")
         if target == receiver_text(self.ctx, step.target):
             return True
-        if zero.target is None or self._a_part_of_a_model_run_here(loop, zero.target):
+        if zero.target is None:
+            return False
+        if not self._clears_all_it_steps(loop, zero.target, step) and (
+            self._a_part_of_a_model_run_here(loop, zero.target)
+        ):
             return False
         return len(optimizers) == 1 and self.ctx.is_in_family(
             zero.target, torchapi.MODULE, loop.function
         )
 
+    def _clears_all_it_steps(self, loop: Loop, target: ast.expr, step: Event) -> bool:
+        """The stepped optimizer is built in this function from the parameters of the
+        cleared module or of its parts only (``SGD(model.head.parameters())``)."""
+        if not isinstance(step.target, ast.Name):
+            return False
+        binding = self.ctx.binding(step.target, loop.function)
+        if binding is None or binding.value is None:
+            return False
+        roots = optimizer_roots(self.ctx, binding.value, loop.function)
+        path = "".join(self.ctx.segment(target).split())
+        return bool(roots) and all(r == path or r.startswith(path + ".") for r in roots)
+
     def _a_part_of_a_model_run_here(self, loop: Loop, target: ast.expr) -> bool:
-        """``model.generator.zero_grad()`` where the loop runs ``model`` itself: one part
-        is cleared and the others keep their gradients for the step (TranAD's GAN with
-        one optimizer: the discriminator's step after clearing the generator's)."""
+        """``model.generator.zero_grad()`` where the loop runs ``model`` itself, or
+        another of its parts (``model.base``): one part is cleared and the others keep
+        their gradients for the step (TranAD's GAN with one optimizer: the
+        discriminator's step after clearing the generator's; FedPAC's feature extractor
+        trained with its classifier held)."""
         path = "".join(self.ctx.segment(target).split())
         parent, dot, _ = path.rpartition(".")
         if not dot or parent == "self":
             return False
+        for event in loop_events(self.ctx, loop):
+            if event.kind is not EventKind.FORWARD or event.target is None:
+                continue
+            run = "".join(self.ctx.segment(event.target).split())
+            if run == parent or (run.startswith(parent + ".") and not covers(run, path)):
+                return True
+        # a method of the parent that runs its other parts (`model.get_last_features(x)`)
+        part = path.rpartition(".")[2]
         return any(
-            e.kind is EventKind.FORWARD
-            and e.target is not None
-            and "".join(self.ctx.segment(e.target).split()) == parent
-            for e in loop_events(self.ctx, loop)
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr not in (part, *_HOUSEKEEPING)
+            and "".join(self.ctx.segment(node.func.value).split()) == parent
+            for item in loop.items
+            for node in ast.walk(item.node)
         )
 
     def _report(self, loop: Loop, zero: Event, backward: Event, step: Event) -> None:

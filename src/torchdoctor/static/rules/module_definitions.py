@@ -48,6 +48,8 @@ def nn_alias(ctx: FileContext) -> str | None:
 
 def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confidence | None:
     """How sure the file makes us that ``expr`` is an ``nn.Module`` (``None``: not sure)."""
+    if _drawn_from_parameters(ctx, expr, scope):
+        return None  # `for p_s, p_t in zip(s.parameters(), teacher.parameters())`
     found = ctx.family_of(expr, scope)
     if found is not None:
         return found[1] if found[0] == torchapi.MODULE else None
@@ -82,6 +84,53 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
         and target.elts[1].id == expr.id
     ):
         return Confidence.HIGH
+    return None
+
+
+def _drawn_from_parameters(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
+    """``expr`` is a loop name bound to the elements of ``.parameters()`` (or the values
+    of ``.named_parameters()``), directly or through ``zip``/``enumerate``: a parameter,
+    whatever its name says (MMSelfSup's ``param_teacher``)."""
+    if not isinstance(expr, ast.Name):
+        return False
+    binding = ctx.lookup(expr, scope)
+    if binding is None or binding[0].kind is not BindingKind.LOOP_TARGET:
+        return False
+    loop = binding[0].node
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    return _source_of(loop.target, loop.iter, expr.id) in ("parameters", "named_parameters")
+
+
+def _source_of(target: ast.expr, iterable: ast.expr, name: str) -> str | None:
+    """The method whose results bind ``name`` in ``for <target> in <iterable>``: through
+    ``zip`` and ``enumerate`` unpacked in place; the value of a ``named_*`` pair."""
+    if isinstance(target, ast.Name):
+        if target.id != name or not isinstance(iterable, ast.Call):
+            return None
+        func = iterable.func
+        return func.attr if isinstance(func, ast.Attribute) else None
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(iterable, ast.Call):
+        return None
+    func = iterable.func
+    if isinstance(func, ast.Name) and func.id == "zip" and len(iterable.args) == len(target.elts):
+        for part, source in zip(target.elts, iterable.args, strict=True):
+            found = _source_of(part, source, name)
+            if found is not None:
+                return found
+        return None
+    if isinstance(func, ast.Name) and func.id == "enumerate" and iterable.args:
+        return (
+            _source_of(target.elts[-1], iterable.args[0], name) if len(target.elts) == 2 else None
+        )
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr.startswith("named_")
+        and len(target.elts) == 2
+        and isinstance(target.elts[1], ast.Name)
+        and target.elts[1].id == name
+    ):
+        return func.attr
     return None
 
 

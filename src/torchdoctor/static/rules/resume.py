@@ -151,6 +151,15 @@ class IncompleteResumeCheckpoint(LintRule):
                 for role in (OPTIMIZER, SCHEDULER, COUNTER)
                 if role in wanted and role not in roles
             ]
+            if (
+                missing == [SCHEDULER]
+                and {OPTIMIZER, COUNTER} <= roles
+                and _loads_weights_only(ctx)
+            ):
+                # The checkpoint keeps the optimizer and the count, yet the "resume" reads
+                # back only the weights (PointMLP): the run starts over at epoch 0 with a
+                # new optimizer, and a schedule from its first step goes with that.
+                continue
             if missing:
                 self._report(call, missing, plateau_only and OPTIMIZER in roles)
 
@@ -347,6 +356,10 @@ def _reads_weights_only(ctx: FileContext) -> bool:
     read only as ``ckpt["state_dict"]``-like entries. A pre-trained model loaded to be
     fine-tuned is not a resume; reading its ``"epoch"`` or ``"optimizer"`` would be, and so
     would a load in code that calls itself a resume (``def resume(...)``, ``args.resume``)."""
+    return not _calls_itself_a_resume(ctx) and _loads_weights_only(ctx)
+
+
+def _calls_itself_a_resume(ctx: FileContext) -> bool:
     for node in ast.walk(ctx.tree):
         name = (
             node.name
@@ -358,7 +371,13 @@ def _reads_weights_only(ctx: FileContext) -> bool:
             else ""
         )
         if "resum" in name.lower():
-            return False
+            return True
+    return False
+
+
+def _loads_weights_only(ctx: FileContext) -> bool:
+    """Every load of the file gives back only a model's weights (see
+    :func:`_reads_weights_only`), whatever the code calls itself."""
     loads = 0
     for scope, items in ctx.module.bodies():
         for item in items:
@@ -431,6 +450,9 @@ def _weights_of(ctx: FileContext, load: ast.Call, scope: FunctionScope | None) -
         return True
     if isinstance(parent, ast.Subscript):
         return _model_key(parent.slice)
+    if isinstance(parent, ast.Attribute) and isinstance(parents.get(id(parent)), ast.Call):
+        # `print(torch.load(path).keys())`: the checkpoint shown, nothing restored
+        return _only_shown(parents[id(parent)], parents)
     if not (
         isinstance(parent, ast.Assign)
         and len(parent.targets) == 1

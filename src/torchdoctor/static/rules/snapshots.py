@@ -27,6 +27,7 @@ from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import (
     enclosing_loops,
     guard_between,
@@ -61,7 +62,7 @@ class StateDictSnapshotAliased(LintRule):
                 if not isinstance(node, ast.Assign) or len(node.targets) != 1:
                     continue
                 model = _live_state_of(ctx, node.value, scope)
-                if model is None:
+                if model is None or _gathered(item):
                     continue
                 found = ctx.family_of(model, scope)
                 if found is None or found[0] != torchapi.MODULE:
@@ -161,6 +162,22 @@ class StateDictSnapshotAliased(LintRule):
             confidence=confidence,
             evidence={"read_line": read.lineno, **evidence},
         )
+
+
+def _gathered(item: Item) -> bool:
+    """The ``state_dict()`` runs under ``with FSDP.state_dict_type(...)`` (a full state
+    dict gathered from the shards, pyKT's ``offload_to_cpu=True``): new tensors, not the
+    live parameters."""
+    return any(
+        frame.kind is FrameKind.WITH
+        and isinstance(frame.node, (ast.With, ast.AsyncWith))
+        and any(
+            isinstance(w.context_expr, ast.Call)
+            and last_name(w.context_expr.func) == "state_dict_type"
+            for w in frame.node.items
+        )
+        for frame in item.frames
+    )
 
 
 def _live_state_of(

@@ -14,10 +14,11 @@ import ast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.losses import loss_calls
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.branches import conditional
-from torchdoctor.static.context import Scope
+from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ModuleScope
 from torchdoctor.static.torchapi import LossKind
@@ -153,6 +154,10 @@ class TargetCastToFloat(LintRule):
         if found is None or _is_soft(name.id):
             return by_name
         binding = found[0]
+        if binding.kind is BindingKind.LOOP_TARGET and _one_hot_elsewhere(
+            ctx, binding.node, name.id
+        ):
+            return None  # the file reads this loader's batches as one-hot rows
         if binding.kind is BindingKind.LOOP_TARGET or (
             binding.kind is BindingKind.UNPACKED and not isinstance(binding.value, ast.Call)
         ):
@@ -196,6 +201,26 @@ class TargetCastToFloat(LintRule):
             confidence=confidence,
             fix=fix,
         )
+
+
+def _one_hot_elsewhere(ctx: FileContext, loop: ast.AST, name: str) -> bool:
+    """Another loop of the file over the same iterable takes ``argmax`` of ``name`` over
+    its last or class dimension (FL-bench's AdCol: ``y = torch.argmax(y, dim=1)`` when it
+    tests the discriminator): the batches hold one-hot rows, soft targets by design."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    source = ast.unparse(loop.iter)
+    for other in ast.walk(ctx.tree):
+        if not isinstance(other, (ast.For, ast.AsyncFor)) or ast.unparse(other.iter) != source:
+            continue
+        for node in ast.walk(other):
+            if not (isinstance(node, ast.Call) and last_name(node.func) == "argmax"):
+                continue
+            operands = [node.func.value] if isinstance(node.func, ast.Attribute) else []
+            operands += node.args[:1]  # `y.argmax(1)`, `torch.argmax(y, dim=1)`
+            if any(isinstance(o, ast.Name) and o.id == name for o in operands):
+                return True
+    return False
 
 
 def _is_soft(name: str) -> bool:
