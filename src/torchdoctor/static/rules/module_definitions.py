@@ -62,13 +62,8 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
             type_name.rpartition(".")[2]
         )
         return Confidence.HIGH if info is not None and info.is_module else None
-    if not isinstance(expr, ast.Name):
-        return None
-    binding = ctx.lookup(expr, scope)
-    if binding is None or binding[0].kind is not BindingKind.LOOP_TARGET:
-        return None
-    loop = binding[0].node
-    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+    loop = _loop_binding(ctx, expr, scope)
+    if loop is None or not isinstance(expr, ast.Name) or not isinstance(loop.iter, ast.Call):
         return None
     func = loop.iter.func
     if not isinstance(func, ast.Attribute):
@@ -91,15 +86,21 @@ def _drawn_from_parameters(ctx: FileContext, expr: ast.expr, scope: Scope) -> bo
     """``expr`` is a loop name bound to the elements of ``.parameters()`` (or the values
     of ``.named_parameters()``), directly or through ``zip``/``enumerate``: a parameter,
     whatever its name says (MMSelfSup's ``param_teacher``)."""
-    if not isinstance(expr, ast.Name):
-        return False
-    binding = ctx.lookup(expr, scope)
-    if binding is None or binding[0].kind is not BindingKind.LOOP_TARGET:
-        return False
-    loop = binding[0].node
-    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+    loop = _loop_binding(ctx, expr, scope)
+    if loop is None or not isinstance(expr, ast.Name):
         return False
     return _source_of(loop.target, loop.iter, expr.id) in ("parameters", "named_parameters")
+
+
+def _loop_binding(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.For | ast.AsyncFor | None:
+    """The ``for`` loop whose target binds the name ``expr``, if that is how it is bound."""
+    if not isinstance(expr, ast.Name):
+        return None
+    binding = ctx.lookup(expr, scope)
+    if binding is None or binding[0].kind is not BindingKind.LOOP_TARGET:
+        return None
+    loop = binding[0].node
+    return loop if isinstance(loop, (ast.For, ast.AsyncFor)) else None
 
 
 def _source_of(target: ast.expr, iterable: ast.expr, name: str) -> str | None:
