@@ -13,7 +13,7 @@ import ast
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Frame, FrameKind, Item
 
-__all__ = ["conditional", "conditions", "exclusive"]
+__all__ = ["block_lines", "conditional", "conditions", "exclusive"]
 
 _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
 
@@ -100,3 +100,10 @@ def _spans(outer: ast.stmt, inner: ast.AST) -> bool:
         <= start
         <= (outer.end_lineno or 0, outer.end_col_offset or 0)
     )
+
+
+def block_lines(block: list[ast.stmt]) -> range:
+    """The source lines a block of statements spans (empty for an empty block)."""
+    if not block:
+        return range(0)
+    return range(block[0].lineno, (block[-1].end_lineno or block[-1].lineno) + 1)

@@ -353,3 +353,37 @@ def test_td808_a_cast_in_a_helper_handed_the_wrapper(cast: str, passed: str, fla
     mark = "  # expect: TD808" if flagged else ""
     source = CAST_IN_HELPER.format(cast=cast, passed=passed, mark=mark)
     assert_marked(source, "TD808")
+
+
+def test_td806_a_loader_in_the_else_of_the_test_that_guards_every_wrap_is_single_process() -> None:
+    """NeuralRecon: `if cfg.DISTRIBUTED:` builds a DistributedSampler loader and, later,
+    the DDP wrap; the plain loader in the `else` feeds the single-process run."""
+    source = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+def main(cfg, model):
+    dataset = torch.utils.data.TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+    if cfg.DISTRIBUTED:
+        dist.init_process_group("nccl")
+    if cfg.DISTRIBUTED:
+        train_loader = DataLoader(dataset, batch_size=4, sampler=DistributedSampler(dataset))
+    else:
+        train_loader = DataLoader(dataset, batch_size=4, shuffle=True)
+    if cfg.DISTRIBUTED:
+        model = DistributedDataParallel(model)
+    else:
+        model = torch.nn.DataParallel(model)
+    for x, y in train_loader:
+        torch.nn.functional.mse_loss(model(x), y).backward()
+"""
+    assert lint_codes(source, "TD806") == []
+    unguarded = source.replace(
+        "    if cfg.DISTRIBUTED:\n        model = DistributedDataParallel(model)\n"
+        "    else:\n        model = torch.nn.DataParallel(model)\n",
+        "    model = DistributedDataParallel(model)\n",
+    )
+    assert [code for code, _ in lint_codes(unguarded, "TD806")] == ["TD806"]

@@ -1668,3 +1668,51 @@ class SpeedTest:
                 self.model(x)  {"# expect: TD501" if flagged else ""}
 """
     assert_marked(source, "TD501")
+
+
+ADVERSARIAL_EPOCHS = """
+import torch
+from torch import nn
+
+def attack_pgd(model, x, y, steps):
+    delta = torch.zeros_like(x, requires_grad=True)
+    for _ in range(steps):
+        loss = nn.functional.cross_entropy(model(x + delta), y)
+        loss.backward()
+        delta.data = (delta + 0.01 * delta.grad.sign()).clamp(-0.03, 0.03)
+        delta.grad.zero_()
+    return delta.detach()
+
+def run(model, train_batches, test_batches, opt, epochs):
+    for epoch in range(epochs):
+        {top}
+        for x, y in train_batches:
+            delta = attack_pgd(model, x, y, 3)
+            loss = nn.functional.cross_entropy(model(x + delta), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval(){mark}
+        for x, y in test_batches:
+            delta = attack_pgd(model, x, y, 10)
+            with torch.no_grad():
+                print(model(x + delta).argmax(1).eq(y).float().mean())
+"""
+
+
+@pytest.mark.parametrize(
+    ("top", "flagged"),
+    [
+        # Bag of Tricks for AT: train() at the top of each epoch; after eval() only the
+        # test attack runs backward, for the input's gradient, with no step
+        ("model.train()", False),
+        # without train() the next epoch trains in eval mode
+        ("pass", True),
+    ],
+)
+def test_td502_an_attack_at_evaluation_is_no_training(top: str, flagged: bool) -> None:
+    source = ADVERSARIAL_EPOCHS.replace("{top}", top).replace(
+        "{mark}", "  # expect: TD502" if flagged else ""
+    )
+    model = "model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 3))\n"
+    assert_marked(source.replace("def run(", model + "\ndef run("), "TD502")

@@ -181,3 +181,27 @@ def create_and_clip(model, name):
 """,
         "TD617",
     )
+
+
+def test_td617_uses_on_the_other_side_of_the_if_read_another_value() -> None:
+    """pytorch-auto-drive: the generator is bound only when the config gives no groups;
+    the else branch iterates and measures the config's list itself."""
+    source = """
+import torch
+
+def get_optimizer(cfg, net):
+    parameters = cfg.pop("parameters") if "parameters" in cfg else None
+    if parameters is None:
+        parameters = net.parameters()
+    else:
+        keys = [d["params"] for d in parameters]
+        for i in range(len(parameters)):
+            parameters[i] = {"params": [p for n, p in net.named_parameters() if keys[i] in n]}
+    return torch.optim.SGD(parameters, lr=0.1)
+"""
+    assert lint_codes(source, "TD617") == []
+    drained = source.replace(
+        "        parameters = net.parameters()\n",
+        "        parameters = net.parameters()\n        print(len(list(parameters)))\n",
+    )
+    assert [code for code, _ in lint_codes(drained, "TD617")] == ["TD617"]

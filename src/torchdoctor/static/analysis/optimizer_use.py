@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.branches import block_lines
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope, Item
 
@@ -58,7 +59,7 @@ def used_after(ctx: FileContext, scope: Scope, built: Item, after: Item) -> bool
         and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
     ]
     arms = [
-        (_span(test.body), _span(test.orelse))
+        (block_lines(test.body), block_lines(test.orelse))
         for test in ast.walk(function)
         if isinstance(test, ast.If) and test.orelse
     ]
@@ -192,13 +193,6 @@ def _helper_keeps(helper: FunctionScope, call: ast.Call, holders: set[str]) -> b
 
 def _reads(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(sub, ast.Name) and sub.id in names for sub in ast.walk(node))
-
-
-def _span(block: list[ast.stmt]) -> range:
-    """The lines of a block of statements."""
-    if not block:
-        return range(0)
-    return range(block[0].lineno, (block[-1].end_lineno or block[-1].lineno) + 1)
 
 
 def _within(node: ast.expr, block: ast.AST) -> bool:

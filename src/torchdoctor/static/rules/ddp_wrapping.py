@@ -19,6 +19,7 @@ from torchdoctor.static.analysis.callers import passed_values
 from torchdoctor.static.analysis.calls import keyword
 from torchdoctor.static.analysis.dataloader import assigned_name, iterated, loader_calls, loader_of
 from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
+from torchdoctor.static.branches import block_lines
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.names import is_none
@@ -88,6 +89,30 @@ def _unchained(expr: ast.expr) -> ast.expr:
     ):
         expr = expr.func.value
     return expr
+
+
+def _on_the_other_side_of_every_wrap(ctx: FileContext, call: ast.Call) -> bool:
+    """Every DDP wrap of the file sits in the body of an ``if T:`` and ``call`` in the
+    ``else`` of an ``if`` on the same test ``T`` (NeuralRecon's ``if cfg.DISTRIBUTED:``
+    around the DistributedSampler loader and the wrap, a plain loader in the ``else``):
+    the loader feeds the single-process run."""
+    tests: dict[str, tuple[list[range], list[range]]] = {}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.If) and node.orelse:
+            bodies, elses = tests.setdefault(ast.unparse(node.test), ([], []))
+            bodies.append(block_lines(node.body))
+            elses.append(block_lines(node.orelse))
+    found = wraps(ctx)
+    if not found:
+        return False
+    for wrap in found:
+        if not any(
+            any(wrap.line in body for body in bodies)
+            and any(call.lineno in other for other in elses)
+            for bodies, elses in tests.values()
+        ):
+            return False
+    return True
 
 
 def _training_after(ctx: FileContext, scope: Scope, line: int) -> bool:
@@ -379,6 +404,8 @@ class LoaderWithoutDistributedSampler(LintRule):
                     continue
                 if self._has_sampler(call) or self._sharded(call, scope):
                     continue
+                if _on_the_other_side_of_every_wrap(ctx, call):
+                    continue  # `if cfg.DISTRIBUTED: ... DDP` / `else:` this loader
                 self._report(call)
 
     def _training_loaders(self, module: ModuleScope) -> set[int]:

@@ -433,14 +433,19 @@ def _sets_eval_mode(module: ModuleScope) -> bool:
 
 def _trains(actions: list[Action], index: int) -> bool:
     """Whether the forward at ``index`` is a training forward: a backward follows it
-    (going round the loop) before the mode is set again. A forward after ``eval()`` in
-    an evaluation written without ``no_grad`` is not one."""
+    (going round the loop), then an optimizer step, before the mode is set again. A
+    forward after ``eval()`` in an evaluation written without ``no_grad`` is not one, nor
+    is one whose backward only serves the input (a PGD attack run at evaluation, whose
+    helper sets the mode back before anything steps)."""
+    backward = False
     for action in actions[index + 1 :] + actions[:index]:
         if action.kind is EventKind.BACKWARD:
+            backward = True
+        if backward and action.steps:
             return True
         if action.kind in MODE:
             return False
-    return False
+    return backward
 
 
 def _trained_again(actions: list[Action], index: int, model: str) -> bool:
