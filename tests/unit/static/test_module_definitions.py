@@ -4,11 +4,13 @@ functional-dropout-ignores-training."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.rules.selection import Selection
+from torchdoctor.static import LintConfig, lint
 from torchdoctor.static.runner import lint_sources
 
 HEADER = """
@@ -802,3 +804,30 @@ setup(Net())
 def test_td221_in_a_helper_typed_by_its_callers(passed: str, flagged: bool) -> None:
     mark = "  # expect: TD221" if flagged else ""
     assert_marked(FREEZE_HELPER.format(passed=passed, mark=mark), "TD221")
+
+
+def test_td221_an_attribute_a_project_class_builds_as_a_parameter_is_not_proven(
+    tmp_path: Path,
+) -> None:
+    """PENet: main.py reaches its models through `from model import *`, so the index
+    cannot tell `model.encoder3`; model.py builds it as an nn.Parameter buffer. The name
+    alone (an encoder) proves no module there; a real module attribute still does."""
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.encoder3 = nn.Parameter(torch.zeros(9, 9), requires_grad=False)\n"
+        "        self.encoder = nn.Linear(4, 4)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "main.py").write_text(
+        "from model import *\n\n"
+        "def main(args):\n"
+        "    model = Net()\n"
+        "    model.encoder3.requires_grad = False\n"
+        "    model.encoder.requires_grad = False\n",
+        encoding="utf-8",
+    )
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD221")
+    assert [f.location.line for f in found] == [6]

@@ -9,12 +9,17 @@ in a module without ``training=self.training`` stays on in eval mode).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name
+from torchdoctor.static.analysis.related_files import (
+    first_in_imported_files,
+    first_in_related_files,
+)
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -52,7 +57,15 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
         return None  # `for p_s, p_t in zip(s.parameters(), teacher.parameters())`
     found = ctx.family_of(expr, scope)
     if found is not None:
-        return found[1] if found[0] == torchapi.MODULE else None
+        if found[0] != torchapi.MODULE:
+            return None
+        if (
+            found[1] is not Confidence.HIGH
+            and isinstance(expr, ast.Attribute)
+            and _built_as_a_parameter(ctx, expr.attr)
+        ):
+            return None  # only the name says module; a class of the project says Parameter
+        return found[1]
     if isinstance(expr, ast.Attribute) and _layer_of_a_model(ctx, expr, scope):
         return Confidence.HIGH
     type_name = ctx.instance_type(expr, scope)
@@ -80,6 +93,29 @@ def _module_evidence(ctx: FileContext, expr: ast.expr, scope: Scope) -> Confiden
     ):
         return Confidence.HIGH
     return None
+
+
+def _built_as_a_parameter(ctx: FileContext, attr: str) -> bool:
+    """Some class of this file, of a file along its folder line or of a project module it
+    imports builds ``self.<attr> = nn.Parameter(...)`` (PENet's ``encoder3`` buffers,
+    whose module ``main.py`` reaches through star imports): read as text, since such
+    imports hide the class from the project index."""
+    pattern = re.compile(
+        rb"self\." + re.escape(attr.encode()) + rb"\s*=\s*(?:[\w.]+\.)?Parameter\s*\("
+    )
+
+    def found_in(path: str, data: bytes) -> tuple[str, int] | None:
+        return (path, 0) if pattern.search(data) else None
+
+    key = ("TD221", "parameter", attr)
+    if key not in ctx.memo:
+        own = found_in(ctx.path, ctx.source.encode("utf-8", "replace"))
+        ctx.memo[key] = bool(
+            own
+            or first_in_related_files(ctx, f"parameter-attribute:{attr}", found_in)
+            or first_in_imported_files(ctx, found_in)
+        )
+    return bool(ctx.memo[key])
 
 
 def _drawn_from_parameters(ctx: FileContext, expr: ast.expr, scope: Scope) -> bool:
