@@ -204,9 +204,9 @@ class TargetCastToFloat(LintRule):
 
 
 def _one_hot_elsewhere(ctx: FileContext, loop: ast.AST, name: str) -> bool:
-    """Another loop of the file over the same iterable takes ``argmax`` of ``name`` over
-    its last or class dimension (FL-bench's AdCol: ``y = torch.argmax(y, dim=1)`` when it
-    tests the discriminator): the batches hold one-hot rows, soft targets by design."""
+    """A loop of the file over the same iterable takes ``argmax`` of ``name`` (FL-bench's
+    AdCol: ``y = torch.argmax(y, dim=1)`` when it tests the discriminator): the batches
+    hold one-hot rows, soft targets by design, not class indices."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
     source = ast.unparse(loop.iter)
