@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.static.helpers import assert_marked, lint_codes
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 
 HEADER = """
 import copy
@@ -492,3 +492,26 @@ def test_td222_follows_a_target_drawn_element_by_element(
     mark = "  # expect: TD222" if flagged else ""
     source = PER_AGENT_TARGETS.format(loop=loop, detach=detach, mark=mark)
     assert_marked(source, "TD222")
+
+
+def test_the_message_names_the_cost_of_a_target_nothing_trains() -> None:
+    """A target network in no optimizer does not move with the student: what its graph
+    costs is a backward through it and a `.grad` nothing uses (PyCIL's DDPG)."""
+    source = (
+        HEADER
+        + """
+def dqn(q_net: nn.Module, loader):
+    target_net = copy.deepcopy(q_net)
+    opt = torch.optim.Adam(q_net.parameters())
+    for s, r, s2 in loader:
+        target = r + 0.9 * target_net(s2).max(1).values
+        loss = F.mse_loss(q_net(s).max(1).values, target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+    )
+    [found] = lint_findings(source, "TD222")
+    assert "runs through the target network too" in found.message
+    assert "a `.grad` that nothing uses" in found.message
+    assert "moves with" not in found.message
