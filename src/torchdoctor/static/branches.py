@@ -13,7 +13,7 @@ import ast
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Frame, FrameKind, Item
 
-__all__ = ["block_lines", "conditional", "conditions", "exclusive"]
+__all__ = ["block_lines", "conditional", "conditions", "exclusive", "spans"]
 
 _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
 
@@ -58,11 +58,11 @@ def conditional(ctx: FileContext, statement: ast.AST, use: ast.expr, scope: Scop
     while stack:
         node = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if not isinstance(child, ast.stmt) or not _spans(child, statement):
+            if not isinstance(child, ast.stmt) or not spans(child, statement):
                 continue
             if child is statement:
                 return False
-            if isinstance(child, _BRANCHES) and not _spans(child, use):
+            if isinstance(child, _BRANCHES) and not spans(child, use):
                 return True
             if isinstance(child, ast.If) and _opposite_arms(child, statement, use):
                 return True  # `if training: y = y.float()` / `else: loss(x, y)`
@@ -93,7 +93,8 @@ def _spans_block(body: list[ast.stmt], place: ast.AST) -> bool:
     )
 
 
-def _spans(outer: ast.stmt, inner: ast.AST) -> bool:
+def spans(outer: ast.stmt, inner: ast.AST) -> bool:
+    """Whether ``inner`` starts within ``outer``'s source span."""
     start = (getattr(inner, "lineno", 0), getattr(inner, "col_offset", 0))
     return (
         (outer.lineno, outer.col_offset)

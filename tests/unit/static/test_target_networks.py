@@ -14,10 +14,9 @@ from torch import nn
 """
 
 
-def test_deepcopy_target_used_with_grad_is_flagged() -> None:
-    assert_marked(
-        HEADER
-        + """
+DQN_TARGET_WITH_GRAD = (
+    HEADER
+    + """
 def dqn(q_net: nn.Module, loader):
     target_net = copy.deepcopy(q_net)
     opt = torch.optim.Adam(q_net.parameters())
@@ -27,9 +26,12 @@ def dqn(q_net: nn.Module, loader):
         opt.zero_grad()
         loss.backward()
         opt.step()
-""",
-        "TD222",
-    )
+"""
+)
+
+
+def test_deepcopy_target_used_with_grad_is_flagged() -> None:
+    assert_marked(DQN_TARGET_WITH_GRAD, "TD222")
 
 
 def test_named_teacher_in_a_method_is_flagged() -> None:
@@ -497,21 +499,7 @@ def test_td222_follows_a_target_drawn_element_by_element(
 def test_the_message_names_the_cost_of_a_target_nothing_trains() -> None:
     """A target network in no optimizer does not move with the student: what its graph
     costs is a backward through it and a `.grad` nothing uses (PyCIL's DDPG)."""
-    source = (
-        HEADER
-        + """
-def dqn(q_net: nn.Module, loader):
-    target_net = copy.deepcopy(q_net)
-    opt = torch.optim.Adam(q_net.parameters())
-    for s, r, s2 in loader:
-        target = r + 0.9 * target_net(s2).max(1).values
-        loss = F.mse_loss(q_net(s).max(1).values, target)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-"""
-    )
-    [found] = lint_findings(source, "TD222")
+    [found] = lint_findings(DQN_TARGET_WITH_GRAD, "TD222")
     assert "runs through the target network too" in found.message
     assert "a `.grad` that nothing uses" in found.message
     assert "moves with" not in found.message

@@ -25,6 +25,7 @@ from torchdoctor.static.values import bound_value
 
 __all__ = [
     "at_most_passes",
+    "element_pairs",
     "enclosing_loops",
     "function_trains",
     "guard_between",
@@ -345,3 +346,26 @@ def _is_counter(expr: ast.expr) -> bool:
 def items_of(loop: Loop, kind: type[ast.AST]) -> Iterator[Item]:
     """The loop's recorded items whose node is a ``kind``."""
     return (item for item in loop.items if isinstance(item.node, kind))
+
+
+def element_pairs(target: ast.expr, source: ast.expr) -> list[tuple[ast.expr, ast.expr]] | None:
+    """``(iterable, target part)`` for ``a, b in zip(xs, ys)`` and ``i, x in
+    enumerate(xs)``, nested (``i, (a, b) in enumerate(zip(xs, ys))``); ``None`` for
+    any other shape."""
+    if not (
+        isinstance(source, ast.Call)
+        and isinstance(source.func, ast.Name)
+        and isinstance(target, (ast.Tuple, ast.List))
+        and not any(isinstance(arg, ast.Starred) for arg in source.args)
+    ):
+        return None
+    if source.func.id == "zip" and len(source.args) == len(target.elts):
+        parts = zip(source.args, target.elts, strict=True)
+    elif source.func.id == "enumerate" and source.args and len(target.elts) == 2:
+        parts = zip(source.args[:1], target.elts[1:], strict=True)
+    else:
+        return None
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for iterable, element in parts:
+        pairs += element_pairs(element, iterable) or [(iterable, element)]
+    return pairs

@@ -16,11 +16,13 @@ from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix,
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name
+from torchdoctor.static.analysis.loops import element_pairs
 from torchdoctor.static.analysis.related_files import (
     first_in_imported_files,
     first_in_related_files,
 )
 from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.branches import spans
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ClassScope, FrameKind, FunctionScope
@@ -142,32 +144,20 @@ def _loop_binding(ctx: FileContext, expr: ast.expr, scope: Scope) -> ast.For | a
 def _source_of(target: ast.expr, iterable: ast.expr, name: str) -> str | None:
     """The method whose results bind ``name`` in ``for <target> in <iterable>``: through
     ``zip`` and ``enumerate`` unpacked in place; the value of a ``named_*`` pair."""
-    if isinstance(target, ast.Name):
-        if target.id != name or not isinstance(iterable, ast.Call):
-            return None
-        func = iterable.func
-        return func.attr if isinstance(func, ast.Attribute) else None
-    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(iterable, ast.Call):
-        return None
-    func = iterable.func
-    if isinstance(func, ast.Name) and func.id == "zip" and len(iterable.args) == len(target.elts):
-        for part, source in zip(target.elts, iterable.args, strict=True):
-            found = _source_of(part, source, name)
-            if found is not None:
-                return found
-        return None
-    if isinstance(func, ast.Name) and func.id == "enumerate" and iterable.args:
-        return (
-            _source_of(target.elts[-1], iterable.args[0], name) if len(target.elts) == 2 else None
-        )
-    if (
-        isinstance(func, ast.Attribute)
-        and func.attr.startswith("named_")
-        and len(target.elts) == 2
-        and isinstance(target.elts[1], ast.Name)
-        and target.elts[1].id == name
-    ):
-        return func.attr
+    for source, element in element_pairs(target, iterable) or [(iterable, target)]:
+        if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)):
+            continue
+        method = source.func.attr
+        if isinstance(element, ast.Name) and element.id == name:
+            return method
+        if (
+            method.startswith("named_")
+            and isinstance(element, (ast.Tuple, ast.List))
+            and len(element.elts) == 2
+            and isinstance(element.elts[1], ast.Name)
+            and element.elts[1].id == name
+        ):
+            return method
     return None
 
 
@@ -680,7 +670,7 @@ def _after_an_exit_on_the_mode(ctx: FileContext, method: FunctionScope, call: as
     evaluation, incremental_learning's ``MCCosineClassifier``)."""
     for block in _blocks(method.node):
         for index, statement in enumerate(block):
-            if _spans(statement, call) and any(
+            if spans(statement, call) and any(
                 isinstance(earlier, ast.If)
                 and "training" in ctx.segment(earlier.test)
                 and isinstance(earlier.body[-1], (ast.Return, ast.Raise))
@@ -709,11 +699,6 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
             found.append(handler.body)
             stack.extend(handler.body)
     return found
-
-
-def _spans(statement: ast.stmt, node: ast.AST) -> bool:
-    end = statement.end_lineno or statement.lineno
-    return statement.lineno <= getattr(node, "lineno", 0) <= end
 
 
 def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:

@@ -19,6 +19,7 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.loops import element_pairs
 from torchdoctor.static.analysis.optimized import is_optimizer
 from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
 from torchdoctor.static.bindings import BindingKind
@@ -502,7 +503,7 @@ def _loop_drawing_from(root: ast.AST, node: ast.AST) -> ast.For | ast.AsyncFor |
 def _drawn_names(loop: ast.For | ast.AsyncFor, carried: set[str]) -> set[str]:
     """The loop names bound from carried values: per element of a ``zip`` or
     ``enumerate`` unpacked in place, else every name of the loop's target."""
-    pairs = _element_pairs(loop.target, loop.iter)
+    pairs = element_pairs(loop.target, loop.iter)
     if pairs is None:
         pairs = [(loop.iter, loop.target)]
     return {
@@ -512,29 +513,6 @@ def _drawn_names(loop: ast.For | ast.AsyncFor, carried: set[str]) -> set[str]:
         for node in ast.walk(element)
         if isinstance(node, ast.Name)
     }
-
-
-def _element_pairs(target: ast.expr, source: ast.expr) -> list[tuple[ast.expr, ast.expr]] | None:
-    """``(iterable, target part)`` for ``a, b in zip(xs, ys)`` and ``i, x in
-    enumerate(xs)``, nested (``i, (a, b) in enumerate(zip(xs, ys))``); ``None`` for
-    any other shape."""
-    if not (
-        isinstance(source, ast.Call)
-        and isinstance(source.func, ast.Name)
-        and isinstance(target, (ast.Tuple, ast.List))
-        and not any(isinstance(arg, ast.Starred) for arg in source.args)
-    ):
-        return None
-    if source.func.id == "zip" and len(source.args) == len(target.elts):
-        parts = zip(source.args, target.elts, strict=True)
-    elif source.func.id == "enumerate" and source.args and len(target.elts) == 2:
-        parts = zip(source.args[:1], target.elts[1:], strict=True)
-    else:
-        return None
-    pairs: list[tuple[ast.expr, ast.expr]] = []
-    for iterable, element in parts:
-        pairs += _element_pairs(element, iterable) or [(iterable, element)]
-    return pairs
 
 
 def _reads_with_graph(node: ast.AST, name: str) -> bool:
