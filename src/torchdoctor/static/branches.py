@@ -13,7 +13,15 @@ import ast
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Frame, FrameKind, Item
 
-__all__ = ["block_lines", "conditional", "conditions", "exclusive", "spans"]
+__all__ = [
+    "block_lines",
+    "conditional",
+    "conditions",
+    "exclusive",
+    "if_arms",
+    "on_opposite_arms",
+    "spans",
+]
 
 _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
 
@@ -108,3 +116,22 @@ def block_lines(block: list[ast.stmt]) -> range:
     if not block:
         return range(0)
     return range(block[0].lineno, (block[-1].end_lineno or block[-1].lineno) + 1)
+
+
+def if_arms(root: ast.AST) -> list[tuple[range, range]]:
+    """The lines of the body and of the ``else`` of every ``if`` under ``root`` that has
+    one."""
+    return [
+        (block_lines(node.body), block_lines(node.orelse))
+        for node in ast.walk(root)
+        if isinstance(node, ast.If) and node.orelse
+    ]
+
+
+def on_opposite_arms(arms: list[tuple[range, range]], first: int, second: int) -> bool:
+    """Whether lines ``first`` and ``second`` sit on the two sides of one ``if`` of
+    ``arms`` (:func:`if_arms`): at most one of them runs."""
+    return any(
+        (first in body and second in other) or (first in other and second in body)
+        for body, other in arms
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.static.analysis.callers import called_function
-from torchdoctor.static.branches import block_lines
+from torchdoctor.static.branches import if_arms, on_opposite_arms
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope, Item
 
@@ -58,11 +58,7 @@ def used_after(ctx: FileContext, scope: Scope, built: Item, after: Item) -> bool
         if inner is not function
         and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
     ]
-    arms = [
-        (block_lines(test.body), block_lines(test.orelse))
-        for test in ast.walk(function)
-        if isinstance(test, ast.If) and test.orelse
-    ]
+    arms = if_arms(function)
     for sub in ast.walk(function):
         if isinstance(sub, (ast.Global, ast.Nonlocal)) and holders & set(sub.names):
             return True
@@ -72,9 +68,7 @@ def used_after(ctx: FileContext, scope: Scope, built: Item, after: Item) -> bool
             continue
         if any(_within(sub, block) for block in around + nested):
             return True
-        if sub.lineno > end and not any(
-            (after.line in one and sub.lineno in other) for one, other in arms
-        ):
+        if sub.lineno > end and not on_opposite_arms(arms, after.line, sub.lineno):
             return True  # read later, and not only on the other side of an `if` around both
     return False
 

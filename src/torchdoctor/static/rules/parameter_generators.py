@@ -15,7 +15,7 @@ from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
-from torchdoctor.static.branches import block_lines
+from torchdoctor.static.branches import if_arms, on_opposite_arms
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import (
@@ -113,20 +113,12 @@ class ParameterGeneratorExhausted(LintRule):
     def _judge(self, item: Item, name: str, uses: list[_Use]) -> None:
         # A use on the other side of an `if` from the assignment reads another value
         # (`if parameters is None: parameters = net.parameters()` / `else: len(parameters)`).
-        arms = [
-            (block_lines(test.body), block_lines(test.orelse))
-            for test in ast.walk(self.ctx.tree)
-            if isinstance(test, ast.If) and test.orelse
-        ]
+        arms = if_arms(self.ctx.tree)
         uses = [
             u
             for u in uses
             if not _exclusive(item.frames, u.frames)
-            and not any(
-                (item.line in one and _line(u.call) in other)
-                or (item.line in other and _line(u.call) in one)
-                for one, other in arms
-            )
+            and not on_opposite_arms(arms, item.line, _line(u.call))
         ]
         if not uses:
             return
