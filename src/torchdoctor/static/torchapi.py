@@ -59,6 +59,7 @@ __all__ = [
     "GRAD_ON",
     "GRAD_SCALER",
     "GRAD_SCOPES",
+    "LAST_EPOCH_PLACE",
     "LOSS",
     "LOSS_CLASSES",
     "LOSS_FUNCTIONS",
@@ -488,6 +489,24 @@ EPOCH_SCHEDULERS: dict[str, tuple[int, str] | None] = {
     "ExponentialLR": (1, "gamma"),
     "ReduceLROnPlateau": None,
     "CosineAnnealingLR": (1, "T_max"),
+}
+
+# Where each torch scheduler takes ``last_epoch`` among its positional arguments (the
+# position it resumes from), optimizer first.
+LAST_EPOCH_PLACE: dict[str, int] = {
+    "LambdaLR": 2,
+    "MultiplicativeLR": 2,
+    "ExponentialLR": 2,
+    "StepLR": 3,
+    "MultiStepLR": 3,
+    "ConstantLR": 3,
+    "CosineAnnealingLR": 3,
+    "PolynomialLR": 3,
+    "SequentialLR": 3,
+    "LinearLR": 4,
+    "CosineAnnealingWarmRestarts": 4,
+    "CyclicLR": 12,
+    "OneCycleLR": 13,
 }
 
 # Activations a value can end in, by the function or layer class that applies it; the

@@ -605,6 +605,9 @@ def test_shape_constructor_initialised_elsewhere_or_only_read_stays_a_warning() 
                 self.weight = nn.Parameter(torch.Tensor(n, n))
                 nn.init.xavier_normal_(self.other)
 
+            def forward(self, x):
+                return x @ self.weight
+
         def indices(batch, n):
             data = torch.LongTensor(batch, n) % n
             print(data)
@@ -613,7 +616,7 @@ def test_shape_constructor_initialised_elsewhere_or_only_read_stays_a_warning() 
     found = lint_findings(source, "TD105")
     assert [(f.location.line, f.severity) for f in found] == [
         (8, Severity.WARNING),
-        (12, Severity.WARNING),
+        (15, Severity.WARNING),
     ]
 
 
@@ -1114,6 +1117,9 @@ def test_an_owner_filling_self_parameters_in_a_method_called_after_building_is_i
                 super().__init__()
                 self.w = nn.Parameter(torch.Tensor(n, n))
 
+            def forward(self, x):
+                return x @ self.w
+
         class Model(nn.Module):
             def __init__(self, n):
                 super().__init__()
@@ -1328,6 +1334,9 @@ def test_td105_a_parameter_the_unread_base_initialises_is_information(
             def init_weights(self):
                 {initialiser}
                 nn.init.normal_(self.query_embed.weight)
+
+            def forward(self, x):
+                return x + self.level_embeds.sum()
         """
     found = lint_findings(source, "TD105")
     assert [(f.location.line, f.severity) for f in found] == [(12, severity)]
@@ -1368,3 +1377,35 @@ class Server:
 def test_td104_targets_the_file_reads_as_one_hot_are_soft(reduce: str, flagged: bool) -> None:
     found = lint_codes(ONE_HOT_DISCRIMINATOR.format(reduce=reduce), "TD104")
     assert [code for code, _ in found] == (["TD104"] if flagged else [])
+
+
+@pytest.mark.parametrize(
+    ("use", "severity"),
+    [
+        # SSLRec's multi-behaviour models: `self.ii_w` is built and never read again
+        ("h @ self.i_w", Severity.INFO),
+        # read by the forward: its garbage reaches every output
+        ("h @ self.i_w @ self.ii_w", Severity.WARNING),
+        # read by name through getattr
+        ('h @ self.i_w @ getattr(self, "ii_w")', Severity.WARNING),
+        # updated in place is a read too
+        ("h @ self.i_w + self.ii_w.sum()", Severity.WARNING),
+    ],
+)
+def test_td105_a_parameter_no_line_reads_is_information(use: str, severity: Severity) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+        class Gating(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.i_w = nn.Parameter(torch.Tensor(d, d))
+                self.ii_w = nn.Parameter(torch.Tensor(d, d))
+                nn.init.xavier_uniform_(self.i_w)
+
+            def forward(self, h):
+                return {use}
+        """
+    found = [f for f in lint_findings(source, "TD105") if f.location.line == 9]
+    assert [f.severity for f in found] == [severity]

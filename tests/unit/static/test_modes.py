@@ -1716,3 +1716,56 @@ def test_td502_an_attack_at_evaluation_is_no_training(top: str, flagged: bool) -
     )
     model = "model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.Linear(8, 3))\n"
     assert_marked(source.replace("def run(", model + "\ndef run("), "TD502")
+
+
+HEAD_WARM_UP = """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU())
+        self.heads = nn.ModuleList([nn.Linear(8, 3)])
+
+    def forward(self, x):
+        return self.heads[-1](self.body(x))
+
+
+class Learner:
+    def __init__(self, model):
+        self.model = model
+
+    def warm_up(self, batches, epochs):
+        self.optimizer = torch.optim.SGD(self.model.heads[-1].parameters(), lr=0.1)
+        for epoch in range(epochs):
+            {top}
+            for x, y in batches:
+                loss = nn.functional.cross_entropy(self.model(x), y)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+            self.model.eval(){mark}
+            with torch.no_grad():
+                for x, y in batches:
+                    print(self.model(x).argmax(1).eq(y).float().mean())
+"""
+
+
+@pytest.mark.parametrize(
+    ("top", "flagged"),
+    [
+        # FACIL's head warm-up: the new head is put in train mode every epoch, the frozen
+        # rest of the model stays in eval mode on purpose
+        ("self.model.heads[-1].train()", False),
+        ("self.model.body[1].train()", False),
+        # nothing puts any part back in train mode: the next epoch trains in eval mode
+        ("pass", True),
+    ],
+)
+def test_td502_quiet_where_the_loop_sets_the_mode_of_a_part(top: str, flagged: bool) -> None:
+    source = HEAD_WARM_UP.replace("{top}", top).replace(
+        "{mark}", "  # expect: TD502" if flagged else ""
+    )
+    assert_marked(source, "TD502")

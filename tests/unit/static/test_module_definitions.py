@@ -831,3 +831,55 @@ def test_td221_an_attribute_a_project_class_builds_as_a_parameter_is_not_proven(
     )
     found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD221")
     assert [f.location.line for f in found] == [6]
+
+
+def test_functional_dropout_whose_rate_a_later_caller_sets_is_read_whole_file() -> None:
+    """The callers that set the rate may be defined after the method (OLMo's order
+    reversed): the rule reads every method of the file, not those walked so far."""
+    source = (
+        HEADER
+        + """
+class Block(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def _attention(self, w, dropout_p=0.0):
+        return F.dropout(w.softmax(-1), p=dropout_p){mark}
+
+    def forward(self, w):
+        return self._attention(w, dropout_p=0.0 if not self.training else self.p)
+"""
+    )
+    assert_marked(source.format(mark=""), "TD506")
+    fixed_rate = source.replace("0.0 if not self.training else self.p", "self.p")
+    assert_marked(fixed_rate.format(mark="  # expect: TD506"), "TD506")
+
+
+def test_functional_dropout_whose_rate_the_evaluating_caller_zeroes_is_quiet() -> None:
+    """HCCF: ``F.dropout(x, p=1 - keep_rate)`` with ``keep_rate`` a forward argument;
+    training passes the configured keep rate, ``full_predict`` passes 1.0 (rate 0). When
+    no caller zeroes the rate, evaluation drops activations."""
+    source = (
+        HEADER
+        + """
+class Hypergraph(nn.Module):
+    def __init__(self, keep_rate):
+        super().__init__()
+        self.keep_rate = keep_rate
+        self.hyper = nn.Parameter(torch.randn(8, 4))
+
+    def forward(self, x, keep_rate):
+        return x @ F.dropout(self.hyper, p=1 - keep_rate){mark}
+
+    def loss(self, x):
+        return self.forward(x, self.keep_rate).pow(2).mean()
+
+    def predict(self, x):
+        return self.forward(x, {evaluation})
+"""
+    )
+    assert_marked(source.format(mark="", evaluation="1.0"), "TD506")
+    assert_marked(source.format(mark="", evaluation="keep_rate=1"), "TD506")
+    kept = source.format(mark="  # expect: TD506", evaluation="self.keep_rate")
+    assert_marked(kept, "TD506")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.unit.static.helpers import lint_codes, lint_findings
+from torchdoctor.static import LintConfig, lint
 
 TRAIN = """
 import torch
@@ -693,3 +696,104 @@ def test_td905_a_resume_that_reads_back_only_the_weights_starts_the_schedule_ove
     assert lint_codes(quiet, "TD905") == []
     resumed = WARM_START_CALLED_RESUME.replace("{more}", 'start = torch.load("best.pth")["epoch"]')
     assert [code for code, _ in lint_codes(resumed, "TD905")] == ["TD905"]
+
+
+def test_a_schedule_replayed_through_a_helper_that_steps_it_is_restored() -> None:
+    # ResShift: the resume replays `self.adjust_lr(ii)` up to the saved iteration, and
+    # adjust_lr steps the scheduler; the optimizer is still missing from the checkpoint
+    source = """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, loader):
+            self.model, self.loader = model, loader
+            self.optimizer = torch.optim.AdamW(model.parameters())
+            self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, 100)
+            self.start = 0
+
+        def adjust_lr(self, step=None):
+            self.scheduler.step()
+
+        def resume(self, path):
+            state = torch.load(path)
+            self.model.load_state_dict(state["model"])
+            self.start = state["iteration"]
+            for ii in range(1, self.start + 1):
+                self.adjust_lr(ii)
+
+        def fit(self, iterations):
+            for it in range(self.start, iterations):
+                x = next(self.loader)
+                self.optimizer.zero_grad()
+                self.model(x).sum().backward()
+                self.optimizer.step()
+                self.adjust_lr()
+                torch.save({"model": self.model.state_dict(), "iteration": it}, "c.pt")
+    """
+    (found,) = lint_findings(source, "TD905")
+    assert found.evidence["missing"] == ["optimizer"]
+    forgotten = source.replace("self.adjust_lr(ii)", "print(ii)")
+    (found,) = lint_findings(forgotten, "TD905")
+    assert found.evidence["missing"] == ["optimizer", "scheduler"]
+
+
+_FACTORY = """
+import torch
+
+
+def get_lr_scheduler(optimizer, params):
+    start = params["last_iter"]
+    return torch.optim.lr_scheduler.MultiStepLR(optimizer, params["milestones"], 0.5, start)
+"""
+_BASE = """
+import torch
+from optim_factory import get_lr_scheduler
+
+
+class Agent:
+    def create_optimizer(self, params, checkpoint=None):
+        self.optimizer = torch.optim.Adam(params)
+        settings = dict(self.settings, last_iter=-1)
+        if checkpoint is not None:
+            self.optimizer.load_state_dict(checkpoint["optimizer"])
+            settings["last_iter"] = checkpoint["iteration"] - 1
+        self.scheduler = get_lr_scheduler(self.optimizer, settings)
+"""
+_AGENT = """
+import torch
+from agent_base import Agent
+
+
+class SegAgent(Agent):
+    def train(self, loader, path=None):
+        start, checkpoint = 0, None
+        if path is not None:
+            loaded = torch.load(path)
+            self.net.load_state_dict(loaded["model"])
+            start = loaded["iteration"]
+            checkpoint = loaded
+        self.create_optimizer(self.net.parameters(){handed})
+        for it in range(start, 1000):
+            x = next(loader)
+            self.optimizer.zero_grad()
+            self.net(x).sum().backward()
+            self.optimizer.step()
+            self.scheduler.step()
+            torch.save({{"model": self.net.state_dict(), "optimizer":
+                        self.optimizer.state_dict(), "iteration": it}}, "latest.pt")
+"""
+
+
+def test_a_checkpoint_handed_to_the_programs_scheduler_builder_restores_it(
+    tmp_path: Path,
+) -> None:
+    # PyMIC: the resume hands the checkpoint to a base-class method of another module,
+    # which builds the scheduler through a factory at the saved iteration
+    (tmp_path / "optim_factory.py").write_text(_FACTORY, encoding="utf-8")
+    (tmp_path / "agent_base.py").write_text(_BASE, encoding="utf-8")
+    (tmp_path / "seg_agent.py").write_text(_AGENT.format(handed=", checkpoint"), "utf-8")
+    (tmp_path / "cls_agent.py").write_text(_AGENT.format(handed=""), encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(select=("TD905", "TD001")), jobs=1)
+    found = [(Path(f.location.path or "").name, f.code) for f in report.findings]
+    # the agent that builds its optimizer without the checkpoint restarts the schedule
+    assert found == [("cls_agent.py", "TD905")]

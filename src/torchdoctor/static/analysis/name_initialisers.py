@@ -15,7 +15,7 @@ import re
 from torchdoctor.static.analysis.related_files import first_in_related_files
 from torchdoctor.static.context import FileContext
 
-__all__ = ["initialised_by_name"]
+__all__ = ["initialised_by_name", "read_by_name"]
 
 _FILLS = rb"normal_|uniform_|zero_|zeros_|fill_|copy_|constant_|xavier_\w+|kaiming_\w+|orthogonal_"
 
@@ -40,3 +40,24 @@ def initialised_by_name(ctx: FileContext, attribute: str) -> bool:
         return None
 
     return bool(first_in_related_files(ctx, f"initialised-by-name:{attribute}", search))
+
+
+def read_by_name(ctx: FileContext, attribute: str) -> bool:
+    """Whether any code along the file's folder line names ``<obj>.<attribute>`` other
+    than to assign it, or spells the name as a string (``getattr(m, "attr")``, a state
+    dict key): SSLRec's ``self.ii_w = nn.Parameter(torch.Tensor(...))`` that no line
+    ever reads holds memory nothing computes with."""
+    name = re.escape(attribute.encode())
+    pattern = re.compile(rb"\." + name + rb"\b(?!\s*=[^=])|['\"]" + name + rb"['\"]")
+
+    def search(path: str, data: bytes) -> bool | None:
+        if attribute.encode() not in data:
+            return None
+        for line in data.splitlines():
+            if pattern.search(line.split(b"#", 1)[0]):
+                return True
+        return None
+
+    if search(ctx.path, ctx.source.encode("utf-8", "replace")):
+        return True  # the file itself, read from memory when it is not on disk
+    return bool(first_in_related_files(ctx, f"read-by-name:{attribute}", search))

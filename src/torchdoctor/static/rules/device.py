@@ -16,7 +16,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import insert_keywords, last_name, torch_alias
 from torchdoctor.static.analysis.loops import loop_bound_names
-from torchdoctor.static.analysis.name_initialisers import initialised_by_name
+from torchdoctor.static.analysis.name_initialisers import initialised_by_name, read_by_name
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import is_none
@@ -128,6 +128,22 @@ class LegacyConstructor(LintRule):
             self._unproven.add(id(held))  # `m.weight = Parameter(w)` then `m.reset_parameters()`
         elif _is_self_attribute(target) and initialised_by_name(self.ctx, target.attr):
             self._unproven.add(id(held))  # `model.apply(init)` filling `m.<attr>` elsewhere
+        elif (
+            _is_self_attribute(target)
+            and self._bases_read()
+            and not read_by_name(self.ctx, target.attr)
+        ):
+            self._unproven.add(id(held))  # no line of the program reads `<obj>.<attr>`
+
+    def _bases_read(self) -> bool:
+        """Whether every base of the class being walked is torch's or the file's: a base
+        from elsewhere (mmdet's ``DeformableDetrTransformer``) may read any attribute in a
+        method lint does not see."""
+        function = self.ctx.function
+        owner = function.owner if function is not None else None
+        return owner is not None and not any(
+            _unread_base(self.ctx, base) for base in owner.node.bases
+        )
 
     def _read_before_written(self, statement: ast.stmt, target: str, name: str | None) -> bool:
         """Whether nothing in the scope that holds ``target`` may write it (a method of

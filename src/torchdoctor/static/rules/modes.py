@@ -219,6 +219,8 @@ class TrainInEvalMode(LintRule):
                         return  # a linear probe: eval() on purpose, only a head trains
                     if not after and _trained_again(actions, index, action.target):
                         continue  # eval() scoped to this forward: a frozen discriminator
+                    if _part_trained(actions, action.target):
+                        continue  # train() on the part that learns, the rest left frozen
                     if not self._trained(action.target):
                         return  # a teacher no optimizer takes: eval mode is what it needs
                     if is_mode_sensitive(ctx, _first_target(action), loop.function):
@@ -460,6 +462,16 @@ def _trained_again(actions: list[Action], index: int, model: str) -> bool:
         if action.kind is EventKind.EVAL:
             return False
     return False
+
+
+def _part_trained(actions: list[Action], model: str) -> bool:
+    """Whether the loop calls ``train()`` on a part of ``model`` (``model.heads[-1].train()``,
+    FACIL's head warm-up): the loop sets modes part by part, the part that learns in train
+    mode and the frozen rest left in eval mode on purpose (its BatchNorm statistics fixed)."""
+    return any(
+        action.kind is EventKind.TRAIN and action.target.startswith((model + ".", model + "["))
+        for action in actions
+    )
 
 
 def _first_target(action: Action) -> ast.expr | None:

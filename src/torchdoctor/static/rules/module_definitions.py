@@ -620,6 +620,8 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             return  # Tacotron 2's prenet: "always applies dropout, even in evaluation"
         if not is_module_class(ctx, method.owner) or _rate_follows_mode(ctx, method, node):
             return
+        if _rate_zeroed_by_a_caller(ctx, method, node):
+            return  # HCCF: `F.dropout(x, p=1 - keep_rate)`, full_predict passes keep_rate=1.0
         if _switched_by_the_caller(ctx, method, node):
             return
         flag = f"training={method.self_name}.training"
@@ -754,17 +756,76 @@ def _rate_follows_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) 
         return False
     if rate.id not in {a.arg for a in method.node.args.args + method.node.args.kwonlyargs}:
         return False
-    passed = []
-    for other in ctx.module.functions:
-        for node in ast.walk(other.node):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == method.name
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == other.self_name
-            ):
-                passed.append(method.argument_for(node, rate.id))
+    passed = [method.argument_for(node, rate.id) for node in _self_calls(ctx, method.name)]
     return bool(passed) and all(
         value is not None and "training" in ctx.segment(value) for value in passed
     )
+
+
+def _rate_zeroed_by_a_caller(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
+    """The rate is computed from parameters of the method, and a ``self.<method>(...)``
+    call of the file passes constants that make it 0 (HCCF's ``F.dropout(x, p=1 -
+    keep_rate)``, which ``full_predict`` calls with ``keep_rate=1.0``): the callers choose
+    the rate per call, and the one that evaluates turns the dropout off."""
+    rate = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "p"), "value", None)
+    if rate is None or method.owner is None:
+        return False
+    parameters = {a.arg for a in method.node.args.args + method.node.args.kwonlyargs}
+    used = {n.id for n in ast.walk(rate) if isinstance(n, ast.Name)}
+    if not used or not used <= parameters - {method.self_name}:
+        return False
+    return any(
+        _evaluates_to_zero(rate, {name: method.argument_for(node, name) for name in used})
+        for node in _self_calls(ctx, method.name)
+    )
+
+
+def _self_calls(ctx: FileContext, name: str) -> list[ast.Call]:
+    """Every ``self.<name>(...)`` call in the methods of the file's classes, read from the
+    tree (the rule runs while the file is walked, before its later methods are known)."""
+    found = []
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for method in node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if not method.args.args:
+                continue
+            self_name = method.args.args[0].arg
+            found += [
+                call
+                for call in ast.walk(method)
+                if isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == name
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == self_name
+            ]
+    return found
+
+
+def _evaluates_to_zero(expr: ast.expr, values: dict[str, ast.expr | None]) -> bool:
+    """Whether ``expr``, arithmetic over names given constant ``values``, is 0."""
+
+    def value(node: ast.expr) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            given = values.get(node.id)
+            if given is None or given is node:
+                raise ValueError(node.id)
+            return value(given)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            left, right = value(node.left), value(node.right)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            return left - right if isinstance(node.op, ast.Sub) else left * right
+        raise ValueError(ast.dump(node))
+
+    try:
+        return value(expr) == 0.0
+    except (ValueError, RecursionError):
+        return False

@@ -27,6 +27,10 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import assigned_names, last_name
 from torchdoctor.static.analysis.entries import item_assignments, key_text
 from torchdoctor.static.analysis.loops import enclosing_loops, step_events, trains
+from torchdoctor.static.analysis.related_files import (
+    first_in_imported_files,
+    first_in_related_files,
+)
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -113,7 +117,7 @@ class IncompleteResumeCheckpoint(LintRule):
         reads_back, positioned = _resume_facts(ctx)
         if not reads_back or _reads_weights_only(ctx):
             return  # nothing here resumes: the checkpoints are exports or logs
-        positioned = positioned or self._replays_schedules()
+        positioned = positioned or self._replays_schedules() or _positioned_elsewhere(ctx)
         # Each class's step kinds (None: module-level code and plain functions).
         top = list(step_events(ctx, ctx.module.items, None))
         stepped: dict[ast.ClassDef | None, set[EventKind]] = {None: {e.kind for e in top}}
@@ -169,9 +173,12 @@ class IncompleteResumeCheckpoint(LintRule):
         ctx = self.ctx
         for loop in ctx.module.all_loops:
             body = loop.node.body
-            if not all(_advances(statement) for statement in body):
+            helpers = [_schedule_helper(ctx, statement, loop.function) for statement in body]
+            if not all(_advances(s) or h is not None for s, h in zip(body, helpers, strict=True)):
                 continue
             kinds = {event.kind for event in step_events(ctx, loop.items, loop.function)}
+            for helper in filter(None, helpers):
+                kinds |= {event.kind for event in step_events(ctx, helper.items, helper)}
             if EventKind.SCHEDULER_STEP in kinds and not kinds & _TRAINING:
                 return True  # optimizer.step(closure) with a schedule is a training loop
         return False
@@ -577,6 +584,89 @@ def _advances(statement: ast.stmt) -> bool:
     if isinstance(func, ast.Attribute):
         return func.attr == "step"
     return isinstance(func, ast.Name) and func.id == "next"
+
+
+def _schedule_helper(
+    ctx: FileContext, statement: ast.stmt, scope: FunctionScope | None
+) -> FunctionScope | None:
+    """The function of the file that ``statement`` only calls, when that function steps a
+    scheduler and trains nothing (ResShift's resume replays ``self.adjust_lr(ii)`` up to
+    the saved iteration, and ``adjust_lr`` steps the scheduler)."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return None
+    helper = ctx.resolve_local_call(statement.value, scope)
+    if helper is None:
+        return None
+    kinds = {event.kind for event in step_events(ctx, helper.items, helper)}
+    return helper if EventKind.SCHEDULER_STEP in kinds and not kinds & _TRAINING else None
+
+
+def _positioned_elsewhere(ctx: FileContext) -> bool:
+    """Whether the resume hands the loaded checkpoint whole to code of the program (PyMIC's
+    ``self.create_optimizer(params, checkpoint)``, defined in a base class of another
+    module) and a module along the file's folder line, or one it imports, builds a
+    scheduler at a position read from a counter. The position comes back there."""
+    if not _hands_the_checkpoint_on(ctx):
+        return False
+    found = first_in_related_files(ctx, "scheduler-position", _positions_a_scheduler)
+    return bool(found or first_in_imported_files(ctx, _positions_a_scheduler))
+
+
+# Calls a checkpoint is handed to that only show it or read its weights.
+_NOT_HANDED_ON = frozenset({"load_state_dict", "print", "info", "debug", "warning", "log"})
+
+
+def _hands_the_checkpoint_on(ctx: FileContext) -> bool:
+    """Whether a call of the file, not torch's, gets a ``torch.load`` result whole: the
+    name bound to the load, or a name bound to that name (``ckpt_for_optm = checkpoint``)."""
+    for scope, items in ctx.module.bodies():
+        loaded: set[str] = set()
+        for item in items:
+            node = item.node
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                loads = isinstance(value, ast.Call) and ctx.is_call_to(
+                    value, "torch.load", scope=scope
+                )
+                if isinstance(target, ast.Name) and (
+                    loads or (isinstance(value, ast.Name) and value.id in loaded)
+                ):
+                    loaded.add(target.id)
+        if not loaded:
+            continue
+        for item in items:
+            node = item.node
+            if not isinstance(node, ast.Call) or last_name(node.func) in _NOT_HANDED_ON:
+                continue
+            if (ctx.qualified_name(node.func, scope) or "").startswith("torch."):
+                continue
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            if any(isinstance(a, ast.Name) and a.id in loaded for a in arguments):
+                return True
+    return False
+
+
+def _positions_a_scheduler(path: str, data: bytes) -> bool | None:
+    """True when the module's text builds a torch scheduler with a ``last_epoch`` that is not
+    a constant (by keyword, or at its place among the positional arguments, as PyMIC's
+    ``MultiStepLR(optimizer, milestones, gamma, epoch_last)``), or sets ``.last_epoch``."""
+    if b"last_epoch" not in data and b"LR(" not in data:
+        return None  # the cheap test first: most modules build no scheduler
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "last_epoch":
+            if isinstance(node.ctx, ast.Store):
+                return True
+        elif isinstance(node, ast.Call):
+            if any(k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords):
+                return True
+            place = torchapi.LAST_EPOCH_PLACE.get(last_name(node.func) or "")
+            if place is not None and len(node.args) > place and not _is_constant(node.args[place]):
+                return True
+    return None
 
 
 def _is_constant(value: ast.expr) -> bool:
