@@ -9,6 +9,7 @@ import pytest
 
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Confidence, Severity
+from torchdoctor.static import LintConfig, lint
 
 GPU = 'import torch\ndevice = "cuda"\n'
 
@@ -1177,3 +1178,62 @@ def resume(root, model):
 """
     )
     assert td901(source) == [("TD901", 8)]
+
+
+_SAVER = """
+import torch
+
+
+class ModelSaver:
+    def __init__(self, output_dir):
+        self.output_dir = output_dir
+
+    def save(self, model, step, optimizer=None):
+        state_dict = {{k: {weights} for k, v in model.state_dict().items()}}
+        torch.save(state_dict, f"{{self.output_dir}}/model_step_{{step}}.pt")
+        if optimizer is not None:
+            dump = {{"step": step, "optimizer": optimizer.state_dict()}}
+            torch.save(dump, f"{{self.output_dir}}/train_state_{{step}}.pt")
+"""
+_FINETUNE = """
+import torch
+from torch import nn
+
+from utils.save import ModelSaver
+
+
+def main(opts):
+    checkpoint = torch.load(opts.checkpoint)
+    model = nn.Linear(4, 2).cuda()
+    model.load_state_dict(checkpoint)
+    optimizer = torch.optim.Adam(model.parameters())
+    if opts.resume:
+        state = torch.load(opts.train_state)
+        optimizer.load_state_dict(state["optimizer"])
+    ModelSaver(opts.output_dir).save(model, 0, optimizer)
+"""
+
+
+@pytest.mark.parametrize(
+    ("weights", "expected"),
+    [
+        # UNITER's ModelSaver: every weights file holds CPU tensors; the optimizer's
+        # state keeps its device, so the resume of it is still flagged
+        ("v.cpu() if isinstance(v, torch.Tensor) else v", [14]),
+        ("v.to('cpu')", [14]),
+        # weights saved where they live: both loads may put them on the saving GPU
+        ("v", [9, 14]),
+        ("v.cuda() if isinstance(v, torch.Tensor) else v.cpu()", [9, 14]),
+    ],
+)
+def test_a_load_of_weights_the_programs_saver_writes_from_the_cpu_is_quiet(
+    tmp_path: Path, weights: str, expected: list[int]
+) -> None:
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "utils" / "save.py").write_text(_SAVER.format(weights=weights), "utf-8")
+    (tmp_path / "train.py").write_text(_FINETUNE, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(select=("TD901", "TD001")), jobs=1)
+    assert [(f.code, f.location.line) for f in report.findings] == [
+        ("TD901", line) for line in expected
+    ]

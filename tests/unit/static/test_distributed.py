@@ -3,7 +3,7 @@ find-unused-parameters-cost."""
 
 from __future__ import annotations
 
-from tests.unit.static.helpers import lint_codes, lint_findings
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Confidence, Severity
 
 # --- TD801 ------------------------------------------------------------------------------
@@ -531,3 +531,54 @@ def test_helpers_that_only_take_the_flag_are_quiet() -> None:
     limits = config.compute_bucket_size_limits(find_unused_parameters=True)
     """
     assert td803(source) == []
+
+
+LOADER_FACTORY = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def make_loader(dataset, batch_size, shuffle=False, distributed=False):
+    if distributed:
+        sampler = DistributedSampler(dataset, shuffle=shuffle){mark}
+    else:
+        sampler = None
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler,
+                      shuffle=shuffle and sampler is None)
+
+
+def fit(model, optimizer, train_set, valid_set, ddp):
+    loader = make_loader(train_set, 32, shuffle=True, distributed={single})
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+
+
+def fit_ddp(model, optimizer, train_set):
+    loader = make_loader(train_set, 32, shuffle={ddp_shuffle}, distributed=True)
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+
+
+def predict(model, dataset, ddp):
+    return [model(x) for x, _ in make_loader(dataset, 64, distributed=ddp)]
+"""
+
+
+def test_a_sampler_factory_whose_every_call_turns_shuffling_off_is_quiet() -> None:
+    """Uni-Mol's NNDataLoader: the single-process fit passes ``distributed=False``, the
+    DDP fit ``shuffle=False``, prediction keeps the default ``shuffle=False``: no call
+    gets a shuffling DistributedSampler."""
+    quiet = LOADER_FACTORY.format(mark="", single="False", ddp_shuffle="False")
+    assert lint_codes(quiet, "TD801", "TD001") == []
+    # the DDP fit shuffles: its epochs replay one order
+    shuffled = LOADER_FACTORY.format(mark="  # expect: TD801", single="False", ddp_shuffle="True")
+    assert_marked(shuffled, "TD801")
+    # the flag is not a constant at one call: the sampler may shuffle there
+    unknown = LOADER_FACTORY.format(mark="  # expect: TD801", single="ddp", ddp_shuffle="False")
+    assert_marked(unknown, "TD801")

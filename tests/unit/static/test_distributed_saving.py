@@ -768,3 +768,89 @@ def test_a_save_nothing_in_the_project_loads_back_is_information(tmp_path: Path)
     )
     [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD805")
     assert found.severity is Severity.WARNING
+
+
+_ENV = """
+import torch.distributed as dist
+
+
+def init_dist(opt):
+    dist.init_process_group(backend="nccl", world_size=opt.world_size, rank=opt.rank)
+    {setting}
+"""
+_TRAIN_SCRIPT = """
+import torch
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+from hybrid.utils.env import init_dist
+
+
+def main_worker(gpu, opt, model, loader, optimizer):
+    init_dist(opt)
+    model = DistributedDataParallel(model.cuda(gpu), device_ids=[gpu])
+    for epoch in range(10):
+        for x in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        if opt.log:
+            torch.save(model.module.state_dict(), f"model_{epoch}.pth")
+    torch.save(model.module.state_dict(), "final.pth")
+
+
+def main(opt, model, loader, optimizer):
+    if opt.launcher == "slurm":
+        main_worker(None, opt, model, loader, optimizer)
+    else:
+        mp.spawn(main_worker, nprocs=4, args=(opt, model, loader, optimizer))
+
+
+if __name__ == "__main__":
+    main(None, None, None, None)
+"""
+
+
+@pytest.mark.parametrize(
+    ("setting", "guarded"),
+    [
+        # HybrIK's init_dist, in a module of a namespace package (no __init__.py at its
+        # top): opt.log is true on the first process of each node only
+        (
+            "if opt.rank % opt.ngpus_per_node == 0:\n        opt.log = True\n    else:\n"
+            "        opt.log = False",
+            True,
+        ),
+        ("opt.log = opt.rank == 0", True),
+        # set true on every rank: the save runs everywhere
+        ("opt.log = True", False),
+    ],
+)
+def test_a_flag_another_module_sets_on_rank_zero_guards_the_save(
+    tmp_path: Path, setting: str, guarded: bool
+) -> None:
+    (tmp_path / "hybrid" / "utils").mkdir(parents=True)
+    (tmp_path / "hybrid" / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "hybrid" / "utils" / "env.py").write_text(
+        _ENV.format(setting=setting), encoding="utf-8"
+    )
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(_TRAIN_SCRIPT, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(select=("TD804", "TD001")), jobs=1)
+    lines = [f.location.line for f in report.findings]
+    # the final save after the loop has no guard: every rank writes it
+    assert lines == ([19] if guarded else [18, 19])
+
+
+def test_a_worker_started_by_mp_spawn_is_reached_from_the_spawn() -> None:
+    """``mp.spawn(main_worker, ...)`` runs main_worker in every process: its unguarded
+    saves are every rank's, and a rank check around the spawn (none here) would count."""
+    source = _TRAIN_SCRIPT.replace(
+        '    if opt.launcher == "slurm":\n'
+        "        main_worker(None, opt, model, loader, optimizer)\n"
+        "    else:\n        mp.spawn(",
+        "    mp.spawn(",
+    ).replace("            torch.save(model.module.state_dict(), f", "            print(f")
+    assert lint_codes(source.replace("if opt.log:", "if True:"), "TD804", "TD001") == [
+        ("TD804", 19)
+    ]

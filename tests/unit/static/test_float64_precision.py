@@ -355,3 +355,46 @@ class Method:
 """
     found = [f for f in lint_findings(source, "TD102") if f.location.line == 12]
     assert [f.severity for f in found] == [severity]
+
+
+BOUNDS = """
+import torch
+from torch import nn
+
+
+def last_iteration(model, x):
+    {doc}
+    {comment}
+    return model.double()
+
+
+def optimise(model, x, alphas, steps):
+    optimizer = torch.optim.Adam(alphas, lr=0.1)
+    for _ in range(steps):
+        loss = model(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return last_iteration(model, x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("doc", "comment", "severity"),
+    [
+        # auto_LiRPA: the docstring gives the reason
+        ('"""Move to float64 to alleviate floating point error."""', "", Severity.INFO),
+        ("", "# double precision for tighter bounds", Severity.INFO),
+        # a comment that says nothing of precision, or none at all
+        ("", "# the last iteration", Severity.WARNING),
+        ("", "", Severity.WARNING),
+    ],
+)
+def test_float64_whose_comment_or_docstring_gives_precision_as_reason_is_information(
+    doc: str, comment: str, severity: Severity
+) -> None:
+    source = BOUNDS.format(doc=doc or "pass", comment=comment)
+    found = [f for f in lint_findings(source, "TD102") if f.location.line == 9]
+    assert [f.severity for f in found] == [severity]
+    if severity is Severity.INFO:
+        assert found[0].evidence["precision"] == "stated"

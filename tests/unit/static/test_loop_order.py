@@ -1274,3 +1274,33 @@ def fit(model, loader, criterion):
         optimizer.step()
 """
     assert_marked(source, "TD203")
+
+
+SKIP_ON_EXPLODING_NORM = """
+import torch
+
+def update(model, opt, scaler, batches, max_norm, skip_grad):
+    for data in batches:
+        loss = model(data).sum()
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        if norm > max_norm and skip_grad:
+            opt.zero_grad(set_to_none=True){mark}
+            scaler.step(opt)
+            scaler.update()
+            {leave}
+        scaler.step(opt)
+        scaler.update()
+"""
+
+
+def test_td203_a_branch_that_skips_the_update_and_leaves_is_quiet() -> None:
+    """imaginaire: on an exploding gradient norm the trainer clears the gradients, lets
+    the scaler step over nothing (keeping its bookkeeping) and breaks; the regular path
+    steps with the gradients. Without the ``break`` the cleared gradients reach the
+    loop's own step."""
+    assert_marked(SKIP_ON_EXPLODING_NORM.format(mark="", leave="break"), "TD203")
+    assert_marked(SKIP_ON_EXPLODING_NORM.format(mark="", leave="continue"), "TD203")
+    assert_marked(SKIP_ON_EXPLODING_NORM.format(mark="  # expect: TD203", leave="pass"), "TD203")

@@ -883,3 +883,19 @@ class Hypergraph(nn.Module):
     assert_marked(source.format(mark="", evaluation="keep_rate=1"), "TD506")
     kept = source.format(mark="  # expect: TD506", evaluation="self.keep_rate")
     assert_marked(kept, "TD506")
+
+
+def test_td223_names_an_example_layer_only_when_it_is_short() -> None:
+    source = (
+        HEADER
+        + """
+class Net(nn.Module):
+    def __init__(self, vocabulary, size):
+        super().__init__()
+        self.parts = (nn.Linear(4, 4), nn.Linear(4, 4))
+        self.long = [nn.Embedding(len(vocabulary.tokens_by_frequency), size, padding_idx=0)]
+"""
+    )
+    short, long = lint_findings(source, "TD223")
+    assert "such as `nn.Linear(4, 4)`" in short.message
+    assert "holding modules: PyTorch does not register them" in long.message

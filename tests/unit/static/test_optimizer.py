@@ -138,6 +138,40 @@ def test_guarded_plateau_and_lonely_schedulers_stay_quiet() -> None:
     assert lint_codes(source, "TD607") == []
 
 
+@pytest.mark.parametrize(
+    ("guard", "flagged"),
+    [
+        # auto_LiRPA: the rate decays only once the eps schedule has reached its maximum,
+        # epochs of updates after the start
+        ("eps_scheduler.reached_max_eps()", False),
+        ("self.warmup.finished()", False),
+        # an option fixed for the run: the first pass already steps the schedule
+        ("args.decay", True),
+        ("torch.cuda.is_available()", True),
+        ('config.get("decay")', True),
+    ],
+)
+def test_td607_a_schedule_stepped_once_the_run_has_moved_on_is_quiet(
+    guard: str, flagged: bool
+) -> None:
+    source = f"""
+import torch
+
+def train(model, loader, epochs, eps_scheduler, args, config):
+    optimizer = torch.optim.Adam(model.parameters())
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10)
+    for epoch in range(epochs):
+        if {guard}:
+            scheduler.step(){"  # expect: TD607" if flagged else ""}
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        eps_scheduler.step_epoch()
+"""
+    assert_marked(source, "TD607")
+
+
 # --- TD608 clip-before-unscale ---------------------------------------------------------------
 
 AMP_STEP = """

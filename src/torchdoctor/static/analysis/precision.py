@@ -18,7 +18,9 @@ opposite when it asks for more than float32 can give:
 The evidence is looked for in the whole file: a program that states such a need anywhere
 made its float64 on purpose. One more kind of evidence is local to a use: float64 made
 under a **precision option** (``if double_precision:``, ``if args.dtype == "float64":``,
-``torch.float64 if opt.fp64 else torch.float32``) is what the user asked for.
+``torch.float64 if opt.fp64 else torch.float32``) is what the user asked for; float64
+whose **comment or docstring says it is for precision** ("to alleviate floating point
+error", "use double precision for the automatic tests") is chosen on purpose too.
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.structure import FrameKind, Item, ModuleScope
 
-__all__ = ["FLOAT32_RESOLUTION", "PrecisionNeed", "precision_need", "precision_option"]
+__all__ = [
+    "FLOAT32_RESOLUTION",
+    "PrecisionNeed",
+    "precision_need",
+    "precision_option",
+    "stated_precision",
+]
 
 FLOAT32_RESOLUTION = 2.0**-23
 """float32's relative spacing at 1.0 (its machine epsilon, about 1.19e-7)."""
@@ -50,7 +58,7 @@ class PrecisionNeed:
     """Why a file needs float64: the node that says so and the words for a message."""
 
     node: ast.AST
-    kind: str  # "tolerance", "solver" or "gradcheck"
+    kind: str  # "tolerance", "solver", "gradcheck" or "stated"
     reason: str
 
 
@@ -62,6 +70,48 @@ def precision_need(ctx: FileContext, module: ModuleScope) -> PrecisionNeed | Non
     found = _tolerance(ctx) or _solver(ctx, module)
     ctx.memo[memo_key] = found
     return found
+
+
+# What a comment or docstring says of float64 chosen for its precision.
+_PRECISION_WORDS = (
+    "precision",
+    "floating point",
+    "floating-point",
+    "round-off",
+    "roundoff",
+    "rounding error",
+    "numerical error",
+    "numerically",
+)
+
+
+def stated_precision(ctx: FileContext, line: int, function: ast.AST | None) -> PrecisionNeed | None:
+    """A comment on ``line`` or on the comment lines of the three lines above it (not past
+    a blank line), or the docstring of the function around it, that says the float64
+    there is for precision (auto_LiRPA's ``_to_float64``: "Transfer variables to float64
+    only in the last iteration to help alleviate floating point error"; "Use double
+    precision ... for automatic testing")."""
+    lines = ctx.source.splitlines()
+    said: list[str] = []
+    if 0 < line <= len(lines) and "#" in lines[line - 1]:
+        said.append(lines[line - 1].split("#", 1)[1])
+    for above in range(line - 2, max(line - 5, -1), -1):  # up to three lines, one block
+        text = lines[above].strip() if above < len(lines) else ""
+        if not text:
+            break
+        if text.startswith("#"):
+            said.append(text)
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        said.append(ast.get_docstring(function) or "")
+    for text in said:
+        words = " ".join(text.lower().split())
+        if any(word in words for word in _PRECISION_WORDS):
+            return PrecisionNeed(
+                node=ast.Constant(value=text.strip()),
+                kind="stated",
+                reason="the comment or docstring beside it says it is there for precision",
+            )
+    return None
 
 
 def precision_option(item: Item, hit: ast.AST) -> ast.expr | None:

@@ -13,10 +13,18 @@ import ast
 from collections.abc import Callable
 
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.related_files import program_sources
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 
-__all__ = ["Resolve", "is_rank_nonzero", "is_rank_zero", "names_rank", "resolver"]
+__all__ = [
+    "Resolve",
+    "is_rank_nonzero",
+    "is_rank_zero",
+    "names_rank",
+    "resolver",
+    "true_on_rank_zero_only",
+]
 
 Resolve = Callable[[ast.expr], "ast.expr | None"]
 """Gives the value a name or ``self.attr`` was bound to, or ``None``."""
@@ -155,3 +163,44 @@ def resolver(ctx: FileContext, scope: Scope) -> Resolve:
         return binding.value if binding is not None and binding.kind is BindingKind.ASSIGN else None
 
     return resolve
+
+
+def true_on_rank_zero_only(ctx: FileContext, attribute: str) -> bool:
+    """Whether every ``<obj>.<attribute> = <value>`` that may set the flag true, in the
+    files of the program (its folder line and the modules it imports), sits in the body of
+    a rank-zero test (HybrIK's ``init_dist``: ``if opt.rank % opt.ngpus_per_node == 0:
+    opt.log = True else: opt.log = False``) or assigns a rank-zero test, and one does: a
+    flag the program sets in another module, true only on rank 0."""
+    key = ("rank-zero-flag", attribute)
+    if key not in ctx.memo:
+        verdicts: list[bool] = []
+        needle = f".{attribute}".encode()
+        for _, data in program_sources(ctx):
+            if needle in data:
+                verdicts += _flag_assignments(data, attribute)
+        ctx.memo[key] = bool(verdicts) and all(verdicts)
+    return bool(ctx.memo[key])
+
+
+def _flag_assignments(data: bytes, attribute: str) -> list[bool]:
+    """For each assignment of ``<obj>.<attribute>`` in a module's text that may set it
+    true, whether it holds only on rank 0."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return []
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and is_rank_zero(node.test):
+            guarded.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    found: list[bool] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not any(
+            isinstance(t, ast.Attribute) and t.attr == attribute for t in node.targets
+        ):
+            continue
+        value = node.value
+        if isinstance(value, ast.Constant) and not value.value:
+            continue  # `opt.log = False`: never sets it true
+        found.append(id(node) in guarded or is_rank_zero(value))
+    return found

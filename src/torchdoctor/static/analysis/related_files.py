@@ -15,7 +15,12 @@ from typing import TypeVar
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.files import read_source
 
-__all__ = ["first_in_imported_files", "first_in_related_files", "related_sources"]
+__all__ = [
+    "first_in_imported_files",
+    "first_in_related_files",
+    "program_sources",
+    "related_sources",
+]
 
 T = TypeVar("T")
 
@@ -64,7 +69,11 @@ def first_in_imported_files(ctx: FileContext, answer: Callable[[str, bytes], T |
         if facts is None or path == own:
             continue
         name = facts.name
-        if name not in imported and not any(name.startswith(m + ".") for m in imported):
+        if (
+            name not in imported
+            and not any(name.startswith(m + ".") for m in imported)
+            and not _imported_by_path(path, imported)
+        ):
             continue  # a package imported whole brings its modules (`import utils`)
         data = read_source(path)
         found = answer(path, data) if isinstance(data, bytes) else None
@@ -73,6 +82,36 @@ def first_in_imported_files(ctx: FileContext, answer: Callable[[str, bytes], T |
     return None
 
 
+def _imported_by_path(path: str, imported: set[str]) -> bool:
+    """The file's path ends with an imported dotted name: ``hybrik/utils/env.py`` for
+    ``hybrik.utils.env`` where ``hybrik`` is a namespace package (no ``__init__.py``), so
+    the project names the module ``utils.env``."""
+    stem = path[: -len("/__init__.py")] if path.endswith("/__init__.py") else path[:-3]
+    parts = stem.replace(os.sep, "/").split("/")
+    return any(
+        len(dotted.split(".")) > 1 and parts[-len(dotted.split(".")) :] == dotted.split(".")
+        for dotted in imported
+    )
+
+
 def _related(one: str, other: str) -> bool:
     """One folder is the other or lies inside it."""
     return one == other or one.startswith(other + os.sep) or other.startswith(one + os.sep)
+
+
+def program_sources(ctx: FileContext) -> Iterator[tuple[str, bytes]]:
+    """``(path, text)`` of every file of the linted file's program: the files along its
+    folder line, then the project modules it imports, each once."""
+    seen: set[str] = set()
+
+    def collect(path: str, data: bytes) -> None:
+        if path not in seen:
+            seen.add(path)
+            found.append((path, data))
+
+    found: list[tuple[str, bytes]] = []
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    for path, data in related_sources(ctx.project.paths(), folder):
+        collect(path, data)
+    first_in_imported_files(ctx, collect)  # answers None: every imported module is read
+    yield from found

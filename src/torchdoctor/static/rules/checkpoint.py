@@ -16,6 +16,10 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.ranks import is_rank_zero, names_rank, resolver
+from torchdoctor.static.analysis.weight_saves import (
+    restores_an_optimizer,
+    weights_saved_from_the_cpu,
+)
 from torchdoctor.static.analysis.whole_loads import full_unpickling_forced
 from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
@@ -320,8 +324,16 @@ class LoadWithoutMapLocation(LintRule):
                 continue  # the same file name, built the same way, written from the CPU
             if shape and _written_from_the_cpu(shape[-1], names):
                 continue  # `parameter_mean.pt`, written as f"{prefix}_mean.pt" from the CPU
+            if self._reads_weights(call, scope) and weights_saved_from_the_cpu(self.ctx):
+                continue  # UNITER: the program's one saver writes `v.cpu()` weights
             if self._holds_a_checkpoint(call, scope):
                 self._report(call, self._mapped_on_the_other_branch(call, scope), scope)
+
+    def _reads_weights(self, call: ast.Call, scope: FunctionScope | None) -> bool:
+        """The load is bound to a name that restores no optimizer in its function."""
+        name = self._names.get(id(call))
+        body = scope.node if scope is not None else self.ctx.tree
+        return name is not None and not restores_an_optimizer(body, name)
 
     def _mapped_on_the_other_branch(self, call: ast.Call, scope: FunctionScope | None) -> int:
         """The line of a ``torch.load(..., map_location=...)`` on the other side of an

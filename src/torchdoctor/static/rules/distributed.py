@@ -74,6 +74,8 @@ class SamplerEpochNeverSet(LintRule):
         for sampler in self._samplers:
             if _shuffle_off(sampler.call) or self._epoch_is_set(sampler):
                 continue
+            if self._turned_off_by_every_caller(sampler):
+                continue  # Uni-Mol: every call passes shuffle=False or distributed=False
             names = self._names_of(sampler.call)
             if self._handed_with_its_loader(sampler, names):
                 continue
@@ -92,6 +94,39 @@ class SamplerEpochNeverSet(LintRule):
         return any(
             any(f.kind is FrameKind.LOOP for f in frames) or self.ctx.function_of(frames) is not own
             for frames in self._set_epoch
+        )
+
+    def _turned_off_by_every_caller(self, sampler: _Sampler) -> bool:
+        """The sampler is built in a function of the file whose parameters decide it (an
+        ``if distributed:`` around it, ``shuffle=shuffle`` in it), and every call of that
+        function in the file passes, or defaults to, a constant that turns the guard or
+        the shuffle off: no call gets a shuffling DistributedSampler."""
+        ctx = self.ctx
+        function = ctx.function_of(sampler.frames)
+        if function is None:
+            return False
+        parameters = _parameter_defaults(function.node)
+        guards = [
+            frame.node.test.id
+            for frame in sampler.frames
+            if frame.kind is FrameKind.IF_BODY
+            and isinstance(frame.node, ast.If)
+            and isinstance(frame.node.test, ast.Name)
+            and frame.node.test.id in parameters
+        ]
+        shuffle = _shuffle_argument(sampler.call)
+        switches = guards + (
+            [shuffle.id] if isinstance(shuffle, ast.Name) and shuffle.id in parameters else []
+        )
+        calls = [item.node for _, item in ctx.callers(function) if isinstance(item.node, ast.Call)]
+        if not switches or not calls:
+            return False
+        return all(
+            not any(k.arg is None for k in call.keywords)  # `**options` hides what it passes
+            and any(
+                _false(function.argument_for(call, name) or parameters[name]) for name in switches
+            )
+            for call in calls
         )
 
     def _handed_with_its_loader(self, sampler: _Sampler, names: list[str]) -> bool:
@@ -296,11 +331,32 @@ def _evaluated_only(ctx: FileContext, loop: Loop, names: list[str]) -> bool:
 
 def _shuffle_off(call: ast.Call) -> bool:
     """``DistributedSampler(..., shuffle=False)``: the order is meant to stay fixed."""
-    shuffle = next(
+    return _false(_shuffle_argument(call))
+
+
+def _shuffle_argument(call: ast.Call) -> ast.expr | None:
+    """What a ``DistributedSampler(...)`` call passes for ``shuffle``."""
+    return next(
         (k.value for k in call.keywords if k.arg == "shuffle"),
         call.args[3] if len(call.args) > 3 else None,
     )
-    return isinstance(shuffle, ast.Constant) and not shuffle.value
+
+
+def _false(value: ast.expr | None) -> bool:
+    """A constant that reads as false (``False``, ``0``, ``None``)."""
+    return isinstance(value, ast.Constant) and not value.value
+
+
+def _parameter_defaults(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[str, ast.expr | None]:
+    """Each parameter of ``function`` with its default (``None`` when it has none)."""
+    args = function.args
+    positional = args.posonlyargs + args.args
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    found = dict(zip((a.arg for a in positional), [*defaults, *args.defaults], strict=True))
+    found.update(zip((a.arg for a in args.kwonlyargs), args.kw_defaults, strict=True))
+    return found
 
 
 @detector("TD802", depth=Depth.LINT)

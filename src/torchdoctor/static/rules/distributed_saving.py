@@ -23,6 +23,7 @@ from torchdoctor.static.analysis.ranks import (
     is_rank_zero,
     names_rank,
     resolver,
+    true_on_rank_zero_only,
 )
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
@@ -145,6 +146,9 @@ class _Callers:
                 for item in items:
                     if isinstance(item.node, ast.Call):
                         called = helper_to_follow(ctx, item.node, scope, depth, ids, instances=True)
+                        if called is None:
+                            spawned = _spawned(ctx, item.node, scope)
+                            called = spawned if spawned and id(spawned) not in ids else None
                         if called is not None:
                             found.add(called)
                             ids.add(id(called))
@@ -163,10 +167,30 @@ class _Callers:
                 items = scope.items if scope is not None else ctx.module.items
                 for item in items:
                     if isinstance(item.node, ast.Call):
-                        called = called_function(ctx, item.node, scope)
+                        called = called_function(ctx, item.node, scope) or _spawned(
+                            ctx, item.node, scope
+                        )
                         if called is not None and called is not scope:
                             self._sites.setdefault(called, []).append((item.node, item.frames))
         return self._sites
+
+
+# Launchers that run a function of the file in each of the processes they start.
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+
+
+def _spawned(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
+    """The function of the file that ``mp.spawn(main_worker, nprocs=...)`` runs in every
+    process it starts: a call of it, for what the program reaches and for the guards
+    around the way there."""
+    if ctx.qualified_name(call.func, scope) not in _SPAWNERS:
+        return None
+    target = (
+        call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
+    )
+    if not isinstance(target, ast.Name):
+        return None
+    return ctx.resolve_local_call(ast.Call(func=target, args=[], keywords=[]), scope)
 
 
 class _RankTests:
@@ -194,6 +218,8 @@ class _RankTests:
         bound = self.resolve(test) if isinstance(test, (ast.Name, ast.Attribute)) else None
         if bound is None and isinstance(test, ast.Attribute):
             bound = _assigned_attribute(self.ctx, self.scope, test)
+            if bound is None and true_on_rank_zero_only(self.ctx, test.attr):
+                return True  # `if opt.log:`, set true on rank 0 by another module
         if bound is not None:
             return deeper.zero(bound)
         function = (

@@ -38,6 +38,7 @@ from torchdoctor.static.analysis.precision import (
     PrecisionNeed,
     precision_need,
     precision_option,
+    stated_precision,
 )
 from torchdoctor.static.context import Scope
 from torchdoctor.static.grad_mode import grad_disabled_by
@@ -111,10 +112,12 @@ class Float64InTraining(LintRule):
             ):
                 continue
             option = self._options.get(id(call))
+            line = getattr(hit, "lineno", call.lineno)
+            stated = stated_precision(ctx, line, scope.node if scope is not None else None)
             if option is not None:
                 self._report_chosen(call, hit, option)
-            elif need is not None:
-                self._report_needed(call, hit, reach, need)
+            elif need is not None or stated is not None:
+                self._report_needed(call, hit, reach, cast("PrecisionNeed", need or stated))
             elif reach[0] is not Destination.TRAINING:
                 self._report_unproved(call, hit, reach)
             elif id(reach[1]) in losses:

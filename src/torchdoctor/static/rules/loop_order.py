@@ -20,7 +20,7 @@ from torchdoctor.static.analysis.repeats import measures_a_repeated_step
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope, Item, Loop
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop
 from torchdoctor.static.training import (
     Event,
     EventKind,
@@ -317,6 +317,8 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
             for item in loop.items
         ):
             return False  # `zero_grad(); continue`: the step is skipped
+        if _leaving_branch(zero_frames):
+            return False  # imaginaire: an exploding norm zeroes, steps nothing and breaks
         target = receiver_text(self.ctx, zero.target, "")
         if target == receiver_text(self.ctx, step.target):
             return True
@@ -392,6 +394,19 @@ class ZeroGradBetweenBackwardAndStep(LintRule):
             return None
         insert = self.ctx.insert_before_statement(body[0], text)
         return Fix(f"Move `{text}` to the top of the loop", (insert, delete), Applicability.UNSAFE)
+
+
+def _leaving_branch(frames: tuple[Frame, ...]) -> bool:
+    """The innermost ``if`` branch of ``frames`` ends with ``break``, ``continue``,
+    ``return`` or ``raise``: a skip path (clear the gradients, step with none, leave), not
+    the loop's update, which runs on the other path."""
+    branch = next(
+        (f for f in reversed(frames) if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)), None
+    )
+    if branch is None or not isinstance(branch.node, ast.If):
+        return False
+    block = branch.node.body if branch.kind is FrameKind.IF_BODY else branch.node.orelse
+    return bool(block) and isinstance(block[-1], _JUMPS)
 
 
 @detector("TD204", depth=Depth.LINT)

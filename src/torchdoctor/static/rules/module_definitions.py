@@ -318,10 +318,10 @@ class LayersInPlainContainer(LintRule):
         )
         container = "ModuleDict" if kind == "dict" else "ModuleList"
         first = ctx.segment(layers[0][1])
-        first = first if len(first) <= 40 and "\n" not in first else "the layers"
+        example = f" such as `{first}`" if len(first) <= 40 and "\n" not in first else ""
         message = (
             f"`self.{target.attr}` of `{cls.name}` (line {node.lineno}) is a plain {kind} "
-            f"holding modules such as `{first}`: PyTorch does not register them, so their "
+            f"holding modules{example}: PyTorch does not register them, so their "
             "parameters are missing from `parameters()` (never trained), from "
             "`state_dict()` (never saved) and from `.to(device)`"
         )

@@ -42,6 +42,12 @@ from torchdoctor.static.training import (
 
 # --- TD607 -------------------------------------------------------------------------------
 
+# Words of a method whose answer is fixed for the run (an option, an environment check),
+# not state the training moves on.
+_FIXED_PREDICATES = frozenset(
+    {"get", "available", "initialized", "enabled", "exists", "startswith"}
+)
+
 
 @detector("TD607", depth=Depth.LINT)
 class SchedulerBeforeOptimizer(LintRule):
@@ -168,15 +174,23 @@ class SchedulerBeforeOptimizer(LintRule):
         )
 
     def _skips_first_pass(self, item: Item, loop: Loop) -> bool:
-        """Inside an ``if`` that tests a loop counter (``if epoch > 0:``)."""
+        """Inside an ``if`` that tests a loop counter (``if epoch > 0:``), or state the run
+        moves on: a method asked each pass (auto_LiRPA decays the rate only once
+        ``eps_scheduler.reached_max_eps()``, epochs of updates later)."""
         bound = loop_bound_names(loop)
         for frame in loop.inner_frames(item):
-            if (
-                frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)
-                and isinstance(frame.node, ast.If)
-                and any(
-                    isinstance(n, ast.Name) and n.id in bound for n in ast.walk(frame.node.test)
-                )
+            if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE) or not isinstance(
+                frame.node, ast.If
+            ):
+                continue
+            test = frame.node.test
+            if any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(test)):
+                return True
+            if any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and not _FIXED_PREDICATES.intersection(torchapi.name_tokens(n.func.attr))
+                for n in ast.walk(test)
             ):
                 return True
         return False
