@@ -120,12 +120,56 @@ def block_lines(block: list[ast.stmt]) -> range:
 
 def if_arms(root: ast.AST) -> list[tuple[range, range]]:
     """The lines of the body and of the ``else`` of every ``if`` under ``root`` that has
-    one."""
-    return [
+    one, and the bodies of two ``if`` statements of one block whose tests compare the same
+    value to different constants (``if args.optimizer == "adamw":`` ... ``if
+    args.optimizer == "prodigy":``, the diffusers training scripts' optimizer choice),
+    when the first body does not rebind that value."""
+    arms = [
         (block_lines(node.body), block_lines(node.orelse))
         for node in ast.walk(root)
         if isinstance(node, ast.If) and node.orelse
     ]
+    for node in ast.walk(root):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            tests = [(s, _equality(s.test)) for s in block if isinstance(s, ast.If)]
+            for index, (first, one) in enumerate(tests):
+                for second, other in tests[index + 1 :]:
+                    if (
+                        one is not None
+                        and other is not None
+                        and one[0] == other[0]
+                        and one[1] != other[1]
+                        and not _rebinds(first.body, one[0])
+                    ):
+                        arms.append((block_lines(first.body), block_lines(second.body)))
+    return arms
+
+
+def _equality(test: ast.expr) -> tuple[str, object] | None:
+    """``(value text, constant)`` of a test ``value == constant``."""
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+    ):
+        return ast.unparse(test.left), test.comparators[0].value
+    return None
+
+
+def _rebinds(block: list[ast.stmt], text: str) -> bool:
+    """Whether an assignment in ``block`` stores to the value compared (or its root)."""
+    root = text.split("(")[0].rsplit(".", 1)[0] if "(" in text else text
+    return any(
+        isinstance(node, (ast.Name, ast.Attribute))
+        and isinstance(node.ctx, ast.Store)
+        and ast.unparse(node) in (text, root)
+        for statement in block
+        for node in ast.walk(statement)
+    )
 
 
 def on_opposite_arms(arms: list[tuple[range, range]], first: int, second: int) -> bool:

@@ -232,6 +232,10 @@ def _backward(
         return None  # torch.ops.wkv6.backward(...): a custom kernel's op, not a loss's
     if _looks_like_class(ctx, receiver, scope):
         return None  # SomeFunction.backward(ctx, grad): an autograd.Function, not a loss
+    given = next((k.value for k in call.keywords if k.arg == "loss"), None)
+    if given is not None and not isinstance(receiver, ast.Call):
+        # ColossalAI's booster.backward(loss=loss / k, optimizer=optimizer)
+        return Event(EventKind.BACKWARD, item, given)
     if call.args and not isinstance(receiver, ast.Call):
         # accelerator.backward(loss), fabric.backward(loss), self.manual_backward(loss)
         name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
@@ -244,6 +248,7 @@ def _backward(
             "model_engine",
             "deepspeed",
             "manager",
+            "booster",
         ):
             return Event(EventKind.BACKWARD, item, call.args[0])
     return Event(EventKind.BACKWARD, item, receiver)

@@ -197,3 +197,31 @@ def test_td618_accumulation_split_into_helpers(
     mark = "  # expect: TD618" if flagged else ""
     source = SPLIT_ACCUMULATION.format(backward=backward, clear=clear, scale=scale, mark=mark)
     assert_marked(source, "TD618")
+
+
+@pytest.mark.parametrize(
+    ("backward", "flagged"),
+    [
+        # Open-Sora: ColossalAI's booster takes the loss by keyword, divided there
+        ("booster.backward(loss=(loss / accum_steps), optimizer=optimizer)", False),
+        ("booster.backward(loss / accum_steps, optimizer)", False),
+        # the same call with the loss not divided
+        ("booster.backward(loss=loss, optimizer=optimizer)", True),
+        ("booster.backward(loss, optimizer)", True),
+    ],
+)
+def test_td618_reads_the_loss_a_booster_is_given(backward: str, flagged: bool) -> None:
+    mark = "  # expect: TD618" if flagged else ""
+    assert_marked(
+        HEADER
+        + f"""
+def train(model, loader, optimizer, booster, accum_steps):
+    for i, (x, y) in enumerate(loader):
+        loss = nn.functional.mse_loss(model(x), y)
+        {backward}{mark}
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        "TD618",
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.static.helpers import lint_codes, lint_findings
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Confidence, Severity
 from torchdoctor.static import LintConfig, lint
 
@@ -1237,3 +1237,20 @@ def test_a_load_of_weights_the_programs_saver_writes_from_the_cpu_is_quiet(
     assert [(f.code, f.location.line) for f in report.findings] == [
         ("TD901", line) for line in expected
     ]
+
+
+def test_td901_a_round_trip_is_recognised_whatever_the_quotes() -> None:
+    """WavCaps: the best model saved with `"/best_model.pt"` is loaded back in the same
+    function, once in code and once inside an f-string with `'/best_model.pt'`: the same
+    file, the same round trip. Another file is still a checkpoint from elsewhere."""
+    source = (
+        GPU
+        + """
+def main(model, out, log):
+    torch.save({"model": model.state_dict()}, str(out) + "/best_model.pt")
+    model.load_state_dict(torch.load(str(out) + "/best_model.pt")["model"])
+    log(f"epoch {torch.load(str(out) + '/best_model.pt')['epoch']}")
+    log(f"epoch {torch.load(str(out) + '/other_model.pt')['epoch']}")  # expect: TD901
+"""
+    )
+    assert_marked(source, "TD901")

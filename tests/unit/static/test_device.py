@@ -1409,3 +1409,46 @@ def test_td105_a_parameter_no_line_reads_is_information(use: str, severity: Seve
         """
     found = [f for f in lint_findings(source, "TD105") if f.location.line == 9]
     assert [f.severity for f in found] == [severity]
+
+
+@pytest.mark.parametrize(
+    ("source", "severity"),
+    [
+        # hedwig's unknown-word cache: the entry is filled on the next line
+        (
+            "cache = {}\ndef unk(size):\n    cache[size] = torch.Tensor(size)\n"
+            "    cache[size].uniform_(-0.25, 0.25)\n    return cache[size]\n",
+            Severity.INFO,
+        ),
+        # FFNO: the memory is wrapped as a Parameter, and the Parameter is filled
+        (
+            "def make(n):\n    weight = torch.FloatTensor(n, n)\n"
+            "    param = torch.nn.Parameter(weight)\n    torch.nn.init.xavier_normal_(param)\n"
+            "    return param\n",
+            Severity.INFO,
+        ),
+        # MaskGCT: only the tensor's device is read, then the name is bound again
+        (
+            "def sample(n, mask):\n    xt = torch.LongTensor(n, 4).to(mask.device)\n"
+            "    token = torch.zeros(n, device=xt.device)\n    xt = token.long()\n"
+            "    return xt\n",
+            Severity.INFO,
+        ),
+        # the alias never filled, the values returned
+        (
+            "def make(n):\n    weight = torch.FloatTensor(n, n)\n"
+            "    param = torch.nn.Parameter(weight)\n    return param\n",
+            Severity.WARNING,
+        ),
+        (
+            "def sample(n, mask):\n    xt = torch.LongTensor(n, 4).to(mask.device)\n"
+            "    return xt.device, xt\n",
+            Severity.WARNING,
+        ),
+    ],
+)
+def test_td105_memory_filled_through_an_alias_or_never_read_for_values(
+    source: str, severity: Severity
+) -> None:
+    (found,) = lint_findings("import torch\n" + source, "TD105")
+    assert found.severity is severity

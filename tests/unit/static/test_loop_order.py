@@ -1304,3 +1304,29 @@ def test_td203_a_branch_that_skips_the_update_and_leaves_is_quiet() -> None:
     assert_marked(SKIP_ON_EXPLODING_NORM.format(mark="", leave="break"), "TD203")
     assert_marked(SKIP_ON_EXPLODING_NORM.format(mark="", leave="continue"), "TD203")
     assert_marked(SKIP_ON_EXPLODING_NORM.format(mark="  # expect: TD203", leave="pass"), "TD203")
+
+
+MICRO_BATCHES = """
+import torch
+
+def train_batch(engine, data_iter, {bound}):
+    total_loss = 0.0
+    for _ in range({count}):
+        input_ids = next(data_iter)
+        loss = engine(input_ids).mean()
+        engine.backward(loss)
+        engine.step()
+        total_loss += loss{mark}
+    return total_loss / {count}
+"""
+
+
+def test_td205_a_sum_over_one_steps_micro_batches_is_bounded() -> None:
+    """archai's DeepSpeed trainer: the loop runs the micro-batches of one optimizer step
+    and the sum is returned at the end of the step. A loop over the data keeps growing."""
+    bounded = MICRO_BATCHES.format(
+        bound="gradient_accumulation_steps", count="gradient_accumulation_steps", mark=""
+    )
+    assert_marked(bounded, "TD205")
+    growing = MICRO_BATCHES.format(bound="steps", count="steps", mark="  # expect: TD205")
+    assert_marked(growing, "TD205")

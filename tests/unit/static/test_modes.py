@@ -1769,3 +1769,31 @@ def test_td502_quiet_where_the_loop_sets_the_mode_of_a_part(top: str, flagged: b
         "{mark}", "  # expect: TD502" if flagged else ""
     )
     assert_marked(source, "TD502")
+
+
+LINEAR_STAGE = """
+import torch
+from torch import nn
+
+
+def linear_stage(net, heads, loader, optimizer):
+    net.train()
+    for images, labels in loader:
+        net.eval(){mark}
+        _, features = net(images, return_feature=True)
+        {use}
+        loss = nn.functional.cross_entropy(heads(penultimate), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_td502_a_forward_whose_output_is_only_detached_trains_nothing() -> None:
+    """OpenOOD's CSI linear stage: the backbone runs in eval mode on purpose every step and
+    its features are detached; only the linear heads learn. Without the detach the
+    backbone trains in eval mode."""
+    detached = LINEAR_STAGE.format(mark="", use="penultimate = features.detach()")
+    assert_marked(detached, "TD502")
+    trained = LINEAR_STAGE.format(mark="  # expect: TD502", use="penultimate = features")
+    assert_marked(trained, "TD502")

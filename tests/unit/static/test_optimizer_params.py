@@ -119,3 +119,28 @@ def test_a_module_beside_its_own_submodule_repeats_the_submodule() -> None:
                 )
         """
     assert_marked(source, "TD603")
+
+
+def test_slices_of_one_parameter_list_split_it() -> None:
+    """OpenOOD's ISH trainer: all parameters but the last two in one group, the last two
+    (the classifier) with their own weight decay. A whole module beside a slice of it
+    still repeats parameters."""
+    source = """
+        import torch
+
+        def split(net, wd):
+            return torch.optim.SGD(
+                [
+                    {"params": list(net.parameters())[:-2]},
+                    {"params": list(net.parameters())[-2:], "weight_decay": wd},
+                ],
+                lr=0.1,
+            )
+
+        def repeated(net):
+            return torch.optim.SGD(  # expect: TD603
+                [{"params": net.parameters()}, {"params": net.parameters(), "lr": 0.01}],
+                lr=0.1,
+            )
+        """
+    assert_marked(source, "TD603")

@@ -205,3 +205,29 @@ def get_optimizer(cfg, net):
         "        parameters = net.parameters()\n        print(len(list(parameters)))\n",
     )
     assert [code for code, _ in lint_codes(drained, "TD617")] == ["TD617"]
+
+
+OPTIMIZER_CHOICE = """
+import torch
+
+
+def build(model, args):
+    params_to_optimize = model.parameters()
+    if not (args.optimizer.lower() == "prodigy" or args.optimizer.lower() == "adamw"):
+        args.optimizer = "adamw"
+    if args.optimizer.lower() == "adamw":
+        optimizer = torch.optim.AdamW(params_to_optimize, lr=args.lr)
+    if args.optimizer.lower() == {second}:
+        optimizer = torch.optim.SGD(params_to_optimize, lr=args.lr){mark}
+    return optimizer
+"""
+
+
+def test_td617_two_ifs_on_different_values_of_one_option_run_one_consumer() -> None:
+    """The diffusers training scripts (Open-Sora-Plan): one `if` per optimizer name, each
+    handing the same generator on; only one of them runs."""
+    quiet = OPTIMIZER_CHOICE.format(second='"prodigy"', mark="")
+    assert_marked(quiet, "TD617")
+    # the same test twice: both consumers run, the second gets nothing
+    same = OPTIMIZER_CHOICE.format(second='"adamw"', mark="  # expect: TD617")
+    assert_marked(same, "TD617")

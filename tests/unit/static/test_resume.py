@@ -524,6 +524,9 @@ def test_a_scheduler_stepped_with_the_epoch_is_positioned_by_it() -> None:
     )
     positioned = TRAIN.replace("scheduler.step()", "scheduler.step(epoch - 1 + 0.5)")
     assert lint_codes(positioned.format(save=save), "TD905", "TD001") == []
+    # LION's trainer: `scheduler.step(epoch=epoch)`, the epoch given by keyword
+    keyword = TRAIN.replace("scheduler.step()", "scheduler.step(epoch=epoch)")
+    assert lint_codes(keyword.format(save=save), "TD905", "TD001") == []
     metric = TRAIN.replace("scheduler.step()", "scheduler.step(val_loss)")
     assert lint_codes(metric.format(save=save), "TD905", "TD001") != []
 

@@ -69,7 +69,7 @@ def reads_back_own_save(ctx: FileContext, load: ast.Call, scope: Scope) -> bool:
     source = loaded_source(load)
     if source is None:
         return False
-    text = ctx.segment(source)
+    text = ast.dump(source)  # the path as built, whatever its quotes or spacing
     items = scope.items if scope is not None else ctx.module.items
     for item in items:
         node = item.node
@@ -79,10 +79,10 @@ def reads_back_own_save(ctx: FileContext, load: ast.Call, scope: Scope) -> bool:
             target = (
                 node.args[1] if len(node.args) > 1 else getattr(keyword(node, "f"), "value", None)
             )
-            if target is not None and ctx.segment(target) == text:
+            if target is not None and ast.dump(target) == text:
                 return True
         elif "save" in last_name(node.func).lower() and any(
-            ctx.segment(argument) == text
+            ast.dump(argument) == text
             for argument in [*node.args, *(k.value for k in node.keywords)]
         ):
             return True

@@ -122,6 +122,8 @@ class LegacyConstructor(LintRule):
         name = target.id if isinstance(target, ast.Name) else None
         if name is not None and _rebound_unread(_following(self.ctx, statement), name):
             self._unproven.add(id(held))  # a dead store: the memory is never read
+        elif name is not None and self._only_metadata_read(name, statement):
+            self._unproven.add(id(held))  # `xt.device` alone is read: no value is
         elif not self._read_before_written(statement, self.ctx.segment(target), name):
             self._unproven.add(id(held))
         elif name is not None and _handed_to_written_holders(self.ctx, statement, name):
@@ -134,6 +136,28 @@ class LegacyConstructor(LintRule):
             and not read_by_name(self.ctx, target.attr)
         ):
             self._unproven.add(id(held))  # no line of the program reads `<obj>.<attr>`
+
+    def _only_metadata_read(self, name: str, statement: ast.stmt) -> bool:
+        """Every read of the local ``name`` after ``statement`` and before the name is
+        bound again asks only for what the tensor is, not what it holds (``xt.device``,
+        ``xt.shape``, ``xt.size()``): Amphion's MaskGCT allocates ``torch.LongTensor(bsz,
+        seq_len)`` only to take its device, and later binds ``xt`` to its result."""
+        function = self.ctx.function
+        if function is None:
+            return False
+        nodes = list(ast.walk(function.node))
+        parents = {id(child): node for node in nodes for child in ast.iter_child_nodes(node)}
+        start = statement.end_lineno or statement.lineno
+        named = [n for n in nodes if isinstance(n, ast.Name) and n.id == name]
+        end = min(
+            (n.lineno for n in named if isinstance(n.ctx, ast.Store) and n.lineno > start),
+            default=len(self.ctx.source.splitlines()) + 1,
+        )
+        reads = [n for n in named if isinstance(n.ctx, ast.Load) and start < n.lineno < end]
+        return bool(reads) and all(
+            isinstance(parent := parents.get(id(node)), ast.Attribute) and parent.attr in _METADATA
+            for node in reads
+        )
 
     def _bases_read(self) -> bool:
         """Whether every base of the class being walked is torch's or the file's: a base
@@ -183,11 +207,11 @@ class LegacyConstructor(LintRule):
         ``nn.init.xavier_normal_(w)`` (or ``w.data.uniform_()``, or a method of the class
         that does so): the memory is initialised before anyone reads it."""
         if (
-            not isinstance(target, (ast.Name, ast.Attribute))
+            not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript))
             or not self.ctx.may_contain(value, "Tensor")
             or "Tensor" not in self.ctx.segment(value)
         ):
-            return
+            return  # `cache[size] = torch.Tensor(size)` then `cache[size].uniform_()` counts
         calls = list(_calls_in(value))
         if not calls:
             return
@@ -200,7 +224,9 @@ class LegacyConstructor(LintRule):
             return
         text = self.ctx.segment(target)
         later = _following(self.ctx, statement)[:12]
-        if any(_initialises(self.ctx, s, text, 0) for s in later):
+        # `param = nn.Parameter(weight)` shares the memory: filling `param` fills `weight`
+        names = {text} | _keeping_aliases(self.ctx, later, text)
+        if any(_initialises(self.ctx, s, name, 0) for s in later for name in names):
             self._filled.update(id(c) for c in calls)
 
     def _may_be_legacy(self, call: ast.Call) -> bool:
@@ -333,6 +359,8 @@ class LegacyConstructor(LintRule):
 # Calls that make a value out of their arguments without writing them (a module's forward,
 # torch functions, builtins). Any other callee may fill a tensor handed to it.
 _BUILTIN_READERS = frozenset({"print", "len", "isinstance", "id", "repr", "str", "float", "int"})
+# What a tensor is, not what it holds: reading only these reads no element.
+_METADATA = frozenset({"device", "dtype", "shape", "size", "dim", "ndim", "is_cuda"})
 # Wrappers that keep the same uninitialised memory (or a copy of it) in what they return.
 _KEEPERS = frozenset({"Parameter", "Variable"})
 # Containers that hold parameters under the module's attribute, filled as a whole.
@@ -788,6 +816,24 @@ def _rebinds(ctx: FileContext, node: ast.AST, target: str) -> bool:
     return isinstance(node, ast.Assign) and any(
         isinstance(t, ast.Attribute) and ctx.segment(t) == target for t in node.targets
     )
+
+
+def _keeping_aliases(ctx: FileContext, statements: list[ast.stmt], text: str) -> set[str]:
+    """Names later bound to a keeper of ``text`` (``param = nn.Parameter(weight)``), which
+    holds the same memory: an initialiser given the alias fills the original."""
+    found: set[str] = set()
+    for statement in statements:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Call)
+            and last_name(statement.value.func) in _KEEPERS
+            and statement.value.args
+            and ctx.segment(statement.value.args[0]) == text
+        ):
+            found.add(statement.targets[0].id)
+    return found
 
 
 def _is_self_attribute(target: ast.expr) -> TypeGuard[ast.Attribute]:

@@ -11,15 +11,18 @@ import ast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.analysis.calls import root_name
+from torchdoctor.static.analysis.calls import last_name, root_name
 from torchdoctor.static.analysis.loops import step_events
 from torchdoctor.static.analysis.repeats import draws_batch
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, Loop
+from torchdoctor.static.torchapi import name_tokens
 from torchdoctor.static.training import EventKind, loop_events
 
 _FEW = 16  # iterations of a fixed loop whose graphs may all be kept
+# Words of a loop bound that counts the micro-batches of one optimizer step.
+_ACCUMULATION_WORDS = frozenset({"accumulation", "accum", "accumulate", "accumulated"})
 
 
 @detector("TD205", depth=Depth.LINT)
@@ -96,7 +99,9 @@ class GraphRetainedAcrossSteps(LintRule):
 
     def _few_iterations(self, loop: Loop) -> bool:
         """A ``for`` over ``range(k)`` with ``k`` a small constant (directly or through a
-        name bound to one): memory cannot grow step after step."""
+        name bound to one), or the number of micro-batches accumulated into one optimizer
+        step (archai's ``range(gradient_accumulation_steps)``, a sum returned at the end of
+        each step): memory cannot grow step after step."""
         node = loop.node
         if (
             not isinstance(node, ast.For)
@@ -107,6 +112,9 @@ class GraphRetainedAcrossSteps(LintRule):
             or node.iter.keywords
         ):
             return False
+        bound = node.iter.args[0] if len(node.iter.args) == 1 else node.iter.args[1]
+        if _ACCUMULATION_WORDS & set(name_tokens(last_name(bound) or "")):
+            return True  # `range(gradient_accumulation_steps)`: one optimizer step's batches
         bounds = [self._constant(arg, loop) for arg in node.iter.args]
         if any(b is None for b in bounds):
             return False

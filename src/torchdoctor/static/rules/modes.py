@@ -221,6 +221,8 @@ class TrainInEvalMode(LintRule):
                         continue  # eval() scoped to this forward: a frozen discriminator
                     if _part_trained(actions, action.target):
                         continue  # train() on the part that learns, the rest left frozen
+                    if action.origin.node is action.node and _output_detached(loop, action):
+                        continue  # OpenOOD's CSI: features.detach() feeds linear heads
                     if not self._trained(action.target):
                         return  # a teacher no optimizer takes: eval mode is what it needs
                     if is_mode_sensitive(ctx, _first_target(action), loop.function):
@@ -471,6 +473,38 @@ def _part_trained(actions: list[Action], model: str) -> bool:
     return any(
         action.kind is EventKind.TRAIN and action.target.startswith((model + ".", model + "["))
         for action in actions
+    )
+
+
+def _output_detached(loop: Loop, action: Action) -> bool:
+    """The forward's result is bound to names that the loop reads only through
+    ``.detach()`` or ``.data``: no gradient reaches the model from it, so it trains
+    nothing there (a linear probe on frozen features, whose model is in eval mode on
+    purpose)."""
+    statement = next(
+        (
+            item.node
+            for item in loop.items
+            if isinstance(item.node, ast.Assign)
+            and any(node is action.node for node in ast.walk(item.node.value))
+        ),
+        None,
+    )
+    if statement is None:
+        return False
+    names = {n.id for t in statement.targets for n in ast.walk(t) if isinstance(n, ast.Name)} - {
+        "_"
+    }
+    parents = {id(c): n for n in ast.walk(loop.node) for c in ast.iter_child_nodes(n)}
+    uses = [
+        n
+        for n in ast.walk(loop.node)
+        if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+    ]
+    return bool(uses) and all(
+        isinstance(parent := parents.get(id(use)), ast.Attribute)
+        and parent.attr in ("detach", "data")
+        for use in uses
     )
 
 

@@ -134,6 +134,12 @@ def _alternatives(ctx: FileContext, node: ast.AST) -> list[list[str]]:
         isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "filter"
     ):
         return [[]]
+    if (
+        isinstance(node, ast.Subscript)
+        and not method_call(node.value, "parameters")
+        and any(method_call(n, "parameters") for n in ast.walk(node.value))
+    ):
+        return [[]]  # `list(net.parameters())[:-2]` beside `[-2:]`: slices split one list
     if method_call(node, "parameters"):
         # The receiver as written (indices and slices kept): `layers[i]` and `layers[i+1:]`
         # are different modules, `layers` and `layers[0]` overlap.

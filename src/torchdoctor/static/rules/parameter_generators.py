@@ -123,7 +123,15 @@ class ParameterGeneratorExhausted(LintRule):
         if not uses:
             return
         first = uses[0]
-        later = next((u for u in uses[1:] if not _exclusive(first.frames, u.frames)), None)
+        later = next(
+            (
+                u
+                for u in uses[1:]
+                if not _exclusive(first.frames, u.frames)
+                and not on_opposite_arms(arms, _line(first.call), _line(u.call))
+            ),
+            None,
+        )
         if later is None and not first.repeated:
             return
         ctx = self.ctx

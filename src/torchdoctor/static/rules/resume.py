@@ -311,8 +311,10 @@ def _resume_facts(ctx: FileContext) -> tuple[bool, bool]:
             positioned = positioned or any(
                 k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords
             )
-            # `scheduler.step(epoch - 1 + step / total)`: the epoch given sets the position
-            positioned = positioned or (last == "step" and _names_epoch(node.args[:1]))
+            # `scheduler.step(epoch - 1 + step / total)`, `scheduler.step(epoch=epoch)`: the
+            # epoch given sets the position
+            given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "epoch")]
+            positioned = positioned or (last == "step" and _names_epoch(given))
         elif isinstance(node, (ast.Name, ast.Attribute)):
             text = node.id if isinstance(node, ast.Name) else node.attr
             reads_back = reads_back or "resum" in text.lower()
