@@ -612,10 +612,15 @@ class Defaults(nn.Module):
     assert_marked(source, "TD506")
 
 
-def test_functional_dropout_whose_rate_every_caller_sets_from_the_mode_is_quiet() -> None:
+@pytest.mark.parametrize("callee_first", [False, True])
+def test_functional_dropout_whose_rate_every_caller_sets_from_the_mode_is_quiet(
+    callee_first: bool,
+) -> None:
     """OLMo: ``_attention(..., dropout_p)`` runs ``F.dropout(w, p=dropout_p)``, and the
     base class's caller passes ``dropout_p=0.0 if not self.training else p``: rate 0 in
-    eval mode. A caller passing a fixed rate keeps the finding."""
+    eval mode. A caller passing a fixed rate keeps the finding. The caller may come after
+    the method in the class: the rule reads every method of the file, not those walked
+    so far."""
     source = (
         HEADER
         + """
@@ -635,6 +640,15 @@ class LlamaBlock(Block):
         return nn.functional.dropout(w.softmax(-1), p=dropout_p){mark}
 """
     )
+    if callee_first:
+        forward = (
+            "    def forward(self, w):\n"
+            "        return self._attention(w, dropout_p=0.0 if not self.training else self.p)\n"
+        )
+        source = source.replace(forward + "\n", "").replace(
+            "\nclass LlamaBlock", "\n" + forward + "\nclass LlamaBlock"
+        )
+        assert source.index("def _attention") < source.index("def forward")
     assert_marked(source.format(mark=""), "TD506")
     fixed_rate = source.replace("0.0 if not self.training else self.p", "self.p")
     assert_marked(fixed_rate.format(mark="  # expect: TD506"), "TD506")
@@ -831,29 +845,6 @@ def test_td221_an_attribute_a_project_class_builds_as_a_parameter_is_not_proven(
     )
     found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD221")
     assert [f.location.line for f in found] == [6]
-
-
-def test_functional_dropout_whose_rate_a_later_caller_sets_is_read_whole_file() -> None:
-    """The callers that set the rate may be defined after the method (OLMo's order
-    reversed): the rule reads every method of the file, not those walked so far."""
-    source = (
-        HEADER
-        + """
-class Block(nn.Module):
-    def __init__(self, p):
-        super().__init__()
-        self.p = p
-
-    def _attention(self, w, dropout_p=0.0):
-        return F.dropout(w.softmax(-1), p=dropout_p){mark}
-
-    def forward(self, w):
-        return self._attention(w, dropout_p=0.0 if not self.training else self.p)
-"""
-    )
-    assert_marked(source.format(mark=""), "TD506")
-    fixed_rate = source.replace("0.0 if not self.training else self.p", "self.p")
-    assert_marked(fixed_rate.format(mark="  # expect: TD506"), "TD506")
 
 
 def test_functional_dropout_whose_rate_the_evaluating_caller_zeroes_is_quiet() -> None:

@@ -11,6 +11,7 @@ folder line (see :mod:`related_files`), once per attribute name.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from torchdoctor.static.analysis.related_files import first_in_related_files
 from torchdoctor.static.context import FileContext
@@ -30,15 +31,7 @@ def initialised_by_name(ctx: FileContext, attribute: str) -> bool:
         rb"(?<!self)\." + name + rb"(?:\.data)?\.(?:" + _FILLS + rb")\("
         rb"|(?:init\w*|" + _FILLS + rb")\s*\([^()\n]*?(?<!self)\." + name + rb"\b"
     )
-
-    def search(path: str, data: bytes) -> bool | None:
-        if attribute.encode() not in data:
-            return None
-        for line in data.splitlines():
-            if pattern.search(line.split(b"#", 1)[0]):
-                return True
-        return None
-
+    search = _code_matching(attribute, pattern)
     return bool(first_in_related_files(ctx, f"initialised-by-name:{attribute}", search))
 
 
@@ -49,6 +42,18 @@ def read_by_name(ctx: FileContext, attribute: str) -> bool:
     ever reads holds memory nothing computes with."""
     name = re.escape(attribute.encode())
     pattern = re.compile(rb"\." + name + rb"\b(?!\s*=[^=])|['\"]" + name + rb"['\"]")
+    search = _code_matching(attribute, pattern)
+    if search(ctx.path, ctx.source.encode("utf-8", "replace")):
+        return True  # the file itself, read from memory when it is not on disk
+    return bool(first_in_related_files(ctx, f"read-by-name:{attribute}", search))
+
+
+def _code_matching(
+    attribute: str, pattern: re.Pattern[bytes]
+) -> Callable[[str, bytes], bool | None]:
+    """An answer for :func:`first_in_related_files`: ``True`` when a line of a file's code
+    (its comments left out) matches ``pattern``; the attribute's name is looked for first,
+    so most files are passed over whole."""
 
     def search(path: str, data: bytes) -> bool | None:
         if attribute.encode() not in data:
@@ -58,6 +63,4 @@ def read_by_name(ctx: FileContext, attribute: str) -> bool:
                 return True
         return None
 
-    if search(ctx.path, ctx.source.encode("utf-8", "replace")):
-        return True  # the file itself, read from memory when it is not on disk
-    return bool(first_in_related_files(ctx, f"read-by-name:{attribute}", search))
+    return search
