@@ -88,6 +88,9 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "dist",
     "site-packages",
     "__pypackages__",
+    # macOS metadata, not source: AppleDouble files (`._train.py`) and zip archives' folder
+    "._*",
+    "__MACOSX",
 )
 
 

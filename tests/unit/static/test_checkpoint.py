@@ -1254,3 +1254,22 @@ def main(model, out, log):
 """
     )
     assert_marked(source, "TD901")
+
+
+def test_td901_a_file_saved_from_tensors_built_from_host_data_is_on_the_cpu() -> None:
+    """Anycost GAN: the boundaries are `torch.tensor(v)` of NumPy arrays, saved and loaded
+    back by the same script: CPU tensors. Built on a device, they are not."""
+    source = (
+        GPU
+        + """
+def extract(boundaries):
+    torch.save({k: torch.tensor(v) for k, v in boundaries.items()}, "boundaries.pt")
+    torch.save({k: torch.tensor(v, device="cuda") for k, v in boundaries.items()}, "gpu.pt")
+
+def edit():
+    kept = torch.load("boundaries.pt")
+    moved = torch.load("gpu.pt")  # expect: TD901
+    return kept, moved
+"""
+    )
+    assert_marked(source, "TD901")

@@ -42,6 +42,9 @@ def test_folders_are_walked_and_default_excludes_apply(tmp_path: Path) -> None:
             ".venv/c.py": "",
             "build/d.py": "",
             "pkg/__pycache__/e.py": "",
+            # macOS metadata (EnlightenGAN commits an AppleDouble `._options.py`)
+            "pkg/._b.py": "",
+            "__MACOSX/pkg/b.py": "",
         },
     )
     files = collect_files([tmp_path], LintConfig(root=tmp_path), tmp_path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from tests.unit.static.test_loss import applied
 from torchdoctor.findings import Applicability, Confidence, Severity
@@ -529,3 +531,27 @@ def test_blocking_copies_and_hand_pinned_or_unrelated_tensors_stay_quiet() -> No
                 model.to(device, non_blocking=True)
         """
     assert lint_codes(source, "TD408") == []
+
+
+@pytest.mark.parametrize(
+    ("calls", "flagged"),
+    [
+        # scGPT: the parameter defaults to 0 and no call passes it
+        ("prepare(data, 32)\nprepare(data, 64, shuffle=True)", False),
+        ("prepare(data, 32, num_workers=0)", False),
+        # one call asks for workers, or passes a value known only at run time
+        ("prepare(data, 32)\nprepare(data, 64, num_workers=4)", True),
+        ("prepare(data, 32, num_workers=args.workers)", True),
+        ("prepare(data, 32, **options)", True),
+    ],
+)
+def test_td405_workers_a_parameter_gets_from_the_files_calls(calls: str, flagged: bool) -> None:
+    source = f"""
+import torch
+
+def prepare(data, batch_size, shuffle=False, num_workers=0):
+    return torch.utils.data.DataLoader(data, batch_size, shuffle, num_workers=num_workers)
+
+{calls}
+"""
+    assert bool(lint_findings(source, "TD405")) is flagged

@@ -1452,3 +1452,27 @@ def test_td105_memory_filled_through_an_alias_or_never_read_for_values(
 ) -> None:
     (found,) = lint_findings("import torch\n" + source, "TD105")
     assert found.severity is severity
+
+
+def test_td105_lightnings_example_input_array_is_information() -> None:
+    """kraken: ``self.example_input_array = torch.Tensor(1, c, h, w)`` is traced by
+    Lightning for the model summary; its values never matter. Another attribute the
+    forward reads stays a warning."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self, c, h, w):
+                super().__init__()
+                self.example_input_array = torch.Tensor(1, c, h, w)
+                self.offset = nn.Parameter(torch.Tensor(c, 2))
+
+            def forward(self, x):
+                return x + self.offset
+
+            def summarize(self):
+                return self.example_input_array.sum()
+        """
+    found = {f.location.line: f.severity for f in lint_findings(source, "TD105")}
+    assert found == {8: Severity.INFO, 9: Severity.WARNING}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.static.helpers import lint_codes, lint_findings
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Severity
 from torchdoctor.static import LintConfig, lint
 
@@ -854,3 +854,36 @@ def test_a_worker_started_by_mp_spawn_is_reached_from_the_spawn() -> None:
     assert lint_codes(source.replace("if opt.log:", "if True:"), "TD804", "TD001") == [
         ("TD804", 19)
     ]
+
+
+DEFAULT_GPU = """
+import torch
+import torch.distributed as dist
+
+def main(args, model):
+    dist.init_process_group("nccl")
+    default_gpu = False
+    if dist.is_available() and args.local_rank != -1:
+        rank = dist.get_rank()
+        if rank == 0:
+            default_gpu = True
+    else:
+        default_gpu = True
+    {extra}
+    for epoch in range(10):
+        train(epoch)
+        if default_gpu:
+            torch.save(model.state_dict(), "model.bin"){mark}
+
+if __name__ == "__main__":
+    main(parse_args(), build())
+"""
+
+
+def test_a_flag_set_true_on_rank_zero_or_in_a_single_process_guards_the_save() -> None:
+    """ViLBERT's `default_gpu`: False, then True under `rank == 0` when launched per GPU
+    (`args.local_rank != -1`), and True when not distributed. Set true anywhere else, it
+    guards nothing."""
+    assert_marked(DEFAULT_GPU.format(extra="", mark=""), "TD804")
+    anywhere = DEFAULT_GPU.format(extra="default_gpu = args.verbose", mark="  # expect: TD804")
+    assert_marked(anywhere, "TD804")

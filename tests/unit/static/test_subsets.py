@@ -74,3 +74,31 @@ def test_parts_with_datasets_of_their_own_are_quiet() -> None:
         train_set.transform = tf
     """
     assert_marked(source, "TD417")
+
+
+@pytest.mark.parametrize(
+    ("val_transform", "flagged"),
+    [
+        # kraken: both parts are given the one same transform object
+        ("transforms", False),
+        # the validation part is given another transform: the last one wins for both
+        ("eval_transforms", True),
+    ],
+)
+def test_td417_the_same_transform_set_through_every_part_is_quiet(
+    val_transform: str, flagged: bool
+) -> None:
+    mark = "  # expect: TD417" if flagged else ""
+    source = f"""
+import torch
+from torch.utils.data import random_split
+
+class Data:
+    def __init__(self, full):
+        self.train_set, self.val_set = random_split(full, [0.9, 0.1])
+
+    def setup(self, transforms, eval_transforms):
+        self.train_set.dataset.transforms = transforms{mark}
+        self.val_set.dataset.transforms = {val_transform}{mark}
+"""
+    assert_marked(source, "TD417")

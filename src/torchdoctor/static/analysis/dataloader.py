@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from torchdoctor.static import torchapi
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.structure import Item
+from torchdoctor.static.structure import FunctionScope, Item
 
 __all__ = [
     "assigned_name",
@@ -70,7 +70,10 @@ def loader_arguments(call: ast.Call) -> dict[str, ast.expr]:
 
 
 def worker_count(ctx: FileContext, value: ast.expr | None, scope: Scope) -> int | None:
-    """``num_workers`` as a number: 0 when absent, ``None`` when only known at run time."""
+    """``num_workers`` as a number: 0 when absent, ``None`` when only known at run time. A
+    parameter of the function is what the file's calls of it pass, or its default
+    (scGPT's ``prepare_dataloader(..., num_workers=0)``, never called with workers): the
+    most any of them asks for, when every one is a number."""
     if value is None:
         return 0
     if isinstance(value, ast.Name):
@@ -81,9 +84,29 @@ def worker_count(ctx: FileContext, value: ast.expr | None, scope: Scope) -> int 
             and isinstance(found[0].value, ast.Constant)
         ):
             value = found[0].value
+        elif found is not None and found[0].kind is BindingKind.PARAMETER and scope is not None:
+            return _passed_workers(ctx, scope, value.id, found[0].value)
     if isinstance(value, ast.Constant) and isinstance(value.value, int):
         return int(value.value)
     return None
+
+
+def _passed_workers(
+    ctx: FileContext, function: FunctionScope, name: str, default: ast.expr | None
+) -> int | None:
+    """The most workers the file's calls of ``function`` pass for its parameter ``name``
+    (its default where a call passes nothing), or ``None`` when one is not a number or no
+    call is seen."""
+    counts: list[int] = []
+    calls = [item.node for _, item in ctx.callers(function) if isinstance(item.node, ast.Call)]
+    for call in calls:
+        if any(k.arg is None for k in call.keywords):
+            return None  # `**options` may pass it
+        passed = function.argument_for(call, name) or default
+        if not (isinstance(passed, ast.Constant) and isinstance(passed.value, int)):
+            return None
+        counts.append(int(passed.value))
+    return max(counts) if counts else None
 
 
 def is_false(value: ast.expr | None) -> bool:

@@ -222,6 +222,8 @@ def _rng_call(func: ast.expr, names: frozenset[str]) -> bool:
     return True
 
 
+# Tensors made from host data, on the CPU unless a device is given.
+_HOST_BUILDERS = ("torch.tensor", "torch.from_numpy", "torch.as_tensor")
 # Dataset methods that take a function and return a dataset (Hugging Face datasets,
 # torchdata pipes): tensors have no such methods.
 _DATASET_STEPS = frozenset({"map", "filter"})
@@ -238,6 +240,10 @@ def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool
         func = value.func
         if _rng_call(func, _RNG_GETTERS):
             return True
+        if ctx.is_call_to(value, *_HOST_BUILDERS, scope=scope) and not any(
+            k.arg == "device" for k in value.keywords
+        ):
+            return True  # `torch.tensor(coef)` of NumPy data: made on the CPU
         if isinstance(func, ast.Attribute) and func.attr in _DATASET_STEPS and value.args:
             return True
         if isinstance(func, ast.Attribute) and (

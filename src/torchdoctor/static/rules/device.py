@@ -136,6 +136,9 @@ class LegacyConstructor(LintRule):
             and not read_by_name(self.ctx, target.attr)
         ):
             self._unproven.add(id(held))  # no line of the program reads `<obj>.<attr>`
+        elif _is_self_attribute(target) and target.attr == "example_input_array":
+            # Lightning's sample input: traced for the model summary, its values unused
+            self._unproven.add(id(held))
 
     def _only_metadata_read(self, name: str, statement: ast.stmt) -> bool:
         """Every read of the local ``name`` after ``statement`` and before the name is

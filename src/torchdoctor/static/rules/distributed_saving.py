@@ -220,8 +220,12 @@ class _RankTests:
             bound = _assigned_attribute(self.ctx, self.scope, test)
             if bound is None and true_on_rank_zero_only(self.ctx, test.attr):
                 return True  # `if opt.log:`, set true on rank 0 by another module
+        if bound is not None and deeper.zero(bound):
+            return True
+        if isinstance(test, ast.Name) and self._set_true_on_rank_zero_only(test.id):
+            return True  # ViLBERT: `default_gpu = False`, True under `rank == 0` or alone
         if bound is not None:
-            return deeper.zero(bound)
+            return False
         function = (
             helper_to_follow(self.ctx, test, self.scope, self.depth, ())
             if isinstance(test, ast.Call)
@@ -236,6 +240,36 @@ class _RankTests:
         ]
         inside = _RankTests(self.ctx, function, self.depth + 1)
         return bool(returned) and all(inside.zero(value) for value in returned)
+
+    def _set_true_on_rank_zero_only(self, name: str) -> bool:
+        """Every assignment of the flag ``name`` in its scope sets it false, or sets it true
+        in a branch that runs only on rank 0 or only in a single process (``if rank == 0:
+        default_gpu = True``, ``else: default_gpu = True`` of ``if distributed:``), and
+        one sets it true."""
+        root: ast.AST = self.scope.node if self.scope is not None else self.ctx.tree
+        parents = {id(c): n for n in ast.walk(root) for c in ast.iter_child_nodes(n)}
+        true_sets = 0
+        for node in ast.walk(root):
+            if not (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            ):
+                continue
+            if isinstance(node.value, ast.Constant) and not node.value.value:
+                continue  # `default_gpu = False`
+            if not (isinstance(node.value, ast.Constant) and node.value.value is True):
+                return False
+            branch = parents.get(id(node))
+            if not (
+                isinstance(branch, ast.If)
+                and (
+                    (node in branch.body and self.zero(branch.test))
+                    or self.single_process(branch.test, node in branch.body)
+                )
+            ):
+                return False
+            true_sets += 1
+        return true_sets > 0
 
     def single_process(self, test: ast.expr, in_body: bool) -> bool:
         """The branch runs only when the program is not distributed: the ``else`` of
@@ -264,11 +298,25 @@ def _says_distributed(test: ast.expr, resolve: Callable[[ast.expr], ast.expr | N
     (a flag bound to one of those too): true exactly when several processes run."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, test.ops[0], test.comparators[0]
+        if (  # `args.local_rank != -1`: launched one process per GPU
+            isinstance(op, ast.NotEq)
+            and isinstance(right, ast.UnaryOp)
+            and isinstance(right.op, ast.USub)
+            and isinstance(right.operand, ast.Constant)
+            and right.operand.value == 1
+            and names_rank(left)
+        ):
+            return True
         return (
             isinstance(op, (ast.Gt, ast.NotEq))
             and isinstance(right, ast.Constant)
             and right.value == 1
             and "world" in name_tokens(last_name(left) or "")
+        )
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # `dist.is_available() and args.local_rank != -1`
+        return any(_says_distributed(v, resolve) for v in test.values) and all(
+            _says_distributed(v, resolve) or _availability(v) for v in test.values
         )
     if isinstance(test, ast.Call):
         words = set(name_tokens(last_name(test.func) or ""))
@@ -280,6 +328,11 @@ def _says_distributed(test: ast.expr, resolve: Callable[[ast.expr], ast.expr | N
         bound = resolve(test)
         return bound is not None and bound is not test and _says_distributed_once(bound)
     return False
+
+
+def _availability(test: ast.expr) -> bool:
+    """``dist.is_available()``: the build supports torch.distributed, nothing more."""
+    return isinstance(test, ast.Call) and last_name(test.func) == "is_available"
 
 
 def _says_distributed_once(value: ast.expr) -> bool:

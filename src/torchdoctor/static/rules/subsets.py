@@ -21,7 +21,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.structure import Item, ModuleScope
 
 # The dataset attributes that decide what a sample looks like.
 _TRANSFORM_ATTRIBUTES = frozenset({"transform", "transforms", "target_transform"})
@@ -73,6 +73,8 @@ class SubsetTransformMisapplied(LintRule):
                 if part is None:
                     continue
                 if through_dataset:
+                    if _same_for_siblings(items, part, node):
+                        continue  # kraken: every part gets the one same transform
                     if part.siblings and not _given_own_dataset(module, part, node.lineno):
                         self._report_shared(node, part)
                 else:
@@ -179,6 +181,27 @@ def _given_own_dataset(module: ModuleScope, part: _Part, line: int) -> bool:
             ):
                 return True
     return False
+
+
+def _same_for_siblings(items: list[Item], part: _Part, node: ast.Assign) -> bool:
+    """Every sibling of ``part`` gets ``<sibling>.dataset.<attr> = <the same value>`` in
+    the same body: the shared dataset ends with that value whichever part sets it, so no
+    part gets another's transform."""
+    target = node.targets[0]
+    assert isinstance(target, ast.Attribute)
+    value = ast.dump(node.value)
+    assigned = {
+        ast.unparse(item.node.targets[0].value.value)
+        for item in items
+        if isinstance(item.node, ast.Assign)
+        and len(item.node.targets) == 1
+        and isinstance(item.node.targets[0], ast.Attribute)
+        and item.node.targets[0].attr == target.attr
+        and isinstance(item.node.targets[0].value, ast.Attribute)
+        and item.node.targets[0].value.attr == "dataset"
+        and ast.dump(item.node.value) == value
+    }
+    return bool(part.siblings) and all(sibling in assigned for sibling in part.siblings)
 
 
 def _made_by(call: ast.Call) -> str:
