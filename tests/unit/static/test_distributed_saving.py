@@ -887,3 +887,14 @@ def test_a_flag_set_true_on_rank_zero_or_in_a_single_process_guards_the_save() -
     assert_marked(DEFAULT_GPU.format(extra="", mark=""), "TD804")
     anywhere = DEFAULT_GPU.format(extra="default_gpu = args.verbose", mark="  # expect: TD804")
     assert_marked(anywhere, "TD804")
+
+
+def test_a_flag_set_under_a_test_of_itself_is_no_guard_and_no_loop() -> None:
+    """`if flag: flag = True` asks about the flag again: read as no rank check, without
+    following it round."""
+    source = DEFAULT_GPU.format(extra="if default_gpu:\n        default_gpu = True", mark="")
+    source = source.replace(
+        "            torch.save(model.state_dict(), \"model.bin\")",
+        "            torch.save(model.state_dict(), \"model.bin\")  # expect: TD804",
+    )
+    assert_marked(source, "TD804", "TD001")

@@ -246,6 +246,9 @@ class _RankTests:
         in a branch that runs only on rank 0 or only in a single process (``if rank == 0:
         default_gpu = True``, ``else: default_gpu = True`` of ``if distributed:``), and
         one sets it true."""
+        if self.depth >= MAX_CALL_DEPTH:
+            return False  # `if flag: flag = True` would ask about the flag again
+        deeper = _RankTests(self.ctx, self.scope, self.depth + 1)
         root: ast.AST = self.scope.node if self.scope is not None else self.ctx.tree
         parents = {id(c): n for n in ast.walk(root) for c in ast.iter_child_nodes(n)}
         true_sets = 0
@@ -263,8 +266,8 @@ class _RankTests:
             if not (
                 isinstance(branch, ast.If)
                 and (
-                    (node in branch.body and self.zero(branch.test))
-                    or self.single_process(branch.test, node in branch.body)
+                    (node in branch.body and deeper.zero(branch.test))
+                    or deeper.single_process(branch.test, node in branch.body)
                 )
             ):
                 return False
