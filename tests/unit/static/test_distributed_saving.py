@@ -894,7 +894,7 @@ def test_a_flag_set_under_a_test_of_itself_is_no_guard_and_no_loop() -> None:
     following it round."""
     source = DEFAULT_GPU.format(extra="if default_gpu:\n        default_gpu = True", mark="")
     source = source.replace(
-        "            torch.save(model.state_dict(), \"model.bin\")",
-        "            torch.save(model.state_dict(), \"model.bin\")  # expect: TD804",
+        '            torch.save(model.state_dict(), "model.bin")',
+        '            torch.save(model.state_dict(), "model.bin")  # expect: TD804',
     )
     assert_marked(source, "TD804", "TD001")
