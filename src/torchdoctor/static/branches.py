@@ -111,6 +111,17 @@ def spans(outer: ast.stmt, inner: ast.AST) -> bool:
     )
 
 
+def innermost_branch(frames: tuple[Frame, ...]) -> list[ast.stmt] | None:
+    """The statements of the innermost ``if`` branch (body or ``else``) among ``frames``,
+    or ``None`` when no ``if`` encloses the place."""
+    branch = next(
+        (f for f in reversed(frames) if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)), None
+    )
+    if branch is None or not isinstance(branch.node, ast.If):
+        return None
+    return branch.node.body if branch.kind is FrameKind.IF_BODY else branch.node.orelse
+
+
 def block_lines(block: list[ast.stmt]) -> range:
     """The source lines a block of statements spans (empty for an empty block)."""
     if not block:

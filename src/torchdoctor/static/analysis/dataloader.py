@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import constant_arguments
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope, Item
@@ -85,27 +86,24 @@ def worker_count(ctx: FileContext, value: ast.expr | None, scope: Scope) -> int 
         ):
             value = found[0].value
         elif found is not None and found[0].kind is BindingKind.PARAMETER and scope is not None:
-            return _passed_workers(ctx, scope, value.id, found[0].value)
+            return _passed_workers(ctx, scope, value.id)
     if isinstance(value, ast.Constant) and isinstance(value.value, int):
         return int(value.value)
     return None
 
 
-def _passed_workers(
-    ctx: FileContext, function: FunctionScope, name: str, default: ast.expr | None
-) -> int | None:
+def _passed_workers(ctx: FileContext, function: FunctionScope, name: str) -> int | None:
     """The most workers the file's calls of ``function`` pass for its parameter ``name``
     (its default where a call passes nothing), or ``None`` when one is not a number or no
     call is seen."""
     counts: list[int] = []
-    calls = [item.node for _, item in ctx.callers(function) if isinstance(item.node, ast.Call)]
-    for call in calls:
-        if any(k.arg is None for k in call.keywords):
-            return None  # `**options` may pass it
-        passed = function.argument_for(call, name) or default
-        if not (isinstance(passed, ast.Constant) and isinstance(passed.value, int)):
-            return None
-        counts.append(int(passed.value))
+    for _, item in ctx.callers(function):
+        if not isinstance(item.node, ast.Call):
+            continue
+        passed = constant_arguments(item.node, function).get(name)
+        if not isinstance(passed, int):
+            return None  # not a literal (or `**options`, `*args` may pass it)
+        counts.append(passed)
     return max(counts) if counts else None
 
 

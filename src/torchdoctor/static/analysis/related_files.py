@@ -18,6 +18,7 @@ from torchdoctor.static.files import read_source
 __all__ = [
     "first_in_imported_files",
     "first_in_related_files",
+    "imported_sources",
     "program_sources",
     "related_sources",
 ]
@@ -55,9 +56,18 @@ def first_in_related_files(
 
 def first_in_imported_files(ctx: FileContext, answer: Callable[[str, bytes], T | None]) -> T | None:
     """The first non-``None`` ``answer(path, text)`` over the project's modules the linted
-    file imports (``import utils``, ``from utils.model_utils import load_checkpoint``), a
-    package's modules with it, wherever they sit: a sibling folder is another program
-    unless it is imported."""
+    file imports (:func:`imported_sources`)."""
+    for path, data in imported_sources(ctx):
+        found = answer(path, data)
+        if found is not None:
+            return found
+    return None
+
+
+def imported_sources(ctx: FileContext) -> Iterator[tuple[str, bytes]]:
+    """``(path, text)`` of each of the project's modules the linted file imports (``import
+    utils``, ``from utils.model_utils import load_checkpoint``), a package's modules with
+    it, wherever they sit: a sibling folder is another program unless it is imported."""
     imported: set[str] = set()
     for qualified in ctx.imports.values():
         parts = qualified.split(".")
@@ -76,10 +86,8 @@ def first_in_imported_files(ctx: FileContext, answer: Callable[[str, bytes], T |
         ):
             continue  # a package imported whole brings its modules (`import utils`)
         data = read_source(path)
-        found = answer(path, data) if isinstance(data, bytes) else None
-        if found is not None:
-            return found
-    return None
+        if isinstance(data, bytes):
+            yield path, data
 
 
 def _imported_by_path(path: str, imported: set[str]) -> bool:
@@ -103,15 +111,8 @@ def program_sources(ctx: FileContext) -> Iterator[tuple[str, bytes]]:
     """``(path, text)`` of every file of the linted file's program: the files along its
     folder line, then the project modules it imports, each once."""
     seen: set[str] = set()
-
-    def collect(path: str, data: bytes) -> None:
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    for path, data in (*related_sources(ctx.project.paths(), folder), *imported_sources(ctx)):
         if path not in seen:
             seen.add(path)
-            found.append((path, data))
-
-    found: list[tuple[str, bytes]] = []
-    folder = os.path.dirname(os.path.abspath(ctx.path))
-    for path, data in related_sources(ctx.project.paths(), folder):
-        collect(path, data)
-    first_in_imported_files(ctx, collect)  # answers None: every imported module is read
-    yield from found
+            yield path, data

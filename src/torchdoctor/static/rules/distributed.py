@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.callers import called_function, constant_arguments
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.held_loaders import mentions, reaches_through_calls
 from torchdoctor.static.analysis.loops import function_trains, steps_every_iteration, trains
@@ -105,7 +105,8 @@ class SamplerEpochNeverSet(LintRule):
         function = ctx.function_of(sampler.frames)
         if function is None:
             return False
-        parameters = _parameter_defaults(function.node)
+        parameters = {a.arg for a in function.node.args.posonlyargs + function.node.args.args}
+        parameters |= {a.arg for a in function.node.args.kwonlyargs}
         guards = [
             frame.node.test.id
             for frame in sampler.frames
@@ -121,12 +122,10 @@ class SamplerEpochNeverSet(LintRule):
         calls = [item.node for _, item in ctx.callers(function) if isinstance(item.node, ast.Call)]
         if not switches or not calls:
             return False
+        # what each call passes, or leaves to a default, as literals (none behind `**options`)
+        passed = [constant_arguments(call, function) for call in calls]
         return all(
-            not any(k.arg is None for k in call.keywords)  # `**options` hides what it passes
-            and any(
-                _false(function.argument_for(call, name) or parameters[name]) for name in switches
-            )
-            for call in calls
+            any(name in values and not values[name] for name in switches) for values in passed
         )
 
     def _handed_with_its_loader(self, sampler: _Sampler, names: list[str]) -> bool:
@@ -345,18 +344,6 @@ def _shuffle_argument(call: ast.Call) -> ast.expr | None:
 def _false(value: ast.expr | None) -> bool:
     """A constant that reads as false (``False``, ``0``, ``None``)."""
     return isinstance(value, ast.Constant) and not value.value
-
-
-def _parameter_defaults(
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> dict[str, ast.expr | None]:
-    """Each parameter of ``function`` with its default (``None`` when it has none)."""
-    args = function.args
-    positional = args.posonlyargs + args.args
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
-    found = dict(zip((a.arg for a in positional), [*defaults, *args.defaults], strict=True))
-    found.update(zip((a.arg for a in args.kwonlyargs), args.kw_defaults, strict=True))
-    return found
 
 
 @detector("TD802", depth=Depth.LINT)

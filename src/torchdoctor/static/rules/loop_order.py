@@ -17,10 +17,11 @@ from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import step_functions
 from torchdoctor.static.analysis.optimized import covers, optimizer_roots
 from torchdoctor.static.analysis.repeats import measures_a_repeated_step
+from torchdoctor.static.branches import innermost_branch
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, Loop
+from torchdoctor.static.structure import Frame, FunctionScope, Item, Loop
 from torchdoctor.static.training import (
     Event,
     EventKind,
@@ -400,13 +401,8 @@ def _leaving_branch(frames: tuple[Frame, ...]) -> bool:
     """The innermost ``if`` branch of ``frames`` ends with ``break``, ``continue``,
     ``return`` or ``raise``: a skip path (clear the gradients, step with none, leave), not
     the loop's update, which runs on the other path."""
-    branch = next(
-        (f for f in reversed(frames) if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)), None
-    )
-    if branch is None or not isinstance(branch.node, ast.If):
-        return False
-    block = branch.node.body if branch.kind is FrameKind.IF_BODY else branch.node.orelse
-    return bool(block) and isinstance(block[-1], _JUMPS)
+    block = innermost_branch(frames)
+    return block is not None and len(block) > 0 and isinstance(block[-1], _JUMPS)
 
 
 @detector("TD204", depth=Depth.LINT)

@@ -26,6 +26,7 @@ from torchdoctor.static.analysis.mode_actions import (
 from torchdoctor.static.analysis.mode_sensitivity import is_mode_sensitive, proven_mode_sensitive
 from torchdoctor.static.analysis.optimized import covers, optimized_models
 from torchdoctor.static.analysis.repeats import measures_a_repeated_step
+from torchdoctor.static.branches import innermost_branch
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.frameworks import framework_owned
 from torchdoctor.static.grad_mode import grad_disabled_by
@@ -33,7 +34,6 @@ from torchdoctor.static.names import own_nodes, returns_of
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import (
     ClassScope,
-    FrameKind,
     FunctionScope,
     Item,
     Loop,
@@ -297,13 +297,7 @@ def _leaves_the_loop_after(loop: Loop, action: Action) -> bool:
     """The mode change sits in an ``if`` branch of the loop that ends with ``break``,
     ``return`` or ``raise`` (VoiceCraft: past the last step, ``validate_and_save()`` and
     then ``break``): no later statement of the pass, nor any later pass, runs after it."""
-    frames = loop.inner_frames(action.origin)
-    branch = next(
-        (f for f in reversed(frames) if f.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)), None
-    )
-    if branch is None or not isinstance(branch.node, ast.If):
-        return False
-    body = branch.node.body if branch.kind is FrameKind.IF_BODY else branch.node.orelse
+    body = innermost_branch(loop.inner_frames(action.origin)) or []
     return any(
         isinstance(statement, (ast.Break, ast.Return, ast.Raise))
         and statement.lineno > action.origin.line
