@@ -802,6 +802,11 @@ def test_a_load_of_a_file_this_program_saved_from_cpu_tensors_is_quiet() -> None
     assert td901_saved("{k: v.cpu() for k, v in model.state_dict().items()}") == []
     assert td901_saved('{"model": model.cpu().state_dict(), "step": 3}') == []
     assert td901_saved('[p.detach().to("cpu") for p in model.parameters()]') == []
+    # the same shapes the program-wide reading of other modules' saves accepts
+    guarded = (
+        "{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in model.state_dict().items()}"
+    )
+    assert td901_saved(guarded) == []
 
 
 def test_a_load_of_a_file_this_program_saved_from_gpu_tensors_is_flagged() -> None:
@@ -1221,6 +1226,8 @@ def main(opts):
         # state keeps its device, so the resume of it is still flagged
         ("v.cpu() if isinstance(v, torch.Tensor) else v", [14]),
         ("v.to('cpu')", [14]),
+        # the same shapes a save in the loading file is accepted in
+        ("v.to(torch.device('cpu'))", [14]),
         # weights saved where they live: both loads may put them on the saving GPU
         ("v", [9, 14]),
         ("v.cuda() if isinstance(v, torch.Tensor) else v.cpu()", [9, 14]),

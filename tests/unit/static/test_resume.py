@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.static import LintConfig, lint
 
@@ -259,11 +261,22 @@ def test_a_scheduler_positioned_from_the_saved_epoch_is_restored() -> None:
     assert lint_codes(script(positioned), "TD905") == []
 
 
-def test_a_scheduler_built_at_the_saved_epoch_is_restored() -> None:
-    source = script(RESUME).replace(
-        "StepLR(optimizer, 10)", "StepLR(optimizer, 10, last_epoch=start_epoch - 1)"
-    )
+@pytest.mark.parametrize(
+    "built",
+    [
+        "StepLR(optimizer, 10, last_epoch=start_epoch - 1)",
+        "StepLR(optimizer, 10, 0.1, start_epoch - 1)",
+    ],
+    ids=["keyword", "positional"],
+)
+def test_a_scheduler_built_at_the_saved_epoch_is_restored(built: str) -> None:
+    source = script(RESUME).replace("StepLR(optimizer, 10)", built)
     assert lint_codes(source, "TD905") == []
+
+
+def test_a_scheduler_built_at_a_constant_position_is_no_restore() -> None:
+    source = script(RESUME).replace("StepLR(optimizer, 10)", "StepLR(optimizer, 10, 0.1, -1)")
+    assert [code for code, _ in lint_codes(source, "TD905")] == ["TD905"]
 
 
 def test_a_resume_that_forgets_the_scheduler_is_still_flagged() -> None:

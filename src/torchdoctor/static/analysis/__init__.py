@@ -24,6 +24,8 @@ A rule (``static/rules/<topic>.py``) imports from here, from :mod:`torchdoctor.s
 * :mod:`.dataloader`: ``DataLoader`` calls and their arguments; :mod:`.exhaustion`: a
   loader rebuilt only once the last iterator ran out; :mod:`.entries`:
   ``d[key] = value`` writes; :mod:`.ranks`: rank-zero tests.
+* :mod:`.cpu_values`: whether a saved value holds only CPU data; :mod:`.weight_saves`:
+  whether the program writes its model weights from the CPU.
 
 Nothing here imports torch, and nothing here imports a rule.
 """

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from functools import partial
 
+from torchdoctor.static.analysis.cpu_values import holds_cpu_data
 from torchdoctor.static.analysis.related_files import program_sources
 from torchdoctor.static.context import FileContext
 
@@ -85,7 +86,7 @@ def _saves(data: bytes) -> list[bool]:
             ):
                 continue
             for entry in _weight_entries(_resolved(node.args[0], values, 0), values):
-                found.append(_on_cpu(entry, values, 0))
+                found.append(_on_cpu(entry, values))
     return found
 
 
@@ -138,34 +139,15 @@ def _weight_entries(value: ast.expr, values: dict[str, ast.expr]) -> list[ast.ex
     return [value] if "state_dict" in text and not _names_an_optimizer(value) else []
 
 
-def _on_cpu(value: ast.expr, values: dict[str, ast.expr], depth: int) -> bool:
-    """Everything in ``value`` is moved to the CPU (``.cpu()``, ``.to("cpu")``, a
-    comprehension or container of them), read through names bound once."""
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-        func = value.func
-        if func.attr == "cpu" or (
-            func.attr == "to"
-            and any(isinstance(a, ast.Constant) and a.value == "cpu" for a in value.args)
-        ):
-            return True
-        return isinstance(func.value, ast.Call) and _on_cpu(func.value, values, depth)
-    if isinstance(value, ast.DictComp):
-        return _on_cpu(value.value, values, depth)
-    if isinstance(value, ast.IfExp):
-        if _tests_for_a_tensor(value.test):  # `v.cpu() if isinstance(v, Tensor) else v`
-            return _on_cpu(value.body, values, depth)
-        return _on_cpu(value.body, values, depth) and _on_cpu(value.orelse, values, depth)
-    if isinstance(value, ast.Name) and value.id in values and depth < 3:
-        return _on_cpu(values[value.id], values, depth + 1)
-    return False
+def _on_cpu(value: ast.expr, values: dict[str, ast.expr]) -> bool:
+    """Everything in ``value`` is on the CPU (:func:`holds_cpu_data`), names read through
+    those bound once in the scope, torch's tensor builders by their dotted name."""
+
+    def made_on_host(call: ast.Call) -> bool:
+        return ast.unparse(call.func) in _HOST_BUILDERS
+
+    return holds_cpu_data(value, lambda name: values.get(name.id), made_on_host)
 
 
-def _tests_for_a_tensor(test: ast.expr) -> bool:
-    """``isinstance(v, torch.Tensor)``: the other arm of the test holds no tensor."""
-    return (
-        isinstance(test, ast.Call)
-        and isinstance(test.func, ast.Name)
-        and test.func.id == "isinstance"
-        and len(test.args) == 2
-        and "Tensor" in ast.unparse(test.args[1])
-    )
+# Tensors made from host data, by the names a module's text calls them.
+_HOST_BUILDERS = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor"})

@@ -15,6 +15,7 @@ from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword, last_name
+from torchdoctor.static.analysis.cpu_values import RNG_SETTERS, holds_cpu_data, rng_call
 from torchdoctor.static.analysis.ranks import is_rank_zero, names_rank, resolver
 from torchdoctor.static.analysis.weight_saves import (
     restores_an_optimizer,
@@ -186,7 +187,7 @@ def _cpu_saves(
             if saved is None or target is None:
                 continue
             path = _path_text(ctx, target, scope)
-            on_cpu = _on_cpu(ctx, saved, scope, 0)
+            on_cpu = _on_cpu(ctx, saved, scope)
             found[path] = found.get(path, True) and on_cpu
             shape = _path_shape(ctx, target, scope)
             if shape is not None:
@@ -205,77 +206,22 @@ def _written_from_the_cpu(name: str, names: dict[re.Pattern[str], bool]) -> bool
     return bool(matched) and all(matched)
 
 
-# Setters of random-number-generator states, and the getters whose states they take: a
-# generator's state is a CPU byte tensor (CUDA generators' too) or plain data.
-_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
-_RNG_GETTERS = frozenset({"get_rng_state", "get_rng_state_all", "getstate", "get_state"})
-
-
-def _rng_call(func: ast.expr, names: frozenset[str]) -> bool:
-    """A generator's getter or setter; the generic ``get_state``/``set_state`` count only
-    on a ``random`` receiver (``np.random.get_state()``, not ``env.get_state()``)."""
-    name = last_name(func)
-    if name not in names:
-        return False
-    if name in ("get_state", "set_state"):
-        return isinstance(func, ast.Attribute) and last_name(func.value) == "random"
-    return True
-
-
 # Tensors made from host data, on the CPU unless a device is given.
 _HOST_BUILDERS = ("torch.tensor", "torch.from_numpy", "torch.as_tensor")
-# Dataset methods that take a function and return a dataset (Hugging Face datasets,
-# torchdata pipes): tensors have no such methods.
-_DATASET_STEPS = frozenset({"map", "filter"})
 
 
-def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> bool:
-    """Everything in ``value`` is on the CPU: moved there (``.cpu()``, ``.to("cpu")``, a
-    comprehension of them), a generator's state, plain data (numbers, text), a dataset
-    mapped or filtered by a function (``ds.map(tokenize)``: rows, not tensors of a
-    device), or containers of those."""
-    if isinstance(value, ast.Constant | ast.JoinedStr):
-        return True
-    if isinstance(value, ast.Call):
-        func = value.func
-        if _rng_call(func, _RNG_GETTERS):
-            return True
-        if ctx.is_call_to(value, *_HOST_BUILDERS, scope=scope) and not any(
-            k.arg == "device" for k in value.keywords
-        ):
-            return True  # `torch.tensor(coef)` of NumPy data: made on the CPU
-        if isinstance(func, ast.Attribute) and func.attr in _DATASET_STEPS and value.args:
-            return True
-        if isinstance(func, ast.Attribute) and (
-            func.attr == "cpu" or (func.attr == "to" and any(_says_cpu(a) for a in value.args))
-        ):
-            return True
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
-            return _on_cpu(ctx, func.value, scope, depth)  # model.cpu().state_dict()
-        return False
-    if isinstance(value, ast.Dict):
-        return all(_on_cpu(ctx, v, scope, depth) for v in value.values)
-    if isinstance(value, ast.List | ast.Tuple):
-        return all(_on_cpu(ctx, e, scope, depth) for e in value.elts)
-    if isinstance(value, ast.DictComp):
-        return _on_cpu(ctx, value.value, scope, depth)
-    if isinstance(value, ast.ListComp):
-        return _on_cpu(ctx, value.elt, scope, depth)
-    if isinstance(value, ast.Name) and depth < 2:
-        binding = ctx.binding(value, scope)
-        return (
-            binding is not None
-            and binding.value is not None
-            and _on_cpu(ctx, binding.value, scope, depth + 1)
-        )
-    return False
+def _on_cpu(ctx: FileContext, value: ast.expr, scope: Scope) -> bool:
+    """Everything in ``value`` is on the CPU (:func:`holds_cpu_data`), names read through
+    the file's bindings."""
 
+    def resolve(name: ast.Name) -> ast.expr | None:
+        binding = ctx.binding(name, scope)
+        return binding.value if binding is not None else None
 
-def _says_cpu(node: ast.expr) -> bool:
-    """``"cpu"`` or ``torch.device("cpu")``."""
-    if isinstance(node, ast.Call) and node.args:
-        node = node.args[0]
-    return isinstance(node, ast.Constant) and node.value == "cpu"
+    def made_on_host(call: ast.Call) -> bool:
+        return ctx.is_call_to(call, *_HOST_BUILDERS, scope=scope)
+
+    return holds_cpu_data(value, resolve, made_on_host)
 
 
 @detector("TD901", depth=Depth.LINT)
@@ -401,7 +347,7 @@ class LoadWithoutMapLocation(LintRule):
             if not (
                 isinstance(parent, ast.Call)
                 and use in parent.args
-                and _rng_call(parent.func, _RNG_SETTERS)
+                and rng_call(parent.func, RNG_SETTERS)
             ):
                 return False
         return uses > 0

@@ -296,7 +296,8 @@ def _related_classes(tree: ast.AST, start: ast.ClassDef) -> list[ast.ClassDef]:
 def _resume_facts(ctx: FileContext) -> tuple[bool, bool]:
     """Whether the file reads a checkpoint back (a ``load`` call that may read one, or a
     name or attribute saying ``resume``), and whether it sets a scheduler's position from
-    a counter (``x.last_epoch = ...``, or ``last_epoch=`` other than -1 when building one)."""
+    a counter (``x.last_epoch = ...``, or a ``last_epoch`` other than a constant when
+    building one, by keyword or position)."""
     reads_back = any(
         _may_read_a_checkpoint(ctx, item.node, scope)
         for scope, items in ctx.module.bodies()
@@ -305,24 +306,15 @@ def _resume_facts(ctx: FileContext) -> tuple[bool, bool]:
     )
     positioned = False
     for node in ast.walk(ctx.tree):
+        positioned = positioned or _sets_a_position(node)
         if isinstance(node, ast.Call):
-            func = node.func
-            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            positioned = positioned or any(
-                k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords
-            )
             # `scheduler.step(epoch - 1 + step / total)`, `scheduler.step(epoch=epoch)`: the
             # epoch given sets the position
             given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "epoch")]
-            positioned = positioned or (last == "step" and _names_epoch(given))
+            positioned = positioned or (last_name(node.func) == "step" and _names_epoch(given))
         elif isinstance(node, (ast.Name, ast.Attribute)):
             text = node.id if isinstance(node, ast.Name) else node.attr
             reads_back = reads_back or "resum" in text.lower()
-            positioned = positioned or (
-                isinstance(node, ast.Attribute)
-                and node.attr == "last_epoch"
-                and isinstance(node.ctx, ast.Store)
-            )
         if reads_back and positioned:
             break
     return reads_back, positioned
@@ -658,17 +650,20 @@ def _positions_a_scheduler(path: str, data: bytes) -> bool | None:
         tree = ast.parse(data)
     except (SyntaxError, ValueError):
         return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == "last_epoch":
-            if isinstance(node.ctx, ast.Store):
-                return True
-        elif isinstance(node, ast.Call):
-            if any(k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords):
-                return True
-            place = torchapi.LAST_EPOCH_PLACE.get(last_name(node.func) or "")
-            if place is not None and len(node.args) > place and not _is_constant(node.args[place]):
-                return True
-    return None
+    return True if any(_sets_a_position(node) for node in ast.walk(tree)) else None
+
+
+def _sets_a_position(node: ast.AST) -> bool:
+    """``x.last_epoch = ...``, or a scheduler built with a ``last_epoch`` that is not a
+    constant, by keyword or at its place among the positional arguments."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "last_epoch" and isinstance(node.ctx, ast.Store)
+    if not isinstance(node, ast.Call):
+        return False
+    if any(k.arg == "last_epoch" and not _is_constant(k.value) for k in node.keywords):
+        return True
+    place = torchapi.LAST_EPOCH_PLACE.get(last_name(node.func) or "")
+    return place is not None and len(node.args) > place and not _is_constant(node.args[place])
 
 
 def _is_constant(value: ast.expr) -> bool:
