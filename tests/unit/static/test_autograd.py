@@ -152,6 +152,83 @@ def test_td202_quiet_for_a_function_defined_inside_no_grad() -> None:
     )
 
 
+def test_td202_quiet_for_a_loss_computed_under_enable_grad_in_a_no_grad_step() -> None:
+    """PINNacle's loss-weighting optimizers: ``step`` is ``@torch.no_grad()``, the losses
+    are computed inside ``with torch.enable_grad():`` and backpropagated after the block.
+    They have a graph, and ``backward()`` under ``no_grad`` runs on it."""
+    assert_marked(
+        """
+    import torch
+    class LRAdaptor(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self, closure):
+            with torch.enable_grad():
+                _ = closure(skip_backward=True)
+                losses = self.losses / torch.as_tensor(self.loss_weight)
+                pde_loss = torch.sum(losses[:self.num_pde])
+            self.zero_grad()
+            pde_loss.backward(retain_graph=True)
+    class NTK(torch.optim.Optimizer):
+        @torch.no_grad()
+        def step(self, inputs):
+            with torch.enable_grad():
+                inputs.requires_grad_()
+                outputs = self.pde.net(inputs)
+                losses = self.pde.losses(inputs, outputs)
+                loss_r = torch.sum(losses[:self.num_pde])
+                loss_b = torch.sum(losses[self.num_pde:])
+            for p in self.params:
+                loss_r.backward(retain_graph=True)
+                loss_b.backward(retain_graph=True)
+    """,
+        "TD202",
+    )
+
+
+def test_td202_quiet_for_set_grad_enabled_true_inside_a_no_grad_block() -> None:
+    assert_marked(
+        """
+    import torch
+    from torch import set_grad_enabled
+    def refine(model, x):
+        with torch.no_grad():
+            with torch.set_grad_enabled(True):
+                if x is not None:
+                    loss = model(x).sum()
+            loss.backward()
+        with torch.inference_mode(), set_grad_enabled(True):
+            other = model(x).sum()
+        other.backward()
+    """,
+        "TD202",
+    )
+
+
+def test_td202_still_flags_a_loss_computed_under_no_grad_beside_an_enable_grad_block() -> None:
+    """Only the values computed inside the ``enable_grad`` block have a graph: a loss
+    computed after it, or rebound under ``no_grad`` from one computed inside, has none."""
+    assert_marked(
+        """
+    import torch
+    @torch.no_grad()
+    def step(model, x, y):
+        with torch.enable_grad():
+            warm = model(x).sum()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()  # expect: TD202
+        warm = warm * 2
+        warm.backward()  # expect: TD202
+    def other(model, x):
+        with torch.no_grad():
+            with torch.enable_grad():
+                pass
+            loss = model(x).sum()
+            loss.backward()  # expect: TD202
+    """,
+        "TD202",
+    )
+
+
 # --- TD206 forward-called-directly ------------------------------------------------------
 
 

@@ -677,6 +677,26 @@ def load(path, Reader):
         assert lint_codes(source, "TD903") == [("TD903", 4)], kept
 
 
+def test_a_module_method_under_a_type_test_of_the_loaded_entry_is_no_module_load() -> None:
+    """Point-MAE: ``best_metrics = state["best_metrics"]`` and ``if not
+    isinstance(best_metrics, dict): best_metrics = best_metrics.state_dict()``, the
+    fallback for an older format. The code expects either kind, so the call is no proof
+    that the file holds objects. The same call without the type test still is."""
+    source = """
+import torch
+def resume(model, path):
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["base_model"])
+    best_metrics = state["best_metrics"]
+    if not isinstance(best_metrics, dict):
+        best_metrics = best_metrics.state_dict()
+    return state["epoch"] + 1, best_metrics
+"""
+    assert lint_codes(source, "TD903") == []
+    untested = source.replace("    if not isinstance(best_metrics, dict):\n    ", "")
+    assert lint_codes(untested, "TD903") == [("TD903", 4)]
+
+
 def test_a_load_allowed_by_safe_globals_works_and_is_quiet() -> None:
     source = """
     import torch

@@ -3,9 +3,12 @@ parameters-cast-after-ddp-wrap."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.unit.static.helpers import assert_marked, lint_codes
+from torchdoctor.static import LintConfig, lint
 
 HEADER = """
 import torch
@@ -387,3 +390,56 @@ def main(cfg, model):
         "    model = DistributedDataParallel(model)\n",
     )
     assert [code for code, _ in lint_codes(unguarded, "TD806")] == ["TD806"]
+
+
+_STREAMS = """
+import torch.distributed as dist
+from torch.utils.data import {base}
+
+
+class StreamingDataset({base}):
+    def __init__(self, elements):
+        super().__init__()
+        self.elements = elements
+
+    def __iter__(self):
+        rank, replicas = dist.get_rank(), dist.get_world_size()
+        for i, element in enumerate(self.elements):
+            if i % replicas == rank:
+                yield element
+"""
+_STREAMING_TRAINER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader
+
+from utils.util import StreamingDataset
+
+
+def train(args, model, elements, optimizer):
+    dist.init_process_group("nccl")
+    model = DistributedDataParallel(model.cuda(), device_ids=[args.local_rank])
+    train_dataloader = DataLoader(StreamingDataset(elements), batch_size=32)
+    for batch in train_dataloader:
+        optimizer.zero_grad()
+        model(batch).sum().backward()
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(("base", "flagged"), [("IterableDataset", False), ("Dataset", True)])
+def test_an_iterable_dataset_of_another_module_needs_no_sampler(
+    tmp_path: Path, base: str, flagged: bool
+) -> None:
+    """ANCE's StreamingDataset (utils/util.py) is an IterableDataset that keeps every
+    world_size-th element by rank: a sampler does not apply to it. A map-style dataset of
+    the same module still needs one."""
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "utils" / "util.py").write_text(_STREAMS.format(base=base), "utf-8")
+    (tmp_path / "run_ann.py").write_text(_STREAMING_TRAINER, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(select=("TD806", "TD001")), jobs=1)
+    assert [(f.code, f.location.line) for f in report.findings] == (
+        [("TD806", 13)] if flagged else []
+    )

@@ -842,6 +842,66 @@ def test_a_flag_another_module_sets_on_rank_zero_guards_the_save(
     assert lines == ([19] if guarded else [18, 19])
 
 
+_UTIL = """
+import torch.distributed as dist
+
+
+def is_first_worker():
+    return {returned}
+"""
+_ANCE_TRAINER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from utils.util import is_first_worker
+
+
+def save_checkpoint(model):
+    if is_first_worker():
+        torch.save(model.module.state_dict(), "final.pt")
+
+
+def train(args, model, loader, optimizer):
+    dist.init_process_group("nccl")
+    model = DistributedDataParallel(model.cuda(), device_ids=[args.local_rank])
+    for step, x in enumerate(loader):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+        if is_first_worker() and step % 1000 == 0:
+            torch.save(optimizer.state_dict(), "optimizer.pt")
+    save_checkpoint(model)
+
+
+if __name__ == "__main__":
+    train(None, None, None, None)
+"""
+
+
+@pytest.mark.parametrize(
+    ("returned", "guarded"),
+    [
+        # ANCE's utils/util.py: true on rank 0, or in a single process
+        ("not dist.is_available() or not dist.is_initialized() or dist.get_rank() == 0", True),
+        ("dist.get_rank() == 0", True),
+        # true on every rank of a distributed run: no guard
+        ("dist.is_initialized()", False),
+    ],
+)
+def test_a_rank_test_imported_from_another_module_guards_the_save(
+    tmp_path: Path, returned: str, guarded: bool
+) -> None:
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "utils" / "util.py").write_text(_UTIL.format(returned=returned), "utf-8")
+    (tmp_path / "drivers").mkdir()
+    (tmp_path / "drivers" / "run_ann.py").write_text(_ANCE_TRAINER, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(select=("TD804", "TD001")), jobs=1)
+    lines = [f.location.line for f in report.findings]
+    assert lines == ([] if guarded else [11, 22])
+
+
 def test_a_worker_started_by_mp_spawn_is_reached_from_the_spawn() -> None:
     """``mp.spawn(main_worker, ...)`` runs main_worker in every process: its unguarded
     saves are every rank's, and a rank check around the spawn (none here) would count."""

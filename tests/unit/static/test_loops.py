@@ -40,3 +40,22 @@ def test_tests_that_hold_only_now_and_then_are_periodic(test: str) -> None:
 )
 def test_tests_that_hold_on_every_iteration_are_not_periodic(test: str) -> None:
     assert not is_periodic_guard(ast.parse(test, mode="eval").body)
+
+
+def test_helpers_that_call_each_other_from_their_loops_end() -> None:
+    """A helper whose loop calls an evaluation, defined inside it, whose loop calls the
+    helper again (the shape the seeded fuzz test drew): asking whether a loop trains must
+    end, and every rule runs."""
+    from torchdoctor.static import lint_source
+
+    source = """
+scaler.step(optimizer)
+def helper(model):
+    for i, (x, y) in enumerate(loader):
+        def evaluate(model, loader):
+            for i, (x, y) in enumerate(loader):
+                helper(model)
+        evaluate(model, loader)
+"""
+    report = lint_source(source, path="mutual.py")
+    assert not report.facts.get("internal_errors"), report.facts.get("internal_errors")

@@ -92,3 +92,78 @@ def test_matching_reductions_and_divisors_stay_quiet() -> None:
             return total / len(loader.dataset), other / len(loader.dataset), total / num_samples
         """
     assert lint_codes(source, "TD311") == []
+
+
+def test_a_loss_scaled_to_its_batch_sum_before_accumulation_stays_quiet() -> None:
+    """pytorch-frame's example: ``loss *= len(tf.y)`` turns the batch mean into the
+    batch's sum before it is added, so dividing by the example count is right; so do
+    ``loss = loss * n`` and ``loss.mul_(n)``."""
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        def train(model, train_loader, optimizer, device):
+            loss_accum = torch.zeros(1, device=device).squeeze_()
+            total_count = 0
+            for tf in train_loader:
+                pred = model(tf)
+                loss = F.cross_entropy(pred, tf.y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                total_count += len(tf.y)
+                loss *= len(tf.y)
+                loss_accum += loss
+            return loss_accum / total_count
+
+        def rebound(model, loader):
+            total, seen = 0.0, 0
+            for x, y in loader:
+                loss = F.mse_loss(model(x), y)
+                loss = loss * x.size(0)
+                total += loss.item()
+                seen += x.size(0)
+            return total / seen
+
+        def mul_in_place(model, loader, batch_size):
+            total = 0.0
+            for x, y in loader:
+                loss = F.mse_loss(model(x), y).detach()
+                loss.mul_(y.shape[0])
+                total += loss.item()
+            return total / len(loader.dataset)
+
+        def scaled_by_a_name(model, loader):
+            total = 0.0
+            for x, y in loader:
+                n = len(y)
+                loss = F.l1_loss(model(x), y)
+                loss *= n
+                total += float(loss)
+            return total / len(loader.dataset)
+        """
+    assert lint_codes(source, "TD311") == []
+
+
+def test_a_loss_scaled_by_something_else_or_too_late_is_still_flagged() -> None:
+    source = """
+        import torch.nn.functional as F
+
+        def halved(model, loader):
+            total, seen = 0.0, 0
+            for x, y in loader:
+                loss = F.mse_loss(model(x), y)
+                loss *= 0.5
+                total += loss.item()
+                seen += len(y)
+            return total / seen  # expect: TD311
+
+        def scaled_after(model, loader):
+            total = 0.0
+            for x, y in loader:
+                loss = F.mse_loss(model(x), y)
+                total += loss.item()
+                loss *= len(y)
+            return total / len(loader.dataset)  # expect: TD311
+        """
+    assert_marked(source, "TD311")

@@ -1626,6 +1626,53 @@ def test_td501_eval_on_a_wrapper_of_the_model_counts(mode: str, flagged: bool) -
     assert_marked(source, "TD501")
 
 
+HOLDER_OF_THE_NET = """
+import torch
+from torch import nn
+
+class _Step(nn.Module):
+    def __init__(self, args, net, optimizer):
+        super().__init__()
+        self.args = args
+        self.optimizer = optimizer
+        {keeps}
+
+    def forward(self, x, y):
+        self.optimizer.zero_grad()
+        nn.functional.cross_entropy(self.net(x), y).backward()
+        self.optimizer.step()
+
+class Method:
+    def __init__(self, args, device):
+        self.net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.model = _Step(args, self.net, self.optimizer).to(device)
+
+    def prediction(self, loader):
+        self.model.eval()
+        with torch.no_grad():
+            for x in loader:
+                print(self.net(x))  {mark}
+"""
+
+
+@pytest.mark.parametrize(
+    "keeps, flagged",
+    [
+        # open-iad's DNE: the module built from the net keeps it as a child, so its
+        # eval() puts the net in eval mode too
+        ("self.net = net", False),
+        # a module that only reads the net while it is built holds no child
+        ("self.net = nn.Linear(4, 4)\n        self.width = len(net)", True),
+    ],
+)
+def test_td501_eval_on_a_module_that_keeps_the_model_as_a_child(keeps: str, flagged: bool) -> None:
+    source = HOLDER_OF_THE_NET.replace("{keeps}", keeps).replace(
+        "{mark}", "# expect: TD501" if flagged else ""
+    )
+    assert_marked(source, "TD501")
+
+
 @pytest.mark.parametrize(
     "setup, flagged",
     [

@@ -813,3 +813,30 @@ def test_a_checkpoint_handed_to_the_programs_scheduler_builder_restores_it(
     found = [(Path(f.location.path or "").name, f.code) for f in report.findings]
     # the agent that builds its optimizer without the checkpoint restarts the schedule
     assert found == [("cls_agent.py", "TD905")]
+
+
+@pytest.mark.parametrize(
+    ("built", "flagged"),
+    [
+        # MotionBERT: each step multiplies the learning rate the optimizer holds, and the
+        # optimizer's restored state holds it decayed: the schedule goes on from there
+        ("StepLR(optimizer, step_size=1, gamma=0.9)", False),
+        ("StepLR(optimizer, 1)", False),
+        ("ExponentialLR(optimizer, 0.9)", False),
+        # a schedule that reads its count restarts
+        ("StepLR(optimizer, 30)", True),
+        ("CosineAnnealingLR(optimizer, 100)", True),
+    ],
+)
+def test_a_per_step_multiplication_goes_on_from_the_restored_learning_rate(
+    built: str, flagged: bool
+) -> None:
+    source = script(RESUME).replace("StepLR(optimizer, 10)", built)
+    assert [code for code, _ in lint_codes(source, "TD905")] == (["TD905"] if flagged else [])
+
+
+def test_a_per_step_multiplication_still_needs_the_optimizer_state() -> None:
+    source = script(RESUME).replace("StepLR(optimizer, 10)", "ExponentialLR(optimizer, 0.9)")
+    source = source.replace('"optimizer": optimizer.state_dict(),', "")
+    (found,) = lint_findings(source, "TD905")
+    assert found.evidence["missing"] == ["optimizer", "scheduler"]

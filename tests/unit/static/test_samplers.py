@@ -93,3 +93,23 @@ def test_one_unused_name_bound_in_both_branches_is_one_finding() -> None:
     (found,) = lint_findings(source, "TD416")
     assert "(nor the one bound to `base_sampler` at line 8)" in found.message
     assert found.evidence == {"other_lines": [8]}
+
+
+def test_a_sampler_built_for_a_later_loader_that_takes_none_names_that_loader() -> None:
+    """LibFewShot: the sampler built for the auxiliary loader, which shuffles instead of
+    taking it. The message names that loader, not the earlier one that got another
+    sampler under the same name."""
+    source = """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def loaders(dataset, episodes):
+            sampler = episodes(dataset)
+            loader = DataLoader(dataset, batch_sampler=sampler)
+            sampler = DistributedSampler(dataset, shuffle=True)  # expect: TD416
+            aux = DataLoader(dataset, batch_size=32, shuffle=True)
+            return loader, aux
+        """
+    assert_marked(source, "TD416")
+    (found,) = lint_findings(source, "TD416")
+    assert "the DataLoader built after it at line 8 is given no sampler" in found.message
+    assert found.evidence == {"loader_line": 8}

@@ -240,7 +240,16 @@ def function_trains(ctx: FileContext, function: FunctionScope) -> bool:
     of its loops trains (through the helpers it calls too)."""
     if function in step_functions(ctx):
         return True
-    return any(trains(ctx, loop) for loop in function.loops)
+    # Helpers that call each other (a helper whose loop calls an evaluation that calls the
+    # helper again): while a function is being answered, reaching it again adds nothing.
+    answering = cast("set[FunctionScope]", ctx.memo.setdefault(("loops", "answering"), set()))
+    if function in answering:
+        return False
+    answering.add(function)
+    try:
+        return any(trains(ctx, loop) for loop in function.loops)
+    finally:
+        answering.discard(function)
 
 
 def _direct_local_calls(ctx: FileContext, loop: Loop) -> Iterator[FunctionScope]:

@@ -10,12 +10,15 @@ variable bound to one (``gpu_id = int(os.environ["LOCAL_RANK"])``) when the call
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Callable
+from functools import partial
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.related_files import program_sources
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.files import read_source
 
 __all__ = [
     "Resolve",
@@ -23,6 +26,7 @@ __all__ = [
     "is_rank_zero",
     "names_rank",
     "resolver",
+    "returns_rank_zero",
     "true_on_rank_zero_only",
 ]
 
@@ -204,3 +208,41 @@ def _flag_assignments(data: bytes, attribute: str) -> list[bool]:
             continue  # `opt.log = False`: never sets it true
         found.append(id(node) in guarded or is_rank_zero(value))
     return found
+
+
+def returns_rank_zero(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
+    """Whether ``call`` runs a module-level function of another module of the project
+    whose every return is a rank-zero test (ANCE's ``is_first_worker()``, in
+    ``utils/util.py``: ``return not dist.is_initialized() or dist.get_rank() == 0``)."""
+    qualified = ctx.qualified_name(call.func, scope)
+    info = ctx.project.function(qualified, near=ctx.path) if qualified else None
+    if info is None or os.path.abspath(info.path) == os.path.abspath(ctx.path):
+        return False  # the file's own functions are followed with their bindings
+    key = f"rank-zero-returns:{info.path}:{info.line}"
+    return ctx.project.remember(key, partial(_returns_rank_zero, info.path, info.name, info.line))
+
+
+def _returns_rank_zero(path: str, name: str, line: int) -> bool:
+    data = read_source(path)
+    if not isinstance(data, bytes):
+        return False
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    function = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name == name and node.lineno == line
+        ),
+        None,
+    )
+    if function is None:
+        return False
+    returned = [
+        node.value
+        for node in ast.walk(function)
+        if isinstance(node, ast.Return) and node.value is not None
+    ]
+    return bool(returned) and all(is_rank_zero(value) for value in returned)

@@ -67,6 +67,14 @@ def file_whole_module_loads(ctx: FileContext) -> list[ast.Call]:
         if "torch.load" in ctx.source:
             for scope, items in ctx.module.bodies():
                 nodes = [item.node for item in items]
+                # the ifs around them, for the type tests (items are no if statements)
+                ifs = {
+                    id(f.node): f.node
+                    for i in items
+                    for f in i.frames
+                    if isinstance(f.node, ast.If)
+                }
+                nodes += ifs.values()
                 if any(isinstance(n, ast.Call) and _is_torch_load(n) for n in nodes):
                     typed = scope is not None and _returns_a_module(scope.node)
                     found.update((id(call), call) for call in _module_uses(nodes, typed))
@@ -125,6 +133,9 @@ def _module_uses(nodes: list[ast.AST], returns_a_module: bool = False) -> list[a
             and node.func.attr in _MODULE_ONLY
         ):
             receivers.append(node.func.value)
+    if receivers:
+        tested = _type_tested_names(nodes)
+        receivers = [r for r in receivers if id(r) not in tested]
     if not receivers:
         return []
     loaded: dict[str, ast.Call] = {}
@@ -138,6 +149,34 @@ def _module_uses(nodes: list[ast.AST], returns_a_module: bool = False) -> list[a
         for r in receivers
         if (call := _loaded_call(r, loaded)) is not None and not _consumed_before(r, bound, loaded)
     ]
+
+
+def _type_tested_names(nodes: list[ast.AST]) -> set[int]:
+    """The names read in a branch of an ``if`` that tests their type (Point-MAE's ``if not
+    isinstance(best_metrics, dict): best_metrics = best_metrics.state_dict()``), by node
+    id: the code expects either kind there, and a method call on the name is the fallback
+    for one of them, not proof of what the file holds."""
+    found: set[int] = set()
+    for node in nodes:
+        if not isinstance(node, ast.If):
+            continue
+        names = {
+            test.args[0].id
+            for test in ast.walk(node.test)
+            if isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and test.args
+            and isinstance(test.args[0], ast.Name)
+        }
+        if names:
+            found.update(
+                id(inner)
+                for statement in (*node.body, *node.orelse)
+                for inner in ast.walk(statement)
+                if isinstance(inner, ast.Name) and inner.id in names
+            )
+    return found
 
 
 def _consumed_before(

@@ -18,7 +18,7 @@ from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item, ModuleScope
 from torchdoctor.static.training import EventKind, classify
 
 
@@ -74,7 +74,51 @@ class BackwardUnderNoGrad(LintRule):
         if binding is None or binding.kind is not BindingKind.ASSIGN:
             return False  # a parameter or loop variable: built by the caller
         line = binding.position[0]
-        return region[0] <= line <= region[1]
+        if not region[0] <= line <= region[1]:
+            return False
+        return self._computed_without_grad(binding.node, disabler)
+
+    def _computed_without_grad(self, statement: ast.AST, disabler: ast.AST) -> bool:
+        """Whether autograd is still off where ``statement`` (inside ``disabler``'s region)
+        runs: an ``enable_grad()``/``set_grad_enabled(True)`` block around it, nested in the
+        region, turns it back on, and a loss computed there has a graph even though its
+        ``backward()`` runs after the block (PINNacle's ``@torch.no_grad()`` optimizer
+        steps compute their losses under ``enable_grad``)."""
+        frames = self.ctx.frames
+        root = (
+            disabler
+            if isinstance(disabler, (ast.With, ast.AsyncWith))
+            else getattr(self.ctx.function, "node", None)
+        )
+        index = next((i for i, frame in enumerate(frames) if frame.node is root), None)
+        if root is None or index is None:
+            return True
+        withs = _withs_around(root, statement)
+        if withs is None:
+            return True  # not found below the region's root: keep the line's verdict
+        inner = frames[: index + 1] + tuple(Frame(FrameKind.WITH, node) for node in withs)
+        return grad_disabled_by(self.ctx, inner) is not None
+
+
+def _withs_around(root: ast.AST, statement: ast.AST) -> list[ast.With | ast.AsyncWith] | None:
+    """The ``with`` statements between ``root`` (a ``with`` block or a function) and
+    ``statement`` in its body, outermost first; ``None`` when ``statement`` is not in it.
+    Functions and classes defined inside are not entered: their bodies run elsewhere."""
+    stack: list[tuple[ast.AST, tuple[ast.With | ast.AsyncWith, ...]]] = [
+        (child, ()) for child in reversed(getattr(root, "body", []))
+    ]
+    while stack:
+        node, withs = stack.pop()
+        if node is statement:
+            return list(withs)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            withs = (*withs, node)
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                stack.append((child, withs))
+    return None
 
 
 @detector("TD206", depth=Depth.LINT)

@@ -384,6 +384,10 @@ class ForwardBypassesWrapper(LintRule):
         )
 
 
+# torch's iterable dataset, by the names a project's class may derive from it through.
+_ITERABLE_BASES = ("torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset")
+
+
 @detector("TD806", depth=Depth.LINT)
 class LoaderWithoutDistributedSampler(LintRule):
     """A training ``DataLoader`` without a sampler in a script that trains with DDP."""
@@ -466,7 +470,14 @@ class LoaderWithoutDistributedSampler(LintRule):
         if type_name is not None and type_name.startswith("<local>."):
             cls = ctx.local_class(type_name[len("<local>.") :])
             return cls is None or any("Iterable" in ctx.segment(b) for b in cls.node.bases)
-        return type_name is not None and "Iterable" in type_name
+        if type_name is None:
+            return False
+        # ANCE's StreamingDataset, an IterableDataset of another module of the project
+        # that keeps every world_size-th element itself: no sampler drives an iterable
+        project_class = ctx.project.module_class(type_name, near=ctx.path)
+        if project_class is not None and any(map(project_class.subclasses, _ITERABLE_BASES)):
+            return True
+        return "Iterable" in type_name
 
     def _report(self, call: ast.Call) -> None:
         ctx = self.ctx

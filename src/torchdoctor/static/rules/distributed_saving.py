@@ -23,6 +23,7 @@ from torchdoctor.static.analysis.ranks import (
     is_rank_zero,
     names_rank,
     resolver,
+    returns_rank_zero,
     true_on_rank_zero_only,
 )
 from torchdoctor.static.bindings import BindingKind
@@ -232,7 +233,8 @@ class _RankTests:
             else None
         )
         if function is None:
-            return False
+            # ANCE's `is_first_worker()`, a rank test of another module of the project
+            return isinstance(test, ast.Call) and returns_rank_zero(self.ctx, test, self.scope)
         returned = [
             node.value
             for node in ast.walk(function.node)

@@ -12,8 +12,8 @@ by a factor nobody sees.
 The rule reads one function: ``total += <loss>`` (through ``.item()``, ``float()``,
 ``.detach()``, or a name bound to the loss in the same loop) inside a loop, and a later
 ``total / <divisor>`` or ``total /= <divisor>``. Losses whose reduction the file does not
-show, accumulations multiplied by a batch size, and loops over loaders of one example per
-batch stay quiet.
+show, accumulations multiplied by a batch size (in the sum, or in place before it:
+``loss *= len(y)``), and loops over loaders of one example per batch stay quiet.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass
+from typing import cast
 
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
@@ -168,6 +169,12 @@ class LossAverageMismatch(LintRule):
                 and first <= bound.lineno <= last
                 and bound.lineno < item.line
             ):
+                key = ("in-place-scalings", id(loop))
+                if key not in self.ctx.memo:
+                    self.ctx.memo[key] = _scalings(loop)
+                scalings = cast("list[tuple[tuple[int, int], str, ast.expr]]", self.ctx.memo[key])
+                if _scaled_between(scalings, value.id, found[0].node, item.node):
+                    return None  # `loss *= len(y)`: a batch sum now, not a batch mean
                 value = _unwrapped(bound)
         return value if isinstance(value, ast.Call) else None
 
@@ -291,6 +298,54 @@ def _unwrapped(value: ast.expr) -> ast.expr:
         else:
             break
     return value
+
+
+def _scalings(loop: ast.AST) -> list[tuple[tuple[int, int], str, ast.expr]]:
+    """The in-place multiplications of a name in the loop, once per loop: ``loss *=
+    len(y)``, ``loss.mul_(x.size(0))``, each with its position and factor."""
+    found = []
+    for node in ast.walk(loop):
+        if (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Mult)
+            and isinstance(node.target, ast.Name)
+        ):
+            found.append(((node.lineno, node.col_offset), node.target.id, node.value))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "mul_"
+            and isinstance(node.func.value, ast.Name)
+            and len(node.args) == 1
+        ):
+            found.append(((node.lineno, node.col_offset), node.func.value.id, node.args[0]))
+    return found
+
+
+def _scaled_between(
+    scalings: list[tuple[tuple[int, int], str, ast.expr]],
+    name: str,
+    binding: ast.AST,
+    accumulation: ast.AST,
+) -> bool:
+    """Whether the loop multiplies ``name`` in place (:func:`_scalings`) after it is bound
+    and before it is accumulated (pytorch-frame scales each batch mean to its batch's sum
+    so). Like ``loss.item() * n`` written in the sum, any multiplier but a plain number
+    changes what is added: the size of the batch, read however the code reads it, cannot
+    be told from another run-time weight."""
+    start = (getattr(binding, "end_lineno", None) or 0, getattr(binding, "end_col_offset", 0))
+    end = (getattr(accumulation, "lineno", 0), getattr(accumulation, "col_offset", 0))
+    return any(
+        start <= position < end and scaled == name and not _is_number(factor)
+        for position, scaled, factor in scalings
+    )
+
+
+def _is_number(expr: ast.expr) -> bool:
+    """``0.5``, ``-2``: a constant factor, which scales a mean but counts nothing."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float))
 
 
 def _reduction_of(call: ast.Call) -> Reduction | None:

@@ -346,6 +346,8 @@ def _aliases(items: list[Item], model: str) -> set[str]:
 
 # What holds a module as its child, so that its eval()/train() set the module's mode too.
 _HOLDERS = frozenset({*torchapi.WRAPPER_NAMES, "torch.compile"})
+# Module methods that return the module itself.
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train"})
 
 
 def _wrappers_of(
@@ -362,15 +364,55 @@ def _wrappers_of(
     for node in statements:
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
-        if ctx.qualified_name(node.value.func, scope) not in _HOLDERS:
-            continue
-        wrapped = node.value.args[0] if node.value.args else None
-        wrapped = wrapped or next((k.value for k in node.value.keywords if k.arg == "module"), None)
-        if wrapped is not None and ast.unparse(wrapped) == model:
+        call = node.value
+        while (  # `_DNE(args, self.net).to(device)`: the module the chain returns
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr in _SAME_MODULE
+            and isinstance(call.func.value, ast.Call)
+        ):
+            call = call.func.value
+        if ctx.qualified_name(call.func, scope) in _HOLDERS:
+            wrapped = call.args[0] if call.args else None
+            wrapped = wrapped or next((k.value for k in call.keywords if k.arg == "module"), None)
+            holds = wrapped is not None and ast.unparse(wrapped) == model
+        else:
+            holds = _module_class_keeps(ctx, call, model)
+        if holds:
             found |= {
                 ast.unparse(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute))
             }
     return found
+
+
+def _module_class_keeps(ctx: FileContext, call: ast.Call, model: str) -> bool:
+    """Whether ``call`` builds an ``nn.Module`` of this file that keeps the model, passed
+    to it, as an attribute of its own: a child (open-iad's ``self.model = _DNE(self.args,
+    self.net, ...)``, whose ``__init__`` sets ``self.net = net``)."""
+    if not isinstance(call.func, ast.Name):
+        return False
+    cls = ctx.local_class(call.func.id)
+    if cls is None or not ctx.is_family(f"<local>.{cls.name}", torchapi.MODULE):
+        return False
+    init = next(
+        (n for n in cls.node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
+        None,
+    )
+    if init is None:
+        return False
+    parameters = [a.arg for a in init.args.args[1:]]
+    passed = {
+        *(p for p, a in zip(parameters, call.args, strict=False) if ast.unparse(a) == model),
+        *(k.arg for k in call.keywords if k.arg and ast.unparse(k.value) == model),
+    }
+    return any(
+        isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Name)
+        and n.value.id in passed
+        and any(
+            isinstance(t, ast.Attribute) and ast.unparse(t).startswith("self.") for t in n.targets
+        )
+        for n in ast.walk(init)
+    )
 
 
 def _frozen_backbone(tree: ast.Module) -> bool:

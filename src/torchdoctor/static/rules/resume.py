@@ -164,6 +164,11 @@ class IncompleteResumeCheckpoint(LintRule):
                 # back only the weights (PointMLP): the run starts over at epoch 0 with a
                 # new optimizer, and a schedule from its first step goes with that.
                 continue
+            if missing == [SCHEDULER] and OPTIMIZER in roles and _multiplies_each_step(ctx):
+                # MotionBERT's StepLR(step_size=1): each step multiplies the learning rate
+                # the optimizer holds, and the optimizer's state brings it back decayed,
+                # so the schedule goes on from there without its own state.
+                continue
             if missing:
                 self._report(call, missing, plateau_only and OPTIMIZER in roles)
 
@@ -664,6 +669,36 @@ def _sets_a_position(node: ast.AST) -> bool:
         return True
     place = torchapi.LAST_EPOCH_PLACE.get(last_name(node.func) or "")
     return place is not None and len(node.args) > place and not _is_constant(node.args[place])
+
+
+def _multiplies_each_step(ctx: FileContext) -> bool:
+    """Every scheduler the file builds, and at least one, multiplies the optimizer's
+    current learning rate by a constant at each step whatever its count: ``ExponentialLR``
+    and ``StepLR`` with ``step_size=1``. Any other schedule, or a call whose name says it
+    builds one (``get_cosine_schedule_with_warmup``), reads its position."""
+    built = [
+        node
+        for node in ast.walk(ctx.tree)
+        if isinstance(node, ast.Call) and _builds_a_scheduler(last_name(node.func) or "")
+    ]
+    return bool(built) and all(_multiplicative(node) for node in built)
+
+
+def _builds_a_scheduler(name: str) -> bool:
+    tokens = torchapi.name_tokens(name)
+    return name in torchapi.LAST_EPOCH_PLACE or bool({"scheduler", "schedule"} & set(tokens))
+
+
+def _multiplicative(call: ast.Call) -> bool:
+    name = last_name(call.func)
+    if name == "ExponentialLR":
+        return True
+    if name != "StepLR":
+        return False
+    step_size = next((k.value for k in call.keywords if k.arg == "step_size"), None)
+    if step_size is None and len(call.args) > 1:
+        step_size = call.args[1]
+    return isinstance(step_size, ast.Constant) and step_size.value == 1
 
 
 def _is_constant(value: ast.expr) -> bool:

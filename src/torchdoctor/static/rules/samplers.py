@@ -16,6 +16,7 @@ import ast
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.dataloader import loads
 from torchdoctor.static.analysis.loops import enclosing_loops
 from torchdoctor.static.context import Scope
@@ -98,8 +99,16 @@ class SamplerNeverUsed(LintRule):
         ctx = self.ctx
         assign, confidence = found[0]
         root = scope.node if scope is not None else ctx.tree
+        later = _loader_without_sampler(root, assign.lineno)
         earlier = _loader_given(root, name, assign.lineno)
-        if earlier is not None:
+        if later is not None:
+            # LibFewShot: the sampler built for the auxiliary loader, which shuffles
+            # instead; it says more than an earlier loader that took another value
+            why = (
+                f"the DataLoader built after it at line {later.lineno} is given no sampler, "
+                "so this sampler never reaches it"
+            )
+        elif earlier is not None:
             why = (
                 f"the DataLoader at line {earlier.lineno} was built with "
                 f"`{_keyword_of(earlier, name)}={name}` before this line and keeps the value "
@@ -109,8 +118,9 @@ class SamplerNeverUsed(LintRule):
             why = "no DataLoader receives it"
         others = [other.lineno for other, _ in found[1:]]
         evidence: dict[str, object] = {}
-        if earlier is not None:
-            evidence["loader_line"] = earlier.lineno
+        loader = later if later is not None else earlier
+        if loader is not None:
+            evidence["loader_line"] = loader.lineno
         also = ""
         if others:
             evidence["other_lines"] = others
@@ -146,6 +156,23 @@ def _loader_given(root: ast.AST, name: str, before: int) -> ast.Call | None:
             and node.lineno < before
             and _keyword_of(node, name) is not None
             and (found is None or node.lineno > found.lineno)
+        ):
+            found = node
+    return found
+
+
+def _loader_without_sampler(root: ast.AST, after: int) -> ast.Call | None:
+    """The first ``DataLoader(...)`` after line ``after`` given no sampler or batch
+    sampler, by keyword or position."""
+    found = None
+    for node in ast.walk(root):
+        if (
+            isinstance(node, ast.Call)
+            and node.lineno > after
+            and (last_name(node.func) or "").endswith("DataLoader")
+            and len(node.args) <= 3
+            and not any(k.arg in (None, *_LOADER_ARGUMENTS) for k in node.keywords)
+            and (found is None or node.lineno < found.lineno)
         ):
             found = node
     return found
