@@ -1099,6 +1099,52 @@ def test_parameters_of_a_submodule_its_owner_fills_through_self_parameters_are_i
     ]
 
 
+def test_an_owner_filling_self_parameters_reaches_layers_its_blocks_build() -> None:
+    """LibCity's ASTGCN: the model builds blocks that build the attention layers, then
+    fills every parameter of ``self`` in ``_init_parameters()``: the layers two levels
+    down are filled too. A layer no filled model builds stays a warning."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = nn.Parameter(torch.FloatTensor(n, n))
+
+        class Unused(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = nn.Parameter(torch.FloatTensor(n, n))
+
+            def forward(self, x):
+                return x @ self.w
+
+        class Block(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.attention = Attention(n)
+
+        class Model(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block(n) for _ in range(2)])
+                self._init_parameters()
+
+            def _init_parameters(self):
+                for p in self.parameters():
+                    if p.dim() > 1:
+                        nn.init.xavier_uniform_(p)
+                    else:
+                        nn.init.uniform_(p)
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (8, Severity.INFO),
+        (13, Severity.WARNING),
+    ]
+
+
 def test_an_owner_filling_self_parameters_in_a_method_called_after_building_is_info() -> None:
     """RecBole's SR-GNN: ``__init__`` builds the cell and then calls
     ``self._reset_parameters()``, whose loop fills every parameter of ``self``; a cell
@@ -1476,3 +1522,61 @@ def test_td105_lightnings_example_input_array_is_information() -> None:
         """
     found = {f.location.line: f.severity for f in lint_findings(source, "TD105")}
     assert found == {8: Severity.INFO, 9: Severity.WARNING}
+
+
+def test_a_parameter_given_as_data_keyword_and_filled_after_the_branch_is_info() -> None:
+    """DenseMatchingBenchmark's cost-volume norm: ``nn.Parameter(data=torch.Tensor(1),
+    requires_grad=...)`` in both arms of an ``if``, then ``self.weight.data.fill_(w)``
+    after it. Passed by keyword, the memory is still the parameter's, and the fill
+    reaches it; a parameter nothing fills and forward reads stays a warning."""
+    source = """
+        import torch
+        from torch import nn
+
+        class Norm(nn.Module):
+            def __init__(self, affine=True, weight=1.0):
+                super().__init__()
+                if affine:
+                    self.weight = nn.Parameter(data=torch.Tensor(1), requires_grad=True)
+                else:
+                    self.weight = nn.Parameter(data=torch.Tensor(1), requires_grad=False)
+                self.weight.data.fill_(weight)
+                self.shift = nn.Parameter(data=torch.Tensor(1))
+
+            def forward(self, x):
+                return x * self.weight + self.shift
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (9, Severity.INFO),
+        (11, Severity.INFO),
+        (13, Severity.WARNING),
+    ]
+
+
+def test_an_entry_written_into_a_state_dict_the_caller_handed_in_is_info() -> None:
+    """fairseq-style ``upgrade_state_dict_named(self, state_dict, name)`` writes
+    ``state_dict[f"{name}._float_tensor"] = torch.FloatTensor(1)``: the memory goes back
+    to the caller (which loads it into a buffer read only for its dtype and device). An
+    entry the function reads back, or a dict of its own, stays a warning."""
+    source = """
+        import torch
+
+        def upgrade_state_dict_named(state_dict, name):
+            state_dict[f"{name}.embed_positions._float_tensor"] = torch.FloatTensor(1)
+
+        def scale(state_dict, name):
+            state_dict[name + ".scale"] = torch.FloatTensor(1)
+            return state_dict[name + ".scale"] * 2
+
+        def local(name):
+            cache = {}
+            cache[name] = torch.FloatTensor(1)
+            return cache[name] + 1
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (5, Severity.INFO),
+        (8, Severity.WARNING),
+        (13, Severity.WARNING),
+    ]

@@ -324,6 +324,20 @@ def test_loads_of_data_arrays_are_not_a_resume() -> None:
     assert lint_codes(script("") + helper, "TD905")
 
 
+def test_a_lua_torch_file_read_by_torchfile_is_not_a_resume() -> None:
+    """AesPA-Net reads its pretrained VGG with ``torchfile.load("vgg.t7")``, a format
+    ``torch.save`` never writes: no checkpoint of the run comes back. A reader of the
+    project's own that may call ``torch.load`` still may resume."""
+    pretrained = (
+        '\nimport torchfile\n\ndef vgg():\n    return torchfile.load("vgg_normalised.t7")\n'
+    )
+    assert lint_codes(script("") + pretrained, "TD905") == []
+    helper = pretrained.replace("torchfile.load(", "load_checkpoint(") + (
+        "\ndef load_checkpoint(path):\n    return torch.load(path)\n"
+    )
+    assert lint_codes(script("") + helper, "TD905")
+
+
 REPLAYED = {
     "loop after the load": RESUME + "    for _ in range(start_epoch * len(loader)):\n"
     "        scheduler.step()\n",

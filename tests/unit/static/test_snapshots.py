@@ -398,3 +398,40 @@ def test_td912_a_state_dict_gathered_under_fsdp_state_dict_type_is_a_copy() -> N
         BEST_STATE_UNDER_FSDP.format(gather="cpu_state = model.state_dict()"), "TD912"
     )
     assert [f.location.line for f in found] == [16]
+
+
+def test_entries_of_a_dict_built_anew_in_the_same_pass_are_quiet() -> None:
+    """gsplat's trainer: at a save step it builds ``data = {...}``, adds optional parts
+    under their own ``if`` (``data["pose_adjust"] = pose_adjust.state_dict()``) and saves
+    it at once. Later passes build another dict, so no stale snapshot is read. A dict
+    made once before the loop (the test above) still is."""
+    source = """
+        import torch
+        from torch import nn
+
+        def fit(splats: nn.Module, pose: nn.Module, loader, optimizer, pose_opt, saves):
+            for step, batch in enumerate(loader):
+                optimizer.zero_grad()
+                (splats(batch) + pose(batch)).sum().backward()
+                optimizer.step()
+                if step in saves:
+                    data = {"step": step, "splats": splats.state_dict()}
+                    if pose_opt:
+                        data["pose_adjust"] = pose.state_dict()
+                    torch.save(data, f"ckpt_{step}.pt")
+        """
+    assert_marked(source, "TD912")
+    kept = (
+        source.replace(
+            '                    data = {"step": step, "splats": splats.state_dict()}\n', ""
+        )
+        .replace(
+            "            for step, batch in enumerate(loader):",
+            '            data = {"step": 0}\n            for step, batch in enumerate(loader):',
+        )
+        .replace(
+            'data["pose_adjust"] = pose.state_dict()',
+            'data["pose_adjust"] = pose.state_dict()  # expect: TD912',
+        )
+    )
+    assert_marked(kept, "TD912")

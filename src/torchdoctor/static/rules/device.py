@@ -117,6 +117,9 @@ class LegacyConstructor(LintRule):
         uninitialised memory lives on in ``x``; it is a bug only where ``x`` is read before
         anything writes it."""
         held = _held_call(value)
+        if held is not None and self._stored_for_the_caller(target):
+            self._unproven.add(id(held))
+            return
         if held is None or not isinstance(target, (ast.Name, ast.Attribute)):
             return
         name = target.id if isinstance(target, ast.Name) else None
@@ -139,6 +142,33 @@ class LegacyConstructor(LintRule):
         elif _is_self_attribute(target) and target.attr == "example_input_array":
             # Lightning's sample input: traced for the model summary, its values unused
             self._unproven.add(id(held))
+
+    def _stored_for_the_caller(self, target: ast.expr) -> bool:
+        """``state_dict[f"{name}._float_tensor"] = torch.FloatTensor(1)``: an entry of a
+        dict the caller handed in (fairseq's ``upgrade_state_dict_named``) that the
+        function itself never reads. The memory goes back to the caller, which may fill it
+        or, as here, only load it into a buffer read for its dtype and device."""
+        function = self.ctx.function
+        if function is None or not isinstance(target, ast.Subscript):
+            return False
+        container = target.value
+        while isinstance(container, ast.Subscript):
+            container = container.value
+        if not isinstance(container, ast.Name):
+            return False
+        arguments = function.node.args
+        parameters = {
+            a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        }
+        if container.id not in parameters:
+            return False
+        entry = self.ctx.segment(target)
+        return not any(
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and self.ctx.segment(node) == entry
+            for node in ast.walk(function.node)
+        )
 
     def _only_metadata_read(self, name: str, statement: ast.stmt) -> bool:
         """Every read of the local ``name`` after ``statement`` and before the name is
@@ -408,8 +438,9 @@ def _held_call(value: ast.expr) -> ast.Call | None:
             return value
         if isinstance(func, ast.Name) and func.id in _LEGACY:
             return value
-        if last_name(func) in _KEEPERS and value.args:
-            value = value.args[0]
+        kept = _kept(value)
+        if kept is not None:
+            value = kept
         elif isinstance(func, ast.Attribute) and func.attr in _COPIERS:
             value = func.value
         elif last_name(func) in _CONTAINERS and value.args:
@@ -419,12 +450,23 @@ def _held_call(value: ast.expr) -> ast.Call | None:
     return None
 
 
+def _kept(call: ast.Call) -> ast.expr | None:
+    """The tensor ``nn.Parameter(...)`` (or ``Variable``) wraps, given by position or as
+    ``data=`` (``nn.Parameter(data=torch.Tensor(1), requires_grad=True)``)."""
+    if last_name(call.func) not in _KEEPERS:
+        return None
+    if call.args:
+        return call.args[0]
+    return next((k.value for k in call.keywords if k.arg == "data"), None)
+
+
 def _held_name(value: ast.expr) -> str | None:
     """The local name whose memory ``value`` is (``nn.Parameter(w)``, ``w.cuda()``, ``w``)."""
     while isinstance(value, ast.Call):
         func = value.func
-        if last_name(func) in _KEEPERS and value.args:
-            value = value.args[0]
+        kept = _kept(value)
+        if kept is not None:
+            value = kept
         elif isinstance(func, ast.Attribute) and func.attr in _COPIERS:
             value = func.value
         else:
@@ -635,23 +677,35 @@ def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
     that loop reaches the built module's parameters too (SR-GNN's GNN cell, built in a
     ``_define_params()`` that ``__init__`` calls before the loop, or in ``__init__``
     before it calls the method that holds the loop)."""
-    for owner in ast.walk(ctx.tree):
-        if not isinstance(owner, ast.ClassDef) or owner.name == class_name:
+    classes = {c.name: c for c in ast.walk(ctx.tree) if isinstance(c, ast.ClassDef)}
+    # the class, and the classes of the file that build it through others (LibCity's
+    # ASTGCN builds blocks that build the attention layers its loop then fills)
+    built = {class_name}
+    grown = True
+    while grown:
+        grown = False
+        for name, cls in classes.items():
+            if name not in built and any(_builds(cls, inner) for inner in built):
+                built.add(name)
+                grown = True
+    for owner in classes.values():
+        if owner.name == class_name:
             continue
+        wanted = built - {owner.name}
         methods = {
             m.name: m for m in owner.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
-        builders = {name for name, m in methods.items() if _builds(m, class_name)}
+        builders = {name for name, m in methods.items() if any(_builds(m, c) for c in wanted)}
         for method in methods.values():
             for loop in ast.walk(method):
                 if not _fills_own_parameters(ctx, loop):
                     continue
-                if _built_before(method, loop, class_name, builders):
+                if _built_before(method, loop, wanted, builders):
                     return True
                 # `__init__` builds the cell, then calls `self._reset_parameters()`,
                 # the method holding the loop (RecBole's SR-GNN)
                 if any(
-                    _built_before(caller, call, class_name, builders)
+                    _built_before(caller, call, wanted, builders)
                     for caller in methods.values()
                     for call in ast.walk(caller)
                     if isinstance(call, ast.Call) and _calls_own_method(call, method.name)
@@ -705,14 +759,16 @@ def _builds(node: ast.AST, class_name: str) -> bool:
     )
 
 
-def _built_before(function: ast.AST, loop: ast.AST, class_name: str, builders: set[str]) -> bool:
-    """A call building ``class_name``, or of a ``self.<method>()`` that does, before
-    ``loop`` in ``function``."""
+def _built_before(
+    function: ast.AST, loop: ast.AST, class_names: set[str], builders: set[str]
+) -> bool:
+    """A call building one of ``class_names``, or of a ``self.<method>()`` that does,
+    before ``loop`` in ``function``."""
     line = getattr(loop, "lineno", 0)
     for call in ast.walk(function):
         if not isinstance(call, ast.Call) or call.lineno >= line:
             continue
-        if last_name(call.func) == class_name:
+        if last_name(call.func) in class_names:
             return True
         if any(_calls_own_method(call, builder) for builder in builders):
             return True

@@ -410,11 +410,12 @@ def _loads_weights_only(ctx: FileContext) -> bool:
 
 
 # Libraries (or their data modules) whose ``load`` reads settings, arrays, tables or
-# media: a run's configuration or data, never its training state.
+# media, or files ``torch.save`` never writes (``torchfile``: Lua Torch's ``.t7``, as
+# AesPA-Net's pretrained VGG): a run's configuration, data or inputs, never its state.
 _DATA_READERS = frozenset(
     {"json", "yaml", "omegaconf", "toml", "tomllib", "tomli", "numpy", "joblib", "pandas"}
     | {"h5py", "scipy", "PIL", "cv2", "imageio", "librosa", "soundfile", "torchaudio"}
-    | {"datasets", "monai.transforms", "monai.data", "torchvision.io"}
+    | {"datasets", "monai.transforms", "monai.data", "torchvision.io", "torchfile"}
 )
 # Words of a loader's name that say it reads settings or data (`load_config`,
 # `load_dataset`, `LoadImaged`), not a checkpoint.

@@ -88,7 +88,9 @@ class StateDictSnapshotAliased(LintRule):
         if condition is None or _leaves_after(condition, assign) or _fresh_per_pass(model, loop):
             return
         target = assign.targets[0]
-        read = _read_outside(_search_root(target, scope, loop), target, condition, loop)
+        # gsplat's `data = {...}` built anew in this pass: only reads past its block count
+        region: ast.stmt = _fresh_region(target, assign, loop) or condition
+        read = _read_outside(_search_root(target, scope, loop), target, region, loop)
         if read is None:
             return
         where = (
@@ -433,6 +435,45 @@ def _leaves_after(condition: ast.If, assign: ast.Assign) -> bool:
     return any(isinstance(s, _EXITS) and s.lineno > assign.lineno for s in branch)
 
 
+def _fresh_region(target: ast.expr, assign: ast.Assign, loop: Loop) -> ast.stmt | None:
+    """For an entry ``data["m"] = model.state_dict()`` of a dict the loop builds anew
+    before it in the same pass (``data = {...}``), the block holding that fresh dict: the
+    innermost ``if`` around both, else the loop itself. Later passes build another dict,
+    so a read inside the block reads this pass's entries, not a stale snapshot."""
+    if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
+        return None
+    name = target.value.id
+    fresh = [
+        node
+        for node in ast.walk(loop.node)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == name
+        and node.lineno < assign.lineno
+        and _new_container(node.value)
+    ]
+    if not fresh:
+        return None
+    start, end = fresh[-1].lineno, assign.end_lineno or assign.lineno
+    around = [
+        node
+        for node in ast.walk(loop.node)
+        if isinstance(node, ast.If)
+        and node.body
+        and node.body[0].lineno <= start
+        and end <= (node.body[-1].end_lineno or node.body[-1].lineno)
+    ]
+    return max(around, key=lambda node: node.lineno) if around else loop.node
+
+
+def _new_container(value: ast.expr) -> bool:
+    """``{...}``, ``{k: v for ...}``, ``dict(...)``, ``OrderedDict()``: a new dict."""
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return True
+    return isinstance(value, ast.Call) and last_name(value.func) in ("dict", "OrderedDict")
+
+
 def _search_root(target: ast.expr, scope: Scope, loop: Loop) -> ast.AST:
     """Where reads of the snapshot can be: the class for ``self.best``, else the function."""
     if isinstance(target, ast.Attribute) and scope is not None and scope.owner is not None:
@@ -441,7 +482,7 @@ def _search_root(target: ast.expr, scope: Scope, loop: Loop) -> ast.AST:
 
 
 def _read_outside(
-    root: ast.AST, target: ast.expr, condition: ast.If, loop: Loop
+    root: ast.AST, target: ast.expr, condition: ast.stmt, loop: Loop
 ) -> ast.expr | None:
     """The first place the snapshot's tensors are used (a call's argument, a returned
     value, an entry of either) outside the ``if`` that takes it: after the loop, in the
