@@ -958,3 +958,55 @@ def test_a_flag_set_under_a_test_of_itself_is_no_guard_and_no_loop() -> None:
         '            torch.save(model.state_dict(), "model.bin")  # expect: TD804',
     )
     assert_marked(source, "TD804", "TD001")
+
+
+_ONLINE_EVAL = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def online_eval(model, loader, gpu, args):
+    measures = torch.zeros(9, device=gpu)
+    for x in loader:
+        measures += model(x).detach()
+    if args.multiprocessing_distributed:
+        dist.all_reduce(measures)
+    {returns}
+
+
+def main_worker(gpu, args, model, loader, optimizer):
+    dist.init_process_group("nccl", rank=gpu, world_size=args.world_size)
+    model = DistributedDataParallel(model.cuda(gpu), device_ids=[gpu])
+    for step, x in enumerate(loader):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+        if step % 1000 == 0:
+            eval_measures = online_eval(model, loader, gpu, args)
+            if eval_measures is not None:
+                torch.save(model.state_dict(), f"best_{{step}}.pt")
+
+
+if __name__ == "__main__":
+    main_worker(0, None, None, None, None)
+"""
+
+
+@pytest.mark.parametrize(
+    ("returns", "flagged"),
+    [
+        # NeWCRFs: the measures come back only where the process evaluated, None elsewhere
+        (
+            "if not args.multiprocessing_distributed or gpu == 0:\n"
+            "        return measures.cpu()\n    return None",
+            False,
+        ),
+        # every rank gets them: the test guards nothing
+        ("return measures.cpu()", True),
+        ("if args.verbose:\n        return measures.cpu()\n    return None", True),
+    ],
+)
+def test_a_result_only_rank_zero_gets_back_guards_the_save(returns: str, flagged: bool) -> None:
+    source = _ONLINE_EVAL.format(returns=returns)
+    assert [code for code, _ in lint_codes(source, "TD804")] == (["TD804"] if flagged else [])

@@ -854,3 +854,44 @@ def test_a_per_step_multiplication_still_needs_the_optimizer_state() -> None:
     source = source.replace('"optimizer": optimizer.state_dict(),', "")
     (found,) = lint_findings(source, "TD905")
     assert found.evidence["missing"] == ["optimizer", "scheduler"]
+
+
+_EVAL_ONLY = """
+import torch
+from torch import nn
+
+
+class Runner:
+    def __init__(self):
+        self.model = nn.Linear(4, 2)
+        self.optimizer = torch.optim.Adam(self.model.parameters())
+
+    def train(self, loader, start=0):
+        for step, (x, y) in enumerate(loader, start):
+            self.optimizer.zero_grad()
+            nn.functional.mse_loss(self.model(x), y).backward()
+            self.optimizer.step()
+            torch.save({"step": step, "model": self.model.state_dict()}, f"ckpt_{step}.pt")
+
+    def eval(self, step):
+        print(step)
+
+
+def main(args, loader):
+    runner = Runner()
+    if args.ckpt is not None:
+        ckpt = torch.load(args.ckpt, weights_only=True)
+        runner.model.load_state_dict(ckpt["model"])
+        runner.eval(step=ckpt["step"])
+{rest}
+"""
+
+
+def test_a_checkpoint_read_only_on_the_side_that_does_not_train_is_no_resume() -> None:
+    """gsplat's trainer: ``--ckpt`` runs evaluation only, and training runs in the
+    ``else`` branch, so the read never feeds training. Training after the same read
+    resumes from it, and the checkpoint without the optimizer is still flagged."""
+    evaluates = _EVAL_ONLY.replace("{rest}", "    else:\n        runner.train(loader)")
+    assert lint_codes(evaluates, "TD905") == []
+    resumes = _EVAL_ONLY.replace("{rest}", '    runner.train(loader, start=ckpt["step"])')
+    assert [code for code, _ in lint_codes(resumes, "TD905")] == ["TD905"]

@@ -28,6 +28,7 @@ from torchdoctor.static.analysis.ranks import (
 )
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.names import is_none
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item
 from torchdoctor.static.torchapi import (
@@ -213,6 +214,8 @@ class _RankTests:
             return False
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.zero(value) for value in test.values)
+        if _tests_not_none(test) and self._only_rank_zero_gets(cast("ast.Compare", test).left):
+            return True  # NeWCRFs: `if eval_measures is not None:`, rank 0's result only
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self.nonzero(test.operand)
         deeper = _RankTests(self.ctx, self.scope, self.depth + 1)
@@ -242,6 +245,42 @@ class _RankTests:
         ]
         inside = _RankTests(self.ctx, function, self.depth + 1)
         return bool(returned) and all(inside.zero(value) for value in returned)
+
+    def _only_rank_zero_gets(self, value: ast.expr) -> bool:
+        """``value`` is a name bound to a call of a function of the file that returns
+        something other than ``None`` only inside a rank-zero branch (NeWCRFs'
+        ``online_eval`` returns its measures under ``if not distributed or gpu == 0:`` and
+        ``None`` after it): the name is not ``None`` on rank 0 only."""
+        bound = self.resolve(value) if isinstance(value, ast.Name) else None
+        if not isinstance(bound, ast.Call):
+            return False
+        function = helper_to_follow(self.ctx, bound, self.scope, self.depth, ())
+        if function is None:
+            return False
+        inside = _RankTests(self.ctx, function, self.depth + 1)
+        parents = {
+            id(child): node
+            for node in ast.walk(function.node)
+            for child in ast.iter_child_nodes(node)
+        }
+        answered = 0
+        for node in ast.walk(function.node):
+            if not isinstance(node, ast.Return) or node.value is None or is_none(node.value):
+                continue
+            if not inside.guards(node, parents, function.node):
+                return False
+            answered += 1
+        return answered > 0
+
+    def guards(self, node: ast.AST, parents: dict[int, ast.AST], root: ast.AST) -> bool:
+        """Whether ``node`` sits in the body of an ``if`` of ``root`` whose test holds only
+        on rank 0."""
+        child, parent = node, parents.get(id(node))
+        while parent is not None and parent is not root:
+            if isinstance(parent, ast.If) and child in parent.body and self.zero(parent.test):
+                return True
+            child, parent = parent, parents.get(id(parent))
+        return False
 
     def _set_true_on_rank_zero_only(self, name: str) -> bool:
         """Every assignment of the flag ``name`` in its scope sets it false, or sets it true
@@ -296,6 +335,16 @@ class _RankTests:
             and self.depth < MAX_CALL_DEPTH
             and _RankTests(self.ctx, self.scope, self.depth + 1).zero(test.operand)
         )
+
+
+def _tests_not_none(test: ast.expr) -> bool:
+    """``x is not None``."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and is_none(test.comparators[0])
+    )
 
 
 def _says_distributed(test: ast.expr, resolve: Callable[[ast.expr], ast.expr | None]) -> bool:

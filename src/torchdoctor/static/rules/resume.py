@@ -24,17 +24,19 @@ from collections.abc import Callable
 from torchdoctor.findings import Depth, Finding, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.calls import assigned_names, last_name
 from torchdoctor.static.analysis.entries import item_assignments, key_text
-from torchdoctor.static.analysis.loops import enclosing_loops, step_events, trains
+from torchdoctor.static.analysis.loops import enclosing_loops, function_trains, step_events, trains
 from torchdoctor.static.analysis.related_files import (
     first_in_imported_files,
     first_in_related_files,
 )
 from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Frame, FunctionScope, Loop
+from torchdoctor.static.structure import Frame, FunctionScope, Item, Loop
 from torchdoctor.static.training import Event, EventKind
 
 MODEL, OPTIMIZER, SCHEDULER, COUNTER = "model", "optimizer", "scheduler", "counter"
@@ -305,6 +307,7 @@ def _resume_facts(ctx: FileContext) -> tuple[bool, bool]:
     building one, by keyword or position)."""
     reads_back = any(
         _may_read_a_checkpoint(ctx, item.node, scope)
+        and not _read_apart_from_training(ctx, item, scope)
         for scope, items in ctx.module.bodies()
         for item in items
         if isinstance(item.node, ast.Call)
@@ -323,6 +326,26 @@ def _resume_facts(ctx: FileContext) -> tuple[bool, bool]:
         if reads_back and positioned:
             break
     return reads_back, positioned
+
+
+def _read_apart_from_training(ctx: FileContext, read: Item, scope: FunctionScope | None) -> bool:
+    """gsplat's ``if cfg.ckpt is not None: ckpts = [torch.load(f) ...]; runner.eval(...)``
+    and ``else: runner.train()``: every call of the read's function that trains sits on
+    the other side of a test from the read, and no loop of the function trains. What the
+    read brings back is evaluated, never trained on: no resume."""
+    items = scope.items if scope is not None else ctx.module.items
+    loops = scope.loops if scope is not None else ctx.module.loops
+    if any(trains(ctx, loop) for loop in loops):
+        return False
+    training = [
+        item
+        for item in items
+        if isinstance(item.node, ast.Call)
+        and (called := called_function(ctx, item.node, scope)) is not None
+        and called is not scope
+        and function_trains(ctx, called)
+    ]
+    return bool(training) and all(exclusive(ctx, read, item) for item in training)
 
 
 def _may_read_a_checkpoint(
