@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections import deque
 from collections.abc import Callable, Container, Iterator
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
@@ -156,11 +156,7 @@ class LegacyConstructor(LintRule):
             container = container.value
         if not isinstance(container, ast.Name):
             return False
-        arguments = function.node.args
-        parameters = {
-            a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
-        }
-        if container.id not in parameters:
+        if container.id not in function.parameter_names:
             return False
         entry = self.ctx.segment(target)
         return not any(
@@ -677,7 +673,7 @@ def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
     that loop reaches the built module's parameters too (SR-GNN's GNN cell, built in a
     ``_define_params()`` that ``__init__`` calls before the loop, or in ``__init__``
     before it calls the method that holds the loop)."""
-    classes = {c.name: c for c in ast.walk(ctx.tree) if isinstance(c, ast.ClassDef)}
+    classes, calls = _classes_and_calls(ctx)
     # the class, and the classes of the file that build it through others (LibCity's
     # ASTGCN builds blocks that build the attention layers its loop then fills)
     built = {class_name}
@@ -685,7 +681,7 @@ def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
     while grown:
         grown = False
         for name, cls in classes.items():
-            if name not in built and any(_builds(cls, inner) for inner in built):
+            if name not in built and calls[id(cls)] & built:
                 built.add(name)
                 grown = True
     for owner in classes.values():
@@ -695,7 +691,7 @@ def _an_owner_fills_all_parameters(ctx: FileContext, class_name: str) -> bool:
         methods = {
             m.name: m for m in owner.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
-        builders = {name for name, m in methods.items() if any(_builds(m, c) for c in wanted)}
+        builders = {name for name, m in methods.items() if calls[id(m)] & wanted}
         for method in methods.values():
             for loop in ast.walk(method):
                 if not _fills_own_parameters(ctx, loop):
@@ -753,10 +749,27 @@ def _calls_own_method(call: ast.Call, name: str) -> bool:
     )
 
 
-def _builds(node: ast.AST, class_name: str) -> bool:
-    return any(
-        isinstance(call, ast.Call) and last_name(call.func) == class_name for call in ast.walk(node)
-    )
+def _classes_and_calls(
+    ctx: FileContext,
+) -> tuple[dict[str, ast.ClassDef], dict[int, set[str | None]]]:
+    """The file's classes by name, and for each class and method (by node id) the names
+    its calls end in (``Block(n)``, ``nn.Linear(...)``): what it may build. Read once per
+    file, for every parameter whose owners are asked about."""
+    key = ("TD105", "classes-and-calls")
+    if key not in ctx.memo:
+        classes = {c.name: c for c in ast.walk(ctx.tree) if isinstance(c, ast.ClassDef)}
+        calls: dict[int, set[str | None]] = {}
+        for cls in classes.values():
+            calls[id(cls)] = _call_names(cls)
+            for method in cls.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    calls[id(method)] = _call_names(method)
+        ctx.memo[key] = (classes, calls)
+    return cast("tuple[dict[str, ast.ClassDef], dict[int, set[str | None]]]", ctx.memo[key])
+
+
+def _call_names(node: ast.AST) -> set[str | None]:
+    return {last_name(call.func) for call in ast.walk(node) if isinstance(call, ast.Call)}
 
 
 def _built_before(

@@ -105,8 +105,7 @@ class SamplerEpochNeverSet(LintRule):
         function = ctx.function_of(sampler.frames)
         if function is None:
             return False
-        parameters = {a.arg for a in function.node.args.posonlyargs + function.node.args.args}
-        parameters |= {a.arg for a in function.node.args.kwonlyargs}
+        parameters = function.parameter_names
         guards = [
             frame.node.test.id
             for frame in sampler.frames

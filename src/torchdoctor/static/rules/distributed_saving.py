@@ -258,29 +258,20 @@ class _RankTests:
         if function is None:
             return False
         inside = _RankTests(self.ctx, function, self.depth + 1)
-        parents = {
-            id(child): node
-            for node in ast.walk(function.node)
-            for child in ast.iter_child_nodes(node)
-        }
-        answered = 0
-        for node in ast.walk(function.node):
-            if not isinstance(node, ast.Return) or node.value is None or is_none(node.value):
-                continue
-            if not inside.guards(node, parents, function.node):
-                return False
-            answered += 1
-        return answered > 0
-
-    def guards(self, node: ast.AST, parents: dict[int, ast.AST], root: ast.AST) -> bool:
-        """Whether ``node`` sits in the body of an ``if`` of ``root`` whose test holds only
-        on rank 0."""
-        child, parent = node, parents.get(id(node))
-        while parent is not None and parent is not root:
-            if isinstance(parent, ast.If) and child in parent.body and self.zero(parent.test):
-                return True
-            child, parent = parent, parents.get(id(parent))
-        return False
+        answered = [
+            item
+            for item in function.items
+            if isinstance(item.node, ast.Return)
+            and item.node.value is not None
+            and not is_none(item.node.value)
+        ]
+        return bool(answered) and all(
+            guard_between(
+                item.frames, None, lambda node, in_body: in_body and inside.zero(node.test)
+            )
+            is not None
+            for item in answered
+        )
 
     def _set_true_on_rank_zero_only(self, name: str) -> bool:
         """Every assignment of the flag ``name`` in its scope sets it false, or sets it true

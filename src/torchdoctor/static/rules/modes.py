@@ -393,16 +393,13 @@ def _module_class_keeps(ctx: FileContext, call: ast.Call, model: str) -> bool:
     cls = ctx.local_class(call.func.id)
     if cls is None or not ctx.is_family(f"<local>.{cls.name}", torchapi.MODULE):
         return False
-    init = next(
-        (n for n in cls.node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
-        None,
-    )
+    init = cls.methods.get("__init__")
     if init is None:
         return False
-    parameters = [a.arg for a in init.args.args[1:]]
     passed = {
-        *(p for p, a in zip(parameters, call.args, strict=False) if ast.unparse(a) == model),
-        *(k.arg for k in call.keywords if k.arg and ast.unparse(k.value) == model),
+        name
+        for name in init.parameter_names
+        if (given := init.argument_for(call, name)) is not None and ast.unparse(given) == model
     }
     return any(
         isinstance(n, ast.Assign)
@@ -411,7 +408,7 @@ def _module_class_keeps(ctx: FileContext, call: ast.Call, model: str) -> bool:
         and any(
             isinstance(t, ast.Attribute) and ast.unparse(t).startswith("self.") for t in n.targets
         )
-        for n in ast.walk(init)
+        for n in ast.walk(init.node)
     )
 
 
