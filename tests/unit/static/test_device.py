@@ -1580,3 +1580,62 @@ def test_an_entry_written_into_a_state_dict_the_caller_handed_in_is_info() -> No
         (8, Severity.WARNING),
         (13, Severity.WARNING),
     ]
+
+
+def test_a_recurrent_cell_reset_by_the_inherited_reset_is_info() -> None:
+    """PyPOTS' peephole cell: a subclass of ``nn.LSTMCell`` adds its own weights and then
+    calls ``self.reset_parameters()``, which it does not define: torch's recurrent reset
+    draws every parameter of the module, the new ones included. A subclass of a layer
+    whose reset fills only its own weights (``nn.Linear``), or one that overrides the
+    reset further down the class, is judged by that reset instead."""
+    source = """
+        import torch
+        from torch import nn
+        from torch.nn import Parameter
+
+        class PeepholeCell(nn.LSTMCell):
+            def __init__(self, size, hidden):
+                super().__init__(size, hidden)
+                self.weight_ch = Parameter(torch.Tensor(3 * hidden, hidden))
+                self.reset_parameters()
+
+            def forward(self, x, state):
+                return state[1] @ self.weight_ch.t()
+
+        class GatedGRU(nn.GRU):
+            def __init__(self, size, hidden):
+                super().__init__(size, hidden)
+                self.gate = Parameter(torch.Tensor(hidden, 1))
+                super().reset_parameters()
+
+            def forward(self, x):
+                return super().forward(x)[0] @ self.gate
+
+        class Scaled(nn.Linear):
+            def __init__(self, size):
+                super().__init__(size, size)
+                self.scale = Parameter(torch.Tensor(size, 1))
+                self.reset_parameters()
+
+            def forward(self, x):
+                return super().forward(x) @ self.scale
+
+        class OwnReset(nn.RNNCell):
+            def __init__(self, size, hidden):
+                super().__init__(size, hidden)
+                self.alpha = Parameter(torch.Tensor(hidden, 1))
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                nn.init.uniform_(self.weight_ih)
+
+            def forward(self, x, h):
+                return super().forward(x, h) @ self.alpha
+        """
+    found = lint_findings(source, "TD105")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (9, Severity.INFO),
+        (18, Severity.INFO),
+        (27, Severity.WARNING),
+        (36, Severity.WARNING),
+    ]

@@ -67,3 +67,58 @@ def test_shifting_once_is_quiet() -> None:
             return F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten())
         """
     assert_marked(source, "TD310")
+
+
+def test_shifted_labels_a_function_feeds_its_own_loss_are_quiet() -> None:
+    # distillm's get_teacher_lm_loss: the model gets input_ids only, and the function
+    # compares the logits with labels it shifted once itself.
+    source = """
+        import torch
+        from torch import nn
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+
+        def sampled_loss(model, prompt, pad_id):
+            full_ids = model.generate(**prompt, do_sample=True)
+            input_ids = full_ids[:, :-1]
+            mask = (input_ids != pad_id).long()
+            labels = full_ids[:, 1:]
+            labels = torch.masked_fill(labels, mask == 0, -100)
+            labels[:, : prompt["input_ids"].size(1) - 1] = -100
+            weights = (labels != -100).float()
+            batch = {"input_ids": input_ids, "attention_mask": mask}
+            loss_fn = nn.CrossEntropyLoss(ignore_index=-100)
+            logits = model(**batch, use_cache=False).logits
+            return loss_fn(logits.view(-1, logits.size(-1)), labels.view(-1)), weights
+        """
+    assert_marked(source, "TD310")
+
+
+def test_shifted_labels_handed_on_by_the_function_are_flagged() -> None:
+    source = """
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+
+        def into_the_batch(tokens):
+            batch = {"input_ids": tokens}
+            labels = tokens[:, 1:]  # expect: TD310
+            labels = torch.masked_fill(labels, labels == 0, -100)
+            batch["labels"] = labels
+            return batch
+
+        def returned(tokens):
+            labels = tokens[:, 1:]  # expect: TD310
+            return tokens, labels.contiguous()
+
+        def aliased(tokens):
+            labels = tokens[:, 1:]  # expect: TD310
+            targets = labels
+            return model(tokens, labels=targets).loss
+
+        def step(batch):
+            return model(**batch).loss
+        """
+    assert_marked(source, "TD310")

@@ -1717,6 +1717,59 @@ class SpeedTest:
     assert_marked(source, "TD501")
 
 
+@pytest.mark.parametrize(
+    "load, flagged",
+    [
+        # tabicl's scikit-learn wrapper: fit() calls _load_model(), which builds the
+        # network, loads its weights and puts it in eval mode; nothing trains it again
+        (
+            "self.model_ = Net()\n"
+            "        self.model_.load_state_dict(state)\n"
+            "        self.model_.eval()",
+            False,
+        ),
+        # eval() before the last binding: the model predicted with is a new one
+        ("self.model_ = Net()\n        self.model_.eval()\n        self.model_ = Net()", True),
+        # eval() only on one path of the method
+        ("self.model_ = Net()\n        if state:\n            self.model_.eval()", True),
+        # put back in training by another method of the class
+        ("self.model_ = Net()\n        self.model_.eval()\n        self.model_.train()", True),
+    ],
+)
+def test_td501_a_model_put_in_eval_mode_where_a_method_builds_it(load: str, flagged: bool) -> None:
+    source = f"""
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.2)
+
+    def forward(self, x):
+        return self.drop(x)
+
+class Classifier:
+    def __init__(self, batch_size=8):
+        self.batch_size = batch_size
+
+    def _load_model(self, state):
+        {load}
+
+    def fit(self, state):
+        self._load_model(state)
+        return self
+
+    def predict(self, batches):
+        outputs = []
+        for x in batches:
+            with torch.no_grad():
+                outputs.append(self.model_(x))  {"# expect: TD501" if flagged else ""}
+        return outputs
+"""
+    assert_marked(source, "TD501")
+
+
 ADVERSARIAL_EPOCHS = """
 import torch
 from torch import nn

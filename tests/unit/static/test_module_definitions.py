@@ -612,6 +612,36 @@ class Defaults(nn.Module):
     assert_marked(source, "TD506")
 
 
+def test_dropout_a_switch_leaves_off_by_default_is_quiet() -> None:
+    """Protenix: ``if mc_dropout:`` around ``F.dropout``, where ``mc_dropout: bool =
+    False`` is a parameter the inference path sets per sample (Monte Carlo dropout): the
+    dropout runs only when a caller asks for it. A switch whose default turns it on, or
+    a branch its default takes, still leaves it on after ``eval()``."""
+    source = """
+import torch.nn.functional as F
+from torch import nn
+
+class Trunk(nn.Module):
+    def forward(self, z, mc_dropout: bool = False, *, deterministic=True):
+        if mc_dropout:
+            z = F.dropout(z, p=0.4)
+        if not deterministic:
+            z = F.dropout(z, p=0.1)
+        return z
+
+class OnByDefault(nn.Module):
+    def forward(self, z, mc_dropout=True, deterministic=False):
+        if mc_dropout:
+            z = F.dropout(z, p=0.4)  # expect: TD506
+        if deterministic:
+            pass
+        else:
+            z = F.dropout(z, p=0.1)  # expect: TD506
+        return z
+"""
+    assert_marked(source, "TD506")
+
+
 @pytest.mark.parametrize("callee_first", [False, True])
 def test_functional_dropout_whose_rate_every_caller_sets_from_the_mode_is_quiet(
     callee_first: bool,

@@ -895,3 +895,57 @@ def test_a_checkpoint_read_only_on_the_side_that_does_not_train_is_no_resume() -
     assert lint_codes(evaluates, "TD905") == []
     resumes = _EVAL_ONLY.replace("{rest}", '    runner.train(loader, start=ckpt["step"])')
     assert [code for code, _ in lint_codes(resumes, "TD905")] == ["TD905"]
+
+
+OWN_SCHEDULE = """
+import torch
+from torch import nn
+
+from schedules import *
+
+
+class Trainer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 2)
+        self.optimizer = torch.optim.AdamW(self.parameters())
+        self.scheduler = warmup_lr_scheduler(self.optimizer, 100)
+
+    def fit(self, loader, epochs):
+        for epoch in range(epochs):
+            for x, y in loader:
+                self.optimizer.zero_grad()
+                self.net(x).sum().backward()
+                self.optimizer.step()
+                self.scheduler.step()
+            self.save("last.ckpt")
+
+    def save(self, path):
+        torch.save({
+            "model_state_dict": self.state_dict(),
+            "optimizer_state_dict": self.optimizer.state_dict(),
+            "model_step": {position},
+        }}, path)
+
+    def load(self, path):
+        checkpoint = torch.load(path)
+        self.load_state_dict(checkpoint["model_state_dict"])
+        self.optimizer.load_state_dict(checkpoint["optimizer_state_dict"])
+        self.scheduler.model_step = checkpoint["model_step"]
+"""
+
+
+def test_the_position_attribute_of_an_own_schedule_is_its_state() -> None:
+    """EfficientConformer: the checkpoint keeps ``self.scheduler.model_step``, the count
+    the project's own schedule (from another module) reads its learning rate from, and
+    ``load()`` assigns it back: the schedule goes on from there."""
+    source = OWN_SCHEDULE.replace("{position}", "self.scheduler.model_step").replace("}}", "}")
+    assert lint_codes(source, "TD905") == []
+
+
+def test_a_step_counted_apart_from_the_schedule_still_lacks_it() -> None:
+    """A count of the trainer's own, not read from the schedule, does not restore it."""
+    source = OWN_SCHEDULE.replace("{position}", "self.steps").replace("}}", "}")
+    source = source.replace("self.scheduler.model_step = ", "self.steps = ")
+    (found,) = lint_findings(source, "TD905")
+    assert found.evidence["missing"] == ["scheduler"]

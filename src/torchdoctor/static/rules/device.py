@@ -527,6 +527,46 @@ def _resets_owner_of(ctx: FileContext, node: ast.AST, holder: str) -> bool:
     )
 
 
+# torch's recurrent layers, whose reset_parameters() draws every parameter the module holds
+# (`for weight in self.parameters(): init.uniform_(weight, -stdv, stdv)`), a subclass's own
+_RESET_FILLS_ALL = frozenset(
+    {"RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"}
+)
+
+
+def _inherited_reset_fills_all(ctx: FileContext, call: ast.Call) -> bool:
+    """``self.reset_parameters()`` (or ``super().reset_parameters()``) in a subclass of a
+    torch recurrent layer that does not define its own: the inherited reset draws every
+    parameter of the module, the ones the subclass adds included (PyPOTS' peephole
+    ``LSTMCell`` adds ``weight_ch`` and then resets)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "reset_parameters"):
+        return False
+    function = ctx.function
+    owner = function.owner if function is not None else None
+    if owner is None or function is None:
+        return False
+    receiver = func.value
+    via_super = (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "super"
+    )
+    own = isinstance(receiver, ast.Name) and receiver.id == function.self_name
+    # the class node, not the methods walked so far: its own reset may come further down
+    overridden = any(
+        isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "reset_parameters"
+        for m in owner.node.body
+    )
+    if not via_super and not (own and not overridden):
+        return False
+    qualified = [ctx.qualified_name(base) or "" for base in owner.node.bases]
+    return any(
+        name.startswith("torch.") and name.rpartition(".")[2] in _RESET_FILLS_ALL
+        for name in qualified
+    )
+
+
 def _element(container: ast.expr) -> ast.expr:
     """The one element expression of a comprehension or a one-element display."""
     if isinstance(container, ast.DictComp):
@@ -963,6 +1003,8 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
         return True
     for node in _calls_in(statement):
         if not target.startswith("self.") and _resets_owner_of(ctx, node, target):
+            return True
+        if depth == 0 and target.startswith("self.") and _inherited_reset_fills_all(ctx, node):
             return True
         func = node.func
         if (

@@ -8,6 +8,11 @@ time, and the model learns to predict the token after next; the loss still falls
 nothing looks wrong. The rule needs the three in one file: labels named ``labels`` built
 as a shifted copy of the tokens, a model of the file that shifts, and a call handing
 ``labels`` over (``labels=...`` or ``**batch``).
+
+A function that builds ``labels = ids[:, 1:]`` and only consumes it itself (its own loss
+call, ``.view``, ``masked_fill``, ``labels[:, :n] = -100``) while the model gets
+``input_ids`` alone shifts once, correctly (distillm's ``get_teacher_lm_loss``): such a
+build is dropped unless some read of ``labels`` in its function hands it on.
 """
 
 from __future__ import annotations
@@ -19,12 +24,19 @@ from torchdoctor.findings import Depth, Finding
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.context import FileContext
+from torchdoctor.static.names import ScopeArg
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import ModuleScope
+from torchdoctor.static.structure import FunctionScope, ModuleScope
 
 _LABELS = "labels"
 _TOKEN_WORDS = frozenset({"input", "ids", "tokens", "token", "seq", "sequence", "text"})
 _SHIFTING_CLASS_ENDINGS = ("ForCausalLM", "LMHeadModel")
+_LOSS_WORDS = frozenset({"loss", "criterion", "entropy", "nll"})
+# Reads that give something other than the labels: their shape, or a mask of them.
+_NOT_LABELS = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "ne", "eq"})
+# Statements that evaluate a read and keep nothing of it (`labels.masked_fill_(...)`).
+_EVALUATING = (ast.Expr, ast.If, ast.While, ast.Assert)
+_Parents = dict[ast.AST, ast.AST]
 
 
 @detector("TD310", depth=Depth.LINT)
@@ -39,6 +51,9 @@ class LabelsShiftedTwice(LintRule):
         # Without a slice from the second element on nothing is shifted (most files).
         self._slices = "1:]" in ctx.source
         self._builds: list[tuple[ast.AST, str]] = []
+        # `labels = ids[:, 1:]` in a function, judged when the function ends.
+        self._named_builds: set[ast.AST] = set()
+        self._kept_local: set[ast.AST] = set()
         self._handed_over = False
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -50,6 +65,8 @@ class LabelsShiftedTwice(LintRule):
             and _shifted_tokens(node.value)
         ):
             self._builds.append((node, _text(node.value)))
+            if isinstance(node.targets[0], ast.Name):
+                self._named_builds.add(node)
 
     def visit_Dict(self, node: ast.Dict) -> None:
         """``{"labels": ids[1:]}``."""
@@ -64,13 +81,23 @@ class LabelsShiftedTwice(LintRule):
         if self._slices and not self._handed_over:
             self._handed_over = any(k.arg == _LABELS or k.arg is None for k in node.keywords)
 
+    def leave_function(self, function: FunctionScope) -> None:
+        """Drop the function's ``labels = ids[:, 1:]`` builds when it never hands
+        ``labels`` on: it computes the loss itself, and the one shift is its own."""
+        if not self._named_builds:
+            return
+        builds = [item.node for item in function.items if item.node in self._named_builds]
+        if builds and not _labels_handed_on(self.ctx, function):
+            self._kept_local.update(builds)
+
     def leave_module(self, module: ModuleScope) -> None:
-        if not self._builds or not self._handed_over:
+        builds = [b for b in self._builds if b[0] not in self._kept_local]
+        if not builds or not self._handed_over:
             return
         shifter = self._shifting_model(module)
         if shifter is None:
             return
-        for node, tokens in sorted(self._builds, key=lambda b: getattr(b[0], "lineno", 0)):
+        for node, tokens in sorted(builds, key=lambda b: getattr(b[0], "lineno", 0)):
             self._report(node, tokens, shifter)
 
     def _shifting_model(self, module: ModuleScope) -> str | None:
@@ -116,6 +143,87 @@ class LabelsShiftedTwice(LintRule):
             "with -100 at padding); the model shifts them.",
             evidence={"model": shifter},
         )
+
+
+def _labels_handed_on(ctx: FileContext, function: FunctionScope) -> bool:
+    """Whether some read of ``labels`` in ``function`` (nested code included) may hand it
+    on: one walk of the function, only for functions that build shifted labels."""
+    parents: _Parents = {}
+    reads: list[ast.Name] = []
+    for node in ast.walk(function.node):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+        if isinstance(node, ast.Name) and node.id == _LABELS and isinstance(node.ctx, ast.Load):
+            reads.append(node)
+    return any(_read_handed_on(ctx, function, read, parents) for read in reads)
+
+
+def _read_handed_on(ctx: FileContext, scope: ScopeArg, read: ast.Name, parents: _Parents) -> bool:
+    """Climb from the read to the first node that decides; undecided means handed on."""
+    child: ast.AST = read
+    parent = parents.get(child)
+    while parent is not None:
+        verdict = _decides(ctx, scope, child, parent, parents)
+        if verdict is not None:
+            return verdict
+        child, parent = parent, parents.get(parent)
+    return True
+
+
+def _decides(
+    ctx: FileContext, scope: ScopeArg, child: ast.AST, parent: ast.AST, parents: _Parents
+) -> bool | None:
+    """True: ``parent`` hands the value on; False: it consumes it; None: look further up."""
+    if isinstance(parent, ast.keyword):
+        return parent.arg == _LABELS or _argument_handed_on(ctx, scope, parents[parent], parents)
+    if isinstance(parent, ast.Call):
+        # `labels.view(-1)` is still the labels; an argument goes wherever the call takes it.
+        return None if child is parent.func else _argument_handed_on(ctx, scope, parent, parents)
+    if isinstance(parent, ast.Attribute):
+        return False if parent.attr in _NOT_LABELS else None
+    if isinstance(parent, ast.Subscript):
+        # `labels[:, :n] = -100` writes into the labels; `x[labels]` is not the labels.
+        return None if child is parent.value and isinstance(parent.ctx, ast.Load) else False
+    if isinstance(parent, ast.Compare):
+        return False  # a mask of the labels (`labels != -100`), not the labels
+    if isinstance(parent, ast.Dict | ast.Return | ast.Yield | ast.YieldFrom):
+        return True
+    if isinstance(parent, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+        return child is parent.value and not _rebinds_labels(parent)
+    if isinstance(parent, ast.expr | ast.comprehension):
+        return None
+    return not isinstance(parent, _EVALUATING)
+
+
+def _argument_handed_on(
+    ctx: FileContext, scope: ScopeArg, call: ast.AST, parents: _Parents
+) -> bool:
+    """An argument is handed on, unless the call is a loss (``loss_fn(logits, labels)``,
+    ``F.cross_entropy``) or a torch function whose result stays in ``labels``
+    (``labels = torch.masked_fill(labels, ...)``)."""
+    if not isinstance(call, ast.Call) or _named(call.func, "dict"):
+        return True
+    qualified = ctx.qualified_name(call.func, scope) or ""
+    if qualified.startswith("torch.nn.functional.") or _loss_named(call.func):
+        return False
+    statement = parents.get(call)
+    return not (
+        qualified.startswith("torch.")
+        and isinstance(statement, ast.Assign)
+        and statement.value is call
+        and _rebinds_labels(statement)
+    )
+
+
+def _loss_named(func: ast.expr) -> bool:
+    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return bool(set(torchapi.name_tokens(last)) & _LOSS_WORDS)
+
+
+def _rebinds_labels(statement: ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr) -> bool:
+    """The statement stores its value back in ``labels`` itself, not under another name."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    return all(_named(target, _LABELS) for target in targets)
 
 
 def _names_labels(target: ast.expr) -> bool:

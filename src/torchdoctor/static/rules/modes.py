@@ -646,7 +646,12 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
             ),
             None,
         )
-        if init is None or _calls_mode(cls, {model}, "train"):
+        if _calls_mode(cls, {model}, "train"):
+            return None
+        builder = _evaluated_where_built(cls, model)
+        if builder is not None:
+            return f"`{attribute}` put in eval mode where `{builder}()` builds it"
+        if init is None:
             return None
         for setup in _setup_methods(scope.owner, init):
             if _last_binding_evaluates(setup, model):
@@ -718,6 +723,42 @@ def _setup_methods(
         ):
             found.append(owner.methods[node.func.attr].node)
     return found
+
+
+def _evaluated_where_built(cls: ast.ClassDef, model: str) -> str | None:
+    """The name of a method that binds ``model`` (``self.<x>``), when every method of the
+    class that binds it puts it in eval mode after its last binding, in the same block
+    (tabicl's ``_load_model()``: ``self.model_ = TabICL(**config)``, its weights loaded,
+    then ``self.model_.eval()``): whichever built it, the model is in eval mode."""
+    builders = []
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        bindings = [
+            node
+            for node in ast.walk(method)
+            if isinstance(node, ast.Assign) and any(ast.unparse(t) == model for t in node.targets)
+        ]
+        if not bindings:
+            continue
+        last = max(bindings, key=lambda node: node.lineno)
+        if not any(
+            isinstance(later, ast.Expr) and _calls_mode(later, {model}, "eval")
+            for later in _after_in_block(method, last)
+        ):
+            return None
+        builders.append(method.name)
+    return builders[0] if builders else None
+
+
+def _after_in_block(root: ast.AST, statement: ast.stmt) -> list[ast.stmt]:
+    """The statements after ``statement`` in the block that holds it, under ``root``."""
+    for node in ast.walk(root):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and statement in block:
+                return block[block.index(statement) + 1 :]
+    return []
 
 
 def _last_binding_evaluates(function: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> bool:

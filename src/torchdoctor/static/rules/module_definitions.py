@@ -714,6 +714,8 @@ def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.C
     required = {a.arg for a in positional[: len(positional) - len(args.defaults)]}
     required |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None}
     required.discard(method.self_name or "")
+    if _off_by_default(ctx, method):
+        return True
     if not required:
         return False
     fed = set(required)
@@ -739,10 +741,43 @@ def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.C
     return False
 
 
+def _off_by_default(ctx: FileContext, method: FunctionScope) -> bool:
+    """The dropout sits in a branch of ``if <switch>:`` (or ``if not <switch>:``) that a
+    parameter's constant default leaves untaken (Protenix's ``mc_dropout: bool = False``,
+    Monte Carlo dropout its inference path asks for per sample): it runs only when the
+    caller turns it on."""
+    args = method.node.args
+    positional = args.posonlyargs + args.args
+    defaulted = positional[len(positional) - len(args.defaults) :]
+    defaults: dict[str, ast.expr | None] = {
+        a.arg: d for a, d in zip(defaulted, args.defaults, strict=True)
+    }
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    for frame in ctx.frames:
+        if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            continue
+        test = frame.node.test if isinstance(frame.node, ast.If) else None
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        switch = test.operand if negated else test  # type: ignore[union-attr]
+        if not isinstance(switch, ast.Name) or not (
+            set(torchapi.name_tokens(switch.id)) & _SWITCH_WORDS
+        ):
+            continue
+        default = defaults.get(switch.id)
+        if not isinstance(default, ast.Constant):
+            continue
+        holds = bool(default.value) != negated
+        if holds != (frame.kind is FrameKind.IF_BODY):
+            return True
+    return False
+
+
 # Words of a name that switches dropout per call (`dropout_switch`, `mc_dropout`,
-# `is_training`), not of one that only shapes the data (`mask`, `edge_index`).
+# `is_training`, flax's `deterministic`), not of one that only shapes the data (`mask`,
+# `edge_index`).
 _SWITCH_WORDS = frozenset(
     {"dropout", "drop", "switch", "train", "training", "mode", "mc", "stochastic", "uncertainty"}
+    | {"deterministic"}
 )
 
 

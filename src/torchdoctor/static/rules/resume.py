@@ -111,6 +111,8 @@ class IncompleteResumeCheckpoint(LintRule):
             for key, value in flattened:
                 roles.add(_role(ctx, key, value, scope))
                 roles |= _states_named(key)  # `"optimizer_and_scheduler": {...}`
+                if _scheduler_attribute(ctx, value, scope):
+                    roles.add(SCHEDULER)
             kept.append((scope, roles))
             if MODEL in roles and roles & {OPTIMIZER, SCHEDULER, COUNTER}:
                 dicts.append((call, frames, roles, {key for key, _ in flattened}))
@@ -836,6 +838,23 @@ def _role(ctx: FileContext, key: str | None, value: ast.expr, scope: Scope) -> s
         if words & hints:
             return role
     return None
+
+
+def _scheduler_attribute(ctx: FileContext, value: ast.expr, scope: Scope) -> bool:
+    """``self.scheduler.model_step``, ``scheduler.last_epoch``: an attribute of the
+    scheduler itself, which is where a schedule keeps its position (EfficientConformer's
+    own schedule classes count their steps in ``model_step``, saved so and assigned back
+    on resume)."""
+    if not isinstance(value, ast.Attribute):
+        return False
+    holder = value.value
+    if isinstance(holder, ast.Attribute):
+        name = holder.attr
+    elif isinstance(holder, ast.Name):
+        name = holder.id
+    else:
+        return False
+    return _role(ctx, name, holder, scope) == SCHEDULER
 
 
 def _states_named(key: str | None) -> set[str | None]:

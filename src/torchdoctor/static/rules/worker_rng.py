@@ -7,6 +7,10 @@ generator state: torch reseeds the global ``random``, NumPy and torch generators
 worker, but not an object the dataset holds. Every worker draws the same crops, flips and
 noise, and so does every epoch when the workers restart. Flagged where a DataLoader with
 workers reads such a dataset without a ``worker_init_fn`` (which is where one reseeds it).
+
+A generator read only to replace a sample that failed to load (in an ``except`` handler,
+under ``if data is None:``, or after ``if data is not None: return data`` in a retry loop)
+draws no augmentation, and is left alone.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ _GENERATORS = frozenset(
     }
 )
 _DATASET = "torch.utils.data.Dataset"
+_Body = list[ast.stmt]
 
 
 @detector("TD410", depth=Depth.LINT)
@@ -85,10 +90,9 @@ class DatasetGeneratorSharedByWorkers(LintRule):
             ):
                 continue
             read = any(
-                isinstance(n, ast.Attribute) and n.attr == target.attr
+                _read_on_normal_path(method.node, target.attr)
                 for name, method in cls.methods.items()
                 if name != "__init__"
-                for n in ast.walk(method.node)
             )
             if read:
                 return target.attr, node.value
@@ -109,3 +113,110 @@ class DatasetGeneratorSharedByWorkers(LintRule):
             f"{attribute} = np.random.default_rng(info.seed)`), or draw from the global "
             "`np.random` / `torch` generators, which torch seeds per worker.",
         )
+
+
+def _read_on_normal_path(method: ast.FunctionDef | ast.AsyncFunctionDef, attribute: str) -> bool:
+    """Whether ``method`` reads ``.attribute`` other than to replace a failed sample.
+
+    A read is on the fallback path in an ``except`` handler, in the body of
+    ``if data is None:`` / ``if not ok:``, or after ``if data is not None: return data``
+    in the body of the same retry loop (detectron2's ``MapDataset``, which draws another
+    index only when the mapper returned None). ``data`` must be a local the method
+    assigns, so a switch such as ``if not self.augment:`` still counts as the normal path.
+    """
+    assigned = {
+        n.id for n in ast.walk(method) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    return _block_reads(method.body, attribute, assigned, fallback=False)
+
+
+def _block_reads(
+    body: _Body, attribute: str, assigned: set[str], fallback: bool, retry: bool = False
+) -> bool:
+    """Whether a statement of ``body`` reads ``.attribute`` on the normal path. In the body
+    of a retry loop (``retry``), the statements after a success test whose body returns
+    are the fallback path; elsewhere such a test is an early exit (a cache hit) and what
+    follows it is the normal path still."""
+    for statement in body:
+        if _statement_reads(statement, attribute, assigned, fallback):
+            return True
+        if (
+            retry
+            and isinstance(statement, ast.If)
+            and _passes_on_success(statement.test, assigned) is True
+            and _always_returns(statement.body)
+        ):
+            fallback = True
+    return False
+
+
+def _statement_reads(
+    statement: ast.stmt, attribute: str, assigned: set[str], fallback: bool
+) -> bool:
+    if isinstance(statement, (ast.While, ast.For, ast.AsyncFor)):
+        head = statement.test if isinstance(statement, ast.While) else statement.iter
+        return (
+            _expression_reads(head, attribute, fallback)
+            or _block_reads(statement.body, attribute, assigned, fallback, retry=True)
+            or _block_reads(statement.orelse, attribute, assigned, fallback)
+        )
+    if isinstance(statement, ast.If):
+        success = _passes_on_success(statement.test, assigned)
+        return (
+            _expression_reads(statement.test, attribute, fallback)
+            or _block_reads(statement.body, attribute, assigned, fallback or success is False)
+            or _block_reads(statement.orelse, attribute, assigned, fallback or success is True)
+        )
+    return any(
+        _field_reads(value, attribute, assigned, fallback)
+        for _, value in ast.iter_fields(statement)
+    )
+
+
+def _field_reads(value: object, attribute: str, assigned: set[str], fallback: bool) -> bool:
+    """One field of a statement: a nested block, ``except`` handlers, or expressions."""
+    if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+        return _block_reads(value, attribute, assigned, fallback)
+    if isinstance(value, list) and value and isinstance(value[0], ast.ExceptHandler):
+        return any(
+            _block_reads(handler.body, attribute, assigned, fallback=True) for handler in value
+        )
+    if isinstance(value, list):
+        return any(_field_reads(v, attribute, assigned, fallback) for v in value)
+    if isinstance(value, ast.match_case):
+        return _expression_reads(value.guard, attribute, fallback) or _block_reads(
+            value.body, attribute, assigned, fallback
+        )
+    return isinstance(value, ast.AST) and _expression_reads(value, attribute, fallback)
+
+
+def _expression_reads(node: ast.AST | None, attribute: str, fallback: bool) -> bool:
+    if node is None or fallback:
+        return False
+    return any(isinstance(n, ast.Attribute) and n.attr == attribute for n in ast.walk(node))
+
+
+def _passes_on_success(test: ast.expr, assigned: set[str]) -> bool | None:
+    """``True`` for ``x is not None`` / ``x``, ``False`` for ``x is None`` / ``not x``,
+    where ``x`` is a local the method assigned; ``None`` for any other test."""
+    subject, passes = test, True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        subject, passes = test.operand, False
+    elif (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is | ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        subject, passes = test.left, isinstance(test.ops[0], ast.IsNot)
+    if isinstance(subject, ast.Name) and subject.id in assigned:
+        return passes
+    return None
+
+
+def _always_returns(body: _Body) -> bool:
+    last = body[-1]
+    if isinstance(last, ast.If):
+        return bool(last.orelse) and _always_returns(last.body) and _always_returns(last.orelse)
+    return isinstance(last, ast.Return)
