@@ -537,6 +537,33 @@ def test_td207_quiet_after_step_and_at_initialisation() -> None:
     )
 
 
+def test_td207_quiet_for_a_name_bound_to_new_memory_after_the_forward() -> None:
+    """SABR's attack: after a forward on the first ``X_pgd``, the name is bound to a new
+    leaf, ``Variable(X_pgd.data + noise, requires_grad=True)``, and only then written
+    through ``.data``; the forward that backward differentiates comes later. What the
+    first forward used is another tensor. A name bound to a view of itself shares its
+    memory, and the write still changes what the forward saved."""
+    assert_marked(
+        """
+    from torch.autograd import Variable
+
+    def attack(model, X, noise, found, best):
+        X_pgd = Variable(X.data, requires_grad=True)
+        shape = model(X_pgd).shape
+        X_pgd = Variable(X_pgd.data + noise, requires_grad=True)
+        X_pgd.data[found] = best[found]
+        model(X_pgd).sum().backward()
+
+    def viewed(model, X, mask):
+        out = model(X)
+        X = X.view(X.shape[0], -1)
+        X.data[mask] = 0  # expect: TD207
+        out.sum().backward()
+    """,
+        "TD207",
+    )
+
+
 def test_td207_quiet_for_gradient_data_and_reads() -> None:
     assert_marked(
         """

@@ -149,6 +149,30 @@ def resume_by_name(trainer, folder):
     assert td901(source) == [("TD901", 8)]
 
 
+def test_a_load_of_the_run_settings_needs_no_map_location() -> None:
+    """Oscar restores its training settings from ``training_args.bin``, which it writes with
+    ``torch.save(args, ...)`` as Hugging Face does: an argparse Namespace, no tensor to
+    map, even in a checkpoint folder. A file of the same folder that restores the model,
+    or a settings name whose load feeds ``load_state_dict``, still counts."""
+    source = (
+        GPU
+        + """
+import os.path as op
+def restore_settings(checkpoint):
+    train_args = torch.load(op.join(checkpoint, "training_args.bin"))
+    return train_args.max_seq_length
+def restore_hparams(checkpoint):
+    return torch.load(checkpoint + "/hparams.pt")
+def restore_model(model, checkpoint):
+    model.load_state_dict(torch.load(op.join(checkpoint, "pytorch_model.bin")))
+def restore_named_args(model, checkpoint):
+    model_args = torch.load(op.join(checkpoint, "model.pt"))
+    model.load_state_dict(model_args)
+"""
+    )
+    assert td901(source) == [("TD901", 11), ("TD901", 13)]
+
+
 def test_a_load_of_generator_states_needs_no_map_location() -> None:
     """A trainer's resume restores the random generators' states from their own file:
     generator states are CPU byte tensors and plain data whatever the device, and only

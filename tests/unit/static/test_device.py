@@ -1239,6 +1239,113 @@ def test_another_attribute_filled_or_a_comment_does_not_initialise(tmp_path) -> 
     assert found.severity is Severity.WARNING
 
 
+_FILLS_BY_NAME = """
+from torch import nn
+
+def init_weight(module, conv_init):
+    for m in module.modules():
+        if isinstance(m, {cls}):
+            conv_init(m.weight_a)
+"""
+
+_SPLIT_WEIGHTS = """
+import torch
+from torch import nn
+from torch.nn import Parameter
+
+class SplitConv(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.weight_a = Parameter(torch.Tensor(cout, cin))
+
+    def forward(self, x):
+        return x @ self.weight_a.t()
+"""
+
+
+def _td105_severities(root) -> list[Severity]:
+    from torchdoctor.static import LintConfig, lint
+
+    return [f.severity for f in lint(root, config=LintConfig(), jobs=1).by_code("TD105")]
+
+
+def _split_project(tmp_path, importer: str, fills: str = "SplitConv") -> None:
+    """``lib/ops/conv.py`` defines the class; ``lib/helpers/init_func.py``, a sibling
+    folder off the class's folder line, imports it with ``importer`` and fills it."""
+    for package in ("lib", "lib/ops", "lib/helpers"):
+        (tmp_path / package).mkdir(exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "lib/ops/conv.py").write_text(_SPLIT_WEIGHTS, encoding="utf-8")
+    (tmp_path / "lib/helpers/init_func.py").write_text(
+        importer + _FILLS_BY_NAME.format(cls=fills), encoding="utf-8"
+    )
+
+
+@pytest.mark.parametrize(
+    "importer",
+    [
+        "from ops.conv import SplitConv\n",  # `lib` on sys.path (TorchSemiSeg's furnace)
+        "from lib.ops.conv import SplitConv\n",
+        "import ops.conv\nSplitConv = ops.conv.SplitConv\n",
+    ],
+)
+def test_a_parameter_filled_by_name_in_a_module_importing_the_class_is_only_info(
+    tmp_path, importer
+) -> None:
+    """TorchSemiSeg's ``Conv2_5D_disp``: ``weight_0 = Parameter(torch.Tensor(...))`` in
+    ``seg_opr/conv_2_5d.py``, filled by ``conv_init(m.weight_0)`` in
+    ``utils/init_func.py``, a sibling folder that imports the class to dispatch on it."""
+    _split_project(tmp_path, importer)
+    assert _td105_severities(tmp_path) == [Severity.INFO]
+
+
+def test_a_parameter_filled_through_a_package_re_export_is_only_info(tmp_path) -> None:
+    _split_project(tmp_path, "from ops import SplitConv\n")
+    (tmp_path / "lib/ops/__init__.py").write_text("from .conv import SplitConv\n", encoding="utf-8")
+    assert _td105_severities(tmp_path) == [Severity.INFO]
+
+
+def test_a_fill_in_a_sibling_folder_that_does_not_import_the_class_stays_a_warning(
+    tmp_path,
+) -> None:
+    """The same fill in a module that imports something else of the project (or
+    nothing) says nothing about this class: it may fill another class's ``weight_a``."""
+    _split_project(tmp_path, "from ops.other import Other as SplitConv\n")
+    (tmp_path / "lib/ops/other.py").write_text("class Other:\n    pass\n", encoding="utf-8")
+    assert _td105_severities(tmp_path) == [Severity.WARNING]
+    _split_project(tmp_path, "import ops\nSplitConv = ops.SplitConv\n")
+    assert _td105_severities(tmp_path) == [Severity.WARNING]
+
+
+def test_a_parameter_an_importer_never_fills_stays_a_warning(tmp_path) -> None:
+    _split_project(tmp_path, "from ops.conv import SplitConv\n")
+    (tmp_path / "lib/helpers/init_func.py").write_text(
+        "from ops.conv import SplitConv\nmodel = SplitConv(3, 4)\n", encoding="utf-8"
+    )
+    assert _td105_severities(tmp_path) == [Severity.WARNING]
+
+
+def test_an_importer_of_another_examples_module_of_the_same_name_does_not_fill(
+    tmp_path,
+) -> None:
+    """Two example folders with a ``model.py`` each: ``b/train.py``'s ``from model import``
+    reaches ``b/model.py``, so its fill leaves ``a/model.py``'s parameter a warning."""
+    for example in ("a", "b"):
+        (tmp_path / example).mkdir()
+        (tmp_path / example / "model.py").write_text(_SPLIT_WEIGHTS, encoding="utf-8")
+    (tmp_path / "b/train.py").write_text(
+        "from model import SplitConv\n" + _FILLS_BY_NAME.format(cls="SplitConv"),
+        encoding="utf-8",
+    )
+    from torchdoctor.static import LintConfig, lint
+
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD105")
+    assert sorted((f.location.path.split("/")[-2], f.severity.name) for f in found) == [
+        ("a", "WARNING"),
+        ("b", "INFO"),
+    ]
+
+
 def test_parameters_of_a_dict_or_list_filled_by_a_loop_over_it_are_only_info() -> None:
     """OGB's R-GCN: a ParameterDict of ``Parameter(torch.Tensor(...))`` built by a dict
     comprehension, filled by ``reset_parameters()`` looping over ``self.embs.values()``;

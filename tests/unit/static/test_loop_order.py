@@ -1098,8 +1098,81 @@ def test_td205_quiet_for_sampled_subnets_of_one_batch_seeded_by_their_index() ->
                 print(sum(float(l) for l in losses))
         """
     assert_marked(source.format(mark=""), "TD205")
-    fed = source.replace("net(images)", "net(images[k])").format(mark="# expect: TD205")
-    assert_marked(fed, "TD205")
+    # Fed one slice of the batch each, the subnets still share the step after the loop;
+    # stepping inside the loop makes each slice a training step of its own.
+    fed = source.replace("net(images)", "net(images[k])")
+    assert_marked(fed.format(mark=""), "TD205")
+    step_per_slice = "loss.backward()\n                    optimizer.step()"
+    stepped = fed.replace("loss.backward()", step_per_slice)
+    assert_marked(stepped.format(mark="# expect: TD205"), "TD205")
+
+
+def test_td205_quiet_for_sub_batch_losses_kept_until_the_step_after_them() -> None:
+    """pytorch_image_classification's batch subdivision: each batch is cut into chunks,
+    each chunk's loss backpropagated and kept in a list made anew for the batch, then
+    one optimizer step and ``sum(losses).item()`` to log. The list lives one step."""
+    source = """
+        def train(model, loader, optimizer, loss_func, subdivide):
+            for step, (data, targets) in enumerate(loader):
+                data_chunks, target_chunks = subdivide(data, targets)
+                optimizer.zero_grad()
+                outputs = []
+                losses = []
+                for data_chunk, target_chunk in zip(data_chunks, target_chunks):
+                    output_chunk = model(data_chunk)
+                    outputs.append(output_chunk)
+                    loss = loss_func(output_chunk, target_chunk)
+                    losses.append(loss)
+                    loss.backward()
+                optimizer.step()
+                loss = sum(losses)
+                print(step, loss.item())
+        """
+    assert_marked(source, "TD205")
+
+
+_SUB_BATCHES = """
+    def train(model, loader, optimizer, loss_fn, split, epochs):
+        for epoch in range(epochs):
+            {epoch_reset}
+            for step, (data, targets) in enumerate(loader):
+                optimizer.zero_grad()
+                {batch_reset}
+                for data_chunk, target_chunk in zip(split(data), split(targets)):
+                    loss = loss_fn(model(data_chunk), target_chunk)
+                    losses.append(loss)  {mark}
+                    total += loss  {mark}
+                    loss.backward()
+                    {chunk_step}
+                {batch_step}
+                print(step, float(total), len(losses))
+    """
+
+
+@pytest.mark.parametrize(
+    ("epoch_reset", "batch_reset", "chunk_step", "batch_step", "flagged"),
+    [
+        # made anew for every batch, one step after the chunks: one step's losses
+        ("pass", "losses, total = [], 0.0", "pass", "optimizer.step()", False),
+        # made anew per epoch only: every step's losses stay until the epoch ends
+        ("losses, total = [], 0.0", "pass", "pass", "optimizer.step()", True),
+        # each chunk is a step of its own: the batch's list outlives steps
+        ("pass", "losses, total = [], 0.0", "optimizer.step()", "pass", True),
+        # made anew only every tenth batch: ten steps' graphs
+        ("pass", "if step % 10 == 0: losses, total = [], 0.0", "pass", "optimizer.step()", True),
+    ],
+)
+def test_td205_a_holder_made_anew_per_step_outside_the_accumulating_loop(
+    epoch_reset: str, batch_reset: str, chunk_step: str, batch_step: str, flagged: bool
+) -> None:
+    source = _SUB_BATCHES.format(
+        epoch_reset=epoch_reset,
+        batch_reset=batch_reset,
+        chunk_step=chunk_step,
+        batch_step=batch_step,
+        mark="# expect: TD205" if flagged else "",
+    )
+    assert_marked(source, "TD205")
 
 
 @pytest.mark.parametrize(

@@ -324,6 +324,30 @@ def test_out_of_memory_recovery_is_quiet() -> None:
     assert lint_codes(source, "TD702", "TD001") == []
 
 
+def test_crash_recovery_or_switched_off_branches_are_quiet() -> None:
+    """DeCLIP: when the loss turns NaN the step sets ``resume`` and, under ``if resume:``,
+    empties the cache and reloads the last checkpoint: recovery, not every step. A branch
+    switched off in the source (``if resume and False:``) never runs. A branch that only
+    tests a flag, or one taken when the flag is off, still runs on ordinary steps."""
+    recovery = (
+        "            if resume:\n"
+        "                torch.cuda.empty_cache()\n"
+        "                model.load_state_dict(torch.load(last))"
+    )
+    switched_off = "            if resume and False:\n                torch.cuda.empty_cache()"
+    flag = "            if verbose:\n                torch.cuda.empty_cache()"
+    other_side = (
+        "            if resume:\n"
+        "                model.load_state_dict(torch.load(last))\n"
+        "            else:\n"
+        "                torch.cuda.empty_cache()"
+    )
+    assert td702(inner=recovery) == []
+    assert td702(inner=switched_off) == []
+    assert td702(inner=flag) == [("TD702", 12)]
+    assert td702(inner=other_side) == [("TD702", 14)]
+
+
 def test_loops_that_do_not_train_are_quiet() -> None:
     source = """
     import torch

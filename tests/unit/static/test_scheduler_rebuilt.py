@@ -105,3 +105,38 @@ def test_schedules_built_once_per_stage_resumed_or_cycled_per_pass_stay_quiet() 
     """
     )
     assert lint_codes(source, "TD625") == []
+
+
+def test_a_schedule_built_on_one_pass_for_a_new_stage_is_quiet() -> None:
+    """AlphaPose: at ``if i == cfg.DPG_MILESTONE:`` the loop resets the learning rate by hand
+    and builds a new MultiStepLR for the next stage, once. A rebuild on every pass after a
+    point (``if i >= warmup:``) or on a period still restarts the schedule again and
+    again."""
+    source = (
+        """
+    import torch
+    from torch.optim import lr_scheduler
+    """
+        + TRAIN
+        + """
+    def stages(model, loader, milestone):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = lr_scheduler.MultiStepLR(optimizer, milestones=[30, 60])
+        for i in range(100):
+            fit_batches(model, optimizer, loader)
+            scheduler.step()
+            if i == milestone:
+                for group in optimizer.param_groups:
+                    group["lr"] = 0.1
+                scheduler = lr_scheduler.MultiStepLR(optimizer, milestones=[10, 20])
+
+    def after_warmup(model, loader, warmup):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(100):
+            fit_batches(model, optimizer, loader)
+            if i >= warmup:
+                scheduler = lr_scheduler.StepLR(optimizer, step_size=3)  # expect: TD625
+                scheduler.step()
+    """
+    )
+    assert_marked(source, "TD625")

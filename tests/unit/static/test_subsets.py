@@ -72,6 +72,14 @@ def test_parts_with_datasets_of_their_own_are_quiet() -> None:
         train_set, val_set = random_split(full, [0.8, 0.2])
     def plain_dataset(train_set, tf):
         train_set.transform = tf
+    def part_copied_whole(full, val_tf):
+        train, val = random_split(full, [0.8, 0.2])
+        val = copy.deepcopy(val)  # torch-uncertainty: the copy brings its own dataset
+        val.dataset.transform = val_tf
+    def shallow_copy(full, val_tf):
+        train, val = random_split(full, [0.8, 0.2])
+        val = copy.copy(val)
+        val.dataset.transform = val_tf  # expect: TD417
     """
     assert_marked(source, "TD417")
 

@@ -5,7 +5,9 @@ Training scripts often fill parameters created with uninitialised memory
 submodule: ``model.apply(weights_init)`` with ``if hasattr(m, "r_emb"): init_weight(m.r_emb)``
 or ``m.r_emb.data.normal_(0, 0.02)``. The class never writes the attribute itself, but
 the program does before any forward. Searched as text in the file and the files along its
-folder line (see :mod:`related_files`), once per attribute name.
+folder line (see :mod:`related_files`), once per attribute name; an initialiser is also
+looked for in the project's modules that import the file, wherever they sit (the init
+helpers that dispatch on the class must import it).
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from torchdoctor.static.analysis.related_files import first_in_related_files
+from torchdoctor.static.analysis.related_files import (
+    first_in_importing_files,
+    first_in_related_files,
+)
 from torchdoctor.static.context import FileContext
 
 __all__ = ["initialised_by_name", "read_by_name"]
@@ -22,9 +27,11 @@ _FILLS = rb"normal_|uniform_|zero_|zeros_|fill_|copy_|constant_|xavier_\w+|kaimi
 
 
 def initialised_by_name(ctx: FileContext, attribute: str) -> bool:
-    """Whether some code along the file's folder line fills ``<obj>.<attribute>`` of
-    another object: an init function given it (``init_weight(m.attr)``,
-    ``nn.init.normal_(m.attr)``) or a fill method on it (``m.attr.data.uniform_()``).
+    """Whether some code along the file's folder line, or in a module of the project
+    that imports the file, fills ``<obj>.<attribute>`` of another object: an init
+    function given it (``init_weight(m.attr)``, ``nn.init.normal_(m.attr)``, TorchSemiSeg's
+    ``conv_init(m.weight_0)`` in ``utils/init_func.py``, which imports the class from a
+    sibling folder) or a fill method on it (``m.attr.data.uniform_()``).
     ``self.<attribute>`` inside the class is the class's own business, not counted."""
     name = re.escape(attribute.encode())
     pattern = re.compile(
@@ -32,7 +39,11 @@ def initialised_by_name(ctx: FileContext, attribute: str) -> bool:
         rb"|(?:init\w*|" + _FILLS + rb")\s*\([^()\n]*?(?<!self)\." + name + rb"\b"
     )
     search = _code_matching(attribute, pattern)
-    return bool(first_in_related_files(ctx, f"initialised-by-name:{attribute}", search))
+    question = f"initialised-by-name:{attribute}"
+    return bool(
+        first_in_related_files(ctx, question, search)
+        or first_in_importing_files(ctx, question, search)
+    )
 
 
 def read_by_name(ctx: FileContext, attribute: str) -> bool:

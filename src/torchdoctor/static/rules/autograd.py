@@ -12,9 +12,9 @@ from typing import cast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import root_name
+from torchdoctor.static.analysis.calls import last_name, root_name
 from torchdoctor.static.bindings import BindingKind
-from torchdoctor.static.branches import exclusive
+from torchdoctor.static.branches import exclusive, spans
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
@@ -395,6 +395,8 @@ class ParameterDataMutated(LintRule):
         forward_line = 0
         called: set[str] = set()  # the models run forward since the last backward
         read: set[str] = set()  # the names read since the forward pass began
+        # the last statement that bound names to new memory, whose calls come after it
+        rebinding: tuple[ast.Assign, set[str]] | None = None
         for index, item in enumerate(items):
             kind = kinds[index]
             if kind is EventKind.BACKWARD:
@@ -410,7 +412,14 @@ class ParameterDataMutated(LintRule):
             elif forward_line:
                 mutated = _data_mutation(item.node)
                 if mutated is None or grad_disabled_by(ctx, item.frames) is not None:
+                    if rebinding is not None and spans(rebinding[0], item.node):
+                        read |= _names_read(item.node) - rebinding[1]  # the value's own calls
+                        continue
                     read |= _names_read(item.node)
+                    fresh = _bound_to_new_memory(item.node)
+                    if fresh:
+                        read -= fresh
+                        rebinding = (cast("ast.Assign", item.node), fresh)
                     continue
                 owner = self._owner(mutated, scope)
                 if owner is not None and called and owner not in called:
@@ -493,6 +502,41 @@ _PARAMETER_SOURCES = frozenset({"parameters", "named_parameters", "buffers", "st
 def _names_read(node: ast.AST) -> set[str]:
     """The names a statement or call reads."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+# Wrappers that hand back the tensor they are given (new memory when it is computed).
+_WRAPPERS = frozenset({"Variable", "Parameter", "tensor", "as_tensor"})
+
+
+def _bound_to_new_memory(node: ast.AST) -> set[str]:
+    """The names an assignment binds to a tensor in new memory: arithmetic (``x = a +
+    noise``), also wrapped or chained (SABR's ``X_pgd = Variable(X_pgd.data + noise,
+    requires_grad=True)``, ``(x + noise).requires_grad_()``), or a ``.clone()``. What the
+    forward pass used under that name is another tensor, which a later ``.data`` write
+    does not touch; a view (``x = x.view(...)``, ``x.detach()``) shares the memory and is
+    not counted."""
+    if not isinstance(node, ast.Assign) or not _new_memory(node.value):
+        return set()
+    return {t.id for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _new_memory(value: ast.expr) -> bool:
+    """``value`` computes its tensor (arithmetic, ``.clone()``) under any chain of methods
+    or wrappers, rather than viewing one that exists."""
+    while True:
+        if isinstance(value, ast.BinOp):
+            return True
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Attribute):
+            if func.attr == "clone":
+                return True
+            value = func.value
+        elif last_name(func) in _WRAPPERS and value.args:
+            value = value.args[0]
+        else:
+            return False
 
 
 def _assigns(node: ast.AST, names: set[str]) -> bool:

@@ -316,9 +316,11 @@ class LoadWithoutMapLocation(LintRule):
             return False
         if self._restores_rng_states(call, scope):
             return False
+        name = self._names.get(id(call))
+        if not restoring and _names_settings(call.args[0], name):
+            return False  # `torch.load(op.join(ckpt_dir, "training_args.bin"))`: an args object
         if restoring or _names_a_checkpoint(call.args[0]):
             return True
-        name = self._names.get(id(call))
         return name is not None and bool(_CHECKPOINT_WORDS & set(torchapi.name_tokens(name)))
 
     def _restores_rng_states(self, call: ast.Call, scope: FunctionScope | None) -> bool:
@@ -480,6 +482,29 @@ def _pickle_module(load: ast.Call) -> ast.expr | None:
     if given is not None:
         return given.value
     return load.args[2] if len(load.args) > 2 else None
+
+
+# Words of a file or name that holds a run's settings (`training_args.bin`, `hparams.pt`):
+# an argparse Namespace or a dataclass of options, with no tensor to land on a GPU.
+_SETTINGS_WORDS = frozenset(
+    {"args", "arguments", "hparams", "hyperparameters", "opts", "options", "flags", "settings"}
+)
+
+
+def _names_settings(path: ast.expr, bound: str | None) -> bool:
+    """The file the load reads is named for the run's settings (its last text part, as
+    Hugging Face's ``training_args.bin`` that Oscar saves with ``torch.save(args, ...)``),
+    or its result is bound to such a name (``train_args = torch.load(...)``)."""
+    texts = [
+        node.value
+        for node in ast.walk(path)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    file_name = texts[-1].rpartition("/")[2] if texts else ""
+    return any(
+        _SETTINGS_WORDS & set(torchapi.name_tokens(text))
+        for text in (file_name.rpartition(".")[0], bound or "")
+    )
 
 
 def _names_a_checkpoint(path: ast.expr) -> bool:

@@ -58,6 +58,8 @@ class GraphRetainedAcrossSteps(LintRule):
                 continue  # `for aux in losses: total += aux`: the list holds them already
             if _reset_per_batch(loop, root_name(holder)):
                 continue  # summed over one step's models or stages, reset every batch
+            if self._made_anew_per_step(loop, root_name(holder)):
+                continue  # one step's sub-batch losses, kept until that step is done
             if self._backpropagated_after(loop, root_name(holder)):
                 continue  # MAML's task losses, stacked and backpropagated after the loop
             if self._kept_detached(item.node, holder, loop):
@@ -65,6 +67,31 @@ class GraphRetainedAcrossSteps(LintRule):
             if _rebound_detached(loop, item, loss.id):
                 continue  # `loss = loss.item()` after backward(): a number is added
             self._report(loop, item, holder, loss)
+
+    def _made_anew_per_step(self, loop: Loop, holder: str | None) -> bool:
+        """Whether an enclosing loop rebinds the holder on every pass and runs the
+        optimizer step, while the loops from ``loop`` up to it run none: the holder lives
+        one training step (pytorch_image_classification's ``losses = []`` per batch,
+        appended to per sub-batch, then one ``optimizer.step()``). A holder made anew per
+        epoch around a loop that steps still keeps every step's graph."""
+        inner, outer = loop, loop.parent
+        while outer is not None and holder is not None:
+            if self._steps_optimizer(inner):
+                return False  # the steps happen below: the holder spans several of them
+            if _rebound_every_pass(outer, holder):
+                return self._steps_optimizer(outer)
+            inner, outer = outer, outer.parent
+        return False
+
+    def _steps_optimizer(self, loop: Loop) -> bool:
+        """Whether an optimizer step runs anywhere in the loop; remembered per loop."""
+        key = ("td205-steps-optimizer", id(loop.node))
+        if key not in self.ctx.memo:
+            self.ctx.memo[key] = any(
+                event.kind is EventKind.OPTIMIZER_STEP
+                for event in step_events(self.ctx, loop.items, loop.function)
+            )
+        return bool(self.ctx.memo[key])
 
     def _backpropagated_after(self, loop: Loop, holder: str | None) -> bool:
         """Whether a ``backward()`` after the loop, in its function, runs on a value made
@@ -171,6 +198,39 @@ def _assigned_names(loop: Loop) -> set[str]:
             for sub in ast.walk(target):
                 if isinstance(sub, ast.Name):
                     names.add(sub.id)
+    return names
+
+
+def _rebound_every_pass(loop: Loop, holder: str) -> bool:
+    """Whether an assignment outside any ``if``/``try``/nested loop of ``loop`` binds the
+    name ``holder`` to a value that does not read it (``losses = []``, ``total = 0.0``)."""
+    for item in loop.items:
+        node = item.node
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        if not loop.is_unconditional(item):
+            continue
+        targets: list[ast.expr] = [*node.targets] if isinstance(node, ast.Assign) else [node.target]
+        if holder in _plain_names(targets) and not any(
+            isinstance(n, ast.Name) and n.id == holder for n in ast.walk(node.value)
+        ):
+            return True
+    return False
+
+
+def _plain_names(targets: list[ast.expr]) -> set[str]:
+    """Names bound whole by ``targets`` (``a`` and ``b`` in ``a, b = ...``), not those
+    whose attribute or item is set (``self`` in ``self.losses = []``)."""
+    names: set[str] = set()
+    stack: list[ast.expr] = list(targets)
+    while stack:
+        target = stack.pop()
+        if isinstance(target, ast.Name):
+            names.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            stack.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            stack.append(target.value)
     return names
 
 

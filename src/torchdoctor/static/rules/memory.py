@@ -331,9 +331,32 @@ def _only_sometimes(frames: tuple[Frame, ...], loop: Loop) -> bool:
         guard_between(
             frames,
             loop.frame,
-            lambda node, _: is_periodic_guard(node.test) or _mentions_memory(node.test),
+            lambda node, in_body: (
+                is_periodic_guard(node.test)
+                or _mentions_memory(node.test)
+                or (in_body and (_never_true(node.test) or _reloads(node)))
+            ),
         )
         is not None
+    )
+
+
+def _never_true(test: ast.expr) -> bool:
+    """``if False:``, ``if resume and False:``: a branch switched off in the source."""
+    operands = (
+        test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    )
+    return any(isinstance(o, ast.Constant) and not o.value for o in operands)
+
+
+def _reloads(branch: ast.If) -> bool:
+    """The branch reloads saved state (``torch.load``, ``load_state_dict``): recovery from
+    a crashed step (DeCLIP's ``if resume:`` after a NaN loss goes back to the last
+    checkpoint), which runs rarely, not on every step."""
+    return any(
+        isinstance(node, ast.Call) and "load" in torchapi.name_tokens(last_name(node.func))
+        for statement in branch.body
+        for node in ast.walk(statement)
     )
 
 

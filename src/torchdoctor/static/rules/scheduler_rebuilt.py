@@ -9,8 +9,9 @@ an epoch schedule stepped once per pass never moves at all. ``ReduceLROnPlateau`
 anew forgets its best value and patience, and never reduces.
 
 Quiet when the optimizer is built again in the same pass (a new stage with its own
-optimizer and schedule), when ``last_epoch=`` resumes the count, and for schedulers built
-outside any loop that trains.
+optimizer and schedule), when the scheduler is built on one pass only (``if epoch ==
+milestone:``, a new stage), when ``last_epoch=`` resumes the count, and for schedulers
+built outside any loop that trains.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from torchdoctor.static.analysis.loops import enclosing_loops, trains
 from torchdoctor.static.analysis.training_calls import training_call_sites
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
 
 
 @detector("TD625", depth=Depth.LINT)
@@ -58,8 +59,10 @@ class SchedulerRebuiltInLoop(LintRule):
                 )
                 names = {ast.unparse(t) for t in assign.targets}
                 if loop is not None:
-                    if not _rebuilt_in(optimizer, loop) and not _stepped_in_inner_loop(
-                        names, loop.items, loop.node
+                    if (
+                        not _rebuilt_in(optimizer, loop)
+                        and not _stepped_in_inner_loop(names, loop.items, loop.node)
+                        and not _on_one_pass(item, loop)
                     ):
                         self._report(node, schedule, f"every pass of the loop at line {loop.line}")
                 elif (
@@ -126,6 +129,30 @@ def _rebuilt_in(optimizer: ast.expr, loop: Loop) -> bool:
             ast.unparse(t) == text
             or (isinstance(t, ast.Tuple) and any(ast.unparse(e) == text for e in t.elts))
             for t in node.targets
+        ):
+            return True
+    return False
+
+
+def _on_one_pass(item: Item, loop: Loop) -> bool:
+    """The scheduler is built under ``if <counter> == <value>:`` of the loop's own counter
+    (AlphaPose's ``if i == cfg.TRAIN.DPG_MILESTONE:``, a new stage that resets the rate
+    and its schedule on purpose): once, not on every pass."""
+    target = loop.node.target if isinstance(loop.node, (ast.For, ast.AsyncFor)) else None
+    counters = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target else set()
+    inside = list(item.frames)
+    start = next((i for i, f in enumerate(inside) if f.node is loop.node), len(inside))
+    for frame in inside[start + 1 :]:
+        test = frame.node.test if isinstance(frame.node, ast.If) else None
+        if (
+            frame.kind is FrameKind.IF_BODY
+            and isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and any(
+                isinstance(side, ast.Name) and side.id in counters
+                for side in (test.left, test.comparators[0])
+            )
         ):
             return True
     return False

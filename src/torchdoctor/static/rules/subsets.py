@@ -162,22 +162,29 @@ def _find(parts: list[_Part], text: str, scope: Scope, line: int) -> _Part | Non
 
 
 def _given_own_dataset(module: ModuleScope, part: _Part, line: int) -> bool:
-    """``val_set.dataset = copy.deepcopy(full)`` before ``line``: the part was given a
-    dataset of its own (the usual workaround), so its transform is its own too."""
+    """``val_set.dataset = copy.deepcopy(full)`` before ``line``, or the part itself made a
+    deep copy (``val = copy.deepcopy(val)``, torch-uncertainty's split helper), whose
+    dataset is copied with it: the part was given a dataset of its own (the usual
+    workaround), so its transform is its own too."""
     for scope, items in module.bodies():
         if "." not in part.text and scope is not part.scope:
             continue
         for item in items:
             node = item.node
+            if not (isinstance(node, ast.Assign) and item.line < line):
+                continue
+            if any(
+                isinstance(t, ast.Attribute)
+                and t.attr == "dataset"
+                and ast.unparse(t.value) == part.text
+                for t in node.targets
+            ):
+                return True
             if (
-                isinstance(node, ast.Assign)
-                and item.line < line
-                and any(
-                    isinstance(t, ast.Attribute)
-                    and t.attr == "dataset"
-                    and ast.unparse(t.value) == part.text
-                    for t in node.targets
-                )
+                item.line > part.call.lineno
+                and isinstance(node.value, ast.Call)
+                and last_name(node.value.func) == "deepcopy"
+                and any(ast.unparse(t) == part.text for t in node.targets)
             ):
                 return True
     return False
