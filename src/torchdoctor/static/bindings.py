@@ -13,7 +13,7 @@ import ast
 import enum
 from dataclasses import dataclass
 
-__all__ = ["Binding", "BindingKind", "attribute_bindings", "scope_bindings"]
+__all__ = ["Binding", "BindingKind", "attribute_bindings", "bound_names", "scope_bindings"]
 
 
 class BindingKind(enum.Enum):
@@ -163,7 +163,7 @@ def _bind_statement(statement: ast.stmt, table: Table) -> None:
         for target in targets:
             _bind_target(target, value, statement, table, annotation)
     elif isinstance(statement, (ast.For, ast.AsyncFor)):
-        for name in _target_names(statement.target):
+        for name in bound_names(statement.target):
             table.setdefault(name, []).append(Binding(BindingKind.LOOP_TARGET, statement))
     elif isinstance(statement, (ast.With, ast.AsyncWith)):
         for item in statement.items:
@@ -192,11 +192,13 @@ def _bind_target(
             for sub_target, sub_value in zip(target.elts, values, strict=True):
                 _bind_target(sub_target, sub_value, statement, table, None)
             return
-        for name in _target_names(target):
+        for name in bound_names(target):
             table.setdefault(name, []).append(Binding(BindingKind.UNPACKED, statement, value))
 
 
-def _target_names(target: ast.expr) -> list[str]:
+def bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds whole (``a`` and ``b`` in ``a, *b = ...``), not
+    those whose attribute or item it sets (``self`` in ``self.losses = []``)."""
     names: list[str] = []
     stack = [target]
     while stack:

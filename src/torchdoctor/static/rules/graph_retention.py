@@ -14,6 +14,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.calls import last_name, root_name
 from torchdoctor.static.analysis.loops import step_events
 from torchdoctor.static.analysis.repeats import draws_batch
+from torchdoctor.static.bindings import bound_names
 from torchdoctor.static.grad_mode import grad_disabled_by
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, Loop
@@ -211,27 +212,11 @@ def _rebound_every_pass(loop: Loop, holder: str) -> bool:
         if not loop.is_unconditional(item):
             continue
         targets: list[ast.expr] = [*node.targets] if isinstance(node, ast.Assign) else [node.target]
-        if holder in _plain_names(targets) and not any(
+        if holder in {n for t in targets for n in bound_names(t)} and not any(
             isinstance(n, ast.Name) and n.id == holder for n in ast.walk(node.value)
         ):
             return True
     return False
-
-
-def _plain_names(targets: list[ast.expr]) -> set[str]:
-    """Names bound whole by ``targets`` (``a`` and ``b`` in ``a, b = ...``), not those
-    whose attribute or item is set (``self`` in ``self.losses = []``)."""
-    names: set[str] = set()
-    stack: list[ast.expr] = list(targets)
-    while stack:
-        target = stack.pop()
-        if isinstance(target, ast.Name):
-            names.add(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            stack.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            stack.append(target.value)
-    return names
 
 
 def _components(loop: Loop, losses: set[str]) -> set[str]:
