@@ -142,6 +142,18 @@ class FunctionScope:
         args = self.node.args
         return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
 
+    @property
+    def parameter_defaults(self) -> dict[str, ast.expr]:
+        """Each parameter that has a default, with it (positional and keyword-only)."""
+        args = self.node.args
+        positional = args.posonlyargs + args.args
+        defaulted = positional[len(positional) - len(args.defaults) :]
+        defaults = {a.arg: d for a, d in zip(defaulted, args.defaults, strict=True)}
+        defaults.update(
+            (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d
+        )
+        return defaults
+
     def positional_names(self, call: ast.Call) -> list[str]:
         """The parameters ``call``'s positional arguments fill, in order (without the
         instance parameter when the call is ``obj.method(...)``, or a constructor)."""

@@ -64,8 +64,7 @@ def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, objec
     params = callee.positional_names(call)
     given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
     given.update((k.arg, k.value) for k in call.keywords if k.arg)
-    defaults = dict(zip(params[len(params) - len(args.defaults) :], args.defaults, strict=False))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)
+    defaults = callee.parameter_defaults
     out: dict[str, object] = {}
     for name in [*params, *(a.arg for a in args.kwonlyargs)]:
         value = given.get(name, defaults.get(name))

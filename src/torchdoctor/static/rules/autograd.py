@@ -396,7 +396,7 @@ class ParameterDataMutated(LintRule):
         called: set[str] = set()  # the models run forward since the last backward
         read: set[str] = set()  # the names read since the forward pass began
         # the last statement that bound names to new memory, whose calls come after it
-        rebinding: tuple[ast.Assign, set[str]] | None = None
+        rebinding: ast.Assign | None = None
         for index, item in enumerate(items):
             kind = kinds[index]
             if kind is EventKind.BACKWARD:
@@ -412,14 +412,13 @@ class ParameterDataMutated(LintRule):
             elif forward_line:
                 mutated = _data_mutation(item.node)
                 if mutated is None or grad_disabled_by(ctx, item.frames) is not None:
-                    if rebinding is not None and spans(rebinding[0], item.node):
-                        read |= _names_read(item.node) - rebinding[1]  # the value's own calls
-                        continue
+                    if rebinding is not None and spans(rebinding, item.node):
+                        continue  # a call of that statement: its reads came with it
                     read |= _names_read(item.node)
                     fresh = _bound_to_new_memory(item.node)
                     if fresh:
                         read -= fresh
-                        rebinding = (cast("ast.Assign", item.node), fresh)
+                        rebinding = cast("ast.Assign", item.node)
                     continue
                 owner = self._owner(mutated, scope)
                 if owner is not None and called and owner not in called:

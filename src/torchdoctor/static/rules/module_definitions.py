@@ -709,13 +709,10 @@ def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.C
     (DeepChem's ``x, dropout_switch = inputs``, fed 0 in predict mode). The caller turns
     it off for evaluation; a parameter with a default, the rate, or a name that only
     shapes the data (``mask``) decides nothing."""
-    args = method.node.args
-    positional = args.posonlyargs + args.args
-    required = {a.arg for a in positional[: len(positional) - len(args.defaults)]}
-    required |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None}
-    required.discard(method.self_name or "")
-    if _off_by_default(ctx, method):
+    defaults = method.parameter_defaults
+    if _off_by_default(ctx, defaults):
         return True
+    required = method.parameter_names - set(defaults) - {method.self_name or ""}
     if not required:
         return False
     fed = set(required)
@@ -741,18 +738,11 @@ def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.C
     return False
 
 
-def _off_by_default(ctx: FileContext, method: FunctionScope) -> bool:
+def _off_by_default(ctx: FileContext, defaults: dict[str, ast.expr]) -> bool:
     """The dropout sits in a branch of ``if <switch>:`` (or ``if not <switch>:``) that a
     parameter's constant default leaves untaken (Protenix's ``mc_dropout: bool = False``,
     Monte Carlo dropout its inference path asks for per sample): it runs only when the
-    caller turns it on."""
-    args = method.node.args
-    positional = args.posonlyargs + args.args
-    defaulted = positional[len(positional) - len(args.defaults) :]
-    defaults: dict[str, ast.expr | None] = {
-        a.arg: d for a, d in zip(defaulted, args.defaults, strict=True)
-    }
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    caller turns it on. ``defaults`` are the method's parameter defaults."""
     for frame in ctx.frames:
         if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
             continue

@@ -22,11 +22,11 @@ from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import keyword
-from torchdoctor.static.analysis.loops import enclosing_loops, trains
+from torchdoctor.static.analysis.loops import enclosing_loops, guard_between, trains
 from torchdoctor.static.analysis.training_calls import training_call_sites
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
+from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
 
 
 @detector("TD625", depth=Depth.LINT)
@@ -140,12 +140,11 @@ def _on_one_pass(item: Item, loop: Loop) -> bool:
     and its schedule on purpose): once, not on every pass."""
     target = loop.node.target if isinstance(loop.node, (ast.For, ast.AsyncFor)) else None
     counters = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target else set()
-    inside = list(item.frames)
-    start = next((i for i, f in enumerate(inside) if f.node is loop.node), len(inside))
-    for frame in inside[start + 1 :]:
-        test = frame.node.test if isinstance(frame.node, ast.If) else None
-        if (
-            frame.kind is FrameKind.IF_BODY
+
+    def equals_counter(branch: ast.If, in_body: bool) -> bool:
+        test = branch.test
+        return (
+            in_body
             and isinstance(test, ast.Compare)
             and len(test.ops) == 1
             and isinstance(test.ops[0], ast.Eq)
@@ -153,9 +152,9 @@ def _on_one_pass(item: Item, loop: Loop) -> bool:
                 isinstance(side, ast.Name) and side.id in counters
                 for side in (test.left, test.comparators[0])
             )
-        ):
-            return True
-    return False
+        )
+
+    return guard_between(item.frames, loop.frame, equals_counter) is not None
 
 
 def _stepped_in_inner_loop(names: set[str], items: list[Item], outer: ast.AST) -> bool:
