@@ -262,6 +262,25 @@ def test_severity_follows_whether_the_program_runs_several_processes() -> None:
     assert ddp.severity is Severity.WARNING and "every rank" in ddp.message
 
 
+def test_a_local_rank_flag_nothing_reads_is_no_sign_of_several_processes() -> None:
+    # CodeBERT's and CLIP-Driven-Universal-Model's scripts declare `--local_rank` (a
+    # launcher habit) and scale with DataParallel in one process: nothing reads the rank.
+    declared = GPU + (
+        "import argparse\nparser = argparse.ArgumentParser()\n"
+        'parser.add_argument(\n    "--local_rank", type=int, default=-1,\n'
+        '    help="For distributed training: local_rank")\n'
+        "args = parser.parse_args()\n"
+        "model = torch.nn.DataParallel(model)\n"
+        "model.load_state_dict(torch.load(args.load_model_path))\n"
+    )
+    (alone,) = lint_findings(declared, "TD901")
+    assert alone.severity is Severity.INFO and "every rank" not in alone.message
+    # Read once, the rank says the program runs one process per GPU.
+    read = declared + "torch.cuda.set_device(args.local_rank)\n"
+    (ranked,) = lint_findings(read, "TD901")
+    assert ranked.severity is Severity.WARNING and "every rank" in ranked.message
+
+
 def test_a_default_chosen_beside_a_mapped_branch_is_info_and_says_so() -> None:
     # The author maps the load where a GPU is named and keeps the default where none is:
     # a deliberate choice, worth a note, not a warning. Two loads in a row are not a choice.

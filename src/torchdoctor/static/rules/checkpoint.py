@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import cast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
@@ -28,14 +28,52 @@ from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
 _GPU_WORDS = ("cuda", "nccl")
-_MULTI_PROCESS_WORDS = (
-    "DistributedDataParallel",
-    "init_process_group",
-    "LOCAL_RANK",
-    "local_rank",
-    "mp.spawn",
-    "multiprocessing.spawn",
-)
+# Names in a program's code that show it runs several processes (with `mp.spawn`).
+_PROCESS_WORDS = ("DistributedDataParallel", "init_process_group", "LOCAL_RANK", "local_rank")
+
+
+def runs_several_processes(ctx: FileContext) -> bool:
+    """The file's code shows a multi-process run: a process group, a DDP wrapper, a
+    spawn, or a local rank the program reads (``args.local_rank``,
+    ``os.environ["LOCAL_RANK"]``). Comments and docstrings show nothing, and neither does
+    a ``--local_rank`` flag that is only declared (``parser.add_argument("--local_rank",
+    ...)``) and never read, as in scripts that scale with DataParallel in one process."""
+    key = ("checkpoint", "several_processes")
+    if key not in ctx.memo:
+        ctx.memo[key] = any(_shows_processes(node) for node in _code_nodes(ctx.tree))
+    return cast("bool", ctx.memo[key])
+
+
+def _code_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` that the program runs, leaving out docstrings and the
+    arguments of ``add_argument(...)`` calls (a flag declared is not a flag read)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call) and last_name(node.func) == "add_argument":
+            continue
+        yield node
+        children = list(ast.iter_child_nodes(node))
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        ):
+            children.remove(node.body[0])  # the docstring
+        stack.extend(children)
+
+
+def _shows_processes(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr == "spawn":
+        return last_name(node.value) in ("mp", "multiprocessing")
+    if isinstance(node, ast.alias):
+        text = node.name
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
+    else:
+        text = getattr(node, "id", None) or getattr(node, "attr", None) or ""
+    return any(word in text for word in _PROCESS_WORDS)
 
 
 def has_star_kwargs(call: ast.Call) -> bool:
@@ -418,9 +456,8 @@ class LoadWithoutMapLocation(LintRule):
         )
         # Several processes on one machine make the silent failure (every rank's copy on
         # cuda:0) a warning; otherwise the load can only fail loudly on another machine.
-        ranks = any(word in ctx.source for word in _MULTI_PROCESS_WORDS)
         ranks = (
-            ranks
+            runs_several_processes(ctx)
             and not self._rank_zero_only(node, scope)
             and not self._per_rank_file(node.args[0], scope)
         )
