@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Severity
 
@@ -121,3 +123,45 @@ parser.add_argument("--no-depth", dest="depth", action="store_false")
     found = {f.location.line: f for f in lint_findings(source, "TD913")}
     assert found[4].severity is Severity.INFO and "only `--dont_recenter`" in found[4].message
     assert found[6].severity is Severity.WARNING
+
+
+_PARSED = """import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--random-start", default=True, type=bool)
+parser.add_argument("--outdir", default="out")
+args = parser.parse_args()
+print(args.outdir)
+{more}
+"""
+
+
+@pytest.mark.parametrize(
+    ("more", "severity"),
+    [
+        ("", Severity.INFO),  # parsed and dropped: nothing reads .random_start
+        ("attack(random_start=args.random_start)", Severity.WARNING),
+        ("attack(getattr(args, 'random_start'))", Severity.WARNING),
+        ("train(args)", Severity.WARNING),  # handed on whole: may be read there
+        ("config = vars(args)", Severity.WARNING),
+        ("config = args.__dict__", Severity.WARNING),
+    ],
+)
+def test_a_flag_nothing_reads_is_information(more: str, severity: Severity) -> None:
+    """smoothing-adversarial's ``--random-start``: parsed, and never read by the script,
+    which reads its options attribute by attribute: the flag changes nothing."""
+    (found,) = lint_findings(_PARSED.format(more=more), "TD913")
+    assert found.severity is severity
+    assert ("nothing in the program reads" in found.message) is (severity is Severity.INFO)
+
+
+def test_options_parsed_where_lint_cannot_follow_them_keep_the_warning() -> None:
+    for parse in ("return parser.parse_args()", "self.args = parser.parse_args()"):
+        source = (
+            "import argparse\n"
+            "def options(self):\n"
+            "    parser = argparse.ArgumentParser()\n"
+            '    parser.add_argument("--cuda", default=True, type=bool)\n'
+            f"    {parse}\n"
+        )
+        (found,) = lint_findings(source, "TD913")
+        assert found.severity is Severity.WARNING, parse

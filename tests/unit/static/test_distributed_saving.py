@@ -199,6 +199,35 @@ def test_per_rank_files_and_buffers_are_quiet() -> None:
     assert td804(save, source) == []
 
 
+def test_a_rank_in_a_name_joined_into_the_path_is_a_per_rank_file() -> None:
+    # LlamaGen's FSDP optimizer shards: the rank sits in a file name held in a variable.
+    save = (
+        "        shard_name = (\n"
+        "            f'optimizer.{dist.get_rank():05d}-of-'\n"
+        "            f'{dist.get_world_size():05d}.pth'\n"
+        "        )\n"
+        "        torch.save(shard, os.path.join(out, shard_name))\n"
+        "        suffix = f'{rank:03d}.pt'\n"
+        "        torch.save(shard, f'{out}/model_{suffix}')\n"
+        "        torch.save(shard, Path(out) / shard_name)\n"
+        "        tag = f'{dist.get_rank():05d}'\n"
+        "        file_name = 'optimizer.' + tag + '.pth'\n"
+        "        torch.save(shard, Path(out).joinpath(file_name))"
+    )
+    source = "import os\nfrom pathlib import Path\n" + DDP_SCRIPT
+    assert td804(save, source) == []
+
+
+def test_a_name_joined_into_the_path_without_a_rank_is_flagged() -> None:
+    save = (
+        "        name = f'{epoch:05d}.pth'\n"
+        "        torch.save(model.state_dict(), os.path.join(out, name))\n"
+        "        folder = f'{out}/{epoch}'\n"
+        "        torch.save(model.state_dict(), f'{folder}/last.pth')"
+    )
+    assert td804(save, "import os\n" + DDP_SCRIPT) == [("TD804", 12), ("TD804", 14)]
+
+
 def test_helpers_nobody_in_the_file_calls_are_quiet() -> None:
     source = """
     import torch

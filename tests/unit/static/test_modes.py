@@ -1626,6 +1626,68 @@ def test_td501_eval_on_a_wrapper_of_the_model_counts(mode: str, flagged: bool) -
     assert_marked(source, "TD501")
 
 
+TRAINER_WITH_ATTRIBUTE_ALIASES = """
+import torch
+from torch import nn
+
+class Trainer:
+    def __init__(self, compiled):
+        self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self._prepare(compiled)
+
+    def _prepare(self, compiled):
+        if compiled:
+            self.model = torch.compile(self.model)
+            self.model_train = self.model
+            {binding}
+        else:
+            self.model_train = self.model
+            self.model_eval = self.model
+
+    def _set_eval(self):
+        {mode}
+
+    def validate(self, loader):
+        self._set_eval()
+        with torch.no_grad():
+            for x in loader:
+                print({evaluated}(x))  {mark}
+"""
+
+
+@pytest.mark.parametrize(
+    "binding, mode, evaluated, flagged",
+    [
+        # makani's trainers: every binding of `self.model_eval` is `self.model`, so the
+        # eval() of `self.model` (in `_set_eval()`) is the eval() of `self.model_eval`
+        ("self.model_eval = self.model", "self.model.eval()", "self.model_eval", False),
+        # the other way round, and through a second alias of the same model
+        ("self.model_eval = self.model", "self.model_eval.eval()", "self.model", False),
+        ("self.model_eval = self.model", "self.model_train.eval()", "self.model_eval", False),
+        ("self.model_eval = self.model_train", "self.model.eval()", "self.model_eval", False),
+        # another module in one binding (a copy, an EMA) is not switched by `self.model`
+        (
+            "self.model_eval = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))",
+            "self.model.eval()",
+            "self.model_eval",
+            True,
+        ),
+        ("self.model_eval = self.model", "pass", "self.model_eval", True),
+    ],
+)
+def test_td501_eval_through_an_attribute_alias_of_the_model(
+    binding: str, mode: str, evaluated: str, flagged: bool
+) -> None:
+    source = (
+        TRAINER_WITH_ATTRIBUTE_ALIASES.replace("{binding}", binding)
+        .replace("{mode}", mode)
+        .replace("{evaluated}", evaluated)
+        .replace("{mark}", "# expect: TD501" if flagged else "")
+    )
+    assert_marked(source, "TD501")
+
+
 HOLDER_OF_THE_NET = """
 import torch
 from torch import nn

@@ -642,6 +642,110 @@ class OnByDefault(nn.Module):
     assert_marked(source, "TD506")
 
 
+def test_dropout_under_a_switch_named_for_inference_is_quiet() -> None:
+    """IMS-Toucan's ``_forward(..., is_inference=False)``: ``F.dropout`` in both
+    branches of ``if is_inference:``, the author's own switch between the inference path
+    (dropout kept there on purpose) and the training path. Either side of an ``if`` that
+    reads a switch named for inference or evaluation is written for its mode, and so is
+    the code after such an ``if`` that returns; a switch named for something else
+    (``use_dropout``), or a test on the data, decides nothing."""
+    source = """
+import torch.nn.functional as F
+from torch import nn
+
+class Synth(nn.Module):
+    def _forward(self, x, gold=None, is_inference=False):
+        if is_inference:
+            h = F.dropout(self.reduce(x), p=0.1)
+        else:
+            h = F.dropout(self.reduce(x), p=0.1) + gold
+        return h
+
+    def predict_or_fit(self, x, gold, predicting=False):
+        if predicting:
+            return self.head(F.dropout(x, 0.1))
+        return self.loss(F.dropout(x, 0.1), gold)
+
+    def decode(self, x, args):
+        if not self.is_test:
+            x = F.dropout(x, 0.2)
+        if args.eval_mode and x.dim() == 3:
+            x = F.dropout(x, 0.2)
+        return x
+
+class Plain(nn.Module):
+    def forward(self, x, use_dropout=True):
+        x = F.dropout(x, 0.5)  # expect: TD506
+        if x.dim() == 3:
+            x = F.dropout(x, 0.5)  # expect: TD506
+        if self.use_dropout:
+            x = F.dropout(x, 0.5)  # expect: TD506
+        if x.size(0) > self.eval_batch_size:
+            x = F.dropout(x, 0.5)  # expect: TD506
+        return x
+"""
+    assert_marked(source, "TD506")
+
+
+def test_dropout_in_a_module_that_puts_itself_in_eval_mode_is_quiet() -> None:
+    """IMS-Toucan's ``InferenceToucanTTS``: an inference-only module whose ``__init__``
+    ends with ``self.eval()``, and whose ``_forward`` still applies ``F.dropout``; or a
+    method that calls ``self.eval()`` and then the dropout itself. The author switched
+    the module to evaluation and kept the dropout there on purpose. ``eval()`` on another
+    module (a frozen teacher) says nothing of this one, and a ``predict`` that calls
+    ``self.eval()`` and then ``self.forward(x)`` is the mistake the rule is for: it
+    believes eval mode switches the functional dropout off."""
+    source = """
+import torch.nn.functional as F
+from torch import nn
+
+class InferenceSynth(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.reduce = nn.Linear(dim, dim)
+        self.eval()
+
+    def _forward(self, x):
+        return F.dropout(self.reduce(x), p=0.1)
+
+    def forward(self, x):
+        return self._forward(x)
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.train(False)
+
+    def forward(self, x):
+        return F.dropout(x, 0.1)
+
+class Sampler(nn.Module):
+    def sample(self, x):
+        self.eval()
+        return [F.dropout(self.head(x), 0.2) for _ in range(8)]
+
+class Student(nn.Module):
+    def __init__(self, teacher):
+        super().__init__()
+        self.teacher = teacher
+        self.teacher.eval()
+        teacher.eval()
+
+    def forward(self, x):
+        return F.dropout(self.fc(x), 0.5)  # expect: TD506
+
+    def predict(self, x):
+        self.eval()
+        return self.forward(x)
+
+    def refresh(self, x):
+        self.eval()
+        self.train()
+        return F.dropout(x, 0.5)  # expect: TD506
+"""
+    assert_marked(source, "TD506")
+
+
 @pytest.mark.parametrize("callee_first", [False, True])
 def test_functional_dropout_whose_rate_every_caller_sets_from_the_mode_is_quiet(
     callee_first: bool,

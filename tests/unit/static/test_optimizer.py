@@ -650,9 +650,14 @@ def test_a_use_on_the_other_side_of_an_if_does_not_keep_the_optimizer() -> None:
         # LLaMA-MoE's gate trainer: the module moved in place, the same object back
         ("self.gate = self.gate.to(device)", False),
         ("self.gate = self.gate.cuda().float()", False),
+        # compiled, it runs its own parameters
+        ("self.gate = torch.compile(self.gate)", False),
+        ("self.gate = torch.compile(self.gate.to(device))", False),
         # a new module, or another one, does replace it
         ("self.gate = nn.Linear(8, 2).to(device)", True),
         ("self.gate = self.spare.to(device)", True),
+        ("self.gate = torch.compile(self.spare)", True),
+        ("self.gate = torch.compile(nn.Linear(8, 2))", True),
     ],
 )
 def test_a_module_rebound_to_itself_moved_replaces_nothing(rebound: str, flagged: bool) -> None:
@@ -675,6 +680,36 @@ def test_a_module_rebound_to_itself_moved_replaces_nothing(rebound: str, flagged
         """
     expected = [("TD610", 16)] if flagged else []
     assert lint_codes(source, "TD610") == expected
+
+
+@pytest.mark.parametrize(
+    ("compiled", "flagged"),
+    [
+        ("self.model = torch.compile(self.model)", False),  # makani's _compile_model
+        ("self.model = torch.compile(nn.Linear(4, 1))", True),
+    ],
+)
+def test_a_helper_compiling_the_model_after_the_optimizer(compiled: str, flagged: bool) -> None:
+    source = f"""
+        import torch
+        from torch import nn
+
+        class Trainer:
+            def __init__(self):
+                self.model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+                self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+                self._compile_model()
+
+            def _compile_model(self):
+                {compiled}
+
+            def train(self, loader):
+                for x, y in loader:
+                    self.optimizer.zero_grad()
+                    nn.functional.mse_loss(self.model(x), y).backward()
+                    self.optimizer.step()
+        """
+    assert lint_codes(source, "TD610") == ([("TD610", 9)] if flagged else [])
 
 
 # --- TD611 deprecated-cuda-amp ---------------------------------------------------------------

@@ -231,3 +231,75 @@ def test_td617_two_ifs_on_different_values_of_one_option_run_one_consumer() -> N
     # the same test twice: both consumers run, the second gets nothing
     same = OPTIMIZER_CHOICE.format(second='"adamw"', mark="  # expect: TD617")
     assert_marked(same, "TD617")
+
+
+FREEZE_THEN_GROUPS = """
+import torch
+
+
+def build_optimizer(model, head_ids, args):
+    base = filter(lambda p: id(p) not in head_ids, model.parameters())
+    head = filter(lambda p: id(p) in head_ids, model.parameters())
+    if args.base_lr_scale == 0:
+        for param in base:
+{body}
+    return torch.optim.Adam({mark}
+        [{{"params": base, "lr": 0.0}}, {{"params": head, "lr": args.lr}}], lr=args.lr
+    )
+"""
+
+
+def test_td617_a_loop_that_only_freezes_what_it_drains_loses_nothing() -> None:
+    """grover's build_optimizer: the base layers are frozen by the loop that drains their
+    generator; the optimizer group left empty would have held only frozen parameters."""
+    for body in (
+        "            param.requires_grad = False",
+        "            param.requires_grad_(False)",
+        "            param.requires_grad_(requires_grad=False)\n"
+        "            param.requires_grad = False",
+    ):
+        assert_marked(FREEZE_THEN_GROUPS.format(body=body, mark=""), "TD617")
+
+
+def test_td617_a_loop_that_unfreezes_or_reads_the_parameters_still_drains() -> None:
+    """An unfreeze leaves trainable parameters out of the group; a loop that prints,
+    counts or initialises them drains the generator for nothing."""
+    for body in (
+        "            param.requires_grad = True",
+        "            param.requires_grad_()",
+        "            print(param.shape)",
+        "            param.requires_grad = False\n            torch.nn.init.zeros_(param)",
+        "            param.requires_grad = False\n            args.frozen += 1",
+    ):
+        assert_marked(FREEZE_THEN_GROUPS.format(body=body, mark="  # expect: TD617"), "TD617")
+
+
+def test_td617_a_freeze_loop_after_the_optimizer_freezes_nothing() -> None:
+    """The optimizer drains the generator first: the later freeze loop gets no parameter,
+    and the layers it meant to freeze keep training. A count by sum() drains as well."""
+    assert_marked(
+        HEADER
+        + """
+def freeze_after(model: nn.Module):
+    params = model.parameters()
+    optimizer = torch.optim.Adam(params, lr=0.1)
+    for p in params:  # expect: TD617
+        p.requires_grad = False
+    return optimizer
+
+def count_first(model: nn.Module):
+    params = model.parameters()
+    print(sum(p.numel() for p in params))
+    return torch.optim.Adam(params, lr=0.1)  # expect: TD617
+
+def freeze_then_two_users(model: nn.Module, frozen: bool):
+    params = model.parameters()
+    if frozen:
+        for p in params:
+            p.requires_grad = False
+    optimizer = torch.optim.Adam(params, lr=0.1)
+    torch.nn.utils.clip_grad_norm_(params, 1.0)  # expect: TD617
+    return optimizer
+""",
+        "TD617",
+    )

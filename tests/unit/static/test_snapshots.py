@@ -435,3 +435,55 @@ def test_entries_of_a_dict_built_anew_in_the_same_pass_are_quiet() -> None:
         )
     )
     assert_marked(kept, "TD912")
+
+
+def test_a_snapshot_bound_on_every_branch_of_an_if_is_taken_every_pass() -> None:
+    # SAM-Med3D: `if multi_gpu: state = model.module.state_dict() else: state =
+    # model.state_dict()` chooses how, not whether: each pass saves its own snapshot.
+    source = """
+        import torch
+        from torch import nn
+
+        def fit(model: nn.Module, loader, optimizer, epochs, multi_gpu, rank, best):
+            for epoch in range(epochs):
+                for x in loader:
+                    optimizer.zero_grad()
+                    loss = model(x).sum()
+                    loss.backward()
+                    optimizer.step()
+                if not multi_gpu or rank == 0:
+                    if multi_gpu:
+                        state = model.module.state_dict()
+                    elif rank == 0:
+                        state = model.state_dict()
+                    else:
+                        state = model.state_dict()
+                    torch.save(state, "last.pt")
+                    if loss.item() < best:
+                        best = loss.item()
+                        torch.save(state, "best.pt")
+        """
+    assert_marked(source, "TD912")
+
+
+def test_a_snapshot_bound_on_every_branch_under_a_now_and_then_test_is_flagged() -> None:
+    source = """
+        import torch
+        from torch import nn
+
+        def fit(model: nn.Module, loader, optimizer, epochs, multi_gpu, best):
+            for epoch in range(epochs):
+                for x in loader:
+                    optimizer.zero_grad()
+                    loss = model(x).sum()
+                    loss.backward()
+                    optimizer.step()
+                if loss.item() < best:
+                    best = loss.item()
+                    if multi_gpu:
+                        best_state = model.module.state_dict()
+                    else:
+                        best_state = model.state_dict()  # expect: TD912
+            model.load_state_dict(best_state)
+        """
+    assert_marked(source, "TD912")

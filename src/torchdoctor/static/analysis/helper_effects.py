@@ -17,8 +17,9 @@ from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.optimized import model_path, optimizer_roots
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope
+from torchdoctor.static.training import module_itself
 
-__all__ = ["helper_optimizer_roots", "helper_replacements"]
+__all__ = ["helper_optimizer_roots", "helper_replacements", "module_kept"]
 
 NewParameters = Callable[[ast.expr, Scope], "str | None"]
 
@@ -65,10 +66,28 @@ def helper_replacements(
             for part, value, where in _pairs(ctx, target, node.value, helper):
                 if not isinstance(part, (ast.Attribute, ast.Subscript)):
                     continue
+                path = model_path(ctx, part)
+                if model_path(ctx, module_kept(ctx, value, where)) == path:
+                    continue  # `self.model = torch.compile(self.model)`: the same module
                 what = new_parameters(value, where)
-                mapped = _in_caller(ctx, helper, call, model_path(ctx, part))
+                mapped = _in_caller(ctx, helper, call, path)
                 if what is not None and mapped is not None:
                     yield mapped, what, helper
+
+
+def module_kept(ctx: FileContext, value: ast.expr, scope: Scope) -> ast.expr:
+    """The module ``value`` is when it is one that exists, moved or compiled
+    (``model.to(device)``, ``torch.compile(model)``, ``torch.compile(model).cuda()``):
+    it keeps its own parameters. Anything else is returned as it is."""
+    while True:
+        itself = module_itself(value)
+        if not (
+            isinstance(itself, ast.Call)
+            and itself.args
+            and ctx.is_call_to(itself, "torch.compile", scope=scope)
+        ):
+            return itself
+        value = itself.args[0]
 
 
 def _pairs(

@@ -14,10 +14,11 @@ import ast
 import os
 import re
 from collections.abc import Callable
+from typing import cast
 
 from torchdoctor.findings import Depth, Severity
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.analysis.calls import keyword
+from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.related_files import first_in_imported_files
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
@@ -60,12 +61,15 @@ class ArgparseTypeBool(LintRule):
                 f"`{flag} False` leaves it on; only `{switch}` (a `store_false` into the same "
                 f"`.{dest}`) turns it off"
             )
+        unread = overwritten is None and _never_read(self.ctx, dest)
         if overwritten is not None:
             path, line = overwritten
             effect += (
                 f"; but the program sets `.{dest}` itself ({path}:{line}) without reading "
                 "it, so the flag's value is overwritten and changes nothing"
             )
+        elif unread:
+            effect += f"; but nothing in the program reads `.{dest}`, so the flag changes nothing"
         self.report(
             given.value,
             f"`{flag}` is declared with `type=bool` at line {node.lineno}: argparse passes "
@@ -74,8 +78,64 @@ class ArgparseTypeBool(LintRule):
             fix_hint='Use `action="store_true"` (or `action=argparse.BooleanOptionalAction` '
             "for `--flag`/`--no-flag`), or a converter that reads the text "
             '(`type=lambda s: s.lower() in ("1", "true", "yes")`).',
-            severity=None if on and overwritten is None and switch is None else Severity.INFO,
+            severity=None
+            if on and not unread and overwritten is None and switch is None
+            else Severity.INFO,
         )
+
+
+_PARSES = frozenset({"parse_args", "parse_known_args"})
+
+
+def _never_read(ctx: FileContext, dest: str) -> bool:
+    """The script parses its own options into names (``args = parser.parse_args()``),
+    reads those only attribute by attribute (never ``vars(args)``, ``train(args)``,
+    ``return args``), and no attribute or text of the file is ``dest``: the option is
+    parsed and dropped (smoothing-adversarial's ``--random-start``, which the attacks
+    never take). Parsed results handed on whole may be read anywhere: not proved."""
+    key = ("argparse_flags", "read_only_by_attribute")
+    if key not in ctx.memo:
+        ctx.memo[key] = _read_only_by_attribute(ctx.tree)
+    readable = cast("frozenset[str] | None", ctx.memo[key])
+    return readable is not None and dest not in readable
+
+
+def _read_only_by_attribute(tree: ast.AST) -> frozenset[str] | None:
+    """Every attribute name and text of the file, when the names it binds parsed options
+    to are read only through attributes; ``None`` when some parse's result, or such a
+    name, goes anywhere else (or the file parses nothing)."""
+    nodes = list(ast.walk(tree))
+    parses = {
+        id(node) for node in nodes if isinstance(node, ast.Call) and last_name(node.func) in _PARSES
+    }
+    parsed: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Assign) and id(node.value) in parses:
+            parses.discard(id(node.value))
+            for target in node.targets:
+                elements = target.elts if isinstance(target, ast.Tuple) else [target]
+                if not all(isinstance(e, ast.Name) for e in elements):
+                    return None  # `self.args = ...`: read wherever the object goes
+                parsed.update(cast("ast.Name", e).id for e in elements)
+    if not parsed or parses:
+        return None  # `return parser.parse_args()`: read wherever it goes
+    read_through = {id(node.value) for node in nodes if isinstance(node, ast.Attribute)}
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+            if node.attr.startswith("__") and getattr(node.value, "id", None) in parsed:
+                return None  # `args.__dict__`: the whole namespace
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)
+        elif (
+            isinstance(node, ast.Name)
+            and node.id in parsed
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in read_through
+        ):
+            return None  # handed on whole: `train(args)`, `vars(args)`
+    return frozenset(names)
 
 
 def _off_switch(ctx: FileContext, dest: str, option: ast.Call) -> str | None:

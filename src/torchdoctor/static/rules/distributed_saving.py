@@ -19,6 +19,7 @@ from torchdoctor.static.analysis.prefix_handling import (
     project_prefix_handling,
 )
 from torchdoctor.static.analysis.ranks import (
+    Resolve,
     is_rank_nonzero,
     is_rank_zero,
     names_rank,
@@ -433,12 +434,8 @@ def _exits_early_off_rank_zero(
 
 def _per_rank_or_in_memory(ctx: FileContext, path: ast.expr, scope: Scope) -> bool:
     """A file name that includes the rank (each rank saves its own shard), or a buffer."""
-    values = [path]
-    if isinstance(path, ast.Name):
-        binding = ctx.binding(path, scope)
-        if binding is not None and binding.kind is BindingKind.ASSIGN and binding.value:
-            values.append(binding.value)
-    for value in values:
+    resolve = resolver(ctx, scope)
+    for value in _path_parts(path, resolve):
         if isinstance(value, ast.Call) and ctx.is_call_to(value, "io.BytesIO", scope=scope):
             return True
         for node in ast.walk(value):
@@ -451,6 +448,43 @@ def _per_rank_or_in_memory(ctx: FileContext, path: ast.expr, scope: Scope) -> bo
             if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and names_rank(node):
                 return True
     return False
+
+
+# How many assignments deep a path's names are followed: `shard = f"{rank}.pt"` joined
+# into the path is one; `name = f"opt.{suffix}"` with `suffix = f"{rank:05d}"` is two.
+_PATH_BINDING_DEPTH = 2
+
+
+def _path_parts(path: ast.expr, resolve: Resolve) -> Iterator[ast.expr]:
+    """The path, then the values its names were bound to, two assignments deep: a rank
+    can sit in a file name held in a variable and joined into the path (LlamaGen's
+    ``os.path.join(folder, opt_state_fn)`` with ``opt_state_fn =
+    f"optimizer.{dist.get_rank():05d}-of-..."``), an f-string part or ``folder / name``."""
+    frontier = [path]
+    for depth in range(_PATH_BINDING_DEPTH + 1):
+        yield from frontier
+        if depth == _PATH_BINDING_DEPTH:
+            return
+        bound = (resolve(name) for value in frontier for name in _named_pieces(value))
+        frontier = [value for value in bound if value is not None]
+
+
+def _named_pieces(expr: ast.expr) -> Iterator[ast.expr]:
+    """The names and attributes whose text goes into a path: the parts of an f-string,
+    of ``a / b`` or ``a + b``, the arguments of ``os.path.join(...)`` and the receiver of
+    ``folder.joinpath(...)``; not the object an attribute is read from (``cfg`` of
+    ``cfg.out_dir``) nor a function called, whose bindings say nothing of the file name."""
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        yield expr
+    elif isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Attribute):
+            yield from _named_pieces(expr.func.value)
+        for argument in [*expr.args, *(keyword.value for keyword in expr.keywords)]:
+            yield from _named_pieces(argument)
+    else:
+        for child in ast.iter_child_nodes(expr):
+            if isinstance(child, ast.expr):
+                yield from _named_pieces(child)
 
 
 @detector("TD805", depth=Depth.LINT)

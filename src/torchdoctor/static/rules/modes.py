@@ -10,6 +10,7 @@ the evaluation loop in ``evaluate``): they read each scope as the ordered
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
@@ -92,6 +93,7 @@ class EvalInTrainMode(LintRule):
         ctx = self.ctx
         items = [i for i in (scope.items if scope else ctx.module.items) if i.line < line]
         names = {model} | _aliases(items, model) | _wrappers_of(ctx, scope, items, model)
+        names |= _attribute_aliases(ctx, scope, model)
         evaluated = _evaluating_method_call(ctx, items, names, scope)
         trained_since = False
         for action in reversed(expand(ctx, items, scope)):
@@ -342,6 +344,76 @@ def _aliases(items: list[Item], model: str) -> set[str]:
         for target in item.node.targets
         if isinstance(target, ast.Name)
     }
+
+
+# How many `self.a = self.b` links an attribute alias is followed through.
+_ALIAS_DEPTH = 3
+
+
+def _attribute_aliases(ctx: FileContext, scope: FunctionScope | None, model: str) -> set[str]:
+    """The attributes of ``self`` that are the same module as ``model`` (``self.<x>``):
+    those whose every binding in the class is one other attribute (makani's trainers:
+    ``self.model_eval = self.model`` in each branch of ``_compile_model()``), followed
+    through a few links, so ``self.model.eval()`` sets the mode of ``self.model_eval``
+    and the other way round. An attribute bound to anything else in some binding (a
+    copy, an EMA) is a module of its own."""
+    owner = scope.owner if scope is not None else None
+    me = scope.self_name if scope is not None else None
+    if owner is None or me is None or not model.startswith(me + "."):
+        return set()
+    key = ("TD501.attribute-roots", id(owner.node))
+    if key not in ctx.memo:  # once per class
+        ctx.memo[key] = _attribute_roots(owner)
+    roots = cast("dict[str, str]", ctx.memo[key])
+    attribute = model[len(me) + 1 :]
+    root = roots.get(attribute, attribute)
+    return {f"{me}.{name}" for name, other in roots.items() if other == root} | {f"{me}.{root}"}
+
+
+def _attribute_roots(owner: ClassScope) -> dict[str, str]:
+    """For each attribute of ``self`` that only aliases others, the attribute it
+    ultimately is (``{"model_eval": "model"}``)."""
+    sources = _attribute_sources(owner)
+
+    def root(name: str, depth: int) -> str:
+        found = sources.get(name)
+        if not found or None in found or depth >= _ALIAS_DEPTH:
+            return name
+        ends = {root(source, depth + 1) for source in found if source is not None}
+        return ends.pop() if len(ends) == 1 else name
+
+    roots = {name: root(name, 0) for name in sources}
+    return {name: end for name, end in roots.items() if end != name}
+
+
+def _attribute_sources(owner: ClassScope) -> dict[str, set[str | None]]:
+    """What each binding of ``self.<x>`` in the class's methods binds it to: the name of
+    another attribute of ``self`` (``self.model_eval = self.model``), or ``None`` for
+    anything else (a call, an unpacking, an augmented assignment)."""
+    sources: dict[str, set[str | None]] = {}
+    for method in owner.methods.values():
+        me = method.self_name
+        if me is None:
+            continue
+        direct: dict[int, str | None] = {}
+        for node in ast.walk(method.node):  # breadth first: an Assign before its targets
+            if isinstance(node, ast.Assign):
+                source = _own_attribute(node.value, me)
+                for target in node.targets:
+                    direct[id(target)] = source
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                name = _own_attribute(node, me)
+                if name is not None:
+                    source = direct.get(id(node))
+                    sources.setdefault(name, set()).add(None if source == name else source)
+    return sources
+
+
+def _own_attribute(node: ast.expr, me: str) -> str | None:
+    """``x`` for ``self.x`` (``me`` the method's instance name), else ``None``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == me:
+        return node.attr
+    return None
 
 
 # What holds a module as its child, so that its eval()/train() set the module's mode too.

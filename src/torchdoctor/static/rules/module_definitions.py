@@ -592,6 +592,11 @@ class FunctionalDropoutIgnoresTraining(LintRule):
     requires = ("dropout",)
     call_names = _DROPOUTS
 
+    def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
+        super().__init__(ctx, sink)
+        # where each function of the file calls `self.eval()`/`self.train()`, walked once
+        self._switches: dict[int, list[tuple[tuple[int, int], bool]]] = {}
+
     def visit_call(self, node: ast.Call) -> None:
         ctx = self.ctx
         method = ctx.function
@@ -614,6 +619,10 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             if isinstance(f.node, ast.If)
         ):
             return
+        if _under_a_mode_switch(ctx, node):
+            return  # IMS-Toucan: `if is_inference: ... else: ...`, a path for each mode
+        if self._runs_after_self_eval(method, node):
+            return  # IMS-Toucan's InferenceToucanTTS: `self.eval()` ends its __init__
         if _after_an_exit_on_the_mode(ctx, method, node):
             return  # `if self.training: return ...` first: the rest is the eval path
         if _documented_always_on(method):
@@ -636,6 +645,123 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             "module's mode).",
             fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),), Applicability.UNSAFE),
         )
+
+    def _runs_after_self_eval(self, method: FunctionScope, call: ast.Call) -> bool:
+        """The module puts itself in eval mode: ``self.eval()`` (or ``self.train(False)``)
+        is the last mode switch of its class's ``__init__`` (IMS-Toucan's inference-only
+        ``InferenceToucanTTS``, which still applies ``F.dropout`` in its ``_forward``), or
+        the last one before the dropout in the method that runs it. The author wrote the
+        dropout for a module in eval mode, on purpose. A caller's ``self.eval()`` before
+        ``self.forward(x)`` does not count: it is the mistake itself, believing eval mode
+        turns functional dropout off."""
+        if method.owner is None:
+            return False
+        position = (call.lineno, call.col_offset)
+        before = [
+            evaluates for place, evaluates in self._mode_switches(method.node) if place < position
+        ]
+        if before:
+            return before[-1]
+        for member in method.owner.node.body:
+            if isinstance(member, ast.FunctionDef) and member.name == "__init__":
+                switches = self._mode_switches(member)
+                return bool(switches) and switches[-1][1]
+        return False
+
+    def _mode_switches(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> list[tuple[tuple[int, int], bool]]:
+        """Where ``function`` switches its own first argument's mode, in source order,
+        and whether to eval (``self.eval()``) or not (``self.train()``); cached."""
+        key = id(function)
+        if key not in self._switches:
+            arguments = function.args.posonlyargs + function.args.args
+            self_name = arguments[0].arg if arguments else None
+            found = []
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call):
+                    mode = _switched_mode(node, self_name)
+                    if mode is not None:
+                        found.append(((node.lineno, node.col_offset), mode))
+            self._switches[key] = sorted(found)
+        return self._switches[key]
+
+
+def _switched_mode(call: ast.Call, self_name: str | None) -> bool | None:
+    """``True`` for ``<self_name>.eval()`` or ``.train(False)``, ``False`` for
+    ``.train()`` or ``.train(True)``, ``None`` for anything else (another module's
+    ``eval()``, a mode the source does not spell out)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == self_name
+    ):
+        return None
+    if func.attr == "eval":
+        return True if not call.args and not call.keywords else None
+    if func.attr != "train":
+        return None
+    mode = call.args[0] if call.args else getattr(keyword(call, "mode"), "value", None)
+    if mode is None:
+        return False
+    if isinstance(mode, ast.Constant) and isinstance(mode.value, bool):
+        return not mode.value
+    return None
+
+
+def _under_a_mode_switch(ctx: FileContext, call: ast.Call) -> bool:
+    """The dropout sits in either branch of an ``if`` that reads a switch named for
+    inference or evaluation (IMS-Toucan's ``if is_inference:`` with ``F.dropout`` on both
+    sides, ``if not self.is_test:``, ``if args.eval_mode:``): the author splits the
+    paths per mode by hand, so each side runs only in the mode it was written for.
+    Names the dropout itself reads (its tensor, its rate) are data, not the switch."""
+    used: set[str] | None = None
+    for frame in ctx.frames:
+        if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            continue
+        if not isinstance(frame.node, ast.If):
+            continue
+        if used is None:
+            used = _names_in(call)
+        if _reads_a_mode_switch(frame.node.test, used):
+            return True
+    return False
+
+
+def _names_in(call: ast.Call) -> set[str]:
+    """The variable names a call reads."""
+    return {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
+
+
+def _reads_a_mode_switch(test: ast.expr, data: set[str]) -> bool:
+    """``test`` reads a name, other than the ``data`` ones, named for inference or
+    evaluation."""
+    return any(set(torchapi.name_tokens(name)) & _MODE_WORDS for name in _names_read(test) - data)
+
+
+def _names_read(test: ast.expr) -> set[str]:
+    """The names an ``if`` test reads as switches: operands that are a name or an
+    attribute (``args.eval_mode`` gives ``eval_mode``), under ``not``, ``and``, ``or``.
+    A name compared or computed with (``n > self.eval_batch``) is a number, not a
+    switch."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _names_read(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return set().union(*(_names_read(value) for value in test.values))
+    if isinstance(test, ast.Name):
+        return {test.id}
+    if isinstance(test, ast.Attribute):
+        return {test.attr}
+    return set()
+
+
+# Words of a name that switches between the inference and the training path
+# (`is_inference`, `self.is_test`, `eval_mode`, `predicting`).
+_MODE_WORDS = frozenset(
+    {"inference", "infer", "eval", "evaluation", "evaluating", "test", "testing"}
+    | {"predict", "prediction", "predicting"}
+)
 
 
 # What a docstring says of a dropout kept on in evaluation on purpose.
@@ -666,15 +792,20 @@ def _documented_always_on(method: FunctionScope) -> bool:
 
 
 def _after_an_exit_on_the_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
-    """An earlier ``if`` of an enclosing block tests the mode (``if self.training:``)
-    and its body always leaves (``return``, ``raise``): the dropout sits on the path the
-    code keeps for the other mode, written that way on purpose (MC-dropout sampling at
-    evaluation, incremental_learning's ``MCCosineClassifier``)."""
+    """An earlier ``if`` of an enclosing block tests the mode (``if self.training:``, or
+    a switch named for it, ``if is_inference:``) and its body always leaves (``return``,
+    ``raise``): the dropout sits on the path the code keeps for the other mode, written
+    that way on purpose (MC-dropout sampling at evaluation, incremental_learning's
+    ``MCCosineClassifier``)."""
+    data = _names_in(call)
     for block in _blocks(method.node):
         for index, statement in enumerate(block):
             if spans(statement, call) and any(
                 isinstance(earlier, ast.If)
-                and "training" in ctx.segment(earlier.test)
+                and (
+                    "training" in ctx.segment(earlier.test)
+                    or _reads_a_mode_switch(earlier.test, data)
+                )
                 and isinstance(earlier.body[-1], (ast.Return, ast.Raise))
                 for earlier in block[:index]
             ):

@@ -18,6 +18,7 @@ from torchdoctor.static.analysis.calls import method_call
 from torchdoctor.static.analysis.helper_effects import (
     helper_optimizer_roots,
     helper_replacements,
+    module_kept,
 )
 from torchdoctor.static.analysis.loops import (
     enclosing_loops,
@@ -37,7 +38,6 @@ from torchdoctor.static.training import (
     EventKind,
     function_events,
     loop_events,
-    module_itself,
 )
 
 # --- TD607 -------------------------------------------------------------------------------
@@ -331,9 +331,9 @@ class LayerReplacedAfterOptimizer(LintRule):
         scope: Scope,
         found: list[tuple[Item, str, str]],
     ) -> None:
-        itself = module_itself(value)
+        itself = module_kept(self.ctx, value, scope)
         if itself is not value and model_path(self.ctx, itself) == path:
-            return  # `self.gate = self.gate.to(device)`: the same module, moved in place
+            return  # `self.gate = self.gate.to(device)`: the same module, moved or compiled
         what = self._new_parameters(value, scope)
         if what is not None:
             found.append((item, path, what))
@@ -341,6 +341,10 @@ class LayerReplacedAfterOptimizer(LintRule):
     def _new_parameters(self, value: ast.expr, scope: Scope, depth: int = 0) -> str | None:
         """The class of a new module with parameters (or ``nn.Parameter``), else ``None``."""
         ctx = self.ctx
+        if isinstance(value, ast.Call) and ctx.is_call_to(value, "torch.compile", scope=scope):
+            # A compiled module runs its original's own parameters: those are what is new.
+            inner = value.args[0] if value.args else None
+            return None if inner is None else self._new_parameters(inner, scope, depth + 1)
         type_name = ctx.instance_type(value, scope)
         if type_name is None or torchapi.holds_no_parameters(type_name) or depth > 3:
             return None

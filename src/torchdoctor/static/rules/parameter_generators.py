@@ -41,6 +41,8 @@ class _Use:
     repeated: bool  # inside a loop the assignment is not in: drains on every iteration
     frames: tuple[Frame, ...] = ()  # where it runs: two uses in exclusive branches never
     # both run (an optimizer factory's `if name == "sgd": ... elif name == "momentum":`)
+    freezes: bool = False  # a loop that only freezes what it drains: later users lose
+    # nothing they would train (grover's `for param in base_params: requires_grad = False`)
 
 
 @detector("TD617", depth=Depth.LINT)
@@ -120,13 +122,16 @@ class ParameterGeneratorExhausted(LintRule):
             if not _exclusive(item.frames, u.frames)
             and not on_opposite_arms(arms, item.line, _line(u.call))
         ]
-        if not uses:
+        # A freeze loop that drains first leaves later users only frozen parameters;
+        # one that comes after a drain is still a user that gets nothing.
+        start = next((i for i, u in enumerate(uses) if not u.freezes), len(uses))
+        if start == len(uses):
             return
-        first = uses[0]
+        first = uses[start]
         later = next(
             (
                 u
-                for u in uses[1:]
+                for u in uses[start + 1 :]
                 if not _exclusive(first.frames, u.frames)
                 and not on_opposite_arms(arms, _line(first.call), _line(u.call))
             ),
@@ -229,8 +234,47 @@ def _loop_uses(scope_node: ast.AST, assigned: Item, matches: object) -> list[_Us
             and matches(node.iter)  # type: ignore[operator]
             and getattr(node.iter, "lineno", 0) > assigned.line
         ):
-            found.append(_Use(node.iter, False))
+            found.append(_Use(node.iter, False, freezes=_only_freezes(node)))
     return found
+
+
+def _only_freezes(loop: ast.AST) -> bool:
+    """Whether every statement of a ``for`` loop's body turns off ``requires_grad`` of its
+    loop variable (``p.requires_grad = False`` or ``p.requires_grad_(False)``)."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or loop.orelse:
+        return False
+    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return all(_freeze_of(statement, names) for statement in loop.body)
+
+
+def _freeze_of(statement: ast.stmt, names: set[str]) -> bool:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        return _is_false(statement.value) and _attribute_of(
+            statement.targets[0], "requires_grad", names
+        )
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        given = [*call.args, *(k.value for k in call.keywords)]
+        # `requires_grad_()` with no argument turns it on
+        return (
+            len(given) == 1
+            and _is_false(given[0])
+            and _attribute_of(call.func, "requires_grad_", names)
+        )
+    return False
+
+
+def _is_false(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is False
+
+
+def _attribute_of(node: ast.expr, attribute: str, names: set[str]) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attribute
+        and isinstance(node.value, ast.Name)
+        and node.value.id in names
+    )
 
 
 def _name_uses(

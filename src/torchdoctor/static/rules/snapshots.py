@@ -84,7 +84,7 @@ class StateDictSnapshotAliased(LintRule):
         confidence: Confidence,
         loop: Loop,
     ) -> None:
-        condition = _innermost_condition(item)
+        condition = _innermost_condition(item, assign.targets[0])
         if condition is None or _leaves_after(condition, assign) or _fresh_per_pass(model, loop):
             return
         target = assign.targets[0]
@@ -115,7 +115,7 @@ class StateDictSnapshotAliased(LintRule):
         root = _kept_root(holder, function)
         if root is None or (holder is root and not isinstance(target, ast.Subscript)):
             return
-        condition = _innermost_condition(item)
+        condition = _innermost_condition(item, target)
         if condition is not None and _stops_after(condition, assign):
             return
         for site in training_call_sites(self.ctx, function):
@@ -300,7 +300,7 @@ def _kept_root(holder: ast.expr, function: FunctionScope) -> ast.Name | None:
 def _stops_after(condition: ast.If, assign: ast.Assign) -> bool:
     """The helper's branch raises, or returns something the caller may stop on, after
     the snapshot."""
-    branch = condition.body if assign in condition.body else condition.orelse
+    branch = _branch_of(condition, assign)
     for statement in branch:
         if statement.lineno <= assign.lineno:
             continue
@@ -416,22 +416,50 @@ def _same_through(expr: ast.expr, holder: ast.expr, stand_in: ast.expr) -> bool:
     return False
 
 
-def _innermost_condition(item: Item) -> ast.If | None:
+def _innermost_condition(item: Item, target: ast.expr) -> ast.If | None:
     """The ``if`` the assignment sits in, inside its loop (``None`` when it runs on every
-    pass: the last pass's snapshot is the final state anyway)."""
+    pass: the last pass's snapshot is the final state anyway). An ``if`` whose every
+    branch binds the same target (SAM-Med3D's ``if multi_gpu: state =
+    model.module.state_dict() else: state = model.state_dict()``) picks how the snapshot
+    is taken, not whether: the condition is the one around it."""
     frames = local_frames(item.frames)
     for frame in reversed(frames):
         if frame.kind is FrameKind.LOOP:
             return None
-        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
+        if (
+            frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE)
+            and isinstance(frame.node, ast.If)
+            and not _bound_on_every_branch(frame.node, ast.dump(target))
+        ):
             return frame.node
     return None
+
+
+def _branch_of(condition: ast.If, node: ast.stmt) -> list[ast.stmt]:
+    """The block of ``condition`` that holds ``node``, however deep."""
+    body_end = condition.body[-1].end_lineno or condition.body[-1].lineno
+    return condition.body if node.lineno <= body_end else condition.orelse
+
+
+def _bound_on_every_branch(condition: ast.If, target: str) -> bool:
+    """Each branch of ``condition`` (``elif`` chains included, an ``else`` required)
+    assigns ``target`` (an ``ast.dump``) in its own block."""
+
+    def binds(block: list[ast.stmt]) -> bool:
+        if len(block) == 1 and isinstance(block[0], ast.If):
+            return _bound_on_every_branch(block[0], target)
+        return any(
+            isinstance(s, ast.Assign) and len(s.targets) == 1 and ast.dump(s.targets[0]) == target
+            for s in block
+        )
+
+    return bool(condition.orelse) and binds(condition.body) and binds(condition.orelse)
 
 
 def _leaves_after(condition: ast.If, assign: ast.Assign) -> bool:
     """The branch leaves the loop right after the snapshot (early stopping): it is never
     trained past."""
-    branch = condition.body if assign in condition.body else condition.orelse
+    branch = _branch_of(condition, assign)
     return any(isinstance(s, _EXITS) and s.lineno > assign.lineno for s in branch)
 
 
