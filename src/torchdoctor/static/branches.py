@@ -190,3 +190,16 @@ def on_opposite_arms(arms: list[tuple[range, range]], first: int, second: int) -
         (first in body and second in other) or (first in other and second in body)
         for body, other in arms
     )
+
+
+def is_main_guard(test: ast.expr) -> bool:
+    """``test`` compares ``__name__`` with ``"__main__"`` (either way round, alone or
+    within ``and``/``or``): the block runs when the file is the program, not on import."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+                isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+            ):
+                return True
+    return False

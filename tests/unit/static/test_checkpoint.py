@@ -281,6 +281,87 @@ def test_a_local_rank_flag_nothing_reads_is_no_sign_of_several_processes() -> No
     assert ranked.severity is Severity.WARNING and "every rank" in ranked.message
 
 
+# A launcher that spawns its own workers: the workers train under DDP, the launcher alone
+# loads the best file once they are done (SGL's distributed architecture search).
+SPAWNING_CLASS = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+class Sweep:
+    def run(self, args):
+        for trial in range(3):
+            mp.spawn(self._worker, nprocs=args.gpus, args=(args, self.net))
+            torch.save(self.net, "./top.pt")
+        return self._finish()
+    def _worker(self, gpu, args, net):
+        dist.init_process_group("nccl", rank=gpu, world_size=args.gpus)
+        net.cuda(gpu)
+        {in_worker}
+    def _finish(self):
+        net = torch.load("./top.pt")
+        return net.to("cuda")
+    def _resume(self, path):
+        return torch.load(path + "/checkpoint.pt")
+"""
+SPAWNING_FUNCTIONS = """
+import torch
+import torch.distributed as dist
+from torch.multiprocessing import spawn
+def worker(gpu, args):
+    dist.init_process_group("nccl", rank=gpu, world_size=args.gpus)
+    {in_worker}
+def evaluate(args):
+    state = torch.load(args.resume)
+    return state
+def main(args):
+    spawn({target}, nprocs=args.gpus, args=(args,))
+    return evaluate(args)
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        (SPAWNING_CLASS.format(in_worker="pass"), 16),
+        (SPAWNING_FUNCTIONS.format(in_worker="pass", target="worker"), 9),
+    ],
+    ids=["method-target", "function-target"],
+)
+def test_a_load_only_the_launcher_of_spawned_workers_runs_is_single_process(
+    source: str, line: int
+) -> None:
+    """SGL's search: `mp.spawn(self._train, ...)` runs the training on every rank, and the
+    method that spawned them loads the best model afterwards, once, in one process. No
+    rank piles onto cuda:0 there: information, as in a single-process program. A helper
+    that no code of the file calls (`_resume`) may run anywhere: it stays a warning."""
+    found = {f.location.line: f for f in lint_findings(source, "TD901")}
+    assert found[line].severity is Severity.INFO and "every rank" not in found[line].message
+    assert all(f.severity is Severity.WARNING for at, f in found.items() if at != line)
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        (SPAWNING_CLASS.format(in_worker="self._resume(args.out)"), 19),
+        (SPAWNING_FUNCTIONS.format(in_worker="evaluate(args)", target="worker"), 9),
+        (SPAWNING_FUNCTIONS.format(in_worker="pass", target="partial(worker)"), 9),
+        (SPAWNING_FUNCTIONS.format(in_worker="pass", target="imported_worker"), 9),
+        (SPAWNING_FUNCTIONS.format(in_worker="pass", target="worker") + "evaluate(ARGS)\n", 9),
+    ],
+    ids=["reached-from-the-worker", "shared-with-the-worker", "partial", "imported", "import"],
+)
+def test_a_load_the_spawned_workers_reach_or_cannot_be_placed_stays_a_warning(
+    source: str, line: int
+) -> None:
+    """A load the spawned function reaches (a resume helper it calls) runs on every rank;
+    so does any load when lint cannot tell which function of the file the workers run
+    (`partial(worker)`, a worker imported from elsewhere), and one that module code outside
+    the main guard reaches, which each spawned process imports again: the DDP warning
+    stands."""
+    found = {f.location.line: f for f in lint_findings(source, "TD901")}
+    assert found[line].severity is Severity.WARNING and "every rank" in found[line].message
+
+
 def test_a_default_chosen_beside_a_mapped_branch_is_info_and_says_so() -> None:
     # The author maps the load where a GPU is named and keeps the default where none is:
     # a deliberate choice, worth a note, not a warning. Two loads in a row are not a choice.

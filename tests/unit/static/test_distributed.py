@@ -329,6 +329,86 @@ def test_a_sampler_whose_loader_the_epoch_loop_only_evaluates_is_quiet() -> None
     assert lint_codes(both, "TD801", "TD001") == [("TD801", 6), ("TD801", 7)]
 
 
+# Round 78's pythae: a trainer builds each loader in a factory method of its own, with a
+# DistributedSampler inside; the epoch loop reaches the loaders through the attributes the
+# factories' results are kept in, hands both to hooks it cannot see, and iterates the
+# second one only in a method that takes no step.
+TWO_FACTORIES = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+class Runner:
+    def __init__(self, first_set, second_set, hooks):
+        self.hooks = hooks
+        first = self.first_loader(first_set)
+        second = self.second_loader(second_set)
+        self.first = first
+        self.second = second
+
+    def first_loader(self, dataset):
+        if self.distributed:
+            sampler = DistributedSampler(dataset, num_replicas=self.world)  # expect: TD801
+        else:
+            sampler = None
+        return DataLoader(dataset, batch_size=8, shuffle=(sampler is None), sampler=sampler)
+
+    def second_loader(self, dataset):
+        if self.distributed:
+            sampler = DistributedSampler(dataset, rank=self.rank){mark}
+        else:
+            sampler = None
+        return DataLoader(dataset, batch_size=8, sampler=sampler)
+
+    def _step(self, loss):
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+
+    def first_pass(self):
+        for x in self.first:
+            self._step(self.model(x).sum())
+
+    def second_pass(self):
+        total = 0.0
+        for x in self.second:
+            with torch.no_grad():
+                total += self.model(x).sum().item()
+        return total / len(self.second)
+
+    def run(self, epochs):
+        for epoch in range(epochs):
+            self.hooks.on_epoch_begin(first=self.first, second=self.second)
+            self.first_pass()
+            self.second_pass()
+"""
+
+
+def test_a_factory_loader_that_the_file_iterates_only_to_evaluate_is_quiet() -> None:
+    assert_marked(TWO_FACTORIES.format(mark=""), "TD801")
+
+
+def test_a_factory_loader_that_the_file_also_trains_on_is_flagged() -> None:
+    trained = TWO_FACTORIES.format(mark="  # expect: TD801").replace(
+        "                total += self.model(x).sum().item()",
+        "                total += self.model(x).sum().item()\n"
+        "            self._step(self.model(x).sum())",
+    )
+    assert_marked(trained, "TD801")
+    # Names that say evaluation silence nothing: the loops over the loader decide.
+    assert_marked(trained.replace("second", "eval"), "TD801")
+    # Never iterated by the file, only handed to code it cannot read: it may be trained on.
+    unseen = TWO_FACTORIES.format(mark="  # expect: TD801").replace(
+        "        for x in self.second:", "        for x in self.hooks.batches():"
+    )
+    assert_marked(unseen, "TD801")
+    # Drawn from inside a loop that trains, through next(iter(...)).
+    drawn = TWO_FACTORIES.format(mark="  # expect: TD801").replace(
+        "            self._step(self.model(x).sum())",
+        "            self._step(self.model(x).sum() + self.model(next(iter(self.second))).sum())",
+    )
+    assert_marked(drawn, "TD801")
+
+
 def test_a_same_named_attribute_of_another_class_is_not_the_sampler_loader() -> None:
     source = """
     from torch.utils.data import DataLoader, DistributedSampler

@@ -23,6 +23,7 @@ from torchdoctor.static.analysis.dataloader import (
 )
 from torchdoctor.static.analysis.exhaustion import rebuilt_when_exhausted
 from torchdoctor.static.analysis.loops import loop_bound_names
+from torchdoctor.static.branches import is_main_guard
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule, line_numbers
 from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
@@ -132,20 +133,8 @@ def _has_main_guard(tree: ast.Module) -> bool:
     while stack:
         statement = stack.pop()
         if isinstance(statement, ast.If):
-            test = statement.test
-            for node in ast.walk(test):
-                if (
-                    isinstance(node, ast.Compare)
-                    and any(
-                        isinstance(n, ast.Name) and n.id == "__name__"
-                        for n in [node.left, *node.comparators]
-                    )
-                    and any(
-                        isinstance(n, ast.Constant) and n.value == "__main__"
-                        for n in [node.left, *node.comparators]
-                    )
-                ):
-                    return True
+            if is_main_guard(statement.test):
+                return True
             stack.extend(statement.body + statement.orelse)
         elif isinstance(statement, ast.Try):
             stack.extend(statement.body + statement.orelse + statement.finalbody)

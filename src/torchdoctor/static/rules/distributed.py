@@ -17,11 +17,16 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import called_function, constant_arguments
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.held_loaders import mentions, reaches_through_calls
-from torchdoctor.static.analysis.loops import function_trains, steps_every_iteration, trains
+from torchdoctor.static.analysis.loops import (
+    enclosing_loops,
+    function_trains,
+    steps_every_iteration,
+    trains,
+)
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Frame, FrameKind, Loop
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Loop
 from torchdoctor.static.torchapi import DDP, DISTRIBUTED_SAMPLER
 
 # Callees that hand find_unused_parameters to DDP: DDP itself under any alias,
@@ -33,6 +38,9 @@ _DDP_CALLEES = ("DistributedDataParallel", "DDP", "Strategy", "Trainer", "Fabric
 class _Sampler:
     call: ast.Call
     frames: tuple[Frame, ...]
+
+
+_Kept = tuple[str, FunctionScope | None]  # a variable, the function that binds it
 
 
 @detector("TD801", depth=Depth.LINT)
@@ -82,6 +90,8 @@ class SamplerEpochNeverSet(LintRule):
             epoch_loop = self._epoch_loop(sampler, names)
             confidence = Confidence.HIGH
             if epoch_loop is None and not self._set_epoch and self._escapes(sampler, names):
+                if self._only_evaluated_where_kept(sampler):
+                    continue  # pythae: get_eval_dataloader()'s loader, iterated by eval_step()
                 epoch_loop = self._any_epoch_loop()
                 confidence = Confidence.MEDIUM
             if epoch_loop is not None and not _evaluated_only(self.ctx, epoch_loop, names):
@@ -225,6 +235,77 @@ class SamplerEpochNeverSet(LintRule):
             for item in (scope.items if scope is not None else ctx.module.items)
         )
 
+    def _only_evaluated_where_kept(self, sampler: _Sampler) -> bool:
+        """The loader factory's result, followed to the variables that keep it
+        (:meth:`_kept_in`), is iterated by the file only to evaluate: at least one loop
+        over it, or a function of the file given it that loops, and not one step of
+        training where it is drawn (pythae's ``get_eval_dataloader()``, whose loader
+        only ``eval_step()`` iterates, under ``torch.no_grad()``). The epoch loop of a
+        factory's sampler is a guess (any loop of the file that trains); what the file
+        shows of the loader outweighs it. A call the file cannot read (a callback
+        handed the loader) is evidence neither way."""
+        ctx = self.ctx
+        factory = ctx.function_of(sampler.frames)
+        kept = self._kept_in(factory) if factory is not None else []
+        if not kept:
+            return False
+        evaluated = False
+        for loop in ctx.module.all_loops:
+            node = loop.node
+            if isinstance(node, ast.While) or not mentions(node.iter, _seen(kept, loop.function)):
+                continue
+            if trains(ctx, loop):
+                return False
+            evaluated = True
+        for scope, items in ctx.module.bodies():
+            names = _seen(kept, scope)
+            for item in items if names else ():
+                call = item.node
+                if not isinstance(call, ast.Call) or not any(
+                    mentions(a, names) for a in [*call.args, *(k.value for k in call.keywords)]
+                ):
+                    continue
+                if isinstance(call.func, ast.Name) and call.func.id in ("iter", "next"):
+                    # draws its batches right here, in whatever loop is around
+                    if any(trains(ctx, loop) for loop in enclosing_loops(ctx, item.frames)):
+                        return False
+                    continue
+                called = called_function(ctx, call, scope)
+                if called is not None and function_trains(ctx, called):
+                    return False
+                evaluated = evaluated or (called is not None and bool(called.loops))
+        return evaluated
+
+    def _kept_in(self, factory: FunctionScope) -> list[_Kept]:
+        """The variables that keep what ``factory`` returns: the one each call of it in the
+        file is assigned to (``eval_loader = self.get_eval_dataloader(ds)``), then any
+        assigned from those (``self.eval_loader = eval_loader``). Empty when a call's
+        result goes anywhere else (``Trainer(make_loader(ds))``): it cannot be followed."""
+        ctx = self.ctx
+        kept: list[_Kept] = []
+        for scope, item in ctx.callers(factory):
+            target = self._targets.get(id(item.node))
+            if target is None:
+                return []
+            kept.append((ctx.segment(target), scope))
+        copies = [
+            (ctx.segment(item.node.value), ctx.segment(item.node.targets[0]), scope)
+            for scope, items in ctx.module.bodies()
+            for item in items
+            if isinstance(item.node, ast.Assign)
+            and len(item.node.targets) == 1
+            and isinstance(item.node.targets[0], (ast.Name, ast.Attribute))
+            and isinstance(item.node.value, (ast.Name, ast.Attribute))
+        ]
+        grown = True
+        while grown:
+            grown = False
+            for source, copy, scope in copies:
+                if source in _seen(kept, scope) and copy not in _seen(kept, scope):
+                    kept.append((copy, scope))
+                    grown = True
+        return kept
+
     def _any_epoch_loop(self) -> Loop | None:
         ctx = self.ctx
         return next(
@@ -277,6 +358,22 @@ class SamplerEpochNeverSet(LintRule):
             (edit,),
             Applicability.UNSAFE,
         )
+
+
+def _seen(kept: list[_Kept], scope: FunctionScope | None) -> list[str]:
+    """The variables of ``kept`` that code in ``scope`` refers to: ``self.x`` in the
+    methods of the class that binds it, a plain name in its own function (anywhere,
+    when bound at module level)."""
+    seen = []
+    for name, bound_in in kept:
+        if name.startswith("self."):
+            owner = bound_in.owner if bound_in is not None else None
+            visible = owner is not None and scope is not None and scope.owner is owner
+        else:
+            visible = bound_in is None or scope is bound_in
+        if visible:
+            seen.append(name)
+    return seen
 
 
 # Builtins that read a loader without drawing its batches for training.

@@ -10,6 +10,7 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import trains
+from torchdoctor.static.branches import is_main_guard
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, Loop, ModuleScope
@@ -130,10 +131,6 @@ def _outermost_training_loops(ctx: FileContext, module: ModuleScope) -> list[Loo
 def _main_guard(module: ast.Module) -> ast.If | None:
     """The module's ``if __name__ == "__main__":`` block, if any."""
     for statement in module.body:
-        if isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare):
-            sides = [statement.test.left, *statement.test.comparators]
-            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
-                isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
-            ):
-                return statement
+        if isinstance(statement, ast.If) and is_main_guard(statement.test):
+            return statement
     return None
