@@ -30,6 +30,7 @@ __all__ = [
     "loop_events",
     "module_itself",
     "receiver_text",
+    "train_flag",
 ]
 
 
@@ -272,16 +273,26 @@ def _step(
 
 
 def _train(item: Item, call: ast.Call, receiver: ast.expr) -> Event:
+    mode = train_flag(call)
+    if mode is None:
+        return Event(EventKind.SET_MODE, item, receiver)
+    return Event(EventKind.TRAIN if mode else EventKind.EVAL, item, receiver)
+
+
+def train_flag(call: ast.Call) -> bool | None:
+    """The mode ``module.train(...)`` sets: ``True`` for ``train()`` or ``train(True)``,
+    ``False`` for ``train(False)`` (``mode=`` too), ``None`` for a flag only known at run
+    time."""
     flag = (
         call.args[0]
         if call.args
         else next((k.value for k in call.keywords if k.arg == "mode"), None)
     )
     if flag is None or (isinstance(flag, ast.Constant) and flag.value is True):
-        return Event(EventKind.TRAIN, item, receiver)
+        return True
     if isinstance(flag, ast.Constant) and flag.value is False:
-        return Event(EventKind.EVAL, item, receiver)
-    return Event(EventKind.SET_MODE, item, receiver)
+        return False
+    return None
 
 
 def _forward(ctx: FileContext, item: Item, call: ast.Call, scope: Scope) -> Event | None:

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import ast
 
-from torchdoctor.static.analysis.calls import assigned_names
+from torchdoctor.static.analysis.calls import assigned_names, keyword
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import FunctionScope
 
-__all__ = ["Passed", "called_function", "constant_arguments", "passed_values"]
+__all__ = [
+    "Passed",
+    "called_function",
+    "constant_arguments",
+    "is_spawn",
+    "passed_values",
+    "spawned_argument",
+]
 
 
 def called_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
@@ -75,3 +82,18 @@ def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, objec
             for bound in assigned_names(item.node):
                 out.pop(bound, None)
     return out
+
+
+# Launchers that run a function in each of the processes they start.
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+
+
+def is_spawn(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
+    """``mp.spawn(fn, ...)`` or ``start_processes``, through any import of
+    ``torch.multiprocessing``: a call that runs ``fn`` in every process it starts."""
+    return ctx.qualified_name(call.func, scope) in _SPAWNERS
+
+
+def spawned_argument(call: ast.Call) -> ast.expr | None:
+    """The function a spawn call hands its processes, as written (``fn=`` too)."""
+    return call.args[0] if call.args else getattr(keyword(call, "fn"), "value", None)

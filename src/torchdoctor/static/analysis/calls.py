@@ -3,7 +3,8 @@
 ``f(x, key=value)``: :func:`keyword` finds a keyword argument, :func:`method_call` and
 :func:`receiver` read ``opt.step()`` as a method and the object it is called on,
 :func:`last_name` the name a callee ends in, :func:`root_name` the one a chain starts
-from, :func:`assigned_names` the names an assignment binds;
+from, :func:`assigned_names` the names an assignment binds, :func:`requires_grad_setting`
+what a statement sets ``requires_grad`` of;
 :func:`insert_keywords` adds arguments at the end of a call, and :func:`torch_alias` spells
 ``torch`` the way the file imports it, so that a fix's new text runs in that file.
 """
@@ -23,6 +24,7 @@ __all__ = [
     "last_name",
     "method_call",
     "receiver",
+    "requires_grad_setting",
     "root_name",
     "torch_alias",
 ]
@@ -59,6 +61,38 @@ def assigned_names(statement: ast.AST) -> set[str]:
     else:
         return set()
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def requires_grad_setting(statement: ast.AST) -> tuple[ast.expr, bool] | None:
+    """``(what, trainable)`` for ``what.requires_grad_(flag)`` (``requires_grad_()``
+    turns it on, ``requires_grad=`` too) or ``what.requires_grad = flag``, the flag a
+    constant ``True`` or ``False``; ``None`` for anything else."""
+    if isinstance(statement, ast.Expr):
+        statement = statement.value
+    if isinstance(statement, ast.Call) and isinstance(statement.func, ast.Attribute):
+        if statement.func.attr != "requires_grad_":
+            return None
+        flag = (
+            statement.args[0]
+            if statement.args
+            else next(
+                (k.value for k in statement.keywords if k.arg == "requires_grad"),
+                ast.Constant(True),
+            )
+        )
+        value = statement.func.value
+    elif (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Attribute)
+        and statement.targets[0].attr == "requires_grad"
+    ):
+        flag, value = statement.value, statement.targets[0].value
+    else:
+        return None
+    if isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
+        return value, flag.value
+    return None
 
 
 def method_call(call: ast.AST, *names: str) -> TypeGuard[ast.Call]:

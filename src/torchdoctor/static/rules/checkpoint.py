@@ -14,7 +14,7 @@ from typing import cast
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.callers import called_function, is_spawn, spawned_argument
 from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.cpu_values import RNG_SETTERS, holds_cpu_data, rng_call
 from torchdoctor.static.analysis.ranks import is_rank_zero, names_rank, resolver
@@ -77,10 +77,6 @@ def _shows_processes(node: ast.AST) -> bool:
     return any(word in text for word in _PROCESS_WORDS)
 
 
-# Launchers that run a function of the file in each of the processes they start.
-_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
-
-
 def runs_once_beside_spawned_workers(ctx: FileContext, scope: Scope) -> bool:
     """``scope`` is launcher code of a file that starts its own workers with
     ``mp.spawn(fn, ...)``: a function that spawns them, or one reached from there or from
@@ -118,7 +114,7 @@ def _launcher_functions(ctx: FileContext) -> tuple[set[int], set[int]]:
             if not (
                 isinstance(call, ast.Call)
                 and last_name(call.func) in ("spawn", "start_processes")
-                and ctx.qualified_name(call.func, scope) in _SPAWNERS
+                and is_spawn(ctx, call, scope)
             ):
                 continue
             target = _spawned_target(ctx, call, scope)
@@ -140,7 +136,7 @@ def _launcher_functions(ctx: FileContext) -> tuple[set[int], set[int]]:
 def _spawned_target(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
     """The function of the file ``mp.spawn(fn, ...)`` runs: ``worker`` or
     ``self._train``; ``None`` for anything else (``partial(worker)``, an import)."""
-    target = call.args[0] if call.args else getattr(keyword(call, "fn"), "value", None)
+    target = spawned_argument(call)
     if not isinstance(target, (ast.Name, ast.Attribute)):
         return None
     return called_function(ctx, ast.Call(func=target, args=[], keywords=[]), scope)

@@ -9,7 +9,7 @@ from typing import cast
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.analysis.callers import called_function
+from torchdoctor.static.analysis.callers import called_function, is_spawn, spawned_argument
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
@@ -179,18 +179,13 @@ class _Callers:
 
 
 # Launchers that run a function of the file in each of the processes they start.
-_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
-
-
 def _spawned(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
     """The function of the file that ``mp.spawn(main_worker, nprocs=...)`` runs in every
     process it starts: a call of it, for what the program reaches and for the guards
     around the way there."""
-    if ctx.qualified_name(call.func, scope) not in _SPAWNERS:
+    if not is_spawn(ctx, call, scope):
         return None
-    target = (
-        call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
-    )
+    target = spawned_argument(call)
     if not isinstance(target, ast.Name):
         return None
     return ctx.resolve_local_call(ast.Call(func=target, args=[], keywords=[]), scope)

@@ -15,6 +15,7 @@ import ast
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import requires_grad_setting
 from torchdoctor.static.analysis.optimized import model_path
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Item, ModuleScope
@@ -119,31 +120,12 @@ def _requires_grad_change(item: Item) -> tuple[str, bool] | None:
     layer's parameters: ``layer.requires_grad_(False)``, ``layer.weight.requires_grad =
     False``, or ``p.requires_grad = False`` in ``for p in layer.parameters():``."""
     node = item.node
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "requires_grad_"
-    ):
-        value = (
-            node.args[0]
-            if node.args
-            else next(
-                (k.value for k in node.keywords if k.arg == "requires_grad"), ast.Constant(True)
-            )
-        )
-        if isinstance(value, ast.Constant) and isinstance(value.value, bool):
-            return _path(node.func.value), value.value
+    setting = requires_grad_setting(node) if isinstance(node, (ast.Call, ast.Assign)) else None
+    if setting is None:
         return None
-    if not (
-        isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Attribute)
-        and node.targets[0].attr == "requires_grad"
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, bool)
-    ):
-        return None
-    owner = node.targets[0].value
+    owner, trainable = setting
+    if isinstance(node, ast.Call):
+        return _path(owner), trainable
     loop = next(
         (
             f.node
@@ -162,10 +144,10 @@ def _requires_grad_change(item: Item) -> tuple[str, bool] | None:
             and isinstance(source.func, ast.Attribute)
             and source.func.attr == "parameters"
         ):
-            return _path(source.func.value), node.value.value
+            return _path(source.func.value), trainable
         return None
     if isinstance(owner, ast.Attribute):
-        return _path(owner.value), node.value.value
+        return _path(owner.value), trainable
     return None
 
 

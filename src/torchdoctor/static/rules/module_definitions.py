@@ -26,6 +26,7 @@ from torchdoctor.static.branches import spans
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ClassScope, FrameKind, FunctionScope
+from torchdoctor.static.training import train_flag
 
 __all__ = ["is_module_class", "nn_alias"]
 
@@ -702,12 +703,8 @@ def _switched_mode(call: ast.Call, self_name: str | None) -> bool | None:
         return True if not call.args and not call.keywords else None
     if func.attr != "train":
         return None
-    mode = call.args[0] if call.args else getattr(keyword(call, "mode"), "value", None)
-    if mode is None:
-        return False
-    if isinstance(mode, ast.Constant) and isinstance(mode.value, bool):
-        return not mode.value
-    return None
+    training = train_flag(call)
+    return None if training is None else not training
 
 
 def _under_a_mode_switch(ctx: FileContext, call: ast.Call) -> bool:

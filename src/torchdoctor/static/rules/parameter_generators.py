@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Depth, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.calls import last_name, requires_grad_setting
 from torchdoctor.static.branches import if_arms, on_opposite_arms
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
@@ -248,33 +248,12 @@ def _only_freezes(loop: ast.AST) -> bool:
 
 
 def _freeze_of(statement: ast.stmt, names: set[str]) -> bool:
-    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        return _is_false(statement.value) and _attribute_of(
-            statement.targets[0], "requires_grad", names
-        )
-    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-        call = statement.value
-        given = [*call.args, *(k.value for k in call.keywords)]
-        # `requires_grad_()` with no argument turns it on
-        return (
-            len(given) == 1
-            and _is_false(given[0])
-            and _attribute_of(call.func, "requires_grad_", names)
-        )
-    return False
-
-
-def _is_false(value: ast.expr) -> bool:
-    return isinstance(value, ast.Constant) and value.value is False
-
-
-def _attribute_of(node: ast.expr, attribute: str, names: set[str]) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == attribute
-        and isinstance(node.value, ast.Name)
-        and node.value.id in names
-    )
+    """``p.requires_grad = False`` or ``p.requires_grad_(False)`` on a name of ``names``."""
+    setting = requires_grad_setting(statement)
+    if setting is None:
+        return False
+    what, trainable = setting
+    return not trainable and isinstance(what, ast.Name) and what.id in names
 
 
 def _name_uses(
