@@ -336,7 +336,10 @@ class ProjectIndex:
         return self._cached("parameter-free", facts, compute)  # type: ignore[return-value]
 
     def _builds_no_parameters(self, called: str, near: str, depth: int) -> bool:
-        """Whether a call of ``__init__`` adds no parameter or buffer to the module."""
+        """Whether a call of ``__init__`` adds no parameter or buffer to the module (or
+        only the constant buffers of a torchaudio feature transform)."""
+        if torchapi.holds_no_parameters(called):
+            return True
         if called.startswith("torch."):
             if called == "torch.nn.Parameter" or called.startswith("torch.nn.parameter"):
                 return False

@@ -17,7 +17,14 @@ from typing import Generic, TypeVar
 
 from torchdoctor.static import torchapi
 
-__all__ = ["ClassFacts", "FunctionFacts", "ModuleFacts", "module_name", "summarise"]
+__all__ = [
+    "ClassFacts",
+    "FunctionFacts",
+    "ModuleFacts",
+    "module_name",
+    "only_picks_outputs",
+    "summarise",
+]
 
 _Node = TypeVar("_Node", bound=ast.AST)
 _Body = TypeVar("_Body")
@@ -476,6 +483,54 @@ def _statement_calls(statement: ast.stmt, namer: _Namer, out: set[str]) -> bool:
 _PARTS: dict[type, tuple[str, ...]] = {}
 
 
+def only_picks_outputs(statement: ast.stmt, function: ast.AST) -> bool:
+    """``statement`` is an ``if self.training:`` (or ``if not self.training:``) of
+    ``function`` whose branches only return values already computed: names, attributes,
+    constant indexes, and tuples and lists of them. SfmLearner's pose network returns
+    every scale's mask in training and one otherwise: the mode picks which outputs come
+    back and changes none of their values. A branch with no ``else`` counts when the
+    statement right after the ``if`` is such a return."""
+    if not isinstance(statement, ast.If):
+        return False
+    test = statement.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if not (isinstance(test, ast.Attribute) and test.attr == "training"):
+        return False
+    if not _plain_return(statement.body):
+        return False
+    orelse = statement.orelse
+    if orelse:
+        return _plain_return(orelse)
+    for node in ast.walk(function):
+        for part in ("body", "orelse", "finalbody"):
+            block = getattr(node, part, None)
+            if isinstance(block, list) and statement in block:
+                following = block[block.index(statement) + 1 :]
+                return _plain_return(following[:1])
+    return False
+
+
+def _plain_return(block: list[ast.stmt]) -> bool:
+    return (
+        len(block) == 1
+        and isinstance(block[0], ast.Return)
+        and block[0].value is not None
+        and _plain_value(block[0].value)
+    )
+
+
+def _plain_value(value: ast.expr) -> bool:
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return all(_plain_value(e) for e in value.elts)
+    # `self.out`, `masks[0]`: a value already made, reached without computing
+    while isinstance(value, ast.Attribute) or (
+        isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant)
+    ):
+        value = value.value
+    return isinstance(value, (ast.Name, ast.Constant))
+
+
 def _class_facts(cls: ast.ClassDef, namer: _Namer, path: str) -> ClassFacts:
     # A base the file does not show (a name never imported, a call) stays unknown: "?".
     bases = tuple(namer.name(base) or f"?{getattr(base, 'id', '')}" for base in cls.bases)
@@ -497,7 +552,9 @@ def _class_body(cls: ast.ClassDef, namer: _Namer) -> _ClassBody:
             methods[statement.name] = statement  # the last definition of a name wins
             bodies[statement.name] = _statements(statement.body)
             for inner in bodies[statement.name]:
-                reads_training = _statement_calls(inner, namer, constructs) or reads_training
+                reads = _statement_calls(inner, namer, constructs)
+                if reads and not only_picks_outputs(inner, statement):
+                    reads_training = True
         elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Expr)):
             reads_training = _statement_calls(statement, namer, constructs) or reads_training
     endings: dict[str, str] = {}

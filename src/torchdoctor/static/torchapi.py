@@ -78,6 +78,7 @@ __all__ = [
     "TRAIN_MODE_EXACT",
     "OPTIMIZER",
     "PARAMETER",
+    "PARAMETER_FREE_AUDIO_TRANSFORMS",
     "PARAMETER_FREE_LAYERS",
     "RAW_SCORE_FUNCTIONS",
     "RAW_SCORE_LAYERS",
@@ -781,9 +782,39 @@ def activation_of(qualified: str) -> str | None:
     return ACTIVATION_FUNCTIONS.get(qualified) or ACTIVATION_LAYERS.get(qualified)
 
 
+# torchaudio's feature transforms: no parameters, only buffers computed from their
+# arguments (a window, a mel filter bank), rebuilt identically by the constructor, so a
+# plain list or dict of them loses nothing a checkpoint or optimizer should hold.
+PARAMETER_FREE_AUDIO_TRANSFORMS = frozenset(
+    f"torchaudio.transforms.{name}"
+    for name in (
+        "Spectrogram",
+        "InverseSpectrogram",
+        "MelSpectrogram",
+        "MelScale",
+        "MFCC",
+        "LFCC",
+        "AmplitudeToDB",
+        "Resample",
+        "GriffinLim",
+        "MuLawEncoding",
+        "MuLawDecoding",
+        "ComputeDeltas",
+        "FrequencyMasking",
+        "TimeMasking",
+        "Fade",
+        "Vol",
+        "Preemphasis",
+        "Deemphasis",
+        "SpectralCentroid",
+    )
+)
+
+
 def holds_no_parameters(qualified: str) -> bool:
-    """Whether the torch layer class ``qualified`` (canonical) never holds parameters."""
-    return qualified in PARAMETER_FREE_LAYERS
+    """Whether the layer class ``qualified`` (canonical) never holds parameters: a torch
+    layer of :data:`PARAMETER_FREE_LAYERS` or a torchaudio feature transform."""
+    return qualified in PARAMETER_FREE_LAYERS or qualified in PARAMETER_FREE_AUDIO_TRANSFORMS
 
 
 # The argument (position, keyword) that gives a functional dropout or normalisation its

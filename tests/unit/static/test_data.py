@@ -555,3 +555,30 @@ def prepare(data, batch_size, shuffle=False, num_workers=0):
 {calls}
 """
     assert bool(lint_findings(source, "TD405")) is flagged
+
+
+@pytest.mark.parametrize(
+    ("workers", "flagged"),
+    [
+        # braindecode: the test compares numbers the file fixes, so the branch is known
+        ("n_jobs = 1\nnum_workers = 0 if n_jobs <= 1 else n_jobs", False),
+        ("n_jobs = 4\nnum_workers = n_jobs if n_jobs > 8 else 0", False),
+        ("num_workers = 0 if False else 2", True),  # not a comparison: the larger branch
+        ("n_jobs = 4\nnum_workers = 0 if n_jobs <= 1 else n_jobs", True),
+        ("import os\nnum_workers = 0 if os.cpu_count() <= 1 else 4", True),  # run time
+        ("num_workers = 0 if int(input()) else 0", False),  # both branches 0
+    ],
+)
+def test_td405_a_conditional_worker_count_is_read_where_the_file_fixes_it(
+    workers: str, flagged: bool
+) -> None:
+    source = f"""
+import torch
+
+{workers}
+dataset = torch.utils.data.TensorDataset(torch.randn(8, 2))
+loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=num_workers)
+for (x,) in loader:
+    print(x.sum())
+"""
+    assert bool(lint_findings(source, "TD405")) is flagged

@@ -392,6 +392,67 @@ def main(cfg, model):
     assert [code for code, _ in lint_codes(unguarded, "TD806")] == ["TD806"]
 
 
+_WRAP_WITHOUT_ELSE = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+def main(parallel, model):
+    dataset = torch.utils.data.TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+    if parallel == True:
+        dist.init_process_group("nccl")
+        model = DistributedDataParallel(model)
+{loaders}
+    for x, y in train_loader:
+        torch.nn.functional.mse_loss(model(x), y).backward()
+"""
+
+
+@pytest.mark.parametrize(
+    ("loaders", "flagged"),
+    [
+        # TransFuser: the wrap's `if` has no `else`; the loaders' `if` on the same test does
+        (
+            "    if parallel == True:\n"
+            "        train_loader = DataLoader(dataset, sampler=DistributedSampler(dataset))\n"
+            "    else:\n"
+            "        train_loader = DataLoader(dataset, shuffle=True)",
+            False,
+        ),
+        # the single-process loader in the body of `if not T:`
+        (
+            "    train_loader = DataLoader(dataset, sampler=DistributedSampler(dataset))\n"
+            "    if not parallel == True:\n"
+            "        train_loader = DataLoader(dataset, shuffle=True)",
+            False,
+        ),
+        # the plain loader on the same side as the wrap: every rank reads everything
+        (
+            "    if parallel == True:\n"
+            "        train_loader = DataLoader(dataset, shuffle=True)\n"
+            "    else:\n"
+            "        train_loader = DataLoader(dataset, shuffle=False)",
+            True,
+        ),
+        # a different test: a DDP run can take the plain loader
+        (
+            "    if parallel == True and False:\n"
+            "        train_loader = DataLoader(dataset, sampler=DistributedSampler(dataset))\n"
+            "    else:\n"
+            "        train_loader = DataLoader(dataset, shuffle=True)",
+            True,
+        ),
+    ],
+)
+def test_td806_a_wrap_under_an_if_without_else_and_a_loader_where_its_test_fails(
+    loaders: str, flagged: bool
+) -> None:
+    found = lint_codes(_WRAP_WITHOUT_ELSE.format(loaders=loaders), "TD806")
+    assert bool(found) is flagged, found
+
+
 _STREAMS = """
 import torch.distributed as dist
 from torch.utils.data import {base}

@@ -1746,3 +1746,48 @@ def test_a_recurrent_cell_reset_by_the_inherited_reset_is_info() -> None:
         (27, Severity.WARNING),
         (36, Severity.WARNING),
     ]
+
+
+_INHERITED_RESET = """
+import torch
+from torch import nn
+
+
+class Template(nn.Module):
+    def __init__(self, degree):
+        super().__init__()
+        self.degree = degree
+
+    def reset_parameters(self):
+        {reset}
+
+
+class Layer(Template):
+    def __init__(self, n, degree):
+        super().__init__(degree)
+        self.coeffs = nn.Parameter(torch.Tensor(n, degree))
+        self.reset_parameters()
+
+    def forward(self, x):
+        return x @ self.coeffs
+"""
+
+
+@pytest.mark.parametrize(
+    ("reset", "flagged"),
+    [
+        # torchdyn's Galerkin layers: the base class's reset zero-fills the parameter
+        ("nn.init.zeros_(self.coeffs)", False),
+        ("self.coeffs.data.uniform_(-0.1, 0.1)", False),
+        # the inherited reset fills something else: the parameter stays garbage
+        ("pass", True),
+    ],
+)
+def test_td105_a_reset_inherited_from_a_base_class_of_the_file_initialises(
+    reset: str, flagged: bool
+) -> None:
+    source = _INHERITED_RESET.format(reset=reset)
+    found = lint_findings(source, "TD105")
+    assert len(found) == 1  # the legacy constructor is always named
+    # filled right after: information; left as it is: a warning
+    assert (found[0].severity >= Severity.WARNING) is flagged, found[0].message

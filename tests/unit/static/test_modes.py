@@ -10,6 +10,7 @@ import pytest
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Confidence
 from torchdoctor.rules.selection import Selection
+from torchdoctor.static import LintConfig, lint
 from torchdoctor.static.fixes import fix_file
 from torchdoctor.static.runner import FileJob
 
@@ -1959,3 +1960,74 @@ def test_td502_a_forward_whose_output_is_only_detached_trains_nothing() -> None:
     assert_marked(detached, "TD502")
     trained = LINEAR_STAGE.format(mark="  # expect: TD502", use="penultimate = features")
     assert_marked(trained, "TD502")
+
+
+_PICKING_NET = """
+import torch
+from torch import nn
+
+
+class PoseNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.pose = nn.Conv2d(8, 6, 1)
+
+    def forward(self, x):
+        features = torch.relu(self.conv(x))
+        masks = [features, features.mean(1)]
+        pose = self.pose(features).mean((2, 3))
+{returns}
+"""
+
+_PICKING_EVAL = """
+
+def evaluate(net, frames):
+    with torch.no_grad():
+        for frame in frames:
+            _, pose = net(frame)
+            print(pose)
+
+
+evaluate(PoseNet(), [torch.randn(1, 3, 8, 8)])
+"""
+
+
+@pytest.mark.parametrize(
+    ("returns", "flagged"),
+    [
+        # SfmLearner: the mode picks which outputs come back, not their values
+        (
+            "        if self.training:\n            return masks, pose\n"
+            "        else:\n            return masks[0], pose",
+            False,
+        ),
+        (
+            "        if not self.training:\n            return masks[0], pose\n"
+            "        return masks, pose",
+            False,
+        ),
+        # the mode changes a value: evaluating in training mode is wrong
+        (
+            "        if self.training:\n            pose = pose * 0.5\n        return masks, pose",
+            True,
+        ),
+        (
+            "        if self.training:\n            return masks, pose\n"
+            "        return masks[0], pose.tanh()",
+            True,
+        ),
+    ],
+)
+def test_td501_a_mode_test_that_only_picks_outputs_is_not_mode_dependence(
+    returns: str, flagged: bool, tmp_path: Path
+) -> None:
+    # the class in the linted file, and in another module of the project
+    source = _PICKING_NET.format(returns=returns)
+    assert bool(lint_codes(source + _PICKING_EVAL, "TD501")) is flagged
+    (tmp_path / "nets.py").write_text(source)
+    (tmp_path / "test_pose.py").write_text(
+        "import torch\nfrom nets import PoseNet\n" + _PICKING_EVAL
+    )
+    report = lint(tmp_path, config=LintConfig(select=("TD501",)), jobs=1)
+    assert bool(report.findings) is flagged, report.findings

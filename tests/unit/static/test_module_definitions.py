@@ -1024,3 +1024,43 @@ class Net(nn.Module):
     short, long = lint_findings(source, "TD223")
     assert "such as `nn.Linear(4, 4)`" in short.message
     assert "holding modules: PyTorch does not register them" in long.message
+
+
+@pytest.mark.parametrize(
+    ("layer", "flagged"),
+    [
+        # DDSP-SVC: a loss module built around a torchaudio transform, whose only state
+        # is a window computed from its arguments
+        ("torchaudio.transforms.Spectrogram(n_fft=n_fft, power=1)", False),
+        ("torchaudio.transforms.MelSpectrogram(16000, n_fft=n_fft)", False),
+        # a learnable layer beside it: its parameters are lost
+        ("nn.Conv1d(1, 1, n_fft)", True),
+    ],
+)
+def test_td223_a_dict_of_modules_holding_only_audio_transforms(layer: str, flagged: bool) -> None:
+    source = f"""
+import torch
+import torchaudio
+from torch import nn
+
+
+class SpectralLoss(nn.Module):
+    def __init__(self, n_fft):
+        super().__init__()
+        self.spec = {layer}
+
+    def forward(self, x, y):
+        return (self.spec(x) - self.spec(y)).abs().mean()
+
+
+class MultiScaleLoss(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.losses = {{}}
+        for n in sizes:
+            self.losses[n] = SpectralLoss(n).to("cuda")
+
+    def forward(self, x, y, n):
+        return self.losses[n](x, y)
+"""
+    assert bool(lint_codes(source, "TD223")) is flagged

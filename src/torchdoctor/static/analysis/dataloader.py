@@ -74,22 +74,57 @@ def worker_count(ctx: FileContext, value: ast.expr | None, scope: Scope) -> int 
     """``num_workers`` as a number: 0 when absent, ``None`` when only known at run time. A
     parameter of the function is what the file's calls of it pass, or its default
     (scGPT's ``prepare_dataloader(..., num_workers=0)``, never called with workers): the
-    most any of them asks for, when every one is a number."""
+    most any of them asks for, when every one is a number. A conditional expression is
+    its branch when its test compares numbers the file fixes (braindecode's
+    ``0 if n_jobs <= 1 else n_jobs`` under ``n_jobs = 1``), else the larger branch."""
     if value is None:
         return 0
+    return _number(ctx, value, scope, 0)
+
+
+def _number(ctx: FileContext, value: ast.expr, scope: Scope, depth: int) -> int | None:
+    if depth > 4:
+        return None
     if isinstance(value, ast.Name):
         found = ctx.lookup(value, scope)
-        if (
-            found is not None
-            and found[0].kind is BindingKind.ASSIGN
-            and isinstance(found[0].value, ast.Constant)
-        ):
-            value = found[0].value
-        elif found is not None and found[0].kind is BindingKind.PARAMETER and scope is not None:
-            return _passed_workers(ctx, scope, value.id)
-    if isinstance(value, ast.Constant) and isinstance(value.value, int):
-        return int(value.value)
+        if found is not None and found[0].kind is BindingKind.ASSIGN and found[0].value:
+            return _number(ctx, found[0].value, found[1], depth + 1)
+        if found is not None and found[0].kind is BindingKind.PARAMETER and scope is not None:
+            return _passed_workers(ctx, scope, value.id) if depth == 0 else None
+        return None
+    if isinstance(value, ast.Constant):
+        number = value.value
+        return int(number) if isinstance(number, int) else None
+    if isinstance(value, ast.IfExp):
+        branches = (value.body, value.orelse)
+        holds = _comparison(ctx, value.test, scope, depth)
+        if holds is not None:
+            return _number(ctx, branches[0] if holds else branches[1], scope, depth + 1)
+        counts = [_number(ctx, branch, scope, depth + 1) for branch in branches]
+        return None if None in counts else max(c for c in counts if c is not None)
     return None
+
+
+_COMPARE = {
+    ast.Lt: int.__lt__,
+    ast.LtE: int.__le__,
+    ast.Gt: int.__gt__,
+    ast.GtE: int.__ge__,
+    ast.Eq: int.__eq__,
+    ast.NotEq: int.__ne__,
+}
+
+
+def _comparison(ctx: FileContext, test: ast.expr, scope: Scope, depth: int) -> bool | None:
+    """``a < b`` (one operator) between numbers the file fixes; ``None`` otherwise."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    compare = _COMPARE.get(type(test.ops[0]))
+    left = _number(ctx, test.left, scope, depth + 1)
+    right = _number(ctx, test.comparators[0], scope, depth + 1)
+    if compare is None or left is None or right is None:
+        return None
+    return bool(compare(left, right))
 
 
 def _passed_workers(ctx: FileContext, function: FunctionScope, name: str) -> int | None:

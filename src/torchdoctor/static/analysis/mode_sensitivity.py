@@ -18,6 +18,7 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import returns_of
 from torchdoctor.static.project import ClassInfo
+from torchdoctor.static.project_facts import only_picks_outputs
 from torchdoctor.static.structure import FunctionScope
 from torchdoctor.static.torchapi import MODE_SENSITIVE_FUNCTIONS, MODE_SENSITIVE_WORDS
 
@@ -178,10 +179,18 @@ def _class_sensitive(ctx: FileContext, name: str, seen: set[str]) -> bool:
             and _class_sensitive(ctx, base.id, seen)
         ):
             return True
+    # `if self.training: return a, b` / `return a`: the mode picks outputs, not values
+    picking = {
+        id(getattr(node.test, "operand", node.test))
+        for method in cls.node.body
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(method)
+        if isinstance(node, ast.If) and only_picks_outputs(node, method)
+    }
     for node in ast.walk(cls.node):
         if isinstance(node, ast.Call) and _call_sensitive(ctx, node, seen):
             return True
-        if isinstance(node, ast.Attribute) and node.attr == "training":
+        if isinstance(node, ast.Attribute) and node.attr == "training" and id(node) not in picking:
             return True  # the class branches on its own mode
     return False
 

@@ -92,24 +92,31 @@ def _unchained(expr: ast.expr) -> ast.expr:
 
 
 def _on_the_other_side_of_every_wrap(ctx: FileContext, call: ast.Call) -> bool:
-    """Every DDP wrap of the file sits in the body of an ``if T:`` and ``call`` in the
-    ``else`` of an ``if`` on the same test ``T`` (NeuralRecon's ``if cfg.DISTRIBUTED:``
-    around the DistributedSampler loader and the wrap, a plain loader in the ``else``):
-    the loader feeds the single-process run."""
-    tests: dict[str, tuple[list[range], list[range]]] = {}
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.If) and node.orelse:
-            bodies, elses = tests.setdefault(ast.unparse(node.test), ([], []))
-            bodies.append(block_lines(node.body))
-            elses.append(block_lines(node.orelse))
+    """Every DDP wrap of the file sits in the body of an ``if T:`` (with or without an
+    ``else``) and ``call`` in the ``else`` of an ``if T:`` or the body of an ``if not T:``
+    (NeuralRecon's ``if cfg.DISTRIBUTED:`` around the DistributedSampler loader and the
+    wrap, a plain loader in the ``else``; TransFuser's ``if parallel == True:`` wrap with
+    no ``else``): the loader feeds the single-process run."""
     found = wraps(ctx)
     if not found:
         return False
+    # Per test text: the line ranges run when it holds, and those run when it does not.
+    tests: dict[str, tuple[list[range], list[range]]] = {}
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        holds, fails = tests.setdefault(ast.unparse(test), ([], []))
+        (fails if negated else holds).append(block_lines(node.body))
+        if node.orelse:
+            (holds if negated else fails).append(block_lines(node.orelse))
     for wrap in found:
         if not any(
-            any(wrap.line in body for body in bodies)
-            and any(call.lineno in other for other in elses)
-            for bodies, elses in tests.values()
+            any(wrap.line in body for body in holds)
+            and any(call.lineno in other for other in fails)
+            for holds, fails in tests.values()
         ):
             return False
     return True

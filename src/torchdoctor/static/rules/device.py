@@ -21,7 +21,7 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import is_none
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Loop
+from torchdoctor.static.structure import FunctionScope, Loop
 from torchdoctor.static.training import EventKind, loop_events
 
 # --- TD105 -------------------------------------------------------------------------------
@@ -1034,12 +1034,29 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
         ):
-            method = ctx.resolve_local_call(node)
+            method = ctx.resolve_local_call(node) or _inherited_method(ctx, func.attr)
             if method is not None and any(
                 _initialises(ctx, s, target, 1) for s in method.node.body
             ):
                 return True
     return False
+
+
+def _inherited_method(ctx: FileContext, name: str) -> FunctionScope | None:
+    """The method ``name`` that the class of the current method inherits from a base
+    class of this file, nearest first, when the class does not define it itself
+    (torchdyn's ``GalLinear`` calls ``self.reset_parameters()`` of its base ``GalLayer``,
+    which zero-fills ``coeffs``)."""
+    function = ctx.function
+    cls = function.owner if function is not None else None
+    seen: set[str] = set()
+    while cls is not None and name not in cls.methods and cls.name not in seen:
+        seen.add(cls.name)
+        bases = [b.id for b in cls.node.bases if isinstance(b, ast.Name)]
+        cls = next((c for c in map(ctx.local_class, bases) if c is not None), None)
+    if cls is None or function is None or cls is function.owner:
+        return None
+    return cls.methods.get(name)
 
 
 def _initialiser(ctx: FileContext, call: ast.Call) -> bool:
