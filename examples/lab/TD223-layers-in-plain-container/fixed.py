@@ -91,6 +91,18 @@ class MultiScaleTrend(nn.Module):
         return self.out(torch.cat(trends, dim=1))
 
 
+class Ensemble(nn.Module):
+    """Members averaged through a comprehension that calls each one."""
+
+    def __init__(self, size: int = 3) -> None:
+        super().__init__()
+        self.members = nn.ModuleList([nn.Linear(8, 1) for _ in range(size)])
+        self.calibrate = nn.Linear(1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.calibrate(torch.stack([member(x) for member in self.members]).mean(0))
+
+
 def train(model: nn.Module) -> int:
     data = TensorDataset(torch.randn(128, 8), torch.randn(128, 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -106,7 +118,7 @@ def train(model: nn.Module) -> int:
 
 def main() -> None:
     torch.manual_seed(0)
-    models = [ResidualMLP(), MultiHead(), PickedEncoder(), MultiScaleTrend()]
+    models = [ResidualMLP(), MultiHead(), PickedEncoder(), MultiScaleTrend(), Ensemble()]
     sizes = [train(model) for model in models]
     print(f"trained parameters: {sizes}")
 

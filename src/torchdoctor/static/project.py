@@ -50,7 +50,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -216,6 +216,12 @@ class ProjectIndex:
         if memo_key not in self._memo:
             self._memo[memo_key] = compute()
         return self._memo[memo_key]  # type: ignore[return-value]
+
+    def classes(self) -> Iterator[ClassInfo]:
+        """Every class of the project, in no particular order."""
+        for found in self._by_name.values():
+            for facts in found:
+                yield ClassInfo(facts, self)
 
     def facts_for(self, path: str) -> ModuleFacts | None:
         """The facts recorded for the file at ``path``."""

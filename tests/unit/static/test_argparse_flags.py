@@ -165,3 +165,62 @@ def test_options_parsed_where_lint_cannot_follow_them_keep_the_warning() -> None
         )
         (found,) = lint_findings(source, "TD913")
         assert found.severity is Severity.WARNING, parse
+
+
+_OWN_PARSER = """
+import argparse
+
+
+class ProjectParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("type", "bool", lambda text: text.lower() in ("1", "true", "yes"))
+
+    def add_argument(self, *args, **kwargs):
+        if kwargs.get("type") is bool:
+            kwargs["type"] = "bool"
+        return super().add_argument(*args, **kwargs)
+"""
+
+
+@pytest.mark.parametrize(
+    ("adding", "severity"),
+    [
+        # ParlAI: options added to a parser handed in, or to a group of one; the project's
+        # parser class converts type=bool in its own add_argument
+        (
+            "def add_cmdline_args(parser):\n"
+            "    group = parser.add_argument_group('Agent')\n"
+            "    group.add_argument('--use-memory', type=bool, default=True)",
+            Severity.INFO,
+        ),
+        (
+            "parser = ProjectParser()\n"
+            "parser.add_argument('--use-memory', type=bool, default=True)",
+            Severity.INFO,
+        ),
+        # a plain argparse parser of the same project still reads "False" as true
+        (
+            "parser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--use-memory', type=bool, default=True)",
+            Severity.WARNING,
+        ),
+    ],
+)
+def test_td913_a_parser_class_of_the_project_that_converts_the_type(
+    adding: str, severity: Severity
+) -> None:
+    (found,) = lint_findings(_OWN_PARSER + adding, "TD913")
+    assert found.severity is severity, found.message
+
+
+def test_td913_without_a_converting_parser_in_the_project_a_parameter_still_warns() -> None:
+    source = """
+import argparse
+
+
+def add_cmdline_args(parser):
+    parser.add_argument("--use-memory", type=bool, default=True)
+"""
+    (found,) = lint_findings(source, "TD913")
+    assert found.severity is Severity.WARNING

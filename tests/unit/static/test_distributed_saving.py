@@ -1039,3 +1039,42 @@ if __name__ == "__main__":
 def test_a_result_only_rank_zero_gets_back_guards_the_save(returns: str, flagged: bool) -> None:
     source = _ONLINE_EVAL.format(returns=returns)
     assert [code for code, _ in lint_codes(source, "TD804")] == (["TD804"] if flagged else [])
+
+
+_NAMED_BY_BRANCH = """
+import torch
+from torch import nn
+
+def train(config, model):
+    if config.get("parallel"):
+        model = nn.DataParallel(model)
+    for epoch in range(3):
+{naming}
+        torch.save({{"model_sd": model_.state_dict()}}, "epoch-last.pth")
+"""
+
+
+@pytest.mark.parametrize(
+    ("naming", "flagged"),
+    [
+        # few-shot-meta-baseline: the plain name is bound where the other branch unwraps
+        (
+            "        if config.get('parallel'):\n            model_ = model.module\n"
+            "        else:\n            model_ = model",
+            False,
+        ),
+        ("        model_ = model.module if config.get('parallel') else model", False),
+        # no split: the wrapper's keys are saved
+        ("        model_ = model", True),
+        (
+            "        if epoch > 1:\n            model_ = model\n"
+            "        else:\n            model_ = model",
+            True,
+        ),
+    ],
+)
+def test_td805_a_name_bound_in_the_branch_beside_an_unwrap_is_plain(
+    naming: str, flagged: bool
+) -> None:
+    found = td805(_NAMED_BY_BRANCH.format(naming=naming))
+    assert bool(found) is flagged, found

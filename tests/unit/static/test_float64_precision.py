@@ -398,3 +398,30 @@ def test_float64_whose_comment_or_docstring_gives_precision_as_reason_is_informa
     assert [f.severity for f in found] == [severity]
     if severity is Severity.INFO:
         assert found[0].evidence["precision"] == "stated"
+
+
+def test_a_nonlinear_least_squares_layer_makes_float64_information() -> None:
+    """Round 82's Theseus examples: a float64 parameter learned through a Levenberg-
+    Marquardt layer, whose steps solve the normal equations; the same program with no
+    such layer keeps the warning."""
+    source = """
+    import torch
+    import theseus as th
+
+    def main(objective, targets, steps):
+        torch.set_default_dtype(torch.double)
+        scale = torch.nn.Parameter(torch.tensor([3.0]))
+        layer = th.TheseusLayer(th.LevenbergMarquardt(objective))
+        optimizer = torch.optim.Adam([scale], lr=0.01)
+        for step in range(steps):
+            optimizer.zero_grad()
+            solution, _ = layer.forward({"scale": scale})
+            loss = (solution["x"] - targets).square().sum()
+            loss.backward()
+            optimizer.step()
+    """
+    found = lint_findings(source, "TD102")
+    assert found and {f.severity for f in found} == {Severity.INFO}
+    assert found[0].evidence["precision"] == "solver"
+    other = source.replace("import theseus as th", "import mylib as th")
+    assert Severity.WARNING in {f.severity for f in lint_findings(other, "TD102")}

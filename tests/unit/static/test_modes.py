@@ -2031,3 +2031,50 @@ def test_td501_a_mode_test_that_only_picks_outputs_is_not_mode_dependence(
     )
     report = lint(tmp_path, config=LintConfig(select=("TD501",)), jobs=1)
     assert bool(report.findings) is flagged, report.findings
+
+
+_WRAPPER_EVALUATION = """
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Ranker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = Encoder()
+
+    def forward(self, x):
+        return self.model(x)
+
+
+def evaluate(ranker, batches):
+    {mode}
+    with torch.no_grad():
+        for x in batches:
+            print(ranker(x))
+
+
+evaluate(Ranker(), [torch.randn(2, 4)])
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "flagged"),
+    [
+        ("ranker.model.eval()", False),  # BLINK: the wrapper's model is put in eval mode
+        ("ranker.eval()", False),
+        ("ranker.model.train()", True),
+        ("pass", True),
+    ],
+)
+def test_td501_eval_of_the_part_evaluated_through_sets_the_mode(mode: str, flagged: bool) -> None:
+    assert bool(lint_codes(_WRAPPER_EVALUATION.format(mode=mode), "TD501")) is flagged

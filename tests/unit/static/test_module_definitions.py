@@ -1064,3 +1064,60 @@ class MultiScaleLoss(nn.Module):
         return self.losses[n](x, y)
 """
     assert bool(lint_codes(source, "TD223")) is flagged
+
+
+@pytest.mark.parametrize(
+    ("use", "flagged"),
+    [
+        # iterating the container, or calling each module it holds, registers nothing
+        (
+            "for i, layer in enumerate(self.layers):\n            x = layer(x)\n        return x",
+            True,
+        ),
+        ("return sum(layer(x) for layer in self.layers)", True),
+        ("return torch.stack([layer(x) for layer in self.layers])", True),
+        ("return [layer(x) for _, layer in zip(range(2), self.layers)]", True),
+        ("return [layer(x) for layer in self.layers][: len(self.layers)]", True),
+        # the modules are handed on: whatever receives them may register them
+        ("return torch.relu(torch.stack([layer(x) for layer in self.layers]).mean(0))", True),
+        ("return nn.Sequential(*self.layers)(x)", False),
+        ("return nn.ModuleList(sorted(self.layers, key=id))[0](x)", False),
+        ("return nn.ModuleDict(dict(zip('abc', self.layers)))['a'](x)", False),
+        ("return nn.ModuleList([layer for layer in self.layers])[0](x)", False),
+        ("return run_all(self.layers, x)", False),
+    ],
+)
+def test_td223_iterating_a_plain_list_is_not_handing_it_on(use: str, flagged: bool) -> None:
+    source = f"""
+import torch
+from torch import nn
+
+from helpers import run_all
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [nn.Linear(4, 4) for _ in range(3)]
+
+    def forward(self, x):
+        {use}
+"""
+    assert bool(lint_codes(source, "TD223")) is flagged
+
+
+def test_td223_a_dict_whose_values_each_run_is_reported() -> None:
+    source = """
+import torch
+from torch import nn
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = {"a": nn.Linear(4, 1), "b": nn.Linear(4, 1)}
+
+    def forward(self, x):
+        return {name: head(x) for name, head in self.heads.items()}
+"""
+    assert lint_codes(source, "TD223") == [("TD223", 9)]

@@ -13,7 +13,9 @@ opposite when it asks for more than float32 can give:
   digits break down on ill-conditioned matrices;
 * a **numerical gradient check** (``gradcheck``), whose finite differences need float64;
 * a **Gaussian-process model** (GPyTorch, BoTorch, Pyro's ``contrib.gp`` and
-  ``contrib.timeseries``), whose likelihood factors a kernel matrix at every step.
+  ``contrib.timeseries``), whose likelihood factors a kernel matrix at every step, or a
+  **nonlinear least-squares layer** (Theseus), whose optimizer steps solve the normal
+  equations by Cholesky or LU.
 
 The evidence is looked for in the whole file: a program that states such a need anywhere
 made its float64 on purpose. One more kind of evidence is local to a use: float64 made
@@ -282,6 +284,15 @@ def _solver(ctx: FileContext, module: ModuleScope) -> PrecisionNeed | None:
                     f"it runs `{qualified}` (line {node.lineno}), a solver whose results "
                     "float32's seven digits spoil on ill-conditioned matrices",
                 )
+            if qualified and qualified.startswith(_LEAST_SQUARES):
+                return PrecisionNeed(
+                    node,
+                    "solver",
+                    f"it uses `{qualified}` (line {node.lineno}) of a differentiable "
+                    "nonlinear least-squares library, whose Gauss-Newton and "
+                    "Levenberg-Marquardt steps solve linear systems (Cholesky, LU) that "
+                    "float32 spoils when ill-conditioned",
+                )
             if qualified and qualified.startswith(_GAUSSIAN_PROCESSES):
                 return PrecisionNeed(
                     node,
@@ -295,3 +306,6 @@ def _solver(ctx: FileContext, module: ModuleScope) -> PrecisionNeed | None:
 # Gaussian-process libraries: their models factor kernel matrices (Cholesky) on every
 # evaluation of the likelihood, and document float64 as the dtype to train them in.
 _GAUSSIAN_PROCESSES = ("gpytorch.", "pyro.contrib.gp.", "pyro.contrib.timeseries.", "botorch.")
+# Differentiable nonlinear least squares (Theseus): every optimizer step factors the
+# normal equations of the objective, the same sensitive solve as torch.linalg's.
+_LEAST_SQUARES = ("theseus.",)

@@ -54,6 +54,18 @@ class ArgparseTypeBool(LintRule):
             else f"`{flag} False` turns it on"
         )
         dest = _destination(node, flag)
+        converting = _converting_parser(self.ctx, func.value)
+        if converting is not None:
+            self.report(
+                given.value,
+                f"`{flag}` is declared with `type=bool` at line {node.lineno}, on a parser "
+                f"that may be the project's `{converting}`, whose own `add_argument` can "
+                'convert the type (plain argparse would read "False" as true)',
+                fix_hint="Nothing to change if the project's parser handles `type=bool`; "
+                'otherwise use `action="store_true"` or a converter that reads the text.',
+                severity=Severity.INFO,
+            )
+            return
         overwritten = _assigned_in_program(self.ctx, dest)
         switch = _off_switch(self.ctx, dest, node) if on else None
         if switch is not None:
@@ -82,6 +94,64 @@ class ArgparseTypeBool(LintRule):
             if on and not unread and overwritten is None and switch is None
             else Severity.INFO,
         )
+
+
+_ARGUMENT_PARSER = "argparse.ArgumentParser"
+
+
+def _converting_parser(ctx: FileContext, receiver: ast.expr) -> str | None:
+    """The name of a class of the project that derives from ``argparse.ArgumentParser``
+    and overrides ``add_argument`` (ParlAI's ``ParlaiParser`` turns ``type=bool`` into
+    its registered ``"bool"`` converter, for its argument groups too), when
+    ``receiver`` may be one: an instance of it, a group it made, or a parser the file
+    does not show (a parameter), in a file of the class's source tree or one importing
+    its package. ``None`` when the file builds the receiver as a plain
+    ``argparse.ArgumentParser`` or no such class is near."""
+
+    def overriding() -> tuple[tuple[str, str, str], ...]:
+        found = []
+        for cls in ctx.project.classes():
+            if cls.subclasses(_ARGUMENT_PARSER) and "add_argument" in cls.methods:
+                top = cls.qualname.partition(".")[0]
+                # the folder holding the class's top-level package: its source tree
+                root, path = os.path.dirname(os.path.abspath(cls.path)), cls.qualname
+                for _ in range(path.count(".") - 1):
+                    root = os.path.dirname(root)
+                found.append((cls.name, top, root))
+        return tuple(sorted(found))
+
+    near = [
+        name
+        for name, top, root in ctx.project.remember("TD913-converting-parsers", overriding)
+        if os.path.abspath(ctx.path).startswith(root + os.sep)
+        or any(i == top or i.startswith(top + ".") for i in ctx.imports.values())
+    ]
+    if not near:
+        return None
+    parser = _parser_of(ctx, receiver)
+    type_name = ctx.instance_type(parser) if parser is not None else None
+    if type_name is None:
+        return near[0]
+    bare = type_name.rpartition(".")[2]
+    return bare if bare in near else None
+
+
+def _parser_of(ctx: FileContext, receiver: ast.expr) -> ast.expr | None:
+    """The parser ``receiver`` adds to: itself, or for a group
+    (``group = parser.add_argument_group(...)``) the parser that made it."""
+    for _ in range(3):
+        if not isinstance(receiver, ast.Name):
+            return receiver
+        found = ctx.lookup(receiver)
+        value = found[0].value if found is not None else None
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("add_argument_group", "add_mutually_exclusive_group")
+        ):
+            return receiver
+        receiver = value.func.value
+    return receiver
 
 
 _PARSES = frozenset({"parse_args", "parse_known_args"})

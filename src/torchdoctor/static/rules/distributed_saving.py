@@ -515,6 +515,10 @@ class DdpPrefixedStateDict(LintRule):
                     scope.node if scope is not None else ctx.tree, state_call, ctx.segment(receiver)
                 ):
                     continue  # `if hasattr(model, "module"): ... else: model.state_dict()`
+                if wrapper is not None and _bound_where_unwrapped(
+                    scope.node if scope is not None else ctx.tree, receiver
+                ):
+                    continue  # `if parallel: m = model.module` / `else: m = model`
                 if wrapper is not None and self._saved_where_never_wrapped(receiver, frames, scope):
                     continue  # `if args.distributed: ... else: torch.save(model.state_dict())`
                 if wrapper is not None:
@@ -726,7 +730,7 @@ def _names_a_count(node: ast.expr) -> bool:
     return any(w in word.lower() for w in _COUNT_WORDS)
 
 
-def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
+def _in_unwrapped_branch(root: ast.AST, call: ast.expr, receiver: str) -> bool:
     """Whether ``call`` runs only where ``receiver`` is not wrapped: in the ``else`` of
     ``if hasattr(receiver, "module"):``, ``if isinstance(receiver, DataParallel):`` or
     ``if is_parallel(receiver):`` (a statement or a conditional expression), or the body
@@ -751,7 +755,29 @@ def _in_unwrapped_branch(root: ast.AST, call: ast.Call, receiver: str) -> bool:
     return False
 
 
-def _other_branch_unwraps(node: ast.If | ast.IfExp, call: ast.Call, receiver: str) -> bool:
+def _bound_where_unwrapped(root: ast.AST, receiver: ast.expr) -> bool:
+    """``receiver`` is a name every binding of which in ``root`` either reads
+    ``.module`` or sits in the branch of a test whose other branch does (few-shot-meta-
+    baseline's ``if parallel: model_ = model.module`` / ``else: model_ = model``, or
+    ``model_ = model.module if parallel else model``): the author split wrapped from
+    plain when naming the model, so its state carries no prefix."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    values: list[ast.expr] = []
+    for node in ast.walk(root):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == receiver.id for t in node.targets
+        ):
+            value = node.value
+            values += [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    unwrapped = [v for v in values if isinstance(v, ast.Attribute) and v.attr == "module"]
+    plain = [v for v in values if v not in unwrapped]
+    return bool(unwrapped) and all(
+        isinstance(v, ast.Name) and _in_unwrapped_branch(root, v, v.id) for v in plain
+    )
+
+
+def _other_branch_unwraps(node: ast.If | ast.IfExp, call: ast.expr, receiver: str) -> bool:
     """Whether ``call`` lies in one branch of ``node`` and the other reads
     ``receiver.module``."""
     branches = [node.body, node.orelse]

@@ -101,6 +101,12 @@ class EvalInTrainMode(LintRule):
                 return "set", f"line {evaluated}"
             if action.kind is EventKind.BACKWARD:
                 trained_since = True
+            elif action.kind is EventKind.EVAL and any(
+                action.target.startswith(f"{n}.") for n in names if n
+            ):
+                # `reranker.model.eval()` before `reranker(x)`: the program sets the mode
+                # of the parts it evaluates through (BLINK's cross-encoder wrapper)
+                return "set", f"line {action.origin.line}"
             elif action.kind in MODE and any(same_model(action.target, n) for n in names):
                 if action.kind is EventKind.TRAIN and not trained_since:
                     # train() right before a no_grad loop, with no training in between,

@@ -424,13 +424,103 @@ def _is_self_attr(expr: ast.expr, attr: str, method: FunctionScope) -> bool:
 
 
 def _passed_on(attr: str, calls: list[tuple[FunctionScope, ast.Call]]) -> bool:
-    """Whether ``self.<attr>`` is handed to a call (``nn.Sequential(*self.layers)``)."""
+    """Whether ``self.<attr>`` is handed to a call (``nn.Sequential(*self.layers)``), or
+    its modules are (``nn.ModuleList([m for m in self.layers])``). Iterating it is not
+    handing it on: a builtin that only reads its items (``enumerate(self.layers)``,
+    ``zip(self.heads, xs)``) or a comprehension that calls each module
+    (``sum(loss(x) for loss in self.losses.values())``) leaves them unregistered."""
     for method, call in calls:
+        reader = isinstance(call.func, ast.Name) and call.func.id in _ITERATING_BUILTINS
         for argument in [*call.args, *(k.value for k in call.keywords)]:
-            for node in ast.walk(argument):
-                if _is_self_attr(node, attr, method):  # type: ignore[arg-type]
-                    return True
+            if reader and _the_container(argument, attr, method):
+                continue
+            if _hands_over(argument, attr, method):
+                return True
     return False
+
+
+# Builtins that only iterate or measure a container (each call is judged on its own; the
+# consuming ones return no module, so what they are handed goes nowhere either).
+_CONSUMING_BUILTINS = frozenset({"len", "sum", "max", "min", "any", "all"})
+_ITERATING_BUILTINS = _CONSUMING_BUILTINS | {"enumerate", "zip", "reversed", "sorted", "iter"}
+_COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+_VIEWS = frozenset({"values", "items", "keys"})
+
+
+def _hands_over(expr: ast.expr, attr: str, method: FunctionScope) -> bool:
+    """Whether the argument ``expr`` carries ``self.<attr>`` or its modules to the callee:
+    itself or a view of it, inside a call's arguments (``sorted(self.layers)``), or a
+    comprehension over it that does more than call each module."""
+    if _the_container(expr, attr, method):
+        return True
+    if isinstance(expr, _COMPREHENSIONS):
+        if _only_calls_items(expr, attr, method):
+            return False
+        return any(_is_self_attr(n, attr, method) for n in ast.walk(expr))  # type: ignore[arg-type]
+    if isinstance(expr, ast.Call):
+        consuming = isinstance(expr.func, ast.Name) and expr.func.id in _CONSUMING_BUILTINS
+        return any(
+            not (consuming and _the_container(a, attr, method)) and _hands_over(a, attr, method)
+            for a in [*expr.args, *(k.value for k in expr.keywords)]
+        )
+    if isinstance(expr, ast.Lambda):
+        return any(_is_self_attr(n, attr, method) for n in ast.walk(expr))  # type: ignore[arg-type]
+    return any(
+        _hands_over(child, attr, method)
+        for child in ast.iter_child_nodes(expr)
+        if isinstance(child, ast.expr)
+    )
+
+
+def _the_container(expr: ast.expr, attr: str, method: FunctionScope) -> bool:
+    """``self.<attr>``, or one of its dict views (``self.<attr>.values()``)."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _VIEWS
+        and not expr.args
+    ):
+        expr = expr.func.value
+    return _is_self_attr(expr, attr, method)
+
+
+def _only_calls_items(
+    comprehension: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp,
+    attr: str,
+    method: FunctionScope,
+) -> bool:
+    """A comprehension over ``self.<attr>`` (or ``enumerate``/``zip`` of it) that only
+    calls the items it draws: ``[head(x) for head in self.heads]``, never hands one on."""
+    targets: set[str] = set()
+    for generator in comprehension.generators:
+        source = generator.iter
+        if (
+            isinstance(source, ast.Call)
+            and isinstance(source.func, ast.Name)
+            and source.func.id in _ITERATING_BUILTINS
+        ):
+            sources = source.args
+        else:
+            sources = [source]
+        if not any(_the_container(s, attr, method) for s in sources):
+            return False
+        targets |= {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+    parts = (
+        [comprehension.key, comprehension.value]
+        if isinstance(comprehension, ast.DictComp)
+        else [comprehension.elt]
+    )
+    called = {
+        id(node.func)
+        for part in parts
+        for node in ast.walk(part)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    return not any(
+        isinstance(node, ast.Name) and node.id in targets and id(node) not in called
+        for part in parts
+        for node in ast.walk(part)
+    )
 
 
 def _registered_on_use(cls: ClassScope, attr: str) -> bool:
