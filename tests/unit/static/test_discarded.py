@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Applicability
 
@@ -266,3 +268,45 @@ def test_pure_functions_kept_or_called_for_errors_side_effects_or_timing_are_qui
     assert lint_codes(source, "TD224") == []
     # Tests call operators for their errors on purpose.
     assert lint_codes("import torch\ntorch.clamp(w, 0)\n", "TD224", path="tests/test_ops.py") == []
+
+
+_EVALUATION = """
+import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+
+class Trainer:
+    def get_dataloader(self, dataset) -> DataLoader:
+        return DataLoader(dataset, batch_size=8{collate})
+
+    def load(self, val_set, test_set):
+        self.val_loader = self.get_dataloader(val_set)
+        self.test_loader = self.get_dataloader(test_set)
+
+    def validate(self, model, split):
+        loader = self.val_loader if split == "val" else self.test_loader
+        for _i, {target} in tqdm(enumerate(loader), total=len(loader)):
+            {moved}.to("cuda")
+            print(model({moved}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("collate", "target", "moved", "flagged"),
+    [
+        # fairchem: a whole batch (inside tqdm(enumerate(...))) of a loader chosen among
+        # loaders that collate graphs, whose .to() works in place
+        (", collate_fn=collate_graphs", "batch", "batch", False),
+        ("", "batch", "batch", False),  # a whole default batch: a list, not shown a tensor
+        # what a collate_fn of the chosen loaders returns is not shown to be tensors
+        (", collate_fn=collate_graphs", "(x, y)", "x", False),
+        # a tensor unpacked from each default batch: its .to() result is lost
+        ("", "(x, y)", "x", True),
+    ],
+)
+def test_td224_a_batch_of_an_enumerated_loader_in_a_progress_bar(
+    collate: str, target: str, moved: str, flagged: bool
+) -> None:
+    source = _EVALUATION.format(collate=collate, target=target, moved=moved)
+    assert bool(lint_codes(source, "TD224")) is flagged

@@ -3,6 +3,8 @@ find-unused-parameters-cost."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Confidence, Severity
 
@@ -662,3 +664,70 @@ def test_a_sampler_factory_whose_every_call_turns_shuffling_off_is_quiet() -> No
     # the flag is not a constant at one call: the sampler may shuffle there
     unknown = LOADER_FACTORY.format(mark="  # expect: TD801", single="ddp", ddp_shuffle="False")
     assert_marked(unknown, "TD801")
+
+
+_CONDITIONAL_SAMPLER = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def make_loader(dataset, distributed):
+    sampler = DistributedSampler(dataset{shuffle}) if distributed else None
+    return DataLoader(dataset, batch_size=4, sampler=sampler, shuffle=sampler is None)
+
+
+def main(model, distributed):
+    dataset = TensorDataset(torch.randn(16, 2), torch.randn(16, 1))
+    loader = make_loader(dataset, {passed})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+{epoch_body}
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("shuffle", "passed", "epoch_body", "flagged"),
+    [
+        # a sampler built in a conditional expression is still the loader's sampler
+        ("", "distributed", "        pass", True),
+        # every call turns the condition off, the shuffle is off, or the epoch is set
+        ("", "False", "        pass", False),
+        (", shuffle=False", "distributed", "        pass", False),
+        ("", "distributed", "        loader.sampler.set_epoch(epoch)", False),
+    ],
+)
+def test_td801_a_sampler_built_in_a_conditional_expression(
+    shuffle: str, passed: str, epoch_body: str, flagged: bool
+) -> None:
+    source = _CONDITIONAL_SAMPLER.format(shuffle=shuffle, passed=passed, epoch_body=epoch_body)
+    found = lint_findings(source, "TD801")
+    assert bool(found) is flagged, found
+    # the name may hold None: no automatic `sampler.set_epoch(...)` that would fail on it
+    assert all(f.fix is None for f in found)
+
+
+def test_td801_the_distributed_branch_of_a_sampler_choice_is_reported_without_a_fix() -> None:
+    """DNABERT, as the older Hugging Face example scripts: a random sampler on one GPU,
+    a DistributedSampler otherwise, and an epoch loop that never sets its epoch."""
+    source = """
+import torch
+from torch.utils.data import DataLoader, RandomSampler
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(args, dataset, model, optimizer):
+    sampler = RandomSampler(dataset) if args.local_rank == -1 else DistributedSampler(dataset)
+    loader = DataLoader(dataset, sampler=sampler, batch_size=8)
+    for _ in range(args.epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+"""
+    (found,) = lint_findings(source, "TD801")
+    assert found.location.line == 8 and found.fix is None

@@ -22,6 +22,7 @@ from torchdoctor.static.analysis.dataloader import iterated, loader_of
 from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.names import returns_of
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FrameKind, ModuleScope
 
@@ -118,17 +119,19 @@ def _loop_batch(ctx: FileContext, expr: ast.Name, scope: Scope, *, whole: bool) 
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
     target = loop.target
-    if isinstance(loop.iter, ast.Call) and getattr(loop.iter.func, "id", None) == "enumerate":
+    scope = found[1]
+    if _enumerated(ctx, loop.iter, scope):
         if not isinstance(target, ast.Tuple) or len(target.elts) != 2:
             return False
         target = target.elts[1]  # for i, batch in enumerate(loader): batch is whole
     plain = isinstance(target, ast.Name) and target.id == expr.id
     if not (_unpacked(target, expr.id) or (whole and plain)):
         return False
-    scope = found[1]
     loader = loader_of(ctx, loop.iter, scope)
     if loader is not None:
         return not _collates_itself(loader)
+    if _a_choice_collates_itself(ctx, iterated(ctx, loop.iter, scope), scope):
+        return False
     source = iterated(ctx, loop.iter, scope)
     if isinstance(source, ast.Name) and any(
         (built := loader_of(ctx, value, caller)) is not None and _collates_itself(built)
@@ -141,6 +144,59 @@ def _loop_batch(ctx: FileContext, expr: ast.Name, scope: Scope, *, whole: bool) 
         name = None if returns is None else ctx.qualified_name(returns)
         return name is not None and torchapi.in_family(name, torchapi.DATALOADER)
     return ctx.is_in_family(source, torchapi.DATALOADER, scope)
+
+
+def _enumerated(ctx: FileContext, iterable: ast.expr, scope: Scope) -> bool:
+    """``enumerate(loader)``, also inside a progress bar (``tqdm(enumerate(loader))``,
+    fairchem's evaluation loop): each item is an index and a whole batch."""
+    while isinstance(iterable, ast.Call) and iterable.args:
+        func = iterable.func
+        if isinstance(func, ast.Name) and func.id == "enumerate":
+            return True
+        if iterated(ctx, iterable, scope) is iterable:
+            return False
+        iterable = iterable.args[0]
+    return False
+
+
+def _a_choice_collates_itself(ctx: FileContext, source: ast.expr, scope: Scope) -> bool:
+    """The loop's loader is a choice between loaders (``loader = self.val_loader if split
+    == "val" else self.test_loader``) one of which this file builds with its own
+    ``collate_fn``, directly or in a method of the file that returns it (fairchem's
+    ``get_dataloader``, annotated ``-> DataLoader``, collates graphs)."""
+    if isinstance(source, ast.Name):
+        found = ctx.lookup(source, scope)
+        if found is None or not isinstance(found[0].value, ast.IfExp):
+            return False
+        choice, scope = found[0].value, found[1]
+    elif isinstance(source, ast.IfExp):
+        choice = source
+    else:
+        return False
+    return any(_built_collating(ctx, branch, scope, 0) for branch in (choice.body, choice.orelse))
+
+
+def _built_collating(ctx: FileContext, expr: ast.expr, scope: Scope, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        found = (
+            ctx.lookup(expr, scope)
+            if isinstance(expr, ast.Name)
+            else ctx.attribute_binding(expr, scope)
+        )
+        if found is None or found[0].value is None:
+            return False
+        expr, scope = found[0].value, found[1]
+    if not isinstance(expr, ast.Call):
+        return False
+    if ctx.is_call_to(expr, torchapi.DATALOADER, scope=scope):
+        return _collates_itself(expr)
+    function = ctx.resolve_local_call(expr, scope)
+    return function is not None and any(
+        r.value is not None and _built_collating(ctx, r.value, function, depth + 1)
+        for r in returns_of(function.node)
+    )
 
 
 def _collates_itself(loader: ast.Call) -> bool:

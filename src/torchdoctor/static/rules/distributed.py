@@ -57,10 +57,19 @@ class SamplerEpochNeverSet(LintRule):
         self._set_epoch: list[tuple[Frame, ...]] = []
         self._loaders: list[tuple[ast.Call, ast.expr]] = []  # DataLoader call, its sampler
         self._targets: dict[int, ast.expr] = {}
+        self._conditions: dict[int, ast.expr] = {}  # a conditional expression's body -> test
+        self._either: set[int] = set()  # both branches of such an expression
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0], (ast.Name, ast.Attribute)):
             self._targets[id(node.value)] = node.targets[0]
+            value = node.value
+            if isinstance(value, ast.IfExp):
+                # `sampler = DistributedSampler(ds) if distributed else None`: either
+                # branch is what the name holds, the body under the expression's test
+                self._targets[id(value.body)] = self._targets[id(value.orelse)] = node.targets[0]
+                self._conditions[id(value.body)] = value.test
+                self._either.update((id(value.body), id(value.orelse)))
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -116,14 +125,14 @@ class SamplerEpochNeverSet(LintRule):
         if function is None:
             return False
         parameters = function.parameter_names
-        guards = [
-            frame.node.test.id
+        tests = [
+            frame.node.test
             for frame in sampler.frames
-            if frame.kind is FrameKind.IF_BODY
-            and isinstance(frame.node, ast.If)
-            and isinstance(frame.node.test, ast.Name)
-            and frame.node.test.id in parameters
+            if frame.kind is FrameKind.IF_BODY and isinstance(frame.node, ast.If)
         ]
+        condition = self._conditions.get(id(sampler.call))
+        tests += [condition] if condition is not None else []
+        guards = [t.id for t in tests if isinstance(t, ast.Name) and t.id in parameters]
         shuffle = _shuffle_argument(sampler.call)
         switches = guards + (
             [shuffle.id] if isinstance(shuffle, ast.Name) and shuffle.id in parameters else []
@@ -350,6 +359,7 @@ class SamplerEpochNeverSet(LintRule):
             or not isinstance(node.target, ast.Name)
             or loop.function is not self.ctx.function_of(sampler.frames)
             or loop.line < sampler.call.lineno
+            or id(sampler.call) in self._either  # the name may hold None or another sampler
         ):
             return None
         edit = self.ctx.insert_before_statement(node.body[0], f"{name}.set_epoch({node.target.id})")

@@ -992,9 +992,22 @@ _SWITCH_WORDS = frozenset(
 def _rate_follows_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
     """The rate is a parameter of the method that every ``self.<method>(...)`` call of
     the file (in the class, or in a base class of the file that calls the override) sets
-    from the mode (``dropout_p=0.0 if not self.training else p``): in eval mode the
-    dropout runs at rate 0, which changes nothing."""
+    from the mode (``dropout_p=0.0 if not self.training else p``), or is such a
+    conditional expression itself, in the call or bound to a name of the method: in eval
+    mode the dropout runs at rate 0, which changes nothing."""
     rate = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "p"), "value", None)
+    if isinstance(rate, ast.Name):
+        found = ctx.lookup(rate, method)
+        if found is not None and found[0].kind is BindingKind.ASSIGN and found[0].value:
+            value = found[0].value
+            rate = value if isinstance(value, ast.IfExp) else rate
+    if isinstance(rate, ast.IfExp):
+        # safari's `F.dropout(x, self.dropout_p if self.training else 0.0)`: the rate is
+        # the mode's own, 0 outside training
+        return "training" in ctx.segment(rate.test) and any(
+            isinstance(branch, ast.Constant) and branch.value == 0
+            for branch in (rate.body, rate.orelse)
+        )
     if not isinstance(rate, ast.Name) or method.owner is None:
         return False
     if rate.id not in {a.arg for a in method.node.args.args + method.node.args.kwonlyargs}:
