@@ -14,6 +14,7 @@ import ast
 from torchdoctor.static.analysis.calls import assigned_names, keyword
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.project import PLAIN_BASES
 from torchdoctor.static.structure import FunctionScope
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "called_function",
     "constant_arguments",
     "is_spawn",
+    "local_method",
     "passed_values",
     "spawned_argument",
 ]
@@ -97,3 +99,27 @@ def is_spawn(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
 def spawned_argument(call: ast.Call) -> ast.expr | None:
     """The function a spawn call hands its processes, as written (``fn=`` too)."""
     return call.args[0] if call.args else getattr(keyword(call, "fn"), "value", None)
+
+
+def local_method(
+    ctx: FileContext, class_name: str, method: str, depth: int = 0
+) -> FunctionScope | None:
+    """The method a class of this file runs for ``method``: its own, or one of a base of
+    this file, in the order of the bases; ``None`` when a base it cannot read (not
+    ``object`` or ``nn.Module``) may define it first."""
+    cls = ctx.local_class(class_name)
+    if cls is None or depth > _MAX_BASES:
+        return None
+    if method in cls.methods:
+        return cls.methods[method]
+    for base in cls.node.bases:
+        if isinstance(base, ast.Name) and ctx.local_class(base.id) is not None:
+            found = local_method(ctx, base.id, method, depth + 1)
+            if found is not None:
+                return found
+        elif ctx.qualified_name(base) not in PLAIN_BASES:
+            return None
+    return None
+
+
+_MAX_BASES = 6  # how deep a chain of the file's base classes is followed

@@ -21,11 +21,12 @@ import os
 from dataclasses import dataclass
 
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import local_method
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.branches import conditional
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import returns_of
-from torchdoctor.static.project import PLAIN_BASES, ClassInfo
+from torchdoctor.static.project import ClassInfo
 from torchdoctor.static.structure import FunctionScope
 from torchdoctor.static.values import bound_value, constructor_of
 
@@ -224,7 +225,7 @@ def _called_method(ctx: FileContext, func: ast.Attribute, scope: Scope) -> _Meth
         return None
     if owner.startswith("<local>."):
         class_name = owner[len("<local>.") :]
-        method = _local_method(ctx, class_name, func.attr, 0)
+        method = local_method(ctx, class_name, func.attr)
         return None if method is None else (class_name, method)
     info = _project_class(ctx, owner)
     return info if info is not None and info.method_site(func.attr) is not None else None
@@ -259,26 +260,6 @@ def _owner_class(ctx: FileContext, value: ast.expr, scope: Scope) -> str | None:
         return f"<local>.{scope.owner.name}"
     type_name = ctx.instance_type(value, scope)
     return None if type_name is None or type_name.startswith("torch.") else type_name
-
-
-def _local_method(
-    ctx: FileContext, class_name: str, method: str, depth: int
-) -> FunctionScope | None:
-    """The method a class of this file runs for ``method``: its own, or one of a base of
-    this file; ``None`` when a base it cannot read may define it."""
-    cls = ctx.local_class(class_name)
-    if cls is None or depth > _MAX_DEPTH:
-        return None
-    if method in cls.methods:
-        return cls.methods[method]
-    for base in cls.node.bases:
-        if isinstance(base, ast.Name) and ctx.local_class(base.id) is not None:
-            found = _local_method(ctx, base.id, method, depth + 1)
-            if found is not None:
-                return found
-        elif ctx.qualified_name(base) not in PLAIN_BASES:
-            return None
-    return None
 
 
 def _project_class(ctx: FileContext, type_name: str) -> ClassInfo | None:

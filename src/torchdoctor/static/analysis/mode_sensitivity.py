@@ -179,20 +179,28 @@ def _class_sensitive(ctx: FileContext, name: str, seen: set[str]) -> bool:
             and _class_sensitive(ctx, base.id, seen)
         ):
             return True
-    # `if self.training: return a, b` / `return a`: the mode picks outputs, not values
-    picking = {
+    picking: set[int] | None = None  # read at the first `.training`, if the class has one
+    for node in ast.walk(cls.node):
+        if isinstance(node, ast.Call) and _call_sensitive(ctx, node, seen):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "training":
+            if picking is None:
+                picking = _mode_tests_picking_outputs(cls.node)
+            if id(node) not in picking:
+                return True  # the class branches on its own mode
+    return False
+
+
+def _mode_tests_picking_outputs(cls: ast.ClassDef) -> set[int]:
+    """The ``.training`` reads of ``if self.training: return a, b`` / ``return a`` in the
+    class's methods: the mode picks outputs there, not values."""
+    return {
         id(getattr(node.test, "operand", node.test))
-        for method in cls.node.body
+        for method in cls.body
         if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
         for node in ast.walk(method)
         if isinstance(node, ast.If) and only_picks_outputs(node, method)
     }
-    for node in ast.walk(cls.node):
-        if isinstance(node, ast.Call) and _call_sensitive(ctx, node, seen):
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == "training" and id(node) not in picking:
-            return True  # the class branches on its own mode
-    return False
 
 
 def _call_sensitive(ctx: FileContext, call: ast.Call, seen: set[str]) -> bool:

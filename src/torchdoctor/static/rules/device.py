@@ -14,6 +14,7 @@ from typing import TypeGuard, cast
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import local_method
 from torchdoctor.static.analysis.calls import insert_keywords, last_name, torch_alias
 from torchdoctor.static.analysis.loops import loop_bound_names
 from torchdoctor.static.analysis.name_initialisers import initialised_by_name, read_by_name
@@ -21,7 +22,7 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import is_none
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FunctionScope, Loop
+from torchdoctor.static.structure import Loop
 from torchdoctor.static.training import EventKind, loop_events
 
 # --- TD105 -------------------------------------------------------------------------------
@@ -1034,29 +1035,17 @@ def _initialises(ctx: FileContext, statement: ast.stmt, target: str, depth: int)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
         ):
-            method = ctx.resolve_local_call(node) or _inherited_method(ctx, func.attr)
+            # its own, or inherited from a base of the file (torchdyn's Galerkin layers
+            # call the base's `reset_parameters()`, which zero-fills `coeffs`)
+            owner = ctx.function.owner if ctx.function is not None else None
+            method = ctx.resolve_local_call(node) or (
+                local_method(ctx, owner.name, func.attr) if owner is not None else None
+            )
             if method is not None and any(
                 _initialises(ctx, s, target, 1) for s in method.node.body
             ):
                 return True
     return False
-
-
-def _inherited_method(ctx: FileContext, name: str) -> FunctionScope | None:
-    """The method ``name`` that the class of the current method inherits from a base
-    class of this file, nearest first, when the class does not define it itself
-    (torchdyn's ``GalLinear`` calls ``self.reset_parameters()`` of its base ``GalLayer``,
-    which zero-fills ``coeffs``)."""
-    function = ctx.function
-    cls = function.owner if function is not None else None
-    seen: set[str] = set()
-    while cls is not None and name not in cls.methods and cls.name not in seen:
-        seen.add(cls.name)
-        bases = [b.id for b in cls.node.bases if isinstance(b, ast.Name)]
-        cls = next((c for c in map(ctx.local_class, bases) if c is not None), None)
-    if cls is None or function is None or cls is function.owner:
-        return None
-    return cls.methods.get(name)
 
 
 def _initialiser(ctx: FileContext, call: ast.Call) -> bool:

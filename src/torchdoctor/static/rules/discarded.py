@@ -130,9 +130,9 @@ def _loop_batch(ctx: FileContext, expr: ast.Name, scope: Scope, *, whole: bool) 
     loader = loader_of(ctx, loop.iter, scope)
     if loader is not None:
         return not _collates_itself(loader)
-    if _a_choice_collates_itself(ctx, iterated(ctx, loop.iter, scope), scope):
-        return False
     source = iterated(ctx, loop.iter, scope)
+    if _a_choice_collates_itself(ctx, source, scope):
+        return False
     if isinstance(source, ast.Name) and any(
         (built := loader_of(ctx, value, caller)) is not None and _collates_itself(built)
         for value, caller, _ in passed_values(ctx, source, scope)
