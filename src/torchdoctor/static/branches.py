@@ -19,6 +19,7 @@ __all__ = [
     "conditions",
     "exclusive",
     "if_arms",
+    "isinstance_failed",
     "on_opposite_arms",
     "spans",
 ]
@@ -46,6 +47,39 @@ def conditions(ctx: FileContext, frames: tuple[Frame, ...]) -> set[tuple[str, bo
                 truth = not truth
             found.add((text, truth))
     return found
+
+
+def isinstance_failed(
+    ctx: FileContext, frames: tuple[Frame, ...], expr: ast.expr, family: str, scope: Scope
+) -> bool:
+    """Whether the place sits where an ``isinstance(expr, C)`` test, ``C`` a class of
+    ``family``, came out false: the ``else`` of ``if isinstance(model, nn.Module):`` (a
+    helper that takes a module or a single parameter) or the body of ``if not
+    isinstance(...)``."""
+    text = ast.unparse(expr)
+    for frame in frames:
+        if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE) or not isinstance(
+            frame.node, ast.If
+        ):
+            continue
+        test, holds = frame.node.test, frame.kind is FrameKind.IF_BODY
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, holds = test.operand, not holds
+        if holds or not (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and ast.unparse(test.args[0]) == text
+        ):
+            continue
+        second = test.args[1]
+        classes = second.elts if isinstance(second, ast.Tuple) else [second]
+        for cls in classes:
+            name = ctx.qualified_name(cls, scope)
+            if name is not None and ctx.is_family(name, family):
+                return True
+    return False
 
 
 def exclusive(ctx: FileContext, first: Item, second: Item) -> bool:

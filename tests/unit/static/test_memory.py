@@ -310,6 +310,39 @@ def test_periodic_or_memory_pressure_calls_are_quiet() -> None:
     assert td702(inner=pressure) == []
 
 
+_SKIPPED_UNLESS = """
+import torch
+def run(model, loader, optimizer, every, debug):
+    step = 0
+    for x in loader:
+        with torch.autocast("cuda"):
+            model(x).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        step += 1
+        {skip}
+        torch.cuda.empty_cache()
+        evaluate(model)
+"""
+
+
+@pytest.mark.parametrize(
+    ("skip", "flagged"),
+    [
+        # seamless_communication's finetune loop: skip every step but the eval steps
+        ("if not step or step % every != 0:\n            continue", False),
+        ("if step % every:\n            print(step)\n            continue", False),
+        ("if not (step % every == 0):\n            continue", False),
+        ("if debug:\n            continue", True),  # not periodic: every step still
+        ("if step % every == 0:\n            continue", True),  # skips one step in k
+        ("if initial_step > 0:\n            initial_step -= 1\n            continue", True),
+        ("if step % every != 0:\n            print(step)", True),  # no skip
+    ],
+)
+def test_a_periodic_skip_before_the_call_is_only_sometimes(skip: str, flagged: bool) -> None:
+    assert bool(lint_codes(_SKIPPED_UNLESS.format(skip=skip), "TD702")) is flagged
+
+
 def test_out_of_memory_recovery_is_quiet() -> None:
     source = """
     import torch

@@ -2078,3 +2078,123 @@ evaluate(Ranker(), [torch.randn(2, 4)])
 )
 def test_td501_eval_of_the_part_evaluated_through_sets_the_mode(mode: str, flagged: bool) -> None:
     assert bool(lint_codes(_WRAPPER_EVALUATION.format(mode=mode), "TD501")) is flagged
+
+
+_LIBRARY_RUN = """
+import torch
+from torch import nn
+from skorch import NeuralNetClassifier
+from lightning import Trainer
+
+
+class Embedder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.3))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Pair(nn.Module):
+    def __init__(self, emb):
+        super().__init__()
+        self.emb = emb
+
+    def forward(self, x):
+        return self.emb(x)
+
+
+emb = Embedder()
+model = Pair(emb)
+{run}
+with torch.no_grad():
+    feats = [emb(x) for x in [torch.randn(2, 4)]]
+for x in [torch.randn(2, 4)]:
+    with torch.no_grad():
+        print(emb(x))
+"""
+
+
+@pytest.mark.parametrize(
+    ("run", "flagged"),
+    [
+        # braindecode: the module holding the model goes to a skorch net, which trains
+        # and validates it (and leaves it in eval mode); the file cannot see which mode
+        ("clf = NeuralNetClassifier(model, max_epochs=3)\nclf.fit(X, y)", False),
+        ("Trainer(max_epochs=1).fit(model)", False),
+        ("clf = NeuralNetClassifier(Pair(emb))\nclf.fit(X, y)", False),  # built in the call
+        ("clf = NeuralNetClassifier(emb)\nclf.predict(X)", False),
+        # built, never run: the mode is still the one the file sees
+        ("clf = NeuralNetClassifier(model)", True),
+        ("clf = NeuralNetClassifier(model)\nclf.set_params(lr=0.1)", True),
+        ("clf = NeuralNetClassifier(Embedder())\nclf.fit(X, y)", True),  # another model
+        ("pass", True),
+    ],
+)
+def test_td501_a_model_a_library_runs_is_in_the_mode_it_left(run: str, flagged: bool) -> None:
+    assert bool(lint_codes(_LIBRARY_RUN.format(run=run), "TD501")) is flagged
+
+
+_LOADED_BY_A_HELPER = """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.3))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def load_net(path):
+    net = Net()
+    net.load_state_dict(torch.load(path, map_location="cpu"))
+    {helper_mode}
+    return net
+
+
+class Predictor:
+    def __init__(self, path, compile=True):
+        self.net = {build}
+        if compile:
+            self.net = torch.compile(self.net)
+
+    def _load(self, path):
+        net = Net()
+        net.load_state_dict(torch.load(path, map_location="cpu"))
+        {helper_mode}
+        return net
+
+    @torch.no_grad()
+    def predict(self, batches):
+        return [self.net(x) for x in batches]
+
+    @torch.no_grad()
+    def predict_loop(self, batches):
+        out = []
+        for x in batches:
+            out.append(self.net(x))
+        return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("build", "helper_mode", "flagged"),
+    [
+        # face-alignment: `self.net = self._load_native(...)`, which calls net.eval()
+        ("self._load(path)", "net.eval()", False),
+        ("load_net(path)", "net.eval()", False),
+        ("self._load(path)", "net.train(False)", False),
+        ("self._load(path)", "pass", True),  # the helper leaves it in training mode
+        ("Net()", "net.eval()", True),  # built here, never evaluated
+    ],
+)
+def test_td501_a_model_a_helper_returns_in_eval_mode(
+    build: str, helper_mode: str, flagged: bool
+) -> None:
+    source = _LOADED_BY_A_HELPER.format(build=build, helper_mode=helper_mode)
+    assert bool(lint_codes(source, "TD501")) is flagged

@@ -1121,3 +1121,51 @@ class Heads(nn.Module):
         return {name: head(x) for name, head in self.heads.items()}
 """
     assert lint_codes(source, "TD223") == [("TD223", 9)]
+
+
+_TAKES_A_MODULE_OR_A_PARAMETER = """
+import torch
+from torch import nn
+
+
+def set_requires_grad(model, flag):
+    {shape}
+"""
+
+
+@pytest.mark.parametrize(
+    ("shape", "flagged"),
+    [
+        # GeneFace: a helper for a module or a single parameter; the else arm is the tensor
+        (
+            "if isinstance(model, torch.nn.Module):\n"
+            "        for p in model.parameters():\n"
+            "            p.requires_grad = flag\n"
+            "    else:\n"
+            "        model.requires_grad = flag",
+            False,
+        ),
+        (
+            "if not isinstance(model, (nn.Module, nn.Sequential)):\n"
+            "        model.requires_grad = flag",
+            False,
+        ),
+        # the test says it IS a module there, or asks about another name
+        ("if isinstance(model, nn.Module):\n        model.requires_grad = flag", True),
+        (
+            "if isinstance(flag, nn.Module):\n        pass\n"
+            "    else:\n        model.requires_grad = flag",
+            True,
+        ),
+        (
+            "if isinstance(model, torch.Tensor):\n        pass\n"
+            "    else:\n        model.requires_grad = flag",
+            True,
+        ),
+    ],
+)
+def test_td221_quiet_where_an_isinstance_test_says_it_is_no_module(
+    shape: str, flagged: bool
+) -> None:
+    source = _TAKES_A_MODULE_OR_A_PARAMETER.format(shape=shape)
+    assert bool(lint_codes(source, "TD221")) is flagged

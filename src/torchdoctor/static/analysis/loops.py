@@ -29,12 +29,15 @@ __all__ = [
     "enclosing_loops",
     "function_trains",
     "guard_between",
+    "is_periodic_condition",
     "is_periodic_guard",
     "items_of",
     "local_frames",
     "loop_bound_names",
     "loop_of",
     "names_bound_in",
+    "negation",
+    "skip_before",
     "step_functions",
     "step_events",
     "steps_every_iteration",
@@ -279,6 +282,71 @@ def guard_between(
     return None
 
 
+def skip_before(
+    frames: tuple[Frame, ...], outer: Frame, line: int, accept: Callable[[ast.expr], bool]
+) -> ast.If | None:
+    """An ``if TEST: ... continue`` earlier in the loop ``outer`` than the place at
+    ``line`` (in its block or a block around it, inside ``outer``) such that ``accept``
+    likes what must hold for the place to run, the test's :func:`negation`:
+    ``if not step or step % k != 0: continue`` guards what follows as ``if step % k ==
+    0:`` would."""
+    inside = local_frames(frames)
+    start = next((i for i, f in enumerate(inside) if f is outer), None)
+    if start is None:
+        return None
+    for frame in inside[start:]:
+        for statement in _block(frame):
+            if getattr(statement, "end_lineno", line) >= line:
+                break
+            if (
+                isinstance(statement, ast.If)
+                and not statement.orelse
+                and isinstance(statement.body[-1], ast.Continue)
+                and accept(negation(statement.test))
+            ):
+                return statement
+    return None
+
+
+def _block(frame: Frame) -> list[ast.stmt]:
+    """The statements of the block a frame stands for."""
+    node = frame.node
+    if frame.kind is FrameKind.IF_ELSE:
+        return cast("list[ast.stmt]", getattr(node, "orelse", []))
+    if frame.kind in (FrameKind.LOOP, FrameKind.IF_BODY, FrameKind.WITH, FrameKind.TRY):
+        return cast("list[ast.stmt]", getattr(node, "body", []))
+    return []
+
+
+_INVERSE: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+
+
+def negation(test: ast.expr) -> ast.expr:
+    """The test that holds when ``test`` does not, pushed through ``not``, ``and``/``or``
+    and single comparisons (``not a or i % k != 0`` gives ``a and i % k == 0``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.BoolOp):
+        op: ast.boolop = ast.And() if isinstance(test.op, ast.Or) else ast.Or()
+        return ast.BoolOp(op=op, values=[negation(v) for v in test.values])
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        inverse = _INVERSE.get(type(test.ops[0]))
+        if inverse is not None:
+            return ast.Compare(left=test.left, ops=[inverse()], comparators=test.comparators)
+    return ast.UnaryOp(op=ast.Not(), operand=test)
+
+
 def is_periodic_guard(test: ast.expr) -> bool:
     """Whether an ``if`` test lets its body run only on some iterations.
 
@@ -291,6 +359,24 @@ def is_periodic_guard(test: ast.expr) -> bool:
     return any(
         isinstance(node, ast.Compare) and _compares_a_counter(node) for node in _test_parts(test)
     )
+
+
+def is_periodic_condition(test: ast.expr) -> bool:
+    """Whether ``test`` holds only on some iterations by its arithmetic, not by a name:
+    ``i % k == 0``, ``not i % k``, ``i == 0``, or a conjunction with one of them. Stricter
+    than :func:`is_periodic_guard`, whose names (``initial_step``, ``sync``) may hold on
+    every iteration; for what a loop skips to, where a wrong guess hides every step."""
+    if isinstance(test, ast.BoolOp):
+        parts = [is_periodic_condition(value) for value in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return isinstance(test.operand, ast.BinOp) and isinstance(test.operand.op, ast.Mod)
+    if isinstance(test, ast.Compare) and all(isinstance(op, ast.Eq) for op in test.ops):
+        sides = [test.left, *test.comparators]
+        return _compares_a_counter(test) or any(
+            isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mod) for side in sides
+        )
+    return False
 
 
 def _test_parts(test: ast.expr) -> Iterator[ast.expr]:

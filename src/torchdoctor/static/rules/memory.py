@@ -17,8 +17,10 @@ from torchdoctor.static.analysis.loops import (
     at_most_passes,
     enclosing_loops,
     guard_between,
+    is_periodic_condition,
     is_periodic_guard,
     local_frames,
+    skip_before,
     steps_every_iteration,
 )
 from torchdoctor.static.context import FileContext
@@ -293,7 +295,7 @@ class EmptyCacheInLoop(LintRule):
                 (loop for loop in enclosing_loops(ctx, frames) if steps_every_iteration(ctx, loop)),
                 None,
             )
-            if hot is None or _only_sometimes(frames, hot):
+            if hot is None or _only_sometimes(frames, hot, call.lineno):
                 continue
             self.report(
                 call,
@@ -320,12 +322,15 @@ class EmptyCacheInLoop(LintRule):
         return Fix("Remove the `empty_cache()` call from the loop", (edit,), Applicability.UNSAFE)
 
 
-def _only_sometimes(frames: tuple[Frame, ...], loop: Loop) -> bool:
-    """Inside the loop, the call sits under a periodic or memory-pressure ``if``, or in an
-    ``except`` block (out-of-memory recovery)."""
+def _only_sometimes(frames: tuple[Frame, ...], loop: Loop, line: int) -> bool:
+    """Inside the loop, the call sits under a periodic or memory-pressure ``if`` (or after
+    an ``if ...: continue`` that skips it but periodically), or in an ``except`` block
+    (out-of-memory recovery)."""
     inside = local_frames(frames)
     start = next((i for i, f in enumerate(inside) if f is loop.frame), -1)
     if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1 :]):
+        return True
+    if skip_before(frames, loop.frame, line, is_periodic_condition) is not None:
         return True
     return (
         guard_between(

@@ -94,7 +94,10 @@ class EvalInTrainMode(LintRule):
         items = [i for i in (scope.items if scope else ctx.module.items) if i.line < line]
         names = {model} | _aliases(items, model) | _wrappers_of(ctx, scope, items, model)
         names |= _attribute_aliases(ctx, scope, model)
-        evaluated = _evaluating_method_call(ctx, items, names, scope)
+        evaluated = max(
+            _evaluating_method_call(ctx, items, names, scope),
+            _run_by_a_library(ctx, items, names, scope),
+        )
         trained_since = False
         for action in reversed(expand(ctx, items, scope)):
             if evaluated and evaluated > action.origin.line:
@@ -338,6 +341,58 @@ def _evaluating_method_call(
 _EVALUATING_WORDS = frozenset(
     {"test", "evaluate", "evaluation", "validate", "validation", "predict", "inference"}
 )
+
+# Words of a library method that trains or evaluates the models handed to it.
+_RUNNING_WORDS = _EVALUATING_WORDS | {"fit", "train"}
+
+
+def _run_by_a_library(
+    ctx: FileContext, items: list[Item], names: set[str], scope: FunctionScope | None
+) -> int:
+    """The line of the last ``fit()``/``train()``/``evaluate()``-like call of code lint
+    does not read that runs the model: an object built from it (``clf =
+    EEGClassifier(model, ...)`` then ``clf.fit(...)``, a skorch net whose validation
+    leaves the module in eval mode) or a call taking it (``trainer.fit(model)``). The
+    library sets the mode as it trains and evaluates, and lint cannot say which it
+    leaves; 0 when there is none."""
+    holders = set(names)
+    found = 0
+    for item in items:
+        node = item.node
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if _foreign_call_taking(ctx, node.value, holders, scope):
+                holders |= {ast.unparse(t) for t in node.targets if isinstance(t, ast.Name)}
+            continue
+        call = node.value if isinstance(node, ast.Expr) else node
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        if not set(torchapi.name_tokens(call.func.attr)) & _RUNNING_WORDS:
+            continue
+        owner = ast.unparse(call.func.value)
+        if (owner in holders and owner not in names) or _foreign_call_taking(
+            ctx, call, names, scope
+        ):
+            found = max(found, item.line)
+    return found
+
+
+def _foreign_call_taking(
+    ctx: FileContext, call: ast.Call, names: set[str], scope: FunctionScope | None
+) -> bool:
+    """``call`` hands one of ``names`` (or a module of this file built around one,
+    ``Net(Classifier(embedder))``) to code lint does not read: not torch, not a function
+    or class of this file."""
+    given = [*call.args, *(k.value for k in call.keywords)]
+    if not any(
+        ast.unparse(arg) in names
+        or (isinstance(arg, ast.Call) and any(_module_class_keeps(ctx, arg, n) for n in names))
+        for arg in given
+    ):
+        return False
+    qualified = ctx.qualified_name(call.func, scope) or ""
+    if qualified.split(".")[0] == "torch" or ctx.resolve_local_call(call, scope) is not None:
+        return False
+    return not (isinstance(call.func, ast.Name) and ctx.local_class(call.func.id) is not None)
 
 
 def _aliases(items: list[Item], model: str) -> set[str]:
@@ -729,10 +784,11 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
         builder = _evaluated_where_built(cls, model)
         if builder is not None:
             return f"`{attribute}` put in eval mode where `{builder}()` builds it"
-        if init is None:
+        init_scope = scope.owner.methods.get("__init__")
+        if init is None or init_scope is None:
             return None
-        for setup in _setup_methods(scope.owner, init):
-            if _last_binding_evaluates(setup, model):
+        for setup in _setup_methods(scope.owner, init_scope):
+            if _last_binding_evaluates(ctx, setup, model):
                 return f"`{attribute}` put in eval mode by `{setup.name}()`"
         sources = {model} | {
             ast.unparse(n.value)
@@ -772,6 +828,16 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     evaluated = _evaluating_class(ctx, value, scope)
     if evaluated is not None:
         return evaluated
+    factory = _evaluating_factory(ctx, value, scope)
+    return None if factory is None else f"`{factory}()`, which returns it in eval mode"
+
+
+def _evaluating_factory(
+    ctx: FileContext, value: ast.Call, scope: FunctionScope | None
+) -> str | None:
+    """The name of the function or method of this file that ``value`` calls, when it puts
+    what it returns in eval mode (``net.eval(); return net``, or ``return
+    Net().eval()``)."""
     factory = ctx.resolve_local_call(value, scope)
     if factory is None:
         return None
@@ -781,17 +847,15 @@ def _built_in_eval(ctx: FileContext, scope: FunctionScope | None, model: str) ->
     if (returned and _calls_mode(factory.node, returned, "eval")) or (
         chained and len(chained) == len(returns) and all(map(_chain_calls_eval, chained))
     ):
-        return f"`{factory.name}()`, which returns it in eval mode"
+        return factory.name
     return None
 
 
-def _setup_methods(
-    owner: ClassScope, init: ast.FunctionDef | ast.AsyncFunctionDef
-) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+def _setup_methods(owner: ClassScope, init: FunctionScope) -> list[FunctionScope]:
     """``__init__`` and the methods it calls on ``self`` (``self.init_model()``), which
     run before any other method can."""
     found = [init]
-    for node in ast.walk(init):
+    for node in ast.walk(init.node):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -799,7 +863,7 @@ def _setup_methods(
             and node.func.value.id == "self"
             and node.func.attr in owner.methods
         ):
-            found.append(owner.methods[node.func.attr].node)
+            found.append(owner.methods[node.func.attr])
     return found
 
 
@@ -839,14 +903,16 @@ def _after_in_block(root: ast.AST, statement: ast.stmt) -> list[ast.stmt]:
     return []
 
 
-def _last_binding_evaluates(function: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> bool:
+def _last_binding_evaluates(ctx: FileContext, function: FunctionScope, model: str) -> bool:
     """In ``function``, ``model`` is last built by a chain with ``.eval()``
-    (``self.model = Net().to(device).eval()``), and every later binding only derives it
-    from itself (``torch.jit.script(self.model)``, ``self.model.half()``)."""
+    (``self.model = Net().to(device).eval()``) or by a helper of this file that returns
+    it in eval mode (face-alignment's ``self.net = self._load_native(...)``), and every
+    later binding only derives it from itself (``torch.compile(self.model)``,
+    ``self.model.half()``)."""
     bindings = sorted(
         (
             node
-            for node in ast.walk(function)
+            for node in ast.walk(function.node)
             if isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call)
             and any(ast.unparse(t) == model for t in node.targets)
@@ -854,7 +920,8 @@ def _last_binding_evaluates(function: ast.FunctionDef | ast.AsyncFunctionDef, mo
         key=lambda node: node.lineno,
     )
     for index, binding in enumerate(bindings):
-        if _chain_calls_eval(binding.value):  # type: ignore[arg-type]
+        value = cast("ast.Call", binding.value)
+        if _chain_calls_eval(value) or _evaluating_factory(ctx, value, function) is not None:
             later = bindings[index + 1 :]
             if all(
                 any(ast.unparse(n) == model for n in ast.walk(b.value) if isinstance(n, ast.expr))

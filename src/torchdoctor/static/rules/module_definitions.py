@@ -22,10 +22,10 @@ from torchdoctor.static.analysis.related_files import (
     first_in_related_files,
 )
 from torchdoctor.static.bindings import BindingKind
-from torchdoctor.static.branches import spans
+from torchdoctor.static.branches import isinstance_failed, spans
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import ClassScope, FrameKind, FunctionScope
+from torchdoctor.static.structure import ClassScope, Frame, FrameKind, FunctionScope
 from torchdoctor.static.training import train_flag
 
 __all__ = ["is_module_class", "nn_alias"]
@@ -219,7 +219,9 @@ class RequiresGradSetOnModule(LintRule):
 
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
-        self._assignments: list[tuple[ast.Assign, ast.Attribute, FunctionScope | None]] = []
+        self._assignments: list[
+            tuple[ast.Assign, ast.Attribute, FunctionScope | None, tuple[Frame, ...]]
+        ] = []
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if len(node.targets) != 1:
@@ -231,17 +233,25 @@ class RequiresGradSetOnModule(LintRule):
         if isinstance(value, ast.Name) or (
             isinstance(value, ast.Constant) and isinstance(value.value, bool)
         ):
-            self._assignments.append((node, target, self.ctx.function))
+            self._assignments.append((node, target, self.ctx.function, self.ctx.frames))
 
     def leave_module(self, module: object) -> None:
-        for node, target, scope in self._assignments:
-            self._check(node, target, scope)
+        for node, target, scope, frames in self._assignments:
+            self._check(node, target, scope, frames)
 
-    def _check(self, node: ast.Assign, target: ast.Attribute, scope: FunctionScope | None) -> None:
+    def _check(
+        self,
+        node: ast.Assign,
+        target: ast.Attribute,
+        scope: FunctionScope | None,
+        frames: tuple[Frame, ...],
+    ) -> None:
         ctx = self.ctx
         confidence = _module_evidence(ctx, target.value, scope)
         if confidence is None or _defines_requires_grad(ctx, target.value, scope):
             return
+        if isinstance_failed(ctx, frames, target.value, torchapi.MODULE, scope):
+            return  # `else: x.requires_grad = flag` after `if isinstance(x, nn.Module):`
         name = ctx.segment(target.value)
         flag = ctx.segment(node.value)
         effect = {

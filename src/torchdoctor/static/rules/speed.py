@@ -15,8 +15,10 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.loops import (
     enclosing_loops,
     guard_between,
+    is_periodic_condition,
     is_periodic_guard,
     local_frames,
+    skip_before,
     step_events,
     step_functions,
     steps_every_iteration,
@@ -94,7 +96,7 @@ class HostSyncInHotLoop(LintRule):
             if key not in places:
                 places[key] = self._hot_place(frames)
             place = places[key]
-            if place is None or _runs_only_sometimes(frames, place.frame):
+            if place is None or _runs_only_sometimes(frames, place.frame, call.lineno):
                 continue
             confidence = self._syncs(call, place, self.ctx.function_of(frames))
             if confidence is not None:
@@ -193,11 +195,14 @@ def _printed(ctx: object, call: ast.Call) -> Iterator[str]:
             yield ast.unparse(argument)
 
 
-def _runs_only_sometimes(frames: tuple[Frame, ...], outer: Frame) -> bool:
-    """Between the place and the hot frame: a periodic ``if`` or an ``except`` block."""
+def _runs_only_sometimes(frames: tuple[Frame, ...], outer: Frame, line: int) -> bool:
+    """Between the place and the hot frame: a periodic ``if`` or an ``except`` block; or
+    before it in the hot loop, an ``if ...: continue`` that skips it but periodically."""
     inside = local_frames(frames)
     start = next((i for i, f in enumerate(inside) if f is outer), -1)
     if any(f.kind is FrameKind.EXCEPT for f in inside[start + 1 :]):
+        return True
+    if skip_before(frames, outer, line, is_periodic_condition) is not None:
         return True
     return guard_between(frames, outer, lambda node, _: is_periodic_guard(node.test)) is not None
 
