@@ -2198,3 +2198,58 @@ def test_td501_a_model_a_helper_returns_in_eval_mode(
 ) -> None:
     source = _LOADED_BY_A_HELPER.format(build=build, helper_mode=helper_mode)
     assert bool(lint_codes(source, "TD501")) is flagged
+
+
+_CLOSURE = """
+import torch
+from torch import nn
+from concurrent.futures import ThreadPoolExecutor
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.3))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def build():
+    return Net()
+
+
+def predict_all(batches, path):
+    model = Net()
+    model.load_state_dict(torch.load(path, map_location="cpu"))
+    {mode}
+
+    def run(chunk):
+        {local}
+        outputs = []
+        for x in chunk:
+            with torch.no_grad():
+                outputs.append(model(x))
+        return outputs
+
+    with ThreadPoolExecutor() as pool:
+        return list(pool.map(run, batches))
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "local", "flagged"),
+    [
+        # GIT's inference: the closure reads the enclosing function's model, put in eval
+        # mode before the def; it is only handed to a pool, never called by name
+        ("model.eval()", "pass", False),
+        ("model.train(False)", "pass", False),
+        ("pass", "pass", True),
+        ("model.eval()", "model = build()", True),  # a model of its own
+    ],
+)
+def test_td501_a_closure_evaluates_the_enclosing_functions_model(
+    mode: str, local: str, flagged: bool
+) -> None:
+    source = _CLOSURE.format(mode=mode, local=local)
+    assert bool(lint_codes(source, "TD501")) is flagged

@@ -128,6 +128,10 @@ class EvalInTrainMode(LintRule):
         if decorator is not None and _owned_by(model, scope):
             return "eval", f"the `@{decorator}` decorator"
         callers = ctx.callers(scope)
+        if not callers and scope.parent is not None and _free_in(scope, model):
+            # a closure (GIT's `def gen_rows(): ... model(...)` after `model.eval()`):
+            # it runs after its def, on the enclosing function's model
+            return self._mode_before(scope.parent, scope.node.lineno, model, depth + 1)
         if not callers:
             if _owned_by(model, scope) and _method_of_a_module(ctx, scope):
                 # generate(), beam_search() of the model itself: its users set its mode
@@ -302,6 +306,18 @@ class TrainInEvalMode(LintRule):
             return None
         edit = self.ctx.insert_before_statement(body[0], f"{model}.train()")
         return Fix(f"Call `{model}.train()` at the top of the loop", (edit,), Applicability.UNSAFE)
+
+
+def _free_in(scope: FunctionScope, model: str) -> bool:
+    """Whether the name ``model`` starts with is neither a parameter of ``scope`` nor
+    bound in it: a free variable, read from the function around it."""
+    root = model.split(".")[0]
+    if not root or root in scope.parameter_names:
+        return False
+    return not any(
+        isinstance(node, ast.Name) and node.id == root and isinstance(node.ctx, ast.Store)
+        for node in ast.walk(scope.node)
+    )
 
 
 def _leaves_the_loop_after(loop: Loop, action: Action) -> bool:
