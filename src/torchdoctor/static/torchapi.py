@@ -861,6 +861,8 @@ def without_dropout(qualified: str, call: ast.Call) -> bool:
     position = _OPTIONAL_DROPOUT.get(qualified)
     if position is None:
         return False
+    if qualified in _RECURRENT and not _stacked(call):
+        return True  # dropout acts between stacked layers only: one layer has none
     known, value = _argument(call, "dropout", position)
     if not known:
         return False
@@ -868,6 +870,28 @@ def without_dropout(qualified: str, call: ast.Call) -> bool:
         isinstance(value, ast.Constant)
         and isinstance(value.value, (int, float))
         and value.value == 0
+    )
+
+
+# Recurrent layers apply their dropout between stacked layers, not after the last one
+# (torch warns when dropout is given to a single layer); `num_layers` is their third
+# positional argument.
+_RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+
+
+def _stacked(call: ast.Call) -> bool:
+    """Whether a recurrent layer is shown to stack several layers: ``num_layers`` a
+    literal above 1. Its default is 1; a value lint cannot read (a constructor parameter
+    defaulting to 1, a config entry) does not show it, and what is not shown is not
+    reported."""
+    known, value = _argument(call, "num_layers", 2)
+    if not known:
+        return True  # `**kwargs` may stack them: read as before
+    return (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, int)
+        and not isinstance(value.value, bool)
+        and value.value > 1
     )
 
 

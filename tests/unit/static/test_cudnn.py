@@ -190,3 +190,61 @@ def test_a_program_that_never_trains_gets_information(parse: str, body: str, gua
 def test_a_training_program_or_a_setup_module_gets_a_warning(body: str, guard: str) -> None:
     (found,) = lint_findings(_FLAGS.format(parse="", body=body, guard=guard), "TD705")
     assert found.severity is Severity.WARNING
+
+
+_SPAWNED_WORKERS = """
+import torch
+import torch.multiprocessing as mp
+
+
+def main(gpu, config):
+    {worker}
+    model = torch.nn.Conv2d(3, 8, 3).cuda(gpu)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(2, 3, 8, 8).cuda(gpu)).sum().backward()
+    optimizer.step()
+
+
+{module}
+if __name__ == "__main__":
+    {launcher}
+    mp.spawn(main, nprocs=2, args=({{}},))
+"""
+
+
+@pytest.mark.parametrize(
+    ("worker", "module", "launcher", "flagged"),
+    [
+        # Context-Aware-Consistency: the launcher's flag never reaches the workers
+        (
+            "torch.backends.cudnn.deterministic = True",
+            "",
+            "torch.backends.cudnn.benchmark = True",
+            False,
+        ),
+        (
+            "torch.backends.cudnn.benchmark = True",
+            "",
+            "torch.use_deterministic_algorithms(True)",
+            False,
+        ),
+        # both in the workers, or module code every worker runs again on import
+        (
+            "torch.backends.cudnn.deterministic = True\n    torch.backends.cudnn.benchmark = True",
+            "",
+            "pass",
+            True,
+        ),
+        (
+            "torch.backends.cudnn.deterministic = True",
+            "torch.backends.cudnn.benchmark = True",
+            "pass",
+            True,
+        ),
+    ],
+)
+def test_td705_flags_set_in_the_launcher_do_not_reach_spawned_workers(
+    worker: str, module: str, launcher: str, flagged: bool
+) -> None:
+    source = _SPAWNED_WORKERS.format(worker=worker, module=module, launcher=launcher)
+    assert bool(lint_codes(source, "TD705")) is flagged

@@ -1226,6 +1226,57 @@ def test_a_parameter_filled_by_name_from_another_file_is_only_info(tmp_path, fil
     assert found.severity is Severity.INFO
 
 
+@pytest.mark.parametrize(
+    ("loop", "filled"),
+    [
+        # the Annotated Transformer's idiom, and FLAT's filtered xavier loop
+        (
+            "for p in model.parameters():\n    if p.dim() > 1:\n        nn.init.xavier_uniform_(p)",
+            True,
+        ),
+        (
+            "for n, p in model.named_parameters():\n"
+            "    if 'embedding' not in n and 'bias' not in n and p.dim() > 1:\n"
+            "        if args.init == 'uniform':\n            nn.init.xavier_uniform_(p)\n"
+            "        else:\n            nn.init.xavier_normal_(p)",
+            True,
+        ),
+        ("for p in model.parameters():\n    p.data.normal_(0.0, 0.02)", True),
+        # the filter leaves the parameter out: by its name, or by its two dimensions
+        (
+            "for n, p in model.named_parameters():\n"
+            "    if 'r_emb' not in n:\n        nn.init.normal_(p)",
+            False,
+        ),
+        (
+            "for n, p in model.named_parameters():\n"
+            "    if 'weight' in n:\n        nn.init.normal_(p)",
+            False,
+        ),
+        ("for p in model.parameters():\n    if p.dim() == 1:\n        nn.init.zeros_(p)", False),
+        # not an initialiser: freezing, or copying another model's values
+        ("for p in model.parameters():\n    p.requires_grad = False", False),
+        ("for p in ema.parameters():\n    p.data.copy_(p.data * 0.9)", False),
+    ],
+)
+def test_a_parameter_filled_by_a_whole_model_init_loop_is_only_info(
+    tmp_path, loop: str, filled: bool
+) -> None:
+    """``for name, p in model.named_parameters(): ... nn.init.xavier_uniform_(p)`` in the
+    training script fills every parameter its filter lets through before any forward."""
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "model.py").write_text(_LEGACY_PARAMETERS, encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        "import argparse\nfrom torch import nn\nfrom model import Memory\n"
+        "args = argparse.ArgumentParser().parse_args()\n"
+        f"model = Memory(4, 8)\nema = Memory(4, 8)\n{loop}\n",
+        encoding="utf-8",
+    )
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD105")
+    assert found.severity is (Severity.INFO if filled else Severity.WARNING)
+
+
 def test_another_attribute_filled_or_a_comment_does_not_initialise(tmp_path) -> None:
     from torchdoctor.static import LintConfig, lint
 
@@ -1791,3 +1842,43 @@ def test_td105_a_reset_inherited_from_a_base_class_of_the_file_initialises(
     assert len(found) == 1  # the legacy constructor is always named
     # filled right after: information; left as it is: a warning
     assert (found[0].severity >= Severity.WARNING) is flagged, found[0].message
+
+
+_HELD_IN_A_PLAIN_LIST = """
+import torch
+from torch import nn
+
+
+class Units(nn.Module):
+    def __init__(self, classes, dim):
+        super().__init__()
+        self.label_embs = nn.Parameter(torch.FloatTensor(classes, dim))
+        {holder}
+        for p in {loop}:
+            nn.init.uniform_(p)
+
+    def forward(self, x):
+        return x @ self.label_embs.t()
+"""
+
+
+@pytest.mark.parametrize(
+    ("holder", "loop", "severity"),
+    [
+        # SpeechUT: the parameter sits in a plain list attribute a loop then fills
+        ("self.label_embs_list = [self.label_embs]", "self.label_embs_list", Severity.INFO),
+        ("embs = [self.label_embs]", "embs", Severity.INFO),
+        # the list holds something else, or is bound twice: not shown filled
+        ("self.others = [nn.Parameter(torch.zeros(3))]", "self.others", Severity.WARNING),
+        (
+            "self.label_embs_list = [self.label_embs]\n        self.label_embs_list = []",
+            "self.label_embs_list",
+            Severity.WARNING,
+        ),
+    ],
+)
+def test_a_parameter_filled_through_a_plain_list_attribute(
+    holder: str, loop: str, severity: Severity
+) -> None:
+    source = _HELD_IN_A_PLAIN_LIST.format(holder=holder, loop=loop)
+    assert [f.severity for f in lint_findings(source, "TD105")] == [severity]

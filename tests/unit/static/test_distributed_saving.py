@@ -1078,3 +1078,66 @@ def test_td805_a_name_bound_in_the_branch_beside_an_unwrap_is_plain(
 ) -> None:
     found = td805(_NAMED_BY_BRANCH.format(naming=naming))
     assert bool(found) is flagged, found
+
+
+_TEMPLATE_LOG_LINE = """
+import argparse
+import logging
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+def train(args, model):
+    logger.info(
+        "total batch size = %d",
+        args.batch_size * (torch.distributed.get_world_size() if args.local_rank != -1 else 1),
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, default=-1)
+    args = parser.parse_args()
+    {setup}
+    model = torch.nn.Linear(2, 2)
+    train(args, model)
+    torch.save(args, "training_args.bin")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup", "flagged"),
+    [
+        # Bert-Multi-Label: a template's world-size query in a log line is all there is
+        ("pass", False),
+        ("from tools.misc import set_seed", False),
+        # the program starts the processes: the query is real evidence
+        ("torch.distributed.init_process_group('nccl')", True),
+        ("from lib.dist import init_distributed_mode\n    init_distributed_mode(args)", True),
+    ],
+)
+def test_td804_a_rank_query_alone_is_no_distributed_program(
+    tmp_path: Path, setup: str, flagged: bool
+) -> None:
+    for package in ("lib", "tools"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tools" / "misc.py").write_text(
+        "import torch\n\ndef set_seed(s):\n    torch.manual_seed(s)\n", encoding="utf-8"
+    )
+    (tmp_path / "lib" / "dist.py").write_text(
+        "import torch\n\ndef init_distributed_mode(args):\n"
+        "    if args.local_rank != -1:\n"
+        "        torch.distributed.init_process_group('nccl')\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "app").mkdir()
+    train = tmp_path / "app" / "train.py"
+    train.write_text(_TEMPLATE_LOG_LINE.format(setup=setup), encoding="utf-8")
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD804")
+    assert bool(found) is flagged

@@ -2253,3 +2253,48 @@ def test_td501_a_closure_evaluates_the_enclosing_functions_model(
 ) -> None:
     source = _CLOSURE.format(mode=mode, local=local)
     assert bool(lint_codes(source, "TD501")) is flagged
+
+
+_ONE_RECURRENT_LAYER = """
+import torch
+from torch import nn
+
+
+class Predictor(nn.Module):
+    def __init__(self, features=16, num_layers=1, dropout=0.5):
+        super().__init__()
+        self.rnn = {layer}
+        self.linear = nn.Linear(features, 8)
+
+    def forward(self, x):
+        return self.linear(self.rnn(x)[0])
+
+
+def evaluate(batches):
+    model = Predictor()
+    optimizer = torch.optim.Adam(model.parameters())
+    for x in batches:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+    with torch.no_grad():
+        for x in batches:
+            print(model(x))
+"""
+
+
+@pytest.mark.parametrize(
+    ("layer", "flagged"),
+    [
+        # monkey-net: dropout acts between stacked layers; one layer has none to switch
+        ("nn.GRU(8, features, dropout=dropout, batch_first=True)", False),
+        ("nn.GRU(8, features, num_layers=num_layers, dropout=dropout)", False),
+        ("nn.LSTM(8, features, 1, dropout=0.3)", False),
+        ("nn.RNN(8, features, num_layers=1, dropout=0.3)", False),
+        # stacked layers with a dropout between them: mode-dependent
+        ("nn.GRU(8, features, num_layers=2, dropout=dropout)", True),
+        ("nn.LSTM(8, features, 3, True, True, 0.3)", True),
+    ],
+)
+def test_td501_a_single_recurrent_layer_has_no_dropout(layer: str, flagged: bool) -> None:
+    assert bool(lint_codes(_ONE_RECURRENT_LAYER.format(layer=layer), "TD501")) is flagged

@@ -916,3 +916,47 @@ def test_td608_follows_the_clip_into_helpers(clip_body: str, before: str, flagge
     assert len(found) == int(flagged)
     if flagged:
         assert "(in `_clip()`, called at line 15)" in found[0].message
+
+
+_EVALUATES_OR_LOADS = """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self):
+        self.model = None
+
+    def train_model(self, batches):
+        self.model = nn.Linear(4, 2)
+        optimizer = torch.optim.Adam(self.model.parameters())
+        for x in batches:
+            optimizer.zero_grad()
+            self.model(x).sum().backward()
+            optimizer.step()
+            self.eval_model(batches)
+
+    def eval_model(self, batches):
+        {guard}
+            self.model = nn.Linear(4, 2)
+            self.model.load_state_dict(torch.load("model.pt", map_location="cpu"))
+        return [self.model(x) for x in batches]
+"""
+
+
+@pytest.mark.parametrize(
+    ("guard", "flagged"),
+    [
+        # pycorrector: eval_model() builds the model only when none was trained
+        ("if self.model is None:", False),
+        ("if not self.model:", False),
+        ("if self.model is not None:\n            pass\n        else:", False),
+        # a guard on something else, or none: the trained model is replaced
+        ("if self.model is not None:", True),
+        ("if batches:", True),
+    ],
+)
+def test_td610_a_helper_building_the_model_only_when_it_is_missing(
+    guard: str, flagged: bool
+) -> None:
+    assert bool(lint_codes(_EVALUATES_OR_LOADS.format(guard=guard), "TD610")) is flagged

@@ -101,6 +101,17 @@ def spawned_argument(call: ast.Call) -> ast.expr | None:
     return call.args[0] if call.args else getattr(keyword(call, "fn"), "value", None)
 
 
+def spawned_function(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
+    """The function of the file that ``mp.spawn(main_worker, nprocs=...)`` runs in every
+    process it starts, when ``call`` is such a launch."""
+    if not is_spawn(ctx, call, scope):
+        return None
+    target = spawned_argument(call)
+    if not isinstance(target, ast.Name):
+        return None
+    return ctx.resolve_local_call(ast.Call(func=target, args=[], keywords=[]), scope)
+
+
 def local_method(
     ctx: FileContext, class_name: str, method: str, depth: int = 0
 ) -> FunctionScope | None:

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from torchdoctor.static.analysis.callers import called_function
 from torchdoctor.static.analysis.optimized import model_path, optimizer_roots
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.structure import FunctionScope
+from torchdoctor.static.names import is_none
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 from torchdoctor.static.training import module_itself
 
 __all__ = ["helper_optimizer_roots", "helper_replacements", "module_kept"]
@@ -66,6 +67,8 @@ def helper_replacements(
             for part, value, where in _pairs(ctx, target, node.value, helper):
                 if not isinstance(part, (ast.Attribute, ast.Subscript)):
                     continue
+                if _only_when_missing(item.frames, part):
+                    continue  # `if self.model is None: self.model = Net()`: it exists here
                 path = model_path(ctx, part)
                 if model_path(ctx, module_kept(ctx, value, where)) == path:
                     continue  # `self.model = torch.compile(self.model)`: the same module
@@ -73,6 +76,36 @@ def helper_replacements(
                 mapped = _in_caller(ctx, helper, call, path)
                 if what is not None and mapped is not None:
                     yield mapped, what, helper
+
+
+def _only_when_missing(frames: tuple[Frame, ...], part: ast.expr) -> bool:
+    """The assignment runs only when what it assigns (or the object holding it) is
+    missing: under ``if self.model is None:`` or ``if not self.model:``, or in the
+    ``else`` of ``if self.model is not None:``. The caller has built its optimizer from
+    that object's parameters, so the object exists there and the branch does not run."""
+    text = ast.unparse(part)
+    for frame in frames:
+        if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE) or not isinstance(
+            frame.node, ast.If
+        ):
+            continue
+        test, missing = frame.node.test, frame.kind is FrameKind.IF_BODY
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            subject = test.operand
+        elif (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and is_none(test.comparators[0])
+        ):
+            subject = test.left
+            missing = missing is isinstance(test.ops[0], ast.Is)
+        else:
+            continue
+        checked = ast.unparse(subject)
+        if missing and (text == checked or text.startswith(checked + ".")):
+            return True
+    return False
 
 
 def module_kept(ctx: FileContext, value: ast.expr, scope: Scope) -> ast.expr:

@@ -14,16 +14,16 @@ from typing import cast
 from torchdoctor.findings import Applicability, Confidence, Depth, Edit, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import called_function, is_spawn, spawned_argument
 from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.cpu_values import RNG_SETTERS, holds_cpu_data, rng_call
 from torchdoctor.static.analysis.ranks import is_rank_zero, names_rank, resolver
+from torchdoctor.static.analysis.spawned import runs_once_beside_spawned_workers
 from torchdoctor.static.analysis.weight_saves import (
     restores_an_optimizer,
     weights_saved_from_the_cpu,
 )
 from torchdoctor.static.analysis.whole_loads import full_unpickling_forced
-from torchdoctor.static.branches import exclusive, is_main_guard
+from torchdoctor.static.branches import exclusive
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
@@ -75,95 +75,6 @@ def _shows_processes(node: ast.AST) -> bool:
     else:
         text = getattr(node, "id", None) or getattr(node, "attr", None) or ""
     return any(word in text for word in _PROCESS_WORDS)
-
-
-def runs_once_beside_spawned_workers(ctx: FileContext, scope: Scope) -> bool:
-    """``scope`` is launcher code of a file that starts its own workers with
-    ``mp.spawn(fn, ...)``: a function that spawns them, or one reached from there or from
-    the main guard, that ``fn`` does not reach (SGL's search spawns ``self._train``, then
-    loads the best model in ``self._postprocess()``). Only ``fn`` and what it calls run on
-    every rank; the launcher runs once, in one process. Never when the file spawns nothing
-    (``torchrun`` runs all of it on every rank), when a spawn's target is no function of
-    the file, nor at module level, which every spawned process imports again."""
-    if scope is None:
-        return False
-    key = ("checkpoint", "launcher_functions")
-    if key not in ctx.memo:
-        ctx.memo[key] = _launcher_functions(ctx)
-    once, every_rank = cast("tuple[set[int], set[int]]", ctx.memo[key])
-    enclosing: FunctionScope | None = scope
-    while enclosing is not None:  # a function nested in a worker runs in that worker
-        if id(enclosing) in every_rank:
-            return False
-        if id(enclosing) in once:
-            return True
-        enclosing = enclosing.parent
-    return False
-
-
-def _launcher_functions(ctx: FileContext) -> tuple[set[int], set[int]]:
-    """The ids of the functions the launcher reaches (from the functions that spawn and
-    from the main guard), and of those every rank reaches (from the spawned targets and
-    from module code outside the main guard); two empty sets when the file spawns nothing
-    or spawns a target that is not one of its functions."""
-    launchers: list[FunctionScope] = []
-    targets: list[FunctionScope] = []
-    for scope, items in ctx.module.bodies():
-        for item in items:
-            call = item.node
-            if not (
-                isinstance(call, ast.Call)
-                and last_name(call.func) in ("spawn", "start_processes")
-                and is_spawn(ctx, call, scope)
-            ):
-                continue
-            target = _spawned_target(ctx, call, scope)
-            if target is None:
-                return set(), set()
-            targets.append(target)
-            if scope is not None:
-                launchers.append(scope)
-    if not targets:
-        return set(), set()
-    guarded: list[FunctionScope] = []
-    for item in ctx.module.items:
-        called = called_function(ctx, item.node, None) if isinstance(item.node, ast.Call) else None
-        if called is not None:
-            (guarded if _under_main_guard(item.frames) else targets).append(called)
-    return _reached(ctx, [*launchers, *guarded]), _reached(ctx, targets)
-
-
-def _spawned_target(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
-    """The function of the file ``mp.spawn(fn, ...)`` runs: ``worker`` or
-    ``self._train``; ``None`` for anything else (``partial(worker)``, an import)."""
-    target = spawned_argument(call)
-    if not isinstance(target, (ast.Name, ast.Attribute)):
-        return None
-    return called_function(ctx, ast.Call(func=target, args=[], keywords=[]), scope)
-
-
-def _under_main_guard(frames: tuple[Frame, ...]) -> bool:
-    """Inside ``if __name__ == "__main__":``, which spawned processes do not run."""
-    return any(
-        frame.kind is FrameKind.IF_BODY and is_main_guard(cast("ast.If", frame.node).test)
-        for frame in frames
-    )
-
-
-def _reached(ctx: FileContext, roots: list[FunctionScope]) -> set[int]:
-    """The ids of ``roots`` and of every function of the file they call, however deep:
-    each function's calls are read once."""
-    seen = {id(root) for root in roots}
-    frontier = list(roots)
-    while frontier:
-        scope = frontier.pop()
-        for item in scope.items:
-            if isinstance(item.node, ast.Call):
-                callee = called_function(ctx, item.node, scope)
-                if callee is not None and id(callee) not in seen:
-                    seen.add(id(callee))
-                    frontier.append(callee)
-    return seen
 
 
 def has_star_kwargs(call: ast.Call) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.spawned import launcher_only, workers_only
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind
@@ -77,7 +78,9 @@ class CudnnBenchmarkWithDeterministic(LintRule):
                 (
                     d
                     for d in self._effective(_DETERMINISTIC)
-                    if not _exclusive(bench.frames, d.frames) and not self._reset_before(d)
+                    if not _exclusive(bench.frames, d.frames)
+                    and not self._reset_before(d)
+                    and not self._other_processes(bench, d)
                 ),
                 None,
             )
@@ -101,6 +104,18 @@ class CudnnBenchmarkWithDeterministic(LintRule):
             )
             if not undone:
                 yield setting
+
+    def _other_processes(self, first: _Setting, second: _Setting) -> bool:
+        """One setting runs only in the process that launches workers with
+        ``mp.spawn``, the other only in the workers: a spawned worker is a fresh
+        interpreter that inherits no cuDNN flag from its launcher (Context-Aware-
+        Consistency sets ``benchmark`` in the main guard, ``deterministic`` in the
+        spawned ``main``)."""
+        ctx = self.ctx
+        return any(
+            launcher_only(ctx, a.frames) and workers_only(ctx, ctx.function_of(b.frames))
+            for a, b in ((first, second), (second, first))
+        )
 
     def _reset_before(self, asked: _Setting) -> bool:
         """Whether benchmark mode is switched off just before determinism is asked for:

@@ -17,6 +17,7 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import local_method
 from torchdoctor.static.analysis.calls import insert_keywords, last_name, torch_alias
 from torchdoctor.static.analysis.loops import loop_bound_names
+from torchdoctor.static.analysis.model_init_loops import filled_by_a_model_loop
 from torchdoctor.static.analysis.name_initialisers import initialised_by_name, read_by_name
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
@@ -134,6 +135,10 @@ class LegacyConstructor(LintRule):
             self._unproven.add(id(held))  # `m.weight = Parameter(w)` then `m.reset_parameters()`
         elif _is_self_attribute(target) and initialised_by_name(self.ctx, target.attr):
             self._unproven.add(id(held))  # `model.apply(init)` filling `m.<attr>` elsewhere
+        elif _is_self_attribute(target) and filled_by_a_model_loop(
+            self.ctx, target.attr, _dimensions(held)
+        ):
+            self._unproven.add(id(held))  # `for n, p in model.named_parameters(): init(p)`
         elif (
             _is_self_attribute(target)
             and self._bases_read()
@@ -419,6 +424,19 @@ _VIEWS = frozenset(
     }
 )
 _WRITERS = _FILLS | {"index_copy_", "index_fill_", "scatter_", "masked_scatter_", "set_"}
+
+
+def _dimensions(call: ast.Call) -> int | None:
+    """How many dimensions ``torch.Tensor(h, d)`` (or ``(h, d)`` as one tuple) makes;
+    ``None`` when its arguments do not say (``torch.Tensor(size)``, ``*shape``)."""
+    args = call.args
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    if not args or call.keywords or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    if len(args) == 1 and not isinstance(args[0], ast.Constant):
+        return None  # one name may be a size, a list or a tensor of data
+    return len(args)
 
 
 def _held_call(value: ast.expr) -> ast.Call | None:
@@ -884,16 +902,22 @@ def _iterates_over(ctx: FileContext, loop: ast.For, target: str) -> bool:
         iterable = iterable.func.value  # `self.embs.values()`: each element of the dict
     if ctx.segment(iterable) == target:
         return True  # `for emb in self.embs:` over a ParameterList (or the dict's values)
-    if isinstance(iterable, ast.Name):
+    if isinstance(iterable, ast.Name) or _is_self_attribute(iterable):
+        # a name, or an attribute of `self` (SpeechUT's `self.label_embs_list =
+        # [self.label_embs_concat]`), bound once to a literal list
         function = ctx.function
         scope: ast.AST = ctx.tree
         if function is not None:
             scope = function.owner.node if function.owner is not None else function.node
+        text = ctx.segment(iterable)
         bound = [
             n.value
             for n in ast.walk(scope)
             if isinstance(n, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == iterable.id for t in n.targets)
+            and any(
+                isinstance(t, (ast.Name, ast.Attribute)) and ctx.segment(t) == text
+                for t in n.targets
+            )
         ]
         if len(bound) != 1:
             return False

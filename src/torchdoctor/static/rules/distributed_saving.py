@@ -4,12 +4,13 @@ TD805 ddp-prefixed-state-dict."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from typing import cast
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.analysis.callers import called_function, is_spawn, spawned_argument
+from torchdoctor.static.analysis.callers import called_function, spawned_function
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
@@ -27,6 +28,7 @@ from torchdoctor.static.analysis.ranks import (
     returns_rank_zero,
     true_on_rank_zero_only,
 )
+from torchdoctor.static.analysis.related_files import program_sources
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import is_none
@@ -52,6 +54,7 @@ class CheckpointSavedOnEveryRank(LintRule):
         super().__init__(ctx, sink)
         self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
         self._launchers: list[FunctionScope | None] = []  # where distributed calls are
+        self._only_queries = True  # every distributed call asks (rank, world size)
 
     def visit_call(self, node: ast.Call) -> None:
         name = self.ctx.qualified_name(node.func)
@@ -65,10 +68,15 @@ class CheckpointSavedOnEveryRank(LintRule):
             )
         ):
             self._launchers.append(self.ctx.function)
+            self._only_queries &= name.rpartition(".")[2] in _QUERIES
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
         if not self._saves or not self._launchers:
+            return
+        if self._only_queries and not _program_sets_up_processes(ctx):
+            # `torch.distributed.get_world_size() if args.local_rank != -1 else 1` in a
+            # log line left from a template: nothing in the program starts the processes
             return
         callers = _Callers(ctx)
         reachable = callers.reachable_from_module()
@@ -96,6 +104,28 @@ class CheckpointSavedOnEveryRank(LintRule):
             fix_hint="Save from one process: wrap the save in `if dist.get_rank() == 0:` and "
             "call `dist.barrier()` after it, before any rank reads the file.",
         )
+
+
+# Distributed calls that only ask about a process group some other code set up.
+_QUERIES = frozenset({"get_rank", "get_world_size"})
+# What sets up a multi-process run, as a program's text spells it (its own or a helper's).
+_SETS_UP_PROCESSES = re.compile(
+    rb"init_process_group|DistributedDataParallel|DistributedSampler|FullyShardedDataParallel"
+    rb"|fully_shard|Accelerator\(|deepspeed|horovod|hvd\.init|Fabric\(|init_dist"
+    rb"|torch\.distributed\.launch|torchrun|mp\.spawn|multiprocessing\.spawn"
+)
+
+
+def _program_sets_up_processes(ctx: FileContext) -> bool:
+    """Whether some file of the program (the file, its folder line, the modules it
+    imports) starts or wraps a multi-process run."""
+    key = ("TD804", "sets-up-processes")
+    if key not in ctx.memo:
+        own = ctx.source.encode("utf-8", "replace")
+        ctx.memo[key] = bool(_SETS_UP_PROCESSES.search(own)) or any(
+            _SETS_UP_PROCESSES.search(data) for _, data in program_sources(ctx)
+        )
+    return bool(ctx.memo[key])
 
 
 class _Callers:
@@ -150,7 +180,7 @@ class _Callers:
                     if isinstance(item.node, ast.Call):
                         called = helper_to_follow(ctx, item.node, scope, depth, ids, instances=True)
                         if called is None:
-                            spawned = _spawned(ctx, item.node, scope)
+                            spawned = spawned_function(ctx, item.node, scope)
                             called = spawned if spawned and id(spawned) not in ids else None
                         if called is not None:
                             found.add(called)
@@ -170,25 +200,14 @@ class _Callers:
                 items = scope.items if scope is not None else ctx.module.items
                 for item in items:
                     if isinstance(item.node, ast.Call):
-                        called = called_function(ctx, item.node, scope) or _spawned(
+                        # a spawned function counts as called there: for what the
+                        # program reaches and for the guards around the way there
+                        called = called_function(ctx, item.node, scope) or spawned_function(
                             ctx, item.node, scope
                         )
                         if called is not None and called is not scope:
                             self._sites.setdefault(called, []).append((item.node, item.frames))
         return self._sites
-
-
-# Launchers that run a function of the file in each of the processes they start.
-def _spawned(ctx: FileContext, call: ast.Call, scope: Scope) -> FunctionScope | None:
-    """The function of the file that ``mp.spawn(main_worker, nprocs=...)`` runs in every
-    process it starts: a call of it, for what the program reaches and for the guards
-    around the way there."""
-    if not is_spawn(ctx, call, scope):
-        return None
-    target = spawned_argument(call)
-    if not isinstance(target, ast.Name):
-        return None
-    return ctx.resolve_local_call(ast.Call(func=target, args=[], keywords=[]), scope)
 
 
 class _RankTests:
