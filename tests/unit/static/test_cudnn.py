@@ -248,3 +248,48 @@ def test_td705_flags_set_in_the_launcher_do_not_reach_spawned_workers(
 ) -> None:
     source = _SPAWNED_WORKERS.format(worker=worker, module=module, launcher=launcher)
     assert bool(lint_codes(source, "TD705")) is flagged
+
+
+_EVALUATION_SCRIPT = """
+import torch
+import torch.optim as optim
+import torch.optim.lr_scheduler as lr_sched
+
+
+class Scan(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.cumsum(-1)
+
+    @staticmethod
+    def backward(ctx, grad):  # loss.backward() reaches here
+        return grad.flip(-1).cumsum(-1).flip(-1)
+
+
+def evaluate(model, loader):
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.deterministic = True
+    {body}
+
+
+if __name__ == "__main__":
+    evaluate(torch.nn.Linear(2, 2), [])
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "severity"),
+    [
+        # Relation-Shape-CNN's voting scripts, VMamba's validation helpers: imports, an
+        # autograd.Function's backward and a comment show no training
+        ("return [model(x) for x in loader]", Severity.INFO),
+        # the file trains: an optimizer built, a backward pass
+        ("optimizer = optim.SGD(model.parameters(), lr=0.1)", Severity.WARNING),
+        ("model(torch.ones(2)).sum().backward()", Severity.WARNING),
+    ],
+)
+def test_td705_imports_comments_and_autograd_functions_show_no_training(
+    body: str, severity: Severity
+) -> None:
+    found = lint_findings(_EVALUATION_SCRIPT.format(body=body), "TD705")
+    assert [f.severity for f in found] == [severity]

@@ -1141,3 +1141,66 @@ def test_td804_a_rank_query_alone_is_no_distributed_program(
     train.write_text(_TEMPLATE_LOG_LINE.format(setup=setup), encoding="utf-8")
     found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD804")
     assert bool(found) is flagged
+
+
+_CONVERSION_SCRIPT = """
+import argparse
+import torch
+
+{binding}
+torch.distributed.init_process_group(backend="gloo", init_method="tcp://127.0.0.1:16666", {size})
+model = torch.nn.Linear(2, 2)
+{more}
+torch.save({{"module": model.state_dict()}}, "output.pt")
+"""
+
+
+@pytest.mark.parametrize(
+    ("binding", "size", "more", "flagged"),
+    [
+        # SwissArmyTransformer's weight conversion: a process group of one process
+        (
+            "args = argparse.Namespace(world_size=1, rank=0)",
+            "world_size=args.world_size, rank=args.rank",
+            "",
+            False,
+        ),
+        ("", "world_size=1, rank=0", "", False),
+        # several processes, or not shown to be one
+        (
+            "args = argparse.Namespace(world_size=2, rank=0)",
+            "world_size=args.world_size, rank=args.rank",
+            "",
+            True,
+        ),
+        ("args = parse()", "world_size=args.world_size, rank=args.rank", "", True),
+        (
+            "",
+            "world_size=1, rank=0",
+            "model = torch.nn.parallel.DistributedDataParallel(model)",
+            True,
+        ),
+    ],
+)
+def test_td804_a_process_group_of_one_is_one_process(
+    binding: str, size: str, more: str, flagged: bool
+) -> None:
+    source = _CONVERSION_SCRIPT.format(binding=binding, size=size, more=more)
+    assert bool(lint_codes(source, "TD804")) is flagged
+
+
+def test_td804_a_namespace_of_one_from_the_imported_config(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "config" / "vit_config.py").write_text(
+        "import argparse\nargs = argparse.Namespace(num_layers=12, world_size=1, rank=0)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "convert.py").write_text(
+        "import torch\nfrom config.vit_config import args\n"
+        "torch.distributed.init_process_group(backend='gloo', world_size=args.world_size,"
+        " rank=args.rank)\n"
+        "torch.save(torch.nn.Linear(2, 2).state_dict(), 'output.pt')\n",
+        encoding="utf-8",
+    )
+    assert lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD804") == []

@@ -1169,3 +1169,40 @@ def test_td221_quiet_where_an_isinstance_test_says_it_is_no_module(
 ) -> None:
     source = _TAKES_A_MODULE_OR_A_PARAMETER.format(shape=shape)
     assert bool(lint_codes(source, "TD221")) is flagged
+
+
+_SAMPLER_NOISE = """
+import torch
+from torch import nn
+
+
+class Sampler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 4)
+
+    @torch.no_grad()
+    def p_sample(self, x, temperature=1.0, noise_dropout={default}):
+        noise = torch.randn_like(x) * temperature
+        if {test}:
+            noise = torch.nn.functional.dropout(noise, p=noise_dropout)
+        return self.net(x) + noise
+"""
+
+
+@pytest.mark.parametrize(
+    ("default", "test", "flagged"),
+    [
+        # latent-diffusion's sampler (rcg): a noise dropout its default rate switches off
+        ("0.0", "noise_dropout > 0.0", False),
+        ("0", "noise_dropout != 0", False),
+        # on by default, or a test the defaults do not decide
+        ("0.1", "noise_dropout > 0.0", True),
+        ("0.0", "temperature > 0.5", True),
+    ],
+)
+def test_td506_a_rate_whose_default_leaves_the_branch_untaken(
+    default: str, test: str, flagged: bool
+) -> None:
+    source = _SAMPLER_NOISE.format(default=default, test=test)
+    assert bool(lint_codes(source, "TD506")) is flagged

@@ -14,6 +14,7 @@ has been walked.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterator
 from typing import cast
 
@@ -295,17 +296,33 @@ def skip_before(
     if start is None:
         return None
     for frame in inside[start:]:
-        for statement in _block(frame):
-            if getattr(statement, "end_lineno", line) >= line:
+        for skip in _skips(frame):
+            if (skip.end_lineno or skip.lineno) >= line:
                 break
-            if (
-                isinstance(statement, ast.If)
-                and not statement.orelse
-                and isinstance(statement.body[-1], ast.Continue)
-                and accept(negation(statement.test))
-            ):
-                return statement
+            if accept(negation(skip.test)):
+                return skip
     return None
+
+
+# The skips (`if ...: continue` with no `else`) of each block, in order, read once per
+# block: a loop body of thousands of statements is not walked again for every call in it.
+_SKIPS: weakref.WeakKeyDictionary[ast.AST, dict[FrameKind, list[ast.If]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _skips(frame: Frame) -> list[ast.If]:
+    by_kind = _SKIPS.setdefault(frame.node, {})
+    found = by_kind.get(frame.kind)
+    if found is None:
+        found = by_kind[frame.kind] = [
+            statement
+            for statement in _block(frame)
+            if isinstance(statement, ast.If)
+            and not statement.orelse
+            and isinstance(statement.body[-1], ast.Continue)
+        ]
+    return found
 
 
 def _block(frame: Frame) -> list[ast.stmt]:

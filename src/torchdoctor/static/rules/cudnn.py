@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -149,7 +151,7 @@ class CudnnBenchmarkWithDeterministic(LintRule):
         # demo, an evaluation script) that takes no training step differs at most in the
         # last digits of its outputs; a maintainer leaves it. A module without a `__main__`
         # block may be the setup a training script imports: judged as before.
-        untrained = _runs_itself(ctx.tree, ctx.source) and _TRAINING_STEP.search(ctx.source) is None
+        untrained = _runs_itself(ctx.tree, ctx.source) and not _trains(ctx.source)
         self.report(
             bench.node,
             f"cuDNN benchmarking is switched on at line {bench.line} while `{asked}` "
@@ -174,13 +176,32 @@ class CudnnBenchmarkWithDeterministic(LintRule):
 
 
 # What shows a file trains, itself or through what it calls: a backward pass (also
-# Lightning's manual one and autograd.grad), an optimizer built or stepped, a framework's
-# fit or training_step, a call to a `train...` function or method (a trainer class of
-# another file), a Trainer.
+# Lightning's manual one and autograd.grad; not an autograd.Function's `def backward`),
+# an optimizer built or stepped, a framework's fit or training_step, a call to a
+# `train...` function or method (a trainer class of another file), a Trainer.
 _TRAINING_STEP = re.compile(
-    r"backward|autograd\.grad\b|\boptim\b|\.step\(|\.fit\(|training_step"
-    r"|\btrain\w*\(|Trainer\b"
+    r"(?<!def )\bbackward\b|autograd\.grad\b|\boptim\.(?:[A-Z]|lr_scheduler)|\.step\("
+    r"|\.fit\(|training_step|\btrain\w*\(|Trainer\b"
 )
+# Lines that only name things: imports (an evaluation script importing `torch.optim` it
+# never uses, Relation-Shape-CNN's voting scripts), and comments.
+_IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s")
+
+
+def _trains(source: str) -> bool:
+    """Whether the file's code, its imports, comments and strings (docstrings, help
+    texts) left out, shows training."""
+    code = "\n".join(line for line in source.splitlines() if not _IMPORT_LINE.match(line))
+    try:
+        tokens = [
+            t._replace(string='""') if t.type == tokenize.STRING else t
+            for t in tokenize.generate_tokens(io.StringIO(code).readline)
+            if t.type != tokenize.COMMENT
+        ]
+        code = tokenize.untokenize(tokens)
+    except (tokenize.TokenError, IndentationError, SyntaxError, ValueError):
+        code = "\n".join(line.split("#", 1)[0] for line in code.splitlines())
+    return _TRAINING_STEP.search(code) is not None
 
 
 def _runs_itself(tree: ast.Module, source: str) -> bool:

@@ -28,7 +28,7 @@ from torchdoctor.static.analysis.ranks import (
     returns_rank_zero,
     true_on_rank_zero_only,
 )
-from torchdoctor.static.analysis.related_files import program_sources
+from torchdoctor.static.analysis.related_files import imported_sources, program_sources
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.names import is_none
@@ -55,6 +55,8 @@ class CheckpointSavedOnEveryRank(LintRule):
         self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
         self._launchers: list[FunctionScope | None] = []  # where distributed calls are
         self._only_queries = True  # every distributed call asks (rank, world size)
+        self._single = False  # one starts a group of one process
+        self._other = False  # one is other evidence: a wrapper, a sampler, a collective
 
     def visit_call(self, node: ast.Call) -> None:
         name = self.ctx.qualified_name(node.func)
@@ -68,7 +70,12 @@ class CheckpointSavedOnEveryRank(LintRule):
             )
         ):
             self._launchers.append(self.ctx.function)
-            self._only_queries &= name.rpartition(".")[2] in _QUERIES
+            called = name.rpartition(".")[2]
+            self._only_queries &= called in _QUERIES
+            if called == "init_process_group" and _one_process(self.ctx, node):
+                self._single = True
+            elif called not in _QUERIES:
+                self._other = True
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
@@ -78,6 +85,8 @@ class CheckpointSavedOnEveryRank(LintRule):
             # `torch.distributed.get_world_size() if args.local_rank != -1 else 1` in a
             # log line left from a template: nothing in the program starts the processes
             return
+        if self._single and not self._other:
+            return  # `init_process_group(world_size=1, ...)`: a group of one process
         callers = _Callers(ctx)
         reachable = callers.reachable_from_module()
         if not any(f is None or f in reachable for f in self._launchers):
@@ -114,6 +123,60 @@ _SETS_UP_PROCESSES = re.compile(
     rb"|fully_shard|Accelerator\(|deepspeed|horovod|hvd\.init|Fabric\(|init_dist"
     rb"|torch\.distributed\.launch|torchrun|mp\.spawn|multiprocessing\.spawn"
 )
+
+
+def _one_process(ctx: FileContext, call: ast.Call) -> bool:
+    """``init_process_group(..., world_size=1)``: the literal 1, or ``<name>.world_size``
+    where every module-level binding of ``<name>``, in the file or in the project module
+    it is imported from, is an ``argparse.Namespace(...)`` given ``world_size=1``
+    (SwissArmyTransformer's weight-conversion scripts and their ``config/*_config.py``)."""
+    given = next((k.value for k in call.keywords if k.arg == "world_size"), None)
+    if given is None:
+        given = call.args[3] if len(call.args) > 3 else None
+    if isinstance(given, ast.Constant):
+        return given.value == 1
+    if not (
+        isinstance(given, ast.Attribute)
+        and given.attr == "world_size"
+        and isinstance(given.value, ast.Name)
+    ):
+        return False
+    name = given.value.id
+    verdict = _namespace_of_one(ctx.tree, name)
+    if verdict is not None:
+        return verdict
+    for _, data in imported_sources(ctx):
+        if name.encode() not in data:
+            continue
+        try:
+            verdict = _namespace_of_one(ast.parse(data), name)
+        except (SyntaxError, ValueError):
+            continue
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def _namespace_of_one(tree: ast.Module, name: str) -> bool | None:
+    """Whether every module-level binding of ``name`` in ``tree`` (its ``if`` branches
+    included) is a ``Namespace(...)`` with ``world_size=1``; ``None`` when none binds it."""
+    bindings = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    ]
+    if not bindings:
+        return None
+    return all(
+        isinstance(value, ast.Call)
+        and last_name(value.func) == "Namespace"
+        and any(
+            k.arg == "world_size" and isinstance(k.value, ast.Constant) and k.value.value == 1
+            for k in value.keywords
+        )
+        for value in bindings
+    )
 
 
 def _program_sets_up_processes(ctx: FileContext) -> bool:

@@ -977,17 +977,50 @@ def _off_by_default(ctx: FileContext, defaults: dict[str, ast.expr]) -> bool:
         test = frame.node.test if isinstance(frame.node, ast.If) else None
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         switch = test.operand if negated else test  # type: ignore[union-attr]
-        if not isinstance(switch, ast.Name) or not (
-            set(torchapi.name_tokens(switch.id)) & _SWITCH_WORDS
-        ):
-            continue
-        default = defaults.get(switch.id)
-        if not isinstance(default, ast.Constant):
-            continue
-        holds = bool(default.value) != negated
-        if holds != (frame.kind is FrameKind.IF_BODY):
+        holds = _holds_by_default(switch, defaults)
+        if holds is not None and (holds != negated) != (frame.kind is FrameKind.IF_BODY):
             return True
     return False
+
+
+def _holds_by_default(test: ast.expr | None, defaults: dict[str, ast.expr]) -> bool | None:
+    """What ``test`` gives with the method's constant defaults: a switch named for
+    dropout or the mode (``mc_dropout``), or a rate compared with a number
+    (latent-diffusion's ``if noise_dropout > 0.:`` under ``noise_dropout=0.``); ``None``
+    when it is neither or a default is not a constant."""
+    if isinstance(test, ast.Name):
+        default = defaults.get(test.id)
+        if set(torchapi.name_tokens(test.id)) & _SWITCH_WORDS and isinstance(default, ast.Constant):
+            return bool(default.value)
+        return None
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+    ):
+        return None
+    default = defaults.get(test.left.id)
+    bound = test.comparators[0].value
+    if not (
+        isinstance(default, ast.Constant)
+        and isinstance(default.value, (int, float))
+        and isinstance(bound, (int, float))
+        and not isinstance(default.value, bool)
+    ):
+        return None
+    compare = _NUMBER_TESTS.get(type(test.ops[0]))
+    return None if compare is None else compare(default.value, bound)
+
+
+_NUMBER_TESTS: dict[type[ast.cmpop], Callable[[float, float], bool]] = {
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+}
 
 
 # Words of a name that switches dropout per call (`dropout_switch`, `mc_dropout`,
