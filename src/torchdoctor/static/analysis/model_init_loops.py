@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterator
+from functools import partial
+from typing import cast
 
 from torchdoctor.static.analysis.related_files import importing_paths
 from torchdoctor.static.context import FileContext
@@ -39,18 +41,28 @@ def filled_by_a_model_loop(ctx: FileContext, attribute: str, dims: int | None) -
     program writes each parameter it lets through, and its filter lets through a
     parameter named ``<...>.<attribute>`` with ``dims`` dimensions (``None``: unknown)."""
 
-    def lets_through(data: bytes) -> bool:
-        if b"parameters()" not in data:
-            return False
-        return any(_lets_through(loop, attribute, dims) for loop in _init_loops(data))
+    def lets_through(loops: list[ast.For]) -> bool:
+        return any(_lets_through(loop, attribute, dims) for loop in loops)
 
-    if lets_through(ctx.source.encode("utf-8", "replace")):
+    key = ("model-init-loops", ctx.path)
+    if key not in ctx.memo:  # the file's loops, read once for all its parameters
+        ctx.memo[key] = _loops_in(ctx.source.encode("utf-8", "replace"))
+    if lets_through(cast("list[ast.For]", ctx.memo[key])):
         return True
+    project = ctx.project
     for path in _importers(ctx):
-        data = read_source(path)
-        if isinstance(data, bytes) and lets_through(data):
+        if lets_through(project.remember(f"model-init-loops:{path}", partial(_read, path))):
             return True
     return False
+
+
+def _read(path: str) -> list[ast.For]:
+    data = read_source(path)
+    return _loops_in(data) if isinstance(data, bytes) else []
+
+
+def _loops_in(data: bytes) -> list[ast.For]:
+    return list(_init_loops(data)) if b"parameters()" in data else []
 
 
 # How many import steps separate a training script from the module of a class its model

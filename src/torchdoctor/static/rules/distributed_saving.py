@@ -127,8 +127,8 @@ _SETS_UP_PROCESSES = re.compile(
 
 def _one_process(ctx: FileContext, call: ast.Call) -> bool:
     """``init_process_group(..., world_size=1)``: the literal 1, or ``<name>.world_size``
-    where every module-level binding of ``<name>``, in the file or in the project module
-    it is imported from, is an ``argparse.Namespace(...)`` given ``world_size=1``
+    where every binding of ``<name>``, in the file or in the project module it is
+    imported from, is an ``argparse.Namespace(...)`` given ``world_size=1``
     (SwissArmyTransformer's weight-conversion scripts and their ``config/*_config.py``)."""
     given = next((k.value for k in call.keywords if k.arg == "world_size"), None)
     if given is None:
@@ -158,8 +158,8 @@ def _one_process(ctx: FileContext, call: ast.Call) -> bool:
 
 
 def _namespace_of_one(tree: ast.Module, name: str) -> bool | None:
-    """Whether every module-level binding of ``name`` in ``tree`` (its ``if`` branches
-    included) is a ``Namespace(...)`` with ``world_size=1``; ``None`` when none binds it."""
+    """Whether every binding of ``name`` in ``tree`` (in any branch or function) is a
+    ``Namespace(...)`` with ``world_size=1``; ``None`` when none binds it."""
     bindings = [
         node.value
         for node in ast.walk(tree)
