@@ -9,16 +9,20 @@ in the other arm of an ``if`` than the use).
 from __future__ import annotations
 
 import ast
+import operator
+from collections.abc import Callable, Iterator
 
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import Frame, FrameKind, Item
 
 __all__ = [
     "block_lines",
+    "compared",
     "conditional",
     "conditions",
     "exclusive",
     "if_arms",
+    "if_tests",
     "isinstance_failed",
     "on_opposite_arms",
     "spans",
@@ -27,26 +31,50 @@ __all__ = [
 _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
 
 
+def if_tests(frames: tuple[Frame, ...]) -> Iterator[tuple[ast.expr, bool]]:
+    """The test of each ``if`` around a place, its leading ``not`` s taken off, with the
+    truth value it needs there (``True`` in the body of ``if x:`` and in the ``else`` of
+    ``if not x:``)."""
+    for frame in frames:
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
+            test, truth = frame.node.test, frame.kind is FrameKind.IF_BODY
+            while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, truth = test.operand, not truth
+            yield test, truth
+
+
 def conditions(ctx: FileContext, frames: tuple[Frame, ...]) -> set[tuple[str, bool]]:
     """The ``if`` tests around a place, each with the truth value it needs there."""
     found = set()
-    for frame in frames:
-        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
-            test = frame.node.test
-            truth = frame.kind is FrameKind.IF_BODY
-            while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, truth = test.operand, not truth
-            text = ctx.segment(test)
-            if (
-                isinstance(test, ast.Compare)
-                and len(test.ops) == 1
-                and isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
-            ):
-                positive = "is" if isinstance(test.ops[0], ast.IsNot) else "=="
-                text = f"{ctx.segment(test.left)} {positive} {ctx.segment(test.comparators[0])}"
-                truth = not truth
-            found.add((text, truth))
+    for test, truth in if_tests(frames):
+        text = ctx.segment(test)
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
+        ):
+            positive = "is" if isinstance(test.ops[0], ast.IsNot) else "=="
+            text = f"{ctx.segment(test.left)} {positive} {ctx.segment(test.comparators[0])}"
+            truth = not truth
+        found.add((text, truth))
     return found
+
+
+_NUMBER_TESTS: dict[type[ast.cmpop], Callable[[float, float], bool]] = {
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+
+
+def compared(value: float, op: ast.cmpop, bound: float) -> bool | None:
+    """What ``value <op> bound`` gives for a comparison of numbers; ``None`` for an
+    operator that is none (``is``, ``in``)."""
+    test = _NUMBER_TESTS.get(type(op))
+    return None if test is None else test(value, bound)
 
 
 def isinstance_failed(
@@ -57,14 +85,7 @@ def isinstance_failed(
     helper that takes a module or a single parameter) or the body of ``if not
     isinstance(...)``."""
     text = ast.unparse(expr)
-    for frame in frames:
-        if frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE) or not isinstance(
-            frame.node, ast.If
-        ):
-            continue
-        test, holds = frame.node.test, frame.kind is FrameKind.IF_BODY
-        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, holds = test.operand, not holds
+    for test, holds in if_tests(frames):
         if holds or not (
             isinstance(test, ast.Call)
             and isinstance(test.func, ast.Name)

@@ -27,6 +27,7 @@ __all__ = [
     "requires_grad_setting",
     "root_name",
     "torch_alias",
+    "values_assigned",
 ]
 
 
@@ -61,6 +62,17 @@ def assigned_names(statement: ast.AST) -> set[str]:
     else:
         return set()
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def values_assigned(root: ast.AST, name: str) -> list[ast.expr]:
+    """The value of every ``... = <value>`` under ``root`` with the plain name ``name``
+    among its targets (nested functions and branches included), in walk order."""
+    return [
+        node.value
+        for node in ast.walk(root)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    ]
 
 
 def requires_grad_setting(statement: ast.AST) -> tuple[ast.expr, bool] | None:

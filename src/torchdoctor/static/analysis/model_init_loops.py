@@ -19,6 +19,7 @@ from functools import partial
 from typing import cast
 
 from torchdoctor.static.analysis.related_files import importing_paths
+from torchdoctor.static.branches import compared
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.files import read_source
 
@@ -206,7 +207,7 @@ def _may_hold(
         if count and dims is not None and isinstance(right, ast.Constant):
             bound = right.value
             if isinstance(bound, int):
-                return _compare(dims, op, bound)
+                return compared(dims, op, bound)
     return None
 
 
@@ -231,15 +232,3 @@ def _dimensions_read(node: ast.expr, parameter: str) -> bool:
             and _is(inner.value, parameter)
         )
     return False
-
-
-def _compare(value: int, op: ast.cmpop, bound: int) -> bool | None:
-    checks = {
-        ast.Gt: value > bound,
-        ast.GtE: value >= bound,
-        ast.Lt: value < bound,
-        ast.LtE: value <= bound,
-        ast.Eq: value == bound,
-        ast.NotEq: value != bound,
-    }
-    return checks.get(type(op))

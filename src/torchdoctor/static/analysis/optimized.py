@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import method_call, receiver
+from torchdoctor.static.analysis.calls import method_call, receiver, values_assigned
 from torchdoctor.static.analysis.entries import key_text
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.structure import ModuleScope
@@ -135,12 +135,7 @@ def _free_tensors(ctx: FileContext, params: ast.expr | None, scope: Scope) -> bo
             return False
     body: ast.AST = scope.node if scope is not None else ctx.tree
     for name in names:
-        values = [
-            node.value
-            for node in ast.walk(body)
-            if isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        ]
+        values = values_assigned(body, name)
         if not values:
             return False
         if all(_made_by_a_factory(ctx, v, scope) for v in values):

@@ -30,17 +30,8 @@ def runs_once_beside_spawned_workers(ctx: FileContext, scope: Scope) -> bool:
     every rank; the launcher runs once, in one process. Never when the file spawns nothing
     (``torchrun`` runs all of it on every rank), when a spawn's target is no function of
     the file, nor at module level, which every spawned process imports again."""
-    if scope is None:
-        return False
-    once, every_rank = _memo(ctx)
-    enclosing: FunctionScope | None = scope
-    while enclosing is not None:  # a function nested in a worker runs in that worker
-        if id(enclosing) in every_rank:
-            return False
-        if id(enclosing) in once:
-            return True
-        enclosing = enclosing.parent
-    return False
+    in_launcher, in_workers = _reached_by(ctx, scope)
+    return in_launcher and not in_workers
 
 
 def _launcher_functions(ctx: FileContext) -> tuple[set[int], set[int]]:
@@ -120,15 +111,22 @@ def launcher_only(ctx: FileContext, frames: tuple[Frame, ...]) -> bool:
 def workers_only(ctx: FileContext, scope: Scope) -> bool:
     """``scope`` runs in the spawned workers only: the spawned function, or one it
     reaches, that the launcher does not reach."""
+    in_launcher, in_workers = _reached_by(ctx, scope)
+    return in_workers and not in_launcher
+
+
+def _reached_by(ctx: FileContext, scope: Scope) -> tuple[bool, bool]:
+    """Whether the launcher, and whether the workers, reach ``scope``: read at the first
+    function around it (itself, or one it is nested in: a function nested in a worker
+    runs in that worker) that either reaches; neither at module level."""
     once, every_rank = _memo(ctx)
     enclosing: FunctionScope | None = scope if isinstance(scope, FunctionScope) else None
     while enclosing is not None:
-        if id(enclosing) in once:
-            return False
-        if id(enclosing) in every_rank:
-            return True
+        in_launcher, in_workers = id(enclosing) in once, id(enclosing) in every_rank
+        if in_launcher or in_workers:
+            return in_launcher, in_workers
         enclosing = enclosing.parent
-    return False
+    return False, False
 
 
 def _memo(ctx: FileContext) -> tuple[set[int], set[int]]:

@@ -11,7 +11,7 @@ from typing import cast
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static.analysis.callers import called_function, spawned_function
-from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.calls import last_name, values_assigned
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
 from torchdoctor.static.analysis.loops import guard_between, names_bound_in
@@ -160,12 +160,7 @@ def _one_process(ctx: FileContext, call: ast.Call) -> bool:
 def _namespace_of_one(tree: ast.Module, name: str) -> bool | None:
     """Whether every binding of ``name`` in ``tree`` (in any branch or function) is a
     ``Namespace(...)`` with ``world_size=1``; ``None`` when none binds it."""
-    bindings = [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-    ]
+    bindings = values_assigned(tree, name)
     if not bindings:
         return None
     return all(

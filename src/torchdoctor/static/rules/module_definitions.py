@@ -22,7 +22,7 @@ from torchdoctor.static.analysis.related_files import (
     first_in_related_files,
 )
 from torchdoctor.static.bindings import BindingKind
-from torchdoctor.static.branches import isinstance_failed, spans
+from torchdoctor.static.branches import compared, isinstance_failed, spans
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import ClassScope, Frame, FrameKind, FunctionScope
@@ -1009,18 +1009,7 @@ def _holds_by_default(test: ast.expr | None, defaults: dict[str, ast.expr]) -> b
         and not isinstance(default.value, bool)
     ):
         return None
-    compare = _NUMBER_TESTS.get(type(test.ops[0]))
-    return None if compare is None else compare(default.value, bound)
-
-
-_NUMBER_TESTS: dict[type[ast.cmpop], Callable[[float, float], bool]] = {
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-}
+    return compared(default.value, test.ops[0], bound)
 
 
 # Words of a name that switches dropout per call (`dropout_switch`, `mc_dropout`,
