@@ -176,6 +176,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "API and CLI",
         (
             "torchdoctor.__init__",  # the package itself: the public API
+            "torchdoctor.__main__",  # `python -m torchdoctor`: the CLI
             "torchdoctor.cli",
             "torchdoctor.demo",
             "torchdoctor.pytest_plugin",

@@ -3,10 +3,13 @@ find-unused-parameters-cost."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Confidence, Severity
+from torchdoctor.static import LintConfig, lint
 
 # --- TD801 ------------------------------------------------------------------------------
 
@@ -731,3 +734,78 @@ def train(args, dataset, model, optimizer):
 """
     (found,) = lint_findings(source, "TD801")
     assert found.location.line == 8 and found.fix is None
+
+
+_VAL_LOADER = """
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, SequentialSampler
+
+
+def get_loader(dataset, batch_size=64, sequential=True):
+    if sequential:
+        sampler = SequentialSampler(dataset)
+    else:
+        sampler = DistributedSampler(dataset)
+    return DataLoader(dataset, sampler=sampler, batch_size=batch_size)
+
+
+def benchmark(model, dataset, optimizer):
+    loader = get_loader(dataset, batch_size=32)
+    for epoch in range(3):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    ("importer", "flagged"),
+    [
+        # VMamba: no call anywhere passes `sequential`, so the else never runs
+        ("loader = utils.get_loader(dataset, batch_size=8)", False),
+        # a module importing the file takes the other branch
+        ("loader = utils.get_loader(dataset, sequential=False)", True),
+        ("loader = utils.get_loader(dataset, 8, False)", True),
+        # handed on as a value: calls lint cannot see may pass anything
+        ("make = utils.get_loader", True),
+    ],
+)
+def test_td801_a_sampler_in_a_branch_no_call_in_the_project_takes(
+    tmp_path: Path, importer: str, flagged: bool
+) -> None:
+    (tmp_path / "utils.py").write_text(_VAL_LOADER, encoding="utf-8")
+    (tmp_path / "tp.py").write_text(
+        f"import utils\n\n\ndef main(dataset):\n    {importer}\n", encoding="utf-8"
+    )
+    report = lint(tmp_path, config=LintConfig(), select=["TD801"], jobs=1)
+    assert bool(report.findings) is flagged, report.findings
+
+
+def test_td804_a_sampler_built_under_a_flag_no_call_sets_is_no_distributed_program() -> None:
+    source = """
+import torch
+import torch.distributed as dist
+
+
+def feature_loader(dataset, batch_size=128, distributed=False):
+    sampler = torch.utils.data.DistributedSampler(
+        dataset, num_replicas=dist.get_world_size(), rank=dist.get_rank()
+    ) if distributed else None
+    return torch.utils.data.DataLoader(dataset, sampler=sampler, shuffle=not distributed)
+
+
+def main(dataset, model, optimizer):
+    loader = feature_loader(dataset, batch_size=64{passed})
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    torch.save(model.state_dict(), "linear_probe.pth")
+
+
+if __name__ == "__main__":
+    main(None, None, None)
+"""
+    assert lint_codes(source.format(passed=""), "TD804") == []
+    assert lint_codes(source.format(passed=", distributed=True"), "TD804") == [("TD804", 19)]

@@ -228,6 +228,37 @@ def test_a_name_joined_into_the_path_without_a_rank_is_flagged() -> None:
     assert td804(save, "import os\n" + DDP_SCRIPT) == [("TD804", 12), ("TD804", 14)]
 
 
+def test_files_named_after_each_loaded_sample_are_per_sample() -> None:
+    # prismer's label generation: each rank writes one file per image of its own shard.
+    source = """
+import os
+import torch
+import torch.distributed as dist
+
+def main(model, dataset, out):
+    dist.init_process_group("nccl")
+    sampler = torch.utils.data.DistributedSampler(dataset)
+    loader = torch.utils.data.DataLoader(dataset, sampler=sampler)
+    for step, (images, paths) in enumerate(loader):
+        features = model(images)
+        for k in range(len(paths)):
+            parts = paths[k].split("/")
+            folder = os.path.join(out, parts[-2])
+            torch.save(features[k], os.path.join(folder, parts[-1] + ".pt"))
+        for name, feature in zip(paths, features):
+            torch.save(feature, f"{out}/{name}.pt")
+        torch.save(model.state_dict(), f"{out}/step_{step}.pt")
+    for name in ["a", "b"]:
+        torch.save(model.state_dict(), f"{out}/{name}.pt")
+
+if __name__ == "__main__":
+    main(None, None, "out")
+"""
+    # the step counter of enumerate(loader), and a name from a literal list, are the
+    # same on every rank: those saves still collide
+    assert lint_codes(source, "TD804") == [("TD804", 18), ("TD804", 20)]
+
+
 def test_helpers_nobody_in_the_file_calls_are_quiet() -> None:
     source = """
     import torch
@@ -1204,3 +1235,62 @@ def test_td804_a_namespace_of_one_from_the_imported_config(tmp_path: Path) -> No
         encoding="utf-8",
     )
     assert lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD804") == []
+
+
+_RANK0_DECORATOR = """
+import functools
+import torch.distributed as dist
+
+
+def rank0(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if {test}:
+            return func(*args, **kwargs)
+
+    return wrapper
+"""
+
+_DECORATED_SAVE = """
+import torch
+import torch.distributed as dist
+from utils import rank0
+
+
+@rank0
+def save_state(model, path):
+    torch.save(model.state_dict(), path)
+
+
+def main(model):
+    dist.init_process_group("nccl")
+    for epoch in range(3):
+        save_state(model, f"epoch_{epoch}.pt")
+
+
+if __name__ == "__main__":
+    main(None)
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "flagged"),
+    [
+        # physicsnemo's @rank0: the wrapper calls the function only on rank 0
+        ("dist.get_rank() == 0", False),
+        ("DistributedManager().rank == 0", False),
+        # a wrapper that runs it everywhere, or only off rank 0, is no guard
+        ("True", True),
+        ("dist.get_rank() != 0", True),
+    ],
+)
+def test_td804_a_project_decorator_that_runs_the_function_on_rank_zero_only(
+    tmp_path: Path, test: str, flagged: bool
+) -> None:
+    (tmp_path / "utils.py").write_text(_RANK0_DECORATOR.format(test=test), encoding="utf-8")
+    (tmp_path / "train.py").write_text(_DECORATED_SAVE, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(), select=["TD804"], jobs=1)
+    assert bool(report.findings) is flagged, report.findings
+    # the decorator defined in the same file counts the same way
+    local = _DECORATED_SAVE.replace("from utils import rank0\n", _RANK0_DECORATOR.format(test=test))
+    assert bool(lint_codes(local, "TD804")) is flagged

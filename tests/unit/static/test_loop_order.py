@@ -54,6 +54,38 @@ def test_td201_flags_zero_grad_only_outside_the_loop() -> None:
     assert_marked(src, "TD201")
 
 
+def test_td201_a_step_on_one_pass_only_leaves_nothing_for_a_second() -> None:
+    # swa_gaussian: one backward and step under `if i == 0:` to fill KFAC's statistics
+    src = """
+    import torch
+    def sample(model, optimizer, x, y, n, loader):
+        for i in range(n):
+            if i == 0:
+                model(x).sum().backward()
+                optimizer.step()
+        for index, (x, y) in enumerate(loader):
+            if 0 == index:
+                model(x).sum().backward()
+                optimizer.step()
+        for i in range(n):
+            if i == 0:
+                pass
+            else:
+                model(x).sum().backward()
+                optimizer.step()  # expect: TD201
+        for i in range(n):
+            i = i // 2
+            if i == 0:
+                model(x).sum().backward()
+                optimizer.step()  # expect: TD201
+        for x, y in loader:
+            if x == 0:
+                model(x).sum().backward()
+                optimizer.step()  # expect: TD201
+    """
+    assert_marked(src, "TD201")
+
+
 def test_td201_flags_a_method_loop_with_self_attribute_optimizer() -> None:
     src = """
     import torch

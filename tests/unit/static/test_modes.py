@@ -2298,3 +2298,102 @@ def evaluate(batches):
 )
 def test_td501_a_single_recurrent_layer_has_no_dropout(layer: str, flagged: bool) -> None:
     assert bool(lint_codes(_ONE_RECURRENT_LAYER.format(layer=layer), "TD501")) is flagged
+
+
+_SPECTRAL_MODEL = """
+import torch
+from torch import nn
+
+
+class Spectral(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.lift = nn.Linear(2, width)
+        self.mix = nn.Conv1d(width, width, 1)
+        self.out = nn.Linear(width, 1){extra}
+
+    def forward(self, x):
+        return self.out(torch.relu(self.mix(self.lift(x).transpose(1, 2)).transpose(1, 2)))
+"""
+
+_FIT_WITH_VALIDATION = """
+import torch
+from models import Spectral
+
+
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(float(model(x).mean()) for x in loader)
+
+
+def main(loader, epochs):
+    model = Spectral(16)
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(epochs):
+        for x in loader:
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+        validate(model, loader)
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "flagged"),
+    [
+        # physicsnemo's FNO: convolutions, linear layers, activations; eval() changes nothing
+        ("", False),
+        ("\n        self.drop = nn.Dropout(0.1)", True),
+        ("\n        self.norm = nn.BatchNorm1d(width)", True),
+        # something from outside the project: it cannot be told, so it counts
+        ("\n        self.head = timm.create_model('resnet18')", True),
+    ],
+)
+def test_td502_a_project_model_with_no_mode_dependent_layer(
+    tmp_path: Path, extra: str, flagged: bool
+) -> None:
+    (tmp_path / "models.py").write_text(
+        "import timm\n" + _SPECTRAL_MODEL.format(extra=extra), encoding="utf-8"
+    )
+    (tmp_path / "train.py").write_text(_FIT_WITH_VALIDATION, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(), select=["TD502"], jobs=1)
+    assert bool(report.findings) is flagged, report.findings
+
+
+@pytest.mark.parametrize(
+    ("freeze", "flagged"),
+    [
+        # MOON: last round's models kept frozen as negatives, under the same loop name
+        ("for param in net.parameters():\n                param.requires_grad = False", False),
+        ("net.requires_grad_(False)", False),
+        ("pass", True),
+        ("for param in net.head.parameters():\n                param.requires_grad = False", True),
+    ],
+)
+def test_td502_an_eval_that_freezes_the_model_is_no_training_in_eval(
+    freeze: str, flagged: bool
+) -> None:
+    source = f"""
+import copy
+import torch
+from torch import nn
+
+
+def rounds(nets, loader, rounds):
+    previous = None
+    for round_ in range(rounds):
+        for net_id, net in nets.items():
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+            for x, y in loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(net(x), y).backward()
+                optimizer.step()
+        old_nets = copy.deepcopy(nets)
+        for _, net in old_nets.items():
+            net.eval()
+            {freeze}
+        previous = old_nets
+    return previous
+"""
+    assert bool(lint_findings(source, "TD502")) is flagged

@@ -1206,3 +1206,34 @@ def test_td506_a_rate_whose_default_leaves_the_branch_untaken(
 ) -> None:
     source = _SAMPLER_NOISE.format(default=default, test=test)
     assert bool(lint_codes(source, "TD506")) is flagged
+
+
+@pytest.mark.parametrize(
+    ("registration", "flagged"),
+    [
+        # TPLinker: each listed layer's weight and bias registered on the module
+        ('self.register_parameter("weight_{}".format(i), fc.weight)', False),
+        ('self.register_parameter(f"bias_{i}", fc.bias)', False),
+        # a parameter of something else, or a buffer, registers nothing of the layers
+        ('self.register_parameter(f"scale_{i}", nn.Parameter(torch.ones(3)))', True),
+        ('self.register_buffer(f"mask_{i}", fc.weight)', True),
+    ],
+)
+def test_td223_a_loop_registering_each_listed_layers_parameters(
+    registration: str, flagged: bool
+) -> None:
+    source = f"""
+import torch
+from torch import nn
+
+class Tagger(nn.Module):
+    def __init__(self, hidden, relations):
+        super().__init__()
+        self.heads = [nn.Linear(hidden, 3) for _ in range(relations)]
+        for i, fc in enumerate(self.heads):
+            {registration}
+
+    def forward(self, x):
+        return torch.stack([head(x) for head in self.heads], dim=1)
+"""
+    assert bool(lint_findings(source, "TD223")) is flagged

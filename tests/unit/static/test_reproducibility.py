@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.unit.static.helpers import lint_codes, lint_findings
 from torchdoctor.findings import Applicability, Severity
@@ -138,3 +144,45 @@ def test_a_setup_helper_lint_cannot_read_is_trusted() -> None:
     assert td906("    device = get_device()", "from nanolib.common import get_device") == [
         ("TD906", 9)
     ]
+
+
+def _setup_package(tmp_path: Path, helpers: int, seeding: int) -> None:
+    """``lib.init()`` calling ``helpers`` functions of its module, one of which seeds."""
+    package = tmp_path / "lib"
+    package.mkdir()
+    bodies = [
+        f"def h{i:02d}():\n    " + ("torch.manual_seed(0)" if i == seeding else f"return {i}")
+        for i in range(helpers)
+    ]
+    calls = "".join(f"    h{i:02d}()\n" for i in range(helpers))
+    (package / "__init__.py").write_text(
+        "import torch\n\n" + "\n\n".join(bodies) + f"\n\ndef init():\n{calls}",
+        encoding="utf-8",
+    )
+    script = SCRIPT.format(setup="    lib.init()", imports="import lib")
+    (tmp_path / "train.py").write_text(script, encoding="utf-8")
+
+
+def test_a_seed_among_a_dozen_set_up_helpers_is_found(tmp_path: Path) -> None:
+    # CrypTen's crypten.init() calls a dozen helpers; the seed sat beyond the first eight
+    _setup_package(tmp_path, helpers=12, seeding=7)
+    assert lint(tmp_path, config=LintConfig(), select=["TD906"], jobs=1).findings == []
+
+
+@pytest.mark.slow
+def test_what_is_read_behind_a_call_does_not_hang_on_hash_order(tmp_path: Path) -> None:
+    # The called helpers are a set of names: read in set order, which ones fit under the
+    # bound changed with PYTHONHASHSEED, and so did the finding.
+    _setup_package(tmp_path, helpers=12, seeding=7)
+    outputs = set()
+    for seed in ("0", "1", "2", "8"):
+        done = subprocess.run(
+            [sys.executable, "-m", "torchdoctor.cli", "lint", str(tmp_path), "--isolated"]
+            + ["--select", "TD906", "--format", "json", "--fail-on", "never"],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outputs.add(json.dumps(json.loads(done.stdout)["findings"], sort_keys=True))
+    assert len(outputs) == 1

@@ -4,18 +4,23 @@
 ``self.f()``, ``obj.f()`` on an instance of a class of the file); :func:`passed_values`
 goes the other way, from a parameter to what the file's callers pass for it;
 :func:`constant_arguments` gives the parameters one call fixes to literal constants (the
-flags that decide a helper's branches for that call).
+flags that decide a helper's branches for that call); :func:`project_calls` gathers the
+calls of a function from the file and from the project's modules that import it, and
+:func:`switched_off_by_every_call` tells code no call of its function runs.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 
-from torchdoctor.static.analysis.calls import assigned_names, keyword
+from torchdoctor.static.analysis.calls import assigned_names, keyword, last_name
+from torchdoctor.static.analysis.related_files import importing_paths
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.project import PLAIN_BASES
-from torchdoctor.static.structure import FunctionScope
+from torchdoctor.static.files import read_source
+from torchdoctor.static.project import PLAIN_BASES, ProjectIndex
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
 
 __all__ = [
     "Passed",
@@ -24,6 +29,8 @@ __all__ = [
     "is_spawn",
     "local_method",
     "passed_values",
+    "project_calls",
+    "switched_off_by_every_call",
     "spawned_argument",
 ]
 
@@ -84,6 +91,111 @@ def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, objec
             for bound in assigned_names(item.node):
                 out.pop(bound, None)
     return out
+
+
+def project_calls(ctx: FileContext, function: FunctionScope) -> list[ast.Call] | None:
+    """Every call of ``function`` the project shows: the file's own and, for a function
+    at the file's top level, each call by its name (``get_loader(...)``,
+    ``utils.get_loader(...)``) in the project's modules that import the file. ``None``
+    when the name is also used as a value (``fn=get_loader``), in the file or an
+    importer: calls lint cannot see may then pass anything."""
+    name = function.name
+    key = ("project-calls", id(function))
+    if key in ctx.memo:
+        return ctx.memo[key]  # type: ignore[return-value]
+    calls: list[ast.Call] | None = [
+        item.node for _, item in ctx.callers(function) if isinstance(item.node, ast.Call)
+    ]
+    uses = [_uses_by_name(ctx.tree, name)]
+    if function.node in ctx.tree.body:
+        own = os.path.abspath(ctx.path)
+        uses += [
+            _importer_uses(ctx.project, path, name) for path in importing_paths(ctx.project, own)
+        ]
+    for found in uses:
+        if calls is None or found is None:
+            calls = None
+            break
+        calls += [call for call in found if call not in calls]
+    ctx.memo[key] = calls
+    return calls
+
+
+def switched_off_by_every_call(
+    ctx: FileContext, frames: tuple[Frame, ...], node: ast.expr, switch: ast.expr | None = None
+) -> bool:
+    """Whether no call of the function around ``node`` runs it: ``node`` sits under
+    ``if flag:`` or in its ``else``, or inside a branch of ``x if flag else y``, where
+    ``flag`` is a parameter of the function, and every call the project shows passes, or
+    leaves to its default, a literal that takes the other way (VMamba's
+    ``get_val_dataloader(sequential=True)`` builds its DistributedSampler only in the
+    ``else``, and no caller passes ``sequential``). ``switch``, a parameter that must be
+    true for ``node`` to matter (``shuffle=shuffle``), counts as one more test."""
+    function = ctx.function_of(frames)
+    if function is None:
+        return False
+    parameters = set(function.parameter_names)
+    guards: list[tuple[str, bool]] = []  # a parameter, the truth it needs for node to run
+    for frame in frames:
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
+            guards += _parameter_test(frame.node.test, frame.kind is FrameKind.IF_BODY, parameters)
+    for inner in ast.walk(function.node):
+        if isinstance(inner, ast.IfExp):
+            for branch, holds in ((inner.body, True), (inner.orelse, False)):
+                if any(part is node for part in ast.walk(branch)):
+                    guards += _parameter_test(inner.test, holds, parameters)
+    if switch is not None:
+        guards += _parameter_test(switch, True, parameters)
+    calls = project_calls(ctx, function) if guards else None
+    if not calls:
+        return False
+    passed = [constant_arguments(call, function) for call in calls]
+    return all(
+        any(name in values and bool(values[name]) is not needed for name, needed in guards)
+        for values in passed
+    )
+
+
+def _parameter_test(test: ast.expr, holds: bool, parameters: set[str]) -> list[tuple[str, bool]]:
+    """``[(flag, truth)]`` when ``test`` is a parameter, or its negation, and the branch
+    runs when the test is ``holds``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _parameter_test(test.operand, not holds, parameters)
+    if isinstance(test, ast.Name) and test.id in parameters:
+        return [(test.id, holds)]
+    return []
+
+
+def _importer_uses(project: ProjectIndex, path: str, name: str) -> list[ast.Call] | None:
+    def read() -> ast.Module | None:
+        data = read_source(path)
+        try:
+            return ast.parse(data) if isinstance(data, bytes) else None
+        except (SyntaxError, ValueError):
+            return None
+
+    tree = project.remember(f"parsed:{path}", read)
+    return None if tree is None else _uses_by_name(tree, name)
+
+
+def _uses_by_name(tree: ast.AST, name: str) -> list[ast.Call] | None:
+    """The calls of ``name`` (a plain name or an attribute) in a tree; ``None`` when the
+    name is read other than as the function of a call."""
+    calls: list[ast.Call] = []
+    called: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and last_name(node.func) == name:
+            calls.append(node)
+            called.add(id(node.func))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, (ast.Name, ast.Attribute))
+            and last_name(node) == name
+            and isinstance(getattr(node, "ctx", None), ast.Load)
+            and id(node) not in called
+        ):
+            return None
+    return calls
 
 
 # Launchers that run a function in each of the processes they start.

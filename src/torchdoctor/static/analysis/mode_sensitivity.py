@@ -1,9 +1,10 @@
 """Whether a model behaves differently in train and eval mode, when the file shows it.
 
-Only a model whose class is defined in the linted file can be proven insensitive: if its
-class (and the classes of this file it builds) creates no dropout, normalisation with
-running statistics, or layer with built-in dropout, ``eval()`` changes nothing and the
-mode rules stay quiet. Anything else is assumed sensitive. An instance norm is
+Only a model whose class the project defines can be proven insensitive: if its class
+(and the project classes it builds or derives from) creates no dropout, normalisation
+with running statistics, or layer with built-in dropout, and never reads
+``self.training``, ``eval()`` changes nothing and the mode rules stay quiet. Anything
+else is assumed sensitive. An instance norm is
 mode-free unless it tracks running statistics, and even then it computes the right
 thing in training mode: evaluating without ``eval()`` (TD501) is wrong only for dropout
 and batch statistics.
@@ -31,14 +32,23 @@ _SENSITIVE_FUNCTIONS = MODE_SENSITIVE_FUNCTIONS | {
 
 
 def is_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) -> bool:
-    """``False`` only when ``model`` is an instance of a class of this file that provably
-    has no mode-dependent layer; ``True`` otherwise."""
+    """``False`` only when ``model`` is an instance of a class of this file, or of another
+    module of the project, that provably has no mode-dependent layer (physicsnemo's FNO:
+    spectral convolutions and activations); ``True`` otherwise."""
     if model is None:
         return True
     type_name = ctx.instance_type(model, scope)
-    if type_name is None or not type_name.startswith("<local>."):
+    if type_name is None:
         return True
-    return _class_sensitive(ctx, type_name[len("<local>.") :], set())
+    if type_name.startswith("<local>."):
+        return _class_sensitive(ctx, type_name[len("<local>.") :], set())
+    info = ctx.project.module_class(type_name, near=ctx.path)
+    return (
+        info is None
+        or info.is_module is not True
+        or info.has_dropout_or_batchnorm is not False
+        or _layers_held_outside(ctx, info)
+    )
 
 
 def proven_mode_sensitive(ctx: FileContext, model: ast.expr | None, scope: Scope) -> bool:

@@ -27,6 +27,7 @@ __all__ = [
     "names_rank",
     "resolver",
     "returns_rank_zero",
+    "runs_on_rank_zero_only",
     "true_on_rank_zero_only",
 ]
 
@@ -222,15 +223,72 @@ def returns_rank_zero(ctx: FileContext, call: ast.Call, scope: Scope) -> bool:
     return ctx.project.remember(key, partial(_returns_rank_zero, info.path, info.name, info.line))
 
 
-def _returns_rank_zero(path: str, name: str, line: int) -> bool:
+def runs_on_rank_zero_only(ctx: FileContext, decorator: ast.expr, scope: Scope) -> bool:
+    """Whether ``decorator`` is a function of the project (of this file or another
+    module) whose wrapper calls the decorated function only under a rank-zero test
+    (physicsnemo's ``@rank0``: ``if DistributedManager().rank == 0: return func(...)``)."""
+    if not isinstance(decorator, (ast.Name, ast.Attribute)):
+        return False
+    local = ctx.resolve_local_call(ast.Call(func=decorator, args=[], keywords=[]), scope)
+    if local is not None:
+        return _wraps_for_rank_zero(local.node)
+    qualified = ctx.qualified_name(decorator, scope)
+    info = ctx.project.function(qualified, near=ctx.path) if qualified else None
+    if info is None:
+        return False
+    key = f"rank-zero-decorator:{info.path}:{info.line}"
+    return ctx.project.remember(
+        key,
+        lambda: (
+            (found := _module_function(info.path, info.name, info.line)) is not None
+            and _wraps_for_rank_zero(found)
+        ),
+    )
+
+
+def _wraps_for_rank_zero(decorator: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``def deco(func): def wrapper(*a, **k): if <rank zero>: return func(*a, **k);
+    return wrapper``: every call of ``func`` in the returned wrapper sits under the test."""
+    arguments = decorator.args.posonlyargs + decorator.args.args
+    if not arguments:
+        return False
+    wrapped = arguments[0].arg
+    wrappers = {
+        node.name: node
+        for node in decorator.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    returned = [
+        node.value.id
+        for node in decorator.body
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+    ]
+    if len(returned) != 1 or returned[0] not in wrappers:
+        return False
+    guarded: set[int] = set()
+    for node in ast.walk(wrappers[returned[0]]):
+        if isinstance(node, ast.If) and is_rank_zero(node.test):
+            guarded.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    calls = [
+        node
+        for node in ast.walk(wrappers[returned[0]])
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == wrapped
+    ]
+    return bool(calls) and all(id(call) in guarded for call in calls)
+
+
+def _module_function(path: str, name: str, line: int) -> ast.FunctionDef | None:
+    """The top-level ``def name`` at ``line`` of the file at ``path``, read and parsed."""
     data = read_source(path)
     if not isinstance(data, bytes):
-        return False
+        return None
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError):
-        return False
-    function = next(
+        return None
+    return next(
         (
             node
             for node in tree.body
@@ -238,6 +296,10 @@ def _returns_rank_zero(path: str, name: str, line: int) -> bool:
         ),
         None,
     )
+
+
+def _returns_rank_zero(path: str, name: str, line: int) -> bool:
+    function = _module_function(path, name, line)
     if function is None:
         return False
     returned = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import called_function, constant_arguments
+from torchdoctor.static.analysis.callers import called_function, switched_off_by_every_call
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.held_loaders import mentions, reaches_through_calls
 from torchdoctor.static.analysis.loops import (
@@ -57,7 +57,6 @@ class SamplerEpochNeverSet(LintRule):
         self._set_epoch: list[tuple[Frame, ...]] = []
         self._loaders: list[tuple[ast.Call, ast.expr]] = []  # DataLoader call, its sampler
         self._targets: dict[int, ast.expr] = {}
-        self._conditions: dict[int, ast.expr] = {}  # a conditional expression's body -> test
         self._either: set[int] = set()  # both branches of such an expression
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -68,7 +67,6 @@ class SamplerEpochNeverSet(LintRule):
                 # `sampler = DistributedSampler(ds) if distributed else None`: either
                 # branch is what the name holds, the body under the expression's test
                 self._targets[id(value.body)] = self._targets[id(value.orelse)] = node.targets[0]
-                self._conditions[id(value.body)] = value.test
                 self._either.update((id(value.body), id(value.orelse)))
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -116,34 +114,13 @@ class SamplerEpochNeverSet(LintRule):
         )
 
     def _turned_off_by_every_caller(self, sampler: _Sampler) -> bool:
-        """The sampler is built in a function of the file whose parameters decide it (an
-        ``if distributed:`` around it, ``shuffle=shuffle`` in it), and every call of that
-        function in the file passes, or defaults to, a constant that turns the guard or
-        the shuffle off: no call gets a shuffling DistributedSampler."""
-        ctx = self.ctx
-        function = ctx.function_of(sampler.frames)
-        if function is None:
-            return False
-        parameters = function.parameter_names
-        tests = [
-            frame.node.test
-            for frame in sampler.frames
-            if frame.kind is FrameKind.IF_BODY and isinstance(frame.node, ast.If)
-        ]
-        condition = self._conditions.get(id(sampler.call))
-        tests += [condition] if condition is not None else []
-        guards = [t.id for t in tests if isinstance(t, ast.Name) and t.id in parameters]
-        shuffle = _shuffle_argument(sampler.call)
-        switches = guards + (
-            [shuffle.id] if isinstance(shuffle, ast.Name) and shuffle.id in parameters else []
-        )
-        calls = [item.node for _, item in ctx.callers(function) if isinstance(item.node, ast.Call)]
-        if not switches or not calls:
-            return False
-        # what each call passes, or leaves to a default, as literals (none behind `**options`)
-        passed = [constant_arguments(call, function) for call in calls]
-        return all(
-            any(name in values and not values[name] for name in switches) for values in passed
+        """The sampler is built in a function whose parameters decide it (an ``if
+        distributed:`` around it, the ``else`` of ``if sequential:``, ``shuffle=shuffle``
+        in it), and every call of that function the project shows passes, or defaults
+        to, a constant that turns the guard or the shuffle off: no call gets a shuffling
+        DistributedSampler."""
+        return switched_off_by_every_call(
+            self.ctx, sampler.frames, sampler.call, switch=_shuffle_argument(sampler.call)
         )
 
     def _handed_with_its_loader(self, sampler: _Sampler, names: list[str]) -> bool:

@@ -10,11 +10,21 @@ from typing import cast
 
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
-from torchdoctor.static.analysis.callers import called_function, spawned_function
+from torchdoctor.static.analysis.callers import (
+    called_function,
+    spawned_function,
+    switched_off_by_every_call,
+)
 from torchdoctor.static.analysis.calls import last_name, values_assigned
+from torchdoctor.static.analysis.dataloader import iterated, loader_of
 from torchdoctor.static.analysis.entries import item_assignments
 from torchdoctor.static.analysis.events import MAX_CALL_DEPTH, helper_to_follow
-from torchdoctor.static.analysis.loops import guard_between, names_bound_in
+from torchdoctor.static.analysis.loops import (
+    element_pairs,
+    enclosing_loops,
+    guard_between,
+    names_bound_in,
+)
 from torchdoctor.static.analysis.prefix_handling import (
     project_checkpoint_load,
     project_prefix_handling,
@@ -26,6 +36,7 @@ from torchdoctor.static.analysis.ranks import (
     names_rank,
     resolver,
     returns_rank_zero,
+    runs_on_rank_zero_only,
     true_on_rank_zero_only,
 )
 from torchdoctor.static.analysis.related_files import imported_sources, program_sources
@@ -53,10 +64,8 @@ class CheckpointSavedOnEveryRank(LintRule):
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
         self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
-        self._launchers: list[FunctionScope | None] = []  # where distributed calls are
-        self._only_queries = True  # every distributed call asks (rank, world size)
-        self._single = False  # one starts a group of one process
-        self._other = False  # one is other evidence: a wrapper, a sampler, a collective
+        # the distributed calls: what each calls, the call, where it is
+        self._distributed: list[tuple[str, ast.Call, tuple[Frame, ...]]] = []
 
     def visit_call(self, node: ast.Call) -> None:
         name = self.ctx.qualified_name(node.func)
@@ -69,27 +78,42 @@ class CheckpointSavedOnEveryRank(LintRule):
                 and name.rpartition(".")[2] in MULTI_PROCESS_CALLS
             )
         ):
-            self._launchers.append(self.ctx.function)
-            called = name.rpartition(".")[2]
-            self._only_queries &= called in _QUERIES
-            if called == "init_process_group" and _one_process(self.ctx, node):
-                self._single = True
-            elif called not in _QUERIES:
-                self._other = True
+            self._distributed.append((name.rpartition(".")[2], node, self.ctx.frames))
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
-        if not self._saves or not self._launchers:
+        if not self._saves:
             return
-        if self._only_queries and not _program_sets_up_processes(ctx):
+        # a sampler built only under a flag no call sets (`DistributedSampler(ds) if
+        # distributed else None`, every call leaving `distributed=False`) proves nothing
+        distributed = [
+            (called, call, frames)
+            for called, call, frames in self._distributed
+            if not switched_off_by_every_call(ctx, frames, call)
+        ]
+        if not distributed:
+            return
+        if all(called in _QUERIES for called, _, _ in distributed) and not (
+            _program_sets_up_processes(ctx)
+        ):
             # `torch.distributed.get_world_size() if args.local_rank != -1 else 1` in a
             # log line left from a template: nothing in the program starts the processes
             return
-        if self._single and not self._other:
+        single = any(
+            called == "init_process_group" and _one_process(ctx, call)
+            for called, call, _ in distributed
+        )
+        other = any(
+            called not in _QUERIES
+            and not (called == "init_process_group" and _one_process(ctx, call))
+            for called, call, _ in distributed
+        )
+        if single and not other:
             return  # `init_process_group(world_size=1, ...)`: a group of one process
         callers = _Callers(ctx)
         reachable = callers.reachable_from_module()
-        if not any(f is None or f in reachable for f in self._launchers):
+        launchers = [ctx.function_of(frames) for _, _, frames in distributed]
+        if not any(f is None or f in reachable for f in launchers):
             return  # the distributed code is not part of what this file runs
         for call, frames in self._saves:
             scope = ctx.function_of(frames)
@@ -99,6 +123,8 @@ class CheckpointSavedOnEveryRank(LintRule):
                 else next((k.value for k in call.keywords if k.arg == "f"), None)
             )
             if path is None or _per_rank_or_in_memory(ctx, path, scope):
+                continue
+            if _named_after_loaded_items(ctx, path, scope, frames):
                 continue
             if not callers.guarded(frames, call.lineno, 0):
                 self._report(call)
@@ -214,7 +240,10 @@ class _Callers:
             return True
         if function is None:
             return False
-        if any(is_rank_zero(decorator) for decorator in function.node.decorator_list):
+        if any(
+            is_rank_zero(decorator) or runs_on_rank_zero_only(ctx, decorator, function)
+            for decorator in function.node.decorator_list
+        ):
             return True
         sites = self.sites().get(function, [])
         if not sites or depth >= MAX_CALL_DEPTH:
@@ -520,6 +549,46 @@ def _per_rank_or_in_memory(ctx: FileContext, path: ast.expr, scope: Scope) -> bo
             if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and names_rank(node):
                 return True
     return False
+
+
+def _named_after_loaded_items(
+    ctx: FileContext, path: ast.expr, scope: Scope, frames: tuple[Frame, ...]
+) -> bool:
+    """A file name made from what a loop over a data loader yields (``image_path`` of
+    each batch, or of a loop over the batch's paths): one file per sample, and a loader
+    of a distributed program hands each rank its own samples, so no two ranks write the
+    same file. The step counter of ``enumerate(loader)`` is the same on every rank and
+    does not count."""
+    loops = [loop for loop in enclosing_loops(ctx, frames) if isinstance(loop.node, ast.For)]
+    if not loops:
+        return False
+    per_sample: set[str] = set()
+    for loop in reversed(loops):  # outermost first: an inner loop may walk a batch
+        node = cast("ast.For", loop.node)
+        for iterable, element in element_pairs(node.target, node.iter) or [
+            (node.iter, node.target)
+        ]:
+            if _is_a_loader(ctx, iterable, scope) or per_sample & _names_read(iterable):
+                per_sample |= names_bound_in(element)
+    if not per_sample:
+        return False
+    resolve = resolver(ctx, scope)
+    return any(per_sample & _names_read(value) for value in _path_parts(path, resolve))
+
+
+def _names_read(expr: ast.expr) -> set[str]:
+    return {node.id for node in ast.walk(expr) if isinstance(node, ast.Name)}
+
+
+def _is_a_loader(ctx: FileContext, iterable: ast.expr, scope: Scope) -> bool:
+    """A ``DataLoader`` the file builds, or a name or attribute called a loader
+    (``accelerator.prepare`` hands one back under the name it had)."""
+    if loader_of(ctx, iterable, scope) is not None:
+        return True
+    source = iterated(ctx, iterable, scope)
+    return isinstance(source, (ast.Name, ast.Attribute)) and "loader" in name_tokens(
+        last_name(source)
+    )
 
 
 # How many assignments deep a path's names are followed: `shard = f"{rank}.pt"` joined

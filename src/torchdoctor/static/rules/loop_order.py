@@ -14,7 +14,7 @@ from torchdoctor.findings import Applicability, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.calls import last_name
-from torchdoctor.static.analysis.loops import step_functions
+from torchdoctor.static.analysis.loops import guard_between, names_bound_in, step_functions
 from torchdoctor.static.analysis.optimized import covers, optimizer_roots
 from torchdoctor.static.analysis.repeats import measures_a_repeated_step
 from torchdoctor.static.branches import innermost_branch
@@ -55,6 +55,44 @@ def _steps(ctx: FileContext, loop: Loop, events: list[Event]) -> list[Event]:
     return out
 
 
+def _on_one_pass(loop: Loop, item: Item) -> bool:
+    """Whether ``item`` runs on one pass of ``loop`` at most: inside ``if i == 0:`` (the
+    body, not the ``else``) where ``i`` counts the passes, as the target of
+    ``for i in range(...)`` or the index of ``enumerate(...)``, and is not reassigned."""
+    node = loop.node
+    if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
+        return False
+    func, target = node.iter.func, node.target
+    if isinstance(func, ast.Name) and func.id == "range" and isinstance(target, ast.Name):
+        counter = target.id
+    elif (
+        isinstance(func, ast.Name)
+        and func.id == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[0], ast.Name)
+    ):
+        counter = target.elts[0].id
+    else:
+        return False
+    reassigned = any(counter in names_bound_in(statement) for statement in node.body)
+
+    def tests_one_pass(test: ast.If, in_body: bool) -> bool:
+        compare = test.test
+        if not (
+            in_body
+            and isinstance(compare, ast.Compare)
+            and len(compare.ops) == 1
+            and isinstance(compare.ops[0], ast.Eq)
+        ):
+            return False
+        sides = {type(compare.left), type(compare.comparators[0])}
+        names = {getattr(compare.left, "id", None), getattr(compare.comparators[0], "id", None)}
+        return sides == {ast.Name, ast.Constant} and counter in names
+
+    return not reassigned and guard_between(item.frames, loop.frame, tests_one_pass) is not None
+
+
 @detector("TD201", depth=Depth.LINT)
 class GradsNeverCleared(LintRule):
     """A loop that steps an optimizer after ``backward()`` and never clears gradients."""
@@ -75,6 +113,8 @@ class GradsNeverCleared(LintRule):
             return
         if any(e.kind is EventKind.ZERO_GRAD for e in events) or self._clears_elsewhere(loop):
             return
+        if all(_on_one_pass(loop, e.item) for e in steps):
+            return  # `if i == 0:` around the step: nothing is left over for a second one
         step = steps[0]
         name = receiver_text(ctx, step.target)
         # A benchmark repeating one step on the same tensors to time it: true, but the

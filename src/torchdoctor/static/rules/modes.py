@@ -230,6 +230,8 @@ class TrainInEvalMode(LintRule):
                     ):
                         continue
                     after = mode[1] > index  # eval() after the forward: the next iteration
+                    if _frozen_where_evaluated(ctx, actions[mode[1]]):
+                        continue  # MOON's old models: eval() and no gradients, kept as is
                     if not after and _frozen_backbone(ctx.tree):
                         return  # a linear probe: eval() on purpose, only a head trains
                     if not after and _trained_again(actions, index, action.target):
@@ -559,6 +561,55 @@ def _module_class_keeps(ctx: FileContext, call: ast.Call, model: str) -> bool:
         )
         for n in ast.walk(init.node)
     )
+
+
+def _frozen_where_evaluated(ctx: FileContext, evaluation: Action) -> bool:
+    """The block that calls ``eval()`` on the model also freezes every parameter of it
+    (``for p in net.parameters(): p.requires_grad = False``, ``net.requires_grad_(False)``):
+    a model kept as a fixed reference (MOON's previous-round models, a frozen teacher),
+    which no step can train, whatever its name is later bound to."""
+    node = evaluation.node
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "eval"
+        and evaluation.frames
+    ):
+        return False
+    model = ctx.segment(node.func.value)
+    block = evaluation.frames[-1].node
+    for inner in ast.walk(block):
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr == "requires_grad_"
+            and ctx.segment(inner.func.value) == model
+            and any(isinstance(a, ast.Constant) and a.value is False for a in inner.args)
+        ):
+            return True
+        if (
+            isinstance(inner, ast.For)
+            and isinstance(inner.target, ast.Name)
+            and isinstance(inner.iter, ast.Call)
+            and isinstance(inner.iter.func, ast.Attribute)
+            and inner.iter.func.attr == "parameters"
+            and ctx.segment(inner.iter.func.value) == model
+            and any(
+                isinstance(statement, ast.Assign)
+                and isinstance(statement.value, ast.Constant)
+                and statement.value.value is False
+                and any(
+                    isinstance(t, ast.Attribute)
+                    and t.attr == "requires_grad"
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == inner.target.id
+                    for t in statement.targets
+                )
+                for statement in inner.body
+            )
+        ):
+            return True
+    return False
 
 
 def _frozen_backbone(tree: ast.Module) -> bool:

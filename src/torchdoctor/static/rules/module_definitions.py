@@ -15,7 +15,7 @@ from collections.abc import Callable
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name
+from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name, root_name
 from torchdoctor.static.analysis.loops import element_pairs
 from torchdoctor.static.analysis.related_files import (
     first_in_imported_files,
@@ -320,7 +320,12 @@ class LayersInPlainContainer(LintRule):
         if not elements:  # self.layers = [] then self.layers.append(Linear(...))
             elements = _added_later(target.attr, calls) + _stored_later(cls, target.attr)
         layers = [e for e in elements if _holds_parameters(ctx, e[1], e[0] or method)]
-        if not layers or _passed_on(target.attr, calls) or _registered_on_use(cls, target.attr):
+        if (
+            not layers
+            or _passed_on(target.attr, calls)
+            or _registered_on_use(cls, target.attr)
+            or _parameters_registered(cls, target.attr)
+        ):
             return
         kind = (
             "dict"
@@ -531,6 +536,41 @@ def _only_calls_items(
         for part in parts
         for node in ast.walk(part)
     )
+
+
+def _parameters_registered(cls: ClassScope, attr: str) -> bool:
+    """Whether a loop over ``self.<attr>`` registers the parameters of each layer it holds
+    on the module (TPLinker: ``for i, fc in enumerate(self.fc_list):
+    self.register_parameter(f"weight_{i}", fc.weight)``): they are then in
+    ``parameters()`` and ``state_dict()``, the same tensors the layers use."""
+    for method in cls.methods.values():
+        for loop in ast.walk(method.node):
+            if not isinstance(loop, ast.For):
+                continue
+            iterable, target = loop.iter, loop.target
+            if (
+                isinstance(iterable, ast.Call)
+                and isinstance(iterable.func, ast.Name)
+                and iterable.func.id == "enumerate"
+                and iterable.args
+                and isinstance(target, ast.Tuple)
+                and len(target.elts) == 2
+            ):
+                iterable, target = iterable.args[0], target.elts[1]
+            if not (_is_self_attr(iterable, attr, method) and isinstance(target, ast.Name)):
+                continue
+            for call in ast.walk(loop):
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "register_parameter"
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == method.self_name
+                    and len(call.args) == 2
+                    and root_name(call.args[1]) == target.id
+                ):
+                    return True
+    return False
 
 
 def _registered_on_use(cls: ClassScope, attr: str) -> bool:

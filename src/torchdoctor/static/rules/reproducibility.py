@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator
 
 from torchdoctor.findings import Applicability, Depth, Fix
@@ -20,7 +21,9 @@ _LIBRARIES = frozenset(
     {"torch", "numpy", "np", "random", "os", "sys", "math", "time", "json", "logging", "re"}
 )
 _SETUP_WORDS = frozenset({"init", "initialize", "initialise", "setup", "bootstrap"})
-_MAX_HELPERS = 8
+# Project functions read for a seed behind one call: each is a lookup in the index, so
+# the bound only stops a runaway; set-up helpers (CrypTen's init) call a dozen or more.
+_MAX_HELPERS = 64
 
 
 @detector("TD906", depth=Depth.LINT)
@@ -80,15 +83,16 @@ class NeverSeeded(LintRule):
         if qualified is None or qualified.split(".")[0] in _LIBRARIES:
             return False
         setup = bool(_SETUP_WORDS & set(torchapi.name_tokens(last_name(call.func))))
-        wanted, seen = [qualified], {qualified}
-        while wanted:
-            found = ctx.project.function(wanted.pop(), near=ctx.path)
+        wanted, seen = deque([qualified]), {qualified}
+        while wanted:  # breadth first: the helpers called directly are read first
+            found = ctx.project.function(wanted.popleft(), near=ctx.path)
             if found is None:
                 continue
             setup = False  # read: its body decides
             if any("seed" in called.rpartition(".")[2].lower() for called in found.calls):
                 return True
-            for called in found.calls:
+            # sorted: which helpers fit under the bound must not hang on set order
+            for called in sorted(found.calls):
                 if called not in seen and called.split(".")[0] not in _LIBRARIES:
                     seen.add(called)
                     if len(seen) <= _MAX_HELPERS:
