@@ -139,11 +139,10 @@ def switched_off_by_every_call(
     for frame in frames:
         if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE) and isinstance(frame.node, ast.If):
             guards += _parameter_test(frame.node.test, frame.kind is FrameKind.IF_BODY, parameters)
-    for inner in ast.walk(function.node):
-        if isinstance(inner, ast.IfExp):
-            for branch, holds in ((inner.body, True), (inner.orelse, False)):
-                if any(part is node for part in ast.walk(branch)):
-                    guards += _parameter_test(inner.test, holds, parameters)
+    for choice in _parameter_choices(ctx, function, parameters):
+        for branch, holds in ((choice.body, True), (choice.orelse, False)):
+            if any(part is node for part in ast.walk(branch)):
+                guards += _parameter_test(choice.test, holds, parameters)
     if switch is not None:
         guards += _parameter_test(switch, True, parameters)
     calls = project_calls(ctx, function) if guards else None
@@ -154,6 +153,21 @@ def switched_off_by_every_call(
         any(name in values and bool(values[name]) is not needed for name, needed in guards)
         for values in passed
     )
+
+
+def _parameter_choices(
+    ctx: FileContext, function: FunctionScope, parameters: set[str]
+) -> list[ast.IfExp]:
+    """The conditional expressions of ``function`` whose test is one of its parameters,
+    found once per function (most functions have none)."""
+    key = ("parameter-choices", id(function))
+    if key not in ctx.memo:
+        ctx.memo[key] = [
+            inner
+            for inner in ast.walk(function.node)
+            if isinstance(inner, ast.IfExp) and _parameter_test(inner.test, True, parameters)
+        ]
+    return ctx.memo[key]  # type: ignore[return-value]
 
 
 def _parameter_test(test: ast.expr, holds: bool, parameters: set[str]) -> list[tuple[str, bool]]:

@@ -53,6 +53,9 @@ from torchdoctor.static.torchapi import (
     name_tokens,
 )
 
+# A distributed call of the file: what it calls, the call, where it is, its function.
+_DistributedCall = tuple[str, ast.Call, tuple[Frame, ...], FunctionScope | None]
+
 
 @detector("TD804", depth=Depth.LINT)
 class CheckpointSavedOnEveryRank(LintRule):
@@ -64,8 +67,7 @@ class CheckpointSavedOnEveryRank(LintRule):
     def __init__(self, ctx: FileContext, sink: Callable[[Finding], None]) -> None:
         super().__init__(ctx, sink)
         self._saves: list[tuple[ast.Call, tuple[Frame, ...]]] = []
-        # the distributed calls: what each calls, the call, where it is
-        self._distributed: list[tuple[str, ast.Call, tuple[Frame, ...]]] = []
+        self._distributed: list[_DistributedCall] = []
 
     def visit_call(self, node: ast.Call) -> None:
         name = self.ctx.qualified_name(node.func)
@@ -78,42 +80,44 @@ class CheckpointSavedOnEveryRank(LintRule):
                 and name.rpartition(".")[2] in MULTI_PROCESS_CALLS
             )
         ):
-            self._distributed.append((name.rpartition(".")[2], node, self.ctx.frames))
+            called = name.rpartition(".")[2]
+            self._distributed.append((called, node, self.ctx.frames, self.ctx.function))
+
+    def _proves_processes(self, distributed: list[_DistributedCall]) -> bool:
+        """Whether these distributed calls show a program of several processes."""
+        ctx = self.ctx
+        if not distributed:
+            return False
+        if all(entry[0] in _QUERIES for entry in distributed):
+            # `torch.distributed.get_world_size() if args.local_rank != -1 else 1` in a
+            # log line left from a template: proof only where the program starts processes
+            return _program_sets_up_processes(ctx)
+        singles = {
+            id(call)
+            for called, call, *_ in distributed
+            if called == "init_process_group" and _one_process(ctx, call)
+        }
+        # `init_process_group(world_size=1, ...)` alone: a group of one process
+        return not singles or any(
+            called not in _QUERIES and id(call) not in singles for called, call, *_ in distributed
+        )
 
     def leave_module(self, module: object) -> None:
         ctx = self.ctx
-        if not self._saves:
+        if not self._saves or not self._proves_processes(self._distributed):
             return
         # a sampler built only under a flag no call sets (`DistributedSampler(ds) if
         # distributed else None`, every call leaving `distributed=False`) proves nothing
         distributed = [
-            (called, call, frames)
-            for called, call, frames in self._distributed
-            if not switched_off_by_every_call(ctx, frames, call)
+            entry
+            for entry in self._distributed
+            if not switched_off_by_every_call(ctx, entry[2], entry[1])
         ]
-        if not distributed:
+        if not self._proves_processes(distributed):
             return
-        if all(called in _QUERIES for called, _, _ in distributed) and not (
-            _program_sets_up_processes(ctx)
-        ):
-            # `torch.distributed.get_world_size() if args.local_rank != -1 else 1` in a
-            # log line left from a template: nothing in the program starts the processes
-            return
-        single = any(
-            called == "init_process_group" and _one_process(ctx, call)
-            for called, call, _ in distributed
-        )
-        other = any(
-            called not in _QUERIES
-            and not (called == "init_process_group" and _one_process(ctx, call))
-            for called, call, _ in distributed
-        )
-        if single and not other:
-            return  # `init_process_group(world_size=1, ...)`: a group of one process
         callers = _Callers(ctx)
         reachable = callers.reachable_from_module()
-        launchers = [ctx.function_of(frames) for _, _, frames in distributed]
-        if not any(f is None or f in reachable for f in launchers):
+        if not any(function is None or function in reachable for *_, function in distributed):
             return  # the distributed code is not part of what this file runs
         for call, frames in self._saves:
             scope = ctx.function_of(frames)
