@@ -30,8 +30,8 @@ __all__ = [
     "local_method",
     "passed_values",
     "project_calls",
-    "switched_off_by_every_call",
     "spawned_argument",
+    "switched_off_by_every_call",
 ]
 
 

@@ -15,6 +15,7 @@ from typing import cast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.calls import requires_grad_setting
 from torchdoctor.static.analysis.mode_actions import (
     MODE,
     Action,
@@ -577,16 +578,10 @@ def _frozen_where_evaluated(ctx: FileContext, evaluation: Action) -> bool:
     ):
         return False
     model = ctx.segment(node.func.value)
-    block = evaluation.frames[-1].node
-    for inner in ast.walk(block):
-        if (
-            isinstance(inner, ast.Call)
-            and isinstance(inner.func, ast.Attribute)
-            and inner.func.attr == "requires_grad_"
-            and ctx.segment(inner.func.value) == model
-            and any(isinstance(a, ast.Constant) and a.value is False for a in inner.args)
-        ):
-            return True
+    for inner in ast.walk(evaluation.frames[-1].node):
+        setting = requires_grad_setting(inner)
+        if setting is not None and not setting[1] and ctx.segment(setting[0]) == model:
+            return True  # net.requires_grad_(False)
         if (
             isinstance(inner, ast.For)
             and isinstance(inner.target, ast.Name)
@@ -594,21 +589,16 @@ def _frozen_where_evaluated(ctx: FileContext, evaluation: Action) -> bool:
             and isinstance(inner.iter.func, ast.Attribute)
             and inner.iter.func.attr == "parameters"
             and ctx.segment(inner.iter.func.value) == model
-            and any(
-                isinstance(statement, ast.Assign)
-                and isinstance(statement.value, ast.Constant)
-                and statement.value.value is False
-                and any(
-                    isinstance(t, ast.Attribute)
-                    and t.attr == "requires_grad"
-                    and isinstance(t.value, ast.Name)
-                    and t.value.id == inner.target.id
-                    for t in statement.targets
-                )
-                for statement in inner.body
-            )
         ):
-            return True
+            for statement in inner.body:  # for p in net.parameters(): p.requires_grad = False
+                setting = requires_grad_setting(statement)
+                if (
+                    setting is not None
+                    and not setting[1]
+                    and isinstance(setting[0], ast.Name)
+                    and setting[0].id == inner.target.id
+                ):
+                    return True
     return False
 
 
