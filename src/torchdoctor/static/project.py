@@ -404,6 +404,8 @@ class ProjectIndex:
                     return True
                 unknown = unknown or answer is None
             for called in facts.constructs:
+                if self._own_method(facts, called):
+                    continue  # `Module._check_checkpoint(...)`: its calls are counted here
                 answer = self._call_sensitive(called, facts.path, depth, evaluating)
                 if answer:
                     return True
@@ -412,6 +414,18 @@ class ProjectIndex:
 
         kind = "sensitive-evaluating" if evaluating else "sensitive"
         return self._cached(kind, facts, compute)  # type: ignore[return-value]
+
+    def _own_method(self, facts: ClassFacts, called: str) -> bool:
+        """Whether ``called`` names a method of the class or of one of its project bases
+        (``Base.load(...)``): the calls of every method are already among what the class
+        and its bases construct."""
+        owner, _, method = called.rpartition(".")
+        found = self._class_facts(owner, facts.path) if owner else None
+        return (
+            found is not None
+            and method in found.methods
+            and (found is facts or self._inherits(facts, found.qualname, 0))
+        )
 
     def _call_sensitive(self, called: str, near: str, depth: int, evaluating: bool) -> bool | None:
         found = self._class_facts(called, near)
@@ -422,6 +436,11 @@ class ProjectIndex:
         helper = None if owner is None else owner.functions.get(name)
         if helper is not None:  # a helper of the project: what it builds decides
             return self._function_sensitive(helper, depth, evaluating)
+        if owner is not None and depth < _MAX_DEPTH:
+            target = owner.imports.get(name)
+            if target is not None and target != called:
+                # re-exported by a package: `from .activations import get_activation`
+                return self._call_sensitive(target, owner.path, depth + 1, evaluating)
         return _name_sensitive(called, evaluating)
 
     def _function_sensitive(
@@ -535,9 +554,11 @@ def _name_sensitive(qualified: str, evaluating: bool = False) -> bool | None:
     last = qualified.rpartition(".")[2]
     if qualified.startswith("torch.nn.") and last[:1].isupper():
         return any(word in last for word in torchapi.MODE_SENSITIVE_WORDS)
+    top = qualified.partition(".")[0]
     if (
         qualified.startswith(("torch.", "numpy."))
-        or qualified.partition(".")[0] in sys.stdlib_module_names
+        or top in sys.stdlib_module_names
+        or top in torchapi.MODE_FREE_LIBRARIES
     ):
         return False
     return None

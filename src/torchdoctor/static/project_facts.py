@@ -650,6 +650,35 @@ _PLAIN_METHODS = frozenset(
         "endswith",
     }
 )
+# Tensor methods that read or reshape a value, or move it: whatever they are called on,
+# they build no module (one they are chained onto is walked, and named, by itself).
+_VALUE_METHODS = frozenset(
+    {
+        "size",
+        "sum",
+        "long",
+        "int",
+        "float",
+        "bool",
+        "item",
+        "repeat",
+        "repeat_interleave",
+        "view",
+        "reshape",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "permute",
+        "transpose",
+        "contiguous",
+        "clone",
+        "flatten",
+        "numel",
+        "nonzero",
+        "cumsum",
+        "tolist",
+    }
+)
 UNKNOWN_CALL = "<call>"
 
 
@@ -717,11 +746,13 @@ def _read_detached(use: ast.Name, parents: dict[int, ast.AST]) -> bool:
 
 
 def _plain_call(func: ast.expr) -> bool:
-    """A builtin, ``super().__init__`` or a method of a plain value (``str.format``)."""
+    """A builtin, ``super().__init__`` or a method of a plain value (``str.format``,
+    ``mask.sum().item()``)."""
     if isinstance(func, ast.Name):
         return func.id in _PLAIN_BUILTINS
     return isinstance(func, ast.Attribute) and (
         func.attr in _PLAIN_METHODS
+        or func.attr in _VALUE_METHODS
         or (
             isinstance(func.value, ast.Call)
             and isinstance(func.value.func, ast.Name)

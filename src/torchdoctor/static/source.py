@@ -48,7 +48,9 @@ def decode(data: bytes, path: str) -> tuple[str, str] | Finding:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        if "unknown encoding" in str(error) or "encoding problem" in str(error):
+        if _shim_codec(data):
+            encoding = "utf-8"  # `# -*- coding: future_fstrings -*-`: UTF-8 text underneath
+        elif "unknown encoding" in str(error) or "encoding problem" in str(error):
             return _unparsable(
                 path,
                 1,
@@ -75,6 +77,23 @@ def decode(data: bytes, path: str) -> tuple[str, str] | Finding:
         text = text.removeprefix("\ufeff")
         encoding = "utf-8-sig"
     return text, encoding
+
+
+# A PEP 263 encoding cookie, on one of the first two lines.
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+# Codecs that packages register at start-up to rewrite UTF-8 source for older Pythons
+# (future-fstrings, future-annotations): on the Pythons they target the text is plain
+# Python, read as UTF-8, and Python runs it wherever the package is installed.
+_SHIM_CODECS = frozenset({"future_fstrings", "future_annotations"})
+
+
+def _shim_codec(data: bytes) -> bool:
+    """Whether the file's cookie names a source-rewriting shim codec."""
+    for line in data.splitlines()[:2]:
+        cookie = _COOKIE.match(line)
+        if cookie is not None:
+            return cookie.group(1).decode("ascii").lower().replace("-", "_") in _SHIM_CODECS
+    return False
 
 
 @detector(UNPARSABLE, depth=Depth.LINT)
@@ -205,6 +224,10 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
     # A file that never mentions torch (a parser's grammar fixtures, a Python 2 helper
     # script): nothing PyTorch-specific is lost, and any Python linter reports it.
     torchless = "torch" not in text
+    # A file holding only a path to another `.py` file: a symbolic link that a checkout
+    # or an archive tool wrote as a plain file (git does so with `core.symlinks=false`,
+    # Windows' default). The code it points to is linted where it lives.
+    link = _LINK_STAND_IN.fullmatch(text.strip()) is not None
     return finding(
         UNPARSABLE,
         f"{path}:{line} is not valid Python: {what}; no other rule could check this file"
@@ -221,17 +244,26 @@ def _syntax_error(path: str, text: str, error: SyntaxError) -> Finding:
             if newer
             else ""
         )
-        + ("; it does not use torch" if torchless and not python2 else ""),
+        + ("; it does not use torch" if torchless and not python2 and not link else "")
+        + (
+            "; it holds only a path to another Python file: a symbolic link checked out as "
+            "a plain file (git writes links so where it cannot make them, "
+            "`core.symlinks=false`), so the code it points to is linted where it lives"
+            if link
+            else ""
+        ),
         Location(path=path, line=line, column=min(column, len(snippet or "")), snippet=snippet),
         Depth.LINT,
         fix_hint="Fix the syntax error (run `python -m py_compile` on the file to see it as "
         "Python does).",
         evidence={"error": type(error).__name__, "detail": what},
-        severity=Severity.INFO if python2 or python2_syntax or newer or torchless else None,
+        severity=Severity.INFO if python2 or python2_syntax or newer or torchless or link else None,
     )
 
 
 _PYTHON2_SHEBANG = re.compile(r"#!.*\bpython2(\.\d+)?\s*$")
+# The target of a symbolic link written out as text: one path, no spaces, to a `.py` file.
+_LINK_STAND_IN = re.compile(r"[\w.\-]*(?:/[\w.\-]+)*/?[\w.\-]+\.py")
 _PYTHON3_SHEBANG = re.compile(r"#!.*\bpython3(\.\d+)?\s*$")
 # A generic class or function, or a type alias statement (PEP 695, Python 3.12).
 _TYPE_PARAMETERS = re.compile(

@@ -67,6 +67,7 @@ __all__ = [
     "LR_SCHEDULER_PREFIX",
     "MEANING_KEEPING_METHODS",
     "MODE_FREE_LAYERS",
+    "MODE_FREE_LIBRARIES",
     "MODE_SENSITIVE_FUNCTIONS",
     "MODE_SENSITIVE_WORDS",
     "MODULE",
@@ -762,6 +763,40 @@ _OPTIONAL_DROPOUT = {
     "torch.nn.MultiheadAttention": 2,
 }
 MODE_FREE_LAYERS = frozenset({"torch.nn.RNNCell", "torch.nn.LSTMCell", "torch.nn.GRUCell"})
+# Libraries that build no layer whose output depends on train or eval mode: I/O, storage,
+# networking, progress bars, configuration, logging, plotting and array libraries. What a
+# model's class calls from them (a checkpoint download, a progress bar) says nothing
+# about its layers.
+MODE_FREE_LIBRARIES = frozenset(
+    {
+        "boto3",
+        "botocore",
+        "cv2",
+        "einops",
+        "fsspec",
+        "h5py",
+        "hydra",
+        "imageio",
+        "loguru",
+        "matplotlib",
+        "mlflow",
+        "netCDF4",
+        "omegaconf",
+        "pandas",
+        "PIL",
+        "requests",
+        "rich",
+        "s3fs",
+        "scipy",
+        "tensorboardX",
+        "tqdm",
+        "urllib3",
+        "wandb",
+        "xarray",
+        "yaml",
+        "zarr",
+    }
+)
 # Appended to such a layer's name where facts record what a class builds.
 NO_DROPOUT = "#no-dropout"
 # Instance norms and the position of `track_running_stats`: without it they normalise each

@@ -715,6 +715,38 @@ def test_td206_is_a_warning_where_the_file_attaches_a_hook(attach: str) -> None:
     assert found.severity is Severity.WARNING
 
 
+@pytest.mark.parametrize(
+    "mlp_call, texture_call, severity",
+    [
+        ("self.net(x)", "self.net.forward(x)", Severity.INFO),  # the MLP: nothing hooks it
+        ("self.net.forward(x)", "self.net(x)", Severity.WARNING),  # its hooked Sequential
+    ],
+)
+def test_td206_a_hook_on_another_class_attribute_of_the_same_name(
+    mlp_call: str, texture_call: str, severity: Severity
+) -> None:
+    """nvdiffrec: ``_MLP`` hooks its own ``self.net`` (a Sequential) and
+    ``MLPTexture3D.sample`` calls ``self.net.forward(x)``, where ``self.net`` is the
+    ``_MLP``: another object, whose forward still calls the hooked Sequential."""
+    source = f"""
+    from torch import nn
+    class MLP(nn.Module):
+        def __init__(self, scale):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+            self.net.register_full_backward_hook(lambda m, gi, go: (gi[0] * scale,))
+        def forward(self, x):
+            return {mlp_call}
+    class Texture(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = MLP(128.0)
+        def sample(self, x):
+            return {texture_call}
+    """
+    assert [f.severity for f in lint_findings(source, "TD206")] == [severity]
+
+
 # Round 4's false class: hooks attached to the model's layers, not to the model. Its
 # `forward()` still calls each layer through `__call__`, so their hooks run.
 @pytest.mark.parametrize(

@@ -821,6 +821,56 @@ def resume(model, path):
     assert lint_codes(untested, "TD903") == [("TD903", 4)]
 
 
+def test_a_loaded_object_given_a_state_dict_is_a_module_load() -> None:
+    """Diff-Pruning's sampling scripts: ``model = torch.load(pruned)`` (a pruned model
+    saved whole) then ``model.load_state_dict(finetuned)``. A loaded dict has no
+    ``load_state_dict``: the file holds an object, which the weights_only default refuses.
+    Handing the loaded dict to a model's ``load_state_dict`` is no such use."""
+    source = """
+import torch
+def sample(pruned, finetuned):
+    model = torch.load(pruned, map_location="cpu")
+    weights = torch.load(finetuned, map_location="cpu")
+    model.load_state_dict(weights["state_dict"], strict=False)
+    return model.cuda()
+"""
+    assert lint_codes(source, "TD903") == [("TD903", 4)]
+
+
+def test_a_module_use_on_the_arm_a_constant_switch_never_takes_is_no_module_load() -> None:
+    """physicsnemo's evaluation script: ``load_state_dict = True`` just above ``if
+    load_state_dict: model.load_state_dict(state) else: model = state["net"]``. The else
+    arm never runs, so the load only feeds ``load_state_dict``. The switch set the other
+    way, a switch bound twice, or one inside a function reading a parameter keep it."""
+    source = """
+import torch
+def evaluate(model, path):
+    load_state_dict = True
+    state = torch.load(path)
+    if load_state_dict:
+        model.load_state_dict(state, strict=True)
+    else:
+        model = state["net"]
+    model.eval()
+    return model
+"""
+    assert lint_codes(source, "TD903") == []
+    script = "\n".join(
+        line.removeprefix("    ")
+        for line in source.splitlines()
+        if "def " not in line and "return" not in line
+    )
+    assert lint_codes(script, "TD903") == []
+    for kept in (
+        "load_state_dict = False",
+        "load_state_dict = True\n    load_state_dict = path.endswith('.pth')",
+        "load_state_dict = path.endswith('.pth')",
+    ):
+        changed = source.replace("load_state_dict = True", kept)
+        load = next(n for n, line in enumerate(changed.splitlines(), 1) if "torch.load" in line)
+        assert lint_codes(changed, "TD903") == [("TD903", load)], kept
+
+
 def test_a_load_allowed_by_safe_globals_works_and_is_quiet() -> None:
     source = """
     import torch
@@ -1383,6 +1433,44 @@ def test_a_load_of_weights_the_programs_saver_writes_from_the_cpu_is_quiet(
     (tmp_path / "utils").mkdir()
     (tmp_path / "utils" / "__init__.py").write_text("", encoding="utf-8")
     (tmp_path / "utils" / "save.py").write_text(_SAVER.format(weights=weights), "utf-8")
+    (tmp_path / "train.py").write_text(_FINETUNE, encoding="utf-8")
+    report = lint(tmp_path, config=LintConfig(select=("TD901", "TD001")), jobs=1)
+    assert [(f.code, f.location.line) for f in report.findings] == [
+        ("TD901", line) for line in expected
+    ]
+
+
+_LOOP_SAVER = """
+import torch
+
+
+class ModelSaver:
+    def __init__(self, output_dir):
+        self.output_dir = output_dir
+
+    def save(self, model, step):
+        state_dict = model.state_dict()
+        for key, param in state_dict.items():
+            state_dict[key] = {moved}
+        torch.save(state_dict, f"{{self.output_dir}}/model_step_{{step}}.pt")
+"""
+
+
+@pytest.mark.parametrize(
+    ("moved", "expected"),
+    [
+        ("param.cpu()", [14]),  # BasicSR's saver (LPTN): each entry put back on the CPU
+        ("param.detach().cpu()", [14]),
+        ("param.half()", [9, 14]),  # still on the saving GPU
+        ("other.cpu()", [9, 14]),  # not the loop's value
+    ],
+)
+def test_a_saver_that_moves_each_entry_to_the_cpu_in_a_loop_writes_cpu_weights(
+    tmp_path: Path, moved: str, expected: list[int]
+) -> None:
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "utils" / "save.py").write_text(_LOOP_SAVER.format(moved=moved), "utf-8")
     (tmp_path / "train.py").write_text(_FINETUNE, encoding="utf-8")
     report = lint(tmp_path, config=LintConfig(select=("TD901", "TD001")), jobs=1)
     assert [(f.code, f.location.line) for f in report.findings] == [

@@ -192,6 +192,42 @@ def test_a_training_program_or_a_setup_module_gets_a_warning(body: str, guard: s
     assert found.severity is Severity.WARNING
 
 
+@pytest.mark.parametrize(
+    ("runner", "severity"),
+    [
+        # videocomposer: `run_net.py` runs the inference modules and trains nothing
+        ("from tools.sample import sample\nif __name__ == '__main__':\n    sample()\n", "info"),
+        # a training script imports it: what it sets up may be trained with
+        (
+            "import torch\nfrom tools.sample import sample\n"
+            "if __name__ == '__main__':\n    model = sample()\n"
+            "    model(torch.randn(2)).sum().backward()\n",
+            "warning",
+        ),
+        # a module that imports it without a program of its own: may be anything's setup
+        ("from tools.sample import sample\ndef run():\n    return sample()\n", "warning"),
+    ],
+)
+def test_a_module_only_untrained_programs_import_gets_information(
+    tmp_path, runner: str, severity: str
+) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tools" / "sample.py").write_text(
+        "import torch\n"
+        "def sample():\n"
+        "    torch.backends.cudnn.deterministic = True\n"
+        "    torch.backends.cudnn.benchmark = True\n"
+        "    return torch.nn.Linear(2, 2)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "run_net.py").write_text(runner, encoding="utf-8")
+    [found] = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD705")
+    assert found.severity.value == severity
+
+
 _SPAWNED_WORKERS = """
 import torch
 import torch.multiprocessing as mp

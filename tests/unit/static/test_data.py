@@ -83,6 +83,60 @@ def test_one_finding_per_unguarded_script_names_every_loader() -> None:
     assert found.evidence["other_loader_lines"] == [5, 8]
 
 
+_LOADER_HELPERS = """
+from torch.utils.data import DataLoader
+
+
+def get_loader(folder, batch_size, workers):
+    return DataLoader(folder, batch_size=batch_size, shuffle=True, num_workers={workers})
+
+
+def get_all_data_loaders(conf):
+    train_a = get_loader(conf["a"], conf["batch_size"], conf["workers"])
+    train_b = get_loader(conf["b"], conf["batch_size"], conf["workers"])
+    return train_a, train_b
+"""
+_SCRIPT = """
+import torch
+from utils import get_all_data_loaders
+
+config = {{"a": [], "b": [], "batch_size": 8, "workers": 4}}
+train_loader_a, train_loader_b = get_all_data_loaders(config)
+{run}
+"""
+
+
+@pytest.mark.parametrize(
+    ("workers", "run", "flagged"),
+    [
+        # DG-Net's train.py: loaders from utils, iterated by module-level code
+        ("workers", "for a, b in zip(train_loader_a, train_loader_b):\n    print(a, b)", True),
+        ("0", "for a, b in zip(train_loader_a, train_loader_b):\n    print(a, b)", False),
+        ("workers", "print(len(train_loader_a))\n", True),  # read: may be iterated anywhere
+        ("workers", "", False),  # built, never used while importing
+        (
+            "workers",
+            "def main():\n    for a in train_loader_a:\n        print(a)\n"
+            "if __name__ == '__main__':\n    main()",
+            False,
+        ),
+    ],
+)
+def test_td405_loaders_a_helper_of_another_module_builds(
+    tmp_path, workers: str, run: str, flagged: bool
+) -> None:
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "utils.py").write_text(_LOADER_HELPERS.format(workers=workers), "utf-8")
+    (tmp_path / "train.py").write_text(_SCRIPT.format(run=run), encoding="utf-8")
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD405")
+    assert [(f.location.path.rpartition("/")[2], f.location.line) for f in found] == (
+        [("train.py", 6)] if flagged else []
+    )
+    if flagged:
+        assert "utils.py:6)" in found[0].message
+
+
 def test_guarded_scripts_stay_quiet() -> None:
     for guard in (
         'if __name__ == "__main__":',

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.static.helpers import assert_marked, lint_codes
+from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
 from torchdoctor.static import LintConfig, lint
 
 HEADER = """
@@ -325,6 +325,40 @@ def test_td807_a_method_of_the_wrapped_module_feeding_the_loss(
     assert_marked(METHOD_BYPASS.format(method=method, loss=loss, mark=mark), "TD807")
 
 
+AFTER_THE_WRAPPER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+model = DDP(Captioner())
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+{before}    cls_loss = model.module.bce_loss(score, y){mark}
+    loss = cls_loss.mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "before, flagged",
+    [
+        ("    score = model(x)\n", False),
+        ("    score = model.forward(x)\n", False),
+        ("    with torch.no_grad():\n        score = model(x)\n", True),
+        ("    score = x\n", True),
+    ],
+)
+def test_td807_a_part_of_the_wrapped_module_run_after_the_wrapper_in_the_same_pass(
+    before: str, flagged: bool
+) -> None:
+    """densecap: ``model.module.bce_loss(score, target)`` on what the wrapper's forward
+    gave in the same iteration. DDP prepared its reduction in that forward, and its
+    hooks on every parameter all-reduce what the part's parameters get too. Without a
+    forward through the wrapper first (or one under no_grad) the part still bypasses."""
+    mark = "  # expect: TD807" if flagged else ""
+    assert_marked(AFTER_THE_WRAPPER.format(before=before, mark=mark), "TD807")
+
+
 CAST_IN_HELPER = """
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -356,6 +390,51 @@ def test_td808_a_cast_in_a_helper_handed_the_wrapper(cast: str, passed: str, fla
     mark = "  # expect: TD808" if flagged else ""
     source = CAST_IN_HELPER.format(cast=cast, passed=passed, mark=mark)
     assert_marked(source, "TD808")
+
+
+EVALUATE_THEN_TRAIN = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+def validate(model, half):
+    if half:
+        model.half()
+    return model(torch.randn(2, 4))
+def train_one_epoch(model, optimizer, loader):
+    for x, y in loader:
+        loss = (model(x) - y).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+def main(model, args, optimizer, loader):
+    model = DDP(model)
+    if args.evaluate:
+        validate(model, args.use_half)
+        return
+    for epoch in range(args.epochs):
+        train_one_epoch(model, optimizer, loader)
+{in_loop}
+"""
+
+
+@pytest.mark.parametrize(
+    "in_loop, called_at",
+    [
+        ("        validate(model, args.use_half)", 21),  # the call training follows
+        ("", None),  # only the evaluation that returns: no training after it
+        ("        validate(model, False)", None),  # the loop's call never casts
+    ],
+)
+def test_td808_names_the_call_that_training_follows(in_loop: str, called_at: int | None) -> None:
+    """LaViLa: the helper casting the wrapper is called under ``if args.evaluate:`` just
+    before ``return``, and again in the epoch loop. Only the loop's call is followed by
+    training, so that is the one the message names; a loop call whose constant argument
+    skips the cast casts nothing."""
+    found = lint_findings(EVALUATE_THEN_TRAIN.format(in_loop=in_loop), "TD808")
+    if called_at is None:
+        assert found == []
+    else:
+        assert [f.location.line for f in found] == [6]
+        assert f"called at line {called_at})" in found[0].message
 
 
 def test_td806_a_loader_in_the_else_of_the_test_that_guards_every_wrap_is_single_process() -> None:

@@ -169,6 +169,32 @@ def test_unparsable_input_becomes_td002_with_a_place(
 
 
 @pytest.mark.parametrize(
+    "cookie",
+    [
+        b"# -*- coding: future_fstrings -*-\n",
+        b"#!/usr/bin/env python\n# coding: future-fstrings\n",
+        b"# -*- coding: future_annotations -*-\n",
+    ],
+)
+def test_a_source_rewriting_shim_codec_is_read_as_utf8(cookie: bytes) -> None:
+    """FCGF's trainer declares ``# -*- coding: future_fstrings -*-``: the codec the
+    future-fstrings package registers at start-up, which reads UTF-8 source. The file is
+    linted as UTF-8 Python (here TD201 on its loop), not reported unparsable."""
+    body = (
+        "import torch\n"
+        "def train(model, loader):\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    for x, y in loader:\n"
+        "        loss = torch.nn.functional.mse_loss(model(x), y)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        print(f'{loss.item():.3f} \u2713')\n"
+    )
+    found = lint_source(cookie + body.encode("utf-8"), "train.py")
+    assert [f.code for f in found if f.code in ("TD002", "TD201")] == ["TD201"]
+
+
+@pytest.mark.parametrize(
     ("shebang", "severity"),
     [
         ("#!/usr/bin/env python2\n", Severity.INFO),
@@ -207,6 +233,27 @@ def test_an_unparsable_file_that_does_not_use_torch_is_information(
     (found,) = lint_source(source, "fixture.py")
     assert found.code == "TD002" and found.severity is severity
     assert ("does not use torch" in found.message) is (severity is Severity.INFO)
+
+
+@pytest.mark.parametrize(
+    ("source", "severity"),
+    [
+        ("./Deep3DFaceRecon_pytorch/util/preprocess.py", Severity.INFO),
+        ("../../torch_utils/ops/upfirdn2d.py\n", Severity.INFO),
+        ("/opt/src/train_torch.py", Severity.INFO),
+        ("./torch_utils/ops/upfirdn2d.py x", Severity.ERROR),
+        ("import torch\n./torch_utils/ops/upfirdn2d.py\n", Severity.ERROR),
+    ],
+)
+def test_a_symbolic_link_checked_out_as_a_plain_file_is_information(
+    source: str, severity: Severity
+) -> None:
+    """eg3d's ``preprocess.py`` is a git symlink into a submodule; where links cannot be
+    made (``core.symlinks=false``, archive tools) the file holds only the target's path.
+    That is no broken Python; a path beside code, or more than a path, still is."""
+    (found,) = lint_source(source, "preprocess.py")
+    assert found.code == "TD002" and found.severity is severity
+    assert ("symbolic link" in found.message) is (severity is Severity.INFO)
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,17 @@ class Trainer:
             plt.plot(values)
             fig.savefig(name + ".png")
 """,
+    # hulc's t-SNE report: one figure per trained model, named after its best epoch
+    "report over trained models naming their best epoch": """
+import matplotlib.pyplot as plt
+
+def plot_runs(runs):
+    for name, run in runs.items():
+        epoch, _ = max(run["scores"].items(), key=lambda item: item[1])
+        fig = plt.figure(figsize=(10, 10))  # expect: TD701
+        plt.plot(run["curve"])
+        fig.savefig(f"{name}_{epoch}.pdf")
+""",
     "callback at the end of training": """
 import matplotlib.pyplot as plt
 

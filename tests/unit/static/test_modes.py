@@ -1627,6 +1627,46 @@ def test_td501_eval_on_a_wrapper_of_the_model_counts(mode: str, flagged: bool) -
     assert_marked(source, "TD501")
 
 
+SCRIPT_WITH_A_PARALLEL_ALIAS = """
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+if torch.cuda.device_count() > 1:
+    para_model = {wrapped}
+else:
+    para_model = model.to("cpu")
+
+def evaluate(loader):
+    {mode}
+    with torch.no_grad():
+        for x in loader:
+            print(para_model(x))  {mark}
+    model.train()
+"""
+
+
+@pytest.mark.parametrize(
+    "wrapped, mode, flagged",
+    [
+        # deq: every binding of the global `para_model` wraps or is `model`
+        ("nn.DataParallel(model, dim=1).to('cuda')", "model.eval()", False),
+        ("BalancedDataParallel(8, model, dim=1).to('cuda')", "model.eval()", False),
+        ("nn.DataParallel(model)", "para_model.eval()", False),
+        # a binding holding another model: `model.eval()` does not reach it
+        ("nn.DataParallel(teacher)", "model.eval()", True),
+        ("nn.DataParallel(model)", "pass", True),
+    ],
+)
+def test_td501_eval_on_the_model_a_global_wrapper_holds(
+    wrapped: str, mode: str, flagged: bool
+) -> None:
+    source = SCRIPT_WITH_A_PARALLEL_ALIAS.format(
+        wrapped=wrapped, mode=mode, mark="# expect: TD501" if flagged else ""
+    )
+    assert_marked(source, "TD501")
+
+
 TRAINER_WITH_ATTRIBUTE_ALIASES = """
 import torch
 from torch import nn

@@ -192,6 +192,77 @@ class Trained(nn.Module):
     assert "requires_grad_(False)" in found[0].message
 
 
+def test_a_list_whose_layer_weight_is_frozen_by_assignment_is_information() -> None:
+    """decaNLP's GloVe table: ``self.pretrained[0].weight.requires_grad = False`` freezes
+    the embedding kept in a plain list, as ``requires_grad_(False)`` does; the same
+    through a loop variable too. Setting it True, or freezing another list, keeps the
+    error."""
+    found = lint_findings(
+        HEADER
+        + """
+class Glove(nn.Module):
+    def __init__(self, vectors):
+        super().__init__()
+        self.pretrained = [nn.Embedding(*vectors.shape)]
+        self.pretrained[0].weight.data = vectors
+        self.pretrained[0].weight.requires_grad = False
+
+class Tables(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.tables = [nn.Embedding(n, 8) for n in sizes]
+        for table in self.tables:
+            table.weight.requires_grad = False
+
+class Tuned(nn.Module):
+    def __init__(self, vectors):
+        super().__init__()
+        self.tuned = [nn.Embedding(*vectors.shape)]
+        self.tuned[0].weight.requires_grad = True
+        self.other = [nn.Embedding(4, 4)]
+        self.frozen = nn.ModuleList([nn.Embedding(4, 4)])
+        self.frozen[0].weight.requires_grad = False
+""",
+        "TD223",
+    )
+    assert [(f.message.split("`")[1], f.severity.value) for f in found] == [
+        ("self.pretrained", "info"),
+        ("self.tables", "info"),
+        ("self.tuned", "error"),
+        ("self.other", "error"),
+    ]
+
+
+def test_a_list_of_modules_that_only_precompute_index_tensors_is_quiet() -> None:
+    """LightZero's ``Slicer``: an ``nn.Module`` whose ``__init__`` only computes index
+    tensors through tensor methods (``mask.sum().long().item()``,
+    ``torch.where(mask)[0].repeat(n)``), so a plain list of them holds no parameter.
+    One that also builds a layer through the same kind of chain holds one."""
+    source = (
+        HEADER
+        + """
+class Slicer(nn.Module):
+    def __init__(self, blocks, mask):
+        super().__init__()
+        self.size = mask.size(0)
+        self.kept = mask.sum().long().item()
+        kept = torch.where(mask)[0].repeat(blocks)
+        self.indices = kept + mask.size(0) * torch.arange(blocks).repeat_interleave(self.kept)
+
+class Embedder(nn.Module):
+    def __init__(self, blocks, masks):
+        super().__init__()
+        self.slicers = [Slicer(blocks, mask) for mask in masks]
+"""
+    )
+    assert lint_codes(source, "TD223") == []
+    with_layer = source.replace(
+        "        self.size = mask.size(0)\n",
+        "        self.size = mask.size(0)\n        self.proj = nn.Linear(4, 4).float()\n",
+    )
+    assert [code for code, _ in lint_codes(with_layer, "TD223")] == ["TD223"]
+
+
 def test_a_dict_of_losses_whose_tensors_come_from_a_project_function_is_quiet() -> None:
     """BiRefNet's pixel losses: an SSIM loss keeps a window built by a function of the
     file that returns a tensor, so the dict holds no parameters; a function returning a

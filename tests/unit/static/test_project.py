@@ -156,6 +156,78 @@ def test_relative_imports_and_reexports_resolve() -> None:
     assert model.has_dropout_or_batchnorm is True
 
 
+PHYSICS_MODELS = {
+    "/p/pkg/layers/__init__.py": "from .activations import get_activation\n",
+    "/p/pkg/layers/activations.py": """
+import torch.nn as nn
+KINDS = {"relu": nn.ReLU, "gelu": nn.GELU}
+def get_activation(name):
+    return KINDS[name]()
+""",
+    "/p/pkg/module.py": """
+import fsspec
+import requests
+import torch
+from tqdm import tqdm
+class Module(torch.nn.Module):
+    @classmethod
+    def from_checkpoint(cls, path):
+        fs = fsspec.filesystem("s3")
+        session = requests.Session()
+        for _ in tqdm(range(3)):
+            pass
+        Module._check_checkpoint(path)
+    @staticmethod
+    def _check_checkpoint(path):
+        return path
+""",
+    "/p/pkg/fno.py": """
+import torch.nn as nn
+from pkg.layers import get_activation
+from pkg.module import Module
+class FNO(Module):
+    def __init__(self):
+        super().__init__()
+        self.lift = nn.Conv2d(3, 8, 1)
+        self.act = get_activation("gelu")
+""",
+}
+
+
+@pytest.mark.parametrize(
+    "change, sensitive",
+    [
+        ((), False),
+        ((("return KINDS[name]()", "return nn.Dropout(0.1)"),), True),
+        (
+            (
+                ("import requests", "import timm"),
+                ("requests.Session()", "timm.create_model('vit')"),
+            ),
+            None,
+        ),
+    ],
+)
+def test_a_model_built_through_reexported_helpers_on_a_checkpointing_base(
+    change: tuple[tuple[str, str], ...], sensitive: bool | None
+) -> None:
+    """physicsnemo: FNO builds its activation through ``get_activation``, re-exported by
+    the ``layers`` package, and derives from a base whose checkpoint loader calls fsspec,
+    requests, tqdm and its own static method. None of those builds a layer, so the
+    model is provably mode-free; a dropout through the same helpers, or a model zoo
+    called by the base, is not."""
+    files = dict(PHYSICS_MODELS)
+    for old, new in change:
+        files = {path: text.replace(old, new) for path, text in files.items()}
+    names = ["pkg.layers", "pkg.layers.activations", "pkg.module", "pkg.fno"]
+    project = ProjectIndex(
+        summarise(path, ast.parse(textwrap.dedent(text)), name)
+        for (path, text), name in zip(files.items(), names, strict=True)
+    )
+    model = project.module_class("pkg.fno.FNO")
+    assert model is not None and model.has_dropout_or_batchnorm is sensitive
+
+
 def test_module_names_follow_packages(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     (tmp_path / "pkg" / "__init__.py").write_text("")

@@ -46,6 +46,25 @@ def test_samplers_of_a_package_or_the_project_by_class() -> None:
     assert_marked(source, "TD416")
 
 
+def test_a_sampler_built_on_a_model_is_no_data_sampler() -> None:
+    """Diff-Pruning's profiling scripts build latent diffusion's ``DDIMSampler(model)``
+    and never use it: a sampler of images from a model, not of examples for a loader.
+    One built on the dataset is still a data sampler."""
+    source = """
+        import torch
+        from ldm.models.diffusion.ddim import DDIMSampler
+        from samplers import PLMSSampler, ClassBalancedSampler
+
+        def profile(path, dataset, unet):
+            model = torch.load(path, map_location="cpu")
+            sampler = DDIMSampler(model)
+            plms = PLMSSampler(model=unet)
+            balanced = ClassBalancedSampler(dataset)  # expect: TD416
+            return model
+        """
+    assert_marked(source, "TD416")
+
+
 def test_samplers_that_are_used_stay_quiet() -> None:
     source = """
         import torch

@@ -55,6 +55,38 @@ class Distiller:
     )
 
 
+@pytest.mark.parametrize(
+    "built, flagged",
+    [
+        ("nn.KLDivLoss(reduction='batchmean')", False),
+        ("nn.MSELoss()", False),
+        ("nn.Linear(4, 4)", True),
+    ],
+)
+def test_a_loss_named_after_the_teacher_is_no_target_network(built: str, flagged: bool) -> None:
+    """DG-Net's ``self.criterion_teacher = nn.KLDivLoss()``: a loss named after what it
+    compares with is the student's objective, its output the value backward() must
+    run through; a layer under that name is still a second network."""
+    mark = "  # expect: TD222" if flagged else ""
+    assert_marked(
+        HEADER
+        + f"""
+class Distiller:
+    def __init__(self, student):
+        self.student = student
+        self.criterion_teacher = {built}
+        self.opt = torch.optim.SGD(student.parameters(), lr=0.1)
+
+    def step(self, x, soft):
+        loss = self.criterion_teacher(self.student(x), soft){mark}
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad()
+""",
+        "TD222",
+    )
+
+
 def test_no_grad_detach_and_frozen_targets_are_quiet() -> None:
     assert (
         lint_codes(

@@ -4,9 +4,11 @@
 ``self.f()``, ``obj.f()`` on an instance of a class of the file); :func:`passed_values`
 goes the other way, from a parameter to what the file's callers pass for it;
 :func:`constant_arguments` gives the parameters one call fixes to literal constants (the
-flags that decide a helper's branches for that call); :func:`project_calls` gathers the
-calls of a function from the file and from the project's modules that import it, and
-:func:`switched_off_by_every_call` tells code no call of its function runs.
+flags that decide a helper's branches for that call), :func:`truth_under` the value of a
+test over such constants and :func:`ruled_out` the code such a call does not run;
+:func:`project_calls` gathers the calls of a function from the file and from the
+project's modules that import it, and :func:`switched_off_by_every_call` tells code no
+call of its function runs.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.files import read_source
 from torchdoctor.static.project import PLAIN_BASES, ProjectIndex
-from torchdoctor.static.structure import Frame, FrameKind, FunctionScope
+from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item
 
 __all__ = [
+    "UNDECIDED",
     "Passed",
     "called_function",
     "constant_arguments",
@@ -30,8 +33,10 @@ __all__ = [
     "local_method",
     "passed_values",
     "project_calls",
+    "ruled_out",
     "spawned_argument",
     "switched_off_by_every_call",
+    "truth_under",
 ]
 
 
@@ -91,6 +96,49 @@ def constant_arguments(call: ast.Call, callee: FunctionScope) -> dict[str, objec
             for bound in assigned_names(item.node):
                 out.pop(bound, None)
     return out
+
+
+UNDECIDED = object()  # what truth_under gives for a test the constants do not decide
+
+
+def truth_under(test: ast.expr | None, constants: dict[str, object]) -> object:
+    """The value of a test over names bound to constants (``flag``, ``not flag``, ``mode
+    == "val"``, ``x is None``), or ``UNDECIDED``."""
+    if isinstance(test, ast.Name):
+        return constants.get(test.id, UNDECIDED)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = truth_under(test.operand, constants)
+        return inner if inner is UNDECIDED else not inner
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.left.id in constants
+    ):
+        left, right = constants[test.left.id], test.comparators[0].value
+        op = test.ops[0]
+        if isinstance(op, (ast.Eq, ast.Is)):
+            return left == right if isinstance(op, ast.Eq) else left is right
+        if isinstance(op, (ast.NotEq, ast.IsNot)):
+            return left != right if isinstance(op, ast.NotEq) else left is not right
+    return UNDECIDED
+
+
+def ruled_out(item: Item, callee: FunctionScope | None, constants: dict[str, object]) -> bool:
+    """Whether an ``if`` inside the callee around ``item`` takes the other branch for the
+    constant arguments of a call (:func:`constant_arguments`)."""
+    inside = False
+    for frame in item.frames:
+        if frame.kind is FrameKind.FUNCTION:
+            inside = callee is not None and frame.node is callee.node
+            continue
+        if not inside or frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            continue
+        test = truth_under(getattr(frame.node, "test", None), constants)
+        if test is not UNDECIDED and bool(test) != (frame.kind is FrameKind.IF_BODY):
+            return True
+    return False
 
 
 def project_calls(ctx: FileContext, function: FunctionScope) -> list[ast.Call] | None:

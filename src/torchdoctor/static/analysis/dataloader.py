@@ -3,7 +3,8 @@
 :func:`loader_arguments` reads a call's arguments by parameter name, positional or keyword;
 :func:`worker_count` reads ``num_workers`` as a number when the file shows it;
 :func:`loader_of` finds the loader a ``for`` loop iterates (through ``enumerate``,
-``tqdm``, a variable or ``self.loader``).
+``tqdm``, a variable or ``self.loader``); :func:`worker_loaders` finds a worker-backed
+loader that a function of another project file builds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import constant_arguments
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
+from torchdoctor.static.files import read_source
+from torchdoctor.static.project import ProjectIndex
 from torchdoctor.static.structure import FunctionScope, Item
 
 __all__ = [
@@ -26,6 +29,7 @@ __all__ = [
     "loader_of",
     "loads",
     "worker_count",
+    "worker_loaders",
 ]
 
 _POSITIONAL = (
@@ -201,3 +205,48 @@ def loads(node: ast.AST, name: str) -> bool:
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
         for n in ast.walk(node)
     )
+
+
+def worker_loaders(project: ProjectIndex, path: str, function: str) -> int | None:
+    """The line of a ``DataLoader(...)`` that may start worker processes (a
+    ``num_workers`` that is not a literal 0), built by the module-level function
+    ``function`` of the project file ``path`` or by a function of the same file it calls
+    (two deep); ``None`` when none does. Read from the file's text, once per project."""
+
+    def read() -> dict[str, ast.FunctionDef] | None:
+        data = read_source(path)
+        try:
+            tree = ast.parse(data) if isinstance(data, bytes) else None
+        except (SyntaxError, ValueError):
+            return None
+        if tree is None:
+            return None
+        return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    functions = project.remember(f"module-functions:{path}", read)
+    if not functions:
+        return None
+    pending, seen = [(function, 0)], set()
+    while pending:
+        name, depth = pending.pop()
+        definition = functions.get(name)
+        if definition is None or name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(definition):
+            if not isinstance(node, ast.Call):
+                continue
+            called = (
+                node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else getattr(node.func, "id", "")
+            )
+            if called == "DataLoader":
+                workers = loader_arguments(node).get("num_workers")
+                if workers is not None and not (
+                    isinstance(workers, ast.Constant) and workers.value == 0
+                ):
+                    return node.lineno
+            elif called in functions and depth < 2:
+                pending.append((called, depth + 1))
+    return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from torchdoctor.static.analysis.callers import constant_arguments
+from torchdoctor.static.analysis.callers import constant_arguments, ruled_out
 from torchdoctor.static.analysis.events import MODE_KINDS, MODE_VIEW, helper_to_follow
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.grad_mode import grad_disabled_by
@@ -69,7 +69,7 @@ def expand(
         if isinstance(call, ast.Call) and scope is not None and _in_branch(item, scope):
             if constants is None:
                 constants = constant_arguments(call, scope)
-            if constants and _ruled_out(item, scope, constants):
+            if constants and ruled_out(item, scope, constants):
                 continue
         item_grad_off = grad_off or grad_disabled_by(ctx, item.frames) is not None
         event = classify(ctx, item, scope)
@@ -101,9 +101,6 @@ def expand(
     return actions
 
 
-_UNDECIDED = object()
-
-
 def _in_branch(item: Item, callee: FunctionScope) -> bool:
     """Whether an ``if`` of the callee holds ``item``."""
     frames = item.frames
@@ -114,46 +111,6 @@ def _in_branch(item: Item, callee: FunctionScope) -> bool:
         if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
             return True
     return False
-
-
-def _ruled_out(item: Item, callee: FunctionScope | None, constants: dict[str, object]) -> bool:
-    """Whether an ``if`` inside the callee around ``item`` takes the other branch for the
-    constant arguments of this call."""
-    inside = False
-    for frame in item.frames:
-        if frame.kind is FrameKind.FUNCTION:
-            inside = callee is not None and frame.node is callee.node
-            continue
-        if not inside or frame.kind not in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
-            continue
-        test = _truth(getattr(frame.node, "test", None), constants)
-        if test is not _UNDECIDED and bool(test) != (frame.kind is FrameKind.IF_BODY):
-            return True
-    return False
-
-
-def _truth(test: ast.expr | None, constants: dict[str, object]) -> object:
-    """The value of a test over constant parameters (``flag``, ``not flag``, ``mode ==
-    "val"``, ``x is None``), or ``_UNDECIDED``."""
-    if isinstance(test, ast.Name):
-        return constants.get(test.id, _UNDECIDED)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _truth(test.operand, constants)
-        return inner if inner is _UNDECIDED else not inner
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.left, ast.Name)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.left.id in constants
-    ):
-        left, right = constants[test.left.id], test.comparators[0].value
-        op = test.ops[0]
-        if isinstance(op, (ast.Eq, ast.Is)):
-            return left == right if isinstance(op, ast.Eq) else left is right
-        if isinstance(op, (ast.NotEq, ast.IsNot)):
-            return left != right if isinstance(op, ast.NotEq) else left is not right
-    return _UNDECIDED
 
 
 def mapped(text: str, mapping: dict[str, str] | None) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 from functools import partial
+from typing import cast
 
 from torchdoctor.static.analysis.cpu_values import holds_cpu_data
 from torchdoctor.static.analysis.related_files import program_sources
@@ -85,9 +86,45 @@ def _saves(data: bytes) -> list[bool]:
                 and node.args
             ):
                 continue
-            for entry in _weight_entries(_resolved(node.args[0], values, 0), values):
+            saved = node.args[0]
+            if isinstance(saved, ast.Name) and _moved_to_cpu_in_place(scope, saved.id):
+                found.append(True)
+                continue
+            for entry in _weight_entries(_resolved(saved, values, 0), values):
                 found.append(_on_cpu(entry, values))
     return found
+
+
+def _moved_to_cpu_in_place(scope: ast.AST, name: str) -> bool:
+    """A loop over the dict's own items puts each entry back on the CPU (BasicSR's
+    ``for key, param in state_dict.items(): state_dict[key] = param.cpu()``)."""
+    for node in _own_nodes(scope):
+        if not (
+            isinstance(node, ast.For)
+            and isinstance(node.iter, ast.Call)
+            and isinstance(node.iter.func, ast.Attribute)
+            and node.iter.func.attr == "items"
+            and isinstance(node.iter.func.value, ast.Name)
+            and node.iter.func.value.id == name
+            and isinstance(node.target, ast.Tuple)
+            and len(node.target.elts) == 2
+            and all(isinstance(e, ast.Name) for e in node.target.elts)
+        ):
+            continue
+        key, value = (cast("ast.Name", e).id for e in node.target.elts)
+        for statement in node.body:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Subscript)
+                and ast.unparse(statement.targets[0]) == f"{name}[{key}]"
+                and isinstance(statement.value, ast.Call)
+                and isinstance(statement.value.func, ast.Attribute)
+                and statement.value.func.attr == "cpu"
+                and ast.unparse(statement.value.func.value).startswith(value)
+            ):
+                return True
+    return False
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:

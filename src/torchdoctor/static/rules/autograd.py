@@ -128,7 +128,7 @@ class ForwardCalledDirectly(LintRule):
     requires = ("forward",)
     call_names = frozenset({"forward"})
     # Whether the file hooks every module, and the last names of the modules it hooks.
-    _hooks: tuple[bool, frozenset[str]] | None = None
+    _hooks: _Hooked | None = None
 
     def visit_call(self, node: ast.Call) -> None:
         func = node.func
@@ -188,11 +188,26 @@ class ForwardCalledDirectly(LintRule):
         )
 
     def _hooked(self, receiver: ast.expr) -> bool:
-        """Whether the file attaches a hook that runs on ``receiver`` itself."""
+        """Whether the file attaches a hook that runs on ``receiver`` itself. A hook a
+        class puts on ``self.<name>`` is on its own attribute: ``self.<name>`` in another
+        class is another object (nvdiffrec's ``_MLP.net``, a Sequential it hooks, and
+        ``MLPTexture3D.net``, the ``_MLP``)."""
         if self._hooks is None:
             self._hooks = _hooked_modules(self.ctx.tree, _code_words(self.ctx))
-        everywhere, names = self._hooks
-        return everywhere or _last_name(receiver) in names
+        everywhere, names, owned = self._hooks
+        name = _last_name(receiver)
+        if everywhere or name in names:
+            return True
+        function = self.ctx.function
+        if (
+            isinstance(receiver, ast.Attribute)
+            and function is not None
+            and function.owner is not None
+            and isinstance(receiver.value, ast.Name)
+            and receiver.value.id == function.self_name
+        ):
+            return (function.owner.name, name) in owned
+        return any(attribute == name for _, attribute in owned)
 
     def _trains_here(self) -> bool:
         """The function around the call runs ``backward()``: what it calls ``.forward`` on
@@ -267,16 +282,25 @@ def _code_words(ctx: FileContext) -> str:
     return cast("str", cached)
 
 
-def _hooked_modules(tree: ast.Module, words: str) -> tuple[bool, frozenset[str]]:
-    """Whether the file attaches hooks to every module, and the last names of the modules
-    it hooks: the receiver of ``register_*hook``, the module given to weight or spectral
-    norm or to pruning; for a loop variable, the module whose ``modules()`` it walks (the
-    module itself comes first). A loop over ``children()``, a list of layers or anything
-    else names no module here: its hooks are on layers the module's forward still calls."""
+_Hooked = tuple[bool, frozenset[str], frozenset[tuple[str, str]]]
+
+
+def _hooked_modules(tree: ast.Module, words: str) -> _Hooked:
+    """Whether the file attaches hooks to every module, the last names of the modules it
+    hooks, and the ``(class, attribute)`` pairs a class hooks on its own ``self.<attr>``:
+    the receiver of ``register_*hook``, the module given to weight or spectral norm or
+    to pruning; for a loop variable, the module whose ``modules()`` it walks (the module
+    itself comes first). A loop over ``children()``, a list of layers or anything else
+    names no module here: its hooks are on layers the module's forward still calls."""
     if _HOOKS.search(words) is None:
-        return False, frozenset()
+        return False, frozenset(), frozenset()
     if _HOOKS_EVERY_MODULE.search(words) is not None:
-        return True, frozenset()
+        return True, frozenset(), frozenset()
+    in_class: dict[int, str] = {}  # a call's innermost class (ast.walk: outer ones first)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            in_class.update((id(inner), node.name) for inner in ast.walk(node))
+    owned: set[tuple[str, str]] = set()
     loops: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
@@ -285,7 +309,15 @@ def _hooked_modules(tree: ast.Module, words: str) -> tuple[bool, frozenset[str]]
                     loops.setdefault(target.id, []).append(node.iter)
     names: set[str] = set()
 
-    def add(hooked: ast.expr) -> None:
+    def add(hooked: ast.expr, call: ast.Call) -> None:
+        if (
+            isinstance(hooked, ast.Attribute)
+            and isinstance(hooked.value, ast.Name)
+            and hooked.value.id == "self"
+            and id(call) in in_class
+        ):
+            owned.add((in_class[id(call)], hooked.attr))
+            return
         if isinstance(hooked, ast.Name) and hooked.id in loops:
             for walked in loops[hooked.id]:
                 if (
@@ -303,14 +335,14 @@ def _hooked_modules(tree: ast.Module, words: str) -> tuple[bool, frozenset[str]]
         func = node.func
         called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if isinstance(func, ast.Attribute) and re.fullmatch(r"register_\w*hook", called):
-            add(func.value)
+            add(func.value, node)
         elif node.args and (
             called in _HOOKING_FUNCTIONS
             or (isinstance(func, ast.Attribute) and _last_name(func.value) == "prune")
         ):
-            add(node.args[0])
+            add(node.args[0], node)
     names.discard("")
-    return False, frozenset(names)
+    return False, frozenset(names), frozenset(owned)
 
 
 _MODULE_METHODS = (

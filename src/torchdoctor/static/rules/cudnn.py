@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -12,8 +13,10 @@ from dataclasses import dataclass
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.related_files import importing_paths
 from torchdoctor.static.analysis.spawned import launcher_only, workers_only
 from torchdoctor.static.context import FileContext
+from torchdoctor.static.files import read_source
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind
 
@@ -149,9 +152,13 @@ class CudnnBenchmarkWithDeterministic(LintRule):
             )
         # Run-to-run equality matters for training: a program of its own (an inference
         # demo, an evaluation script) that takes no training step differs at most in the
-        # last digits of its outputs; a maintainer leaves it. A module without a `__main__`
-        # block may be the setup a training script imports: judged as before.
-        untrained = _runs_itself(ctx.tree, ctx.source) and not _trains(ctx.source)
+        # last digits of its outputs; a maintainer leaves it. So does a module that only
+        # such programs import (videocomposer's inference modules, run by `run_net.py`).
+        # A module imported by nothing lint sees may be the setup of any training script:
+        # judged as before.
+        untrained = not _trains(ctx.source) and (
+            _runs_itself(ctx.tree, ctx.source) or _run_only_by_untrained_programs(ctx)
+        )
         self.report(
             bench.node,
             f"cuDNN benchmarking is switched on at line {bench.line} while `{asked}` "
@@ -202,6 +209,28 @@ def _trains(source: str) -> bool:
     except (tokenize.TokenError, IndentationError, SyntaxError, ValueError):
         code = "\n".join(line.split("#", 1)[0] for line in code.splitlines())
     return _TRAINING_STEP.search(code) is not None
+
+
+def _run_only_by_untrained_programs(ctx: FileContext) -> bool:
+    """The project's modules importing this file are all programs of their own that take
+    no training step (none at all: unknown, not shown)."""
+    importers = importing_paths(ctx.project, ctx.path)
+    return bool(importers) and all(
+        ctx.project.remember(f"untrained-program:{path}", functools.partial(_untrained, path))
+        for path in importers
+    )
+
+
+def _untrained(path: str) -> bool:
+    data = read_source(path)
+    if not isinstance(data, bytes):
+        return False
+    source = data.decode("utf-8", "replace")
+    try:
+        tree = ast.parse(source, path)
+    except (SyntaxError, ValueError):
+        return False
+    return _runs_itself(tree, source) and not _trains(source)
 
 
 def _runs_itself(tree: ast.Module, source: str) -> bool:

@@ -10,6 +10,7 @@ rebuilt only when the last one's iterator runs out) is information for TD406.
 from __future__ import annotations
 
 import ast
+import os
 
 from torchdoctor.findings import Confidence, Depth, Severity
 from torchdoctor.rules.detectors import detector
@@ -20,6 +21,7 @@ from torchdoctor.static.analysis.dataloader import (
     loader_calls,
     loads,
     worker_count,
+    worker_loaders,
 )
 from torchdoctor.static.analysis.exhaustion import rebuilt_when_exhausted
 from torchdoctor.static.analysis.loops import loop_bound_names
@@ -35,7 +37,8 @@ from torchdoctor.static.structure import FunctionScope, Item, Loop, ModuleScope
 class WorkersWithoutMainGuard(LintRule):
     """Worker processes started while an unguarded script is being imported."""
 
-    requires = ("DataLoader",)
+    # "loader": a script whose loaders a helper of another module builds names only them
+    requires = ("DataLoader", "loader")
     needs_structure = True
 
     def leave_module(self, module: ModuleScope) -> None:
@@ -65,6 +68,47 @@ class WorkersWithoutMainGuard(LintRule):
             starting.sort(key=lambda found: (found[0].lineno, found[0].col_offset))
             call, arguments, workers, scope = starting[0]
             self._report(call, arguments, workers, scope, [c.lineno for c, *_ in starting[1:]])
+            return
+        self._loaders_from_another_module(module, bodies[0])
+
+    def _loaders_from_another_module(self, module: ModuleScope, code: ast.AST) -> None:
+        """DG-Net's ``train.py``: module-level code binds the loaders a function of
+        another module of the project builds (``train_loader_a, ... =
+        get_all_data_loaders(config)``) and iterates them, so their workers start while
+        the script is imported."""
+        ctx = self.ctx
+        for item in module.items:
+            node = item.node
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            if ctx.resolve_local_call(node.value, None) is not None:
+                continue  # a function of this file: its loaders are read above
+            names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            if not any(loads(code, name) for name in names if "loader" in name.lower()):
+                continue
+            qualified = ctx.qualified_name(node.value.func)
+            helper = ctx.project.function(qualified, ctx.path) if qualified else None
+            if helper is None:
+                continue
+            built = worker_loaders(ctx.project, helper.path, helper.name)
+            if built is not None:
+                self._report_helper(node.value, helper.name, helper.path, built)
+                return
+
+    def _report_helper(self, call: ast.Call, name: str, path: str, loader_line: int) -> None:
+        where = f"{os.path.relpath(path)}:{loader_line}"
+        self.report(
+            call,
+            f"`{name}(...)` at line {call.lineno} builds DataLoaders with worker processes "
+            f"({where}), and module-level code iterates them, but this script has no "
+            '`if __name__ == "__main__":` guard: with the spawn/forkserver start method '
+            "(Windows, macOS, Linux from Python 3.14) every worker re-imports the script "
+            'and the run fails with "An attempt has been made to start a new process before '
+            'the current process has finished its bootstrapping phase"',
+            fix_hint="Move the program into a function and call it under "
+            '`if __name__ == "__main__":`.',
+            confidence=Confidence.MEDIUM,
+        )
 
     def _run_at_import(self, module: ModuleScope) -> list[FunctionScope]:
         """Functions of this file that module-level code calls, directly or not."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import passed_values
+from torchdoctor.static.analysis.callers import constant_arguments, passed_values, ruled_out
 from torchdoctor.static.analysis.calls import keyword
 from torchdoctor.static.analysis.dataloader import assigned_name, iterated, loader_calls, loader_of
 from torchdoctor.static.analysis.step_sequences import Body, Kind, sequences
@@ -132,6 +132,20 @@ def _training_after(ctx: FileContext, scope: Scope, line: int) -> bool:
     return False
 
 
+def _returns_after(item: Item) -> bool:
+    """Whether a branch around ``item`` in its function returns after it (``if
+    args.evaluate: validate(model); return``): the training later in the function does
+    not follow this call."""
+    for frame in reversed(item.frames):
+        if frame.kind is FrameKind.FUNCTION:
+            return False
+        if frame.kind in (FrameKind.IF_BODY, FrameKind.IF_ELSE):
+            block = getattr(frame.node, "body" if frame.kind is FrameKind.IF_BODY else "orelse")
+            if any(isinstance(s, ast.Return) and s.lineno > item.line for s in block):
+                return True
+    return False
+
+
 def _feeds_backward(ctx: FileContext, item: Item, scope: Scope, body: Body) -> bool:
     """Whether the value ``item`` assigns is what a later ``backward()`` of the body runs
     on: its name is read by the loss the backward's target is bound to (two steps)."""
@@ -207,7 +221,7 @@ class CastAfterWrap(LintRule):
                 ):
                     self._in_helper(node, item, wrap, names)
                     continue
-                if _training_after(ctx, wrap.scope, item.line):
+                if _training_after(ctx, wrap.scope, item.line) and not _returns_after(item):
                     self._report(node, wrap)
 
     def _in_helper(self, call: ast.Call, item: Item, wrap: Wrap, names: set[str]) -> None:
@@ -227,15 +241,17 @@ class CastAfterWrap(LintRule):
         if not params:
             return
         inside = params | {f"{p}.module" for p in params}
+        constants = constant_arguments(call, helper)  # `validate(model, half=False)`
         for sub in helper.items:
             node = sub.node
             if (
                 isinstance(node, ast.Call)
+                and not ruled_out(sub, helper, constants)
                 and isinstance(node.func, ast.Attribute)
                 and ctx.segment(node.func.value) in inside
                 and self._casts(node)
                 and (
-                    _training_after(ctx, wrap.scope, item.line)
+                    (_training_after(ctx, wrap.scope, item.line) and not _returns_after(item))
                     or _loop_trains_around(ctx, wrap.scope, item)
                 )
             ):
@@ -343,6 +359,7 @@ class ForwardBypassesWrapper(LintRule):
                 isinstance(func, ast.Attribute)
                 and ctx.segment(func.value) == f"{wrap.wrapper}.module"
                 and _feeds_backward(ctx, item, scope, body)
+                and not self._wrapper_ran_before(item, body, wrap)
             ):
                 return wrap  # `ddp.module.predict(x)` whose output the loss is built from
             if not wrap.wrapped or text != wrap.wrapped or wrap.wrapped == wrap.wrapper:
@@ -350,6 +367,23 @@ class ForwardBypassesWrapper(LintRule):
             if self._after(wrap, item, scope) and self._same_object(func, scope, wrap):
                 return wrap
         return None
+
+    def _wrapper_ran_before(self, item: Item, body: Body, wrap: Wrap) -> bool:
+        """Whether the pass already went through the wrapper (``out = ddp(x)``) before
+        ``ddp.module.<part>(...)`` runs: DDP prepared its reduction for this backward,
+        and its hooks on every parameter all-reduce what the part's parameters get too
+        (densecap's ``model.module.bce_loss(score, target)`` on the wrapper's outputs)."""
+        ctx = self.ctx
+        for earlier in body.items:
+            node = earlier.node
+            if earlier.line >= item.line or not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "forward":
+                func = func.value
+            if ctx.segment(func) == wrap.wrapper and grad_disabled_by(ctx, earlier.frames) is None:
+                return True
+        return False
 
     def _same_object(self, func: ast.expr, scope: Scope, wrap: Wrap) -> bool:
         """Whether a called name is still the object that was wrapped (``model =

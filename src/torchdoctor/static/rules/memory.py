@@ -107,7 +107,7 @@ class FiguresNeverClosed(LintRule):
         this file that trains around a call of its function (followed up three callers),
         or a framework hook run every step or epoch (``on_train_epoch_end``)."""
         ctx = self.ctx
-        if loop is not None and _TRAINING.search(ctx.segment(loop.node)):
+        if loop is not None and _trains(ctx, loop):
             return True
         if function is None:
             return False
@@ -115,7 +115,7 @@ class FiguresNeverClosed(LintRule):
             return True
         for scope, item in ctx.callers(function):
             loops = enclosing_loops(ctx, item.frames)
-            if loops and _TRAINING.search(ctx.segment(loops[-1].node)):
+            if loops and _trains(ctx, loops[-1]):
                 return True
             caller = scope if isinstance(scope, FunctionScope) else None
             if (
@@ -180,10 +180,23 @@ def _few_passes(ctx: FileContext, loops: list[Loop]) -> int | None:
 
 
 # What shows a loop trains (itself or through what it calls): a backward pass, an
-# optimizer step, a framework's fit or step, a call of a `train...` function or method.
-_TRAINING = re.compile(
-    r"backward|autograd\.grad\b|\.step\(|\.fit\(|training_step|\btrain\w*\(|\bepoch"
-)
+# optimizer step, a framework's fit or step, a call of a `train...` function or method;
+# or a header that counts epochs (`for epoch in range(args.epochs)`).
+_TRAINING = re.compile(r"backward|autograd\.grad\b|\.step\(|\.fit\(|training_step|\btrain\w*\(")
+_EPOCHS = re.compile(r"\bepoch")
+
+
+def _trains(ctx: FileContext, loop: Loop) -> bool:
+    """Whether the loop trains: its code shows a training step, or its own header runs
+    over epochs. An `epoch` read in the body only (the epoch of a chosen checkpoint, in a
+    report over trained models) shows nothing."""
+    node = loop.node
+    if _TRAINING.search(ctx.segment(node)):
+        return True
+    header = [node.test] if isinstance(node, ast.While) else [node.target, node.iter]
+    return any(_EPOCHS.search(ctx.segment(part)) for part in header)
+
+
 # Framework hooks called on every step, batch or epoch (Lightning, Keras-style callbacks).
 _PER_STEP_HOOK = re.compile(r"^on_\w*(epoch|batch|step|validation)|_(step|epoch_end)$")
 

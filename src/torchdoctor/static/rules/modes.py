@@ -15,7 +15,7 @@ from typing import cast
 from torchdoctor.findings import Applicability, Confidence, Depth, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import requires_grad_setting
+from torchdoctor.static.analysis.calls import last_name, requires_grad_setting
 from torchdoctor.static.analysis.mode_actions import (
     MODE,
     Action,
@@ -94,7 +94,7 @@ class EvalInTrainMode(LintRule):
         ctx = self.ctx
         items = [i for i in (scope.items if scope else ctx.module.items) if i.line < line]
         names = {model} | _aliases(items, model) | _wrappers_of(ctx, scope, items, model)
-        names |= _attribute_aliases(ctx, scope, model)
+        names |= _attribute_aliases(ctx, scope, model) | _held_model(ctx, scope, model)
         evaluated = max(
             _evaluating_method_call(ctx, items, names, scope),
             _run_by_a_library(ctx, items, names, scope),
@@ -534,6 +534,52 @@ def _wrappers_of(
                 ast.unparse(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute))
             }
     return found
+
+
+def _held_model(ctx: FileContext, scope: FunctionScope | None, model: str) -> set[str]:
+    """The one model that every binding of the evaluated name wraps or is (deq's
+    ``para_model = nn.DataParallel(model).to(device)`` or ``model.to(device)``, at module
+    level for a function reading the global): ``model.eval()`` sets its mode too, since
+    ``.to()`` returns the module itself and DataParallel's replicas copy the module's."""
+    if not model.isidentifier():
+        return set()
+    local = [i.node for i in scope.items] if scope is not None else []
+    bindings = [n for n in local if _binds(n, model)]
+    if not bindings and scope is not None and model not in _parameters(scope):
+        bindings = [i.node for i in ctx.module.items if _binds(i.node, model)]
+    held: set[str] = set()
+    for node in bindings:
+        value: ast.expr | None = cast("ast.Assign", node).value
+        while (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _SAME_MODULE
+        ):
+            value = value.func.value
+        if isinstance(value, ast.Call) and (  # the wrapped model, passed by name
+            ctx.qualified_name(value.func, scope) in _HOLDERS
+            or last_name(value.func).endswith("DataParallel")
+        ):
+            value = next((a for a in value.args if isinstance(a, ast.Name)), None)
+        if not isinstance(value, ast.Name) or value.id == model:
+            return set()
+        held.add(value.id)
+    return held if len(held) == 1 else set()
+
+
+def _parameters(scope: FunctionScope) -> set[str]:
+    args = scope.node.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None}
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id == name
+    )
 
 
 def _module_class_keeps(ctx: FileContext, call: ast.Call, model: str) -> bool:

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import insert_keywords, keyword, last_name, root_name
+from torchdoctor.static.analysis.calls import (
+    insert_keywords,
+    keyword,
+    last_name,
+    requires_grad_setting,
+    root_name,
+)
 from torchdoctor.static.analysis.loops import element_pairs
 from torchdoctor.static.analysis.related_files import (
     first_in_imported_files,
@@ -632,8 +638,9 @@ def _registered_on_use(cls: ClassScope, attr: str) -> bool:
 
 def _frozen_in_class(cls: ClassScope, attr: str) -> bool:
     """Whether a method freezes what ``self.<attr>`` holds:
-    ``self.<attr>[0].requires_grad_(False)``, or the same call on the variable of a loop
-    over the container."""
+    ``self.<attr>[0].requires_grad_(False)`` or ``self.<attr>[0].weight.requires_grad =
+    False`` (decaNLP's GloVe table), or the same on the variable of a loop over the
+    container."""
     for method in cls.methods.values():
         self_name = method.self_name
         looped: set[str] = set()
@@ -645,19 +652,20 @@ def _frozen_in_class(cls: ClassScope, attr: str) -> bool:
                 if _rooted_at(iterated, attr, self_name):
                     looped.add(node.target.id)
         for node in ast.walk(method.node):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "requires_grad_"
-                and len(node.args) == 1
-                and isinstance(node.args[0], ast.Constant)
-                and node.args[0].value is False
+            setting = requires_grad_setting(node)
+            if setting is None or setting[1]:
+                continue
+            receiver = setting[0]
+            while isinstance(receiver, ast.Attribute) and not (
+                isinstance(receiver.value, ast.Name) and receiver.value.id == self_name
             ):
-                receiver = node.func.value
-                if _rooted_at(receiver, attr, self_name) or (
-                    isinstance(receiver, ast.Name) and receiver.id in looped
-                ):
-                    return True
+                receiver = receiver.value  # `...[0].weight.requires_grad = False`
+                while isinstance(receiver, ast.Subscript):
+                    receiver = receiver.value
+            if _rooted_at(receiver, attr, self_name) or (
+                isinstance(receiver, ast.Name) and receiver.id in looped
+            ):
+                return True
     return False
 
 

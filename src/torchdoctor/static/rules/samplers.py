@@ -16,7 +16,7 @@ import ast
 from torchdoctor.findings import Confidence, Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.calls import keyword, last_name
 from torchdoctor.static.analysis.dataloader import loads
 from torchdoctor.static.analysis.loops import enclosing_loops
 from torchdoctor.static.context import Scope
@@ -57,7 +57,8 @@ class SamplerNeverUsed(LintRule):
 
     def _sampler(self, call: ast.Call, scope: Scope) -> Confidence | None:
         """Whether ``call`` builds a sampler: a class of torch's sampler family (or a
-        subclass lint can see), else a class whose name ends in ``Sampler``."""
+        subclass lint can see), else a class whose name ends in ``Sampler`` that is not
+        built on a model (a diffusion model's DDIM or PLMS sampler)."""
         ctx = self.ctx
         found = ctx.family_of(call, scope)
         if found is not None and found[0] == torchapi.SAMPLER:
@@ -67,9 +68,18 @@ class SamplerNeverUsed(LintRule):
             return None  # a class of the project that is no torch sampler (an edge sampler)
         func = call.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name.endswith("Sampler") and name[:1].isupper():
-            return Confidence.MEDIUM
-        return None
+        if not (name.endswith("Sampler") and name[:1].isupper()):
+            return None
+        # `DDIMSampler(model)`, `PLMSSampler(model=unet)`: a diffusion sampler draws
+        # images from a model, not examples for a loader.
+        if keyword(call, "model") is not None:
+            return None
+        if call.args and (
+            ctx.is_in_family(call.args[0], torchapi.MODULE, scope)
+            or torchapi.hinted_family(last_name(call.args[0])) == torchapi.MODULE
+        ):
+            return None
+        return Confidence.MEDIUM
 
     def _visible(self, type_name: str) -> bool:
         """Whether lint can read the class: defined in this file or another linted one."""
@@ -179,11 +189,11 @@ def _loader_without_sampler(root: ast.AST, after: int) -> ast.Call | None:
 
 
 def _keyword_of(call: ast.Call, name: str) -> str | None:
-    for keyword in call.keywords:
+    for given in call.keywords:
         if (
-            keyword.arg in _LOADER_ARGUMENTS
-            and isinstance(keyword.value, ast.Name)
-            and keyword.value.id == name
+            given.arg in _LOADER_ARGUMENTS
+            and isinstance(given.value, ast.Name)
+            and given.value.id == name
         ):
-            return keyword.arg
+            return given.arg
     return None

@@ -232,7 +232,11 @@ class TargetNetworkNotDetached(LintRule):
             return None
         if named and isinstance(value, ast.Call):
             type_name = ctx.instance_type(value, scope)
-            if type_name is not None and ctx.is_family(type_name, torchapi.MODULE):
+            if (
+                type_name is not None
+                and ctx.is_family(type_name, torchapi.MODULE)
+                and not ctx.is_family(type_name, torchapi.LOSS)
+            ):  # `criterion_teacher = nn.KLDivLoss()` is the student's loss, no network
                 return "a second network, named as a target"
         return None
 
