@@ -149,6 +149,29 @@ def resume_by_name(trainer, folder):
     assert td901(source) == [("TD901", 8)]
 
 
+def test_a_name_bound_again_holds_the_next_load_from_there_on() -> None:
+    """monosdf's resume: ``data = torch.load(optimizer file)`` feeds the optimizer, then
+    ``data = torch.load(scheduler file)`` feeds only the scheduler. The second load holds
+    plain numbers; the first still holds the optimizer's tensors. A name rebound from its
+    own value (lffont's ``weight = weight["generator_ema"]``) still holds its load."""
+    source = (
+        GPU
+        + """
+def resume(self, folder):
+    data = torch.load(folder + "/optimizer.pth")
+    self.optimizer.load_state_dict(data["optimizer_state_dict"])
+    data = torch.load(folder + "/scheduler.pth")
+    self.scheduler.load_state_dict(data["scheduler_state_dict"])
+def evaluate(gen, path):
+    weight = torch.load(path)
+    if "generator_ema" in weight:
+        weight = weight["generator_ema"]
+    gen.load_state_dict(weight)
+"""
+    )
+    assert td901(source) == [("TD901", 5), ("TD901", 10)]
+
+
 def test_a_load_of_the_run_settings_needs_no_map_location() -> None:
     """Oscar restores its training settings from ``training_args.bin``, which it writes with
     ``torch.save(args, ...)`` as Hugging Face does: an argparse Namespace, no tensor to

@@ -48,8 +48,9 @@ def test_samplers_of_a_package_or_the_project_by_class() -> None:
 
 def test_a_sampler_built_on_a_model_is_no_data_sampler() -> None:
     """Diff-Pruning's profiling scripts build latent diffusion's ``DDIMSampler(model)``
-    and never use it: a sampler of images from a model, not of examples for a loader.
-    One built on the dataset is still a data sampler."""
+    and never use it: a sampler of images from a model, not of examples for a loader;
+    so is StableSR's ``DDIMSampler(self)`` in a method of the model. One built on the
+    dataset, or on a dataset's ``self``, is still a data sampler."""
     source = """
         import torch
         from ldm.models.diffusion.ddim import DDIMSampler
@@ -61,6 +62,20 @@ def test_a_sampler_built_on_a_model_is_no_data_sampler() -> None:
             plms = PLMSSampler(model=unet)
             balanced = ClassBalancedSampler(dataset)  # expect: TD416
             return model
+
+        class LatentDiffusion(torch.nn.Module):
+            def forward(self, x):
+                return x
+
+        class SuperResolution(LatentDiffusion):
+            def log_images(self, batch):
+                sampler = DDIMSampler(self)
+                return batch
+
+        class Shards(torch.utils.data.Dataset):
+            def loader(self):
+                sampler = ClassBalancedSampler(self)  # expect: TD416
+                return torch.utils.data.DataLoader(self)
         """
     assert_marked(source, "TD416")
 

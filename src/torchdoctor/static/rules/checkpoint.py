@@ -412,12 +412,31 @@ class LoadWithoutMapLocation(LintRule):
         if name is None:
             return found
         items = scope.items if scope is not None else self.ctx.module.items
+        # `data = torch.load(opt); optimizer.load_state_dict(data[...]); data =
+        # torch.load(sched); scheduler.load_state_dict(data[...])` (monosdf): a name
+        # bound again to something else holds that from there on (`weight =
+        # weight["ema"]` still holds the load).
+        rebound = min(
+            (
+                item.line
+                for item in items
+                if item.line > call.lineno
+                and isinstance(item.node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in item.node.targets)
+                and not any(
+                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(item.node.value)
+                )
+            ),
+            default=None,
+        )
         for item in items:
             node = item.node
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "load_state_dict"
+                and call.lineno <= item.line
+                and (rebound is None or item.line < rebound)
                 and any(
                     isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)
                 )

@@ -21,7 +21,7 @@ from torchdoctor.static.analysis.dataloader import loads
 from torchdoctor.static.analysis.loops import enclosing_loops
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule, line_numbers
-from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 
 _LOADER_ARGUMENTS = ("sampler", "batch_sampler")
 
@@ -77,9 +77,36 @@ class SamplerNeverUsed(LintRule):
         if call.args and (
             ctx.is_in_family(call.args[0], torchapi.MODULE, scope)
             or torchapi.hinted_family(last_name(call.args[0])) == torchapi.MODULE
+            or self._self_of_a_model(call.args[0], scope)
         ):
             return None
         return Confidence.MEDIUM
+
+    def _self_of_a_model(self, arg: ast.expr, scope: Scope) -> bool:
+        """``DDIMSampler(self)`` in a method of a model class (StableSR's latent
+        diffusion): the class, or a base of this file, defines ``forward`` or
+        ``training_step``, or derives from a ``...Module``."""
+        if not (
+            isinstance(scope, FunctionScope)
+            and scope.owner is not None
+            and isinstance(arg, ast.Name)
+            and arg.id == scope.self_name
+        ):
+            return False
+        cls: ast.ClassDef | None = scope.owner.node
+        for _ in range(8):
+            if cls is None:
+                return False
+            if any(
+                isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name in ("forward", "training_step")
+                for n in cls.body
+            ) or any(last_name(base).endswith("Module") for base in cls.bases):
+                return True
+            bases = [last_name(base) for base in cls.bases]
+            found = next((self.ctx.local_class(b) for b in bases if self.ctx.local_class(b)), None)
+            cls = found.node if found is not None else None
+        return False
 
     def _visible(self, type_name: str) -> bool:
         """Whether lint can read the class: defined in this file or another linted one."""
