@@ -745,6 +745,18 @@ def test_td206_a_hook_on_another_class_attribute_of_the_same_name(
             return {texture_call}
     """
     assert [f.severity for f in lint_findings(source, "TD206")] == [severity]
+    # a subclass of the hooking class calls the same, hooked attribute
+    subclass = (
+        source
+        + """
+    class ScaledMLP(MLP):
+        def step(self, x, optimizer):
+            self.net.forward(x).sum().backward()
+            optimizer.step()
+    """
+    )
+    found = lint_findings(subclass, "TD206")
+    assert [f.severity for f in found if f.location.line == 19] == [Severity.WARNING]
 
 
 # Round 4's false class: hooks attached to the model's layers, not to the model. Its

@@ -206,8 +206,24 @@ class ForwardCalledDirectly(LintRule):
             and isinstance(receiver.value, ast.Name)
             and receiver.value.id == function.self_name
         ):
-            return (function.owner.name, name) in owned
+            return any((cls, name) in owned for cls in self._class_chain(function.owner.node))
         return any(attribute == name for _, attribute in owned)
+
+    def _class_chain(self, cls: ast.ClassDef) -> list[str]:
+        """The class and its bases defined in this file (a base's hook on its own
+        attribute is on the subclass's attribute too)."""
+        chain: list[str] = []
+        pending = [cls]
+        while pending and len(chain) < 16:
+            current = pending.pop()
+            if current.name in chain:
+                continue
+            chain.append(current.name)
+            for base in current.bases:
+                found = self.ctx.local_class(_last_name(base) or "")
+                if found is not None:
+                    pending.append(found.node)
+        return chain
 
     def _trains_here(self) -> bool:
         """The function around the call runs ``backward()``: what it calls ``.forward`` on
