@@ -17,10 +17,9 @@ import ast
 import os
 
 from torchdoctor.static.analysis.calls import assigned_names, keyword, last_name
-from torchdoctor.static.analysis.related_files import importing_paths
+from torchdoctor.static.analysis.related_files import importing_paths, parsed_module
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.files import read_source
 from torchdoctor.static.project import PLAIN_BASES, ProjectIndex
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item
 
@@ -229,14 +228,7 @@ def _parameter_test(test: ast.expr, holds: bool, parameters: set[str]) -> list[t
 
 
 def _importer_uses(project: ProjectIndex, path: str, name: str) -> list[ast.Call] | None:
-    def read() -> ast.Module | None:
-        data = read_source(path)
-        try:
-            return ast.parse(data) if isinstance(data, bytes) else None
-        except (SyntaxError, ValueError):
-            return None
-
-    tree = project.remember(f"parsed:{path}", read)
+    tree = parsed_module(project, path)
     return None if tree is None else _uses_by_name(tree, name)
 
 

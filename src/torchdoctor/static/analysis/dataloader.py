@@ -14,9 +14,10 @@ from collections.abc import Iterator
 
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import constant_arguments
+from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.related_files import parsed_module
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.files import read_source
 from torchdoctor.static.project import ProjectIndex
 from torchdoctor.static.structure import FunctionScope, Item
 
@@ -211,21 +212,12 @@ def worker_loaders(project: ProjectIndex, path: str, function: str) -> int | Non
     """The line of a ``DataLoader(...)`` that may start worker processes (a
     ``num_workers`` that is not a literal 0), built by the module-level function
     ``function`` of the project file ``path`` or by a function of the same file it calls
-    (two deep); ``None`` when none does. Read from the file's text, once per project."""
+    (two deep); ``None`` when none does. The file is parsed once per project."""
 
-    def read() -> dict[str, ast.FunctionDef] | None:
-        data = read_source(path)
-        try:
-            tree = ast.parse(data) if isinstance(data, bytes) else None
-        except (SyntaxError, ValueError):
-            return None
-        if tree is None:
-            return None
-        return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-
-    functions = project.remember(f"module-functions:{path}", read)
-    if not functions:
+    tree = parsed_module(project, path)
+    if tree is None:
         return None
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     pending, seen = [(function, 0)], set()
     while pending:
         name, depth = pending.pop()
@@ -236,11 +228,7 @@ def worker_loaders(project: ProjectIndex, path: str, function: str) -> int | Non
         for node in ast.walk(definition):
             if not isinstance(node, ast.Call):
                 continue
-            called = (
-                node.func.attr
-                if isinstance(node.func, ast.Attribute)
-                else getattr(node.func, "id", "")
-            )
+            called = last_name(node.func)
             if called == "DataLoader":
                 workers = loader_arguments(node).get("num_workers")
                 if workers is not None and not (

@@ -10,6 +10,7 @@ they sit.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -27,11 +28,26 @@ __all__ = [
     "first_in_related_files",
     "imported_sources",
     "importing_paths",
+    "parsed_module",
     "program_sources",
     "related_sources",
 ]
 
 T = TypeVar("T")
+
+
+def parsed_module(project: ProjectIndex, path: str) -> ast.Module | None:
+    """The syntax tree of another file of the project, read and parsed once per project;
+    ``None`` when it cannot be read or parsed."""
+
+    def read() -> ast.Module | None:
+        data = read_source(path)
+        try:
+            return ast.parse(data) if isinstance(data, bytes) else None
+        except (SyntaxError, ValueError):
+            return None
+
+    return project.remember(f"parsed:{path}", read)
 
 
 def related_sources(paths: list[str], folder: str) -> Iterator[tuple[str, bytes]]:

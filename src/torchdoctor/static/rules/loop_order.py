@@ -268,11 +268,7 @@ class GradsNeverCleared(LintRule):
             node = item.node
             if not isinstance(node, ast.Call):
                 continue
-            name = (
-                node.func.attr
-                if isinstance(node.func, ast.Attribute)
-                else getattr(node.func, "id", "")
-            )
+            name = last_name(node.func)
             if any(word in name.lower() for word in _CLEARING_WORDS):
                 return True
             callee = self.ctx.resolve_local_call(node, scope)

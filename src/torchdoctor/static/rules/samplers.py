@@ -103,8 +103,8 @@ class SamplerNeverUsed(LintRule):
                 for n in cls.body
             ) or any(last_name(base).endswith("Module") for base in cls.bases):
                 return True
-            bases = [last_name(base) for base in cls.bases]
-            found = next((self.ctx.local_class(b) for b in bases if self.ctx.local_class(b)), None)
+            local = (self.ctx.local_class(last_name(base)) for base in cls.bases)
+            found = next((c for c in local if c is not None), None)
             cls = found.node if found is not None else None
         return False
 
