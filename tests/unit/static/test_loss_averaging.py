@@ -167,3 +167,53 @@ def test_a_loss_scaled_by_something_else_or_too_late_is_still_flagged() -> None:
             return total / len(loader.dataset)  # expect: TD311
         """
     assert_marked(source, "TD311")
+
+
+_VALIDATION = """
+import torch
+import torch.nn.functional as F
+import tqdm
+from torch.utils.data import DataLoader
+
+
+def validate(model, valloader):
+    loader = tqdm.tqdm(valloader)
+    total = 0.0
+    for x, y in loader:
+        total += F.l1_loss(model(x), y).item()
+    return total / len(valloader.dataset){mark}
+"""
+
+
+def test_td311_a_loader_every_caller_builds_with_single_examples_is_quiet(tmp_path) -> None:
+    """univnet: `validate` is handed the loader that `create_dataloader(..., False)`
+    builds in another file, whose `else` arm has `batch_size=1`: each batch mean is one
+    example, and dividing by the dataset size is right. A caller handing in a loader of
+    larger batches keeps the finding."""
+    from torchdoctor.static import LintConfig, lint
+
+    (tmp_path / "loaders.py").write_text(
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def create_dataloader(dataset, train, batch=16):\n"
+        "    if train:\n"
+        "        return DataLoader(dataset, batch_size=batch, shuffle=True)\n"
+        "    else:\n"
+        "        return DataLoader(dataset, batch_size=1)\n"
+    )
+    (tmp_path / "validation.py").write_text(_VALIDATION.format(mark=""))
+    main = (
+        "from loaders import create_dataloader\n"
+        "from validation import validate\n\n\n"
+        "def main(model, data):\n"
+        "    valloader = create_dataloader(data, {train})\n"
+        "    validate(model, valloader)\n"
+    )
+    (tmp_path / "train.py").write_text(main.format(train="False"))
+    assert not lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD311")
+    (tmp_path / "train.py").write_text(main.format(train="True"))
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD311")
+    assert [f.location.line for f in found] == [13]
+
+
+def test_td311_a_loader_handed_in_by_an_unknown_caller_is_still_flagged() -> None:
+    assert_marked(_VALIDATION.format(mark="  # expect: TD311"), "TD311")

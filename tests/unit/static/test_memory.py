@@ -439,3 +439,40 @@ def test_td701_a_loop_over_a_few_fixed_settings_is_information(
 ) -> None:
     (found,) = lint_findings(FIXED_SETTINGS.format(setup=setup, iterable=iterable), "TD701")
     assert found.severity is severity
+
+
+@pytest.mark.parametrize(
+    ("guard", "after", "flagged"),
+    [
+        # Neural-Scene-Flow-Fields: `TEST = False` just above `if TEST:`, dead debug code
+        ("TEST = False\n        if TEST:", "", False),
+        # a dump that plots, saves and ends the program makes one figure at most
+        ("if args.dump:", "sys.exit()", False),
+        ("if args.dump:", "os._exit(0)", False),
+        ("if args.dump:", "exit()", False),
+        # a switch the run sets, and a branch that goes on training, keep the finding
+        ("if args.dump:", "", True),
+        ("TEST = args.test\n        if TEST:", "", True),
+        ("if args.dump:", "print('dumped')", True),
+    ],
+)
+def test_td701_a_figure_made_in_dead_or_exiting_debug_code(
+    guard: str, after: str, flagged: bool
+) -> None:
+    source = f"""
+import os
+import sys
+import matplotlib.pyplot as plt
+
+def train(args, model, optimizer, loader):
+    for x, y in loader:
+        {guard}
+            plt.figure()
+            plt.imshow(x[0])
+            plt.savefig("debug.png")
+            {after}
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+"""
+    assert bool(td701(source)) is flagged

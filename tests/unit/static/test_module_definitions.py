@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.static.helpers import assert_marked, lint_codes, lint_findings
+from torchdoctor.findings import Severity
 from torchdoctor.rules.selection import Selection
 from torchdoctor.static import LintConfig, lint
 from torchdoctor.static.runner import lint_sources
@@ -1308,3 +1309,127 @@ class Tagger(nn.Module):
         return torch.stack([head(x) for head in self.heads], dim=1)
 """
     assert bool(lint_findings(source, "TD223")) is flagged
+
+
+@pytest.mark.parametrize(
+    ("helper", "flagged"),
+    [
+        # pytorch_RVAE's Highway: a method of the class registers each tensor it is handed
+        (
+            "for j, p in enumerate(tensors):\n            self.register_parameter(f'{name}{j}', p)",
+            False,
+        ),
+        ("for p in tensors:\n            self.register_parameter(name=name, param=p)", False),
+        # a helper registering a new tensor, or keeping buffers, registers none of them
+        ("self.register_parameter(name, nn.Parameter(torch.ones(3)))", True),
+        (
+            "for j, p in enumerate(tensors):\n            self.register_buffer(f'{name}{j}', p)",
+            True,
+        ),
+    ],
+)
+def test_td223_layers_whose_parameters_a_method_of_the_class_registers(
+    helper: str, flagged: bool
+) -> None:
+    source = f"""
+import torch
+from torch import nn
+
+class Highway(nn.Module):
+    def __init__(self, size, depth):
+        super().__init__()
+        self.gates = [nn.Linear(size, size) for _ in range(depth)]
+        for i, layer in enumerate(self.gates):
+            self._add(layer.parameters(), f"gate{{i}}")
+
+    def _add(self, tensors, name):
+        {helper}
+
+    def forward(self, x):
+        for gate in self.gates:
+            x = torch.sigmoid(gate(x)) * x
+        return x
+"""
+    assert bool(lint_findings(source, "TD223")) is flagged
+
+
+_ZONEOUT_CELL = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Cell(nn.Module):
+    def __init__(self, size, zoneout=0.0):
+        super(Cell, self).__init__()
+        self.proj = nn.Linear(size, size)
+        self._zoneout = zoneout
+
+    def forward(self, h, x):
+        new = torch.tanh(self.proj(x))
+        if self._zoneout > 0.0:
+            keep = F.dropout(torch.ones_like(h), p=self._zoneout) > 0
+            new = torch.where(keep, new, h)
+        return new
+"""
+
+
+@pytest.mark.parametrize(
+    ("built", "flagged"),
+    [
+        # Precipitation-Nowcasting: every network builds its TrajGRU with zoneout=0.0
+        ("Cell(8, zoneout=0.0), Cell(16, zoneout=0.0)", False),
+        ("Cell(8), Cell(16, 0.0)", False),
+        # one network turns the zoneout on: evaluation keeps dropping there
+        ("Cell(8, zoneout=0.0), Cell(16, zoneout=0.1)", True),
+        ("Cell(8, zoneout=rate)", True),
+    ],
+)
+def test_td506_an_attribute_rate_every_construction_turns_off(
+    tmp_path: Path, built: str, flagged: bool
+) -> None:
+    (tmp_path / "cells.py").write_text(_ZONEOUT_CELL)
+    (tmp_path / "nets.py").write_text(
+        f"from cells import Cell\n\n\ndef build(rate):\n    return [{built}]\n"
+    )
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD506")
+    assert bool(found) is flagged
+
+
+def test_td506_an_attribute_rate_of_a_class_used_as_a_base_is_still_flagged(
+    tmp_path: Path,
+) -> None:
+    """A subclass builds the cell through its own constructor, which lint does not
+    follow: the attribute's value is unknown."""
+    (tmp_path / "cells.py").write_text(
+        _ZONEOUT_CELL + "\n\nclass Wide(Cell):\n    pass\n\n\nnet = [Cell(8), Wide(8, 0.3)]\n"
+    )
+    found = lint(tmp_path, config=LintConfig(), jobs=1).by_code("TD506")
+    assert [f.location.line for f in found] == [16]
+
+
+def test_td506_a_rate_each_call_must_pass_is_information() -> None:
+    """pytorch_RVAE's decoder takes the rate as a parameter with no default, and the
+    evaluating callers (in another file, through the module's call) pass 0: lint cannot
+    see them, so the finding is information. A caller of the file handing in the
+    module's fixed rate keeps it an error."""
+    source = (
+        HEADER
+        + """
+class Decoder(nn.Module):
+    def __init__(self, p=0.1):
+        super().__init__()
+        self.p = p
+        self.out = nn.Linear(8, 8)
+
+    def forward(self, x, drop_prob):
+        return self.out(F.dropout(x, drop_prob))
+{caller}
+"""
+    )
+    (alone,) = lint_findings(source.format(caller=""), "TD506")
+    assert alone.severity is Severity.INFO
+    assert "the rate comes from `drop_prob`, a parameter each call must give" in alone.message
+    fixed = "\n    def decode(self, x):\n        return self.forward(x, self.p)\n"
+    (configured,) = lint_findings(source.format(caller=fixed), "TD506")
+    assert configured.severity is Severity.ERROR

@@ -21,16 +21,19 @@ from torchdoctor.static.analysis.related_files import importing_paths, parsed_mo
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.project import PLAIN_BASES, ProjectIndex
-from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Item
+from torchdoctor.static.structure import ClassScope, Frame, FrameKind, FunctionScope, Item
 
 __all__ = [
     "UNDECIDED",
     "Passed",
     "called_function",
+    "class_constructions",
     "constant_arguments",
     "is_spawn",
     "local_method",
+    "never_run",
     "passed_values",
+    "project_call_sites",
     "project_calls",
     "ruled_out",
     "spawned_argument",
@@ -124,6 +127,41 @@ def truth_under(test: ast.expr | None, constants: dict[str, object]) -> object:
     return UNDECIDED
 
 
+def never_run(nodes: list[ast.AST]) -> set[int]:
+    """The nodes, by id, in the arm of an ``if`` that a switch bound once to a constant
+    never takes (physicsnemo's ``load_state_dict = True`` ... ``if load_state_dict:
+    model.load_state_dict(state) else: model = state["net"]``; a debug dump under ``TEST =
+    False`` ... ``if TEST:``): dead code does nothing. ``nodes`` are a scope's own
+    nodes (:func:`torchdoctor.static.names.own_nodes`)."""
+    stores: dict[str, int] = {}
+    constants: dict[str, object] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        stores[name.id] = stores.get(name.id, 0) + 1
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, (bool, type(None)))
+            ):
+                constants[node.targets[0].id] = node.value.value
+    constants = {name: value for name, value in constants.items() if stores[name] == 1}
+    dead: set[int] = set()
+    if not constants:
+        return dead
+    for node in nodes:
+        if isinstance(node, ast.If):
+            truth = truth_under(node.test, constants)
+            if truth is not UNDECIDED:
+                for statement in node.orelse if truth else node.body:
+                    dead.update(id(inner) for inner in ast.walk(statement))
+    return dead
+
+
 def ruled_out(item: Item, callee: FunctionScope | None, constants: dict[str, object]) -> bool:
     """Whether an ``if`` inside the callee around ``item`` takes the other branch for the
     constant arguments of a call (:func:`constant_arguments`)."""
@@ -164,6 +202,58 @@ def project_calls(ctx: FileContext, function: FunctionScope) -> list[ast.Call] |
             calls = None
             break
         calls += [call for call in found if call not in calls]
+    ctx.memo[key] = calls
+    return calls
+
+
+CallSite = tuple[str, ast.Module, ast.Call]  # the file, its tree, a call in it
+
+
+def project_call_sites(ctx: FileContext, function: FunctionScope) -> list[CallSite] | None:
+    """Each call of a function at the file's top level by its name, with the file and
+    tree it sits in: this file's and those of the project's modules that import it.
+    ``None`` when the name is also used as a value (``fn=validate``) in one of them."""
+    if function.node not in ctx.tree.body:
+        return None
+    key = ("project-call-sites", id(function))
+    if key in ctx.memo:
+        return ctx.memo[key]  # type: ignore[return-value]
+    own = os.path.abspath(ctx.path)
+    trees: list[tuple[str, ast.Module | None]] = [(own, ctx.tree)]
+    trees += [(p, parsed_module(ctx.project, p)) for p in importing_paths(ctx.project, own)]
+    found: list[CallSite] = []
+    sites: list[CallSite] | None = found
+    for path, tree in trees:
+        calls = None if tree is None else _uses_by_name(tree, function.name)
+        if calls is None or tree is None:
+            sites = None
+            break
+        found += [(path, tree, call) for call in calls]
+    ctx.memo[key] = sites
+    return sites
+
+
+def class_constructions(ctx: FileContext, cls: ClassScope) -> list[ast.Call] | None:
+    """Every call of the class ``cls`` the project shows (``Cell(...)``,
+    ``cells.Cell(...)``): the file's own and, for a class at the file's top level, those
+    in the project's modules that import the file. ``None`` when the name is also used
+    as a value (a base class, ``factory=Cell``): lint cannot see what those build."""
+    key = ("class-constructions", id(cls.node))
+    if key in ctx.memo:
+        return ctx.memo[key]  # type: ignore[return-value]
+    uses = [_uses_by_name(ctx.tree, cls.name, of_class=True)]
+    if cls.node in ctx.tree.body:
+        own = os.path.abspath(ctx.path)
+        uses += [
+            _importer_uses(ctx.project, path, cls.name, of_class=True)
+            for path in importing_paths(ctx.project, own)
+        ]
+    calls: list[ast.Call] | None = []
+    for found in uses:
+        if calls is None or found is None:
+            calls = None
+            break
+        calls += found
     ctx.memo[key] = calls
     return calls
 
@@ -227,20 +317,31 @@ def _parameter_test(test: ast.expr, holds: bool, parameters: set[str]) -> list[t
     return []
 
 
-def _importer_uses(project: ProjectIndex, path: str, name: str) -> list[ast.Call] | None:
+def _importer_uses(
+    project: ProjectIndex, path: str, name: str, of_class: bool = False
+) -> list[ast.Call] | None:
     tree = parsed_module(project, path)
-    return None if tree is None else _uses_by_name(tree, name)
+    return None if tree is None else _uses_by_name(tree, name, of_class)
 
 
-def _uses_by_name(tree: ast.AST, name: str) -> list[ast.Call] | None:
+# Calls that read a class without building it.
+_CLASS_READERS = frozenset({"super", "isinstance", "issubclass"})
+
+
+def _uses_by_name(tree: ast.AST, name: str, of_class: bool = False) -> list[ast.Call] | None:
     """The calls of ``name`` (a plain name or an attribute) in a tree; ``None`` when the
-    name is read other than as the function of a call."""
+    name is read other than as the function of a call. For a class (``of_class``), reading
+    it in ``super(Cls, self)``, ``isinstance`` or ``issubclass`` builds nothing either."""
     calls: list[ast.Call] = []
     called: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and last_name(node.func) == name:
+        if not isinstance(node, ast.Call):
+            continue
+        if last_name(node.func) == name:
             calls.append(node)
             called.add(id(node.func))
+        elif of_class and last_name(node.func) in _CLASS_READERS:
+            called.update(id(argument) for argument in node.args)
     for node in ast.walk(tree):
         if (
             isinstance(node, (ast.Name, ast.Attribute))

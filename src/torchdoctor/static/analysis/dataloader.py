@@ -4,7 +4,8 @@
 :func:`worker_count` reads ``num_workers`` as a number when the file shows it;
 :func:`loader_of` finds the loader a ``for`` loop iterates (through ``enumerate``,
 ``tqdm``, a variable or ``self.loader``); :func:`worker_loaders` finds a worker-backed
-loader that a function of another project file builds.
+loader that a function of another project file builds; :func:`one_per_batch_wherever_passed`
+follows a loader handed to a function back to where each caller builds it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ import ast
 from collections.abc import Iterator
 
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.callers import constant_arguments
+from torchdoctor.static.analysis.callers import (
+    UNDECIDED,
+    constant_arguments,
+    project_call_sites,
+    truth_under,
+)
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.related_files import parsed_module
 from torchdoctor.static.bindings import BindingKind
@@ -29,6 +35,7 @@ __all__ = [
     "loader_calls",
     "loader_of",
     "loads",
+    "one_per_batch_wherever_passed",
     "worker_count",
     "worker_loaders",
 ]
@@ -238,3 +245,119 @@ def worker_loaders(project: ProjectIndex, path: str, function: str) -> int | Non
             elif called in functions and depth < 2:
                 pending.append((called, depth + 1))
     return None
+
+
+def one_per_batch_wherever_passed(
+    ctx: FileContext, function: FunctionScope, parameter: str
+) -> bool:
+    """Whether every call of ``function`` the project shows hands it, for ``parameter``, a
+    loader built with ``batch_size`` 1: a ``DataLoader(...)`` itself, or the one a
+    project function returns for the call's constant arguments (univnet's
+    ``validate(..., valloader, ...)`` with ``valloader = create_dataloader(hp, args,
+    False)``, whose ``else`` arm returns ``DataLoader(dataset, batch_size=1)``)."""
+    sites = project_call_sites(ctx, function)
+    if not sites:
+        return False
+    for path, tree, call in sites:
+        passed = function.argument_for(call, parameter)
+        if isinstance(passed, ast.Name):
+            passed = _only_binding(tree, passed.id)
+        if not (isinstance(passed, ast.Call) and _builds_one_per_batch(ctx.project, path, passed)):
+            return False
+    return True
+
+
+def _only_binding(tree: ast.Module, name: str) -> ast.expr | None:
+    """The value of the one ``name = ...`` of the file, when there is exactly one."""
+    values = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    ]
+    return values[0] if len(values) == 1 else None
+
+
+def _builds_one_per_batch(project: ProjectIndex, path: str, call: ast.Call) -> bool:
+    """``call`` (in the file at ``path``) is ``DataLoader(...)`` with batch size 1, or a
+    call of a project function every ``DataLoader(...)`` of which that the call's
+    constant arguments leave reachable has batch size 1."""
+    if last_name(call.func) == "DataLoader":
+        return _one_per_batch(call)
+    facts = project.facts_for(path)
+    if facts is None or not isinstance(call.func, ast.Name):
+        return False
+    target = facts.imports.get(call.func.id, f"{facts.name}.{call.func.id}")
+    helper = project.function(target, path)
+    tree = parsed_module(project, helper.path) if helper is not None else None
+    definition = next(
+        (
+            n
+            for n in (tree.body if tree is not None else [])
+            if isinstance(n, ast.FunctionDef) and helper is not None and n.name == helper.name
+        ),
+        None,
+    )
+    if definition is None:
+        return False
+    loaders = _reachable_loaders(definition.body, _constant_arguments(call, definition))
+    return bool(loaders) and all(_one_per_batch(loader) for loader in loaders)
+
+
+def _constant_arguments(call: ast.Call, definition: ast.FunctionDef) -> dict[str, object]:
+    """The helper's parameters a call gives a literal constant, by position, keyword or
+    default."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return {}
+    arguments = definition.args
+    names = [a.arg for a in arguments.posonlyargs + arguments.args]
+    defaulted = names[len(names) - len(arguments.defaults) :]
+    given: dict[str, ast.expr] = dict(zip(defaulted, arguments.defaults, strict=True))
+    given.update(zip(names, call.args, strict=False))
+    given.update((k.arg, k.value) for k in call.keywords if k.arg)
+    return {name: value.value for name, value in given.items() if isinstance(value, ast.Constant)}
+
+
+def _reachable_loaders(body: list[ast.stmt], constants: dict[str, object]) -> list[ast.Call]:
+    """The ``DataLoader(...)`` calls of a function body outside the arms of an ``if`` the
+    constants rule out (nested functions and classes left out)."""
+    found: list[ast.Call] = []
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            truth = truth_under(statement.test, constants)
+            if truth is UNDECIDED or truth:
+                found += _reachable_loaders(statement.body, constants)
+            if truth is UNDECIDED or not truth:
+                found += _reachable_loaders(statement.orelse, constants)
+            continue
+        blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
+        inner = [b for b in blocks if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+        if inner:
+            header = [n for n in ast.iter_child_nodes(statement) if not isinstance(n, ast.stmt)]
+            for part in header:
+                found += _loader_calls_in(part)
+            for block in inner:
+                found += _reachable_loaders(block, constants)
+            for handler in getattr(statement, "handlers", []):
+                found += _reachable_loaders(handler.body, constants)
+            continue
+        found += _loader_calls_in(statement)
+    return found
+
+
+def _loader_calls_in(node: ast.AST) -> list[ast.Call]:
+    """The ``DataLoader(...)`` calls anywhere under ``node``."""
+    return [
+        n for n in ast.walk(node) if isinstance(n, ast.Call) and last_name(n.func) == "DataLoader"
+    ]
+
+
+def _one_per_batch(loader: ast.Call) -> bool:
+    """A ``DataLoader(...)`` call whose batch size is 1 (given, or its default)."""
+    arguments = loader_arguments(loader)
+    if "batch_sampler" in arguments or any(k.arg is None for k in loader.keywords):
+        return False
+    size = arguments.get("batch_size")
+    return size is None or (isinstance(size, ast.Constant) and size.value == 1)

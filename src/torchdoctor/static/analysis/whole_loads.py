@@ -14,7 +14,7 @@ import ast
 import os
 from typing import cast
 
-from torchdoctor.static.analysis.callers import UNDECIDED, truth_under
+from torchdoctor.static.analysis.callers import never_run
 from torchdoctor.static.analysis.related_files import first_in_related_files
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.names import own_nodes
@@ -138,7 +138,7 @@ def _module_uses(nodes: list[ast.AST], returns_a_module: bool = False) -> list[a
         ):
             receivers.append(node.func.value)
     if receivers:
-        skipped = _type_tested_names(nodes) | _never_run(nodes)
+        skipped = _type_tested_names(nodes) | never_run(nodes)
         receivers = [r for r in receivers if id(r) not in skipped]
         bound = [(name, value) for name, value in bound if id(value) not in skipped]
     if not receivers:
@@ -182,39 +182,6 @@ def _type_tested_names(nodes: list[ast.AST]) -> set[int]:
                 if isinstance(inner, ast.Name) and inner.id in names
             )
     return found
-
-
-def _never_run(nodes: list[ast.AST]) -> set[int]:
-    """The nodes, by id, in the arm of an ``if`` that a switch bound once to a constant
-    never takes (physicsnemo's ``load_state_dict = True`` ... ``if load_state_dict:
-    model.load_state_dict(state) else: model = state["net"]``): dead code uses nothing."""
-    stores: dict[str, int] = {}
-    constants: dict[str, object] = {}
-    for node in nodes:
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        stores[name.id] = stores.get(name.id, 0) + 1
-            if (
-                isinstance(node, ast.Assign)
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant)
-                and isinstance(node.value.value, (bool, type(None)))
-            ):
-                constants[node.targets[0].id] = node.value.value
-    constants = {name: value for name, value in constants.items() if stores[name] == 1}
-    dead: set[int] = set()
-    if not constants:
-        return dead
-    for node in nodes:
-        if isinstance(node, ast.If):
-            truth = truth_under(node.test, constants)
-            if truth is not UNDECIDED:
-                for statement in node.orelse if truth else node.body:
-                    dead.update(id(inner) for inner in ast.walk(statement))
-    return dead
 
 
 def _consumed_before(

@@ -26,12 +26,17 @@ from typing import cast
 from torchdoctor.findings import Depth
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
-from torchdoctor.static.analysis.dataloader import loader_arguments, loader_of
+from torchdoctor.static.analysis.dataloader import (
+    iterated,
+    loader_arguments,
+    loader_of,
+    one_per_batch_wherever_passed,
+)
 from torchdoctor.static.analysis.loops import innermost_loop
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import Scope
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import Item, ModuleScope
+from torchdoctor.static.structure import FunctionScope, Item, ModuleScope
 from torchdoctor.static.values import constructor_of
 
 _LOSS_NAMES = (
@@ -263,17 +268,41 @@ class LossAverageMismatch(LintRule):
         return None
 
     def _one_example_per_batch(self, loop: ast.AST, scope: Scope) -> bool:
-        """The loop reads a ``DataLoader`` built with ``batch_size`` 1 (its default)."""
+        """The loop reads a ``DataLoader`` built with ``batch_size`` 1 (its default): in
+        the file, or, for a loader the function is handed, by every caller."""
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
-        loader = loader_of(self.ctx, loop.iter, scope)
+        ctx = self.ctx
+        loader = loader_of(ctx, loop.iter, scope)
         if loader is None:
-            return False
+            return self._handed_one_per_batch(loop.iter, scope)
         arguments = loader_arguments(loader)
         if "batch_sampler" in arguments:
             return False
         size = arguments.get("batch_size")
         return size is None or (isinstance(size, ast.Constant) and size.value == 1)
+
+    def _handed_one_per_batch(self, iterable: ast.expr, scope: Scope) -> bool:
+        """The loop reads a parameter of its function, bare or wrapped on the way
+        (``loader = tqdm(valloader)``), and every caller hands in a loader of batch size
+        1 (univnet's validation loader)."""
+        ctx = self.ctx
+        for _ in range(3):
+            handed = iterated(ctx, iterable, scope)
+            if not isinstance(handed, ast.Name):
+                return False
+            found = ctx.lookup(handed, scope)
+            if found is None:
+                return False
+            binding, owner = found
+            if not isinstance(owner, FunctionScope):
+                return False
+            if binding.kind is BindingKind.PARAMETER:
+                return one_per_batch_wherever_passed(ctx, owner, handed.id)
+            if binding.kind is not BindingKind.ASSIGN or binding.value is None:
+                return False
+            iterable = binding.value
+        return False
 
 
 def _unwrapped(value: ast.expr) -> ast.expr:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import never_run
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.loops import (
     at_most_passes,
@@ -23,7 +24,9 @@ from torchdoctor.static.analysis.loops import (
     skip_before,
     steps_every_iteration,
 )
+from torchdoctor.static.branches import spans
 from torchdoctor.static.context import FileContext
+from torchdoctor.static.names import own_nodes
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import Frame, FrameKind, FunctionScope, Loop
 
@@ -94,11 +97,24 @@ class FiguresNeverClosed(LintRule):
                 continue  # figures meant to stay open until plt.show()
             if _made_once(frames, outermost, self._bound.get(id(call), set())):
                 continue  # `if ax is None: fig, ax = plt.subplots()`: the first pass only
+            if self._never_made(call, function) or _ends_the_program_after(
+                self.ctx, outermost.node, call
+            ):
+                continue
             name = self._figure_names.get(id(call))
             if name is not None and _handed_off(outermost, name, function):
                 continue
             during = self._runs_during_training(outermost, function, 0)
             self._report(call, outermost, name, during, _few_passes(self.ctx, loops))
+
+    def _never_made(self, call: ast.Call, function: FunctionScope | None) -> bool:
+        """The figure sits in the arm of an ``if`` that a switch bound once to a constant
+        never takes (Neural-Scene-Flow-Fields' ``TEST = False`` then ``if TEST:``)."""
+        scope = function.node if function is not None else self.ctx.tree
+        key = ("never-run", id(scope))
+        if key not in self.ctx.memo:
+            self.ctx.memo[key] = never_run(own_nodes(scope))
+        return id(call) in self.ctx.memo[key]  # type: ignore[operator]
 
     def _runs_during_training(
         self, loop: Loop | None, function: FunctionScope | None, depth: int
@@ -234,6 +250,51 @@ def _made_once(frames: tuple[Frame, ...], loop: Loop, bound: set[str]) -> bool:
             if isinstance(tested, ast.Name) and tested.id in bound:
                 return True
     return False
+
+
+# Calls that end the program.
+_PROGRAM_EXITS = frozenset({"sys.exit", "os._exit"})
+_BUILTIN_EXITS = frozenset({"exit", "quit"})
+
+
+def _ends_the_program_after(ctx: FileContext, loop: ast.AST, call: ast.Call) -> bool:
+    """A statement after the figure, in its own block or an enclosing one inside the loop,
+    ends the program (a debug dump that plots, saves and calls ``sys.exit()``): the loop
+    makes one figure at most."""
+    node = loop
+    while True:
+        block = next((b for b in _statement_blocks(node) if any(spans(s, call) for s in b)), None)
+        if block is None:
+            return False
+        index = next(i for i, statement in enumerate(block) if spans(statement, call))
+        if any(_exits(ctx, statement) for statement in block[index + 1 :]):
+            return True
+        node = block[index]
+
+
+def _statement_blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists directly under ``node`` (an ``if``'s arms, a loop's body, a
+    ``try``'s parts), none inside a nested function or class."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return []
+    blocks = [
+        getattr(node, name)
+        for name in ("body", "orelse", "finalbody")
+        if isinstance(getattr(node, name, None), list)
+    ]
+    blocks += [handler.body for handler in getattr(node, "handlers", [])]
+    blocks += [case.body for case in getattr(node, "cases", [])]
+    return [b for b in blocks if b and isinstance(b[0], ast.stmt)]
+
+
+def _exits(ctx: FileContext, statement: ast.stmt) -> bool:
+    """``sys.exit(...)``, ``os._exit(...)``, ``exit()`` or ``quit()`` as a statement."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return False
+    func = statement.value.func
+    if isinstance(func, ast.Name) and func.id in _BUILTIN_EXITS:
+        return True
+    return ctx.qualified_name(func) in _PROGRAM_EXITS
 
 
 def _returned(function: FunctionScope | None, name: str) -> bool:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
+from typing import cast
 
 from torchdoctor.findings import Applicability, Confidence, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
+from torchdoctor.static.analysis.callers import class_constructions, constant_arguments
 from torchdoctor.static.analysis.calls import (
     insert_keywords,
     keyword,
@@ -547,8 +549,11 @@ def _only_calls_items(
 def _parameters_registered(cls: ClassScope, attr: str) -> bool:
     """Whether a loop over ``self.<attr>`` registers the parameters of each layer it holds
     on the module (TPLinker: ``for i, fc in enumerate(self.fc_list):
-    self.register_parameter(f"weight_{i}", fc.weight)``): they are then in
+    self.register_parameter(f"weight_{i}", fc.weight)``), itself or through a method of
+    the class that registers what it is handed (pytorch_RVAE's Highway:
+    ``self._add_to_parameters(layer.parameters(), name)``): they are then in
     ``parameters()`` and ``state_dict()``, the same tensors the layers use."""
+    registering = _registering_methods(cls)
     for method in cls.methods.values():
         for loop in ast.walk(method.node):
             if not isinstance(loop, ast.For):
@@ -566,17 +571,77 @@ def _parameters_registered(cls: ClassScope, attr: str) -> bool:
             if not (_is_self_attr(iterable, attr, method) and isinstance(target, ast.Name)):
                 continue
             for call in ast.walk(loop):
-                if (
+                if not (
                     isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "register_parameter"
                     and isinstance(call.func.value, ast.Name)
                     and call.func.value.id == method.self_name
-                    and len(call.args) == 2
-                    and root_name(call.args[1]) == target.id
                 ):
+                    continue
+                if call.func.attr == "register_parameter":
+                    handed = _registered_value(call)
+                elif call.func.attr in registering:
+                    handed = [*call.args, *(k.value for k in call.keywords)]
+                else:
+                    continue
+                if any(_called_root(argument) == target.id for argument in handed):
                     return True
     return False
+
+
+def _registered_value(call: ast.Call) -> list[ast.expr]:
+    """The parameter a ``register_parameter(name, param)`` call registers, as a list."""
+    given = keyword(call, "param")
+    if given is not None:
+        return [given.value]
+    return call.args[1:2]
+
+
+def _called_root(expr: ast.expr) -> str | None:
+    """The name a chain of attributes, items and method calls starts from: ``layer`` for
+    ``layer.weight`` and for ``layer.parameters()``."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        expr = expr.func.value
+    return root_name(expr)
+
+
+def _registering_methods(cls: ClassScope) -> set[str]:
+    """The methods of the class that register on ``self`` a parameter drawn from one of
+    their own arguments: ``self.register_parameter(name, p)`` where ``p`` is an argument
+    or a loop variable over one (``for i, p in enumerate(params): ...``)."""
+    found: set[str] = set()
+    for name, method in cls.methods.items():
+        arguments = {a.arg for a in method.node.args.args[1:] + method.node.args.kwonlyargs}
+        if not arguments:
+            continue
+        drawn = set(arguments)
+        for loop in ast.walk(method.node):
+            if isinstance(loop, ast.For) and root_name(_unenumerated(loop.iter)) in arguments:
+                drawn |= {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        for call in ast.walk(method.node):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "register_parameter"
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == method.self_name
+                and any(root_name(value) in drawn for value in _registered_value(call))
+            ):
+                found.add(name)
+                break
+    return found
+
+
+def _unenumerated(iterable: ast.expr) -> ast.expr:
+    """The iterable inside ``enumerate(...)``, or ``iterable`` itself."""
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "enumerate"
+        and iterable.args
+    ):
+        return iterable.args[0]
+    return iterable
 
 
 def _registered_on_use(cls: ClassScope, attr: str) -> bool:
@@ -784,12 +849,24 @@ class FunctionalDropoutIgnoresTraining(LintRule):
             return
         flag = f"training={method.self_name}.training"
         text = ctx.segment(node.func)
-        self.report(
-            node,
+        message = (
             f"`{text}(...)` at line {node.lineno} in `{method.owner.name}.{method.name}` "
             "does not pass `training`: functional dropout defaults to `training=True`, so "
             "it keeps dropping activations after `model.eval()` and evaluation is noisy "
-            "and worse",
+            "and worse"
+        )
+        handed = _rate_handed_in(ctx, method, node)
+        if handed:
+            # pytorch_RVAE's decoder: `forward(self, x, drop_prob)`, and the evaluating
+            # callers pass 0.: whether evaluation drops anything is up to each call.
+            message += (
+                f", unless every evaluating call passes a rate of 0: the rate comes from "
+                f"`{handed}`, a parameter each call must give"
+            )
+        self.report(
+            node,
+            message,
+            severity=Severity.INFO if handed else None,
             fix_hint=f"Pass `{flag}` (or use an `nn.Dropout` layer, which follows the "
             "module's mode).",
             fix=Fix(f"Pass `{flag}`", (insert_keywords(ctx, node, flag),), Applicability.UNSAFE),
@@ -988,6 +1065,9 @@ def _switched_by_the_caller(ctx: FileContext, method: FunctionScope, call: ast.C
     defaults = method.parameter_defaults
     if _off_by_default(ctx, defaults):
         return True
+    built = _attribute_values_built(ctx, method)
+    if built and all(_off_by_default(ctx, defaults | values) for values in built):
+        return True
     required = method.parameter_names - set(defaults) - {method.self_name or ""}
     if not required:
         return False
@@ -1031,24 +1111,95 @@ def _off_by_default(ctx: FileContext, defaults: dict[str, ast.expr]) -> bool:
     return False
 
 
+def _attribute_values_built(ctx: FileContext, method: FunctionScope) -> list[dict[str, ast.expr]]:
+    """For each construction of the method's class the project shows, the constant value
+    of each attribute the class binds once, in its ``__init__``, straight from a
+    parameter of ``__init__``, keyed ``self.<attr>`` (Precipitation-Nowcasting's
+    TrajGRU: ``self._zoneout = zoneout``, built with ``zoneout=0.0`` by every network
+    definition). With no construction in sight, the parameter's default counts once.
+    Empty when the class is also used as a value (a base, a factory argument)."""
+    owner = method.owner
+    init = owner.methods.get("__init__") if owner is not None else None
+    if owner is None or init is None or method.self_name is None:
+        return []
+    parameters = set(init.parameter_names)
+    taken: dict[str, str] = {}  # attribute -> the __init__ parameter it is bound from
+    bound: dict[str, int] = {}
+    for member in owner.methods.values():
+        for node in ast.walk(member.node):
+            value: ast.expr | None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == member.self_name
+                ):
+                    continue
+                bound[target.attr] = bound.get(target.attr, 0) + 1
+                if member is init and isinstance(value, ast.Name) and value.id in parameters:
+                    taken[target.attr] = value.id
+    taken = {attr: parameter for attr, parameter in taken.items() if bound[attr] == 1}
+    if not taken:
+        return []
+    calls = class_constructions(ctx, owner)
+    if calls is None:
+        return []
+    passed: list[dict[str, object]]
+    if not calls:
+        defaults = init.parameter_defaults
+        passed = [{p: d.value for p, d in defaults.items() if isinstance(d, ast.Constant)}]
+    else:
+        passed = [constant_arguments(call, init) for call in calls]
+    return [
+        {
+            f"{method.self_name}.{attr}": ast.Constant(cast(_Literal, values[parameter]))
+            for attr, parameter in taken.items()
+            if parameter in values
+        }
+        for values in passed
+    ]
+
+
+# What a literal constant in the source holds.
+_Literal = str | bytes | bool | int | float | complex | None
+
+
+def _switch_name(expr: ast.expr) -> str | None:
+    """A switch's name as the defaults spell it: ``flag``, or ``self.flag``."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        return f"{expr.value.id}.{expr.attr}"
+    return None
+
+
 def _holds_by_default(test: ast.expr | None, defaults: dict[str, ast.expr]) -> bool | None:
     """What ``test`` gives with the method's constant defaults: a switch named for
     dropout or the mode (``mc_dropout``), or a rate compared with a number
     (latent-diffusion's ``if noise_dropout > 0.:`` under ``noise_dropout=0.``); ``None``
-    when it is neither or a default is not a constant."""
-    if isinstance(test, ast.Name):
-        default = defaults.get(test.id)
-        if set(torchapi.name_tokens(test.id)) & _SWITCH_WORDS and isinstance(default, ast.Constant):
+    when it is neither or a default is not a constant. An attribute the class binds
+    from a parameter of its ``__init__`` counts with the value a construction passes."""
+    name = _switch_name(test) if test is not None else None
+    if name is not None:
+        default = defaults.get(name)
+        words = set(torchapi.name_tokens(name.rpartition(".")[2]))
+        if words & _SWITCH_WORDS and isinstance(default, ast.Constant):
             return bool(default.value)
         return None
     if not (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
-        and isinstance(test.left, ast.Name)
         and isinstance(test.comparators[0], ast.Constant)
     ):
         return None
-    default = defaults.get(test.left.id)
+    left = _switch_name(test.left)
+    default = defaults.get(left) if left is not None else None
     bound = test.comparators[0].value
     if not (
         isinstance(default, ast.Constant)
@@ -1096,6 +1247,27 @@ def _rate_follows_mode(ctx: FileContext, method: FunctionScope, call: ast.Call) 
     return bool(passed) and all(
         value is not None and "training" in ctx.segment(value) for value in passed
     )
+
+
+def _rate_handed_in(ctx: FileContext, method: FunctionScope, call: ast.Call) -> str | None:
+    """The parameter, with no default, that the dropout's rate is: each call of the method
+    chooses the rate, so an evaluating caller may pass 0 (lint does not follow calls made
+    through a module's ``__call__`` into other files). Not when a ``self.<method>(...)``
+    call of the file hands it a fixed rate (``self.attend(x, self.dropout)``, ``0.1``),
+    the same in both modes."""
+    rate = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "p"), "value", None)
+    if not isinstance(rate, ast.Name) or rate.id == method.self_name:
+        return None
+    required = method.parameter_names - set(method.parameter_defaults)
+    if rate.id not in required:
+        return None
+    for caller in _self_calls(ctx, method.name):
+        passed = method.argument_for(caller, rate.id)
+        if isinstance(passed, ast.Attribute) or (
+            isinstance(passed, ast.Constant) and passed.value not in (0, None)
+        ):
+            return None
+    return rate.id
 
 
 def _rate_zeroed_by_a_caller(ctx: FileContext, method: FunctionScope, call: ast.Call) -> bool:
