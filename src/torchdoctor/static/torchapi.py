@@ -724,9 +724,33 @@ def _is_optimizer(name: str, capital: bool) -> bool:
         "timm.optim.create_optimizer",
     ):
         return True
-    return capital and name.startswith(
-        ("bitsandbytes.optim.", "apex.optimizers.", "torch_optimizer.", "timm.optim.")
+    if not capital:
+        return False
+    if name.startswith(_OPTIMIZER_PACKAGES):
+        return True
+    # A third-party optimizer class outside those packages (`lion_pytorch.Lion`,
+    # `came_pytorch.CAME`, `prodigyopt.Prodigy`): its class name says what it is.
+    last = name.rpartition(".")[2]
+    return not name.startswith("torch.") and (
+        last in _OPTIMIZER_CLASS_NAMES or last.endswith(("Adam", "AdamW", "Adafactor"))
     )
+
+
+# Packages whose capitalised names are optimizers.
+_OPTIMIZER_PACKAGES = (
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+    "torch_optimizer.",
+    "timm.optim.",
+    "fairseq.optim.",
+    "deepspeed.ops.adam.",
+    "deepspeed.ops.lamb.",
+)
+# Names of optimizer classes that third-party packages define.
+_OPTIMIZER_CLASS_NAMES = frozenset(
+    {"Lion", "Lamb", "LAMB", "Adafactor", "Prodigy", "MADGRAD", "AdaBelief", "CAME", "Sophia"}
+    | {"SophiaG", "Adan", "Ranger", "RAdam", "SGDW", "Muon", "Shampoo", "DAdaptAdam"}
+)
 
 
 # Name hints: the last meaningful word of a variable or attribute name.

@@ -370,3 +370,25 @@ def test_every_parameter_free_layer_holds_no_parameters_on_the_installed_torch()
         assert list(layer.parameters()) == [], qualified
         checked += 1
     assert checked >= 100
+
+
+@pytest.mark.parametrize(
+    ("name", "optimizer"),
+    [
+        # reformer-pytorch trains with fairseq's Adafactor: its steps are optimizer steps
+        ("fairseq.optim.adafactor.Adafactor", True),
+        ("lion_pytorch.Lion", True),
+        ("came_pytorch.CAME", True),
+        ("prodigyopt.Prodigy", True),
+        ("deepspeed.ops.adam.FusedAdam", True),
+        ("apex.optimizers.FusedLAMB", True),
+        ("my_optimizers.adam.DecoupledAdamW", True),
+        # a schedule of the same package, a helper function, and other classes are not
+        ("transformers.optimization.AdafactorSchedule", False),
+        ("fairseq.optim.build_optimizer", False),
+        ("gym.make", False),
+        ("torch.nn.Adam", False),
+    ],
+)
+def test_third_party_optimizer_classes(name: str, optimizer: bool) -> None:
+    assert torchapi.in_family(name, torchapi.OPTIMIZER) is optimizer

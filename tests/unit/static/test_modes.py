@@ -2437,3 +2437,36 @@ def rounds(nets, loader, rounds):
     return previous
 """
     assert bool(lint_findings(source, "TD502")) is flagged
+
+
+def test_td502_an_optimizer_from_a_third_party_package_trains_the_model() -> None:
+    """reformer-pytorch's pretraining steps fairseq's Adafactor and evaluates with
+    `self.model.eval()` every few steps, `train()` called once before the loop: the steps
+    of a third-party optimizer are optimizer steps like torch's own."""
+    assert_marked(
+        """
+        import torch.nn as nn
+        from fairseq.optim.adafactor import Adafactor
+
+        class Trainer:
+            def __init__(self):
+                self.model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))
+
+            def train(self, loader, eval_loader):
+                optimizer = Adafactor(self.model.parameters())
+                self.model.train()
+                for step, (x, y) in enumerate(loader):
+                    loss = (self.model(x) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+                    self.model.zero_grad()
+                    if step % 100 == 0:
+                        self.evaluate(eval_loader)  # expect: TD502
+
+            def evaluate(self, loader):
+                self.model.eval()
+                for x, y in loader:
+                    self.model(x)
+        """,
+        "TD502",
+    )
