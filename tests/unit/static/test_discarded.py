@@ -310,3 +310,33 @@ def test_td224_a_batch_of_an_enumerated_loader_in_a_progress_bar(
 ) -> None:
     source = _EVALUATION.format(collate=collate, target=target, moved=moved)
     assert bool(lint_codes(source, "TD224")) is flagged
+
+
+@pytest.mark.parametrize(
+    ("source", "severity"),
+    [
+        # Meta's GEMM benchmark: a global result, copied after the timer, never read again
+        (
+            "c = None\n\ndef bench(a, b):\n    global c\n    c = torch.mm(a, b)\n    c.to('cpu')\n",
+            "info",
+        ),
+        ("def bench(a, b):\n    c = torch.mm(a, b)\n    c.to('cpu')\n    return 1\n", "info"),
+        # read again, a parameter the caller keeps, or an alias of another object: an error
+        ("def bench(a, b):\n    c = torch.mm(a, b)\n    c.to('cpu')\n    return c\n", "error"),
+        ("def bench(c: torch.Tensor):\n    c.to('cpu')\n", "error"),
+        (
+            "def bench(a, b):\n    c = torch.mm(a, b)\n    c.to('cpu')\n    print(c.sum())\n",
+            "error",
+        ),
+        (
+            "c = None\n\ndef bench(a, b):\n    global c\n    c = torch.mm(a, b)\n"
+            "    c.to('cpu')\n\ndef show():\n    print(c)\n",
+            "error",
+        ),
+    ],
+)
+def test_a_copy_dropped_from_a_result_nothing_reads_is_information(
+    source: str, severity: str
+) -> None:
+    (found,) = lint_findings(HEADER + source, "TD224")
+    assert found.severity.value == severity

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import cast
 
-from torchdoctor.findings import Applicability, Depth, Finding, Fix
+from torchdoctor.findings import Applicability, Depth, Finding, Fix, Severity
 from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.callers import passed_values
@@ -22,9 +22,9 @@ from torchdoctor.static.analysis.dataloader import iterated, loader_of
 from torchdoctor.static.analysis.paths import is_test_path
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.names import returns_of
+from torchdoctor.static.names import own_nodes, returns_of
 from torchdoctor.static.rules.base import LintRule
-from torchdoctor.static.structure import FrameKind, ModuleScope
+from torchdoctor.static.structure import FrameKind, FunctionScope, ModuleScope
 
 __all__ = ["is_tensor"]
 
@@ -332,11 +332,15 @@ class TensorResultDiscarded(LintRule):
         self._candidates.append((node, call, receiver, ctx.function))
 
     def leave_module(self, module: ModuleScope) -> None:
+        dropped = {id(receiver) for _, _, receiver, _ in self._candidates}
         for node, call, receiver, scope in self._candidates:
             if is_tensor(self.ctx, receiver, scope):
-                self._report(node, call, receiver)
+                unread = _never_read(self.ctx, receiver, scope, dropped)
+                self._report(node, call, receiver, unread)
 
-    def _report(self, node: ast.Expr, call: ast.Call, receiver: ast.Name | ast.Attribute) -> None:
+    def _report(
+        self, node: ast.Expr, call: ast.Call, receiver: ast.Name | ast.Attribute, unread: bool
+    ) -> None:
         ctx = self.ctx
         method = cast("ast.Attribute", call.func).attr
         name = ctx.segment(receiver)
@@ -348,11 +352,18 @@ class TensorResultDiscarded(LintRule):
                 (ctx.replace(node, f"{name} = {text}"),),
                 Applicability.SAFE if method in _SAFE_REBIND else Applicability.UNSAFE,
             )
-        self.report(
-            node,
+        message = (
             f"`{text}` at line {node.lineno} returns a new tensor and the result is thrown "
             f"away: `{name}` itself is unchanged (a tensor's `.{method}()` is not in place, "
-            "unlike a module's `.to()`)",
+            "unlike a module's `.to()`)"
+        )
+        if unread:
+            # param's GEMM benchmarks: `c.to("cpu")` after the timer, `c` never read again
+            message += f"; nothing reads `{name}` afterwards, so no result changes"
+        self.report(
+            node,
+            message,
+            severity=Severity.INFO if unread else None,
             fix_hint=f"Assign the result: `{name} = {text}`.",
             fix=fix,
         )
@@ -394,6 +405,63 @@ class TensorResultDiscarded(LintRule):
                 ):
                     return True
         return False
+
+
+def _never_read(
+    ctx: FileContext, receiver: ast.Name | ast.Attribute, scope: Scope, dropped: set[int]
+) -> bool:
+    """Whether the plain name ``receiver`` only ever holds results the code computes itself
+    (every binding in its scope is ``name = <call>`` or ``None``: no parameter, no alias of another
+    object a caller or attribute keeps), and nothing reads it in that scope (for a name
+    the function declares ``global``, in the whole file) except statements that drop a
+    copy of it (``dropped``: the ids of their receivers)."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    name = receiver.id
+    if isinstance(scope, FunctionScope) and name in scope.parameter_names:
+        return False
+    if isinstance(scope, FunctionScope) and not _declares_global(scope.node, name):
+        nodes = list(ast.walk(scope.node))
+    else:
+        nodes = _module_name_nodes(ctx.tree, name)
+    fresh = {  # `c = torch.mm(a, b)`, or `c = None` before a first result
+        id(target)
+        for node in nodes
+        if isinstance(node, ast.Assign)
+        and (
+            isinstance(node.value, ast.Call)
+            or (isinstance(node.value, ast.Constant) and node.value.value is None)
+        )
+        for target in node.targets
+    }
+    named = [node for node in nodes if isinstance(node, ast.Name) and node.id == name]
+    stores = [node for node in named if isinstance(node.ctx, ast.Store)]
+    if not stores or any(id(store) not in fresh for store in stores):
+        return False
+    return not any(isinstance(n.ctx, ast.Load) and id(n) not in dropped for n in named)
+
+
+def _declares_global(function: ast.AST, name: str) -> bool:
+    return any(
+        isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
+        for node in ast.walk(function)
+    )
+
+
+def _module_name_nodes(tree: ast.Module, name: str) -> list[ast.AST]:
+    """The nodes where the module-level ``name`` may be read or bound: module-level code,
+    and every function that declares it ``global`` or never binds a local of that name."""
+    found = own_nodes(tree)
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        inner = own_nodes(function)
+        binds = any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in inner
+        ) or name in {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+        if not binds or _declares_global(function, name):
+            found += inner
+    return found
 
 
 @detector("TD225", depth=Depth.LINT)
