@@ -2,9 +2,9 @@
 
 Each round's test set is code read only to measure, never to tune rules: each code base is
 named with the commit that was read (round 1: ``benchmarks/precision/repos.csv``, then
-``repos_round2.csv`` ... ``repos_round113.csv``). Every error and warning lint gave there
+``repos_round2.csv`` ... ``repos_round114.csv``). Every error and warning lint gave there
 was read at its line and judged (``test_set.csv``, ``test_set_round2.csv`` ...
-``test_set_round113.csv``):
+``test_set_round114.csv``):
 
 * ``worth``: true, and a maintainer would change it;
 * ``minor``: true, but a maintainer would not bother;
@@ -18,12 +18,12 @@ read and judged before the figures mean anything.
 
 Usage::
 
-    python benchmarks/precision_score.py ROOT [--round 1|2|...|113]
+    python benchmarks/precision_score.py ROOT [--round 1|2|...|114]
 
 where ``ROOT/<folder>`` holds each code base's ``.py`` files at the listed commit, e.g.
 ``git --git-dir=<mirror> archive <commit> | tar -x -C ROOT/<folder>`` (for
 pytorch_geometric only ``examples/`` and ``benchmark/`` are linted). ``--round`` picks the
-round (default: the latest, 113). A round's findings fixed later become tuning data: its
+round (default: the latest, 114). A round's findings fixed later become tuning data: its
 figures then show how the fixes did on code they were read from, not how lint does on
 unseen code; the latest round is the measure.
 """
@@ -159,6 +159,7 @@ ROUNDS = {
     111: ("repos_round111.csv", "test_set_round111.csv"),
     112: ("repos_round112.csv", "test_set_round112.csv"),
     113: ("repos_round113.csv", "test_set_round113.csv"),
+    114: ("repos_round114.csv", "test_set_round114.csv"),
 }
 
 
