@@ -20,12 +20,14 @@ __all__ = [
     "compared",
     "conditional",
     "conditions",
+    "enclosing_blocks",
     "exclusive",
     "if_arms",
     "if_tests",
     "isinstance_failed",
     "on_opposite_arms",
     "spans",
+    "statement_blocks",
 ]
 
 _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
@@ -258,3 +260,40 @@ def is_main_guard(test: ast.expr) -> bool:
             ):
                 return True
     return False
+
+
+def statement_blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists directly under ``node`` (a function's or a loop's body, an
+    ``if``'s arms, a ``try``'s parts and handlers, a ``match``'s cases)."""
+    blocks = [
+        getattr(node, name)
+        for name in ("body", "orelse", "finalbody")
+        if isinstance(getattr(node, name, None), list)
+    ]
+    blocks += [handler.body for handler in getattr(node, "handlers", [])]
+    blocks += [case.body for case in getattr(node, "cases", [])]
+    return [b for b in blocks if b and isinstance(b[0], ast.stmt)]
+
+
+def enclosing_blocks(root: ast.AST, inner: ast.AST) -> Iterator[tuple[list[ast.stmt], int]]:
+    """From ``root`` (a function's or a loop's node) down to ``inner``: each block on the
+    way, with the index of its statement that holds ``inner``; not into a function or
+    class defined on the way, whose code runs apart."""
+    node = root
+    while node is root or not isinstance(
+        node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    ):
+        found = next(
+            (
+                (block, index)
+                for block in statement_blocks(node)
+                for index, statement in enumerate(block)
+                if spans(statement, inner)
+            ),
+            None,
+        )
+        if found is None:
+            return
+        yield found
+        block, index = found
+        node = block[index]

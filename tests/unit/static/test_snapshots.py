@@ -487,3 +487,31 @@ def test_a_snapshot_bound_on_every_branch_under_a_now_and_then_test_is_flagged()
             model.load_state_dict(best_state)
         """
     assert_marked(source, "TD912")
+
+
+def test_a_name_bound_anew_before_each_read_reads_its_own_value() -> None:
+    """offsite-tuning: under `if is_best`, two sibling `if`s each bind `state_dict` from a
+    part's `state_dict()` and save it at once; each save reads its own block's binding,
+    on this pass or a later one, never the other block's snapshot. A read with no binding
+    of its own before it, after the loop, still sees the stale snapshot."""
+    source = """
+        import torch
+        from torch import nn
+
+        def fit(net: nn.Module, loader, optimizer, which):
+            for step, batch in enumerate(loader):
+                optimizer.zero_grad()
+                net(batch).sum().backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    if which in ("enc", "all"):
+                        sd = net.encoder.state_dict(){mark}
+                        torch.save(sd, "enc.pt")
+                    if which in ("dec", "all"):
+                        sd = net.decoder.state_dict(){mark}
+                        torch.save(sd, "dec.pt")
+            {after}
+        """
+    assert_marked(source.format(mark="", after="return None"), "TD912")
+    stale = source.format(mark="  # expect: TD912", after="torch.save(sd, 'last.pt')")
+    assert_marked(stale, "TD912")

@@ -24,7 +24,7 @@ from torchdoctor.static.analysis.loops import (
     skip_before,
     steps_every_iteration,
 )
-from torchdoctor.static.branches import spans
+from torchdoctor.static.branches import enclosing_blocks
 from torchdoctor.static.context import FileContext
 from torchdoctor.static.names import own_nodes
 from torchdoctor.static.rules.base import LintRule
@@ -261,30 +261,11 @@ def _ends_the_program_after(ctx: FileContext, loop: ast.AST, call: ast.Call) -> 
     """A statement after the figure, in its own block or an enclosing one inside the loop,
     ends the program (a debug dump that plots, saves and calls ``sys.exit()``): the loop
     makes one figure at most."""
-    node = loop
-    while True:
-        block = next((b for b in _statement_blocks(node) if any(spans(s, call) for s in b)), None)
-        if block is None:
-            return False
-        index = next(i for i, statement in enumerate(block) if spans(statement, call))
-        if any(_exits(ctx, statement) for statement in block[index + 1 :]):
-            return True
-        node = block[index]
-
-
-def _statement_blocks(node: ast.AST) -> list[list[ast.stmt]]:
-    """The statement lists directly under ``node`` (an ``if``'s arms, a loop's body, a
-    ``try``'s parts), none inside a nested function or class."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return []
-    blocks = [
-        getattr(node, name)
-        for name in ("body", "orelse", "finalbody")
-        if isinstance(getattr(node, name, None), list)
-    ]
-    blocks += [handler.body for handler in getattr(node, "handlers", [])]
-    blocks += [case.body for case in getattr(node, "cases", [])]
-    return [b for b in blocks if b and isinstance(b[0], ast.stmt)]
+    return any(
+        _exits(ctx, statement)
+        for block, index in enclosing_blocks(loop, call)
+        for statement in block[index + 1 :]
+    )
 
 
 def _exits(ctx: FileContext, statement: ast.stmt) -> bool:

@@ -36,6 +36,7 @@ from torchdoctor.static.analysis.loops import (
     trains,
 )
 from torchdoctor.static.analysis.training_calls import TrainingCall, training_call_sites
+from torchdoctor.static.branches import enclosing_blocks, spans
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.rules.base import LintRule
 from torchdoctor.static.structure import FrameKind, FunctionScope, Item, Loop, ModuleScope
@@ -526,8 +527,26 @@ def _read_outside(
             continue
         if line < loop_start and not isinstance(holder, ast.Attribute):
             continue
+        if isinstance(holder, ast.Name) and _rebound_before(root, holder.id, used, condition, loop):
+            continue  # offsite-tuning: `state_dict = adapter.state_dict()` just before
         return used
     return None
+
+
+def _rebound_before(
+    root: ast.AST, name: str, used: ast.expr, condition: ast.stmt, loop: Loop
+) -> bool:
+    """An earlier statement of a block around ``used`` binds ``name`` anew after the
+    snapshot was taken, or in the loop's pass that reads it (offsite-tuning's
+    `state_dict = net.adapter.state_dict()` right before saving it): the read sees that
+    value, not the snapshot. A binding before the loop precedes the snapshot too."""
+    return any(
+        isinstance(statement, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
+        and (spans(loop.node, statement) or statement.lineno > (condition.end_lineno or 0))
+        for block, index in enclosing_blocks(root, used)
+        for statement in block[:index]
+    )
 
 
 def _used_values(root: ast.AST) -> Iterator[ast.expr]:
