@@ -23,6 +23,7 @@ from torchdoctor.static.analysis.callers import (
 from torchdoctor.static.analysis.calls import last_name
 from torchdoctor.static.analysis.related_files import parsed_module
 from torchdoctor.static.bindings import BindingKind
+from torchdoctor.static.branches import statement_blocks
 from torchdoctor.static.context import FileContext, Scope
 from torchdoctor.static.project import ProjectIndex
 from torchdoctor.static.structure import FunctionScope, Item
@@ -306,7 +307,8 @@ def _builds_one_per_batch(project: ProjectIndex, path: str, call: ast.Call) -> b
 
 def _constant_arguments(call: ast.Call, definition: ast.FunctionDef) -> dict[str, object]:
     """The helper's parameters a call gives a literal constant, by position, keyword or
-    default."""
+    default: :func:`~.callers.constant_arguments` for a function of another file, which
+    has no scope of its own here."""
     if any(isinstance(a, ast.Starred) for a in call.args):
         return {}
     arguments = definition.args
@@ -332,18 +334,15 @@ def _reachable_loaders(body: list[ast.stmt], constants: dict[str, object]) -> li
             if truth is UNDECIDED or not truth:
                 found += _reachable_loaders(statement.orelse, constants)
             continue
-        blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
-        inner = [b for b in blocks if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
-        if inner:
-            header = [n for n in ast.iter_child_nodes(statement) if not isinstance(n, ast.stmt)]
-            for part in header:
-                found += _loader_calls_in(part)
-            for block in inner:
-                found += _reachable_loaders(block, constants)
-            for handler in getattr(statement, "handlers", []):
-                found += _reachable_loaders(handler.body, constants)
+        blocks = statement_blocks(statement)
+        if not blocks:
+            found += _loader_calls_in(statement)
             continue
-        found += _loader_calls_in(statement)
+        for part in ast.iter_child_nodes(statement):  # a loop's iterable, a with's items
+            if not isinstance(part, (ast.stmt, ast.excepthandler, ast.match_case)):
+                found += _loader_calls_in(part)
+        for block in blocks:
+            found += _reachable_loaders(block, constants)
     return found
 
 
