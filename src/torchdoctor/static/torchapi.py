@@ -724,8 +724,8 @@ def _is_optimizer(name: str, capital: bool) -> bool:
         "timm.optim.create_optimizer",
     ):
         return True
-    if not capital:
-        return False
+    if not capital or ".lr_scheduler." in name:
+        return False  # fairseq.optim.lr_scheduler.InverseSquareRootSchedule: a schedule
     if name.startswith(_OPTIMIZER_PACKAGES):
         return True
     # A third-party optimizer class outside those packages (`lion_pytorch.Lion`,

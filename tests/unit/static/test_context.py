@@ -385,6 +385,10 @@ def test_every_parameter_free_layer_holds_no_parameters_on_the_installed_torch()
         ("my_optimizers.adam.DecoupledAdamW", True),
         # a schedule of the same package, a helper function, and other classes are not
         ("transformers.optimization.AdafactorSchedule", False),
+        (
+            "fairseq.optim.lr_scheduler.inverse_square_root_schedule.InverseSquareRootSchedule",
+            False,
+        ),
         ("fairseq.optim.build_optimizer", False),
         ("gym.make", False),
         ("torch.nn.Adam", False),
