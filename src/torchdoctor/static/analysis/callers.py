@@ -20,7 +20,7 @@ from torchdoctor.static.analysis.calls import assigned_names, keyword, last_name
 from torchdoctor.static.analysis.related_files import importing_paths, parsed_module
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.context import FileContext, Scope
-from torchdoctor.static.project import PLAIN_BASES, ProjectIndex
+from torchdoctor.static.project import PLAIN_BASES
 from torchdoctor.static.structure import ClassScope, Frame, FrameKind, FunctionScope, Item
 
 __all__ = [
@@ -184,24 +184,17 @@ def project_calls(ctx: FileContext, function: FunctionScope) -> list[ast.Call] |
     ``utils.get_loader(...)``) in the project's modules that import the file. ``None``
     when the name is also used as a value (``fn=get_loader``), in the file or an
     importer: calls lint cannot see may then pass anything."""
-    name = function.name
     key = ("project-calls", id(function))
     if key in ctx.memo:
         return ctx.memo[key]  # type: ignore[return-value]
     calls: list[ast.Call] | None = [
         item.node for _, item in ctx.callers(function) if isinstance(item.node, ast.Call)
     ]
-    uses = [_uses_by_name(ctx.tree, name)]
-    if function.node in ctx.tree.body:
-        own = os.path.abspath(ctx.path)
-        uses += [
-            _importer_uses(ctx.project, path, name) for path in importing_paths(ctx.project, own)
-        ]
-    for found in uses:
-        if calls is None or found is None:
-            calls = None
-            break
-        calls += [call for call in found if call not in calls]
+    sites = _named_call_sites(ctx, function.name, function.node in ctx.tree.body)
+    if calls is None or sites is None:
+        calls = None
+    else:
+        calls += [call for _, _, call in sites if call not in calls]
     ctx.memo[key] = calls
     return calls
 
@@ -216,21 +209,9 @@ def project_call_sites(ctx: FileContext, function: FunctionScope) -> list[CallSi
     if function.node not in ctx.tree.body:
         return None
     key = ("project-call-sites", id(function))
-    if key in ctx.memo:
-        return ctx.memo[key]  # type: ignore[return-value]
-    own = os.path.abspath(ctx.path)
-    trees: list[tuple[str, ast.Module | None]] = [(own, ctx.tree)]
-    trees += [(p, parsed_module(ctx.project, p)) for p in importing_paths(ctx.project, own)]
-    found: list[CallSite] = []
-    sites: list[CallSite] | None = found
-    for path, tree in trees:
-        calls = None if tree is None else _uses_by_name(tree, function.name)
-        if calls is None or tree is None:
-            sites = None
-            break
-        found += [(path, tree, call) for call in calls]
-    ctx.memo[key] = sites
-    return sites
+    if key not in ctx.memo:
+        ctx.memo[key] = _named_call_sites(ctx, function.name, top_level=True)
+    return ctx.memo[key]  # type: ignore[return-value]
 
 
 def class_constructions(ctx: FileContext, cls: ClassScope) -> list[ast.Call] | None:
@@ -239,23 +220,30 @@ def class_constructions(ctx: FileContext, cls: ClassScope) -> list[ast.Call] | N
     in the project's modules that import the file. ``None`` when the name is also used
     as a value (a base class, ``factory=Cell``): lint cannot see what those build."""
     key = ("class-constructions", id(cls.node))
-    if key in ctx.memo:
-        return ctx.memo[key]  # type: ignore[return-value]
-    uses = [_uses_by_name(ctx.tree, cls.name, of_class=True)]
-    if cls.node in ctx.tree.body:
-        own = os.path.abspath(ctx.path)
-        uses += [
-            _importer_uses(ctx.project, path, cls.name, of_class=True)
-            for path in importing_paths(ctx.project, own)
-        ]
-    calls: list[ast.Call] | None = []
-    for found in uses:
-        if calls is None or found is None:
-            calls = None
-            break
-        calls += found
-    ctx.memo[key] = calls
-    return calls
+    if key not in ctx.memo:
+        sites = _named_call_sites(ctx, cls.name, cls.node in ctx.tree.body, of_class=True)
+        ctx.memo[key] = None if sites is None else [call for _, _, call in sites]
+    return ctx.memo[key]  # type: ignore[return-value]
+
+
+def _named_call_sites(
+    ctx: FileContext, name: str, top_level: bool, of_class: bool = False
+) -> list[CallSite] | None:
+    """The calls by ``name`` in this file and, for a name at the file's top level, in the
+    project's modules that import it, each with its file and tree; ``None`` when one of
+    them reads the name other than by calling it (:func:`_uses_by_name`) or cannot be
+    parsed."""
+    own = os.path.abspath(ctx.path)
+    trees: list[tuple[str, ast.Module | None]] = [(own, ctx.tree)]
+    if top_level:
+        trees += [(p, parsed_module(ctx.project, p)) for p in importing_paths(ctx.project, own)]
+    sites: list[CallSite] = []
+    for path, tree in trees:
+        calls = None if tree is None else _uses_by_name(tree, name, of_class)
+        if calls is None or tree is None:
+            return None
+        sites += [(path, tree, call) for call in calls]
+    return sites
 
 
 def switched_off_by_every_call(
@@ -315,13 +303,6 @@ def _parameter_test(test: ast.expr, holds: bool, parameters: set[str]) -> list[t
     if isinstance(test, ast.Name) and test.id in parameters:
         return [(test.id, holds)]
     return []
-
-
-def _importer_uses(
-    project: ProjectIndex, path: str, name: str, of_class: bool = False
-) -> list[ast.Call] | None:
-    tree = parsed_module(project, path)
-    return None if tree is None else _uses_by_name(tree, name, of_class)
 
 
 # Calls that read a class without building it.

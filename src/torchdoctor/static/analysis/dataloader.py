@@ -20,7 +20,7 @@ from torchdoctor.static.analysis.callers import (
     project_call_sites,
     truth_under,
 )
-from torchdoctor.static.analysis.calls import last_name
+from torchdoctor.static.analysis.calls import last_name, values_assigned
 from torchdoctor.static.analysis.related_files import parsed_module
 from torchdoctor.static.bindings import BindingKind
 from torchdoctor.static.branches import statement_blocks
@@ -36,6 +36,7 @@ __all__ = [
     "loader_calls",
     "loader_of",
     "loads",
+    "one_per_batch",
     "one_per_batch_wherever_passed",
     "worker_count",
     "worker_loaders",
@@ -262,21 +263,11 @@ def one_per_batch_wherever_passed(
     for path, tree, call in sites:
         passed = function.argument_for(call, parameter)
         if isinstance(passed, ast.Name):
-            passed = _only_binding(tree, passed.id)
+            bound = values_assigned(tree, passed.id)  # one binding in the file, or unknown
+            passed = bound[0] if len(bound) == 1 else None
         if not (isinstance(passed, ast.Call) and _builds_one_per_batch(ctx.project, path, passed)):
             return False
     return True
-
-
-def _only_binding(tree: ast.Module, name: str) -> ast.expr | None:
-    """The value of the one ``name = ...`` of the file, when there is exactly one."""
-    values = [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-    ]
-    return values[0] if len(values) == 1 else None
 
 
 def _builds_one_per_batch(project: ProjectIndex, path: str, call: ast.Call) -> bool:
@@ -353,10 +344,17 @@ def _loader_calls_in(node: ast.AST) -> list[ast.Call]:
     ]
 
 
-def _one_per_batch(loader: ast.Call) -> bool:
-    """A ``DataLoader(...)`` call whose batch size is 1 (given, or its default)."""
+def one_per_batch(loader: ast.Call) -> bool:
+    """A ``DataLoader(...)`` call whose batch size is 1: given, or left to its default,
+    with no ``batch_sampler``."""
     arguments = loader_arguments(loader)
-    if "batch_sampler" in arguments or any(k.arg is None for k in loader.keywords):
+    if "batch_sampler" in arguments:
         return False
     size = arguments.get("batch_size")
     return size is None or (isinstance(size, ast.Constant) and size.value == 1)
+
+
+def _one_per_batch(loader: ast.Call) -> bool:
+    """:func:`one_per_batch`, for a loader of another file whose ``**options`` may hold
+    any batch size: none counts."""
+    return not any(k.arg is None for k in loader.keywords) and one_per_batch(loader)

@@ -28,8 +28,8 @@ from torchdoctor.rules.detectors import detector
 from torchdoctor.static import torchapi
 from torchdoctor.static.analysis.dataloader import (
     iterated,
-    loader_arguments,
     loader_of,
+    one_per_batch,
     one_per_batch_wherever_passed,
 )
 from torchdoctor.static.analysis.loops import innermost_loop
@@ -276,11 +276,7 @@ class LossAverageMismatch(LintRule):
         loader = loader_of(ctx, loop.iter, scope)
         if loader is None:
             return self._handed_one_per_batch(loop.iter, scope)
-        arguments = loader_arguments(loader)
-        if "batch_sampler" in arguments:
-            return False
-        size = arguments.get("batch_size")
-        return size is None or (isinstance(size, ast.Constant) and size.value == 1)
+        return one_per_batch(loader)
 
     def _handed_one_per_batch(self, iterable: ast.expr, scope: Scope) -> bool:
         """The loop reads a parameter of its function, bare or wrapped on the way

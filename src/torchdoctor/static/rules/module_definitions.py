@@ -616,8 +616,13 @@ def _registering_methods(cls: ClassScope) -> set[str]:
             continue
         drawn = set(arguments)
         for loop in ast.walk(method.node):
-            if isinstance(loop, ast.For) and root_name(_unenumerated(loop.iter)) in arguments:
-                drawn |= {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+            if not isinstance(loop, ast.For):
+                continue
+            for iterable, part in element_pairs(loop.target, loop.iter) or [
+                (loop.iter, loop.target)
+            ]:
+                if root_name(iterable) in arguments:
+                    drawn |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
         for call in ast.walk(method.node):
             if (
                 isinstance(call, ast.Call)
@@ -630,18 +635,6 @@ def _registering_methods(cls: ClassScope) -> set[str]:
                 found.add(name)
                 break
     return found
-
-
-def _unenumerated(iterable: ast.expr) -> ast.expr:
-    """The iterable inside ``enumerate(...)``, or ``iterable`` itself."""
-    if (
-        isinstance(iterable, ast.Call)
-        and isinstance(iterable.func, ast.Name)
-        and iterable.func.id == "enumerate"
-        and iterable.args
-    ):
-        return iterable.args[0]
-    return iterable
 
 
 def _registered_on_use(cls: ClassScope, attr: str) -> bool:
